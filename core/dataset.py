@@ -1,0 +1,324 @@
+"""Pixel sets in memory and the training dataset format on disk.
+
+A dataset is a folder holding one region's (or one extraction's) parcels as memory-mappable
+``.npy`` arrays plus ``dataset.json``. Every parcel shares the dataset's acquisition dates;
+``date_mask`` says which dates are usable for which parcel. Pixel values are reflectance
+times 10000 as uint16, with any processing-baseline offset already removed, so that products
+of every baseline and level compare directly.
+
+Layout (P parcels, T dates, C bands, S pixel slots):
+
+=================  ===========  ==========================================================
+file               dtype        shape and meaning
+=================  ===========  ==========================================================
+pixels.npy         uint16       (P, T, C, S) reflectance x 10000, 0 where masked
+pixel_mask.npy     bool         (P, T, S) True where the pixel slot holds a valid pixel
+date_mask.npy      bool         (P, T) True where the date is usable for the parcel
+gdd.npy            float32      (P, T) growing degree days at each date, from season start
+labels.npy         int16        (P,) index into ``classes``, -1 where unlabelled/unknown
+parcel_ids.npy     str          (P,) the parcel identifiers of the source layer
+blocks.npy         int32        (P,) spatial block for train/val/test splits, -1 if none
+status.npy         str          (P,) "ok" or why the parcel has no usable data
+=================  ===========  ==========================================================
+
+``dataset.json`` holds format and version, bands, ISO dates, day of season per date, season
+start, class names, label field and provenance (source files, seeds, settings).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+from .bands import S2_BANDS
+from .errors import DatasetError
+
+log = logging.getLogger(__name__)
+
+DATASET_FORMAT = "thermocrop-pixelsets"
+DATASET_VERSION = 1
+STATUS_OK = "ok"
+
+_ARRAYS = ("pixels", "pixel_mask", "date_mask", "gdd", "labels", "parcel_ids", "blocks", "status")
+
+
+@dataclass
+class PixelSets:
+    """Per-parcel pixel time series ready for a model, in memory or memory-mapped.
+
+    Attributes:
+        pixels: ``(P, T, C, S)`` uint16, reflectance x 10000, 0 where masked.
+        pixel_mask: ``(P, T, S)`` bool, True for valid pixels.
+        date_mask: ``(P, T)`` bool, True where the date is usable for the parcel.
+        gdd: ``(P, T)`` float32 growing degree days since the season start.
+        dates: ``(T,)`` datetime64[D] acquisition dates, ascending.
+        day_of_season: ``(T,)`` float32 days since the season start.
+        parcel_ids: ``(P,)`` parcel identifiers (str).
+        status: ``(P,)`` str, ``"ok"`` or the reason the parcel cannot be classified.
+        labels: ``(P,)`` int16 class index or -1.
+        blocks: ``(P,)`` int32 spatial block or -1.
+        classes: class names that ``labels`` index.
+        bands: band names in channel order.
+        meta: free-form provenance (source files, settings).
+    """
+
+    pixels: np.ndarray
+    pixel_mask: np.ndarray
+    date_mask: np.ndarray
+    gdd: np.ndarray
+    dates: np.ndarray
+    day_of_season: np.ndarray
+    parcel_ids: np.ndarray
+    status: np.ndarray
+    labels: Optional[np.ndarray] = None
+    blocks: Optional[np.ndarray] = None
+    classes: tuple[str, ...] = ()
+    bands: tuple[str, ...] = S2_BANDS
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.parcel_ids)
+        if self.labels is None:
+            self.labels = np.full(n, -1, dtype=np.int16)
+        if self.blocks is None:
+            self.blocks = np.full(n, -1, dtype=np.int32)
+        self.validate()
+
+    def __len__(self) -> int:
+        return len(self.parcel_ids)
+
+    @property
+    def n_dates(self) -> int:
+        return len(self.dates)
+
+    def validate(self) -> None:
+        """Check that every array has the shape the layout promises."""
+        p, t = len(self.parcel_ids), len(self.dates)
+        expected = {
+            "pixels": (p, t, len(self.bands)),
+            "pixel_mask": (p, t),
+            "date_mask": (p, t),
+            "gdd": (p, t),
+            "status": (p,),
+            "labels": (p,),
+            "blocks": (p,),
+        }
+        for name, prefix in expected.items():
+            shape = getattr(self, name).shape
+            if shape[: len(prefix)] != prefix:
+                raise DatasetError(
+                    f"Pixel sets are inconsistent: {name} has shape {shape}, "
+                    f"expected {prefix} + ... for {p} parcels, {t} dates."
+                )
+        if self.pixels.shape[3] != self.pixel_mask.shape[2]:
+            raise DatasetError(
+                f"Pixel sets are inconsistent: pixels hold {self.pixels.shape[3]} pixel slots, "
+                f"the pixel mask {self.pixel_mask.shape[2]}."
+            )
+        if len(self.day_of_season) != t:
+            raise DatasetError("Pixel sets are inconsistent: day_of_season does not match dates.")
+
+    def subset(self, index: Union[np.ndarray, slice]) -> "PixelSets":
+        """The parcels selected by ``index`` (a slice, boolean mask or integer array)."""
+        return PixelSets(
+            pixels=self.pixels[index],
+            pixel_mask=self.pixel_mask[index],
+            date_mask=self.date_mask[index],
+            gdd=self.gdd[index],
+            dates=self.dates,
+            day_of_season=self.day_of_season,
+            parcel_ids=self.parcel_ids[index],
+            status=self.status[index],
+            labels=self.labels[index],
+            blocks=self.blocks[index],
+            classes=self.classes,
+            bands=self.bands,
+            meta=self.meta,
+        )
+
+
+def _header(ps: PixelSets) -> dict[str, Any]:
+    return {
+        "format": DATASET_FORMAT,
+        "version": DATASET_VERSION,
+        "n_parcels": len(ps),
+        "n_dates": ps.n_dates,
+        "max_pixels": int(ps.pixels.shape[3]),
+        "bands": list(ps.bands),
+        "dates": [str(d) for d in np.asarray(ps.dates, dtype="datetime64[D]")],
+        "day_of_season": [float(x) for x in ps.day_of_season],
+        "classes": list(ps.classes),
+        "meta": ps.meta,
+    }
+
+
+class DatasetWriter:
+    """Writes a dataset folder chunk by chunk, so that it never sits in memory whole.
+
+    The folder appears only when :meth:`close` succeeds; a failed or cancelled run leaves
+    nothing behind (the work happens in a temporary sibling folder).
+
+    Args:
+        path: the dataset folder to create.
+        n_parcels: P, the number of parcels that will be written.
+        dates: ``(T,)`` acquisition dates.
+        day_of_season: ``(T,)`` days since season start.
+        max_pixels: S, pixel slots per parcel and date.
+        classes: class names that labels index.
+        bands: band names in channel order.
+        meta: provenance to store in ``dataset.json``.
+        overwrite: replace an existing dataset folder.
+    """
+
+    def __init__(
+        self,
+        path: Union[str, os.PathLike],
+        n_parcels: int,
+        dates: np.ndarray,
+        day_of_season: np.ndarray,
+        max_pixels: int,
+        classes: Sequence[str] = (),
+        bands: Sequence[str] = S2_BANDS,
+        meta: Optional[dict[str, Any]] = None,
+        overwrite: bool = False,
+        parcel_id_width: int = 64,
+        status_width: int = 32,
+    ) -> None:
+        self.path = Path(path)
+        if self.path.exists() and not overwrite:
+            raise DatasetError(f"{self.path} already exists; choose another output or allow overwriting.")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._tmp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", dir=self.path.parent))
+        p, t, c, s = n_parcels, len(dates), len(bands), max_pixels
+        specs = {
+            "pixels": (np.uint16, (p, t, c, s)),
+            "pixel_mask": (np.bool_, (p, t, s)),
+            "date_mask": (np.bool_, (p, t)),
+            "gdd": (np.float32, (p, t)),
+            "labels": (np.int16, (p,)),
+            "parcel_ids": (f"<U{parcel_id_width}", (p,)),
+            "blocks": (np.int32, (p,)),
+            "status": (f"<U{status_width}", (p,)),
+        }
+        self._arrays = {
+            name: np.lib.format.open_memmap(self._tmp / f"{name}.npy", mode="w+", dtype=dt, shape=sh)
+            for name, (dt, sh) in specs.items()
+        }
+        self._header = {
+            "format": DATASET_FORMAT,
+            "version": DATASET_VERSION,
+            "n_parcels": p,
+            "n_dates": t,
+            "max_pixels": s,
+            "bands": list(bands),
+            "dates": [str(d) for d in np.asarray(dates, dtype="datetime64[D]")],
+            "day_of_season": [float(x) for x in day_of_season],
+            "classes": list(classes),
+            "meta": dict(meta or {}),
+        }
+        self._written = 0
+
+    def write(self, start: int, chunk: PixelSets) -> None:
+        """Store ``chunk`` as parcels ``start .. start + len(chunk)``."""
+        stop = start + len(chunk)
+        for name in _ARRAYS:
+            self._arrays[name][start:stop] = getattr(chunk, name)
+        self._written += len(chunk)
+
+    def close(self) -> Path:
+        """Flush, write ``dataset.json`` and move the folder into place."""
+        for arr in self._arrays.values():
+            arr.flush()
+        self._arrays.clear()
+        with open(self._tmp / "dataset.json", "w", encoding="utf-8") as fh:
+            json.dump(self._header, fh, indent=1)
+        if self.path.exists():
+            shutil.rmtree(self.path)
+        os.replace(self._tmp, self.path)
+        log.info("Wrote dataset %s (%d parcels)", self.path, self._header["n_parcels"])
+        return self.path
+
+    def abort(self) -> None:
+        """Discard everything written so far."""
+        self._arrays.clear()
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self) -> "DatasetWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def save_dataset(
+    ps: PixelSets, path: Union[str, os.PathLike], overwrite: bool = False
+) -> Path:
+    """Write in-memory pixel sets as a dataset folder."""
+    header = _header(ps)
+    id_width = max(8, max((len(str(x)) for x in ps.parcel_ids), default=1))
+    with DatasetWriter(
+        path,
+        n_parcels=len(ps),
+        dates=ps.dates,
+        day_of_season=ps.day_of_season,
+        max_pixels=header["max_pixels"],
+        classes=ps.classes,
+        bands=ps.bands,
+        meta=ps.meta,
+        overwrite=overwrite,
+        parcel_id_width=id_width,
+    ) as writer:
+        writer.write(0, ps)
+    return Path(path)
+
+
+def open_dataset(path: Union[str, os.PathLike], mmap: bool = True) -> PixelSets:
+    """Open a dataset folder, memory-mapping its arrays unless ``mmap`` is False.
+
+    Raises:
+        DatasetError: the folder is missing, of another format or version, or incomplete.
+    """
+    path = Path(path)
+    header_path = path / "dataset.json"
+    if not header_path.is_file():
+        raise DatasetError(
+            f"{path} is not a ThermoCrop dataset (no dataset.json); create one with "
+            "'thermocrop extract'."
+        )
+    try:
+        header = json.loads(header_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DatasetError(f"{header_path} cannot be read: {exc}") from exc
+    if header.get("format") != DATASET_FORMAT:
+        raise DatasetError(f"{path} holds format {header.get('format')!r}, not {DATASET_FORMAT!r}.")
+    if header.get("version") != DATASET_VERSION:
+        raise DatasetError(
+            f"{path} is dataset version {header.get('version')}; this ThermoCrop reads version "
+            f"{DATASET_VERSION}. Extract it again with this version."
+        )
+    arrays = {}
+    for name in _ARRAYS:
+        file = path / f"{name}.npy"
+        try:
+            arrays[name] = np.load(file, mmap_mode="r" if mmap else None, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise DatasetError(f"{file} is missing or damaged ({exc}); extract the dataset again.") from exc
+    return PixelSets(
+        dates=np.array(header["dates"], dtype="datetime64[D]"),
+        day_of_season=np.array(header["day_of_season"], dtype=np.float32),
+        classes=tuple(header["classes"]),
+        bands=tuple(header["bands"]),
+        meta=header.get("meta", {}),
+        **arrays,
+    )

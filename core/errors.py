@@ -1,0 +1,37 @@
+"""The exceptions ThermoCrop raises: one hierarchy, messages that say what to do."""
+
+
+class ThermoCropError(Exception):
+    """Base class of every error ThermoCrop raises on purpose."""
+
+
+class InputError(ThermoCropError):
+    """A user-supplied file, layer, field or argument cannot be used as given."""
+
+
+class WeatherError(InputError):
+    """A temperature file cannot provide the days or places that are asked for."""
+
+
+class GDDGapError(WeatherError):
+    """A daily temperature record has a gap too long to fill."""
+
+
+class SceneError(InputError):
+    """A Sentinel-2 scene or product cannot be read or understood."""
+
+
+class ExtractionError(ThermoCropError):
+    """Pixel sets could not be extracted for the parcels as a whole."""
+
+
+class DatasetError(InputError):
+    """A pixel-set dataset on disk is missing, incomplete or of another format."""
+
+
+class BundleError(InputError):
+    """A model bundle is corrupt, truncated, of another version or does not fit its model."""
+
+
+class CancelledError(ThermoCropError):
+    """The user cancelled a long-running job; nothing was written."""

@@ -1,0 +1,1 @@
+"""The QGIS adapter: plugin entry, Processing provider and algorithms, dock widget."""

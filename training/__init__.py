@@ -1,0 +1,1 @@
+"""Training, evaluation, experiments, synthetic regions and the ``thermocrop`` command line."""

@@ -1,0 +1,6 @@
+"""One module per ``thermocrop`` sub-command.
+
+Each module defines ``HELP`` (one line), ``configure(parser)`` and ``run(args) -> int``. Modules
+import only light things at module level; torch and the geo stack are imported inside ``run``
+so that ``thermocrop --help`` answers at once.
+"""
