@@ -233,6 +233,13 @@ class DatasetWriter:
             self._arrays[name][start:stop] = getattr(chunk, name)
         self._written += len(chunk)
 
+    def write_rows(self, rows: np.ndarray, chunk: PixelSets) -> None:
+        """Store ``chunk`` as the parcels at positions ``rows`` ``(len(chunk),)``, any order."""
+        rows = np.asarray(rows)
+        for name in _ARRAYS:
+            self._arrays[name][rows] = getattr(chunk, name)
+        self._written += len(chunk)
+
     def close(self) -> Path:
         """Flush, write ``dataset.json`` and move the folder into place."""
         for arr in self._arrays.values():

@@ -1,0 +1,643 @@
+"""Find Sentinel-2 products on disk, group them into one scene per date, and read them.
+
+Three layouts are understood: (a) one multi-band GeoTIFF/COG per product, (b) one file per
+band (10 m and 20 m; 20 m bands are resampled bilinearly onto the 10 m grid) and (c) a
+``.SAFE`` folder or zip opened through GDAL's SENTINEL2 driver.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional, Sequence, Union
+
+import numpy as np
+
+from .bands import BASELINE_OFFSET_DN, OFFSET_FROM_BASELINE, S2_BANDS
+from .errors import SceneError
+
+log = logging.getLogger(__name__)
+
+PathLike = Union[str, os.PathLike]
+
+SCL_INVALID: tuple[int, ...] = (0, 1, 3, 8, 9, 10, 11)
+"""SCL classes masked out: no data, defective, cloud shadow, clouds (medium, high), cirrus
+and snow. Snow is masked too because a snow-covered field shows nothing of its crop."""
+
+RASTER_SUFFIXES = (".tif", ".tiff", ".jp2", ".vrt", ".img")
+
+# Names used by STAC catalogues (Earth Search) for the Sentinel-2 assets.
+_BAND_ALIASES = {
+    "coastal": "B01",
+    "blue": "B02",
+    "green": "B03",
+    "red": "B04",
+    "rededge1": "B05",
+    "rededge2": "B06",
+    "rededge3": "B07",
+    "nir": "B08",
+    "nir08": "B8A",
+    "nir09": "B09",
+    "cirrus": "B10",
+    "swir16": "B11",
+    "swir22": "B12",
+    "scl": "SCL",
+}
+_BAND_RE = re.compile(r"^(?:B0?(\d{1,2})(A?)|(SCL))(?![0-9A-Za-z])", re.IGNORECASE)
+_BAND_TOKEN_RE = re.compile(r"(?:^|(?<=[_\-.]))(B\d{1,2}A?|SCL)(?=$|[_\-.])", re.IGNORECASE)
+_RESOLUTION_TOKEN_RE = re.compile(r"(?:^|[_\-.])(10|20|60)m(?=$|[_\-.])", re.IGNORECASE)
+_DATE_RE = re.compile(r"(?<!\d)((?:19|20)\d{2})(\d{2})(\d{2})(?:T\d{6})?(?!\d)")
+_BASELINE_RE = re.compile(r"_N(\d{2})(\d{2})(?=_|$|\.)")
+_DATE_TAGS = (
+    "DATATAKE_1_DATATAKE_SENSING_START",
+    "PRODUCT_START_TIME",
+    "SENSING_TIME",
+    "ACQUISITION_DATE",
+    "DATE_ACQUIRED",
+    "datetime",
+    "TIFFTAG_DATETIME",
+)
+
+
+def band_name(text: str) -> Optional[str]:
+    """The Sentinel-2 band a description or file-name token denotes, or None.
+
+    ``"B4, central wavelength 665 nm"`` -> ``"B04"``, ``"B8A"`` -> ``"B8A"``,
+    ``"nir08"`` -> ``"B8A"``, ``"SCL"`` -> ``"SCL"``.
+    """
+    text = (text or "").strip()
+    m = _BAND_RE.match(text)
+    if m:
+        if m.group(3):
+            return "SCL"
+        return f"B{int(m.group(1)):02d}{m.group(2).upper()}"
+    first = re.split(r"[\s,;:()_\-]+", text.lower(), maxsplit=1)[0]
+    return _BAND_ALIASES.get(first)
+
+
+def date_from_name(name: str) -> Optional[np.datetime64]:
+    """The first valid ``YYYYMMDD`` in a product or file name (SAFE sensing start comes first)."""
+    for m in _DATE_RE.finditer(name):
+        try:
+            return np.datetime64(f"{m.group(1)}-{m.group(2)}-{m.group(3)}", "D")
+        except ValueError:
+            continue
+    return None
+
+
+def _date_from_tags(tags: dict[str, str]) -> Optional[np.datetime64]:
+    for key in _DATE_TAGS:
+        value = tags.get(key)
+        if not value:
+            continue
+        m = re.match(r"\s*(\d{4})[-:/](\d{2})[-:/](\d{2})", value)
+        if m:
+            try:
+                return np.datetime64(f"{m.group(1)}-{m.group(2)}-{m.group(3)}", "D")
+            except ValueError:
+                continue
+    return None
+
+
+def level_from_name(name: str) -> Optional[str]:
+    """``"L2A"``, ``"L1C"`` or None from a product name (``MSIL2A``, ``_L2A``)."""
+    m = re.search(r"(?:MSI|^|[_\-.])(L1C|L2A)(?=$|[_\-.])", name, re.IGNORECASE)
+    return m.group(1).upper() if m else None
+
+
+def offset_from_name(name: str) -> Optional[int]:
+    """The DN offset implied by the processing baseline ``Nxxyy`` in a SAFE name, or None."""
+    m = _BASELINE_RE.search(name)
+    if not m:
+        return None
+    baseline = (int(m.group(1)), int(m.group(2)))
+    return BASELINE_OFFSET_DN if baseline >= OFFSET_FROM_BASELINE else 0
+
+
+def _offset_from_tags(tags: dict[str, str]) -> Optional[int]:
+    for key, value in tags.items():
+        if "ADD_OFFSET" in key.upper():
+            try:
+                return int(round(float(value)))
+            except ValueError:
+                continue
+    baseline = tags.get("PROCESSING_BASELINE")
+    if baseline:
+        m = re.match(r"\s*(\d{1,2})\.(\d{1,2})", baseline)
+        if m:
+            return BASELINE_OFFSET_DN if (int(m.group(1)), int(m.group(2))) >= OFFSET_FROM_BASELINE else 0
+    return None
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A raster grid: CRS, affine transform and size. Pixels of one grid line up exactly."""
+
+    crs: object
+    transform: object
+    width: int
+    height: int
+
+    @property
+    def key(self) -> tuple:
+        return (str(self.crs), tuple(round(v, 6) for v in tuple(self.transform)[:6]), self.width, self.height)
+
+    @property
+    def resolution(self) -> float:
+        return abs(self.transform.a)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Grid) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+
+@dataclass(frozen=True)
+class BandSource:
+    """One band of one raster: ``path`` as GDAL opens it, ``index`` 1-based."""
+
+    path: str
+    index: int
+
+
+@dataclass
+class Product:
+    """One Sentinel-2 product (one tile, one datatake) on its 10 m grid.
+
+    Attributes:
+        name: product name (SAFE name, STAC id or file stem).
+        date: acquisition date.
+        level: ``"L1C"``, ``"L2A"`` or None when unknown.
+        bands: band name -> source, for every band of ``S2_BANDS``.
+        scl: the scene classification source, or None (no cloud masking).
+        offset: DN offset added before dividing by 10000 (-1000 from baseline 04.00).
+        grid: the grid all bands are read on (that of the finest band).
+        files: the files the product was found in.
+    """
+
+    name: str
+    date: np.datetime64
+    level: Optional[str]
+    bands: dict[str, BandSource]
+    scl: Optional[BandSource]
+    offset: int
+    grid: Grid
+    files: tuple[str, ...] = ()
+
+    def open(self) -> "ProductReader":
+        """Open the product's rasters for windowed reading (use as a context manager)."""
+        return ProductReader(self)
+
+
+@dataclass
+class Scene:
+    """All products of one acquisition date; earlier products win where both hold data."""
+
+    date: np.datetime64
+    products: list[Product] = field(default_factory=list)
+
+    @property
+    def files(self) -> list[str]:
+        return [f for p in self.products for f in p.files]
+
+    @property
+    def level(self) -> Optional[str]:
+        return self.products[0].level if self.products else None
+
+    @property
+    def grids(self) -> list[Grid]:
+        seen: list[Grid] = []
+        for p in self.products:
+            if p.grid not in seen:
+                seen.append(p.grid)
+        return seen
+
+    def __repr__(self) -> str:
+        return f"Scene({self.date}, {[p.name for p in self.products]})"
+
+
+class ProductReader:
+    """Windowed reads of one product on its grid: raw DNs in ``S2_BANDS`` order plus SCL.
+
+    Bands stored on another grid (20 m) are warped onto the product grid, bilinearly for
+    reflectance and by nearest neighbour for SCL classes.
+    """
+
+    def __init__(self, product: Product) -> None:
+        self.product = product
+        self._datasets: dict[str, object] = {}
+        self._warped: dict[tuple[str, str], object] = {}
+
+    def __enter__(self) -> "ProductReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for vrt in self._warped.values():
+            vrt.close()
+        for ds in self._datasets.values():
+            ds.close()
+        self._warped.clear()
+        self._datasets.clear()
+
+    def _dataset(self, path: str, resampling: str):
+        import rasterio
+        from rasterio.enums import Resampling
+        from rasterio.vrt import WarpedVRT
+
+        ds = self._datasets.get(path)
+        if ds is None:
+            try:
+                ds = rasterio.open(path)
+            except rasterio.errors.RasterioIOError as exc:
+                raise SceneError(f"Cannot open {path}: {exc}. Check that the file is complete.") from exc
+            self._datasets[path] = ds
+        grid = self.product.grid
+        if _grid_of(ds) == grid:
+            return ds
+        key = (path, resampling)
+        vrt = self._warped.get(key)
+        if vrt is None:
+            vrt = WarpedVRT(
+                ds,
+                crs=grid.crs,
+                transform=grid.transform,
+                width=grid.width,
+                height=grid.height,
+                resampling=getattr(Resampling, resampling),
+                src_nodata=ds.nodata if ds.nodata is not None else 0,
+                nodata=0,
+            )
+            self._warped[key] = vrt
+        return vrt
+
+    def read(self, window) -> tuple[np.ndarray, Optional[np.ndarray]]:
+        """Read one window.
+
+        Args:
+            window: a ``rasterio.windows.Window`` on the product grid.
+
+        Returns:
+            ``dn (C, h, w)`` uint16 digital numbers in ``S2_BANDS`` order and
+            ``scl (h, w)`` uint8 classes, or None when the product has no SCL.
+        """
+        by_path: dict[str, list[tuple[int, int]]] = {}
+        for c, band in enumerate(S2_BANDS):
+            src = self.product.bands[band]
+            by_path.setdefault(src.path, []).append((c, src.index))
+        h, w = int(window.height), int(window.width)
+        dn = np.empty((len(S2_BANDS), h, w), dtype=np.uint16)
+        try:
+            for path, pairs in by_path.items():
+                ds = self._dataset(path, "bilinear")
+                data = ds.read([i for _, i in pairs], window=window, out_dtype=np.uint16)
+                for k, (c, _) in enumerate(pairs):
+                    dn[c] = data[k]
+            scl = None
+            if self.product.scl is not None:
+                src = self.product.scl
+                ds = self._dataset(src.path, "nearest")
+                scl = ds.read(src.index, window=window, out_dtype=np.uint8)
+        except Exception as exc:  # rasterio raises several classes for damaged files
+            if isinstance(exc, SceneError):
+                raise
+            raise SceneError(
+                f"Reading product {self.product.name} ({', '.join(self.product.files)}) failed: {exc}. "
+                "The file may be truncated; download it again or leave it out."
+            ) from exc
+        return dn, scl
+
+
+def to_reflectance(
+    dn: np.ndarray, offset: int, scl: Optional[np.ndarray] = None, scl_invalid: Sequence[int] = SCL_INVALID
+) -> tuple[np.ndarray, np.ndarray]:
+    """Digital numbers -> reflectance x 10000 and validity.
+
+    Args:
+        dn: ``(C, ...)`` uint16 digital numbers; 0 in any band is Sentinel-2's no data.
+        offset: DN offset of the product (-1000 from baseline 04.00).
+        scl: ``(...)`` SCL classes or None.
+        scl_invalid: SCL classes to mask.
+
+    Returns:
+        ``values (C, ...)`` uint16 reflectance x 10000 (clipped at 0) and ``valid (...)`` bool.
+    """
+    valid = (dn != 0).all(axis=0)
+    if scl is not None:
+        valid &= ~np.isin(scl, np.asarray(scl_invalid, dtype=scl.dtype))
+    if offset:
+        values = np.clip(dn.astype(np.int32) + offset, 0, 65535).astype(np.uint16)
+    else:
+        values = dn.astype(np.uint16, copy=True)
+    return values, valid
+
+
+def _first(*values):
+    """The first value that is not None (a datetime64 of 1970-01-01 is falsy, so no ``or``)."""
+    return next((v for v in values if v is not None), None)
+
+
+def _grid_of(ds) -> Grid:
+    return Grid(ds.crs, ds.transform, ds.width, ds.height)
+
+
+def _expand_source(source: Union[PathLike, Sequence[PathLike]]) -> list[Path]:
+    items: Iterable = [source] if isinstance(source, (str, os.PathLike)) else source
+    paths: list[Path] = []
+    for item in items:
+        text = os.fspath(item)
+        if any(ch in text for ch in "*?["):
+            matches = sorted(glob.glob(text, recursive=True))
+            if not matches:
+                raise SceneError(f"No file matches {text!r}; check the pattern.")
+            paths += [Path(m) for m in matches]
+        else:
+            p = Path(text)
+            if not p.exists():
+                raise SceneError(f"Scene source {text} does not exist.")
+            paths.append(p)
+    return paths
+
+
+def _is_safe(path: Path) -> bool:
+    name = path.name.upper()
+    return name.endswith(".SAFE") or (name.endswith(".ZIP") and "_MSIL" in name)
+
+
+def _walk(paths: list[Path]) -> tuple[list[Path], list[Path]]:
+    """Split sources into SAFE products and loose raster files, descending into folders."""
+    safes, rasters = [], []
+    for p in paths:
+        if _is_safe(p):
+            safes.append(p)
+        elif p.is_dir():
+            for root, dirs, files in os.walk(p):
+                for d in sorted(dirs):
+                    if _is_safe(Path(d)):
+                        safes.append(Path(root) / d)
+                dirs[:] = sorted(d for d in dirs if not _is_safe(Path(d)) and not d.startswith("."))
+                for f in sorted(files):
+                    fp = Path(root) / f
+                    if _is_safe(fp):
+                        safes.append(fp)
+                    elif fp.suffix.lower() in RASTER_SUFFIXES and not f.startswith("."):
+                        rasters.append(fp)
+        elif p.suffix.lower() in RASTER_SUFFIXES:
+            rasters.append(p)
+        else:
+            raise SceneError(f"{p} is neither a raster file, a folder nor a .SAFE product.")
+    return safes, rasters
+
+
+@dataclass
+class _Part:
+    """What one raster file contributes to a product."""
+
+    key: tuple[str, str]
+    name: str
+    path: str
+    bands: dict[str, BandSource]
+    grid: Grid
+    date: Optional[np.datetime64]
+    level: Optional[str]
+    offset: Optional[int]
+
+
+def _read_part(path: Path, band_order: Optional[Sequence[str]]) -> _Part:
+    import rasterio
+
+    try:
+        with rasterio.open(path) as ds:
+            descriptions = list(ds.descriptions)
+            count = ds.count
+            tags = dict(ds.tags())
+            for i in range(1, count + 1):
+                for k, v in ds.tags(i).items():
+                    tags.setdefault(k, v)
+            grid = _grid_of(ds)
+    except rasterio.errors.RasterioIOError as exc:
+        raise SceneError(f"Cannot open {path}: {exc}. Remove it from the scene folder or replace it.") from exc
+
+    stem = path.stem
+    bands: dict[str, BandSource] = {}
+    if band_order is not None and count > 1:
+        if len(band_order) != count:
+            raise SceneError(
+                f"{path} has {count} bands but the configured band order names {len(band_order)}: "
+                f"{list(band_order)}."
+            )
+        for i, b in enumerate(band_order, start=1):
+            name = band_name(b)
+            if name is None:
+                raise SceneError(f"Configured band order entry {b!r} is not a Sentinel-2 band name.")
+            bands[name] = BandSource(str(path), i)
+    else:
+        for i, d in enumerate(descriptions, start=1):
+            name = band_name(d or "")
+            if name is not None and name not in bands:
+                bands[name] = BandSource(str(path), i)
+        if count == 1 and not bands:
+            token = _BAND_TOKEN_RE.search(stem)
+            name = band_name(token.group(1)) if token else band_name(stem)
+            if name is not None:
+                bands[name] = BandSource(str(path), 1)
+        if count > 1 and not any(b in bands for b in S2_BANDS):
+            raise SceneError(
+                f"{path} has {count} bands without Sentinel-2 band descriptions; set the band "
+                "descriptions (B02 ... B12) or pass the band order, e.g. --band-order "
+                + ",".join(S2_BANDS)
+                + "."
+            )
+    if not bands:
+        raise SceneError(
+            f"Cannot tell which Sentinel-2 band {path} holds; name it after the band (e.g. B04.tif) "
+            "or set its band description."
+        )
+
+    # Strip the band and resolution tokens so that per-band files of one product share a key.
+    cleaned = stem if count > 1 and band_order is None and len(bands) > 1 else _BAND_TOKEN_RE.sub("", stem)
+    cleaned = _RESOLUTION_TOKEN_RE.sub("", cleaned).strip("_-. ")
+    parent = path.parent
+    name = cleaned or parent.name
+    date = _first(date_from_name(cleaned), date_from_name(parent.name), _date_from_tags(tags), date_from_name(stem))
+    level = level_from_name(name) or level_from_name(parent.name) or level_from_name(stem)
+    if level is None and tags.get("PROCESSING_LEVEL"):
+        level = "L2A" if "2A" in tags["PROCESSING_LEVEL"] else "L1C" if "1C" in tags["PROCESSING_LEVEL"] else None
+    offset = _first(_offset_from_tags(tags), offset_from_name(name), offset_from_name(parent.name))
+    return _Part((str(parent), cleaned), name, str(path), bands, grid, date, level, offset)
+
+
+def _safe_parts(path: Path) -> list[_Part]:
+    """Open a .SAFE folder or zip through GDAL's SENTINEL2 driver, one part per subdataset."""
+    import rasterio
+
+    if path.is_dir():
+        mtd = sorted(path.glob("MTD_MSIL*.xml"))
+        if not mtd:
+            raise SceneError(f"{path} holds no MTD_MSIL1C.xml / MTD_MSIL2A.xml; the .SAFE folder is incomplete.")
+        target = str(mtd[0])
+    else:
+        target = str(path)
+    try:
+        with rasterio.open(target) as ds:
+            subdatasets = list(ds.subdatasets)
+            tags = dict(ds.tags())
+    except rasterio.errors.RasterioIOError as exc:
+        raise SceneError(f"GDAL cannot open {path} as a Sentinel-2 product: {exc}") from exc
+    wanted = [s for s in subdatasets if re.search(r":(10|20)m:", s)]
+    if not wanted:
+        raise SceneError(f"{path} offers no 10 m / 20 m subdatasets; is it a Sentinel-2 L1C/L2A product?")
+    name = path.name[: -len(path.suffix)] if path.suffix else path.name
+    date = _first(date_from_name(name), _date_from_tags(tags))
+    level = level_from_name(name)
+    offset = offset_from_name(name)
+    parts = []
+    for sub in wanted:
+        with rasterio.open(sub) as ds:
+            bands: dict[str, BandSource] = {}
+            for i, d in enumerate(ds.descriptions, start=1):
+                b = band_name(d or "")
+                if b is not None and b not in bands:
+                    bands[b] = BandSource(sub, i)
+            band_tags: dict[str, str] = {}
+            for i in range(1, ds.count + 1):
+                band_tags.update(ds.tags(i))
+            sub_offset = _offset_from_tags({**band_tags, **dict(ds.tags())})
+            parts.append(
+                _Part(("SAFE", str(path)), name, str(path), bands, _grid_of(ds), date, level,
+                      sub_offset if sub_offset is not None else offset)
+            )
+    # L2A products also keep SCL as a 20 m JPEG 2000 file inside the granule.
+    if path.is_dir() and not any("SCL" in p.bands for p in parts):
+        for scl in sorted(path.glob("GRANULE/*/IMG_DATA/R20m/*_SCL_20m.jp2")):
+            with rasterio.open(scl) as ds:
+                parts.append(_Part(("SAFE", str(path)), name, str(scl), {"SCL": BandSource(str(scl), 1)},
+                                   _grid_of(ds), date, level, offset))
+    return parts
+
+
+def _assemble(parts: list[_Part], offset_override: Optional[int]) -> Product:
+    first = parts[0]
+    bands: dict[str, BandSource] = {}
+    grids: dict[str, Grid] = {}
+    for part in parts:
+        for b, src in part.bands.items():
+            bands.setdefault(b, src)
+            grids.setdefault(src.path, part.grid)
+    files = tuple(sorted({p.path for p in parts}))
+    missing = [b for b in S2_BANDS if b not in bands]
+    if missing:
+        raise SceneError(
+            f"Product {first.name} ({', '.join(files)}) lacks bands {', '.join(missing)}; ThermoCrop "
+            f"needs {', '.join(S2_BANDS)}."
+        )
+    dates = {p.date for p in parts if p.date is not None}
+    if not dates:
+        raise SceneError(
+            f"Cannot find the acquisition date of {first.name} ({', '.join(files)}): put YYYYMMDD in the "
+            "file or folder name (e.g. S2A_31UFU_20230701_0_L2A) or set the GDAL metadata "
+            "ACQUISITION_DATE."
+        )
+    if len(dates) > 1:
+        raise SceneError(f"Files of product {first.name} carry different dates {sorted(map(str, dates))}.")
+    reflectance_grids = [grids[bands[b].path] for b in S2_BANDS]
+    grid = min(reflectance_grids, key=lambda g: g.resolution)
+    if any(str(g.crs) != str(grid.crs) for g in reflectance_grids):
+        raise SceneError(f"The band files of {first.name} are in different coordinate systems.")
+    offsets = {p.offset for p in parts if p.offset is not None}
+    offset = offset_override if offset_override is not None else (offsets.pop() if len(offsets) == 1 else
+                                                                   min(offsets) if offsets else 0)
+    levels = {p.level for p in parts if p.level}
+    level = levels.pop() if len(levels) == 1 else None
+    scl = bands.pop("SCL", None)
+    if level is None and scl is not None:
+        level = "L2A"
+    return Product(
+        name=first.name,
+        date=next(iter(dates)),
+        level=level,
+        bands={b: bands[b] for b in S2_BANDS},
+        scl=scl,
+        offset=int(offset),
+        grid=grid,
+        files=files,
+    )
+
+
+def find_scenes(
+    source: Union[PathLike, Sequence[PathLike]],
+    *,
+    band_order: Optional[Sequence[str]] = None,
+    level: Optional[str] = None,
+    offset: Optional[int] = None,
+) -> list[Scene]:
+    """Find Sentinel-2 products and group them into one scene per acquisition date.
+
+    Args:
+        source: a folder (searched recursively), a glob pattern, a file, a ``.SAFE`` folder or
+            zip, or a list of any of these.
+        band_order: band names of multi-band files that lack band descriptions, in file order
+            (e.g. ``S2_BANDS`` or ``S2_BANDS + ("SCL",)``).
+        level: ``"L1C"`` or ``"L2A"`` to keep only products of that level. When None and both
+            levels are present, L2A is kept (top-of-atmosphere and surface reflectance must not
+            be mixed in one series).
+        offset: DN offset to use for every product instead of the one read from the processing
+            baseline (name ``Nxxyy`` or metadata ``BOA_ADD_OFFSET`` / ``RADIO_ADD_OFFSET``).
+
+    Returns:
+        Scenes sorted by date; products of one date are merged into one scene, in name order.
+
+    Raises:
+        SceneError: nothing found, or a product that cannot be understood (the message names it).
+    """
+    paths = _expand_source(source)
+    safes, rasters = _walk(paths)
+    parts: list[_Part] = []
+    seen: set[str] = set()
+    for r in rasters:
+        real = os.path.realpath(r)
+        if real in seen:
+            continue
+        seen.add(real)
+        parts.append(_read_part(r, band_order))
+    for s in safes:
+        real = os.path.realpath(s)
+        if real in seen:
+            continue
+        seen.add(real)
+        parts += _safe_parts(s)
+    if not parts:
+        raise SceneError(f"No Sentinel-2 rasters found in {', '.join(map(str, paths))}.")
+
+    grouped: dict[tuple[str, str], list[_Part]] = {}
+    for part in parts:
+        grouped.setdefault(part.key, []).append(part)
+    products = [_assemble(group, offset) for group in grouped.values()]
+
+    levels = {p.level for p in products if p.level}
+    if level is not None:
+        level = level.upper()
+        products = [p for p in products if p.level in (level, None)]
+        if not products:
+            raise SceneError(f"No {level} products among the scenes; found levels {sorted(levels)}.")
+    elif levels == {"L1C", "L2A"}:
+        log.warning("Both L1C and L2A products found; using L2A only (ask for level='L1C' to use the others).")
+        products = [p for p in products if p.level != "L1C"]
+
+    # The same product may be present twice (e.g. a copy in two folders): keep one.
+    unique: dict[tuple, Product] = {}
+    for p in sorted(products, key=lambda p: (p.date, p.name, p.files)):
+        unique.setdefault((p.name, p.date, p.grid.key), p)
+    scenes: dict[np.datetime64, Scene] = {}
+    for p in unique.values():
+        scenes.setdefault(p.date, Scene(p.date)).products.append(p)
+    result = [scenes[d] for d in sorted(scenes)]
+    log.info("Found %d products on %d dates", len(unique), len(result))
+    return result
