@@ -74,7 +74,9 @@ def band_name(text: str) -> Optional[str]:
     if m:
         if m.group(3):
             return "SCL"
-        return f"B{int(m.group(1)):02d}{m.group(2).upper()}"
+        number, a = int(m.group(1)), m.group(2).upper()
+        # Sentinel-2 writes the narrow NIR band as B8A, the others zero-padded (B02, B11).
+        return f"B{number}A" if a else f"B{number:02d}"
     first = re.split(r"[\s,;:()_\-]+", text.lower(), maxsplit=1)[0]
     return _BAND_ALIASES.get(first)
 

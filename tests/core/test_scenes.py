@@ -1,0 +1,171 @@
+"""Scene discovery and reading on small GeoTIFFs written here: layouts, dates, offsets, SCL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import rasterio
+from rasterio.transform import from_origin
+from rasterio.windows import Window
+
+from thermocrop.core.bands import BANDS_10M, BANDS_20M, S2_BANDS
+from thermocrop.core.errors import SceneError
+from thermocrop.core.scenes import band_name, date_from_name, find_scenes, to_reflectance
+
+CRS = "EPSG:32632"
+X0, Y0 = 500000.0, 5300000.0
+
+
+def write_tif(path: Path, data: np.ndarray, res: float = 10.0, descriptions=None, tags=None) -> Path:
+    """Write ``data (C, H, W)`` uint16 as a tiled GeoTIFF with nodata 0."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    c, h, w = data.shape
+    with rasterio.open(path, "w", driver="GTiff", width=w, height=h, count=c, dtype=data.dtype, crs=CRS,
+                       transform=from_origin(X0, Y0, res, res), nodata=0) as ds:
+        ds.write(data)
+        for i, d in enumerate(descriptions or [], start=1):
+            ds.set_band_description(i, d)
+        if tags:
+            ds.update_tags(**tags)
+    return path
+
+
+def bands_cube(h: int = 8, w: int = 8, base: int = 2000) -> np.ndarray:
+    """(10, h, w) DNs, band c holds base + 100 c + pixel index."""
+    pix = np.arange(h * w, dtype=np.uint16).reshape(h, w)
+    return np.stack([base + 100 * c + pix for c in range(10)]).astype(np.uint16)
+
+
+def test_band_names_from_descriptions_tokens_and_aliases():
+    assert band_name("B4, central wavelength 665 nm") == "B04"
+    assert band_name("B8A") == "B8A"
+    assert band_name("b11") == "B11"
+    assert band_name("nir08") == "B8A"
+    assert band_name("SCL") == "SCL"
+    assert band_name("red") == "B04"
+    assert band_name("elevation") is None
+
+
+def test_dates_from_names_including_leap_day():
+    assert date_from_name("S2A_MSIL2A_20170615T101031_N0205_R022_T33UVP_20170620T101030") == np.datetime64("2017-06-15")
+    assert date_from_name("S2A_31UFU_20240229_0_L2A") == np.datetime64("2024-02-29")
+    # 2023 is not a leap year: the impossible date is skipped, the next valid one used.
+    assert date_from_name("x_20230229_y_20230301") == np.datetime64("2023-03-01")
+    assert date_from_name("scene") is None
+
+
+def test_multiband_file_with_baseline_offset_and_scl_sidecar(tmp_path):
+    name = "S2B_MSIL2A_20220615T103029_N0400_R108_T32TMT_20220615T140000"
+    write_tif(tmp_path / f"{name}.tif", bands_cube(), descriptions=S2_BANDS)
+    scl = np.full((1, 8, 8), 4, dtype=np.uint8)
+    scl[0, :2, :] = 9
+    write_tif(tmp_path / f"{name}_SCL.tif", scl, descriptions=["SCL"])
+    scenes = find_scenes(tmp_path)
+    assert len(scenes) == 1
+    (product,) = scenes[0].products
+    assert scenes[0].date == np.datetime64("2022-06-15")
+    assert product.level == "L2A" and product.offset == -1000
+    assert product.scl is not None and product.scl.path.endswith("_SCL.tif")
+    with product.open() as reader:
+        dn, scl_read = reader.read(Window(0, 0, 8, 8))
+    values, valid = to_reflectance(dn, product.offset, scl_read)
+    # Band B04 is the third band: 2000 + 200 + pixel index - 1000.
+    assert values[2, 3, 5] == 2000 + 200 + (3 * 8 + 5) - 1000
+    assert not valid[:2].any() and valid[2:].all()
+
+
+def test_old_baseline_has_no_offset_and_override_wins(tmp_path):
+    name = "S2A_MSIL1C_20190510T103031_N0207_R108_T32TMT_20190510T124000"
+    write_tif(tmp_path / f"{name}.tif", bands_cube(), descriptions=S2_BANDS)
+    (scene,) = find_scenes(tmp_path)
+    assert scene.products[0].offset == 0 and scene.level == "L1C" and scene.products[0].scl is None
+    (scene,) = find_scenes(tmp_path, offset=-1000)
+    assert scene.products[0].offset == -1000
+
+
+def test_offset_and_date_from_gdal_metadata(tmp_path):
+    write_tif(tmp_path / "tile.tif", bands_cube(), descriptions=S2_BANDS,
+              tags={"ACQUISITION_DATE": "2023-07-01T10:20:00", "BOA_ADD_OFFSET": "-1000"})
+    (scene,) = find_scenes(tmp_path / "tile.tif")
+    assert scene.date == np.datetime64("2023-07-01")
+    assert scene.products[0].offset == -1000
+
+
+def test_per_band_files_20m_resampled_bilinearly(tmp_path):
+    folder = tmp_path / "S2A_31UFU_20240229_0_L2A"
+    h10 = 16
+    for i, b in enumerate(BANDS_10M):
+        write_tif(folder / f"{b}.tif", np.full((1, h10, h10), 1000 + i, dtype=np.uint16))
+    # 20 m bands: a ramp linear in x and y, so that bilinear interpolation is exact inside.
+    h20 = h10 // 2
+    xs = X0 + 20 * (np.arange(h20) + 0.5)
+    ys = Y0 - 20 * (np.arange(h20) + 0.5)
+    ramp = lambda x, y: 2000 + (x - X0) * 2 + (Y0 - y) * 1  # noqa: E731
+    grid20 = ramp(xs[None, :], ys[:, None])
+    for b in BANDS_20M:
+        write_tif(folder / f"{b}.tif", grid20[None].astype(np.uint16), res=20.0)
+    (scene,) = find_scenes(tmp_path)
+    (product,) = scene.products
+    assert scene.date == np.datetime64("2024-02-29") and product.level == "L2A"
+    assert product.grid.resolution == 10.0 and product.grid.width == h10
+    with product.open() as reader:
+        dn, scl = reader.read(Window(0, 0, h10, h10))
+    assert scl is None
+    xs10 = X0 + 10 * (np.arange(h10) + 0.5)
+    ys10 = Y0 - 10 * (np.arange(h10) + 0.5)
+    expected = ramp(xs10[None, :], ys10[:, None])
+    inner = (slice(2, h10 - 2), slice(2, h10 - 2))
+    b05 = S2_BANDS.index("B05")
+    np.testing.assert_allclose(dn[b05][inner], expected[inner], atol=1.0)
+    assert (dn[S2_BANDS.index("B03")] == 1001).all()
+
+
+def test_two_products_one_date_make_one_scene(tmp_path):
+    a = "S2A_MSIL2A_20230701T103031_N0509_R108_T32TMT_20230701T120000"
+    b = "S2A_MSIL2A_20230701T103031_N0509_R108_T32TMT_20230701T130000"
+    write_tif(tmp_path / f"{a}.tif", bands_cube(), descriptions=S2_BANDS)
+    write_tif(tmp_path / "copy" / f"{b}.tif", bands_cube(), descriptions=S2_BANDS)
+    write_tif(tmp_path / "S2A_MSIL2A_20230711T103031_N0509_R108_T32TMT_20230711T120000.tif", bands_cube(),
+              descriptions=S2_BANDS)
+    scenes = find_scenes([tmp_path, tmp_path / f"{a}.tif"])
+    assert [str(s.date) for s in scenes] == ["2023-07-01", "2023-07-11"]
+    assert [p.name for p in scenes[0].products] == [a, b]
+
+
+def test_band_order_for_files_without_descriptions(tmp_path):
+    path = write_tif(tmp_path / "S2A_31UFU_20230701_0_L2A.tif", bands_cube())
+    with pytest.raises(SceneError, match="band order"):
+        find_scenes(path)
+    order = list(reversed(S2_BANDS))
+    (scene,) = find_scenes(path, band_order=order)
+    assert scene.products[0].bands["B02"].index == 10
+
+
+def test_missing_band_and_missing_date_are_clear_errors(tmp_path):
+    write_tif(tmp_path / "a" / "S2A_31UFU_20230701_0_L2A.tif", bands_cube()[:9], descriptions=S2_BANDS[:9])
+    with pytest.raises(SceneError, match="lacks bands B12"):
+        find_scenes(tmp_path / "a")
+    write_tif(tmp_path / "b" / "tile.tif", bands_cube(), descriptions=S2_BANDS)
+    with pytest.raises(SceneError, match="acquisition date"):
+        find_scenes(tmp_path / "b")
+    with pytest.raises(SceneError, match="does not exist"):
+        find_scenes(tmp_path / "nothing")
+
+
+def test_level_filter_and_preference(tmp_path):
+    write_tif(tmp_path / "S2A_MSIL1C_20230701T103031_N0509_R108_T32TMT_20230701T120000.tif", bands_cube(),
+              descriptions=S2_BANDS)
+    write_tif(tmp_path / "S2A_MSIL2A_20230711T103031_N0509_R108_T32TMT_20230711T120000.tif", bands_cube(),
+              descriptions=S2_BANDS)
+    assert [s.level for s in find_scenes(tmp_path)] == ["L2A"]
+    assert [s.level for s in find_scenes(tmp_path, level="L1C")] == ["L1C"]
+
+
+def test_to_reflectance_hand_computed():
+    dn = np.array([[0, 500, 1500, 3000], [10, 600, 1600, 0]], dtype=np.uint16)
+    scl = np.array([4, 4, 8, 5], dtype=np.uint8)
+    values, valid = to_reflectance(dn, -1000, scl)
+    assert values.tolist() == [[0, 0, 500, 2000], [0, 0, 600, 0]]
+    assert valid.tolist() == [False, True, False, False]
