@@ -1,0 +1,692 @@
+"""Parcels + scenes + weather -> per-parcel pixel sets ``(T, C, S)``, one pass over each scene.
+
+All parcels are rasterised once per grid, window by window; S pixel positions per parcel are
+drawn once (seeded) and read from every date, so a scene is decoded at most once per chunk.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+from .bands import S2_BANDS
+from .crops import CROP_CLASSES
+from .dataset import STATUS_OK, DatasetWriter, PixelSets
+from .errors import ExtractionError, InputError, SceneError, WeatherError
+from .progress import Progress
+from .scenes import SCL_INVALID, Grid, Scene, find_scenes, to_reflectance
+
+log = logging.getLogger(__name__)
+
+STATUS_OUTSIDE = "outside_scenes"
+STATUS_TOO_SMALL = "too_small"
+STATUS_NO_CLEAR_DATE = "no_clear_date"
+STATUS_NO_WEATHER = "no_weather"
+STATUS_INVALID_GEOMETRY = "invalid_geometry"
+STATUSES = (STATUS_OK, STATUS_OUTSIDE, STATUS_TOO_SMALL, STATUS_NO_CLEAR_DATE, STATUS_NO_WEATHER,
+            STATUS_INVALID_GEOMETRY)
+
+BLOCK_SIZE = 1024
+"""Window edge in pixels: a multiple of the usual GeoTIFF/COG tile sizes (256, 512)."""
+
+ParcelSource = Union[str, os.PathLike, "geopandas.GeoDataFrame"]  # noqa: F821
+SceneSource = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]], Sequence[Scene]]
+
+
+@dataclass
+class ParcelTable:
+    """Parcels ready for extraction: repaired geometries and their attributes.
+
+    Attributes:
+        geometry: ``(P,)`` GeoSeries in the layer's CRS, repaired; None where unusable.
+        parcel_ids: ``(P,)`` str identifiers.
+        labels: ``(P,)`` int16 class index or -1.
+        blocks: ``(P,)`` int32 spatial block or -1.
+        status: ``(P,)`` object, ``""`` while undecided or a failure reason.
+        source: where the parcels came from (for messages and provenance).
+    """
+
+    geometry: Any
+    parcel_ids: np.ndarray
+    labels: np.ndarray
+    blocks: np.ndarray
+    status: np.ndarray
+    source: str
+
+    def __len__(self) -> int:
+        return len(self.parcel_ids)
+
+
+@dataclass
+class ExtractionSettings:
+    """How pixels are sampled and masked and how GDD is computed."""
+
+    max_pixels: int = 64
+    seed: int = 0
+    min_valid_fraction: float = 0.5
+    min_pixels: int = 1
+    scl_invalid: tuple[int, ...] = SCL_INVALID
+    season_start: Any = None
+    t_base: float = 0.0
+    t_cap: float = 30.0
+    gdd_method: str = "paper"
+    block_size: int = BLOCK_SIZE
+    weather_options: dict[str, Any] = field(default_factory=dict)
+
+
+def _read_layer(parcels: ParcelSource, layer: Optional[str] = None):
+    import geopandas as gpd
+
+    if isinstance(parcels, gpd.GeoDataFrame):
+        return parcels, "GeoDataFrame"
+    path = Path(parcels)
+    if not path.exists():
+        raise InputError(f"Parcel file {path} does not exist.")
+    try:
+        gdf = gpd.read_file(path, layer=layer) if layer else gpd.read_file(path)
+    except Exception as exc:  # fiona raises its own hierarchy
+        raise InputError(f"Cannot read parcel layer {path}: {exc}") from exc
+    return gdf, str(path)
+
+
+def repair_geometries(geoms) -> tuple[Any, np.ndarray]:
+    """Repair invalid polygons and keep only their polygonal parts.
+
+    Args:
+        geoms: ``(P,)`` GeoSeries.
+
+    Returns:
+        The repaired GeoSeries (None where unusable) and ``(P,)`` bool, True where usable.
+    """
+    from shapely.geometry import MultiPolygon, Polygon
+    from shapely.validation import make_valid
+
+    def polygonal(g):
+        if g is None or g.is_empty:
+            return None
+        if isinstance(g, (Polygon, MultiPolygon)):
+            return g
+        parts = [p for p in getattr(g, "geoms", []) if isinstance(p, (Polygon, MultiPolygon))]
+        polys = [q for p in parts for q in (p.geoms if isinstance(p, MultiPolygon) else [p])]
+        return MultiPolygon(polys) if polys else None
+
+    out = []
+    for g in geoms:
+        if g is not None and not g.is_empty and not g.is_valid:
+            fixed = polygonal(make_valid(g))
+            # make_valid can keep slivers that GEOS still dislikes; buffer(0) settles them.
+            if fixed is not None and not fixed.is_valid:
+                fixed = fixed.buffer(0)
+            g = fixed
+        g = polygonal(g)
+        out.append(g if g is not None and g.area > 0 else None)
+    ok = np.array([g is not None for g in out], dtype=bool)
+    return geoms.__class__(out, index=geoms.index, crs=geoms.crs), ok
+
+
+def load_parcels(
+    parcels: ParcelSource,
+    *,
+    id_field: Optional[str] = None,
+    label_field: Optional[str] = None,
+    classes: Sequence[str] = CROP_CLASSES,
+    block_field: Optional[str] = "block",
+    layer: Optional[str] = None,
+    selected_ids: Optional[Sequence[Any]] = None,
+) -> ParcelTable:
+    """Read a parcel layer and repair its geometries.
+
+    Args:
+        parcels: a vector file (any OGR format) or a GeoDataFrame, in any CRS.
+        id_field: field holding parcel ids; default ``parcel_id`` when present, else the row number.
+        label_field: field holding class names (``classes``); None for unlabelled parcels.
+        classes: class names that labels index; other values get -1.
+        block_field: field holding spatial block numbers, if present.
+        layer: layer name inside a multi-layer file.
+        selected_ids: keep only the parcels with these ids.
+
+    Raises:
+        InputError: unreadable file, no CRS, or a named field that does not exist.
+    """
+    gdf, source = _read_layer(parcels, layer)
+    if gdf.crs is None:
+        raise InputError(f"Parcel layer {source} has no coordinate reference system; assign one first.")
+    fields = [c for c in gdf.columns if c != gdf.geometry.name]
+
+    def need(name: str, what: str) -> None:
+        if name not in gdf.columns:
+            raise InputError(f"Parcel layer {source} has no {what} field {name!r}; its fields are {fields}.")
+
+    if id_field is not None:
+        need(id_field, "id")
+        ids = gdf[id_field].astype(str).to_numpy()
+    elif "parcel_id" in gdf.columns:
+        ids = gdf["parcel_id"].astype(str).to_numpy()
+    else:
+        ids = np.array([str(i) for i in range(len(gdf))])
+    labels = np.full(len(gdf), -1, dtype=np.int16)
+    if label_field is not None:
+        need(label_field, "label")
+        lookup = {c: i for i, c in enumerate(classes)}
+        values = gdf[label_field].to_numpy()
+        labels = np.array([lookup.get(str(v), -1) if v is not None else -1 for v in values], dtype=np.int16)
+        unknown = sorted({str(v) for v, l in zip(values, labels) if l < 0 and v is not None})
+        if unknown:
+            log.warning("%s: %d label values are not among the classes and count as unlabelled: %s",
+                        source, int((labels < 0).sum()), unknown[:10])
+    blocks = np.full(len(gdf), -1, dtype=np.int32)
+    if block_field and block_field in gdf.columns:
+        blocks = gdf[block_field].fillna(-1).astype(np.int32).to_numpy()
+    if selected_ids is not None:
+        keep = np.isin(ids, np.asarray([str(s) for s in selected_ids]))
+        gdf, ids, labels, blocks = gdf[keep], ids[keep], labels[keep], blocks[keep]
+    geometry, ok = repair_geometries(gdf.geometry.reset_index(drop=True))
+    status = np.where(ok, "", STATUS_INVALID_GEOMETRY).astype(object)
+    if (~ok).any():
+        log.warning("%s: %d parcels have unusable geometries (empty, not polygons or unrepairable): %s",
+                    source, int((~ok).sum()), list(ids[~ok][:10]))
+    return ParcelTable(geometry, ids, labels, blocks, status, source)
+
+
+def _scene_list(scenes: SceneSource) -> list[Scene]:
+    if isinstance(scenes, (list, tuple)) and scenes and all(isinstance(s, Scene) for s in scenes):
+        return list(scenes)
+    return find_scenes(scenes)
+
+
+def _hash64(values: np.ndarray, seed: int) -> np.ndarray:
+    """A seeded, order-independent pseudo-random key per pixel index (splitmix64)."""
+    z = values.astype(np.uint64) + np.uint64((seed * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) % 2**64)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _keep_smallest(parcel: np.ndarray, key: np.ndarray, flat: np.ndarray, s: int):
+    """Per parcel, the ``s`` entries with the smallest keys, and their rank (0..s-1)."""
+    order = np.lexsort((key, parcel))
+    parcel, key, flat = parcel[order], key[order], flat[order]
+    if len(parcel) == 0:
+        return parcel, key, flat, parcel.astype(np.int64)
+    starts = np.r_[0, np.flatnonzero(np.diff(parcel)) + 1]
+    group_start = np.repeat(starts, np.diff(np.r_[starts, len(parcel)]))
+    rank = np.arange(len(parcel)) - group_start
+    keep = rank < s
+    return parcel[keep], key[keep], flat[keep], rank[keep]
+
+
+@dataclass
+class _Selection:
+    """The pixel slots chosen for the parcels on one grid."""
+
+    parcel: np.ndarray  # (M,) local parcel index
+    flat: np.ndarray  # (M,) row * width + col on the grid
+    slot: np.ndarray  # (M,) pixel slot 0..S-1
+    counts: np.ndarray  # (n,) pixels covered by each parcel on the grid
+
+
+def _sample_pixels(geoms, active: np.ndarray, grid: Grid, s: int, seed: int, block: int) -> _Selection:
+    """Rasterise the parcels window by window and draw up to ``s`` pixels per parcel.
+
+    Pixels are drawn by the smallest seeded hash of their grid index, which gives the same
+    sample whatever the window size and however the parcels are chunked.
+    """
+    from rasterio.features import rasterize
+    from rasterio.windows import Window
+    from rasterio.windows import transform as window_transform
+
+    t = grid.transform
+    if t.b != 0 or t.d != 0:
+        raise SceneError("Rotated scene grids are not supported; warp the scenes to a north-up grid first.")
+    n = len(geoms)
+    bounds = np.full((n, 4), np.nan)
+    idx_active = np.flatnonzero(active)
+    if len(idx_active):
+        bounds[idx_active] = geoms.iloc[idx_active].bounds.to_numpy()
+    c_lo = np.floor((bounds[:, 0] - t.c) / t.a)
+    c_hi = np.ceil((bounds[:, 2] - t.c) / t.a)
+    r_lo = np.floor((bounds[:, 3] - t.f) / t.e)
+    r_hi = np.ceil((bounds[:, 1] - t.f) / t.e)
+    with np.errstate(invalid="ignore"):
+        on_grid = active & (c_hi > 0) & (c_lo < grid.width) & (r_hi > 0) & (r_lo < grid.height)
+    counts = np.zeros(n, dtype=np.int64)
+    kept = []
+    for r0 in range(0, grid.height, block):
+        h = min(block, grid.height - r0)
+        in_rows = on_grid & (r_hi > r0) & (r_lo < r0 + h)
+        if not in_rows.any():
+            continue
+        for c0 in range(0, grid.width, block):
+            w = min(block, grid.width - c0)
+            sel = np.flatnonzero(in_rows & (c_hi > c0) & (c_lo < c0 + w))
+            if len(sel) == 0:
+                continue
+            shapes = ((geoms.iloc[i], i + 1) for i in sel)
+            burnt = rasterize(shapes, out_shape=(h, w), transform=window_transform(Window(c0, r0, w, h), t),
+                              fill=0, all_touched=False, dtype="int32")
+            nz = np.flatnonzero(burnt)
+            if len(nz) == 0:
+                continue
+            parcel = burnt.ravel()[nz] - 1
+            flat = (r0 + nz // w).astype(np.int64) * grid.width + (c0 + nz % w)
+            counts += np.bincount(parcel, minlength=n)
+            p, k, f, _ = _keep_smallest(parcel, _hash64(flat, seed), flat, s)
+            kept.append((p, k, f))
+    if kept:
+        p, k, f = (np.concatenate(a) for a in zip(*kept))
+        parcel, _, flat, slot = _keep_smallest(p, k, f, s)
+    else:
+        parcel = flat = slot = np.zeros(0, dtype=np.int64)
+
+    # Parcels that cover no pixel centre (smaller than a pixel, or thin) get the pixel under
+    # a point inside them, so that small fields are still classified.
+    tiny = np.flatnonzero(on_grid & (counts == 0))
+    if len(tiny):
+        pts = geoms.iloc[tiny].representative_point()
+        col = np.floor((pts.x.to_numpy() - t.c) / t.a).astype(np.int64)
+        row = np.floor((pts.y.to_numpy() - t.f) / t.e).astype(np.int64)
+        inside = (col >= 0) & (col < grid.width) & (row >= 0) & (row < grid.height)
+        tiny, col, row = tiny[inside], col[inside], row[inside]
+        counts[tiny] = 1
+        parcel = np.r_[parcel, tiny]
+        flat = np.r_[flat, row * grid.width + col]
+        slot = np.r_[slot, np.zeros(len(tiny), dtype=np.int64)]
+    return _Selection(parcel.astype(np.int64), flat.astype(np.int64), slot.astype(np.int64), counts)
+
+
+def _windows_of(flat: np.ndarray, grid: Grid, block: int):
+    """Group pixel indices by reading window; yields ``(window, positions, rows, cols)``."""
+    from rasterio.windows import Window
+
+    if len(flat) == 0:
+        return []
+    rows, cols = flat // grid.width, flat % grid.width
+    nbc = math.ceil(grid.width / block)
+    wid = (rows // block) * nbc + cols // block
+    order = np.argsort(wid, kind="stable")
+    wid_sorted = wid[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(wid_sorted)) + 1]
+    ends = np.r_[starts[1:], len(order)]
+    out = []
+    for a, b in zip(starts, ends):
+        w_id = int(wid_sorted[a])
+        r0, c0 = (w_id // nbc) * block, (w_id % nbc) * block
+        window = Window(c0, r0, min(block, grid.width - c0), min(block, grid.height - r0))
+        pos = order[a:b]
+        out.append((window, pos, rows[pos] - r0, cols[pos] - c0))
+    return out
+
+
+def _gdd_for_parcels(table: ParcelTable, idx: np.ndarray, weather: Any, dates: np.ndarray,
+                     settings: ExtractionSettings) -> tuple[np.ndarray, np.ndarray]:
+    """GDD ``(n, T)`` at the acquisition dates and ``(n,)`` bool where the weather was usable.
+
+    A weather failure that concerns some parcels only (e.g. a coastal parcel far from any
+    land cell) marks those parcels, found by bisection, instead of stopping the run.
+    """
+    from .gdd import gdd_at_dates
+    from .weather import DailyTemperature, read_daily_temperature
+
+    n = len(idx)
+    gdd = np.zeros((n, len(dates)), dtype=np.float32)
+    ok = np.zeros(n, dtype=bool)
+    if n == 0:
+        return gdd, ok
+    gdd_kw = dict(season_start=settings.season_start, t_base=settings.t_base, t_cap=settings.t_cap,
+                  method=settings.gdd_method)
+
+    if isinstance(weather, DailyTemperature):
+        if weather.tmin.shape[0] != len(table):
+            raise WeatherError(
+                f"The daily temperatures hold {weather.tmin.shape[0]} series but the layer has "
+                f"{len(table)} parcels; read them for the same parcels."
+            )
+
+        def compute(sub: np.ndarray) -> np.ndarray:
+            part = DailyTemperature(weather.dates, weather.tmin[idx[sub]], weather.tmax[idx[sub]], weather.source)
+            return gdd_at_dates(part, dates, **gdd_kw)
+    else:
+        years = sorted({int(str(d)[:4]) for d in dates})
+        start = min(settings.season_start.start_for(y) for y in years)
+        end = np.datetime64(max(dates), "D")
+        pts = table.geometry.iloc[idx].representative_point()
+        xs, ys = pts.x.to_numpy(), pts.y.to_numpy()
+
+        def compute(sub: np.ndarray) -> np.ndarray:
+            temps = read_daily_temperature(weather, xs[sub], ys[sub], table.geometry.crs, start, end,
+                                           parcel_ids=list(table.parcel_ids[idx[sub]]),
+                                           **settings.weather_options)
+            return gdd_at_dates(temps, dates, **gdd_kw)
+
+    everything = np.arange(n)
+    try:
+        gdd[:] = compute(everything)
+        ok[:] = True
+        return gdd, ok
+    except WeatherError as exc:
+        first_error = exc
+    # A problem with the file as a whole (dates not covered, wrong variables) fails for every
+    # parcel: probe a few spread-out parcels before bisecting, so such runs stop quickly.
+    probes = np.unique(np.linspace(0, n - 1, min(n, 8)).astype(int))
+    probe_ok = []
+    for p in probes:
+        try:
+            gdd[p] = compute(np.array([p]))[0]
+            ok[p] = True
+            probe_ok.append(True)
+        except WeatherError:
+            probe_ok.append(False)
+    if not any(probe_ok):
+        raise first_error
+
+    def bisect(sub: np.ndarray) -> None:
+        try:
+            gdd[sub] = compute(sub)
+            ok[sub] = True
+        except WeatherError as exc:
+            if len(sub) == 1:
+                log.warning("No usable weather for parcel %s: %s", table.parcel_ids[idx[sub[0]]], exc)
+                return
+            half = len(sub) // 2
+            bisect(sub[:half])
+            bisect(sub[half:])
+
+    bisect(everything[~ok])
+    return gdd, ok
+
+
+def _extract_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weather: Any,
+                   settings: ExtractionSettings, classes: Sequence[str], meta: dict[str, Any],
+                   progress: Optional[Progress]) -> PixelSets:
+    """Pixel sets of the parcels ``idx`` of ``table`` (in that order)."""
+    progress = progress or Progress()
+    n, t_count, c_count, s = len(idx), len(scenes), len(S2_BANDS), settings.max_pixels
+    dates = np.array([sc.date for sc in scenes], dtype="datetime64[D]")
+    status = table.status[idx].copy()
+    active = status == ""
+    geoms = table.geometry.iloc[idx].reset_index(drop=True)
+
+    grids: list[Grid] = []
+    for sc in scenes:
+        for g in sc.grids:
+            if g not in grids:
+                grids.append(g)
+    projected: dict[str, Any] = {}
+    selections: list[_Selection] = []
+    for k, grid in enumerate(grids):
+        crs_key = grid.crs.to_wkt()
+        if crs_key not in projected:
+            projected[crs_key] = geoms.to_crs(crs_key)
+        selections.append(_sample_pixels(projected[crs_key], active, grid, s, settings.seed, settings.block_size))
+        progress(0.1 * (k + 1) / len(grids))
+
+    # Each parcel is read from the grid that covers most of it (tiles overlap at their edges).
+    counts = np.stack([sel.counts for sel in selections]) if selections else np.zeros((1, n), dtype=np.int64)
+    home = counts.argmax(axis=0)
+    covered = counts.max(axis=0)
+    status[active & (covered == 0)] = STATUS_OUTSIDE
+    status[active & (covered > 0) & (covered < settings.min_pixels)] = STATUS_TOO_SMALL
+    readable = status == ""
+    n_slots = np.minimum(covered, s)
+
+    per_grid = []
+    for k, sel in enumerate(selections):
+        keep = readable[sel.parcel] & (home[sel.parcel] == k)
+        parcel, slot = sel.parcel[keep], sel.slot[keep]
+        per_grid.append((parcel, slot, _windows_of(sel.flat[keep], grids[k], settings.block_size)))
+
+    pixels = np.zeros((n, t_count, c_count, s), dtype=np.uint16)
+    pixel_mask = np.zeros((n, t_count, s), dtype=bool)
+    read_progress = progress.sub(0.1, 0.9)
+    for t, scene in enumerate(scenes):
+        for k, grid in enumerate(grids):
+            parcel, slot, windows = per_grid[k]
+            if len(parcel) == 0:
+                continue
+            for product in (p for p in scene.products if p.grid == grid):
+                with product.open() as reader:
+                    for window, pos, rr, cc in windows:
+                        if pixel_mask[parcel[pos], t, slot[pos]].all():
+                            continue
+                        dn, scl = reader.read(window)
+                        values, valid = to_reflectance(dn[:, rr, cc], product.offset,
+                                                       None if scl is None else scl[rr, cc],
+                                                       settings.scl_invalid)
+                        # Earlier products of the date win: fill only slots still empty.
+                        fill = valid & ~pixel_mask[parcel[pos], t, slot[pos]]
+                        p_f, s_f = parcel[pos][fill], slot[pos][fill]
+                        pixels[p_f, t, :, s_f] = values[:, fill].T
+                        pixel_mask[p_f, t, s_f] = True
+        read_progress((t + 1) / max(t_count, 1))
+
+    valid_count = pixel_mask.sum(axis=2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fraction = valid_count / np.maximum(n_slots, 1)[:, None]
+    date_mask = readable[:, None] & (valid_count > 0) & (fraction >= settings.min_valid_fraction)
+    pixel_mask &= date_mask[:, :, None]
+    pixels[~date_mask] = 0
+    status[readable & ~date_mask.any(axis=1)] = STATUS_NO_CLEAR_DATE
+
+    gdd = np.zeros((n, t_count), dtype=np.float32)
+    need = np.flatnonzero(status == "")
+    if len(need) and weather is not None:
+        g, ok = _gdd_for_parcels(table, idx[need], weather, dates, settings)
+        gdd[need] = g
+        status[need[~ok]] = STATUS_NO_WEATHER
+    elif len(need):
+        status[need] = STATUS_NO_WEATHER
+    progress(1.0)
+    status[status == ""] = STATUS_OK
+
+    from .gdd import day_of_season
+
+    return PixelSets(
+        pixels=pixels,
+        pixel_mask=pixel_mask,
+        date_mask=date_mask & (status == STATUS_OK)[:, None],
+        gdd=gdd,
+        dates=dates,
+        day_of_season=np.asarray(day_of_season(dates, settings.season_start), dtype=np.float32),
+        parcel_ids=table.parcel_ids[idx],
+        status=status.astype(str),
+        labels=table.labels[idx],
+        blocks=table.blocks[idx],
+        classes=tuple(classes),
+        bands=S2_BANDS,
+        meta=meta,
+    )
+
+
+def _settings(max_pixels: int, seed: int, min_valid_fraction: float, min_pixels: int, season_start: Any,
+              t_base: float, t_cap: float, gdd_method: str, scl_invalid: Sequence[int],
+              weather_options: Optional[dict[str, Any]]) -> ExtractionSettings:
+    from .gdd import SeasonStart
+
+    if max_pixels < 1:
+        raise InputError(f"max_pixels must be at least 1, got {max_pixels}.")
+    if not 0.0 <= min_valid_fraction <= 1.0:
+        raise InputError(f"min_valid_fraction must lie in 0..1, got {min_valid_fraction}.")
+    if season_start is None:
+        season_start = SeasonStart()
+    elif isinstance(season_start, str):
+        season_start = SeasonStart.parse(season_start)
+    return ExtractionSettings(max_pixels=max_pixels, seed=seed, min_valid_fraction=min_valid_fraction,
+                              min_pixels=min_pixels, scl_invalid=tuple(scl_invalid), season_start=season_start,
+                              t_base=t_base, t_cap=t_cap, gdd_method=gdd_method,
+                              weather_options=dict(weather_options or {}))
+
+
+def _meta(table: ParcelTable, scenes: list[Scene], weather: Any, settings: ExtractionSettings,
+          label_field: Optional[str]) -> dict[str, Any]:
+    return {
+        "parcels": table.source,
+        "scenes": [f for sc in scenes for f in sc.files],
+        "weather": str(weather) if isinstance(weather, (str, os.PathLike)) else getattr(weather, "source", None),
+        "label_field": label_field,
+        "max_pixels": settings.max_pixels,
+        "seed": settings.seed,
+        "min_valid_fraction": settings.min_valid_fraction,
+        "season_start": str(settings.season_start),
+        "t_base": settings.t_base,
+        "t_cap": settings.t_cap,
+        "gdd_method": settings.gdd_method,
+        "scl_invalid": list(settings.scl_invalid),
+    }
+
+
+def spatial_chunks(table: ParcelTable, chunk_size: int) -> list[np.ndarray]:
+    """Split the parcels into chunks of nearby parcels (north-to-south strips).
+
+    Nearby parcels share reading windows, so chunking in strips keeps the total decoding
+    close to one pass over each scene.
+    """
+    n = len(table)
+    if n <= chunk_size:
+        return [np.arange(n)]
+    y = np.zeros(n)
+    usable = np.flatnonzero(table.status == "")
+    if len(usable):
+        y[usable] = table.geometry.iloc[usable].bounds["maxy"].to_numpy()
+    order = np.argsort(-y, kind="stable")
+    return [np.sort(order[i:i + chunk_size]) for i in range(0, n, chunk_size)]
+
+
+def extract_pixel_sets(
+    parcels: Union[ParcelSource, ParcelTable],
+    scenes: SceneSource,
+    weather: Any,
+    *,
+    max_pixels: int = 64,
+    seed: int = 0,
+    id_field: Optional[str] = None,
+    label_field: Optional[str] = None,
+    classes: Sequence[str] = CROP_CLASSES,
+    block_field: Optional[str] = "block",
+    season_start: Any = None,
+    t_base: float = 0.0,
+    t_cap: float = 30.0,
+    gdd_method: str = "paper",
+    min_valid_fraction: float = 0.5,
+    min_pixels: int = 1,
+    scl_invalid: Sequence[int] = SCL_INVALID,
+    weather_options: Optional[dict[str, Any]] = None,
+    progress: Optional[Progress] = None,
+) -> PixelSets:
+    """Extract per-parcel pixel sets in memory (for a whole layer at once).
+
+    Args:
+        parcels: vector file, GeoDataFrame (any CRS) or a prepared :class:`ParcelTable`.
+        scenes: a scene folder / glob / list of files, or scenes from :func:`find_scenes`.
+        weather: a temperature file for :func:`core.weather.read_daily_temperature` or a
+            ``DailyTemperature`` with one series per parcel of the layer.
+        max_pixels: S, pixel slots per parcel (all pixels when the parcel has fewer).
+        seed: seed of the pixel sampling.
+        id_field, label_field, block_field, classes: see :func:`load_parcels`.
+        season_start: ``SeasonStart`` or its text form (``"01-01"``, ``"09-01/-1"``).
+        t_base, t_cap, gdd_method: growing degree day settings.
+        min_valid_fraction: a date is kept for a parcel when at least this fraction of its
+            sampled pixels is cloud-free and has data.
+        min_pixels: parcels covering fewer pixels get status ``too_small``.
+        scl_invalid: SCL classes treated as invalid.
+        weather_options: extra keyword arguments of ``read_daily_temperature``.
+        progress: progress and cancellation.
+
+    Returns:
+        :class:`PixelSets` with P = the layer's parcels in layer order, T = all scene dates.
+    """
+    settings = _settings(max_pixels, seed, min_valid_fraction, min_pixels, season_start, t_base, t_cap,
+                         gdd_method, scl_invalid, weather_options)
+    table = parcels if isinstance(parcels, ParcelTable) else load_parcels(
+        parcels, id_field=id_field, label_field=label_field, classes=classes, block_field=block_field)
+    scene_list = _scene_list(scenes)
+    if not scene_list:
+        raise SceneError("No scenes were given.")
+    meta = _meta(table, scene_list, weather, settings, label_field)
+    return _extract_chunk(table, np.arange(len(table)), scene_list, weather, settings, classes, meta, progress)
+
+
+def iter_chunks(table: ParcelTable, scenes: list[Scene], weather: Any, settings: ExtractionSettings,
+                classes: Sequence[str], meta: dict[str, Any], chunk_size: int,
+                progress: Optional[Progress] = None):
+    """Yield ``(indices, PixelSets)`` for spatial chunks of at most ``chunk_size`` parcels."""
+    progress = progress or Progress()
+    chunks = spatial_chunks(table, chunk_size)
+    for i, idx in enumerate(chunks):
+        yield idx, _extract_chunk(table, idx, scenes, weather, settings, classes, meta,
+                                  progress.sub(i / len(chunks), (i + 1) / len(chunks)))
+
+
+def extract_to_dataset(
+    parcels: Union[ParcelSource, ParcelTable],
+    scenes: SceneSource,
+    weather: Any,
+    out: Union[str, os.PathLike],
+    *,
+    chunk_size: int = 20000,
+    overwrite: bool = False,
+    max_pixels: int = 64,
+    seed: int = 0,
+    id_field: Optional[str] = None,
+    label_field: Optional[str] = None,
+    classes: Sequence[str] = CROP_CLASSES,
+    block_field: Optional[str] = "block",
+    season_start: Any = None,
+    t_base: float = 0.0,
+    t_cap: float = 30.0,
+    gdd_method: str = "paper",
+    min_valid_fraction: float = 0.5,
+    min_pixels: int = 1,
+    scl_invalid: Sequence[int] = SCL_INVALID,
+    weather_options: Optional[dict[str, Any]] = None,
+    progress: Optional[Progress] = None,
+) -> Path:
+    """Extract pixel sets chunk by chunk straight into a dataset folder (bounded memory).
+
+    Arguments as :func:`extract_pixel_sets`, plus ``out`` (the dataset folder), ``chunk_size``
+    (parcels held in memory at once: 20,000 x 60 dates x 64 pixels is about 1.5 GB) and
+    ``overwrite``. Parcels keep their layer order. A failed or cancelled run writes nothing.
+
+    Returns:
+        The dataset folder.
+    """
+    settings = _settings(max_pixels, seed, min_valid_fraction, min_pixels, season_start, t_base, t_cap,
+                         gdd_method, scl_invalid, weather_options)
+    table = parcels if isinstance(parcels, ParcelTable) else load_parcels(
+        parcels, id_field=id_field, label_field=label_field, classes=classes, block_field=block_field)
+    scene_list = _scene_list(scenes)
+    if not scene_list:
+        raise SceneError("No scenes were given.")
+    if len(table) == 0:
+        raise ExtractionError(f"Parcel layer {table.source} holds no parcels.")
+    meta = _meta(table, scene_list, weather, settings, label_field)
+    dates = np.array([sc.date for sc in scene_list], dtype="datetime64[D]")
+    from .gdd import day_of_season
+
+    writer = DatasetWriter(
+        out,
+        n_parcels=len(table),
+        dates=dates,
+        day_of_season=np.asarray(day_of_season(dates, settings.season_start), dtype=np.float32),
+        max_pixels=settings.max_pixels,
+        classes=classes,
+        meta=meta,
+        overwrite=overwrite,
+        parcel_id_width=max(8, max(len(x) for x in table.parcel_ids)),
+    )
+    with writer:
+        for idx, chunk in iter_chunks(table, scene_list, weather, settings, classes, meta, chunk_size, progress):
+            writer.write_rows(idx, chunk)
+    counts = {s: int(n) for s, n in zip(*np.unique(open_status(out), return_counts=True))}
+    log.info("Extracted %d parcels into %s: %s", len(table), out, counts)
+    return Path(out)
+
+
+def open_status(path: Union[str, os.PathLike]) -> np.ndarray:
+    """The ``(P,)`` status array of a dataset folder."""
+    return np.load(Path(path) / "status.npy", mmap_mode="r")

@@ -1,0 +1,258 @@
+"""Pixel extraction on a small UTM scene stack written here, parcels given in EPSG:4326.
+
+Pixel values are checked against an independent route: ``rasterio.mask`` on one parcel.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import rasterio
+import rasterio.mask
+from rasterio.transform import from_origin
+from shapely.geometry import MultiPolygon, Polygon, box
+
+from thermocrop.core.bands import BANDS_10M, BANDS_20M, S2_BANDS
+from thermocrop.core.crops import CROP_CLASSES
+from thermocrop.core.dataset import open_dataset
+from thermocrop.core.errors import CancelledError
+from thermocrop.core.extract import extract_pixel_sets, extract_to_dataset
+from thermocrop.core.progress import Progress
+
+gpd = pytest.importorskip("geopandas")
+
+CRS = "EPSG:32632"
+X0, Y0, RES, SIZE = 500000.0, 5300000.0, 10.0, 60
+NAME = "S2A_MSIL2A_{d}T103031_N{b}_R108_T32TMT_{d}T{p}"
+T_MIN, T_MAX = 5.0, 15.0  # constant weather: (15 + 5) / 2 = 10 degree days a day
+
+
+def _write(path: Path, data: np.ndarray, res: float = RES, descriptions=None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    c, h, w = data.shape
+    with rasterio.open(path, "w", driver="GTiff", width=w, height=h, count=c, dtype=data.dtype, crs=CRS,
+                       transform=from_origin(X0, Y0, res, res), nodata=0, tiled=True, blockxsize=16,
+                       blockysize=16) as ds:
+        ds.write(data)
+        for i, d in enumerate(descriptions or [], start=1):
+            ds.set_band_description(i, d)
+    return path
+
+
+def _dn(rng: np.random.Generator) -> np.ndarray:
+    return rng.integers(1100, 9000, size=(10, SIZE, SIZE), dtype=np.uint16)
+
+
+def _px(col0: float, row0: float, col1: float, row1: float) -> Polygon:
+    """A box given in (fractional) pixel coordinates of the scene grid, in UTM metres."""
+    return box(X0 + col0 * RES, Y0 - row1 * RES, X0 + col1 * RES, Y0 - row0 * RES)
+
+
+def _parcels_utm() -> dict[str, object]:
+    bowtie = Polygon([(X0 + 302, Y0 - 402), (X0 + 398, Y0 - 498), (X0 + 398, Y0 - 402), (X0 + 302, Y0 - 498)])
+    return {
+        "big": _px(2.3, 2.3, 14.7, 12.7),  # 13 x 11 = 143 pixel centres: sampled down to S
+        "small": _px(20.3, 2.3, 24.7, 6.7),  # 5 x 5 = 25 pixels
+        "half_out": _px(-5.5, 20.3, 4.7, 23.7),  # west part outside the scenes; 5 x 4 inside
+        "outside": _px(-30.0, 20.0, -20.0, 30.0),
+        "subpixel": _px(40.1, 40.1, 40.4, 40.4),  # 3 m x 3 m, no pixel centre inside
+        "multi": MultiPolygon([_px(30.3, 2.3, 32.7, 4.7), _px(36.3, 2.3, 38.7, 4.7)]),  # 2 x 9 pixels
+        "bowtie": bowtie,  # self-intersecting
+        "cloudy": _px(45.3, 45.3, 55.7, 55.7),
+        "left": _px(5.3, 40.3, 9.7, 44.7),  # in the half that one scene leaves without data
+    }
+
+
+@pytest.fixture(scope="module")
+def region(tmp_path_factory):
+    """Scenes (four multi-band dates, one date in two products, one per-band 20 m product),
+    parcels in EPSG:4326 and a CSV weather station."""
+    root = tmp_path_factory.mktemp("region")
+    rng = np.random.default_rng(7)
+    scenes = root / "scenes"
+    cubes = {}
+
+    def multi(date: str, baseline: str, proc: str, cube: np.ndarray, scl=None) -> None:
+        name = NAME.format(d=date, b=baseline, p=proc)
+        _write(scenes / f"{name}.tif", cube, descriptions=S2_BANDS)
+        if scl is not None:
+            _write(scenes / f"{name}_SCL.tif", scl[None].astype(np.uint8), descriptions=["SCL"])
+        cubes[name] = cube
+
+    # Leap day, old baseline (no offset).
+    multi("20240229", "0205", "120000", _dn(rng))
+    # Baseline 05.10: DNs carry +1000, SCL clouds over the 'cloudy' parcel.
+    scl = np.full((SIZE, SIZE), 4, dtype=np.uint8)
+    scl[44:57, 44:57] = 9
+    multi("20240510", "0510", "120000", _dn(rng), scl)
+    # Two products on 2024-06-20: the first has no data in the left half, the second fills it.
+    first = _dn(rng)
+    first[:, :, : SIZE // 2] = 0
+    multi("20240620", "0510", "120000", first, np.full((SIZE, SIZE), 4))
+    multi("20240620", "0510", "130000", _dn(rng), np.full((SIZE, SIZE), 4))
+    # A scene whose left half is nodata, alone on its date.
+    halfnd = _dn(rng)
+    halfnd[:, :, : SIZE // 2] = 0
+    multi("20240705", "0510", "120000", halfnd)
+    # Per-band files (10 m and 20 m) in an Earth Search style product folder.
+    folder = scenes / "S2B_32TMT_20240801_0_L2A"
+    for b in BANDS_10M:
+        _write(folder / f"{b}.tif", rng.integers(1100, 9000, size=(1, SIZE, SIZE), dtype=np.uint16))
+    for b in BANDS_20M:
+        _write(folder / f"{b}.tif", rng.integers(1100, 9000, size=(1, SIZE // 2, SIZE // 2), dtype=np.uint16),
+               res=20.0)
+
+    shapes = {**_parcels_utm(), "empty": Polygon()}
+    utm = gpd.GeoDataFrame(
+        {"parcel_id": list(shapes), "crop": ["corn", "meadow", "winter_wheat", "corn", "meadow",
+                                             "corn", "bogus", "winter_wheat", "corn", "corn"],
+         "block": np.arange(10)},
+        geometry=list(shapes.values()), crs=CRS,
+    )
+    utm.to_crs("EPSG:4326").to_file(root / "parcels.gpkg", driver="GPKG")
+
+    days = np.arange(np.datetime64("2024-01-01"), np.datetime64("2024-12-31"))
+    lines = ["date,tmin,tmax"] + [f"{d},{T_MIN},{T_MAX}" for d in days]
+    (root / "weather.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return {"root": root, "scenes": scenes, "parcels": root / "parcels.gpkg", "weather": root / "weather.csv",
+            "cubes": cubes, "utm": utm}
+
+
+@pytest.fixture(scope="module")
+def extracted(region):
+    return extract_pixel_sets(region["parcels"], region["scenes"], region["weather"], max_pixels=64, seed=3,
+                              label_field="crop")
+
+
+def _row(ps, pid: str) -> int:
+    return int(np.flatnonzero(ps.parcel_ids == pid)[0])
+
+
+def _masked_pixels(path: Path, geom, offset: int) -> set[tuple[int, ...]]:
+    """The independent route: every pixel of one parcel through rasterio.mask."""
+    with rasterio.open(path) as ds:
+        data, _ = rasterio.mask.mask(ds, [geom], crop=True, filled=False, all_touched=False)
+    inside = ~np.ma.getmaskarray(data).any(axis=0)
+    values = data.data[:, inside].astype(np.int64) + offset
+    return {tuple(v) for v in values.T}
+
+
+def test_dates_statuses_and_labels(extracted):
+    ps = extracted
+    assert [str(d) for d in ps.dates] == ["2024-02-29", "2024-05-10", "2024-06-20", "2024-07-05", "2024-08-01"]
+    status = dict(zip(ps.parcel_ids, ps.status))
+    assert status == {"big": "ok", "small": "ok", "half_out": "ok", "outside": "outside_scenes",
+                      "subpixel": "ok", "multi": "ok", "bowtie": "ok", "cloudy": "ok", "left": "ok",
+                      "empty": "invalid_geometry"}
+    assert ps.labels[_row(ps, "big")] == CROP_CLASSES.index("corn")
+    assert ps.labels[_row(ps, "bowtie")] == -1  # 'bogus' is no class
+    assert ps.blocks[_row(ps, "cloudy")] == 7
+    assert ps.pixels.shape == (10, 5, 10, 64)
+    assert not ps.date_mask[_row(ps, "outside")].any()
+
+
+def test_pixel_values_match_rasterio_mask(region, extracted):
+    ps = extracted
+    name = NAME.format(d="20240510", b="0510", p="120000")
+    path = region["scenes"] / f"{name}.tif"
+    utm = region["utm"].set_index("parcel_id").geometry
+    for pid, expected_count in (("big", 64), ("small", 25)):
+        i = _row(ps, pid)
+        got = ps.pixels[i, 1][:, ps.pixel_mask[i, 1]]
+        truth = _masked_pixels(path, utm[pid], -1000)
+        assert got.shape[1] == expected_count
+        assert {tuple(v) for v in got.T.astype(np.int64)} <= truth
+        if pid == "small":
+            assert len(truth) == 25 and {tuple(v) for v in got.T.astype(np.int64)} == truth
+    # A multipolygon: both parts, 18 pixels; a half-outside parcel: only the pixels inside.
+    assert ps.pixel_mask[_row(ps, "multi"), 0].sum() == 18
+    i = _row(ps, "half_out")
+    assert ps.pixel_mask[i, 0].sum() == 5 * 4  # columns 0..4 inside, rows 20..23
+    truth = _masked_pixels(region["scenes"] / f"{NAME.format(d='20240229', b='0205', p='120000')}.tif",
+                           utm["half_out"], 0)
+    assert {tuple(v) for v in ps.pixels[i, 0][:, ps.pixel_mask[i, 0]].T.astype(np.int64)} == truth
+
+
+def test_subpixel_and_self_intersecting_parcels(region, extracted):
+    ps = extracted
+    i = _row(ps, "subpixel")
+    assert ps.pixel_mask[i, 0].sum() == 1
+    cube = region["cubes"][NAME.format(d="20240229", b="0205", p="120000")]
+    assert ps.pixels[i, 0, :, ps.pixel_mask[i, 0]].ravel().tolist() == cube[:, 40, 40].tolist()
+    # The bow tie's two triangles hold pixel centres; repaired, it yields them, not nothing.
+    assert ps.pixel_mask[_row(ps, "bowtie"), 0].sum() > 20
+
+
+def test_clouds_nodata_and_two_products(region, extracted):
+    ps = extracted
+    cloudy, left, big = _row(ps, "cloudy"), _row(ps, "left"), _row(ps, "big")
+    assert ps.date_mask[cloudy].tolist() == [True, False, True, True, True]
+    # 2024-07-05 has no data in the left half: 'left' loses that date, 'cloudy' keeps it.
+    assert ps.date_mask[left].tolist() == [True, True, True, False, True]
+    # 2024-06-20: the first product has no data on the left, the second fills it; on the
+    # right the first product wins.
+    first = region["cubes"][NAME.format(d="20240620", b="0510", p="120000")]
+    second = region["cubes"][NAME.format(d="20240620", b="0510", p="130000")]
+    mask = ps.pixel_mask[left, 2]
+    assert mask.sum() == 25
+    got = {tuple(v) for v in ps.pixels[left, 2][:, mask].T.astype(np.int64)}
+    assert got == {tuple(v) for v in (second[:, 40:45, 5:10].reshape(10, -1).T.astype(np.int64) - 1000)}
+    mask = ps.pixel_mask[cloudy, 2]
+    got = {tuple(v) for v in ps.pixels[cloudy, 2][:, mask].T.astype(np.int64)}
+    truth = {tuple(v) for v in (first[:, 45:56, 45:56].reshape(10, -1).T.astype(np.int64) - 1000)}
+    assert mask.sum() == 64 and got <= truth
+    # Masked slots hold zeros.
+    assert (ps.pixels[big][~np.broadcast_to(ps.pixel_mask[big][:, None, :], ps.pixels[big].shape)] == 0).all()
+
+
+def test_per_band_20m_product(region, extracted):
+    ps = extracted
+    i = _row(ps, "small")
+    folder = region["scenes"] / "S2B_32TMT_20240801_0_L2A"
+    with rasterio.open(folder / "B04.tif") as ds:
+        b04 = ds.read(1)
+    got = set(ps.pixels[i, 4, S2_BANDS.index("B04")][ps.pixel_mask[i, 4]].tolist())
+    assert got == set(b04[2:7, 20:25].ravel().tolist())
+    # 20 m values are bilinear mixes of the 20 m pixels around: within their range.
+    with rasterio.open(folder / "B11.tif") as ds:
+        b11 = ds.read(1)[0:5, 9:14]
+    vals = ps.pixels[i, 4, S2_BANDS.index("B11")][ps.pixel_mask[i, 4]]
+    assert vals.min() >= b11.min() and vals.max() <= b11.max()
+
+
+def test_gdd_and_day_of_season_by_hand(extracted):
+    ps = extracted
+    days = np.array([59, 130, 171, 186, 213], dtype=np.float32)  # days since 2024-01-01, leap year
+    np.testing.assert_allclose(ps.day_of_season, days)
+    ok = ps.status == "ok"
+    daily = (T_MAX + T_MIN) / 2
+    expected = np.broadcast_to(daily * (days + 1), ps.gdd[ok].shape)
+    np.testing.assert_allclose(ps.gdd[ok], expected, rtol=1e-5)
+
+
+def test_sampling_is_seeded_and_chunking_changes_nothing(region, extracted, tmp_path):
+    out = extract_to_dataset(region["parcels"], region["scenes"], region["weather"], tmp_path / "ds",
+                             chunk_size=3, max_pixels=64, seed=3, label_field="crop")
+    ds = open_dataset(out)
+    for name in ("pixels", "pixel_mask", "date_mask", "gdd", "labels", "blocks"):
+        np.testing.assert_array_equal(getattr(ds, name), getattr(extracted, name), err_msg=name)
+    assert ds.parcel_ids.tolist() == extracted.parcel_ids.tolist()
+    assert ds.status.tolist() == extracted.status.tolist()
+    other = extract_pixel_sets(region["parcels"], region["scenes"], region["weather"], max_pixels=64, seed=4)
+    i = _row(other, "big")
+    assert not np.array_equal(other.pixels[i], extracted.pixels[i])
+
+
+def test_cancellation_writes_nothing(region, tmp_path):
+    calls = []
+
+    def cancelled() -> bool:
+        calls.append(1)
+        return len(calls) > 3
+
+    with pytest.raises(CancelledError):
+        extract_to_dataset(region["parcels"], region["scenes"], region["weather"], tmp_path / "ds",
+                           progress=Progress(cancelled=cancelled))
+    assert list(tmp_path.iterdir()) == []
