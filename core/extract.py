@@ -50,6 +50,7 @@ class ParcelTable:
         blocks: ``(P,)`` int32 spatial block or -1.
         status: ``(P,)`` object, ``""`` while undecided or a failure reason.
         source: where the parcels came from (for messages and provenance).
+        rows: ``(P,)`` int64 position of each parcel in the source layer.
     """
 
     geometry: Any
@@ -58,6 +59,11 @@ class ParcelTable:
     blocks: np.ndarray
     status: np.ndarray
     source: str
+    rows: Optional[np.ndarray] = None
+
+    def __post_init__(self) -> None:
+        if self.rows is None:
+            self.rows = np.arange(len(self.parcel_ids), dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self.parcel_ids)
@@ -183,15 +189,16 @@ def load_parcels(
     blocks = np.full(len(gdf), -1, dtype=np.int32)
     if block_field and block_field in gdf.columns:
         blocks = gdf[block_field].fillna(-1).astype(np.int32).to_numpy()
+    rows = np.arange(len(gdf), dtype=np.int64)
     if selected_ids is not None:
         keep = np.isin(ids, np.asarray([str(s) for s in selected_ids]))
-        gdf, ids, labels, blocks = gdf[keep], ids[keep], labels[keep], blocks[keep]
+        gdf, ids, labels, blocks, rows = gdf[keep], ids[keep], labels[keep], blocks[keep], rows[keep]
     geometry, ok = repair_geometries(gdf.geometry.reset_index(drop=True))
     status = np.where(ok, "", STATUS_INVALID_GEOMETRY).astype(object)
     if (~ok).any():
         log.warning("%s: %d parcels have unusable geometries (empty, not polygons or unrepairable): %s",
                     source, int((~ok).sum()), list(ids[~ok][:10]))
-    return ParcelTable(geometry, ids, labels, blocks, status, source)
+    return ParcelTable(geometry, ids, labels, blocks, status, source, rows)
 
 
 def _scene_list(scenes: SceneSource) -> list[Scene]:
