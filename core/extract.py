@@ -263,6 +263,7 @@ def _sample_pixels(geoms, active: np.ndarray, grid: Grid, s: int, seed: int, blo
     with np.errstate(invalid="ignore"):
         on_grid = active & (c_hi > 0) & (c_lo < grid.width) & (r_hi > 0) & (r_lo < grid.height)
     counts = np.zeros(n, dtype=np.int64)
+    geom_list = list(geoms)  # pandas .iloc per shape costs more than rasterising small parcels
     kept = []
     for r0 in range(0, grid.height, block):
         h = min(block, grid.height - r0)
@@ -274,7 +275,7 @@ def _sample_pixels(geoms, active: np.ndarray, grid: Grid, s: int, seed: int, blo
             sel = np.flatnonzero(in_rows & (c_hi > c0) & (c_lo < c0 + w))
             if len(sel) == 0:
                 continue
-            shapes = ((geoms.iloc[i], i + 1) for i in sel)
+            shapes = ((geom_list[i], i + 1) for i in sel)
             burnt = rasterize(shapes, out_shape=(h, w), transform=window_transform(Window(c0, r0, w, h), t),
                               fill=0, all_touched=False, dtype="int32")
             nz = np.flatnonzero(burnt)

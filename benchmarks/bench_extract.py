@@ -1,0 +1,198 @@
+"""Pixel extraction throughput: ThermoCrop's one-pass extractor against one masked read per
+parcel per scene (rasterio.mask) and against bare decoding of the same scenes (the floor).
+
+Writes a benchmark region once into a cache folder (random-textured 10-band GeoTIFF scenes,
+deflate-compressed and tiled like COGs, and irregular rotated parcels), then measures each
+approach in its own process so that peak memory (max RSS) is its own.
+
+    python benchmarks/bench_extract.py [--size 3000] [--parcels 3000] [--dates 24]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+CRS = "EPSG:32632"
+X0, Y0, RES = 600000.0, 5400000.0, 10.0
+
+
+def make_region(folder: Path, size: int, n_parcels: int, n_dates: int, seed: int = 0) -> Path:
+    """Write scenes and parcels into ``folder`` unless already there."""
+    import geopandas as gpd
+    import rasterio
+    from rasterio.transform import from_origin
+    from shapely import affinity
+    from shapely.geometry import box
+
+    from thermocrop.core.bands import S2_BANDS
+
+    done = folder / "done.json"
+    if done.exists():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    # Parcels: rotated rectangles on a jittered lattice, 10-60 pixels a side.
+    side = int(np.ceil(np.sqrt(n_parcels)))
+    cell = size / side
+    geoms = []
+    for k in range(n_parcels):
+        i, j = divmod(k, side)
+        w = rng.uniform(0.3, 0.9) * cell * RES
+        h = rng.uniform(0.3, 0.9) * cell * RES
+        cx = X0 + (j + 0.5) * cell * RES + rng.uniform(-0.05, 0.05) * cell * RES
+        cy = Y0 - (i + 0.5) * cell * RES + rng.uniform(-0.05, 0.05) * cell * RES
+        geoms.append(affinity.rotate(box(cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2), rng.uniform(0, 90)))
+    gpd.GeoDataFrame({"parcel_id": [f"p{k}" for k in range(n_parcels)]}, geometry=geoms, crs=CRS).to_file(
+        folder / "parcels.gpkg", driver="GPKG")
+    scenes = folder / "scenes"
+    scenes.mkdir(exist_ok=True)
+    days = np.sort(rng.choice(np.arange(60, 300), size=n_dates, replace=False))
+    # Smooth field-scale texture plus pixel noise: compresses like real reflectance, unlike noise.
+    coarse = rng.integers(1500, 6000, size=(10, size // 32 + 1, size // 32 + 1)).astype(np.uint16)
+    base = np.repeat(np.repeat(coarse, 32, axis=1), 32, axis=2)[:, :size, :size]
+    for d in days:
+        date = (np.datetime64("2023-01-01") + int(d)).astype(str).replace("-", "")
+        name = f"S2A_MSIL2A_{date}T103031_N0509_R108_T32TMT_{date}T120000.tif"
+        with rasterio.open(scenes / name, "w", driver="GTiff", width=size, height=size, count=10,
+                           dtype="uint16", crs=CRS, transform=from_origin(X0, Y0, RES, RES), nodata=0,
+                           tiled=True, blockxsize=512, blockysize=512, compress="deflate", predictor=2) as ds:
+            for r0 in range(0, size, 512):
+                h = min(512, size - r0)
+                noise = rng.integers(0, 200, size=(10, h, size), dtype=np.uint16)
+                ds.write(base[:, r0:r0 + h] + noise, window=rasterio.windows.Window(0, r0, size, h))
+            for i, b in enumerate(S2_BANDS, start=1):
+                ds.set_band_description(i, b)
+    days_all = np.arange(np.datetime64("2023-01-01"), np.datetime64("2024-01-01"))
+    (folder / "weather.csv").write_text(
+        "date,tmin,tmax\n" + "".join(f"{d},{4 + 8 * np.sin((i - 100) / 58):.1f},{12 + 10 * np.sin((i - 100) / 58):.1f}\n"
+                                     for i, d in enumerate(days_all)), encoding="utf-8")
+    done.write_text(json.dumps({"size": size, "parcels": n_parcels, "dates": n_dates}), encoding="utf-8")
+    return folder
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def worker_thermocrop(folder: Path) -> dict:
+    from thermocrop.core.extract import extract_pixel_sets
+    from thermocrop.core.scenes import find_scenes
+
+    scenes = find_scenes(folder / "scenes")
+    t0 = time.perf_counter()
+    ps = extract_pixel_sets(folder / "parcels.gpkg", scenes, folder / "weather.csv", max_pixels=64, seed=0)
+    seconds = time.perf_counter() - t0
+    ok = int((ps.status == "ok").sum())
+    return {"seconds": seconds, "parcel_dates": len(ps) * ps.n_dates, "ok": ok, "peak_mb": _peak_mb()}
+
+
+def worker_floor(folder: Path) -> dict:
+    import rasterio
+    from rasterio.windows import Window
+
+    from thermocrop.core.extract import BLOCK_SIZE
+
+    t0 = time.perf_counter()
+    checksum = 0
+    for path in sorted((folder / "scenes").glob("*.tif")):
+        with rasterio.open(path) as ds:
+            for r0 in range(0, ds.height, BLOCK_SIZE):
+                for c0 in range(0, ds.width, BLOCK_SIZE):
+                    w = Window(c0, r0, min(BLOCK_SIZE, ds.width - c0), min(BLOCK_SIZE, ds.height - r0))
+                    checksum += int(ds.read(window=w)[0, 0, 0])
+    return {"seconds": time.perf_counter() - t0, "peak_mb": _peak_mb(), "checksum": checksum}
+
+
+def worker_mask(folder: Path, n_parcels: int, n_scenes: int) -> dict:
+    """One rasterio.mask read per parcel per scene on a subset, sampling 64 pixels like ours."""
+    import geopandas as gpd
+    import rasterio
+    import rasterio.mask
+
+    parcels = gpd.read_file(folder / "parcels.gpkg")
+    rng = np.random.default_rng(0)
+    subset = parcels.geometry.iloc[rng.choice(len(parcels), size=min(n_parcels, len(parcels)), replace=False)]
+    paths = sorted((folder / "scenes").glob("*.tif"))[:n_scenes]
+    t0 = time.perf_counter()
+    count = 0
+    for path in paths:
+        with rasterio.open(path) as ds:
+            for geom in subset:
+                data, _ = rasterio.mask.mask(ds, [geom], crop=True, filled=False)
+                valid = ~np.ma.getmaskarray(data).any(axis=0)
+                pixels = data.data[:, valid]
+                keep = rng.permutation(pixels.shape[1])[:64]
+                count += pixels[:, keep].shape[1] > 0
+    return {"seconds": time.perf_counter() - t0, "parcel_dates": len(subset) * len(paths),
+            "peak_mb": _peak_mb()}
+
+
+def _run_worker(name: str, folder: Path, extra: list[str]) -> dict:
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, __file__, "--worker", name, "--folder", str(folder), *extra],
+                         capture_output=True, text=True, env=env, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--size", type=int, default=3000, help="scene width and height in pixels")
+    parser.add_argument("--parcels", type=int, default=3000)
+    parser.add_argument("--dates", type=int, default=24)
+    parser.add_argument("--mask-parcels", type=int, default=200, help="parcels timed for rasterio.mask")
+    parser.add_argument("--mask-scenes", type=int, default=3, help="scenes timed for rasterio.mask")
+    parser.add_argument("--cache", default="/tmp/thermocrop-bench-extract")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--folder", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.worker:
+        folder = Path(args.folder)
+        if args.worker == "thermocrop":
+            result = worker_thermocrop(folder)
+        elif args.worker == "floor":
+            result = worker_floor(folder)
+        else:
+            result = worker_mask(folder, args.mask_parcels, args.mask_scenes)
+        print(json.dumps(result))
+        return 0
+
+    folder = Path(args.cache) / f"s{args.size}_p{args.parcels}_d{args.dates}"
+    t0 = time.perf_counter()
+    make_region(folder, args.size, args.parcels, args.dates)
+    print(f"region: {args.parcels} parcels, {args.dates} scenes of {args.size} x {args.size} px x 10 bands "
+          f"({folder}, ready in {time.perf_counter() - t0:.0f} s)")
+
+    floor = _run_worker("floor", folder, [])
+    ours = _run_worker("thermocrop", folder, [])
+    mask = _run_worker("mask", folder, ["--mask-parcels", str(args.mask_parcels),
+                                        "--mask-scenes", str(args.mask_scenes)])
+
+    pd_total = ours["parcel_dates"]
+    ours_rate = pd_total / ours["seconds"]
+    floor_rate = pd_total / floor["seconds"]
+    mask_rate = mask["parcel_dates"] / mask["seconds"]
+    print(f"{'approach':44s} {'seconds':>9s} {'parcel-dates/s':>15s} {'peak MB':>9s}")
+    print(f"{'thermocrop one-pass extractor':44s} {ours['seconds']:9.1f} {ours_rate:15.0f} {ours['peak_mb']:9.0f}")
+    print(f"{'(b) bare decode of every scene once (floor)':44s} {floor['seconds']:9.1f} {floor_rate:15.0f} "
+          f"{floor['peak_mb']:9.0f}")
+    est = pd_total / mask_rate
+    print(f"{'(a) rasterio.mask per parcel per scene':44s} {est:9.1f} {mask_rate:15.0f} {mask['peak_mb']:9.0f}"
+          f"   (timed on {mask['parcel_dates']} parcel-dates, extrapolated)")
+    print(f"thermocrop / floor time: {ours['seconds'] / floor['seconds']:.2f}x (aim <= 1.5x)")
+    print(f"speed-up over rasterio.mask: {ours_rate / mask_rate:.1f}x (aim >= 10x)")
+    print(f"parcels with status ok: {ours['ok']} of {args.parcels}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
