@@ -80,6 +80,10 @@ def make_region(folder: Path, size: int, n_parcels: int, n_dates: int, seed: int
 
 
 def _peak_mb() -> float:
+    """Peak resident memory of this process (VmHWM; ru_maxrss would carry the parent's over exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024.0
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 

@@ -1,0 +1,88 @@
+"""Classification end to end on a tiny synthetic region, and the atomic OGR writer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from shapely.geometry import box
+
+from thermocrop.core.classify import ClassificationResult, write_classification
+from thermocrop.core.errors import InputError
+
+gpd = pytest.importorskip("geopandas")
+
+
+@pytest.fixture
+def layer(tmp_path) -> Path:
+    gdf = gpd.GeoDataFrame(
+        {"parcel_id": ["a", "b", "c"], "farmer": ["x", "y", "z"], "area_ha": [1.5, 2.0, 0.1]},
+        geometry=[box(0, 0, 10, 10), box(20, 0, 30, 10), box(40, 0, 41, 1)],
+        crs="EPSG:32632",
+    )
+    path = tmp_path / "parcels.gpkg"
+    gdf.to_file(path, driver="GPKG")
+    return path
+
+
+def _result(rows=(0, 1, 2)) -> ClassificationResult:
+    rows = np.asarray(rows)
+    probs = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6], [np.nan] * 3], dtype=np.float32)[: len(rows)]
+    return ClassificationResult(
+        parcel_ids=np.array(["a", "b", "c"])[rows],
+        labels=np.array(["corn", "meadow_x", ""])[: len(rows)],
+        confidence=np.array([0.7, 0.6, np.nan], dtype=np.float32)[: len(rows)],
+        probabilities=probs,
+        status=np.array(["ok", "ok", "too_small"])[: len(rows)],
+        classes=("corn", "meadow", "meadow_x"),
+        rows=rows,
+    )
+
+
+@pytest.mark.parametrize("suffix", [".gpkg", ".shp", ".geojson"])
+def test_writes_input_features_plus_fields_in_any_format(layer, tmp_path, suffix):
+    out = write_classification(layer, _result(), tmp_path / "out" / f"classified{suffix}")
+    back = gpd.read_file(out)
+    assert back["parcel_id"].tolist() == ["a", "b", "c"]
+    assert back["farmer"].tolist() == ["x", "y", "z"]
+    # Shapefile field names are cut to 10 characters.
+    status_field = "crop_statu" if suffix == ".shp" else "crop_status"
+    assert back["crop_pred"].fillna("").tolist() == ["corn", "meadow_x", ""]
+    assert back[status_field].tolist() == ["ok", "ok", "too_small"]
+    np.testing.assert_allclose(back["crop_conf"].to_numpy()[:2], [0.7, 0.6], rtol=1e-6)
+    assert np.isnan(back["crop_conf"].to_numpy()[2]) or back["crop_conf"].to_numpy()[2] is None
+    assert back.geometry.iloc[1].equals(box(20, 0, 30, 10))
+    assert back.crs.to_epsg() == 32632
+    assert [p.name for p in out.parent.iterdir() if p.name.startswith(".")] == []
+
+
+def test_unselected_features_are_marked(layer, tmp_path):
+    result = _result(rows=(1,))
+    out = write_classification(layer, result, tmp_path / "sel.gpkg", label_field="pred", conf_field="conf",
+                               status_field="state")
+    back = gpd.read_file(out)
+    assert back["state"].tolist() == ["not_selected", "ok", "not_selected"]
+    assert back["pred"].fillna("").tolist() == ["", "corn", ""]
+
+
+def test_never_overwrites_input_or_existing_output_unless_asked(layer, tmp_path):
+    before = layer.read_bytes()
+    with pytest.raises(InputError, match="parcel layer itself"):
+        write_classification(layer, _result(), layer)
+    assert layer.read_bytes() == before
+    out = write_classification(layer, _result(), tmp_path / "x.gpkg")
+    with pytest.raises(InputError, match="already exists"):
+        write_classification(layer, _result(), out)
+    write_classification(layer, _result(), layer, overwrite=True)
+    assert gpd.read_file(layer)["crop_pred"].fillna("").tolist() == ["corn", "meadow_x", ""]
+
+
+def test_unknown_format_and_failed_write_leave_nothing(layer, tmp_path):
+    with pytest.raises(InputError, match="format"):
+        write_classification(layer, _result(), tmp_path / "x.xyz")
+    bad = _result()
+    bad.rows = np.array([0, 1, 7])
+    with pytest.raises(InputError, match="beyond"):
+        write_classification(layer, bad, tmp_path / "y.gpkg")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["parcels.gpkg"]
