@@ -476,27 +476,60 @@ def _read_part(path: Path, band_order: Optional[Sequence[str]]) -> _Part:
     return _Part((str(parent), cleaned), name, str(path), bands, grid, date, level, offset)
 
 
+def _safe_image_parts(path: Path, name: str) -> list[_Part]:
+    """The band files inside a .SAFE folder (``GRANULE/*/IMG_DATA``), finest resolution first."""
+    files = sorted(path.glob("GRANULE/*/IMG_DATA/*.jp2"))  # L1C keeps every band in IMG_DATA
+    for folder in ("R10m", "R20m", "R60m"):
+        files += sorted(path.glob(f"GRANULE/*/IMG_DATA/{folder}/*.jp2"))
+    parts = []
+    for f in files:
+        token = _BAND_TOKEN_RE.search(f.stem)
+        band = band_name(token.group(1)) if token else None
+        if band is None or (band not in S2_BANDS and band != "SCL"):
+            continue
+        part = _read_part(f, None)
+        part.key, part.name = ("SAFE", str(path)), name
+        part.date = _first(date_from_name(name), part.date)
+        part.level = _first(level_from_name(name), part.level)
+        part.offset = _first(part.offset, offset_from_name(name))
+        parts.append(part)
+    return parts
+
+
 def _safe_parts(path: Path) -> list[_Part]:
-    """Open a .SAFE folder or zip through GDAL's SENTINEL2 driver, one part per subdataset."""
+    """Open a .SAFE folder or zip through GDAL's SENTINEL2 driver, one part per subdataset.
+
+    A .SAFE folder the driver cannot open (e.g. a GDAL built without it, or trimmed metadata)
+    is read from the band files inside its granule instead.
+    """
     import rasterio
 
+    name = path.name[: -len(path.suffix)] if path.suffix else path.name
     if path.is_dir():
         mtd = sorted(path.glob("MTD_MSIL*.xml"))
-        if not mtd:
-            raise SceneError(f"{path} holds no MTD_MSIL1C.xml / MTD_MSIL2A.xml; the .SAFE folder is incomplete.")
-        target = str(mtd[0])
+        target = str(mtd[0]) if mtd else None
     else:
         target = str(path)
     try:
-        with rasterio.open(target) as ds:
-            subdatasets = list(ds.subdatasets)
-            tags = dict(ds.tags())
-    except rasterio.errors.RasterioIOError as exc:
-        raise SceneError(f"GDAL cannot open {path} as a Sentinel-2 product: {exc}") from exc
+        if target is None:
+            raise SceneError(f"{path} holds no MTD_MSIL1C.xml / MTD_MSIL2A.xml; the .SAFE folder is incomplete.")
+        try:
+            with rasterio.open(target) as ds:
+                subdatasets = list(ds.subdatasets)
+                tags = dict(ds.tags())
+        except rasterio.errors.RasterioIOError as exc:
+            raise SceneError(f"GDAL cannot open {path} as a Sentinel-2 product: {exc}") from exc
+    except SceneError:
+        if not path.is_dir():
+            raise
+        parts = _safe_image_parts(path, name)
+        if not parts:
+            raise
+        log.info("Reading %s from its granule's band files", path)
+        return parts
     wanted = [s for s in subdatasets if re.search(r":(10|20)m:", s)]
     if not wanted:
         raise SceneError(f"{path} offers no 10 m / 20 m subdatasets; is it a Sentinel-2 L1C/L2A product?")
-    name = path.name[: -len(path.suffix)] if path.suffix else path.name
     date = _first(date_from_name(name), _date_from_tags(tags))
     level = level_from_name(name)
     offset = offset_from_name(name)

@@ -169,3 +169,30 @@ def test_to_reflectance_hand_computed():
     values, valid = to_reflectance(dn, -1000, scl)
     assert values.tolist() == [[0, 0, 500, 2000], [0, 0, 600, 0]]
     assert valid.tolist() == [False, True, False, False]
+
+
+def test_safe_folder_read_from_its_granule_band_files(tmp_path):
+    # A trimmed .SAFE (no product metadata GDAL's SENTINEL2 driver accepts): the band files
+    # inside the granule are used. The files are GeoTIFFs under .jp2 names; GDAL goes by content.
+    safe = tmp_path / "S2B_MSIL2A_20220301T103029_N0400_R108_T32TMT_20220301T140000.SAFE"
+    img = safe / "GRANULE" / "L2A_T32TMT_A026000_20220301T103029" / "IMG_DATA"
+    for i, b in enumerate(BANDS_10M):
+        write_tif(img / "R10m" / f"T32TMT_20220301T103029_{b}_10m.jp2", np.full((1, 8, 8), 3000 + i, np.uint16))
+        # The 20 m folder repeats the 10 m bands at 20 m; the finest copy must be used.
+        write_tif(img / "R20m" / f"T32TMT_20220301T103029_{b}_20m.jp2", np.full((1, 4, 4), 9, np.uint16), res=20.0)
+    for b in BANDS_20M:
+        write_tif(img / "R20m" / f"T32TMT_20220301T103029_{b}_20m.jp2", np.full((1, 4, 4), 4000, np.uint16), res=20.0)
+    scl = np.full((1, 4, 4), 4, np.uint8)
+    scl[0, 0, 0] = 8
+    write_tif(img / "R20m" / "T32TMT_20220301T103029_SCL_20m.jp2", scl, res=20.0)
+    (scene,) = find_scenes(tmp_path)
+    (product,) = scene.products
+    assert scene.date == np.datetime64("2022-03-01") and product.level == "L2A" and product.offset == -1000
+    assert product.grid.resolution == 10.0
+    with product.open() as reader:
+        dn, scl_read = reader.read(Window(0, 0, 8, 8))
+    values, valid = to_reflectance(dn, product.offset, scl_read)
+    assert values[S2_BANDS.index("B03"), 5, 5] == 3001 - 1000
+    assert values[S2_BANDS.index("B12"), 5, 5] == 4000 - 1000
+    # The cloudy 20 m SCL pixel covers the four 10 m pixels beneath it.
+    assert valid.sum() == 64 - 4 and not valid[:2, :2].any()
