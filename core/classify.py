@@ -181,7 +181,7 @@ def classify_parcels(
     progress(1.0)
 
     ok = status == STATUS_OK
-    best = np.where(ok, np.nanargmax(np.where(ok[:, None], probabilities, 0.0), axis=1), 0)
+    best = np.where(ok, np.nan_to_num(probabilities, nan=-1.0).argmax(axis=1), 0)
     labels = np.where(ok, np.asarray(classes, dtype=object)[best], "")
     confidence = np.where(ok, probabilities[np.arange(n), best], np.nan).astype(np.float32)
     result = ClassificationResult(

@@ -1,0 +1,81 @@
+"""The ``thermocrop extract`` and ``thermocrop classify`` commands on small files written here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import rasterio
+from rasterio.transform import from_origin
+from shapely.geometry import box
+
+from thermocrop.core.bands import S2_BANDS
+from thermocrop.core.dataset import open_dataset
+from thermocrop.training.cli import main
+
+gpd = pytest.importorskip("geopandas")
+
+CRS = "EPSG:32633"
+X0, Y0 = 400000.0, 5500000.0
+
+
+@pytest.fixture(scope="module")
+def small_region(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("cli")
+    rng = np.random.default_rng(1)
+    for date in ("20230412", "20230602", "20230720"):
+        name = f"S2A_MSIL1C_{date}T100031_N0509_R122_T33UVP_{date}T110000.tif"
+        path = root / "scenes" / name
+        path.parent.mkdir(exist_ok=True)
+        with rasterio.open(path, "w", driver="GTiff", width=30, height=30, count=10, dtype="uint16", crs=CRS,
+                           transform=from_origin(X0, Y0, 10, 10), nodata=0) as ds:
+            ds.write(rng.integers(1500, 5000, size=(10, 30, 30), dtype=np.uint16))
+            for i, b in enumerate(S2_BANDS, start=1):
+                ds.set_band_description(i, b)
+    parcels = gpd.GeoDataFrame(
+        {"fid_lpis": ["p1", "p2", "p3"], "culture": ["corn", "winter_wheat", "corn"], "block": [0, 1, 2]},
+        geometry=[box(X0 + 13, Y0 - 97, X0 + 97, Y0 - 13), box(X0 + 113, Y0 - 197, X0 + 197, Y0 - 113),
+                  box(X0 + 1013, Y0 - 1097, X0 + 1097, Y0 - 1013)],
+        crs=CRS,
+    ).to_crs("EPSG:3035")
+    parcels.to_file(root / "parcels.gpkg", driver="GPKG")
+    days = np.arange(np.datetime64("2023-01-01"), np.datetime64("2023-12-31"))
+    (root / "weather.csv").write_text("date,tmin,tmax\n" + "".join(f"{d},2.0,12.0\n" for d in days),
+                                      encoding="utf-8")
+    return {"root": root, "scenes": root / "scenes", "parcels": root / "parcels.gpkg",
+            "weather": root / "weather.csv"}
+
+
+def test_extract_command_writes_a_dataset_with_statuses(small_region, tmp_path, capsys):
+    out = tmp_path / "dataset"
+    rc = main(["extract", "--parcels", str(small_region["parcels"]), "--scenes", str(small_region["scenes"]),
+               "--weather", str(small_region["weather"]), "--label-field", "culture", "--id-field", "fid_lpis",
+               "--max-pixels", "16", "--out", str(out)])
+    assert rc == 0
+    ps = open_dataset(out)
+    assert ps.parcel_ids.tolist() == ["p1", "p2", "p3"]
+    assert ps.status.tolist() == ["ok", "ok", "outside_scenes"]
+    assert ps.pixels.shape == (3, 3, 10, 16)
+    assert ps.labels.tolist() == [0, 8, 0]  # corn, winter_wheat in the paper's class order
+    # (12 + 2) / 2 = 7 degree days a day since 1 January; 2023-04-12 is day 101 of the year.
+    assert ps.gdd[0, 0] == pytest.approx(7.0 * 102, rel=1e-5)
+    printed = capsys.readouterr().out
+    assert "outside_scenes: 1" in printed and "ok: 2" in printed
+    # The dataset exists now: a second run refuses to replace it.
+    rc = main(["extract", "--parcels", str(small_region["parcels"]), "--scenes", str(small_region["scenes"]),
+               "--weather", str(small_region["weather"]), "--out", str(out)])
+    assert rc == 2
+    assert "already exists" in capsys.readouterr().err
+
+
+def test_extract_command_reports_bad_input(small_region, tmp_path, capsys):
+    rc = main(["extract", "--parcels", str(small_region["parcels"]), "--scenes", str(tmp_path / "nope"),
+               "--weather", str(small_region["weather"]), "--out", str(tmp_path / "d")])
+    assert rc == 2
+    assert "does not exist" in capsys.readouterr().err
+    rc = main(["extract", "--parcels", str(small_region["parcels"]), "--scenes", str(small_region["scenes"]),
+               "--weather", str(small_region["weather"]), "--label-field", "nope", "--out", str(tmp_path / "d")])
+    assert rc == 2
+    assert "no label field 'nope'" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()
