@@ -11,6 +11,7 @@ import glob
 import logging
 import os
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional, Sequence, Union
@@ -514,9 +515,12 @@ def _safe_parts(path: Path) -> list[_Part]:
         if target is None:
             raise SceneError(f"{path} holds no MTD_MSIL1C.xml / MTD_MSIL2A.xml; the .SAFE folder is incomplete.")
         try:
-            with rasterio.open(target) as ds:
-                subdatasets = list(ds.subdatasets)
-                tags = dict(ds.tags())
+            # The product-level dataset has no geotransform of its own; only its subdatasets do.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", rasterio.errors.NotGeoreferencedWarning)
+                with rasterio.open(target) as ds:
+                    subdatasets = list(ds.subdatasets)
+                    tags = dict(ds.tags())
         except rasterio.errors.RasterioIOError as exc:
             raise SceneError(f"GDAL cannot open {path} as a Sentinel-2 product: {exc}") from exc
     except SceneError:

@@ -196,3 +196,79 @@ def test_safe_folder_read_from_its_granule_band_files(tmp_path):
     assert values[S2_BANDS.index("B12"), 5, 5] == 4000 - 1000
     # The cloudy 20 m SCL pixel covers the four 10 m pixels beneath it.
     assert valid.sum() == 64 - 4 and not valid[:2, :2].any()
+
+
+def _safe_product(root: Path) -> Path:
+    """A small L2A .SAFE with just the metadata GDAL's SENTINEL2 driver needs (8 x 8 px tile)."""
+    name = "S2A_MSIL2A_20220301T103029_N0400_R108_T32TMT_20220301T140000.SAFE"
+    granule = "L2A_T32TMT_A026000_20220301T103029"
+    safe = root / name
+    img = safe / "GRANULE" / granule / "IMG_DATA"
+    entries = []
+    for i, b in enumerate(BANDS_10M):
+        write_tif(img / "R10m" / f"T32TMT_20220301T103029_{b}_10m.jp2", np.full((1, 8, 8), 3000 + i, np.uint16))
+        entries.append(f"R10m/T32TMT_20220301T103029_{b}_10m")
+    for i, b in enumerate(BANDS_20M):
+        write_tif(img / "R20m" / f"T32TMT_20220301T103029_{b}_20m.jp2",
+                  np.full((1, 4, 4), 4000 + i, np.uint16), res=20.0)
+        entries.append(f"R20m/T32TMT_20220301T103029_{b}_20m")
+    scl = np.full((1, 4, 4), 4, np.uint16)
+    scl[0, 3, 3] = 3
+    write_tif(img / "R20m" / "T32TMT_20220301T103029_SCL_20m.jp2", scl, res=20.0)
+    entries.append("R20m/T32TMT_20220301T103029_SCL_20m")
+    files = "".join(f"<IMAGE_FILE>GRANULE/{granule}/IMG_DATA/{e}</IMAGE_FILE>" for e in entries)
+    (safe / "MTD_MSIL2A.xml").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>'
+        '<n1:Level-2A_User_Product xmlns:n1="https://psd-14.sentinel2.eo.esa.int/PSD/User_Product_Level-2A.xsd">'
+        "<n1:General_Info><Product_Info><PRODUCT_START_TIME>2022-03-01T10:30:29.024Z</PRODUCT_START_TIME>"
+        f"<PRODUCT_URI>{name}</PRODUCT_URI><PROCESSING_LEVEL>Level-2A</PROCESSING_LEVEL>"
+        "<PRODUCT_TYPE>S2MSI2A</PRODUCT_TYPE><PROCESSING_BASELINE>04.00</PROCESSING_BASELINE>"
+        '<Query_Options completeSingleTile="true"><PRODUCT_FORMAT>SAFE_COMPACT</PRODUCT_FORMAT></Query_Options>'
+        f'<Product_Organisation><Granule_List><Granule imageFormat="JPEG2000">{files}</Granule></Granule_List>'
+        "</Product_Organisation></Product_Info></n1:General_Info></n1:Level-2A_User_Product>",
+        encoding="utf-8",
+    )
+    geopos = "".join(
+        f'<Size resolution="{r}"><NROWS>{n}</NROWS><NCOLS>{n}</NCOLS></Size>'
+        f'<Geoposition resolution="{r}"><ULX>{X0:.0f}</ULX><ULY>{Y0:.0f}</ULY><XDIM>{r}</XDIM><YDIM>-{r}</YDIM>'
+        "</Geoposition>"
+        for r, n in ((10, 8), (20, 4), (60, 2))
+    )
+    (safe / "GRANULE" / granule / "MTD_TL.xml").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?><n1:Level-2A_Tile_ID xmlns:n1="https://psd-14.sentinel2.eo.esa.int/'
+        'PSD/S2_PDI_Level-2A_Tile_Metadata.xsd"><n1:Geometric_Info><Tile_Geocoding>'
+        f"<HORIZONTAL_CS_CODE>{CRS}</HORIZONTAL_CS_CODE>{geopos}</Tile_Geocoding></n1:Geometric_Info>"
+        "</n1:Level-2A_Tile_ID>",
+        encoding="utf-8",
+    )
+    return safe
+
+
+def test_safe_folder_through_gdal_sentinel2_driver(tmp_path):
+    _safe_product(tmp_path)
+    (scene,) = find_scenes(tmp_path)
+    (product,) = scene.products
+    assert product.bands["B02"].path.startswith("SENTINEL2_L2A:")
+    assert product.scl is not None and product.scl.path.startswith("SENTINEL2_L2A:")
+    assert scene.date == np.datetime64("2022-03-01") and product.level == "L2A" and product.offset == -1000
+    assert product.grid.resolution == 10.0 and product.grid.width == 8
+    with product.open() as reader:
+        dn, scl = reader.read(Window(0, 0, 8, 8))
+    values, valid = to_reflectance(dn, product.offset, scl)
+    assert values[S2_BANDS.index("B04"), 0, 0] == 3002 - 1000
+    assert values[S2_BANDS.index("B11"), 4, 4] == 4004 - 1000
+    # Cloud shadow in the last 20 m SCL pixel masks the 2 x 2 10 m pixels under it.
+    assert valid.sum() == 60 and not valid[6:, 6:].any()
+
+
+def test_zipped_safe_product(tmp_path):
+    import shutil
+
+    safe = _safe_product(tmp_path / "unzipped")
+    archive = shutil.make_archive(str(tmp_path / "zips" / safe.stem), "zip", root_dir=safe.parent, base_dir=safe.name)
+    (scene,) = find_scenes(archive)
+    (product,) = scene.products
+    assert scene.date == np.datetime64("2022-03-01") and product.offset == -1000
+    with product.open() as reader:
+        dn, scl = reader.read(Window(0, 0, 8, 8))
+    assert dn[S2_BANDS.index("B08"), 7, 7] == 3003 and scl[7, 7] == 3
