@@ -256,3 +256,33 @@ def test_cancellation_writes_nothing(region, tmp_path):
         extract_to_dataset(region["parcels"], region["scenes"], region["weather"], tmp_path / "ds",
                            progress=Progress(cancelled=cancelled))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_parcels_read_from_the_tile_that_covers_them_most(region, tmp_path):
+    # Two overlapping tiles of one date on different grids: the second starts 40 pixels east.
+    rng = np.random.default_rng(11)
+    west = rng.integers(1100, 9000, size=(10, SIZE, SIZE), dtype=np.uint16)
+    east = rng.integers(1100, 9000, size=(10, SIZE, SIZE), dtype=np.uint16)
+    for name, cube, x0 in (("S2A_MSIL1C_20240601T103031_N0205_R108_T32TMT_20240601T1", west, X0),
+                           ("S2A_MSIL1C_20240601T103031_N0205_R108_T32TNT_20240601T1", east, X0 + 40 * RES)):
+        with rasterio.open(tmp_path / f"{name}.tif", "w", driver="GTiff", width=SIZE, height=SIZE, count=10,
+                           dtype="uint16", crs=CRS, transform=from_origin(x0, Y0, RES, RES), nodata=0) as ds:
+            ds.write(cube)
+            for i, b in enumerate(S2_BANDS, start=1):
+                ds.set_band_description(i, b)
+    parcels = gpd.GeoDataFrame(
+        {"parcel_id": ["west_only", "east_only", "mostly_east"]},
+        geometry=[_px(5.3, 5.3, 7.7, 7.7), _px(80.3, 5.3, 82.7, 7.7), _px(57.3, 20.3, 66.7, 22.7)],
+        crs=CRS,
+    ).to_crs("EPSG:4326")
+    ps = extract_pixel_sets(parcels, tmp_path, region["weather"])
+    assert ps.n_dates == 1 and ps.status.tolist() == ["ok", "ok", "ok"]
+
+    def got(i):
+        return {tuple(v) for v in ps.pixels[i, 0][:, ps.pixel_mask[i, 0]].T.tolist()}
+
+    assert got(0) == {tuple(v) for v in west[:, 5:8, 5:8].reshape(10, -1).T.tolist()}
+    assert got(1) == {tuple(v) for v in east[:, 5:8, 40:43].reshape(10, -1).T.tolist()}
+    # Columns 57..66 of the west grid: the west tile holds 3 of them, the east tile all 10
+    # (its columns 17..26), so the parcel is read from the east tile alone.
+    assert got(2) == {tuple(v) for v in east[:, 20:23, 17:27].reshape(10, -1).T.tolist()}
