@@ -309,7 +309,11 @@ def _sample_pixels(geoms, active: np.ndarray, grid: Grid, s: int, seed: int, blo
 
 
 def _windows_of(flat: np.ndarray, grid: Grid, block: int):
-    """Group pixel indices by reading window; yields ``(window, positions, rows, cols)``."""
+    """Group pixel indices by reading window: ``[(window, positions, rows, cols)]``.
+
+    Each window is the block cut down to the bounding box of its pixels, so that a chunk
+    covering a strip of the scene decodes only the file tiles under that strip.
+    """
     from rasterio.windows import Window
 
     if len(flat) == 0:
@@ -323,11 +327,11 @@ def _windows_of(flat: np.ndarray, grid: Grid, block: int):
     ends = np.r_[starts[1:], len(order)]
     out = []
     for a, b in zip(starts, ends):
-        w_id = int(wid_sorted[a])
-        r0, c0 = (w_id // nbc) * block, (w_id % nbc) * block
-        window = Window(c0, r0, min(block, grid.width - c0), min(block, grid.height - r0))
         pos = order[a:b]
-        out.append((window, pos, rows[pos] - r0, cols[pos] - c0))
+        r, c = rows[pos], cols[pos]
+        r0, c0 = int(r.min()), int(c.min())
+        window = Window(c0, r0, int(c.max()) - c0 + 1, int(r.max()) - r0 + 1)
+        out.append((window, pos, r - r0, c - c0))
     return out
 
 
