@@ -300,9 +300,14 @@ class ProductReader:
         try:
             for path, pairs in by_path.items():
                 ds = self._dataset(path, "bilinear")
-                data = ds.read([i for _, i in pairs], window=window, out_dtype=np.uint16)
-                for k, (c, _) in enumerate(pairs):
-                    dn[c] = data[k]
+                channels = [c for c, _ in pairs]
+                if channels == list(range(channels[0], channels[0] + len(channels))):
+                    # Consecutive channels: GDAL decodes straight into the output, no copy.
+                    ds.read([i for _, i in pairs], window=window, out=dn[channels[0]:channels[0] + len(channels)])
+                else:
+                    data = ds.read([i for _, i in pairs], window=window, out_dtype=np.uint16)
+                    for k, c in enumerate(channels):
+                        dn[c] = data[k]
             scl = None
             if self.product.scl is not None:
                 src = self.product.scl
