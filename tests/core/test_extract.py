@@ -286,3 +286,14 @@ def test_parcels_read_from_the_tile_that_covers_them_most(region, tmp_path):
     # Columns 57..66 of the west grid: the west tile holds 3 of them, the east tile all 10
     # (its columns 17..26), so the parcel is read from the east tile alone.
     assert got(2) == {tuple(v) for v in east[:, 20:23, 17:27].reshape(10, -1).T.tolist()}
+
+
+def test_min_pixels_marks_small_parcels(region):
+    ps = extract_pixel_sets(region["parcels"], region["scenes"], region["weather"], max_pixels=8,
+                            min_pixels=4)
+    status = dict(zip(ps.parcel_ids, ps.status))
+    assert status["subpixel"] == "too_small" and status["small"] == "ok"
+    assert not ps.date_mask[_row(ps, "subpixel")].any()
+    # With 8 slots a 25-pixel parcel keeps 8 pixels a date; the 18-pixel multipolygon too.
+    assert ps.pixel_mask[_row(ps, "small"), 0].sum() == 8
+    assert ps.pixel_mask[_row(ps, "multi"), 0].sum() == 8
