@@ -20,3 +20,33 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "qgis" in item.keywords:
             item.add_marker(skip)
+
+
+# Synthetic regions (training/synth): generated once per test session and shared.
+@pytest.fixture(scope="session")
+def make_region(tmp_path_factory):
+    """Factory ``make_region(region="FR2", level="L2A", seed=0, parcels=100, **kw) -> Path``.
+
+    Each distinct set of arguments is generated once per session into its own folder; tests
+    must not modify the files.
+    """
+    from thermocrop.training.synth import generate_region
+
+    cache = {}
+
+    def make(region="FR2", level="L2A", seed=0, parcels=100, **kwargs):
+        key = (region, level, seed, parcels, tuple(sorted(kwargs.items())))
+        if key not in cache:
+            name = f"{region}_{level}_s{seed}_p{parcels}_{len(cache)}"
+            out = tmp_path_factory.mktemp("synth") / name
+            generate_region(region, out, parcels=parcels, seed=seed, level=level, **kwargs)
+            cache[key] = out
+        return cache[key]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def tiny_region(make_region):
+    """Folder of a tiny FR2 L2A region: ~100 parcels, 39 scenes of 240 px, weather.nc, truth.json."""
+    return make_region("FR2", "L2A", seed=0, parcels=100)

@@ -1,0 +1,387 @@
+"""Crop development driven by thermal time: green cover, senescence and flowering per parcel.
+
+Each parcel accumulates degree days (base 0, the TPE formula) from its own sowing date at its
+nearest weather cell. Winter crops develop more slowly under short days (photoperiod and
+vernalisation), so mild winters add degree days that barely advance them: the residual the
+fact sheet describes (section 3, 150-300 degree days between regions) is kept on purpose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import numpy as np
+
+from .climate import paper_gdd
+from .regions import Region, day_length_hours
+
+
+@dataclass(frozen=True)
+class CropSpec:
+    """Development thresholds in effective degree days from sowing (base 0).
+
+    Attributes:
+        emergence: sowing to emergence.
+        autumn_cover: green cover of the autumn stand of a winter crop (0 for spring crops).
+        autumn_span: degree days after emergence to reach ``autumn_cover``.
+        rise: start of the main canopy growth (stem elongation / jointing).
+        peak: full canopy (heading, silking, flowering).
+        senescence: start of canopy senescence.
+        maturity: canopy fully senesced.
+        harvest: harvest (canopy removed, stubble left).
+        cover: peak green cover fraction.
+        damped: whether development slows under short days before ``peak``.
+        flowering: (onset, peak, end, canopy fraction in flower) or None.
+    """
+
+    emergence: float
+    autumn_cover: float
+    autumn_span: float
+    rise: float
+    peak: float
+    senescence: float
+    maturity: float
+    harvest: float
+    cover: float
+    damped: bool = False
+    flowering: Optional[tuple[float, float, float, float]] = None
+
+    def scaled(self, k: float) -> "CropSpec":
+        """The same crop with every threshold after emergence scaled by ``k`` (variety)."""
+        f = None
+        if self.flowering is not None:
+            f = (self.flowering[0] * k, self.flowering[1] * k, self.flowering[2] * k, self.flowering[3])
+        return replace(
+            self, rise=self.rise * k, peak=self.peak * k, senescence=self.senescence * k,
+            maturity=self.maturity * k, harvest=self.harvest * k, flowering=f,
+        )
+
+
+# Winter wheat, fact sheet section 3: emergence 150 degree days [R]; from 1 Jan jointing ~485,
+# heading ~790, anthesis ~950, maturity ~1700, harvest ~1900 [R], with senescence from
+# anthesis + 150 [E]. These are expressed here as effective degree days from sowing under
+# short-day damping, which adds the autumn's effective degree days to the Jan-1 figures.
+WINTER_WHEAT = CropSpec(150, 0.30, 450, 900, 1380, 1650, 2350, 2550, 0.95, damped=True)
+# Winter barley: wheat minus 100-150 [E]. Triticale ~ wheat [E].
+WINTER_BARLEY = CropSpec(150, 0.32, 400, 780, 1250, 1500, 2200, 2380, 0.92, damped=True)
+WINTER_TRITICALE = CropSpec(150, 0.30, 450, 920, 1420, 1700, 2400, 2600, 0.94, damped=True)
+# Rapeseed: large autumn rosette (NDVI 0.72 in Nov at 31TCJ [R]); flowering Apr (FR2) to May
+# (DK) for 3-4 weeks [E].
+WINTER_RAPESEED = CropSpec(
+    150, 0.70, 650, 1250, 1500, 2050, 2550, 2700, 0.90, damped=True,
+    flowering=(1430, 1560, 1800, 0.85),
+)
+# Spring barley: emergence ~150, heading ~850, maturity ~1550 [E].
+SPRING_BARLEY = CropSpec(150, 0.0, 0, 150, 850, 1000, 1550, 1700, 0.90)
+# Faba bean: emergence 150-200, flowering onset 700-900, maturity 1700-1900 [E].
+HORSEBEANS = CropSpec(180, 0.0, 0, 180, 950, 1300, 1800, 1950, 0.88)
+# Crops inside 'unknown' (fact sheet section 3: set-aside, Christmas trees, potatoes,
+# vegetables, soy, sugar beet) [E for all thresholds].
+POTATO = CropSpec(300, 0.0, 0, 300, 950, 1300, 1750, 1900, 0.85)
+SUGAR_BEET = CropSpec(180, 0.0, 0, 180, 1200, 3300, 3800, 3500, 0.92)
+SOY = CropSpec(220, 0.0, 0, 220, 1250, 1900, 2500, 2600, 0.88)
+SUNFLOWER = CropSpec(220, 0.0, 0, 220, 1150, 1450, 2150, 2300, 0.80, flowering=(1100, 1200, 1400, 0.45))
+VEGETABLE = CropSpec(120, 0.0, 0, 120, 650, 900, 1100, 800, 0.75)
+CATCH_CROP = CropSpec(120, 0.0, 0, 120, 700, 5000, 6000, 5000, 0.60)
+
+ARABLE: dict[str, CropSpec] = {
+    "winter_wheat": WINTER_WHEAT,
+    "winter_barley": WINTER_BARLEY,
+    "winter_triticale": WINTER_TRITICALE,
+    "winter_rapeseed": WINTER_RAPESEED,
+    "spring_barley": SPRING_BARLEY,
+    "horsebeans": HORSEBEANS,
+    "potato": POTATO,
+    "sugar_beet": SUGAR_BEET,
+    "soy": SOY,
+    "sunflower": SUNFLOWER,
+    "vegetable": VEGETABLE,
+}
+
+_EXTRA_SOWING = {
+    # (first, last) "MM-DD" of the season year [E].
+    "potato": ("04-05", "05-01"),
+    "sugar_beet": ("03-15", "04-10"),
+    "soy": ("05-01", "05-25"),
+    "sunflower": ("04-10", "05-05"),
+    "vegetable": ("04-01", "06-15"),
+}
+
+
+@dataclass
+class CanopyState:
+    """Surface composition of every parcel at every acquisition.
+
+    Attributes:
+        green: (P, T) green canopy cover fraction.
+        senescent: (P, T) senescent canopy / straw / stubble fraction.
+        flowering: (P, T) fraction of the green canopy in flower (yellow petals).
+        info: per parcel, a dict of what was drawn (sowing date, variety, regime, sub-crop).
+    """
+
+    green: np.ndarray
+    senescent: np.ndarray
+    flowering: np.ndarray
+    info: list[dict]
+
+
+def photoperiod_factor(day_length: np.ndarray) -> np.ndarray:
+    """Relative development rate of a long-day winter crop under ``day_length`` hours.
+
+    A quadratic response in the shortfall from a 20 h day, as in CERES-type wheat models:
+    ~0.3 in a January day at 44 N, ~0.1 at 56 N, close to 1 in May.
+    """
+    return np.clip(1.0 - 0.0055 * (20.0 - day_length) ** 2, 0.08, 1.0)
+
+
+def simulate_canopy(
+    region: Region,
+    crops: list[str],
+    latitudes: np.ndarray,
+    tmin: np.ndarray,
+    tmax: np.ndarray,
+    days: np.ndarray,
+    acquisitions: np.ndarray,
+    year: int,
+    rng: np.random.Generator,
+) -> CanopyState:
+    """Green, senescent and flowering fractions of each parcel at each acquisition.
+
+    Args:
+        region: the region (sowing windows, maize hybrids, summer drought).
+        crops: (P,) crop per parcel: one of the nine classes, a sub-crop of 'unknown'
+            (fallow, christmas_trees, potato, sugar_beet, soy, sunflower, vegetable), or a
+            background cover (forest, urban).
+        latitudes: (P,) parcel latitudes (day length).
+        tmin: (P, D) daily minimum at each parcel's weather cell, degrees C.
+        tmax: (P, D) daily maximum, same layout.
+        days: (D,) datetime64[D] of the daily series (must start before any sowing).
+        acquisitions: (T,) datetime64[D] dates to report.
+        year: the season (harvest) year.
+        rng: random generator.
+
+    Returns:
+        The canopy state at the acquisitions.
+    """
+    P, T = len(crops), len(acquisitions)
+    green = np.zeros((P, T))
+    sen = np.zeros((P, T))
+    flower = np.zeros((P, T))
+    gdd = paper_gdd(tmin, tmax)
+    doy = _doy(days)
+    acq_idx = np.searchsorted(days, acquisitions)
+    info: list[dict] = []
+    for p, crop in enumerate(crops):
+        dl = day_length_hours(float(latitudes[p]), doy)
+        if crop in ("meadow", "fallow"):
+            g, s, meta = _meadow(region, gdd[p], days, doy, year, rng, extensive=crop == "fallow")
+            f = np.zeros_like(g)
+        elif crop in ("forest", "christmas_trees", "urban"):
+            g, s, meta = _perennial(crop, doy, rng)
+            f = np.zeros_like(g)
+        else:
+            g, s, f, meta = _arable(region, crop, gdd[p], dl, days, year, rng)
+        green[p], sen[p], flower[p] = g[acq_idx], s[acq_idx], f[acq_idx]
+        info.append(meta)
+    return CanopyState(green, sen, flower, info)
+
+
+def _arable(region, crop, gdd, dl, days, year, rng):
+    if crop == "corn":
+        e, silk, mat, harv = region.corn
+        spec = CropSpec(e, 0.0, 0, e, silk, silk + 350, mat, harv, 0.95)
+        window = region.sowing["corn"]
+    else:
+        spec = ARABLE[crop]
+        window = region.sowing.get(crop) or _EXTRA_SOWING[crop]
+    variety = float(np.clip(rng.normal(1.0, 0.04), 0.9, 1.1))
+    spec = spec.scaled(variety)
+    spec = replace(spec, cover=float(np.clip(spec.cover + rng.normal(0, 0.03), 0.6, 0.98)))
+    sow = _draw_date(window, year, rng)
+    g, s, f, harvest_day = _develop(spec, gdd, dl, days, sow)
+    meta = {"sowing": str(sow), "variety": round(variety, 3),
+            "harvest": None if harvest_day is None else str(days[harvest_day])}
+
+    # Before a spring crop: bare soil or the remains of a winter catch crop, destroyed before
+    # sowing (common in DK and France) [E].
+    sow_i = int(np.searchsorted(days, sow))
+    if not spec.damped and rng.random() < 0.35:
+        catch = np.where(np.arange(len(days)) < sow_i - rng.integers(10, 30), rng.uniform(0.25, 0.5), 0.0)
+        catch[: int(np.searchsorted(days, np.datetime64(f"{year - 1}-10-01")))] = 0.0
+        g = np.maximum(g, catch)
+        meta["winter_cover"] = True
+
+    # After harvest the field is tilled and either left bare, sown with a catch crop, or sown
+    # with next season's winter crop [E]; the last two show up as autumn green-up.
+    if harvest_day is not None:
+        choice = rng.choice(["bare", "catch", "winter_wheat", "winter_barley", "winter_rapeseed"],
+                            p=[0.3, 0.25, 0.25, 0.1, 0.1])
+        h_date = days[harvest_day]
+        if choice == "winter_rapeseed" and h_date > np.datetime64(f"{year}-08-20"):
+            choice = "winter_wheat"
+        meta["next"] = str(choice)
+        if choice != "bare":
+            if choice == "catch":
+                nxt_spec = CATCH_CROP
+                nxt_sow = h_date + np.timedelta64(int(rng.integers(7, 25)), "D")
+            else:
+                nxt_spec = ARABLE[choice]
+                nxt_sow = max(_draw_date(region.sowing[choice], year + 1, rng),
+                              h_date + np.timedelta64(10, "D"))
+            if nxt_sow <= days[-1]:
+                g2, s2, f2, _ = _develop(nxt_spec, gdd, dl, days, nxt_sow)
+                after = np.arange(len(days)) >= int(np.searchsorted(days, nxt_sow))
+                g = np.where(after, np.maximum(g, g2), g)
+    return g, s, f, meta
+
+
+def _develop(spec: CropSpec, gdd, dl, days, sow):
+    """Daily (green, senescent, flowering) of one crop sown on ``sow``; and its harvest index."""
+    n = len(days)
+    g = np.zeros(n)
+    s = np.zeros(n)
+    f = np.zeros(n)
+    i0 = int(np.searchsorted(days, sow))
+    if i0 >= n:
+        return g, s, f, None
+    inc = gdd[i0:].copy()
+    raw = np.cumsum(inc)
+    if spec.damped:
+        damp = photoperiod_factor(dl[i0:])
+        # Germination is purely thermal; photoperiod slows development from emergence to heading.
+        emerged = raw >= spec.emergence
+        eff = np.empty_like(inc)
+        eff[~emerged] = inc[~emerged]
+        eff[emerged] = inc[emerged] * damp[emerged]
+        d = np.cumsum(eff)
+        after_peak = d >= spec.peak
+        if after_peak.any():
+            k = int(np.argmax(after_peak))
+            d[k:] = d[k] + np.cumsum(inc[k:]) - inc[k]
+    else:
+        d = raw
+    gg = _green_curve(spec, d)
+    ss = np.where(d >= spec.senescence, spec.cover - gg, 0.0)
+    harvest = np.nonzero(d >= spec.harvest)[0]
+    hday = None
+    if len(harvest):
+        h = int(harvest[0])
+        hday = i0 + h
+        since = np.arange(len(d) - h)
+        # Stubble and straw left after the combine, worked in over a few weeks.
+        ss[h:] = 0.3 * spec.cover * np.exp(-since / 25.0)
+        gg[h:] = 0.0
+    if spec.flowering is not None:
+        on, pk, end, fmax = spec.flowering
+        up = np.clip((d - on) / (pk - on), 0, 1)
+        down = np.clip((end - d) / (end - pk), 0, 1)
+        f[i0:] = fmax * _smooth(np.minimum(up, down))
+        if hday is not None:
+            f[hday:] = 0
+    g[i0:] = gg
+    s[i0:] = ss
+    return g, s, f, hday
+
+
+def _green_curve(spec: CropSpec, d: np.ndarray) -> np.ndarray:
+    g = np.zeros_like(d)
+    e = spec.emergence
+    if spec.autumn_cover > 0:
+        a = spec.autumn_cover * _smooth((d - e) / spec.autumn_span)
+        rise = spec.autumn_cover + (spec.cover - spec.autumn_cover) * _smooth(
+            (d - spec.rise) / (spec.peak - spec.rise))
+        g = np.where(d < spec.rise, a, rise)
+    else:
+        g = spec.cover * _smooth((d - e) / (spec.peak - e))
+    g = np.where(d < e, 0.0, g)
+    decline = spec.cover * (1 - _smooth((d - spec.senescence) / (spec.maturity - spec.senescence)))
+    return np.where(d >= spec.senescence, decline, g)
+
+
+def _meadow(region, gdd, days, doy, year, rng, extensive):
+    """Permanent grassland: green all winter, spring growth, mowing cuts with regrowth."""
+    n = len(days)
+    winter = rng.uniform(0.5, 0.65)
+    top = rng.uniform(0.82, 0.92) if not extensive else rng.uniform(0.65, 0.78)
+    # Growth restarts at a grassland temperature sum of 200 (Jan x0.5, Feb x0.75) [R, facts s.3].
+    mean_t = np.maximum(gdd, 0)
+    month = _month(days)
+    weight = np.where(month == 1, 0.5, np.where(month == 2, 0.75, 1.0))
+    in_year = days >= np.datetime64(f"{year}-01-01")
+    gts = np.cumsum(np.where(in_year, mean_t * weight, 0.0))
+    start = int(np.argmax(gts >= 200)) if (gts >= 200).any() else n - 1
+    tt = np.cumsum(np.where(np.arange(n) >= start, gdd, 0.0))
+    g = np.full(n, winter)
+    grow = winter + (top - winter) * _smooth(tt / 350.0)
+    g = np.where(np.arange(n) >= start, grow, g)
+    s = np.zeros(n)
+    # Intensive: 3-5 cuts, first at ~500-700 degree days, regrowth 500-700 each; extensive:
+    # 1-2 cuts; a cut drops NDVI by 0.2-0.4 and it recovers within 2-4 weeks [E, facts s.3].
+    if extensive:
+        n_cuts = int(rng.integers(0, 3))
+        first = rng.uniform(800, 1000)
+    else:
+        n_cuts = int(rng.integers(3, 6))
+        first = rng.uniform(500, 700)
+    last_day = np.datetime64(f"{year}-10-10")
+    cuts = []
+    t_cut = first
+    for _ in range(n_cuts):
+        idx = np.nonzero(tt >= t_cut)[0]
+        if not len(idx) or days[idx[0]] > last_day:
+            break
+        cuts.append(int(idx[0]))
+        t_cut += rng.uniform(500, 700)
+    for c in cuts:
+        after = np.arange(n) >= c
+        since = tt - tt[c]
+        low = rng.uniform(0.25, 0.4)
+        regrow = low + (top - low) * _smooth(since / 320.0)
+        g = np.where(after, np.minimum(g, regrow), g)
+        # Cut grass lies on the field for a few days before it is baled.
+        s = np.where(after, np.maximum(s, 0.25 * np.exp(-(np.arange(n) - c) / 4.0) * after), s)
+    # Summer drought browns the sward in the south (July-August) [E].
+    if region.summer_drought > 0:
+        bump = np.exp(-0.5 * ((doy - 215) / 20.0) ** 2) * region.summer_drought * rng.uniform(0.6, 1.2)
+        s = s + g * bump
+        g = g * (1 - bump)
+    # Autumn slow-down towards the winter sward.
+    autumn = np.clip((doy - 280) / 60.0, 0, 1) * (days >= np.datetime64(f"{year}-09-01"))
+    g = g * (1 - autumn) + winter * autumn
+    meta = {"regime": "extensive" if extensive else "intensive",
+            "cuts": [str(days[c]) for c in cuts], "growth_start": str(days[start])}
+    return g, s, meta
+
+
+def _perennial(crop, doy, rng):
+    """Forest, Christmas-tree plantations and built-up land: slow, smooth seasonal change."""
+    season = np.clip(np.sin(np.pi * (doy - 90) / 200.0), 0, 1)
+    if crop == "forest":
+        g = rng.uniform(0.55, 0.7) + rng.uniform(0.15, 0.25) * season
+    elif crop == "christmas_trees":
+        g = rng.uniform(0.45, 0.6) + 0.1 * season
+    else:
+        g = rng.uniform(0.08, 0.2) + 0.08 * season
+    return np.clip(g, 0, 0.97), np.zeros_like(g), {}
+
+
+def _draw_date(window: tuple[str, str], year: int, rng: np.random.Generator) -> np.datetime64:
+    first, last = window
+    y = year - 1 if int(first[:2]) >= 8 else year
+    a = np.datetime64(f"{y}-{first}")
+    b = np.datetime64(f"{y}-{last}")
+    return a + np.timedelta64(int(rng.integers(0, int((b - a).astype(int)) + 1)), "D")
+
+
+def _smooth(x: np.ndarray) -> np.ndarray:
+    x = np.clip(x, 0.0, 1.0)
+    return x * x * (3 - 2 * x)
+
+
+def _doy(days: np.ndarray) -> np.ndarray:
+    return (days - days.astype("datetime64[Y]").astype("datetime64[D]")).astype(np.int64) + 1
+
+
+def _month(days: np.ndarray) -> np.ndarray:
+    return days.astype("datetime64[M]").astype(np.int64) % 12 + 1
