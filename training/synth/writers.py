@@ -92,7 +92,7 @@ def write_parcels(path: Path, gdf) -> None:
     """Write the parcel GeoDataFrame to a GeoPackage layer ``parcels`` with a fixed date."""
     import fiona
 
-    tmp = path.with_name(path.name + ".part")
+    tmp = path.with_name(path.stem + ".part" + path.suffix)
     if tmp.exists():
         tmp.unlink()
     with fiona.Env(OGR_CURRENT_DATE=_GPKG_DATE):
