@@ -58,22 +58,27 @@ class CropSpec:
         )
 
 
-# Winter wheat, fact sheet section 3: emergence 150 degree days [R]; from 1 Jan jointing ~485,
-# heading ~790, anthesis ~950, maturity ~1700, harvest ~1900 [R]; senescence from anthesis
-# + 150 [E]. Until heading the thresholds count short-day-damped degree days from sowing; they
-# were set so that heading falls mid-May in AT1 (facts: 11 May) and, as an outcome of the
-# climate, about 27 Apr in FR2, 1 May in FR1 and 27 May in DK1 (~750-1050 degree days from
-# 1 Jan: the 150-300 regional residual of the fact sheet). After heading, plain degree days:
-# anthesis +160, maturity +910, harvest +1110 as in the Jan-1 figures.
-WINTER_WHEAT = CropSpec(150, 0.40, 450, 600, 850, 1160, 1760, 1960, 0.95, damped=True)
+# Winter crops run two clocks. Emergence and the autumn stand follow degree days from sowing
+# (emergence 150 [R]). Stem elongation, heading and everything after follow a spring clock:
+# degree days from 1 Jan, damped by short days until heading (photoperiod / vernalisation),
+# then plain degree days. Mild winters thus add degree days that barely advance the crop, and
+# a regional residual of ~150-300 degree days from 1 Jan remains (fact sheet section 3).
+# Winter wheat: from 1 Jan jointing ~485, heading ~790, anthesis ~950, maturity ~1700,
+# harvest ~1900 [R]; senescence from anthesis + 150 [E]. The damped heading threshold was set
+# so that AT1 heads around 11 May (the facts' date); it then falls on ~24 Apr in FR2, ~4 May
+# in FR1 and ~3 Jun in DK1 (facts: French dates ~2 weeks after 10-16 Apr, DK 6 Jun), with
+# ~1015-1035 degree days from 1 Jan in France against ~830-840 in AT1 and DK1.
+# After heading: anthesis +160, senescence +310, maturity +910, harvest +1110.
+WINTER_WHEAT = CropSpec(150, 0.40, 450, 400, 720, 1030, 1630, 1830, 0.95, damped=True)
 # Winter barley: wheat minus 100-150 [E]. Triticale ~ wheat [E].
-WINTER_BARLEY = CropSpec(150, 0.42, 400, 500, 730, 1040, 1640, 1820, 0.92, damped=True)
-WINTER_TRITICALE = CropSpec(150, 0.40, 450, 620, 870, 1190, 1800, 2000, 0.94, damped=True)
+WINTER_BARLEY = CropSpec(150, 0.42, 400, 300, 600, 910, 1510, 1680, 0.92, damped=True)
+WINTER_TRITICALE = CropSpec(150, 0.40, 450, 420, 740, 1060, 1660, 1860, 0.94, damped=True)
 # Rapeseed: large autumn rosette (NDVI 0.72 in Nov at 31TCJ [R]); flowering for 3-4 weeks
-# [E] from late March (FR2) / April (FR1) to May (AT1, DK1) with these thresholds.
+# [E], from 400 damped degree days after 1 Jan (d'Andrimont et al. use ~425 [R]): end of
+# March in FR2, early April FR1, mid-April AT1, early May DK1; harvest early July in France.
 WINTER_RAPESEED = CropSpec(
-    150, 0.70, 650, 850, 1150, 1700, 2100, 2250, 0.90, damped=True,
-    flowering=(1100, 1230, 1450, 0.85),
+    150, 0.70, 650, 170, 520, 920, 1420, 1570, 0.90, damped=True,
+    flowering=(400, 500, 680, 1.0),
 )
 # Spring barley: emergence ~150, heading ~850, maturity ~1550 [E].
 SPRING_BARLEY = CropSpec(150, 0.0, 0, 150, 850, 1000, 1550, 1700, 0.90)
@@ -132,10 +137,10 @@ class CanopyState:
 def photoperiod_factor(day_length: np.ndarray) -> np.ndarray:
     """Relative development rate of a long-day winter crop under ``day_length`` hours.
 
-    A quadratic response in the shortfall from a 20 h day, as in CERES-type wheat models:
-    ~0.3 in a January day at 44 N, ~0.1 at 56 N, close to 1 in May.
+    Linear between an 8.5 h day (almost no development, floor 0.1) and 12 h (full rate):
+    0.1 in January at 56 N, 0.23 at 44 N, full rate from early April everywhere.
     """
-    return np.clip(1.0 - 0.0055 * (20.0 - day_length) ** 2, 0.08, 1.0)
+    return np.clip((day_length - 8.5) / (12.0 - 8.5), 0.1, 1.0)
 
 
 def simulate_canopy(
@@ -202,7 +207,7 @@ def _arable(region, crop, gdd, dl, days, year, rng):
     spec = spec.scaled(variety)
     spec = replace(spec, cover=float(np.clip(spec.cover + rng.normal(0, 0.03), 0.6, 0.98)))
     sow = _draw_date(window, year, rng)
-    g, s, f, harvest_day = _develop(spec, gdd, dl, days, sow)
+    g, s, f, harvest_day = _develop(spec, gdd, dl, days, sow, year)
     meta = {"sowing": str(sow), "variety": round(variety, 3),
             "harvest": None if harvest_day is None else str(days[harvest_day])}
 
@@ -233,13 +238,13 @@ def _arable(region, crop, gdd, dl, days, year, rng):
                 nxt_sow = max(_draw_date(region.sowing[choice], year + 1, rng),
                               h_date + np.timedelta64(10, "D"))
             if nxt_sow <= days[-1]:
-                g2, s2, f2, _ = _develop(nxt_spec, gdd, dl, days, nxt_sow)
+                g2, s2, f2, _ = _develop(nxt_spec, gdd, dl, days, nxt_sow, year + 1)
                 after = np.arange(len(days)) >= int(np.searchsorted(days, nxt_sow))
                 g = np.where(after, np.maximum(g, g2), g)
     return g, s, f, meta
 
 
-def _develop(spec: CropSpec, gdd, dl, days, sow):
+def _develop(spec: CropSpec, gdd, dl, days, sow, year):
     """Daily (green, senescent, flowering) of one crop sown on ``sow``; and its harvest index."""
     n = len(days)
     g = np.zeros(n)
@@ -248,25 +253,23 @@ def _develop(spec: CropSpec, gdd, dl, days, sow):
     i0 = int(np.searchsorted(days, sow))
     if i0 >= n:
         return g, s, f, None
-    inc = gdd[i0:].copy()
+    inc = gdd[i0:]
     raw = np.cumsum(inc)
     if spec.damped:
-        damp = photoperiod_factor(dl[i0:])
-        # Germination is purely thermal; photoperiod slows development from emergence to heading.
-        emerged = raw >= spec.emergence
-        eff = np.empty_like(inc)
-        eff[~emerged] = inc[~emerged]
-        eff[emerged] = inc[emerged] * damp[emerged]
-        d = np.cumsum(eff)
-        after_peak = d >= spec.peak
-        if after_peak.any():
-            k = int(np.argmax(after_peak))
-            d[k:] = d[k] + np.cumsum(inc[k:]) - inc[k]
+        # Spring clock from 1 Jan of the harvest year, damped by short days until heading.
+        jan1 = days[i0:] >= np.datetime64(f"{year}-01-01")
+        eff = np.where(jan1, inc * photoperiod_factor(dl[i0:]), 0.0)
+        spring = np.cumsum(eff)
+        headed = spring >= spec.peak
+        if headed.any():
+            k = int(np.argmax(headed))
+            spring[k:] = spring[k] + np.cumsum(inc[k:]) - inc[k]
+        d = spring
     else:
         d = raw
-    gg = _green_curve(spec, d)
+    gg = _green_curve(spec, d, raw)
     ss = np.where(d >= spec.senescence, spec.cover - gg, 0.0)
-    harvest = np.nonzero(d >= spec.harvest)[0]
+    harvest = np.nonzero((d >= spec.harvest) & (raw >= spec.emergence))[0]
     hday = None
     if len(harvest):
         h = int(harvest[0])
@@ -287,17 +290,17 @@ def _develop(spec: CropSpec, gdd, dl, days, sow):
     return g, s, f, hday
 
 
-def _green_curve(spec: CropSpec, d: np.ndarray) -> np.ndarray:
-    g = np.zeros_like(d)
+def _green_curve(spec: CropSpec, d: np.ndarray, raw: np.ndarray) -> np.ndarray:
+    """Green cover along the development clock ``d``; ``raw`` is degree days from sowing."""
     e = spec.emergence
     if spec.autumn_cover > 0:
-        a = spec.autumn_cover * _smooth((d - e) / spec.autumn_span)
-        rise = spec.autumn_cover + (spec.cover - spec.autumn_cover) * _smooth(
-            (d - spec.rise) / (spec.peak - spec.rise))
-        g = np.where(d < spec.rise, a, rise)
+        # Autumn stand from sowing; in spring the canopy closes from whatever stand there is.
+        stand = spec.autumn_cover * _smooth((raw - e) / spec.autumn_span)
+        closing = _smooth((d - spec.rise) / (spec.peak - spec.rise))
+        g = stand + (spec.cover - stand) * closing
     else:
         g = spec.cover * _smooth((d - e) / (spec.peak - e))
-    g = np.where(d < e, 0.0, g)
+    g = np.where(raw < e, 0.0, g)
     decline = spec.cover * (1 - _smooth((d - spec.senescence) / (spec.maturity - spec.senescence)))
     return np.where(d >= spec.senescence, decline, g)
 
