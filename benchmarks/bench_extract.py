@@ -1,11 +1,12 @@
 """Pixel extraction throughput: ThermoCrop's one-pass extractor against one masked read per
 parcel per scene (rasterio.mask) and against bare decoding of the same scenes (the floor).
 
-Writes a benchmark region once into a cache folder (random-textured 10-band GeoTIFF scenes,
-deflate-compressed and tiled like COGs, and irregular rotated parcels), then measures each
-approach in its own process so that peak memory (max RSS) is its own.
+Writes a benchmark region once into a cache folder, by default a synthetic L2A region from
+``training/synth`` (10-band GeoTIFFs with SCL sidecars, E-OBS weather), or with
+``--source random`` simpler random-textured scenes and rotated rectangles; then measures each
+approach in its own process so that peak memory is its own.
 
-    python benchmarks/bench_extract.py [--size 3000] [--parcels 3000] [--dates 24]
+    python benchmarks/bench_extract.py [--source synth|random] [--size 3000] [--parcels 5000]
 """
 
 from __future__ import annotations
@@ -25,8 +26,19 @@ CRS = "EPSG:32632"
 X0, Y0, RES = 600000.0, 5400000.0, 10.0
 
 
+def make_synth_region(folder: Path, size: int, n_parcels: int, seed: int = 0) -> Path:
+    """Generate a synthetic FR2 L2A region into ``folder`` unless already there."""
+    from thermocrop.training.synth import generate_region
+
+    done = folder / "done.json"
+    if not done.exists():
+        generate_region("FR2", folder, parcels=n_parcels, size=size, seed=seed, level="L2A")
+        done.write_text(json.dumps({"size": size, "parcels": n_parcels}), encoding="utf-8")
+    return folder
+
+
 def make_region(folder: Path, size: int, n_parcels: int, n_dates: int, seed: int = 0) -> Path:
-    """Write scenes and parcels into ``folder`` unless already there."""
+    """Write random-textured scenes, parcels and a station CSV into ``folder`` unless already there."""
     import geopandas as gpd
     import rasterio
     from rasterio.transform import from_origin
@@ -87,13 +99,29 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def _weather(folder: Path) -> Path:
+    nc = folder / "weather.nc"
+    return nc if nc.exists() else folder / "weather.csv"
+
+
+def _scene_files(folder: Path) -> list[tuple[Path, Path | None]]:
+    """(10-band file, SCL sidecar or None) per product."""
+    out = []
+    for path in sorted((folder / "scenes").glob("*.tif")):
+        if path.stem.endswith("_SCL"):
+            continue
+        scl = path.with_name(path.stem + "_SCL.tif")
+        out.append((path, scl if scl.exists() else None))
+    return out
+
+
 def worker_thermocrop(folder: Path) -> dict:
     from thermocrop.core.extract import extract_pixel_sets
     from thermocrop.core.scenes import find_scenes
 
     scenes = find_scenes(folder / "scenes")
     t0 = time.perf_counter()
-    ps = extract_pixel_sets(folder / "parcels.gpkg", scenes, folder / "weather.csv", max_pixels=64, seed=0)
+    ps = extract_pixel_sets(folder / "parcels.gpkg", scenes, _weather(folder), max_pixels=64, seed=0)
     seconds = time.perf_counter() - t0
     ok = int((ps.status == "ok").sum())
     return {"seconds": seconds, "parcel_dates": len(ps) * ps.n_dates, "ok": ok, "peak_mb": _peak_mb()}
@@ -111,7 +139,7 @@ def worker_chunked(folder: Path, chunk_size: int) -> dict:
     out = Path(tempfile.mkdtemp(prefix="bench-extract-")) / "dataset"
     try:
         t0 = time.perf_counter()
-        extract_to_dataset(folder / "parcels.gpkg", scenes, folder / "weather.csv", out, chunk_size=chunk_size)
+        extract_to_dataset(folder / "parcels.gpkg", scenes, _weather(folder), out, chunk_size=chunk_size)
         seconds = time.perf_counter() - t0
     finally:
         shutil.rmtree(out.parent, ignore_errors=True)
@@ -126,7 +154,7 @@ def worker_floor(folder: Path) -> dict:
 
     t0 = time.perf_counter()
     checksum = 0
-    for path in sorted((folder / "scenes").glob("*.tif")):
+    for path in [p for pair in _scene_files(folder) for p in pair if p is not None]:
         with rasterio.open(path) as ds:
             for r0 in range(0, ds.height, BLOCK_SIZE):
                 for c0 in range(0, ds.width, BLOCK_SIZE):
@@ -144,18 +172,26 @@ def worker_mask(folder: Path, n_parcels: int, n_scenes: int) -> dict:
     parcels = gpd.read_file(folder / "parcels.gpkg")
     rng = np.random.default_rng(0)
     subset = parcels.geometry.iloc[rng.choice(len(parcels), size=min(n_parcels, len(parcels)), replace=False)]
-    paths = sorted((folder / "scenes").glob("*.tif"))[:n_scenes]
+    with rasterio.open(_scene_files(folder)[0][0]) as ds:
+        subset = subset.to_crs(ds.crs)
+    pairs = _scene_files(folder)[:n_scenes]
     t0 = time.perf_counter()
     count = 0
-    for path in paths:
+    for path, scl_path in pairs:
         with rasterio.open(path) as ds:
+            scl_ds = rasterio.open(scl_path) if scl_path is not None else None
             for geom in subset:
                 data, _ = rasterio.mask.mask(ds, [geom], crop=True, filled=False)
-                valid = ~np.ma.getmaskarray(data).any(axis=0)
+                valid = ~np.ma.getmaskarray(data).any(axis=0) & (data.data != 0).all(axis=0)
+                if scl_ds is not None:
+                    scl, _ = rasterio.mask.mask(scl_ds, [geom], crop=True, filled=False)
+                    valid &= ~np.isin(scl.data[0], (0, 1, 3, 8, 9, 10, 11))
                 pixels = data.data[:, valid]
                 keep = rng.permutation(pixels.shape[1])[:64]
                 count += pixels[:, keep].shape[1] > 0
-    return {"seconds": time.perf_counter() - t0, "parcel_dates": len(subset) * len(paths),
+            if scl_ds is not None:
+                scl_ds.close()
+    return {"seconds": time.perf_counter() - t0, "parcel_dates": len(subset) * len(pairs),
             "peak_mb": _peak_mb()}
 
 
@@ -168,9 +204,11 @@ def _run_worker(name: str, folder: Path, extra: list[str]) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--source", choices=("synth", "random"), default="synth",
+                        help="synthetic FR2 L2A region (default) or random-textured scenes")
     parser.add_argument("--size", type=int, default=3000, help="scene width and height in pixels")
-    parser.add_argument("--parcels", type=int, default=3000)
-    parser.add_argument("--dates", type=int, default=24)
+    parser.add_argument("--parcels", type=int, default=5000)
+    parser.add_argument("--dates", type=int, default=24, help="scenes of a random region (synth: its calendar)")
     parser.add_argument("--mask-parcels", type=int, default=200, help="parcels timed for rasterio.mask")
     parser.add_argument("--mask-scenes", type=int, default=3, help="scenes timed for rasterio.mask")
     parser.add_argument("--repeats", type=int, default=2, help="runs of the floor and of the extractor (best kept)")
@@ -193,11 +231,16 @@ def main() -> int:
         print(json.dumps(result))
         return 0
 
-    folder = Path(args.cache) / f"s{args.size}_p{args.parcels}_d{args.dates}"
     t0 = time.perf_counter()
-    make_region(folder, args.size, args.parcels, args.dates)
-    print(f"region: {args.parcels} parcels, {args.dates} scenes of {args.size} x {args.size} px x 10 bands "
-          f"({folder}, ready in {time.perf_counter() - t0:.0f} s)")
+    if args.source == "synth":
+        folder = make_synth_region(Path(args.cache) / f"synth_s{args.size}_p{args.parcels}", args.size, args.parcels)
+    else:
+        folder = make_region(Path(args.cache) / f"s{args.size}_p{args.parcels}_d{args.dates}", args.size,
+                             args.parcels, args.dates)
+    n_scenes = len(_scene_files(folder))
+    print(f"region ({args.source}): {args.parcels} parcels, {n_scenes} scenes of {args.size} x {args.size} px "
+          f"x 10 bands{' + SCL' if args.source == 'synth' else ''} ({folder}, ready in "
+          f"{time.perf_counter() - t0:.0f} s)")
 
     # Alternate the two runs and keep each one's best: other work on the machine shifts both alike.
     floor_runs, our_runs = [], []
