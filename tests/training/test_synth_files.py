@@ -186,3 +186,15 @@ def test_command_line_with_plot(tmp_path):
     assert (tmp_path / "dk" / "parcels.gpkg").exists() and (tmp_path / "dk" / "weather.nc").exists()
     png = tmp_path / "dk" / "phenology.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_strip_height_does_not_change_the_scenes(tmp_path, monkeypatch):
+    from thermocrop.training.synth import generate as gen
+
+    gen.generate_region("FR2", tmp_path / "a", parcels=15, size=300, seed=5, level="L2A")
+    monkeypatch.setattr(gen, "STRIP_ROWS", 96)
+    gen.generate_region("FR2", tmp_path / "b", parcels=15, size=300, seed=5, level="L2A")
+    files = sorted((tmp_path / "a" / "scenes").glob("*.tif"))
+    assert len(files) == 2 * 39
+    for f in files:
+        assert f.read_bytes() == (tmp_path / "b" / "scenes" / f.name).read_bytes(), f.name

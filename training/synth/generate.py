@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 STRIP_ROWS = 256
 """Rows computed at once; matches the GeoTIFF tile height."""
 
+NOISE_ROWS = 256
+"""Rows per random-noise block: fixed, so that the strip height does not change the output."""
+
 SCL_NODATA, SCL_SHADOW, SCL_VEGETATION, SCL_NOT_VEGETATED = 0, 3, 4, 5
 SCL_CLOUD_MEDIUM, SCL_CLOUD_HIGH, SCL_CIRRUS = 8, 9, 10
 
@@ -309,7 +312,7 @@ def _write_scene(path, level, dn_offset, date, baseline, reg, labels, kinds, can
             for r0 in range(0, size, STRIP_ROWS):
                 r1 = min(size, r0 + STRIP_ROWS)
                 dn, scl, c = _strip(labels[r0:r1], r0, comp, fields, threshold, shadow_shift, swath,
-                                    level, aerosol, dn_offset, pixel_seed, np.random.default_rng([pixel_seed, 2, t, r0]))
+                                    level, aerosol, dn_offset, pixel_seed, t)
                 window = rasterio.windows.Window(0, r0, size, r1 - r0)
                 ds.write(dn, window=window)
                 if scl_ds is not None:
@@ -357,23 +360,33 @@ def _cell_components(kinds, canopy, t, wetness):
     return frac, green, sen, soil
 
 
-def _strip(lab, r0, comp, fields, threshold, shadow_shift, swath, level, aerosol, dn_offset, pixel_seed, rng):
+def _noise(key: tuple[int, ...], r0: int, h: int, w: int, lead: tuple[int, ...] = ()) -> np.ndarray:
+    """Standard normal noise for rows r0..r0+h, drawn per 256-row tile row so that the values
+    do not depend on how many rows are computed at once."""
+    parts = []
+    for rr in range((r0 // NOISE_ROWS) * NOISE_ROWS, r0 + h, NOISE_ROWS):
+        block = np.random.default_rng([*key, rr]).standard_normal((*lead, NOISE_ROWS, w))
+        lo, hi = max(r0, rr) - rr, min(r0 + h, rr + NOISE_ROWS) - rr
+        parts.append(block[..., lo:hi, :])
+    return np.concatenate(parts, axis=-2)
+
+
+def _strip(lab, r0, comp, fields, threshold, shadow_shift, swath, level, aerosol, dn_offset, pixel_seed, t):
     """DNs (10, h, w) uint16, SCL (h, w) uint8 and masked-pixel counts for one strip of rows."""
     frac, green, sen, soil = comp
     h, w = lab.shape
     rows = np.arange(r0, r0 + h, dtype=float)[:, None] * np.ones((1, w))
     cols = np.ones((h, 1)) * np.arange(w, dtype=float)[None, :]
     # Fixed within-parcel heterogeneity (soil patches, thinner stands): the same every date.
-    prng = np.random.default_rng([pixel_seed, 3, r0])
-    het = 1.0 + 0.07 * prng.standard_normal((h, w))
-    soil_b = 1.0 + 0.04 * prng.standard_normal((h, w))
+    het = 1.0 + 0.07 * _noise((pixel_seed, 3), r0, h, w)
+    soil_b = 1.0 + 0.04 * _noise((pixel_seed, 4), r0, h, w)
     g = np.clip(frac[lab, 0] * het, 0, 1)
     s = np.clip(frac[lab, 1], 0, 1 - g)
     bare = 1.0 - g - s
     refl = np.empty((10, h, w), np.float32)
     for b in range(10):
         refl[b] = green[lab, b] * g + sen[lab, b] * s + soil[lab, b] * soil_b * bare
-    refl *= (1.0 + 0.015 * rng.standard_normal((10, h, w))).astype(np.float32)
+    refl *= (1.0 + 0.015 * _noise((pixel_seed, 2, t), r0, h, w, (10,))).astype(np.float32)
 
     if np.isfinite(threshold):
         alpha = _cloud_opacity(fields, rows, cols, threshold)
