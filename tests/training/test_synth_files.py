@@ -198,3 +198,32 @@ def test_strip_height_does_not_change_the_scenes(tmp_path, monkeypatch):
     assert len(files) == 2 * 39
     for f in files:
         assert f.read_bytes() == (tmp_path / "b" / "scenes" / f.name).read_bytes(), f.name
+
+
+def test_cancel_leaves_target_as_it_was(tmp_path):
+    from thermocrop.core.errors import CancelledError, InputError
+    from thermocrop.core.progress import Progress
+    from thermocrop.training.synth import generate_region
+
+    out = tmp_path / "region"
+    generate_region("FR2", out, parcels=12, seed=1)
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    calls = []
+
+    def cancelled() -> bool:
+        calls.append(1)
+        return len(calls) > 8  # stop in the middle of the scenes
+
+    with pytest.raises(CancelledError):
+        generate_region("FR2", out, parcels=12, seed=2, progress=Progress(cancelled=cancelled))
+    after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["region"]  # no partial folder left
+
+    # A folder with other data is never overwritten.
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "notes.txt").write_text("keep")
+    with pytest.raises(InputError, match="not empty"):
+        generate_region("FR2", other, parcels=12)
+    assert (other / "notes.txt").read_text() == "keep"

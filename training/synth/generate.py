@@ -6,6 +6,7 @@ never hold more than one strip of one scene in memory.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -30,6 +31,10 @@ from .writers import (
 )
 
 log = logging.getLogger(__name__)
+
+MANIFEST_FORMAT = "thermocrop-synth-1"
+OUTPUTS = ("scenes", "parcels.gpkg", "weather.nc", "truth.json")
+"""What a region folder holds; replaced as a whole when a region is generated again."""
 
 STRIP_ROWS = 256
 """Rows computed at once; matches the GeoTIFF tile height."""
@@ -61,7 +66,8 @@ def generate_region(
 
     Args:
         region: AT1, DK1, FR1 or FR2.
-        out: output folder (created; existing generated files in it are replaced).
+        out: output folder: new, empty, or an earlier generated region (whose files are
+            replaced only once the new ones are complete).
         parcels: number of parcels.
         size: scene side in pixels (10 m); default fits ``parcels`` parcels of ~4.5 ha.
         seed: random seed; the same seed gives the same bytes.
@@ -75,7 +81,9 @@ def generate_region(
         The manifest (also written as truth.json).
 
     Raises:
-        InputError: unknown region or level, or impossible sizes.
+        InputError: unknown region or level, impossible sizes, or a target folder holding
+            other data.
+        CancelledError: the user cancelled; the target folder is left as it was.
     """
     reg = get_region(region)
     level = level.upper()
@@ -92,12 +100,57 @@ def generate_region(
     dn_offset = 1000 if (int(baseline[1:3]), int(baseline[3:5])) >= (4, 0) else 0
     progress = progress or Progress()
     out = Path(out)
+    _check_target(out)
+    # Everything is written to a hidden sibling folder and moved in at the end, so that a
+    # cancelled or failed run leaves the target folder as it was.
+    work = out.parent / f".{out.name}.partial-{os.getpid()}"
+    if work.exists():
+        shutil.rmtree(work)
+    (work / "scenes").mkdir(parents=True)
+    try:
+        manifest = _generate(reg, work, parcels, size, seed, level, year, baseline, dn_offset, progress)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     out.mkdir(parents=True, exist_ok=True)
-    scenes_dir = out / "scenes"
-    if scenes_dir.exists():
-        shutil.rmtree(scenes_dir)
-    scenes_dir.mkdir()
+    for name in OUTPUTS:
+        target = out / name
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+        os.replace(work / name, target)
+    shutil.rmtree(work, ignore_errors=True)
+    progress(1.0)
+    log.info("Generated %s: %d parcels, %d scenes, %d px square in %s", reg.name, len(manifest["parcels"]),
+             len(manifest["dates"]), size, out)
+    return manifest
 
+
+def _check_target(out: Path) -> None:
+    """Refuse to write into a non-empty folder that is not an earlier generated region."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise InputError(f"{out} exists and is not a folder; choose a folder for the region.")
+    truth = out / "truth.json"
+    earlier = False
+    if truth.exists():
+        try:
+            earlier = json.loads(truth.read_text()).get("format") == MANIFEST_FORMAT
+        except (ValueError, OSError):
+            earlier = False
+    if any(out.iterdir()) and not earlier:
+        raise InputError(
+            f"{out} is not empty and holds no generated region; choose an empty or new folder "
+            "(an earlier 'thermocrop synth' output is replaced)."
+        )
+
+
+def _generate(reg: Region, out: Path, parcels: int, size: int, seed: int, level: str, year: int,
+              baseline: str, dn_offset: int, progress: Progress) -> dict:
+    """Write the region's files into ``out`` (which has an empty ``scenes`` folder)."""
+    scenes_dir = out / "scenes"
     ss = np.random.SeedSequence([seed, zlib.crc32(reg.name.encode())])
     rng_layout, rng_crop, rng_weather, rng_pheno, rng_dates = (
         np.random.default_rng(s) for s in ss.spawn(5))
@@ -172,7 +225,7 @@ def generate_region(
         progress(0.2 + 0.78 * (t + 1) / len(acq))
 
     manifest = {
-        "format": "thermocrop-synth-1",
+        "format": MANIFEST_FORMAT,
         "region": reg.name,
         "tile": reg.tile,
         "crs": f"EPSG:{reg.epsg}",
@@ -195,8 +248,6 @@ def generate_region(
         "weather": {"file": "weather.nc", "start": str(grid.dates[0]), "end": str(grid.dates[-1])},
     }
     write_json(out / "truth.json", manifest)
-    progress(1.0)
-    log.info("Generated %s: %d parcels, %d scenes, %d px square in %s", reg.name, n_p, len(acq), size, out)
     return manifest
 
 
