@@ -227,3 +227,34 @@ def test_cancel_leaves_target_as_it_was(tmp_path):
     with pytest.raises(InputError, match="not empty"):
         generate_region("FR2", other, parcels=12)
     assert (other / "notes.txt").read_text() == "keep"
+
+
+def test_scene_reader_pairs_scl_sidecars(tiny_region, tmp_path):
+    from thermocrop.core.scenes import find_scenes
+    from thermocrop.training.synth import generate_region
+
+    scenes = find_scenes(tiny_region / "scenes")
+    assert len(scenes) == 39
+    for scene in scenes:
+        (product,) = scene.products
+        assert product.scl is not None and product.scl.path.endswith("_SCL.tif")
+        assert product.level == "L2A" and product.offset == 0
+    generate_region("FR2", tmp_path / "n4", parcels=12, seed=1, level="L1C", baseline="N0400")
+    l1c = find_scenes(tmp_path / "n4" / "scenes")
+    assert all(s.products[0].offset == -1000 and s.products[0].scl is None for s in l1c)
+
+
+@pytest.mark.qgis
+def test_qgis_opens_the_region(tiny_region):
+    from qgis.core import QgsApplication, QgsRasterLayer, QgsVectorLayer
+
+    if QgsApplication.instance() is None:
+        app = QgsApplication([], False)
+        app.initQgis()
+    parcels = QgsVectorLayer(f"{tiny_region / 'parcels.gpkg'}|layername=parcels", "parcels", "ogr")
+    assert parcels.isValid() and parcels.featureCount() == len(json.loads(
+        (tiny_region / "truth.json").read_text())["parcels"])
+    assert {"parcel_id", "crop", "block"} <= set(parcels.fields().names())
+    scene = QgsRasterLayer(str(_scene_files(tiny_region)[0]), "scene")
+    assert scene.isValid() and scene.bandCount() == 10
+    assert scene.crs().authid() == "EPSG:32631"
