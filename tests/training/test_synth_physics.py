@@ -205,3 +205,20 @@ def test_clouds_shadows_and_nodata_are_marked(tiny_region):
     # Most scenes keep most of their pixels (the paper kept scenes under 80 % cloud).
     assert all(s["cloud_fraction"] <= 0.8 for s in truth["scenes"])
     assert all(s["nodata_fraction"] < 0.5 for s in truth["scenes"])
+
+
+def test_plot_reads_what_an_independent_reader_sees(tiny_region, tmp_path):
+    from thermocrop.training.synth import plot_phenology
+    from thermocrop.training.synth.plot import read_parcel_series
+
+    series = read_parcel_series(tiny_region)
+    gdf, dates, ndvi, ndyi = _parcel_indices(tiny_region)
+    assert np.array_equal(series.dates, dates)
+    assert list(series.crops) == list(gdf["crop"])
+    assert np.allclose(series.ndvi, ndvi, equal_nan=True)
+    assert np.allclose(series.ndyi, ndyi, equal_nan=True)
+    # GDD since 1 Jan grows along the year and ends near the region's annual total.
+    assert np.all(np.diff(series.gdd, axis=1) >= 0)
+    assert series.gdd[:, -1].mean() == pytest.approx(_annual_gdd(tiny_region), rel=0.03)
+    png = plot_phenology([tiny_region], tmp_path / "fig.png", classes=["winter_wheat", "meadow"])
+    assert png.stat().st_size > 10_000
