@@ -93,7 +93,9 @@ def generate_region(
         raise InputError(f"Asked for {parcels} parcels; at least 9 are needed so every class appears.")
     size = int(size) if size else default_size(parcels)
     if size * size < parcels * 60:
-        raise InputError(f"A {size} px scene cannot hold {parcels} parcels; use --size {default_size(parcels)} or more.")
+        raise InputError(
+            f"A {size} px scene cannot hold {parcels} parcels; use --size {default_size(parcels)} or more."
+        )
     baseline = baseline or ("N0400" if year >= 2022 else "N0205")
     if not (len(baseline) == 5 and baseline[0] == "N" and baseline[1:].isdigit()):
         raise InputError(f"Processing baseline {baseline!r} must look like N0205 or N0400.")
@@ -377,7 +379,8 @@ def _write_scene(path, level, dn_offset, date, baseline, reg, labels, kinds, can
     if level == "L2A":
         os.replace(scl_path.with_name(scl_path.name + ".part"), scl_path)
     n = size * size
-    return {"cloud_fraction": round(counts["cloud"] / n, 4), "shadow_fraction": round(counts["shadow"] / n, 4),
+    return {"cloud_fraction": round(counts["cloud"] / n, 4),
+            "shadow_fraction": round(counts["shadow"] / n, 4),
             "nodata_fraction": round(counts["nodata"] / n, 4), "aerosol": round(aerosol, 3),
             "soil_wetness": round(wetness, 3)}
 
@@ -401,7 +404,12 @@ def _cell_components(kinds, canopy, t, wetness):
         f = float(canopy.flowering[i - 1, t])
         # Senescent material turns to dry straw as the green share vanishes.
         maturity = 1.0 - min(1.0, g / 0.3)
-        spec_kind = "rapeseed" if kind == "winter_rapeseed" else ("forest" if kind in ("forest", "christmas_trees") else "crop")
+        if kind == "winter_rapeseed":
+            spec_kind = "rapeseed"
+        elif kind in ("forest", "christmas_trees"):
+            spec_kind = "forest"
+        else:
+            spec_kind = "crop"
         gs, sn = spectra.canopy_spectra(spec_kind, g, maturity)
         if f > 0:
             gs = gs * (1 - f) + spectra.RAPE_FLOWER * f

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
@@ -120,7 +121,9 @@ def read_parcel_series(folder: Path) -> ParcelSeries:
         land = ~np.isnan(tn[0])
         rr, cc = np.nonzero(land)
         kx = np.cos(np.deg2rad(lat.mean()))
-        d2 = ((w["longitude"].values[cc][None] - lon[:, None]) * kx) ** 2 + (w["latitude"].values[rr][None] - lat[:, None]) ** 2
+        dx = (w["longitude"].values[cc][None] - lon[:, None]) * kx
+        dy = w["latitude"].values[rr][None] - lat[:, None]
+        d2 = dx * dx + dy * dy
         k = np.argmin(d2, axis=1)
         ptn, ptx = tn[:, rr[k], cc[k]], tx[:, rr[k], cc[k]]
     daily = np.maximum((np.minimum(ptx, 30.0) + np.maximum(ptn, 0.0)) / 2.0, 0.0)
@@ -134,12 +137,10 @@ def class_medians(series: ParcelSeries, crop: str) -> tuple[np.ndarray, np.ndarr
     rows = series.crops == crop
     if not rows.any():
         return series.dates[:0], np.zeros(0), np.zeros(0)
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            med = np.nanmedian(series.ndvi[rows], axis=0)
+    # Dates where no parcel of the class is clear give all-NaN columns; they are dropped below.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        med = np.nanmedian(series.ndvi[rows], axis=0)
     g = np.median(series.gdd[rows], axis=0)
     keep = ~np.isnan(med)
     return series.dates[keep], g[keep], med[keep]
@@ -175,7 +176,8 @@ def plot_phenology(folders: Sequence[Path], png: Path, classes: Optional[Sequenc
             d, g, v = class_medians(s, crop)
             if not len(d):
                 continue
-            style = dict(ls=REGION_STYLES.get(s.region, "-"), color=REGION_COLOURS.get(s.region), lw=1.3, label=s.region)
+            style = dict(ls=REGION_STYLES.get(s.region, "-"), color=REGION_COLOURS.get(s.region), lw=1.3,
+                         label=s.region)
             # One common calendar year on the x axis so regions overlay.
             ax_d.plot(d.astype("datetime64[D]").astype("O"), v, **style)
             ax_g.plot(g, v, **style)

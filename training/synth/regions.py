@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...core.errors import InputError
+
 
 @dataclass(frozen=True)
 class Region:
@@ -184,8 +186,6 @@ def get_region(name: str) -> Region:
     Raises:
         InputError: for an unknown region, listing the known ones.
     """
-    from ...core.errors import InputError
-
     key = name.strip().upper()
     if key not in REGIONS:
         raise InputError(f"Unknown region {name!r}; choose one of {', '.join(sorted(REGIONS))}.")

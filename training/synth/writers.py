@@ -84,8 +84,8 @@ def write_weather(path: Path, grid: WeatherGrid, source: str) -> None:
             v.scale_factor = np.float32(0.01)
             v.add_offset = np.float32(0.0)
             v.set_auto_maskandscale(False)
-            packed = np.where(np.isnan(values), -9999, np.round(np.nan_to_num(values) * 100.0)).astype(np.int16)
-            v[:] = packed
+            packed = np.where(np.isnan(values), -9999, np.round(np.nan_to_num(values) * 100.0))
+            v[:] = packed.astype(np.int16)
 
 
 def write_parcels(path: Path, gdf) -> None:
