@@ -22,6 +22,9 @@ from thermocrop.core.extract import extract_pixel_sets, extract_to_dataset
 from thermocrop.core.progress import Progress
 
 gpd = pytest.importorskip("geopandas")
+# Growing degree days and weather reading come from core.gdd / core.weather.
+pytest.importorskip("thermocrop.core.gdd")
+pytest.importorskip("thermocrop.core.weather")
 
 CRS = "EPSG:32632"
 X0, Y0, RES, SIZE = 500000.0, 5300000.0, 10.0, 60

@@ -15,6 +15,9 @@ from thermocrop.core.dataset import open_dataset
 from thermocrop.training.cli import main
 
 gpd = pytest.importorskip("geopandas")
+# Growing degree days and weather reading come from core.gdd / core.weather.
+pytest.importorskip("thermocrop.core.gdd")
+pytest.importorskip("thermocrop.core.weather")
 
 CRS = "EPSG:32633"
 X0, Y0 = 400000.0, 5500000.0
