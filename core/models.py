@@ -1,0 +1,370 @@
+"""PSE+LTAE crop classifier with calendar, no, and thermal positional encodings.
+
+Pixel-Set Encoder -> Lightweight Temporal Attention Encoder -> MLP decoder, after Garnot &
+Landrieu (2020) and Nyborg, Pelletier & Assent (2022). Padded dates and masked pixels never
+influence the output; ``fast_inference_model`` folds BatchNorm for quick prediction.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field, fields
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .encodings import FourierEncoding, RecurrentEncoding, SinusoidalEncoding
+
+__all__ = [
+    "VARIANTS",
+    "ModelConfig",
+    "LinearLayer",
+    "PixelSetEncoder",
+    "LightweightTemporalAttentionEncoder",
+    "Decoder",
+    "CropClassifier",
+    "build_model",
+    "fast_inference_model",
+    "shift_positions",
+    "compact_valid_dates",
+]
+
+VARIANTS: tuple[str, ...] = (
+    "calendar", "no_pe", "shiftaug", "tpe_sinusoidal", "tpe_concat", "tpe_fourier",
+    "tpe_recurrent",
+)
+
+
+@dataclass
+class ModelConfig:
+    """Hyper-parameters of one classifier; ``dataclasses.asdict`` of it goes into bundles.
+
+    Attributes:
+        variant: one of ``VARIANTS``.
+        num_classes: number of output classes K.
+        in_channels: spectral bands C.
+        mlp1: widths of the per-pixel MLP after the input.
+        mlp2: width of the PSE output.
+        d_model: width of the temporal embedding.
+        n_head: attention heads; ``d_model / n_head`` is the per-head encoding width.
+        d_k: key / query width per head.
+        mlp3: width after attention.
+        mlp4: hidden widths of the decoder.
+        dropout: after ``mlp3``.
+        attn_dropout: on attention weights.
+        calendar_tau, gdd_tau: sinusoid wavelength bases.
+        calendar_offset: added to day of season (room for ShiftAug's negative shifts).
+        max_shift: ShiftAug's largest shift in days (used by training).
+        fourier_scale: GDD divisor for TPE-Fourier.
+        bn_momentum: BatchNorm running-statistics momentum.
+    """
+
+    variant: str
+    num_classes: int
+    in_channels: int = 10
+    mlp1: tuple[int, ...] = (32, 64)
+    mlp2: int = 128
+    d_model: int = 256
+    n_head: int = 16
+    d_k: int = 8
+    mlp3: int = 128
+    mlp4: tuple[int, ...] = (64, 32)
+    dropout: float = 0.2
+    attn_dropout: float = 0.1
+    calendar_tau: float = 1000.0
+    gdd_tau: float = 10000.0
+    calendar_offset: float = 60.0
+    max_shift: int = 60
+    fourier_scale: float = 10000.0
+    bn_momentum: float = 0.1
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ValueError(f"Unknown model variant {self.variant!r}; choose one of {VARIANTS}.")
+        self.mlp1, self.mlp4 = tuple(self.mlp1), tuple(self.mlp4)
+        if self.d_model % self.n_head:
+            raise ValueError(f"d_model {self.d_model} must be a multiple of n_head {self.n_head}.")
+
+    @property
+    def shift_augment(self) -> bool:
+        """True when training should shift calendar positions (ShiftAug)."""
+        return self.variant == "shiftaug"
+
+
+class LinearLayer(nn.Module):
+    """Linear (no bias) -> BatchNorm over channels -> ReLU, on ``(N, C)`` or ``(N, S, C)``.
+
+    In training mode with a mask, the batch statistics come from the valid rows only, so the
+    zero-filled slots of small parcels do not drag the mean and variance toward zero.
+    After ``fold()`` the BatchNorm is merged into the linear layer (eval use only).
+    """
+
+    def __init__(self, in_features: int, out_features: int, momentum: float = 0.1) -> None:
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features, bias=False)
+        self.norm: nn.Module = nn.BatchNorm1d(out_features, momentum=momentum)
+
+    def forward(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Apply the layer; ``mask`` (same leading shape as ``x`` minus C) marks valid rows."""
+        y = self.linear(x)
+        norm = self.norm
+        if isinstance(norm, nn.BatchNorm1d):
+            if self.training and mask is not None:
+                y = self._masked_batch_norm(y, mask, norm)
+            else:
+                y = norm(y.reshape(-1, y.shape[-1])).reshape(y.shape)
+        return F.relu(y)
+
+    @staticmethod
+    def _masked_batch_norm(y: torch.Tensor, mask: torch.Tensor,
+                           norm: nn.BatchNorm1d) -> torch.Tensor:
+        valid = y[mask]
+        if valid.shape[0] < 2:  # too few values for statistics: fall back to every row
+            valid = y.reshape(-1, y.shape[-1])
+        mean = valid.mean(dim=0)
+        var = valid.var(dim=0, unbiased=False)
+        with torch.no_grad():
+            n = valid.shape[0]
+            m = norm.momentum if norm.momentum is not None else 0.1
+            norm.running_mean.mul_(1 - m).add_(m * mean.detach())
+            norm.running_var.mul_(1 - m).add_(m * var.detach() * n / max(n - 1, 1))
+            norm.num_batches_tracked += 1
+        return (y - mean) * torch.rsqrt(var + norm.eps) * norm.weight + norm.bias
+
+    def fold(self) -> None:
+        """Merge the (eval-mode) BatchNorm into the linear layer's weights and bias."""
+        norm = self.norm
+        if not isinstance(norm, nn.BatchNorm1d):
+            return
+        scale = norm.weight / torch.sqrt(norm.running_var + norm.eps)
+        folded = nn.Linear(self.linear.in_features, self.linear.out_features, bias=True)
+        with torch.no_grad():
+            folded.weight.copy_(self.linear.weight * scale[:, None])
+            folded.bias.copy_(norm.bias - norm.running_mean * scale)
+        self.linear = folded.to(self.linear.weight.device)
+        self.norm = nn.Identity()
+
+
+def masked_mean_std(x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean and unbiased std over pixels of ``x (N, S, F)`` where ``mask (N, S)`` is True.
+
+    A set with one pixel is treated as n=2 (std 0, not NaN); an empty set gives mean 0 and
+    std ``sqrt(1e-31)``, so an all-masked date cannot produce NaN. Returns two ``(N, F)``.
+    """
+    m = mask.unsqueeze(-1).to(x.dtype)
+    n = m.sum(dim=1)
+    mean = (x * m).sum(dim=1) / n.clamp(min=1)
+    var = (((x - mean.unsqueeze(1)) * m) ** 2).sum(dim=1) / (n.clamp(min=2) - 1)
+    return mean, torch.sqrt(var + 1e-31)
+
+
+class PixelSetEncoder(nn.Module):
+    """Per-pixel MLP, masked mean/std pooling over pixels, then an MLP: one vector per date.
+
+    Invariant to the order of pixels. With ``concat_gdd`` (TPE-Concat) the date's GDD is
+    appended to the pooled features before the second MLP.
+    """
+
+    def __init__(self, cfg: ModelConfig, concat_gdd: bool = False) -> None:
+        super().__init__()
+        widths = (cfg.in_channels,) + cfg.mlp1
+        self.mlp1 = nn.ModuleList(
+            LinearLayer(a, b, cfg.bn_momentum) for a, b in zip(widths[:-1], widths[1:]))
+        self.concat_gdd = concat_gdd
+        self.mlp2 = LinearLayer(2 * widths[-1] + int(concat_gdd), cfg.mlp2, cfg.bn_momentum)
+
+    def forward(self, pixels: torch.Tensor, pixel_mask: torch.Tensor,
+                gdd: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Encode ``pixels (N, C, S)`` with ``pixel_mask (N, S)`` (and ``gdd (N,)``) to ``(N, mlp2)``."""
+        x = pixels.transpose(1, 2)
+        for layer in self.mlp1:
+            x = layer(x, pixel_mask)
+        mean, std = masked_mean_std(x, pixel_mask)
+        parts = [mean, std]
+        if self.concat_gdd:
+            parts.append(gdd.to(x.dtype).unsqueeze(-1))
+        return self.mlp2(torch.cat(parts, dim=-1))
+
+
+class LightweightTemporalAttentionEncoder(nn.Module):
+    """L-TAE: one learned master query per head attends over the valid dates.
+
+    Keys come from a linear map of the embedded sequence; values are the embedding split
+    into ``n_head`` channel groups (no value projection). Padded dates get zero weight.
+    """
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.n_head, self.d_k = cfg.n_head, cfg.d_k
+        self.in_projection = LinearLayer(cfg.mlp2, cfg.d_model, cfg.bn_momentum)
+        self.key = nn.Linear(cfg.d_model, cfg.n_head * cfg.d_k)
+        self.query = nn.Parameter(torch.empty(cfg.n_head, cfg.d_k))
+        nn.init.normal_(self.query, mean=0.0, std=math.sqrt(2.0 / cfg.d_k))
+        self.attn_dropout = nn.Dropout(cfg.attn_dropout)
+        self.mlp3 = LinearLayer(cfg.d_model, cfg.mlp3, cfg.bn_momentum)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def attend(self, h: torch.Tensor, date_mask: torch.Tensor) -> torch.Tensor:
+        """Attention pooling of ``h (B, T, d_model)`` over dates where ``date_mask (B, T)``."""
+        b, t, d = h.shape
+        keys = self.key(h).view(b, t, self.n_head, self.d_k)
+        scores = torch.einsum("bthd,hd->bht", keys, self.query) / math.sqrt(self.d_k)
+        scores = scores.masked_fill(~date_mask.unsqueeze(1), float("-inf"))
+        # A parcel without any valid date would give NaN weights: make them zero instead.
+        weights = torch.nan_to_num(torch.softmax(scores, dim=-1), nan=0.0)
+        weights = self.attn_dropout(weights)
+        values = h.view(b, t, self.n_head, d // self.n_head)
+        out = torch.einsum("bht,bthd->bhd", weights, values).reshape(b, d)
+        return self.dropout(self.mlp3(out))
+
+
+class Decoder(nn.Module):
+    """LinearLayers then a final Linear with bias: ``(B, mlp3) -> (B, K)`` logits."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        widths = (cfg.mlp3,) + cfg.mlp4
+        self.hidden = nn.ModuleList(
+            LinearLayer(a, b, cfg.bn_momentum) for a, b in zip(widths[:-1], widths[1:]))
+        self.out = nn.Linear(widths[-1], cfg.num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Map ``(B, mlp3)`` features to ``(B, K)`` logits."""
+        for layer in self.hidden:
+            x = layer(x)
+        return self.out(x)
+
+
+def compact_valid_dates(date_mask: torch.Tensor, *tensors: torch.Tensor
+                        ) -> tuple[torch.Tensor, ...]:
+    """Move each parcel's valid dates to the front (order kept) and trim trailing padding.
+
+    Args:
+        date_mask: ``(B, T)`` bool.
+        *tensors: tensors with leading ``(B, T)`` dims to reorder the same way.
+
+    Returns:
+        ``(date_mask, *tensors)`` reordered, with T cut to the longest valid count, so a
+        parcel that lost a middle date looks exactly like its unpadded sequence.
+    """
+    order = torch.argsort((~date_mask).to(torch.int8), dim=1, stable=True)
+    length = int(date_mask.sum(dim=1).max().item()) if date_mask.numel() else 0
+    order = order[:, :max(length, 1)]
+    out = [torch.gather(date_mask, 1, order)]
+    for x in tensors:
+        idx = order.view(order.shape + (1,) * (x.dim() - 2)).expand(
+            order.shape + x.shape[2:])
+        out.append(torch.gather(x, 1, idx))
+    return tuple(out)
+
+
+class CropClassifier(nn.Module):
+    """The whole PSE+LTAE classifier of one variant; see ``build_model``.
+
+    Valid dates are compacted to the front first, so padded or missing dates (anywhere in
+    the sequence) do not change the logits, and the GRU of TPE-Recurrent sees only them.
+    """
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.config = cfg
+        self.variant = cfg.variant
+        self.pse = PixelSetEncoder(cfg, concat_gdd=cfg.variant == "tpe_concat")
+        self.ltae = LightweightTemporalAttentionEncoder(cfg)
+        self.decoder = Decoder(cfg)
+        width, heads = cfg.d_model // cfg.n_head, cfg.n_head
+        self.positional: Optional[nn.Module]
+        if cfg.variant in ("calendar", "shiftaug"):
+            self.positional = SinusoidalEncoding(width, heads, cfg.calendar_tau,
+                                                 cfg.calendar_offset)
+        elif cfg.variant == "tpe_sinusoidal":
+            self.positional = SinusoidalEncoding(width, heads, cfg.gdd_tau)
+        elif cfg.variant == "tpe_fourier":
+            self.positional = FourierEncoding(width, heads, scale=cfg.fourier_scale)
+        elif cfg.variant == "tpe_recurrent":
+            self.positional = RecurrentEncoding(width, heads, cfg.gdd_tau)
+        else:
+            self.positional = None
+        self.uses_calendar = cfg.variant in ("calendar", "shiftaug")
+
+    def forward(self, pixels: torch.Tensor, pixel_mask: torch.Tensor, date_mask: torch.Tensor,
+                day_of_season: torch.Tensor, gdd: torch.Tensor) -> torch.Tensor:
+        """Classify parcels.
+
+        Args:
+            pixels: ``(B, T, C, S)`` float32, normalised.
+            pixel_mask: ``(B, T, S)`` bool, valid pixels.
+            date_mask: ``(B, T)`` bool, usable dates.
+            day_of_season: ``(B, T)`` float32 days since the season start (no offset).
+            gdd: ``(B, T)`` float32 growing degree days.
+
+        Returns:
+            ``(B, K)`` logits.
+        """
+        date_mask, pixels, pixel_mask, day_of_season, gdd = compact_valid_dates(
+            date_mask.bool(), pixels, pixel_mask.bool(), day_of_season, gdd)
+        b, t = date_mask.shape
+        # Only valid dates go through the per-date layers, so padding never enters
+        # BatchNorm statistics and costs no compute.
+        sel_pixels, sel_mask = pixels[date_mask], pixel_mask[date_mask]
+        sel_gdd = gdd[date_mask] if self.pse.concat_gdd else None
+        emb = self.ltae.in_projection(self.pse(sel_pixels, sel_mask, sel_gdd))
+        h = emb.new_zeros((b, t, emb.shape[-1]))
+        h[date_mask] = emb
+        if self.positional is not None:
+            positions = day_of_season if self.uses_calendar else gdd
+            pe = self.positional(positions, date_mask)
+            h = h + pe * date_mask.unsqueeze(-1).to(h.dtype)
+        return self.decoder(self.ltae.attend(h, date_mask))
+
+
+def build_model(variant: str, num_classes: int, **overrides) -> CropClassifier:
+    """Build a classifier of one variant.
+
+    Args:
+        variant: one of ``VARIANTS``; ``"shiftaug"`` is the calendar model flagged so that
+            training shifts its positions (``model.config.shift_augment``).
+        num_classes: K.
+        **overrides: any other ``ModelConfig`` field.
+
+    Returns:
+        A fresh ``CropClassifier`` with ``.variant`` and ``.config``.
+    """
+    known = {f.name for f in fields(ModelConfig)}
+    unknown = set(overrides) - known
+    if unknown:
+        raise ValueError(f"Unknown model settings {sorted(unknown)}; known: {sorted(known)}.")
+    return CropClassifier(ModelConfig(variant=variant, num_classes=num_classes, **overrides))
+
+
+def shift_positions(day_of_season: torch.Tensor, max_shift: int = 60,
+                    generator: Optional[torch.Generator] = None) -> torch.Tensor:
+    """ShiftAug: add one random integer shift in ``[-max_shift, max_shift]`` per sample.
+
+    Args:
+        day_of_season: ``(B, T)`` positions.
+
+    Returns:
+        ``(B, T)`` shifted positions (same dtype).
+    """
+    shift = torch.randint(-max_shift, max_shift + 1, (day_of_season.shape[0], 1),
+                          generator=generator, device="cpu").to(day_of_season.device)
+    return day_of_season + shift.to(day_of_season.dtype)
+
+
+def fast_inference_model(model: CropClassifier) -> CropClassifier:
+    """An eval-mode copy with every BatchNorm folded into its linear layer.
+
+    Same call signature as ``model``; run it under ``torch.inference_mode()``. The original
+    model is left untouched.
+    """
+    fast = copy.deepcopy(model).eval()
+    for module in fast.modules():
+        if isinstance(module, LinearLayer):
+            module.fold()
+    for p in fast.parameters():
+        p.requires_grad_(False)
+    return fast
