@@ -1,0 +1,371 @@
+"""Model bundles: one safetensors file holding a classifier's weights and its JSON config.
+
+A bundle carries everything needed to classify new parcels the way the model was trained
+(classes, colours, band order, input scaling, GDD and calendar settings) and is loaded
+without ever unpickling, so opening a file cannot run code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import struct
+import tempfile
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import numpy as np
+import torch
+from safetensors.torch import load as st_load
+from safetensors.torch import save as st_save
+
+from .bands import QUANTIFICATION_VALUE, S2_BANDS
+from .crops import CLASS_COLOURS, CROP_CLASSES
+from .dataset import PixelSets
+from .errors import BundleError
+from .models import CropClassifier, ModelConfig, fast_inference_model
+from .progress import Progress
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "FORMAT_VERSION",
+    "InputScaling",
+    "BundleConfig",
+    "ModelBundle",
+    "save_bundle",
+    "load_bundle",
+    "default_bundle_path",
+]
+
+FORMAT_VERSION = 1
+_METADATA_KEY = "thermocrop_bundle"
+_MAX_HEADER = 100 * 1024 * 1024
+
+
+@dataclass
+class InputScaling:
+    """uint16 pixels -> normalised float: ``x = (pixels / quantification - mean) / std``.
+
+    Attributes:
+        quantification: DN per unit reflectance (10000 for Sentinel-2).
+        mean: per-band reflectance mean, bundle band order.
+        std: per-band reflectance std.
+        dn_offset: DN offset already removed from the pixels before scaling (recorded so
+            the bundle states what its inputs were; extraction applies it).
+    """
+
+    quantification: float = float(QUANTIFICATION_VALUE)
+    mean: tuple[float, ...] = (0.0,) * 10
+    std: tuple[float, ...] = (1.0,) * 10
+    dn_offset: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.mean = tuple(float(v) for v in self.mean)
+        self.std = tuple(float(v) for v in self.std)
+
+    @classmethod
+    def from_pixel_sets(cls, ps: PixelSets, max_parcels: int = 2000,
+                        seed: int = 0) -> "InputScaling":
+        """Per-band mean and std of the valid pixels of (a random subset of) parcels.
+
+        Args:
+            ps: pixel sets, possibly memory-mapped.
+            max_parcels: parcels sampled for the statistics (speed on large datasets).
+            seed: sampling seed.
+        """
+        n = len(ps)
+        if n == 0:
+            raise BundleError("Cannot compute input scaling from an empty dataset.")
+        idx = np.arange(n)
+        if n > max_parcels:
+            idx = np.sort(np.random.default_rng(seed).choice(n, max_parcels, replace=False))
+        pixels = np.asarray(ps.pixels[idx], dtype=np.float64) / QUANTIFICATION_VALUE
+        valid = np.asarray(ps.pixel_mask[idx]) & np.asarray(ps.date_mask[idx])[:, :, None]
+        mask = np.broadcast_to(valid[:, :, None, :], pixels.shape)
+        count = mask.sum(axis=(0, 1, 3))
+        if (count < 2).any():
+            raise BundleError("Too few valid pixels to compute input scaling; "
+                              "check the dataset's pixel and date masks.")
+        total = np.where(mask, pixels, 0.0).sum(axis=(0, 1, 3))
+        mean = total / count
+        sq = np.where(mask, (pixels - mean[None, None, :, None]) ** 2, 0.0).sum(axis=(0, 1, 3))
+        std = np.sqrt(sq / (count - 1))
+        std = np.where(std > 0, std, 1.0)
+        return cls(float(QUANTIFICATION_VALUE), tuple(mean), tuple(std))
+
+    def apply(self, pixels: np.ndarray, pixel_mask: np.ndarray) -> np.ndarray:
+        """Scale ``pixels (..., C, S)`` uint16 to float32, 0 where ``pixel_mask (..., S)`` is False."""
+        mean = np.asarray(self.mean, dtype=np.float32)[:, None]
+        std = np.asarray(self.std, dtype=np.float32)[:, None]
+        x = (pixels.astype(np.float32) / np.float32(self.quantification) - mean) / std
+        x *= pixel_mask[..., None, :]
+        return x
+
+
+@dataclass
+class BundleConfig:
+    """Everything about a model except its weights; stored as JSON inside the bundle.
+
+    Attributes:
+        variant: model variant (see ``models.VARIANTS``).
+        hyperparameters: the remaining ``ModelConfig`` fields.
+        classes: class names, output order.
+        colours: class name -> ``#rrggbb``.
+        bands: band names in the model's channel order.
+        scaling: input scaling.
+        gdd: ``t_base``, ``t_cap``, ``method`` and ``season_start`` (e.g. ``"01-01"``).
+        calendar: calendar settings (``season_start``, ``offset``, ``max_shift``).
+        provenance: training data, epochs, metrics, anything worth keeping.
+        format_version: bundle format version.
+        checksum: sha256 of the config (without checksum) and the weights; set on save.
+    """
+
+    variant: str = "tpe_recurrent"
+    hyperparameters: dict[str, Any] = field(default_factory=dict)
+    classes: tuple[str, ...] = CROP_CLASSES
+    colours: dict[str, str] = field(default_factory=lambda: dict(CLASS_COLOURS))
+    bands: tuple[str, ...] = S2_BANDS
+    scaling: InputScaling = field(default_factory=InputScaling)
+    gdd: dict[str, Any] = field(default_factory=lambda: {
+        "t_base": 0.0, "t_cap": 30.0, "method": "paper", "season_start": "01-01"})
+    calendar: dict[str, Any] = field(default_factory=lambda: {
+        "season_start": "01-01", "offset": 60.0, "max_shift": 60})
+    provenance: dict[str, Any] = field(default_factory=dict)
+    format_version: int = FORMAT_VERSION
+    checksum: str = ""
+
+    def __post_init__(self) -> None:
+        self.classes, self.bands = tuple(self.classes), tuple(self.bands)
+        if isinstance(self.scaling, dict):
+            self.scaling = InputScaling(**self.scaling)
+
+    def model_config(self) -> ModelConfig:
+        """The ``ModelConfig`` this bundle's weights belong to."""
+        known = {f.name for f in fields(ModelConfig)} - {"variant", "num_classes"}
+        hp = {k: v for k, v in self.hyperparameters.items() if k in known}
+        return ModelConfig(variant=self.variant, num_classes=len(self.classes), **hp)
+
+    def to_json(self) -> str:
+        """Canonical JSON (sorted keys) of the config."""
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "BundleConfig":
+        """Parse the JSON written by ``to_json``; unknown keys are an error."""
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("config is not a JSON object")
+        known = {f.name for f in fields(cls)}
+        extra = set(data) - known
+        if extra:
+            raise ValueError(f"unknown config keys {sorted(extra)}")
+        return cls(**data)
+
+
+def _checksum(config: BundleConfig, weights: bytes) -> str:
+    digest = hashlib.sha256(replace(config, checksum="").to_json().encode("utf-8"))
+    digest.update(weights)
+    return digest.hexdigest()
+
+
+def _state_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+
+
+class ModelBundle:
+    """A classifier with its config, ready to predict on pixel sets.
+
+    Args:
+        model: a ``CropClassifier`` matching ``config``.
+        config: its ``BundleConfig``.
+    """
+
+    def __init__(self, model: CropClassifier, config: BundleConfig) -> None:
+        self.model = model.eval()
+        self.config = config
+        self._fast: Optional[CropClassifier] = None
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return self.config.classes
+
+    def fast_model(self) -> CropClassifier:
+        """The BatchNorm-folded eval copy used for prediction (built once)."""
+        if self._fast is None:
+            self._fast = fast_inference_model(self.model)
+        return self._fast
+
+    def _band_order(self, ps: PixelSets) -> np.ndarray:
+        have = list(ps.bands)
+        missing = [b for b in self.config.bands if b not in have]
+        if missing:
+            raise BundleError(
+                f"The pixel sets lack bands {missing} that this model needs "
+                f"(it uses {list(self.config.bands)}; the data has {have}). "
+                "Extract the scenes again with all of these bands.")
+        return np.asarray([have.index(b) for b in self.config.bands])
+
+    def predict(self, ps: PixelSets, batch_size: int = 256,
+                progress: Optional[Progress] = None) -> np.ndarray:
+        """Class probabilities of every parcel.
+
+        Parcels are grouped by their number of valid dates so each batch is padded only to
+        its own longest parcel; valid dates are compacted to the front.
+
+        Args:
+            ps: pixel sets (any band order containing the bundle's bands).
+            batch_size: parcels per model call.
+            progress: progress and cancellation.
+
+        Returns:
+            ``(P, K)`` float32 probabilities; rows of parcels without any valid date are NaN.
+        """
+        progress = progress or Progress()
+        bands = self._band_order(ps)
+        n, k = len(ps), len(self.config.classes)
+        out = np.full((n, k), np.nan, dtype=np.float32)
+        date_mask_all = np.asarray(ps.date_mask, dtype=bool)
+        n_valid = date_mask_all.sum(axis=1)
+        todo = np.flatnonzero(n_valid > 0)
+        todo = todo[np.argsort(n_valid[todo], kind="stable")]
+        model = self.fast_model()
+        device = next(model.parameters()).device
+        dos_all = np.asarray(ps.day_of_season, dtype=np.float32)
+        for start in range(0, len(todo), batch_size):
+            rows = np.sort(todo[start:start + batch_size])
+            dm = date_mask_all[rows]
+            length = int(n_valid[rows].max())
+            order = np.argsort(~dm, axis=1, kind="stable")[:, :length]
+            pixels = np.asarray(ps.pixels[rows])[np.arange(len(rows))[:, None], order]
+            pixels = pixels[:, :, bands]
+            pmask = np.asarray(ps.pixel_mask[rows], dtype=bool)[np.arange(len(rows))[:, None],
+                                                                 order]
+            dm = np.take_along_axis(dm, order, axis=1)
+            pmask &= dm[:, :, None]
+            x = self.config.scaling.apply(pixels, pmask)
+            gdd = np.asarray(ps.gdd[rows], dtype=np.float32)[np.arange(len(rows))[:, None], order]
+            dos = dos_all[order]
+            with torch.inference_mode():
+                logits = model(torch.from_numpy(x).to(device), torch.from_numpy(pmask).to(device),
+                               torch.from_numpy(dm).to(device), torch.from_numpy(dos).to(device),
+                               torch.from_numpy(gdd).to(device))
+                out[rows] = torch.softmax(logits.double(), dim=1).float().cpu().numpy()
+            progress(min(1.0, (start + len(rows)) / max(len(todo), 1)))
+        return out
+
+
+def save_bundle(path: Union[str, os.PathLike], model: CropClassifier,
+                config: BundleConfig) -> BundleConfig:
+    """Write ``model`` and ``config`` to one bundle file (atomically).
+
+    The variant and hyper-parameters are taken from ``model.config``; the checksum is set.
+
+    Returns:
+        The config as stored (with its checksum).
+    """
+    path = Path(path)
+    hp = {k: v for k, v in asdict(model.config).items() if k not in ("variant", "num_classes")}
+    if model.config.num_classes != len(config.classes):
+        raise BundleError(f"The model has {model.config.num_classes} outputs but the bundle "
+                          f"config names {len(config.classes)} classes; they must match.")
+    tensors = _state_tensors(model)
+    weights = st_save(tensors)
+    config = replace(config, variant=model.config.variant, hyperparameters=hp,
+                     format_version=FORMAT_VERSION, checksum="")
+    config = replace(config, checksum=_checksum(config, weights))
+    data = st_save(tensors, metadata={_METADATA_KEY: config.to_json()})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    log.info("Saved %s bundle to %s", config.variant, path)
+    return config
+
+
+def _read_metadata(data: bytes, path: Path) -> dict[str, str]:
+    # The safetensors header is an 8-byte length then JSON; reading it ourselves gives a
+    # precise message for truncated files and for files of another kind (e.g. pickles).
+    what = (f"{path} is not a ThermoCrop model bundle or is damaged")
+    if len(data) < 8:
+        raise BundleError(f"{what}: only {len(data)} bytes. Copy or download it again.")
+    (header_len,) = struct.unpack("<Q", data[:8])
+    if header_len > _MAX_HEADER:
+        raise BundleError(f"{what} (its header is not a safetensors header). Bundles are "
+                          ".tcm files written by ThermoCrop; pickled PyTorch files are refused.")
+    if 8 + header_len > len(data):
+        raise BundleError(f"{what}: the file is truncated ({len(data)} bytes, header alone "
+                          f"needs {8 + header_len}). Copy or download it again.")
+    try:
+        header = json.loads(data[8:8 + header_len].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BundleError(f"{what}: unreadable header ({exc}).") from None
+    meta = header.get("__metadata__") if isinstance(header, dict) else None
+    if not isinstance(meta, dict) or _METADATA_KEY not in meta:
+        raise BundleError(f"{path} holds tensors but no ThermoCrop bundle config; "
+                          "save models with thermocrop.core.bundle.save_bundle.")
+    return meta
+
+
+def load_bundle(path: Union[str, os.PathLike], device: str = "cpu") -> ModelBundle:
+    """Load a bundle, checking version, checksum and every weight's shape.
+
+    Args:
+        path: bundle file (``.tcm``).
+        device: where to put the model (weights saved from a GPU load on a CPU).
+
+    Raises:
+        BundleError: missing, truncated, corrupt, other-version or mismatched files.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise BundleError(f"Model bundle {path} does not exist; give the path of a .tcm file.")
+    data = path.read_bytes()
+    meta = _read_metadata(data, path)
+    try:
+        raw = json.loads(meta[_METADATA_KEY])
+    except json.JSONDecodeError as exc:
+        raise BundleError(f"{path}: the bundle config is not valid JSON ({exc}).") from None
+    version = raw.get("format_version") if isinstance(raw, dict) else None
+    if version != FORMAT_VERSION:
+        raise BundleError(f"{path} is bundle format version {version}; this ThermoCrop reads "
+                          f"version {FORMAT_VERSION}. Update ThermoCrop or re-export the model.")
+    try:
+        config = BundleConfig.from_json(meta[_METADATA_KEY])
+        model = CropClassifier(config.model_config())
+    except (TypeError, ValueError) as exc:
+        raise BundleError(f"{path}: the bundle config does not describe a known model ({exc}).") \
+            from None
+    try:
+        tensors = st_load(data)
+    except Exception as exc:  # the safetensors parser has a single opaque error type
+        raise BundleError(f"{path}: the weights are damaged ({exc}). Copy the file again.") \
+            from None
+    if _checksum(config, st_save(tensors)) != config.checksum:
+        raise BundleError(f"{path}: checksum mismatch; the file was altered or damaged. "
+                          "Copy it again from its source.")
+    expected = model.state_dict()
+    problems = [k for k in expected if k not in tensors]
+    problems += [k for k in tensors if k not in expected]
+    problems += [f"{k} {tuple(tensors[k].shape)} != {tuple(v.shape)}" for k, v in expected.items()
+                 if k in tensors and tensors[k].shape != v.shape]
+    if problems:
+        raise BundleError(f"{path}: weights do not fit a {config.variant} model: "
+                          f"{problems[:5]}. The bundle was written by an incompatible version.")
+    model.load_state_dict(tensors, strict=True)
+    model.to(device).eval()
+    return ModelBundle(model, config)
+
+
+def default_bundle_path() -> Path:
+    """Path of the model bundle shipped with the plugin."""
+    return Path(__file__).resolve().parent.parent / "resources" / "models" / "default.tcm"
