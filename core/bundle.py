@@ -289,7 +289,7 @@ def save_bundle(path: Union[str, os.PathLike], model: CropClassifier,
             os.unlink(tmp)
         raise
     log.info("Saved %s bundle to %s", config.variant, path)
-    return config
+    return BundleConfig.from_json(config.to_json())  # as load_bundle will see it
 
 
 def _read_metadata(data: bytes, path: Path) -> dict[str, str]:

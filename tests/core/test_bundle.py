@@ -1,0 +1,200 @@
+"""Tests of model bundles: round trip, prediction, scaling and refusal of bad files."""
+
+import json
+import pickle
+import struct
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load as st_load
+from safetensors.torch import save as st_save
+
+from thermocrop.core.bands import S2_BANDS
+from thermocrop.core.bundle import (BundleConfig, InputScaling, ModelBundle, default_bundle_path,
+                                    load_bundle, save_bundle)
+from thermocrop.core.dataset import PixelSets
+from thermocrop.core.errors import BundleError
+from thermocrop.core.models import build_model
+
+
+def _pixel_sets(p=23, t=7, s=6, seed=0):
+    rng = np.random.default_rng(seed)
+    pmask = rng.random((p, t, s)) > 0.3
+    pmask[:, :, 0] = True
+    pixels = (rng.integers(200, 6000, (p, t, 10, s)) * pmask[:, :, None, :]).astype(np.uint16)
+    dmask = rng.random((p, t)) > 0.25
+    dmask[:, 0] = True
+    dmask[3] = False  # a parcel without any usable date
+    gdd = np.cumsum(rng.random((p, t)) * 300, axis=1).astype(np.float32)
+    dates = np.datetime64("2021-03-01") + np.arange(t) * 12
+    dos = (dates - np.datetime64("2021-01-01")).astype(np.float32)
+    return PixelSets(pixels=pixels, pixel_mask=pmask, date_mask=dmask, gdd=gdd, dates=dates,
+                     day_of_season=dos, parcel_ids=np.array([f"p{i}" for i in range(p)]),
+                     status=np.array(["ok"] * p))
+
+
+def _trained_model(variant="tpe_recurrent", k=9):
+    torch.manual_seed(0)
+    model = build_model(variant, k)
+    x = torch.randn(4, 5, 10, 6)
+    model(x, torch.ones(4, 5, 6, dtype=torch.bool), torch.ones(4, 5, dtype=torch.bool),
+          torch.rand(4, 5) * 100, torch.rand(4, 5) * 1000)
+    return model.eval()
+
+
+def _config(ps):
+    return BundleConfig(scaling=InputScaling.from_pixel_sets(ps), provenance={"epochs": 1})
+
+
+def test_scaling_statistics_by_a_second_route():
+    ps = _pixel_sets()
+    scaling = InputScaling.from_pixel_sets(ps)
+    for band in range(10):
+        values = []
+        for i in range(len(ps)):
+            for j in range(ps.n_dates):
+                if ps.date_mask[i, j]:
+                    values += list(ps.pixels[i, j, band][ps.pixel_mask[i, j]] / 10000.0)
+        assert scaling.mean[band] == pytest.approx(np.mean(values), rel=1e-9)
+        assert scaling.std[band] == pytest.approx(np.std(values, ddof=1), rel=1e-9)
+
+
+@pytest.mark.parametrize("variant", ["calendar", "tpe_concat", "tpe_fourier", "tpe_recurrent"])
+def test_round_trip_reproduces_logits_exactly(tmp_path, variant):
+    ps = _pixel_sets()
+    model = _trained_model(variant)
+    stored = save_bundle(tmp_path / "m.tcm", model, _config(ps))
+    bundle = load_bundle(tmp_path / "m.tcm")
+    assert bundle.config == stored and len(stored.checksum) == 64
+    assert bundle.config.variant == variant and bundle.model.config == model.config
+    x = torch.randn(3, 4, 10, 6)
+    args = (x, torch.rand(3, 4, 6) > 0.2, torch.ones(3, 4, dtype=torch.bool),
+            torch.rand(3, 4) * 200, torch.rand(3, 4) * 3000)
+    with torch.no_grad():
+        assert torch.equal(model(*args), bundle.model(*args))
+    assert not list(tmp_path.glob("*.part"))
+
+
+def test_predict_matches_parcel_by_parcel_plain_model(tmp_path):
+    ps = _pixel_sets()
+    model = _trained_model()
+    save_bundle(tmp_path / "m.tcm", model, _config(ps))
+    bundle = load_bundle(tmp_path / "m.tcm")
+    probs = bundle.predict(ps, batch_size=5)
+    assert probs.shape == (len(ps), 9)
+    assert np.isnan(probs[3]).all()
+    ok = np.arange(len(ps)) != 3
+    assert np.allclose(probs[ok].sum(axis=1), 1.0, atol=1e-5)
+    mean = np.array(bundle.config.scaling.mean)[:, None]
+    std = np.array(bundle.config.scaling.std)[:, None]
+    for i in np.flatnonzero(ok):
+        keep = ps.date_mask[i]
+        x = (ps.pixels[i][keep] / 10000.0 - mean) / std * ps.pixel_mask[i][keep][:, None, :]
+        with torch.no_grad():
+            logits = model(torch.tensor(x[None], dtype=torch.float32),
+                           torch.tensor(ps.pixel_mask[i][keep][None]),
+                           torch.ones(1, keep.sum(), dtype=torch.bool),
+                           torch.tensor(ps.day_of_season[keep][None]),
+                           torch.tensor(ps.gdd[i][keep][None]))
+        assert np.allclose(probs[i], torch.softmax(logits, 1)[0].numpy(), atol=1e-5)
+
+
+def test_predict_maps_band_order_and_reports_missing_bands(tmp_path):
+    ps = _pixel_sets()
+    bundle = ModelBundle(_trained_model(), _config(ps))
+    reversed_ps = PixelSets(pixels=ps.pixels[:, :, ::-1].copy(), pixel_mask=ps.pixel_mask,
+                            date_mask=ps.date_mask, gdd=ps.gdd, dates=ps.dates,
+                            day_of_season=ps.day_of_season, parcel_ids=ps.parcel_ids,
+                            status=ps.status, bands=tuple(reversed(S2_BANDS)))
+    a, b = bundle.predict(ps), bundle.predict(reversed_ps)
+    assert np.allclose(a, b, atol=1e-6, equal_nan=True)
+    nine = PixelSets(pixels=ps.pixels[:, :, :9].copy(), pixel_mask=ps.pixel_mask,
+                     date_mask=ps.date_mask, gdd=ps.gdd, dates=ps.dates,
+                     day_of_season=ps.day_of_season, parcel_ids=ps.parcel_ids,
+                     status=ps.status, bands=S2_BANDS[:9])
+    with pytest.raises(BundleError, match="B12"):
+        bundle.predict(nine)
+
+
+@pytest.fixture
+def saved(tmp_path):
+    path = tmp_path / "m.tcm"
+    save_bundle(path, _trained_model("no_pe"), _config(_pixel_sets()))
+    return path
+
+
+def test_truncated_file_is_refused(saved):
+    data = saved.read_bytes()
+    for cut in (5, 100, len(data) - 10):
+        saved.write_bytes(data[:cut])
+        with pytest.raises(BundleError, match="truncated|damaged|only"):
+            load_bundle(saved)
+
+
+def test_altered_weights_fail_the_checksum(saved):
+    data = bytearray(saved.read_bytes())
+    data[-3] ^= 0xFF
+    saved.write_bytes(bytes(data))
+    with pytest.raises(BundleError, match="checksum"):
+        load_bundle(saved)
+
+
+def _rewrite_config(path, change):
+    data = path.read_bytes()
+    (n,) = struct.unpack("<Q", data[:8])
+    meta = json.loads(data[8:8 + n])["__metadata__"]
+    config = json.loads(meta["thermocrop_bundle"])
+    change(config)
+    tensors = st_load(data)
+    path.write_bytes(st_save(tensors, metadata={"thermocrop_bundle": json.dumps(config)}))
+
+
+def test_other_format_version_is_refused(saved):
+    _rewrite_config(saved, lambda c: c.update(format_version=99))
+    with pytest.raises(BundleError, match="version 99"):
+        load_bundle(saved)
+
+
+def test_weights_of_another_shape_are_refused(saved):
+    import hashlib
+    from dataclasses import replace
+
+    def widen(c):
+        c["hyperparameters"]["mlp2"] = 64
+        cfg = BundleConfig(**{**c, "checksum": ""})
+        digest = hashlib.sha256(replace(cfg, checksum="").to_json().encode())
+        digest.update(st_save(st_load(saved.read_bytes())))
+        c["checksum"] = digest.hexdigest()
+
+    _rewrite_config(saved, widen)
+    with pytest.raises(BundleError, match="do not fit"):
+        load_bundle(saved)
+
+
+class _Payload:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def test_pickles_are_refused_without_running_code(tmp_path):
+    marker = tmp_path / "ran"
+    with open(tmp_path / "evil.tcm", "wb") as fh:
+        pickle.dump(_Payload(marker), fh)
+    torch.save({"x": _Payload(marker)}, tmp_path / "evil.pt")
+    assert not marker.exists()
+    for name in ("evil.tcm", "evil.pt"):
+        with pytest.raises(BundleError, match="not a ThermoCrop model bundle"):
+            load_bundle(tmp_path / name)
+    assert not marker.exists()
+
+
+def test_missing_file_and_default_path(tmp_path):
+    with pytest.raises(BundleError, match="does not exist"):
+        load_bundle(tmp_path / "nothing.tcm")
+    path = default_bundle_path()
+    assert path.name == "default.tcm" and path.parent.name == "models"
+    assert (path.parent.parent.parent / "core" / "bundle.py").is_file()
