@@ -179,11 +179,34 @@ class PixelSetEncoder(nn.Module):
     def forward(self, pixels: torch.Tensor, pixel_mask: torch.Tensor,
                 gdd: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Encode ``pixels (N, C, S)`` with ``pixel_mask (N, S)`` (and ``gdd (N,)``) to ``(N, mlp2)``."""
+        if all(isinstance(layer.norm, nn.Identity) for layer in self.mlp1):
+            return self._forward_folded(pixels, pixel_mask, gdd)
         x = pixels.transpose(1, 2)
         for layer in self.mlp1:
             x = layer(x, pixel_mask)
         mean, std = masked_mean_std(x, pixel_mask)
         parts = [mean, std]
+        if self.concat_gdd:
+            parts.append(gdd.to(x.dtype).unsqueeze(-1))
+        return self.mlp2(torch.cat(parts, dim=-1))
+
+
+    def _forward_folded(self, pixels: torch.Tensor, pixel_mask: torch.Tensor,
+                        gdd: Optional[torch.Tensor]) -> torch.Tensor:
+        # Inference after folding: every per-pixel layer is one matrix product with the bias
+        # fused in (addmm), ReLU runs in place, and the pooling sums are batched products
+        # with the mask instead of broadcast multiply-and-reduce passes.
+        n_sets, _, n_pixels = pixels.shape
+        x = pixels.transpose(1, 2).reshape(n_sets * n_pixels, -1)
+        for layer in self.mlp1:
+            x = torch.addmm(layer.linear.bias, x, layer.linear.weight.t()).relu_()
+        x = x.view(n_sets, n_pixels, -1)
+        m = pixel_mask.to(x.dtype).unsqueeze(1)
+        n = m.sum(dim=2)
+        mean = torch.bmm(m, x).squeeze(1) / n.clamp(min=1)
+        centred = (x - mean.unsqueeze(1)).mul_(pixel_mask.unsqueeze(-1))
+        var = torch.bmm(m, centred.square_()).squeeze(1) / (n.clamp(min=2) - 1)
+        parts = [mean, torch.sqrt(var + 1e-31)]
         if self.concat_gdd:
             parts.append(gdd.to(x.dtype).unsqueeze(-1))
         return self.mlp2(torch.cat(parts, dim=-1))
