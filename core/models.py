@@ -174,6 +174,7 @@ class PixelSetEncoder(nn.Module):
         self.mlp1 = nn.ModuleList(
             LinearLayer(a, b, cfg.bn_momentum) for a, b in zip(widths[:-1], widths[1:]))
         self.concat_gdd = concat_gdd
+        self.fold_chunk = 128
         self.mlp2 = LinearLayer(2 * widths[-1] + int(concat_gdd), cfg.mlp2, cfg.bn_momentum)
 
     def forward(self, pixels: torch.Tensor, pixel_mask: torch.Tensor,
@@ -196,6 +197,13 @@ class PixelSetEncoder(nn.Module):
         # Inference after folding: every per-pixel layer is one matrix product with the bias
         # fused in (addmm), ReLU runs in place, and the pooling sums are batched products
         # with the mask instead of broadcast multiply-and-reduce passes.
+        if pixels.shape[0] > self.fold_chunk:
+            # Chunks of date sets keep the (sets x pixels x 64) activations in cache.
+            return torch.cat([
+                self._forward_folded(pixels[i:i + self.fold_chunk],
+                                     pixel_mask[i:i + self.fold_chunk],
+                                     None if gdd is None else gdd[i:i + self.fold_chunk])
+                for i in range(0, pixels.shape[0], self.fold_chunk)])
         n_sets, _, n_pixels = pixels.shape
         x = pixels.transpose(1, 2).reshape(n_sets * n_pixels, -1)
         for layer in self.mlp1:
