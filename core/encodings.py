@@ -98,7 +98,7 @@ class RecurrentEncoding(nn.Module):
         self.out = nn.Linear(width, width)
 
     def forward(self, positions: torch.Tensor, date_mask: torch.Tensor) -> torch.Tensor:
-        """Encode ``(B, T)`` GDD (valid dates first, ``date_mask`` a prefix) into ``(B, T, 256)``."""
+        """Encode ``(B, T)`` GDD (valid dates first, ``date_mask`` a prefix) to ``(B, T, 256)``."""
         pe = sinusoid(positions, self.width, self.tau)
         lengths = date_mask.sum(dim=1).clamp(min=1).cpu()
         packed = nn.utils.rnn.pack_padded_sequence(pe, lengths, batch_first=True,

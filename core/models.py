@@ -179,7 +179,7 @@ class PixelSetEncoder(nn.Module):
 
     def forward(self, pixels: torch.Tensor, pixel_mask: torch.Tensor,
                 gdd: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """Encode ``pixels (N, C, S)`` with ``pixel_mask (N, S)`` (and ``gdd (N,)``) to ``(N, mlp2)``."""
+        """Encode ``pixels (N, C, S)``, ``pixel_mask (N, S)`` (``gdd (N,)``) to ``(N, mlp2)``."""
         if all(isinstance(layer.norm, nn.Identity) for layer in self.mlp1):
             return self._forward_folded(pixels, pixel_mask, gdd)
         x = pixels.transpose(1, 2)
