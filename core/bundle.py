@@ -98,7 +98,7 @@ class InputScaling:
         return cls(float(QUANTIFICATION_VALUE), tuple(mean), tuple(std))
 
     def apply(self, pixels: np.ndarray, pixel_mask: np.ndarray) -> np.ndarray:
-        """Scale ``pixels (..., C, S)`` uint16 to float32, 0 where ``pixel_mask (..., S)`` is off."""
+        """Scale uint16 ``pixels (..., C, S)`` to float32; 0 where ``pixel_mask (..., S)``."""
         mean = np.asarray(self.mean, dtype=np.float32)[:, None]
         std = np.asarray(self.std, dtype=np.float32)[:, None]
         x = (pixels.astype(np.float32) / np.float32(self.quantification) - mean) / std
