@@ -124,6 +124,9 @@ class LinearLayer(nn.Module):
         valid = y[mask]
         if valid.shape[0] < 2:  # too few values for statistics: fall back to every row
             valid = y.reshape(-1, y.shape[-1])
+        if valid.shape[0] < 2:  # nothing to learn from (e.g. no valid date): running stats
+            return F.batch_norm(y.reshape(-1, y.shape[-1]), norm.running_mean, norm.running_var,
+                                norm.weight, norm.bias, False, 0.0, norm.eps).reshape(y.shape)
         mean = valid.mean(dim=0)
         var = valid.var(dim=0, unbiased=False)
         with torch.no_grad():
@@ -205,10 +208,10 @@ class PixelSetEncoder(nn.Module):
                                      None if gdd is None else gdd[i:i + self.fold_chunk])
                 for i in range(0, pixels.shape[0], self.fold_chunk)])
         n_sets, _, n_pixels = pixels.shape
-        x = pixels.transpose(1, 2).reshape(n_sets * n_pixels, -1)
+        x = pixels.transpose(1, 2).reshape(n_sets * n_pixels, pixels.shape[1])
         for layer in self.mlp1:
             x = torch.addmm(layer.linear.bias, x, layer.linear.weight.t()).relu_()
-        x = x.view(n_sets, n_pixels, -1)
+        x = x.view(n_sets, n_pixels, x.shape[-1])
         m = pixel_mask.to(x.dtype).unsqueeze(1)
         n = m.sum(dim=2)
         mean = torch.bmm(m, x).squeeze(1) / n.clamp(min=1)

@@ -162,3 +162,22 @@ def test_every_variant_learns_random_data(variant):
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < 0.7 * losses[0]
+
+
+@pytest.mark.parametrize("variant", ["tpe_recurrent", "calendar"])
+def test_parcel_without_valid_dates_is_finite(variant):
+    model = build_model(variant, 9)
+    pixels, pmask, dmask, dos, gdd = _batch(b=3, t=4)
+    dmask[1] = False
+    out = model(pixels, pmask, dmask, dos, gdd)
+    assert torch.isfinite(out).all()
+    model.eval()
+    with torch.no_grad():
+        alone = model(pixels[1:2], pmask[1:2], dmask[1:2], dos[1:2], gdd[1:2])
+        assert torch.isfinite(alone).all()
+        assert torch.allclose(alone, fast_inference_model(model)(
+            pixels[1:2], pmask[1:2], dmask[1:2], dos[1:2], gdd[1:2]), atol=1e-5)
+    before = model.pse.mlp1[0].norm.running_mean.clone()
+    model.train()
+    model.pse.mlp1[0](torch.zeros(0, 6, 10), torch.zeros(0, 6, dtype=torch.bool))
+    assert torch.equal(model.pse.mlp1[0].norm.running_mean, before)
