@@ -86,3 +86,63 @@ def test_unknown_format_and_failed_write_leave_nothing(layer, tmp_path):
     with pytest.raises(InputError, match="beyond"):
         write_classification(layer, bad, tmp_path / "y.gpkg")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["parcels.gpkg"]
+
+
+def _train_in_test(ps, steps: int = 150, seed: int = 0):
+    """A short direct training loop (Adam, cross-entropy) on all labelled, usable parcels."""
+    import torch
+
+    from thermocrop.core.bundle import BundleConfig, InputScaling, ModelBundle
+    from thermocrop.core.crops import CROP_CLASSES
+    from thermocrop.core.models import build_model
+
+    torch.manual_seed(seed)
+    keep = np.flatnonzero((ps.status == "ok") & (ps.labels >= 0))
+    train = ps.subset(keep)
+    scaling = InputScaling.from_pixel_sets(train)
+    model = build_model("tpe_sinusoidal", len(CROP_CLASSES))
+    x = torch.from_numpy(scaling.apply(np.asarray(train.pixels), np.asarray(train.pixel_mask)))
+    pmask = torch.from_numpy(np.asarray(train.pixel_mask))
+    dmask = torch.from_numpy(np.asarray(train.date_mask))
+    dos = torch.from_numpy(np.broadcast_to(train.day_of_season, train.gdd.shape).copy())
+    gdd = torch.from_numpy(np.asarray(train.gdd, dtype=np.float32))
+    y = torch.from_numpy(train.labels.astype(np.int64))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(seed)
+    model.train()
+    for _ in range(steps):
+        b = torch.randint(0, len(y), (32,), generator=gen)
+        loss = torch.nn.functional.cross_entropy(model(x[b], pmask[b], dmask[b], dos[b], gdd[b]), y[b])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return ModelBundle(model, BundleConfig(variant="tpe_sinusoidal", classes=CROP_CLASSES, scaling=scaling))
+
+
+@pytest.mark.slow
+def test_classifying_an_unseen_synthetic_region_beats_chance(make_region, tmp_path):
+    pytest.importorskip("thermocrop.core.gdd")
+    pytest.importorskip("thermocrop.core.weather")
+    pytest.importorskip("torch")
+    from thermocrop.core.classify import classify_parcels
+    from thermocrop.core.extract import extract_pixel_sets
+
+    seen = make_region("FR2", "L2A", seed=0, parcels=100)
+    unseen = make_region("FR2", "L2A", seed=1, parcels=100)
+    ps = extract_pixel_sets(seen / "parcels.gpkg", seen / "scenes", seen / "weather.nc", label_field="crop")
+    bundle = _train_in_test(ps)
+
+    result = classify_parcels(unseen / "parcels.gpkg", unseen / "scenes", unseen / "weather.nc", bundle,
+                              chunk_size=40)
+    truth = gpd.read_file(unseen / "parcels.gpkg")["crop"].to_numpy().astype(str)
+    assert set(result.status) <= {"ok", "outside_scenes", "too_small", "no_clear_date", "no_weather"}
+    ok = result.status == "ok"
+    assert ok.mean() > 0.9
+    # Probabilities are distributions and the confidence is their maximum.
+    np.testing.assert_allclose(result.probabilities[ok].sum(axis=1), 1.0, rtol=1e-4)
+    np.testing.assert_allclose(result.confidence[ok], result.probabilities[ok].max(axis=1), rtol=1e-6)
+    accuracy = float((result.labels[ok] == truth[ok]).mean())
+    # Chance: always answering the most frequent class of the unseen region.
+    _, counts = np.unique(truth[ok], return_counts=True)
+    majority = counts.max() / counts.sum()
+    assert accuracy > majority + 0.1, (accuracy, majority)
