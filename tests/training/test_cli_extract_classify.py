@@ -82,3 +82,41 @@ def test_extract_command_reports_bad_input(small_region, tmp_path, capsys):
     assert rc == 2
     assert "no label field 'nope'" in capsys.readouterr().err
     assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.slow
+def test_classify_command_end_to_end_on_a_synthetic_region(tiny_region, tmp_path, capsys):
+    pytest.importorskip("torch")
+    from thermocrop.core.bundle import BundleConfig, InputScaling, save_bundle
+    from thermocrop.core.crops import CROP_CLASSES
+    from thermocrop.core.models import build_model
+
+    # Plumbing only: an untrained model with scaling taken from the region's own pixels.
+    data = tmp_path / "data"
+    assert main(["extract", "--parcels", str(tiny_region / "parcels.gpkg"), "--scenes", str(tiny_region / "scenes"),
+                 "--weather", str(tiny_region / "weather.nc"), "--label-field", "crop", "--out", str(data)]) == 0
+    ps = open_dataset(data)
+    model = build_model("tpe_sinusoidal", len(CROP_CLASSES)).eval()
+    bundle = tmp_path / "model.tcm"
+    save_bundle(bundle, model, BundleConfig(classes=CROP_CLASSES, scaling=InputScaling.from_pixel_sets(ps)))
+
+    parcels = tiny_region / "parcels.gpkg"
+    before = parcels.read_bytes()
+    out = tmp_path / "classified.geojson"
+    rc = main(["classify", "--parcels", str(parcels), "--scenes", str(tiny_region / "scenes"),
+               "--weather", str(tiny_region / "weather.nc"), "--model", str(bundle), "--out", str(out)])
+    assert rc == 0
+    layer = gpd.read_file(parcels)
+    back = gpd.read_file(out)
+    assert len(back) == len(layer) and back["parcel_id"].tolist() == layer["parcel_id"].tolist()
+    assert back["crop"].tolist() == layer["crop"].tolist()
+    statuses = dict(zip(ps.parcel_ids, ps.status))
+    assert back["crop_status"].tolist() == [statuses[str(i)] for i in back["parcel_id"]]
+    ok = back["crop_status"] == "ok"
+    assert back.loc[ok, "crop_pred"].isin(CROP_CLASSES).all()
+    assert ((back.loc[ok, "crop_conf"] > 0) & (back.loc[ok, "crop_conf"] <= 1)).all()
+    assert f"wrote {out}" in capsys.readouterr().out
+    # The input is never replaced without --overwrite.
+    rc = main(["classify", "--parcels", str(parcels), "--scenes", str(tiny_region / "scenes"),
+               "--weather", str(tiny_region / "weather.nc"), "--model", str(bundle), "--out", str(parcels)])
+    assert rc == 2 and parcels.read_bytes() == before
