@@ -84,9 +84,10 @@ def make_region(folder: Path, size: int, n_parcels: int, n_dates: int, seed: int
             for i, b in enumerate(S2_BANDS, start=1):
                 ds.set_band_description(i, b)
     days_all = np.arange(np.datetime64("2023-01-01"), np.datetime64("2024-01-01"))
-    (folder / "weather.csv").write_text(
-        "date,tmin,tmax\n" + "".join(f"{d},{4 + 8 * np.sin((i - 100) / 58):.1f},{12 + 10 * np.sin((i - 100) / 58):.1f}\n"
-                                     for i, d in enumerate(days_all)), encoding="utf-8")
+    # A smooth annual cycle of daily minimum and maximum temperature for one station.
+    season = np.sin((np.arange(len(days_all)) - 100) / 58)
+    lines = [f"{d},{4 + 8 * s:.1f},{12 + 10 * s:.1f}\n" for d, s in zip(days_all, season)]
+    (folder / "weather.csv").write_text("date,tmin,tmax\n" + "".join(lines), encoding="utf-8")
     done.write_text(json.dumps({"size": size, "parcels": n_parcels, "dates": n_dates}), encoding="utf-8")
     return folder
 

@@ -18,7 +18,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--id-field", help="field holding parcel ids (default: parcel_id, else row number)")
     parser.add_argument("--label-field", default="crop_pred", help="output field for the class (default crop_pred)")
     parser.add_argument("--conf-field", default="crop_conf", help="output field for the confidence (default crop_conf)")
-    parser.add_argument("--status-field", default="crop_status", help="output field for the status (default crop_status)")
+    parser.add_argument("--status-field", default="crop_status",
+                        help="output field for the status (default crop_status)")
     parser.add_argument("--chunk-size", type=int, default=20000, help="parcels held in memory at once")
     parser.add_argument("--level", choices=("L1C", "L2A"), help="use only products of this level")
     parser.add_argument("--band-order", help="comma-separated band order of multi-band files without descriptions")
