@@ -82,11 +82,13 @@ class SeasonStart:
 
 
 def _season_start_date(dates: np.ndarray, season_start: SeasonStart) -> np.datetime64:
-    first_year = int(str(dates.min())[:4])
-    start = season_start.start_for(first_year)
-    if start > dates.min():
-        # Acquisitions spanning New Year: the season began in the earlier year.
-        start = season_start.start_for(first_year - 1)
+    # The season is named after its last acquisition's year (the harvest year); step back
+    # a year while the start would fall after the first acquisition (spanning New Year).
+    year = int(str(dates.max())[:4])
+    start = season_start.start_for(year)
+    while start > dates.min():
+        year -= 1
+        start = season_start.start_for(year)
     return start
 
 
