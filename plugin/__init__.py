@@ -1,1 +1,1 @@
-"""The QGIS adapter: plugin entry, Processing provider and algorithms, dock widget."""
+"""The QGIS side of ThermoCrop: plugin entry, Processing provider, dock widget and tasks."""

@@ -1,0 +1,1 @@
+"""ThermoCrop's Processing algorithms, one per module."""

@@ -1,0 +1,98 @@
+"""Shared base of ThermoCrop's Processing algorithms: help text, progress, errors, scenes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from qgis.core import (
+    QgsProcessingAlgorithm,
+    QgsProcessingContext,
+    QgsProcessingException,
+    QgsProcessingFeedback,
+    QgsRasterLayer,
+)
+from qgis.PyQt.QtGui import QIcon
+
+ICON = Path(__file__).resolve().parents[2] / "resources" / "icons" / "thermocrop.svg"
+
+
+class ThermoCropAlgorithm(QgsProcessingAlgorithm):
+    """Base class: subclasses set ``NAME``, ``DISPLAY``, ``SUMMARY`` and ``HELP`` (param -> text)."""
+
+    NAME = ""
+    DISPLAY = ""
+    SUMMARY = ""
+    HELP: dict[str, str] = {}
+
+    def name(self) -> str:
+        return self.NAME
+
+    def displayName(self) -> str:  # noqa: N802 (QGIS API)
+        return self.DISPLAY
+
+    def group(self) -> str:
+        return "Crop classification"
+
+    def groupId(self) -> str:  # noqa: N802
+        return "cropclassification"
+
+    def icon(self) -> QIcon:
+        return QIcon(str(ICON))
+
+    def shortHelpString(self) -> str:  # noqa: N802
+        items = "".join(f"<dt><b>{name}</b></dt><dd>{text}</dd>" for name, text in self.HELP.items())
+        return f"<p>{self.SUMMARY}</p><dl>{items}</dl>"
+
+    def createInstance(self):  # noqa: N802
+        return type(self)()
+
+    def add(self, parameter, help_text: str = ""):
+        """Add ``parameter`` with its help text (shown in the dialog and in ``qgis_process help``)."""
+        text = help_text or self.HELP.get(parameter.name(), "")
+        if hasattr(parameter, "setHelp"):
+            parameter.setHelp(text)
+        self.addParameter(parameter)
+
+    @staticmethod
+    def progress(feedback: QgsProcessingFeedback, start: float = 0.0, stop: float = 1.0):
+        """A core ``Progress`` driving ``feedback`` (percent) and asking it whether to stop."""
+        from ...core.progress import Progress
+
+        return Progress(lambda f: feedback.setProgress(100.0 * f), feedback.isCanceled, start, stop)
+
+    @staticmethod
+    def run_core(call: Callable[[], Any]) -> Any:
+        """Run a core call, turning ThermoCrop's errors into ``QgsProcessingException``."""
+        from ...core.errors import CancelledError, ThermoCropError
+
+        try:
+            return call()
+        except CancelledError as exc:
+            raise QgsProcessingException(f"Cancelled: {exc}") from exc
+        except ThermoCropError as exc:
+            raise QgsProcessingException(str(exc)) from exc
+        except ImportError as exc:
+            from ..dependencies import describe_missing, missing_requirements
+
+            raise QgsProcessingException(f"{exc}\n{describe_missing(missing_requirements())}") from exc
+
+    @staticmethod
+    def scene_paths(layers_or_paths: list, context: QgsProcessingContext) -> list[str]:
+        """File paths of the scenes given as raster layers, files or folders."""
+        paths = []
+        for item in layers_or_paths:
+            if isinstance(item, QgsRasterLayer):
+                paths.append(item.source().split("|")[0])
+            else:
+                paths.append(str(item))
+        return paths
+
+    @staticmethod
+    def check_files(paths: list[str], what: str) -> tuple[bool, str]:
+        """``(ok, message)``: every path exists."""
+        for path in paths:
+            if not path or not os.path.exists(path):
+                return False, f"The {what} {path!r} does not exist; choose an existing file or folder."
+        return True, ""

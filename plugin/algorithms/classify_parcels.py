@@ -1,0 +1,172 @@
+"""``thermocrop:classifyparcels``: predict the crop of every parcel with a model bundle."""
+
+from __future__ import annotations
+
+import math
+import os
+
+from qgis.core import (
+    QgsFeature,
+    QgsFeatureSink,
+    QgsField,
+    QgsFields,
+    QgsProcessing,
+    QgsProcessingException,
+    QgsProcessingLayerPostProcessorInterface,
+    QgsProcessingParameterFeatureSink,
+    QgsProcessingParameterFeatureSource,
+    QgsProcessingParameterFile,
+    QgsProcessingParameterMultipleLayers,
+    QgsProcessingParameterString,
+    QgsProcessingUtils,
+)
+from qgis.PyQt.QtCore import QVariant
+
+from ..layers import features_to_frame
+from ..styles import apply_class_style, save_style_beside
+from .base import ThermoCropAlgorithm
+
+# Post-processors must outlive processAlgorithm; QGIS holds only a C++ pointer to them.
+_POST_PROCESSORS: list = []
+
+
+class _StyleLoadedLayer(QgsProcessingLayerPostProcessorInterface):
+    def __init__(self, field: str, classes, colours) -> None:
+        super().__init__()
+        self.field, self.classes, self.colours = field, classes, colours
+
+    def postProcessLayer(self, layer, context, feedback):  # noqa: N802 (QGIS API)
+        apply_class_style(layer, self.field, self.classes, self.colours)
+
+
+class ClassifyParcels(ThermoCropAlgorithm):
+    """Classify parcels: the input's features plus label, confidence and status fields."""
+
+    NAME = "classifyparcels"
+    DISPLAY = "Classify parcels"
+    SUMMARY = ("Predicts the crop type of every parcel from a Sentinel-2 time series and daily "
+               "temperatures with a ThermoCrop model (PSE+LTAE with thermal positional encoding). "
+               "The output keeps every feature and attribute of the input and adds the predicted "
+               "class, its probability and a status saying why a parcel could not be classified.")
+    HELP = {
+        "INPUT": "Parcel polygons, any CRS. Every feature is classified.",
+        "SCENES": "Sentinel-2 scenes of one season: multi-band GeoTIFFs, per-band files or .SAFE "
+                  "products, as layers or files (repeat SCENES=... on the command line).",
+        "WEATHER": "Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV "
+                   "(date,tmin,tmax) covering the season.",
+        "MODEL": "Model bundle (.tcm). Leave empty for the model shipped with the plugin.",
+        "LABEL_FIELD": "Name of the output field with the predicted class.",
+        "CONFIDENCE_FIELD": "Name of the output field with the predicted class's probability (0-1).",
+        "STATUS_FIELD": "Name of the output field saying 'ok' or why a parcel was not classified.",
+        "OUTPUT": "Classified parcels, styled by class; the style is saved beside file outputs.",
+    }
+
+    def initAlgorithm(self, config=None):  # noqa: N802
+        self.add(QgsProcessingParameterFeatureSource(
+            "INPUT", "Parcel layer", [QgsProcessing.TypeVectorPolygon]))
+        self.add(QgsProcessingParameterMultipleLayers("SCENES", "Sentinel-2 scenes", QgsProcessing.TypeRaster))
+        self.add(QgsProcessingParameterFile("WEATHER", "Daily temperature file", fileFilter=(
+            "Temperature files (*.nc *.nc4 *.csv);;All files (*)")))
+        self.add(QgsProcessingParameterFile("MODEL", "Model bundle", fileFilter="ThermoCrop model (*.tcm)",
+                                            optional=True))
+        self.add(QgsProcessingParameterString("LABEL_FIELD", "Class field", defaultValue="crop_pred"))
+        self.add(QgsProcessingParameterString("CONFIDENCE_FIELD", "Confidence field", defaultValue="crop_conf"))
+        self.add(QgsProcessingParameterString("STATUS_FIELD", "Status field", defaultValue="crop_status"))
+        self.add(QgsProcessingParameterFeatureSink("OUTPUT", "Classified parcels",
+                                                   QgsProcessing.TypeVectorPolygon))
+
+    def checkParameterValues(self, parameters, context):  # noqa: N802
+        ok, message = super().checkParameterValues(parameters, context)
+        if not ok:
+            return ok, message
+        weather = self.parameterAsFile(parameters, "WEATHER", context)
+        ok, message = self.check_files([weather], "temperature file")
+        if not ok:
+            return ok, message
+        model = self.parameterAsFile(parameters, "MODEL", context)
+        if model and not os.path.isfile(model):
+            return False, f"The model bundle {model!r} does not exist; choose a .tcm file or leave it empty."
+        names = [self.parameterAsString(parameters, key, context)
+                 for key in ("LABEL_FIELD", "CONFIDENCE_FIELD", "STATUS_FIELD")]
+        if any(not name.strip() for name in names) or len(set(names)) < 3:
+            return False, "The class, confidence and status fields need three different, non-empty names."
+        if not self.parameterAsLayerList(parameters, "SCENES", context):
+            return False, "Give at least one Sentinel-2 scene."
+        return True, ""
+
+    def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
+        source = self.parameterAsSource(parameters, "INPUT", context)
+        if source is None:
+            raise QgsProcessingException("The parcel layer could not be read; check INPUT.")
+        scenes = self.scene_paths(self.parameterAsLayerList(parameters, "SCENES", context), context)
+        weather = self.parameterAsFile(parameters, "WEATHER", context)
+        model_path = self.parameterAsFile(parameters, "MODEL", context) or None
+        label_field = self.parameterAsString(parameters, "LABEL_FIELD", context)
+        conf_field = self.parameterAsString(parameters, "CONFIDENCE_FIELD", context)
+        status_field = self.parameterAsString(parameters, "STATUS_FIELD", context)
+
+        def load():
+            from ...core.bundle import default_bundle_path, load_bundle
+
+            return load_bundle(model_path or default_bundle_path())
+
+        bundle = self.run_core(load)
+        feedback.pushInfo(f"Model: {bundle.config.variant}, classes {', '.join(bundle.classes)}")
+        frame, fids = features_to_frame(source.getFeatures(), source.sourceCrs())
+        feedback.pushInfo(f"{len(fids)} parcels, {len(scenes)} scene files")
+
+        def classify():
+            from ...core.classify import classify_parcels
+
+            return classify_parcels(frame, scenes, weather, bundle, progress=self.progress(feedback, 0.0, 0.95))
+
+        result = self.run_core(classify)
+        by_fid = {fids[row]: i for i, row in enumerate(result.rows)}
+
+        fields = QgsFields(source.fields())
+        existing = {f.name() for f in fields}
+        for name, kind, length in ((label_field, QVariant.String, 40), (conf_field, QVariant.Double, 0),
+                                   (status_field, QVariant.String, 40)):
+            if name in existing:
+                raise QgsProcessingException(f"The parcel layer already has a field '{name}'; choose another "
+                                             "output field name.")
+            fields.append(QgsField(name, kind, len=length))
+        sink, dest_id = self.parameterAsSink(parameters, "OUTPUT", context, fields, source.wkbType(),
+                                             source.sourceCrs())
+        if sink is None:
+            raise QgsProcessingException("The output layer could not be created; check OUTPUT.")
+        total = max(source.featureCount(), 1)
+        for n, feature in enumerate(source.getFeatures()):
+            if feedback.isCanceled():
+                break
+            i = by_fid.get(feature.id())
+            out = QgsFeature(fields)
+            out.setGeometry(feature.geometry())
+            confidence = None if i is None or math.isnan(result.confidence[i]) else float(result.confidence[i])
+            out.setAttributes(feature.attributes() + [
+                None if i is None or not result.labels[i] else str(result.labels[i]),
+                confidence,
+                "not_classified" if i is None else str(result.status[i])])
+            sink.addFeature(out, QgsFeatureSink.FastInsert)
+            feedback.setProgress(95.0 + 5.0 * n / total)
+        del sink  # flushes and closes a file output before it is styled below
+
+        counts = result.counts()
+        for key in sorted(counts):
+            feedback.pushInfo(f"  {key}: {counts[key]}")
+        self._style = (dest_id, label_field, tuple(bundle.classes), dict(bundle.config.colours))
+        return {"OUTPUT": dest_id, "CLASSIFIED": int((result.status == "ok").sum())}
+
+    def postProcessAlgorithm(self, context, feedback):  # noqa: N802
+        dest_id, field, classes, colours = self._style
+        layer = QgsProcessingUtils.mapLayerFromString(dest_id, context)
+        if layer is not None:
+            apply_class_style(layer, field, classes, colours)
+            qml = save_style_beside(layer, layer.source())
+            if qml is not None:
+                feedback.pushInfo(f"Style saved to {qml}")
+        if context.willLoadLayerOnCompletion(dest_id):
+            processor = _StyleLoadedLayer(field, classes, colours)
+            _POST_PROCESSORS.append(processor)
+            context.layerToLoadOnCompletionDetails(dest_id).setPostProcessor(processor)
+        return {}

@@ -1,0 +1,84 @@
+"""The plugin object QGIS loads: registers the Processing provider, the dock and its menu entries."""
+
+from __future__ import annotations
+
+import logging
+
+from qgis.core import QgsApplication, QgsMessageLog, Qgis
+from qgis.PyQt.QtGui import QIcon
+from qgis.PyQt.QtWidgets import QAction
+
+from .algorithms.base import ICON
+from .dependencies import activate_dependency_folder, describe_missing, missing_requirements
+
+log = logging.getLogger(__name__)
+
+
+class ThermoCropPlugin:
+    """Entry point: ``initProcessing`` (also run headless), ``initGui`` and ``unload``."""
+
+    def __init__(self, iface) -> None:
+        self.iface = iface
+        self.provider = None
+        self.dock = None
+        self.action = None
+        self.missing = []
+
+    def initProcessing(self) -> None:  # noqa: N802 (QGIS API)
+        """Register the provider; qgis_process calls only this."""
+        activate_dependency_folder_safely()
+        self.missing = missing_requirements()
+        if self.missing:
+            QgsMessageLog.logMessage(describe_missing(self.missing), "ThermoCrop", Qgis.Warning)
+        from .provider import ThermoCropProvider
+
+        self.provider = ThermoCropProvider()
+        QgsApplication.processingRegistry().addProvider(self.provider)
+
+    def initGui(self) -> None:  # noqa: N802
+        self.initProcessing()
+        self.action = QAction(QIcon(str(ICON)), "ThermoCrop", self.iface.mainWindow())
+        self.action.setCheckable(True)
+        self.action.setToolTip("Classify parcels with ThermoCrop")
+        self.action.toggled.connect(self._toggle_dock)
+        self.iface.addPluginToMenu("&ThermoCrop", self.action)
+        self.iface.addToolBarIcon(self.action)
+        if self.missing:
+            self.iface.messageBar().pushMessage(
+                "ThermoCrop", "Missing Python packages: " + ", ".join(r.module for r in self.missing)
+                + ". Open the ThermoCrop dock to install them.", Qgis.Warning, 15)
+
+    def _toggle_dock(self, visible: bool) -> None:
+        if self.dock is None:
+            from qgis.PyQt.QtCore import Qt
+
+            from .dock import ThermoCropDock
+
+            self.dock = ThermoCropDock(self.iface)
+            self.iface.addDockWidget(Qt.RightDockWidgetArea, self.dock)
+            self.dock.visibilityChanged.connect(self.action.setChecked)
+        self.dock.setVisible(visible)
+
+    def unload(self) -> None:
+        """Remove everything initGui and initProcessing added."""
+        if self.dock is not None:
+            self.dock.shutdown()
+            self.iface.removeDockWidget(self.dock)
+            self.dock.deleteLater()
+            self.dock = None
+        if self.action is not None:
+            self.iface.removePluginMenu("&ThermoCrop", self.action)
+            self.iface.removeToolBarIcon(self.action)
+            self.action.deleteLater()
+            self.action = None
+        if self.provider is not None:
+            QgsApplication.processingRegistry().removeProvider(self.provider)
+            self.provider = None
+
+
+def activate_dependency_folder_safely() -> None:
+    """Make the plugin-owned package folder importable, if there is one (never fails the load)."""
+    try:
+        activate_dependency_folder()
+    except Exception as exc:  # the profile folder may be unreadable; plugins must still load
+        log.warning("Could not use the ThermoCrop package folder: %s", exc)

@@ -1,0 +1,29 @@
+"""The ``thermocrop`` Processing provider: Toolbox, models, scripts and ``qgis_process``."""
+
+from __future__ import annotations
+
+from qgis.core import QgsProcessingProvider
+from qgis.PyQt.QtGui import QIcon
+
+from .algorithms.base import ICON
+from .algorithms.classify_parcels import ClassifyParcels
+from .algorithms.export_training_data import ExportTrainingData
+from .algorithms.parcel_gdd import ParcelGDD
+from .algorithms.train_model import TrainModel
+
+
+class ThermoCropProvider(QgsProcessingProvider):
+    """Provides classifyparcels, parcelgdd, exporttrainingdata and trainmodel."""
+
+    def id(self) -> str:
+        return "thermocrop"
+
+    def name(self) -> str:
+        return "ThermoCrop"
+
+    def icon(self) -> QIcon:
+        return QIcon(str(ICON))
+
+    def loadAlgorithms(self) -> None:  # noqa: N802 (QGIS API)
+        for algorithm in (ClassifyParcels(), ParcelGDD(), ExportTrainingData(), TrainModel()):
+            self.addAlgorithm(algorithm)

@@ -1,0 +1,59 @@
+"""Categorized styles in the model's class colours, applied to layers and saved beside outputs."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Mapping, Optional, Sequence
+
+from qgis.core import (
+    QgsCategorizedSymbolRenderer,
+    QgsFillSymbol,
+    QgsRendererCategory,
+    QgsVectorLayer,
+)
+from qgis.PyQt.QtGui import QColor
+
+log = logging.getLogger(__name__)
+
+UNCLASSIFIED_COLOUR = "#bdbdbd"
+
+
+def class_renderer(field: str, classes: Sequence[str], colours: Mapping[str, str]) -> QgsCategorizedSymbolRenderer:
+    """A categorized renderer on ``field``: one category per class plus one for unclassified."""
+    categories = []
+    for name in list(classes) + [""]:
+        symbol = QgsFillSymbol.createSimple({"outline_color": "#404040", "outline_width": "0.2"})
+        symbol.setColor(QColor(colours.get(name, UNCLASSIFIED_COLOUR) if name else UNCLASSIFIED_COLOUR))
+        categories.append(QgsRendererCategory(name, symbol, name or "not classified"))
+    return QgsCategorizedSymbolRenderer(field, categories)
+
+
+def apply_class_style(layer: QgsVectorLayer, field: str, classes: Sequence[str],
+                      colours: Mapping[str, str]) -> None:
+    """Give ``layer`` the class renderer and repaint it."""
+    layer.setRenderer(class_renderer(field, classes, colours))
+    layer.triggerRepaint()
+
+
+def save_style_beside(layer: QgsVectorLayer, path: str) -> Optional[Path]:
+    """Save the layer's style as ``<file>.qml`` beside a file output, and into a GeoPackage.
+
+    QGIS loads a same-named .qml, or the default style stored in a GeoPackage, when the file is
+    opened, so outputs of headless runs open styled.
+
+    Returns:
+        The .qml path, or None when ``path`` is not a file.
+    """
+    file_path = Path(path.split("|")[0])
+    if not file_path.is_file():
+        return None
+    qml = file_path.with_suffix(".qml")
+    message, ok = layer.saveNamedStyle(str(qml))
+    if not ok:
+        log.warning("Could not save the style beside %s: %s", file_path, message)
+    if file_path.suffix.lower() == ".gpkg":
+        error = layer.saveStyleToDatabase("thermocrop", "ThermoCrop classes", True, "")
+        if error:
+            log.warning("Could not store the style in %s: %s", file_path, error)
+    return qml
