@@ -1,0 +1,87 @@
+"""One QGIS application per test session (offscreen), Processing, and a small trained model."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+QGIS_PLUGINS = "/usr/share/qgis/python/plugins"
+
+
+@pytest.fixture(scope="session")
+def qgis_app(tmp_path_factory):
+    """The QgsApplication with Processing initialised and a throw-away profile folder."""
+    pytest.importorskip("qgis")
+    from qgis.core import QgsApplication
+
+    profile = tmp_path_factory.mktemp("qgis-profile")
+    app = QgsApplication([], False, str(profile))
+    app.initQgis()
+    # QGIS's own Processing plugin is a plugin folder, not an installed package.
+    if QGIS_PLUGINS not in sys.path:
+        sys.path.append(QGIS_PLUGINS)
+    from processing.core.Processing import Processing
+
+    Processing.initialize()
+    yield app
+    Processing.deinitialize()
+
+
+@pytest.fixture(scope="session")
+def provider(qgis_app):
+    """The ThermoCrop provider, registered for the session."""
+    from qgis.core import QgsApplication
+
+    from thermocrop.plugin.provider import ThermoCropProvider
+
+    registry = QgsApplication.processingRegistry()
+    existing = registry.providerById("thermocrop")
+    if existing is not None:
+        return existing
+    provider = ThermoCropProvider()
+    registry.addProvider(provider)
+    return provider
+
+
+@pytest.fixture(scope="session")
+def small_bundle(tiny_region, tmp_path_factory):
+    """A model bundle briefly trained on the tiny region (a few hundred steps, CPU)."""
+    pytest.importorskip("torch")
+    import torch
+
+    from thermocrop.core.bundle import BundleConfig, InputScaling, save_bundle
+    from thermocrop.core.crops import CROP_CLASSES
+    from thermocrop.core.extract import extract_pixel_sets
+    from thermocrop.core.models import build_model
+
+    ps = extract_pixel_sets(tiny_region / "parcels.gpkg", tiny_region / "scenes", tiny_region / "weather.nc",
+                            label_field="crop", max_pixels=16)
+    keep = np.flatnonzero((ps.status == "ok") & (ps.labels >= 0))
+    train = ps.subset(keep)
+    scaling = InputScaling.from_pixel_sets(train)
+    torch.manual_seed(0)
+    model = build_model("tpe_sinusoidal", len(CROP_CLASSES))
+    x = torch.from_numpy(scaling.apply(np.asarray(train.pixels), np.asarray(train.pixel_mask)))
+    pmask = torch.from_numpy(np.asarray(train.pixel_mask))
+    dmask = torch.from_numpy(np.asarray(train.date_mask))
+    dos = torch.from_numpy(np.broadcast_to(train.day_of_season, train.gdd.shape).copy())
+    gdd = torch.from_numpy(np.asarray(train.gdd, dtype=np.float32))
+    y = torch.from_numpy(train.labels.astype(np.int64))
+    opt = torch.optim.Adam(model.parameters(), lr=2e-3)
+    gen = torch.Generator().manual_seed(0)
+    model.train()
+    for _ in range(120):
+        b = torch.randint(0, len(y), (32,), generator=gen)
+        loss = torch.nn.functional.cross_entropy(model(x[b], pmask[b], dmask[b], dos[b], gdd[b]), y[b])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    path = tmp_path_factory.mktemp("model") / "small.tcm"
+    save_bundle(path, model, BundleConfig(variant="tpe_sinusoidal", classes=CROP_CLASSES, scaling=scaling,
+                                          provenance={"regions": "FR2 synthetic seed 0", "metrics": {}}))
+    return path

@@ -1,0 +1,131 @@
+"""Plugin entry: initProcessing / initGui / unload with a stand-in for the QGIS main window."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.qgis
+
+
+class _Iface:
+    """The part of QgisInterface the plugin uses, recording what was added and removed."""
+
+    def __init__(self):
+        from qgis.PyQt.QtWidgets import QMainWindow
+
+        from qgis.gui import QgsMessageBar
+
+        self.window = QMainWindow()
+        self.bar = QgsMessageBar()
+        self.menu, self.toolbar, self.docks = [], [], []
+
+    def mainWindow(self):  # noqa: N802
+        return self.window
+
+    def messageBar(self):  # noqa: N802
+        return self.bar
+
+    def addPluginToMenu(self, name, action):  # noqa: N802
+        self.menu.append(action)
+
+    def removePluginMenu(self, name, action):  # noqa: N802
+        self.menu.remove(action)
+
+    def addToolBarIcon(self, action):  # noqa: N802
+        self.toolbar.append(action)
+
+    def removeToolBarIcon(self, action):  # noqa: N802
+        self.toolbar.remove(action)
+
+    def addDockWidget(self, area, dock):  # noqa: N802
+        self.docks.append(dock)
+
+    def removeDockWidget(self, dock):  # noqa: N802
+        self.docks.remove(dock)
+
+
+def test_class_factory_init_and_unload_leave_nothing_behind(qgis_app):
+    from qgis.core import QgsApplication
+
+    import thermocrop
+
+    registry = QgsApplication.processingRegistry()
+    before = registry.providerById("thermocrop")
+    if before is not None:
+        registry.removeProvider(before)
+    iface = _Iface()
+    plugin = thermocrop.classFactory(iface)
+    plugin.initGui()
+    provider = registry.providerById("thermocrop")
+    assert provider is not None
+    assert {a.name() for a in provider.algorithms()} == {
+        "classifyparcels", "parcelgdd", "exporttrainingdata", "trainmodel"}
+    assert len(iface.menu) == 1 and len(iface.toolbar) == 1
+    plugin.action.setChecked(True)
+    assert len(iface.docks) == 1
+    plugin.unload()
+    assert registry.providerById("thermocrop") is None
+    assert iface.menu == [] and iface.toolbar == [] and iface.docks == []
+
+
+def test_every_parameter_has_help(provider):
+    for algorithm in provider.algorithms():
+        for parameter in algorithm.parameterDefinitions():
+            assert parameter.help(), f"{algorithm.id()} {parameter.name()} has no help text"
+            assert parameter.name() in algorithm.shortHelpString()
+
+
+def test_plugin_loads_and_reports_when_torch_is_missing(tmp_path):
+    # A fresh interpreter with torch blocked, as on a machine without it.
+    code = """
+import sys
+sys.modules['torch'] = None
+from qgis.core import QgsApplication
+app = QgsApplication([], False); app.initQgis()
+from thermocrop.plugin.dependencies import missing_requirements, describe_missing
+import thermocrop
+class I:
+    pass
+plugin = thermocrop.classFactory(I())
+plugin.initProcessing()
+print('PROVIDER', QgsApplication.processingRegistry().providerById('thermocrop') is not None)
+print('MISSING', [r.module for r in plugin.missing])
+print(describe_missing(plugin.missing))
+plugin.unload()
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "PROVIDER True" in proc.stdout
+    assert "MISSING ['torch']" in proc.stdout
+    assert "torch==2.13.0" in proc.stdout and "pip install" in proc.stdout
+
+
+def test_install_command_pins_qgis_numpy(tmp_path):
+    import numpy
+
+    from thermocrop.plugin.dependencies import REQUIREMENTS, install_command
+
+    command, constraints = install_command([REQUIREMENTS[0]], tmp_path)
+    assert command[1:4] == ["-m", "pip", "install"]
+    assert "--target" in command and str(tmp_path) in command
+    assert command[-1] == "torch==2.13.0"
+    assert constraints == f"numpy=={numpy.__version__}\n"
+
+
+def test_dependency_folder_becomes_importable(tmp_path):
+    from thermocrop.plugin.dependencies import activate_dependency_folder
+
+    folder = tmp_path / "pkgs"
+    assert not activate_dependency_folder(folder)
+    folder.mkdir()
+    (folder / "tc_probe_module.py").write_text("VALUE = 42\n")
+    try:
+        assert activate_dependency_folder(folder)
+        assert importlib.import_module("tc_probe_module").VALUE == 42
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop("tc_probe_module", None)
