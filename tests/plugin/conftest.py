@@ -48,7 +48,7 @@ def provider(qgis_app):
 
 
 @pytest.fixture(scope="session")
-def small_bundle(tiny_region, tmp_path_factory):
+def small_bundle(tiny_region, region_weather_csv, tmp_path_factory):
     """A model bundle briefly trained on the tiny region (a few hundred steps, CPU)."""
     pytest.importorskip("torch")
     import torch
@@ -58,7 +58,7 @@ def small_bundle(tiny_region, tmp_path_factory):
     from thermocrop.core.extract import extract_pixel_sets
     from thermocrop.core.models import build_model
 
-    ps = extract_pixel_sets(tiny_region / "parcels.gpkg", tiny_region / "scenes", tiny_region / "weather.nc",
+    ps = extract_pixel_sets(tiny_region / "parcels.gpkg", tiny_region / "scenes", region_weather_csv,
                             label_field="crop", max_pixels=16)
     keep = np.flatnonzero((ps.status == "ok") & (ps.labels >= 0))
     train = ps.subset(keep)
@@ -85,3 +85,24 @@ def small_bundle(tiny_region, tmp_path_factory):
     save_bundle(path, model, BundleConfig(variant="tpe_sinusoidal", classes=CROP_CLASSES, scaling=scaling,
                                           provenance={"regions": "FR2 synthetic seed 0", "metrics": {}}))
     return path
+
+
+@pytest.fixture(scope="session")
+def region_weather_csv(tiny_region, tmp_path_factory):
+    """The tiny region's E-OBS grid averaged into one station CSV (date,tmin,tmax)."""
+    import xarray as xr
+
+    with xr.open_dataset(tiny_region / "weather.nc") as ds:
+        tmin = ds["tn"].mean(("latitude", "longitude")).to_numpy()
+        tmax = ds["tx"].mean(("latitude", "longitude")).to_numpy()
+        dates = ds["time"].to_numpy().astype("datetime64[D]")
+    path = tmp_path_factory.mktemp("weather") / "station.csv"
+    lines = ["date,tmin,tmax"] + [f"{d},{a:.3f},{b:.3f}" for d, a, b in zip(dates, tmin, tmax)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="session")
+def scene_files(tiny_region):
+    """The tiny region's scene files, as a Processing multiple-layer value."""
+    return sorted(str(p) for p in (tiny_region / "scenes").glob("*.tif"))

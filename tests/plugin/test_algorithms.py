@@ -1,0 +1,137 @@
+"""Every ThermoCrop Processing algorithm through ``processing.run`` on small real files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.qgis
+
+
+def _run(alg: str, params: dict):
+    import processing
+    from qgis.core import QgsProcessingContext, QgsProcessingFeedback
+
+    return processing.run(alg, params, context=QgsProcessingContext(), feedback=QgsProcessingFeedback())
+
+
+@pytest.mark.slow
+def test_classifyparcels_matches_core_and_saves_style(provider, tiny_region, scene_files, region_weather_csv,
+                                                      small_bundle, tmp_path):
+    import geopandas as gpd
+    from qgis.core import QgsCategorizedSymbolRenderer, QgsVectorLayer
+
+    from thermocrop.core.classify import classify_parcels
+
+    out = tmp_path / "classified.gpkg"
+    result = _run("thermocrop:classifyparcels", {
+        "INPUT": str(tiny_region / "parcels.gpkg"), "SCENES": scene_files, "WEATHER": str(region_weather_csv),
+        "MODEL": str(small_bundle), "OUTPUT": str(out)})
+    assert result["OUTPUT"] == str(out)
+
+    # Second route: core straight on the files, then compared parcel by parcel.
+    core = classify_parcels(tiny_region / "parcels.gpkg", tiny_region / "scenes", region_weather_csv,
+                            str(small_bundle), id_field="parcel_id")
+    back = gpd.read_file(out)
+    source = gpd.read_file(tiny_region / "parcels.gpkg")
+    assert len(back) == len(source)
+    assert back["parcel_id"].tolist() == source["parcel_id"].tolist()
+    expected = dict(zip(core.parcel_ids, core.labels))
+    got = dict(zip(back["parcel_id"].astype(str), back["crop_pred"].fillna("")))
+    assert got == expected
+    np.testing.assert_allclose(back["crop_conf"].to_numpy(dtype=float), core.confidence, rtol=1e-4)
+    assert set(back["crop_status"]) <= set(core.status)
+    assert result["CLASSIFIED"] == int((core.status == "ok").sum())
+
+    qml = out.with_suffix(".qml")
+    assert qml.is_file() and "crop_pred" in qml.read_text()
+    layer = QgsVectorLayer(str(out), "x", "ogr")
+    layer.loadDefaultStyle()
+    renderer = layer.renderer()
+    assert isinstance(renderer, QgsCategorizedSymbolRenderer)
+    assert renderer.classAttribute() == "crop_pred"
+    from thermocrop.core.crops import CLASS_COLOURS
+
+    colours = {c.value(): c.symbol().color().name() for c in renderer.categories()}
+    assert all(colours[name] == CLASS_COLOURS[name].lower() for name in CLASS_COLOURS)
+
+
+def test_classifyparcels_refuses_missing_weather_with_a_message(provider, tiny_region, scene_files, tmp_path):
+    from qgis.core import QgsProcessingException
+
+    with pytest.raises(QgsProcessingException, match="temperature file"):
+        _run("thermocrop:classifyparcels", {
+            "INPUT": str(tiny_region / "parcels.gpkg"), "SCENES": scene_files,
+            "WEATHER": str(tmp_path / "nowhere.nc"), "OUTPUT": str(tmp_path / "o.gpkg")})
+    assert not (tmp_path / "o.gpkg").exists()
+
+
+def _square_layer(path):
+    import geopandas as gpd
+    from shapely.geometry import box
+
+    gdf = gpd.GeoDataFrame({"name": ["a", "b"]}, geometry=[box(0, 0, 100, 100), box(500, 0, 600, 100)],
+                           crs="EPSG:32631")
+    gdf.to_file(path, driver="GPKG")
+    return path
+
+
+def test_parcelgdd_by_hand(provider, tmp_path):
+    import geopandas as gpd
+
+    # tmin -4, tmax 16 every day: the paper method clips to 0 and 16 -> 8 per day; the
+    # average method averages to 6 first -> 6 per day. The acquisition day counts.
+    days = np.arange(np.datetime64("2020-12-01"), np.datetime64("2021-06-30"))
+    csv = tmp_path / "station.csv"
+    csv.write_text("date,tmin,tmax\n" + "".join(f"{d},-4,16\n" for d in days))
+    parcels = _square_layer(tmp_path / "p.gpkg")
+    for method, per_day in ((0, 8.0), (1, 6.0)):
+        out = tmp_path / f"gdd{method}.gpkg"
+        _run("thermocrop:parcelgdd", {"INPUT": str(parcels), "WEATHER": str(csv),
+                                      "DATES": "2021-01-10, 2021-03-01", "METHOD": method, "OUTPUT": str(out)})
+        back = gpd.read_file(out)
+        assert back["name"].tolist() == ["a", "b"]
+        np.testing.assert_allclose(back["gdd_20210110"], [10 * per_day] * 2)
+        np.testing.assert_allclose(back["gdd_20210301"], [60 * per_day] * 2)
+
+
+def test_parcelgdd_refuses_bad_dates(provider, tmp_path):
+    from qgis.core import QgsProcessingException
+
+    csv = tmp_path / "s.csv"
+    csv.write_text("date,tmin,tmax\n2021-01-01,0,10\n")
+    with pytest.raises(QgsProcessingException, match="YYYY-MM-DD"):
+        _run("thermocrop:parcelgdd", {"INPUT": str(_square_layer(tmp_path / "p.gpkg")), "WEATHER": str(csv),
+                                      "DATES": "tenth of may", "OUTPUT": str(tmp_path / "o.gpkg")})
+
+
+@pytest.mark.slow
+def test_exporttrainingdata_writes_a_dataset(provider, tiny_region, scene_files, region_weather_csv, tmp_path):
+    import geopandas as gpd
+
+    from thermocrop.core.dataset import open_dataset
+
+    out = tmp_path / "dataset"
+    result = _run("thermocrop:exporttrainingdata", {
+        "INPUT": str(tiny_region / "parcels.gpkg"), "LABEL_FIELD": "crop", "SCENES": scene_files,
+        "WEATHER": str(region_weather_csv), "MAX_PIXELS": 8, "OUTPUT": str(out)})
+    ps = open_dataset(result["OUTPUT"])
+    source = gpd.read_file(tiny_region / "parcels.gpkg")
+    assert len(ps.parcel_ids) == len(source)
+    assert ps.pixels.shape[-1] == 8
+    names = np.asarray(ps.classes, dtype=object)[ps.labels[ps.labels >= 0]]
+    assert sorted(names) == sorted(source["crop"][ps.labels >= 0])
+
+
+def test_trainmodel_writes_a_bundle(provider, tiny_region, scene_files, region_weather_csv, tmp_path):
+    pytest.importorskip("thermocrop.training.train")
+    from thermocrop.core.bundle import load_bundle
+
+    data = tmp_path / "dataset"
+    _run("thermocrop:exporttrainingdata", {
+        "INPUT": str(tiny_region / "parcels.gpkg"), "LABEL_FIELD": "crop", "SCENES": scene_files,
+        "WEATHER": str(region_weather_csv), "MAX_PIXELS": 4, "OUTPUT": str(data)})
+    out = tmp_path / "m.tcm"
+    _run("thermocrop:trainmodel", {"DATASETS": str(data), "VARIANT": 1, "EPOCHS": 1, "DEVICE": 1,
+                                   "OUTPUT": str(out)})
+    assert load_bundle(out).config.variant == "tpe_sinusoidal"
