@@ -135,3 +135,27 @@ def test_trainmodel_writes_a_bundle(provider, tiny_region, scene_files, region_w
     _run("thermocrop:trainmodel", {"DATASETS": str(data), "VARIANT": 1, "EPOCHS": 1, "DEVICE": 1,
                                    "OUTPUT": str(out)})
     assert load_bundle(out).config.variant == "tpe_sinusoidal"
+
+
+@pytest.mark.slow
+def test_qgis_process_classifies_headless_and_styles(tiny_region, scene_files, region_weather_csv, small_bundle,
+                                                     tmp_path):
+    import geopandas as gpd
+
+    from thermocrop.plugin.headless import run_algorithm
+
+    out = tmp_path / "headless.gpkg"
+    params = [("INPUT", str(tiny_region / "parcels.gpkg"))] + [("SCENES", f) for f in scene_files] + [
+        ("WEATHER", str(region_weather_csv)), ("MODEL", str(small_bundle)), ("LABEL_FIELD", "pred"),
+        ("OUTPUT", str(out))]
+    answer = run_algorithm("thermocrop:classifyparcels", params, tmp_path / "profile", timeout=600)
+    assert answer["results"]["OUTPUT"] == str(out)
+    back = gpd.read_file(out)
+    assert len(back) == len(gpd.read_file(tiny_region / "parcels.gpkg"))
+    ok = back["crop_status"] == "ok"
+    assert ok.sum() == answer["results"]["CLASSIFIED"] > 0
+    from thermocrop.core.crops import CROP_CLASSES
+
+    assert back.loc[ok, "pred"].isin(CROP_CLASSES).all()
+    assert back.loc[~ok, "pred"].isna().all()
+    assert "pred" in out.with_suffix(".qml").read_text()
