@@ -1,0 +1,173 @@
+"""The dock driven programmatically: run, undo, cancel, read-only layers, overwrite, explain."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.qgis
+
+
+@pytest.fixture
+def parcels_layer(qgis_app, tiny_region, tmp_path):
+    """A writable copy of the tiny region's parcels, added to the project."""
+    from qgis.core import QgsProject, QgsVectorLayer
+
+    path = tmp_path / "parcels.gpkg"
+    shutil.copy(tiny_region / "parcels.gpkg", path)
+    layer = QgsVectorLayer(str(path), "parcels", "ogr")
+    assert layer.isValid()
+    QgsProject.instance().addMapLayer(layer)
+    yield layer
+    QgsProject.instance().removeAllMapLayers()
+
+
+@pytest.fixture
+def dock(qgis_app, tiny_region, region_weather_csv, small_bundle):
+    from thermocrop.plugin.dock import ThermoCropDock
+
+    widget = ThermoCropDock()
+    widget.add_scene_paths([str(tiny_region / "scenes")])
+    widget.weather.setFilePath(str(region_weather_csv))
+    widget.model.setFilePath(str(small_bundle))
+    yield widget
+    widget.shutdown()
+    widget.deleteLater()
+
+
+def _wait(dock, timeout=300):
+    from qgis.core import QgsApplication
+
+    end = time.monotonic() + timeout
+    while dock.task is not None:
+        QgsApplication.processEvents()
+        time.sleep(0.02)
+        assert time.monotonic() < end, "the classification task did not finish"
+
+
+def _values(layer, field):
+    return {f["parcel_id"]: f[field] for f in layer.getFeatures()}
+
+
+@pytest.mark.slow
+def test_run_writes_one_undoable_edit(dock, parcels_layer, tiny_region, region_weather_csv, small_bundle):
+    from thermocrop.core.classify import classify_parcels
+
+    dock.layer_combo.setLayer(parcels_layer)
+    fields_before = parcels_layer.fields().names()
+    assert dock.start() is not None
+    _wait(dock)
+    assert "crop_pred" in parcels_layer.fields().names()
+    core = classify_parcels(tiny_region / "parcels.gpkg", tiny_region / "scenes", region_weather_csv,
+                            str(small_bundle), id_field="parcel_id")
+    expected = {pid: (label or None) for pid, label in zip(core.parcel_ids, core.labels)}
+    got = {str(k): (v if v not in ("", None) and str(v) != "NULL" else None)
+           for k, v in _values(parcels_layer, "crop_pred").items()}
+    assert got == expected
+    conf = _values(parcels_layer, "crop_conf")
+    ok = core.status == "ok"
+    np.testing.assert_allclose([conf[p] for p in core.parcel_ids[ok]], core.confidence[ok], rtol=1e-4)
+    assert parcels_layer.renderer().type() == "categorizedSymbol"
+    counts = core.counts()
+    assert all(f"{k}: {v}" in dock.counts.toPlainText() for k, v in counts.items())
+
+    assert parcels_layer.undoStack().count() == 1
+    parcels_layer.undoStack().undo()
+    assert parcels_layer.fields().names() == fields_before
+
+
+@pytest.mark.slow
+def test_cancel_mid_run_leaves_the_layer_unchanged(dock, parcels_layer):
+    dock.layer_combo.setLayer(parcels_layer)
+    fields_before = parcels_layer.fields().names()
+    task = dock.start()
+    seen = []
+
+    def cancel_on_progress(p):
+        if p > 0 and not seen:
+            seen.append(p)
+            dock.cancel()
+
+    task.progressChanged.connect(cancel_on_progress)
+    _wait(dock)
+    assert seen and seen[0] < 100
+    assert "Cancelled" in dock.message.text()
+    assert parcels_layer.fields().names() == fields_before
+    assert not parcels_layer.isModified() and parcels_layer.undoStack().count() == 0
+
+
+@pytest.mark.slow
+def test_read_only_layer_gets_a_new_layer(dock, parcels_layer):
+    from qgis.core import QgsProject
+
+    parcels_layer.setReadOnly(True)
+    dock.layer_combo.setLayer(parcels_layer)
+    fields_before = parcels_layer.fields().names()
+    dock.start()
+    _wait(dock)
+    assert parcels_layer.fields().names() == fields_before
+    out = dock.output_layer
+    assert out is not parcels_layer and out.id() in QgsProject.instance().mapLayers()
+    assert out.featureCount() == parcels_layer.featureCount()
+    assert {f["parcel_id"] for f in out.getFeatures()} == {f["parcel_id"] for f in parcels_layer.getFeatures()}
+    assert sum(1 for f in out.getFeatures() if f["crop_pred"]) > 0
+
+
+def test_existing_fields_are_kept_unless_the_user_agrees(qgis_app):
+    from qgis.core import QgsFeature, QgsField, QgsGeometry, QgsVectorLayer
+    from qgis.PyQt.QtCore import QVariant
+
+    from thermocrop.plugin.dock import write_result_to_layer
+
+    layer = QgsVectorLayer("Polygon?crs=EPSG:32631", "p", "memory")
+    layer.dataProvider().addAttributes([QgsField("crop_pred", QVariant.String)])
+    layer.updateFields()
+    features = []
+    for i in range(2):
+        f = QgsFeature(layer.fields())
+        f.setGeometry(QgsGeometry.fromWkt(f"POLYGON(({i} 0, {i + 1} 0, {i + 1} 1, {i} 0))"))
+        f.setAttributes(["old"])
+        features.append(f)
+    layer.dataProvider().addFeatures(features)
+    fids = [f.id() for f in layer.getFeatures()]
+    result = SimpleNamespace(rows=np.array([0, 1]), status=np.array(["ok", "too_small"]),
+                             labels=np.array(["corn", ""]), confidence=np.array([0.75, np.nan]))
+    asked = []
+    assert write_result_to_layer(layer, fids, result, "crop_pred", "crop_conf",
+                                 lambda names: asked.append(names) or False) is None
+    assert asked == [["crop_pred"]] and [f["crop_pred"] for f in layer.getFeatures()] == ["old", "old"]
+    assert write_result_to_layer(layer, fids, result, "crop_pred", "crop_conf", lambda names: True) is layer
+    assert [f["crop_pred"] for f in layer.getFeatures()] == ["corn", None]
+    assert [f["crop_conf"] for f in layer.getFeatures()][0] == pytest.approx(0.75)
+    layer.undoStack().undo()
+    assert [f["crop_pred"] for f in layer.getFeatures()] == ["old", "old"]
+
+
+def test_ndvi_series_by_hand():
+    from thermocrop.core.bands import S2_BANDS
+    from thermocrop.plugin.dock import ndvi_series
+
+    pixels = np.zeros((1, 3, len(S2_BANDS), 2), dtype=np.uint16)
+    red, nir = S2_BANDS.index("B04"), S2_BANDS.index("B08")
+    pixels[0, :, red] = [[1000, 2000], [1000, 1000], [500, 500]]
+    pixels[0, :, nir] = [[3000, 2000], [3000, 9000], [500, 500]]
+    pixel_mask = np.array([[[True, True], [True, False], [True, True]]])
+    date_mask = np.array([[True, True, False]])
+    ps = SimpleNamespace(bands=S2_BANDS, pixels=pixels, pixel_mask=pixel_mask, date_mask=date_mask)
+    # Date 0: (0.5 + 0) / 2; date 1: only the first pixel, 0.5; date 2 unusable.
+    np.testing.assert_allclose(ndvi_series(ps), [0.25, 0.5, np.nan])
+
+
+@pytest.mark.slow
+def test_explain_draws_ndvi_and_probabilities(dock, parcels_layer):
+    dock.layer_combo.setLayer(parcels_layer)
+    fid = next(f.id() for f in parcels_layer.getFeatures() if f.geometry().area() > 20000)
+    figure, ndvi, probs = dock.explain(fid)
+    assert len(figure.axes) == 3
+    assert np.isfinite(ndvi).sum() > 5 and np.nanmax(ndvi) <= 1
+    assert probs.sum() == pytest.approx(1.0, abs=1e-4)
+    assert dock.figure_canvas is not None
