@@ -52,7 +52,7 @@ def enable_plugin(profile_dir: Path, timeout: float = 300) -> None:
     profile_dir.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run([qgis_process_program(), "plugins", "enable", "thermocrop"], env=qgis_process_env(
         profile_dir), capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
+    if proc.returncode != 0 and "already enabled" not in proc.stdout + proc.stderr:
         raise RuntimeError(f"qgis_process could not enable the plugin:\n{proc.stdout}\n{proc.stderr}")
 
 
@@ -73,5 +73,8 @@ def run_algorithm(algorithm: str, parameters: Sequence[tuple[str, str]], profile
                           timeout=timeout)
     start = proc.stdout.find("{")
     if proc.returncode != 0 or start < 0:
-        raise RuntimeError(f"{' '.join(command)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        # The command line lists every scene; the tail of the output says what went wrong.
+        said = [line for line in (proc.stdout + proc.stderr).splitlines()
+                if line.strip() and "DeprecationWarning" not in line]
+        raise RuntimeError(f"qgis_process {algorithm} failed ({proc.returncode}): " + "\n".join(said[-10:]))
     return json.loads(proc.stdout[start:])
