@@ -405,6 +405,7 @@ class ThermoCropDock(QgsDockWidget):
         """
         import numpy as np
         from matplotlib.backends.backend_qt5agg import FigureCanvasQTAgg
+        from matplotlib.dates import DateFormatter
         from matplotlib.figure import Figure
 
         from ..core.classify import _gdd_settings
@@ -428,7 +429,7 @@ class ThermoCropDock(QgsDockWidget):
         ax1.plot(dates, ndvi, "o-", color="#2e7d32")
         ax1.set_ylabel("NDVI")
         ax1.set_title("against calendar date")
-        figure.autofmt_xdate()
+        ax1.xaxis.set_major_formatter(DateFormatter("%b"))
         ax2.plot(np.asarray(ps.gdd[0]), ndvi, "o-", color="#c62828")
         ax2.set_xlabel("growing degree days (°C·d)")
         ax2.set_ylabel("NDVI")
@@ -437,6 +438,10 @@ class ThermoCropDock(QgsDockWidget):
         ax3.barh(list(bundle.classes), probs, color=colours)
         ax3.set_xlim(0, 1)
         ax3.set_xlabel("probability")
+        name = feature["parcel_id"] if feature.fields().indexOf("parcel_id") >= 0 else fid
+        best = int(np.nanargmax(probs)) if np.isfinite(probs).any() else None
+        verdict = f"{bundle.classes[best]} ({probs[best]:.2f})" if best is not None else str(ps.status[0])
+        figure.suptitle(f"parcel {name}: {verdict}", fontsize=10)
         if self.figure_canvas is not None:
             self.explain_layout.removeWidget(self.figure_canvas)
             self.figure_canvas.deleteLater()
