@@ -1,0 +1,306 @@
+"""Training loop of the paper's recipe: random pixel/date sampling, focal loss, Adam with
+per-step cosine annealing, validation macro-F1 each epoch, best checkpoint kept, resumable."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+import torch
+
+from ..core.bundle import BundleConfig, InputScaling, save_bundle
+from ..core.crops import CLASS_COLOURS
+from ..core.dataset import PixelSets
+from ..core.errors import DatasetError
+from ..core.models import VARIANTS, build_model
+from ..core.progress import Progress
+from .evaluate import predict_rows, split_blocks
+from .losses import FocalLoss
+from .metrics import confusion_matrix, scores
+from .sampling import BatchSampler, usable_parcels
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainingConfig:
+    """Settings of one training run (paper values as defaults).
+
+    Attributes:
+        variant: model variant, one of ``core.models.VARIANTS``.
+        epochs: epochs (paper 100).
+        steps_per_epoch: optimiser steps per epoch (paper 500).
+        batch_size: parcels per step (paper 128).
+        sample_pixels: S, random pixels per parcel (paper 64).
+        sample_dates: T, random dates per parcel kept in order (paper 30).
+        lr: Adam learning rate.
+        weight_decay: Adam weight decay.
+        gamma: focal loss gamma.
+        max_shift: ShiftAug range in days (used by the "shiftaug" variant only).
+        seed: seed of the split, the initial weights and the sampling.
+        device: "auto" (CUDA when present), "cpu" or "cuda".
+        amp: mixed precision on CUDA.
+    """
+
+    variant: str = "tpe_recurrent"
+    epochs: int = 100
+    steps_per_epoch: int = 500
+    batch_size: int = 128
+    sample_pixels: int = 64
+    sample_dates: int = 30
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    gamma: float = 1.0
+    max_shift: int = 60
+    seed: int = 0
+    device: str = "auto"
+    amp: bool = False
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ValueError(f"Unknown variant {self.variant!r}; choose one of {VARIANTS}.")
+        for name in ("epochs", "steps_per_epoch", "batch_size", "sample_pixels", "sample_dates"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+
+
+@dataclass
+class TrainingResult:
+    """What a run produced.
+
+    Attributes:
+        bundle_path: the saved bundle (best validation checkpoint).
+        metrics: the content of ``metrics.json``.
+        files: every output file by role.
+    """
+
+    bundle_path: Path
+    metrics: dict[str, Any]
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+def resolve_device(device: str) -> torch.device:
+    """``"auto"`` -> CUDA when available, else CPU."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError("CUDA was asked for but PyTorch sees no GPU; use --device cpu.")
+    return torch.device(device)
+
+
+def output_paths(out: Path) -> dict[str, Path]:
+    """Files written next to the bundle ``out`` (e.g. ``model.tcm``)."""
+    stem = out.with_suffix("")
+    return {"bundle": out, "metrics": Path(f"{stem}.metrics.json"),
+            "confusion": Path(f"{stem}.confusion.png"), "curve": Path(f"{stem}.curve.png"),
+            "checkpoint": Path(f"{stem}.ckpt")}
+
+
+def _check_datasets(datasets: Sequence[PixelSets], what: str) -> tuple[str, ...]:
+    if not datasets:
+        raise DatasetError(f"No {what} datasets given.")
+    classes = tuple(datasets[0].classes)
+    bands = tuple(datasets[0].bands)
+    for ps in datasets:
+        src = ps.meta.get("source", ps.meta.get("path", "a dataset"))
+        if tuple(ps.classes) != classes:
+            raise DatasetError(f"{src}: classes {list(ps.classes)} differ from "
+                               f"{list(classes)}; extract every dataset with the same class list.")
+        if tuple(ps.bands) != bands:
+            raise DatasetError(f"{src}: bands {list(ps.bands)} differ from {list(bands)}.")
+    if not classes:
+        raise DatasetError(f"The {what} dataset has no class list; extract it with --label-field.")
+    return classes
+
+
+def _pooled_scaling(datasets: Sequence[PixelSets], rows: Sequence[np.ndarray],
+                    seed: int) -> InputScaling:
+    """Input scaling from the training parcels of every dataset, weighted by parcel count."""
+    parts = [(InputScaling.from_pixel_sets(ps.subset(np.sort(r)), max_parcels=1000, seed=seed),
+              len(r)) for ps, r in zip(datasets, rows) if len(r)]
+    w = np.array([n for _, n in parts], dtype=np.float64)
+    w /= w.sum()
+    mean = sum(wi * np.asarray(s.mean) for (s, _), wi in zip(parts, w))
+    # Pooled variance: within-dataset variance plus the spread of the dataset means.
+    var = sum(wi * (np.asarray(s.std) ** 2 + (np.asarray(s.mean) - mean) ** 2)
+              for (s, _), wi in zip(parts, w))
+    return InputScaling(parts[0][0].quantification, tuple(mean), tuple(np.sqrt(var)))
+
+
+def _validate(model, scaling, datasets, rows, device, k) -> tuple[float, np.ndarray]:
+    cm = np.zeros((k, k), dtype=np.int64)
+    for ps, r in zip(datasets, rows):
+        if len(r) == 0:
+            continue
+        probs = predict_rows(model, scaling, ps, r, device=str(device))
+        cm += confusion_matrix(np.asarray(ps.labels)[np.sort(r)], probs.argmax(axis=1), k)
+    return scores(cm)["macro_f1"], cm
+
+
+def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
+                config: TrainingConfig = TrainingConfig(),
+                val_datasets: Optional[Sequence[PixelSets]] = None,
+                resume: bool = False, show_progress: bool = True,
+                provenance: Optional[dict[str, Any]] = None,
+                progress: Optional[Progress] = None) -> TrainingResult:
+    """Train one model and write its bundle, metrics, figures and checkpoint.
+
+    Splits: without ``val_datasets`` the parcels of ``datasets`` are split 70/10/20 by
+    spatial block (``split_blocks`` with ``config.seed``); the test blocks are held out and
+    scored at the end. With ``val_datasets`` every usable parcel of ``datasets`` trains and
+    ``val_datasets`` validate (no test split).
+
+    Args:
+        datasets: labelled pixel sets (one per region), same classes and bands.
+        out: bundle path to write (``.tcm``); ``<stem>.metrics.json``, ``.confusion.png``,
+            ``.curve.png`` and ``.ckpt`` (the resumable checkpoint) go beside it.
+        config: run settings.
+        val_datasets: separate validation data.
+        resume: continue from ``<stem>.ckpt`` when it exists (same config expected).
+        show_progress: draw a tqdm bar with loss and validation F1.
+        provenance: extra facts to store in the bundle and metrics.
+        progress: progress and cancellation (checked every step).
+
+    Returns:
+        A ``TrainingResult``.
+    """
+    out = Path(out)
+    paths = output_paths(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    progress = progress or Progress()
+    classes = _check_datasets(datasets, "training")
+    k = len(classes)
+    if val_datasets:
+        if _check_datasets(val_datasets, "validation") != classes:
+            raise DatasetError("The validation data's classes differ from the training data's.")
+        train_rows = [usable_parcels(ps, k) for ps in datasets]
+        val_sets, val_rows = list(val_datasets), [usable_parcels(ps, k) for ps in val_datasets]
+        test_sets, test_rows = [], []
+    else:
+        splits = split_blocks(datasets, k, config.seed)
+        train_rows = [s[0] for s in splits]
+        val_sets, val_rows = list(datasets), [s[1] for s in splits]
+        test_sets, test_rows = list(datasets), [s[2] for s in splits]
+    if sum(len(r) for r in val_rows) == 0:
+        raise DatasetError("The validation split is empty; give --val-data or more blocks.")
+    device = resolve_device(config.device)
+    torch.manual_seed(config.seed)
+    scaling = _pooled_scaling(datasets, train_rows, config.seed)
+    model = build_model(config.variant, k).to(device)
+    shift = config.max_shift if model.config.shift_augment else 0
+    sampler = BatchSampler(datasets, train_rows, scaling, config.sample_pixels,
+                           config.sample_dates, max_shift=shift)
+    optimiser = torch.optim.Adam(model.parameters(), lr=config.lr,
+                                 weight_decay=config.weight_decay)
+    total_steps = config.epochs * config.steps_per_epoch
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=total_steps,
+                                                           eta_min=0.0)
+    loss_fn = FocalLoss(config.gamma)
+    use_amp = config.amp and device.type == "cuda"
+    scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+    history: list[dict[str, Any]] = []
+    best_f1, best_state, start_epoch = -1.0, None, 0
+    if resume and paths["checkpoint"].exists():
+        ckpt = torch.load(paths["checkpoint"], map_location=device, weights_only=True)
+        if ckpt["config"] != asdict(config) | {"device": ckpt["config"]["device"]}:
+            raise ValueError(f"{paths['checkpoint']} was written with other settings; "
+                             "use the same settings or remove the checkpoint to start over.")
+        model.load_state_dict(ckpt["model"])
+        optimiser.load_state_dict(ckpt["optimiser"])
+        scheduler.load_state_dict(ckpt["scheduler"])
+        history, best_f1, start_epoch = ckpt["history"], ckpt["best_f1"], ckpt["epoch"]
+        best_state = ckpt["best_state"]
+        log.info("Resuming %s at epoch %d", paths["checkpoint"], start_epoch)
+
+    bar = None
+    if show_progress:
+        from tqdm import tqdm
+        bar = tqdm(total=total_steps, initial=start_epoch * config.steps_per_epoch,
+                   desc=f"train {config.variant}", unit="step")
+    t0, samples = time.perf_counter(), 0
+    try:
+        for epoch in range(start_epoch, config.epochs):
+            # Seeding per epoch makes a resumed run draw the same batches as an unbroken one.
+            rng = np.random.default_rng([config.seed, epoch])
+            torch.manual_seed(config.seed * 100_003 + epoch)
+            model.train()
+            losses = []
+            for step in range(config.steps_per_epoch):
+                progress((epoch * config.steps_per_epoch + step) / total_steps)
+                b = sampler.sample(config.batch_size, rng)
+                inputs = [torch.from_numpy(a).to(device, non_blocking=True) for a in
+                          (b.pixels, b.pixel_mask, b.date_mask, b.day_of_season, b.gdd)]
+                target = torch.from_numpy(b.labels).to(device)
+                with torch.autocast(device.type, enabled=use_amp):
+                    loss = loss_fn(model(*inputs), target)
+                optimiser.zero_grad(set_to_none=True)
+                scaler.scale(loss).backward()
+                scaler.step(optimiser)
+                scaler.update()
+                scheduler.step()
+                losses.append(float(loss.detach()))
+                samples += len(target)
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{losses[-1]:.3f}",
+                                    f1=f"{history[-1]['val_macro_f1']:.3f}" if history else "-")
+            val_f1, _ = _validate(model, scaling, val_sets, val_rows, device, k)
+            history.append({"epoch": epoch + 1, "loss": float(np.mean(losses)),
+                            "val_macro_f1": val_f1, "lr": scheduler.get_last_lr()[0]})
+            if val_f1 > best_f1:
+                best_f1 = val_f1
+                best_state = {n: t.detach().clone() for n, t in model.state_dict().items()}
+            log.info("epoch %d: loss %.4f, validation macro F1 %.4f", epoch + 1,
+                     history[-1]["loss"], val_f1)
+            torch.save({"config": asdict(config), "model": model.state_dict(),
+                        "optimiser": optimiser.state_dict(), "scheduler": scheduler.state_dict(),
+                        "history": history, "best_f1": best_f1, "best_state": best_state,
+                        "epoch": epoch + 1}, paths["checkpoint"])
+    finally:
+        if bar is not None:
+            bar.close()
+    elapsed = time.perf_counter() - t0
+    model.load_state_dict(best_state)
+    model.eval()
+    return _finish(model, scaling, classes, config, paths, history, best_f1, test_sets,
+                   test_rows, val_sets, val_rows, device, samples / max(elapsed, 1e-9),
+                   provenance or {})
+
+
+def _finish(model, scaling, classes, config, paths, history, best_f1, test_sets, test_rows,
+            val_sets, val_rows, device, samples_per_s, provenance) -> TrainingResult:
+    from .plots import plot_confusion, plot_curves
+
+    k = len(classes)
+    eval_sets, eval_rows, split_name = test_sets, test_rows, "test"
+    if sum(len(r) for r in test_rows) == 0:
+        eval_sets, eval_rows, split_name = val_sets, val_rows, "validation"
+    _, cm = _validate(model, scaling, eval_sets, eval_rows, device, k)
+    result = scores(cm, classes)
+    metrics = {
+        "variant": config.variant, "config": asdict(config), "best_val_macro_f1": best_f1,
+        "eval_split": split_name, "eval": result, "confusion_matrix": cm.tolist(),
+        "classes": list(classes), "history": history,
+        "train_samples_per_s": samples_per_s, **provenance,
+    }
+    bundle_config = BundleConfig(
+        classes=classes, colours={c: CLASS_COLOURS.get(c, "#808080") for c in classes},
+        scaling=scaling,
+        calendar={"season_start": "01-01", "offset": 60.0, "max_shift": config.max_shift},
+        provenance={"training": asdict(config), "best_val_macro_f1": best_f1,
+                    f"{split_name}_macro_f1": result["macro_f1"],
+                    f"{split_name}_overall_accuracy": result["overall_accuracy"], **provenance})
+    save_bundle(paths["bundle"], model.cpu(), bundle_config)
+    model.to(device)
+    paths["metrics"].write_text(json.dumps(metrics, indent=2))
+    plot_confusion(cm, classes, paths["confusion"],
+                   f"{config.variant}: {split_name} macro F1 {result['macro_f1']:.3f}, "
+                   f"OA {result['overall_accuracy']:.3f}")
+    plot_curves(history, paths["curve"], f"{config.variant} ({paths['bundle'].name})")
+    return TrainingResult(paths["bundle"], metrics, dict(paths))
+
