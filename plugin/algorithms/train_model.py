@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import os
 
 from qgis.core import (
@@ -31,7 +30,9 @@ class TrainModel(ThermoCropAlgorithm):
     HELP = {
         "DATASETS": "Dataset folders, separated by ';' (from Export training data).",
         "VARIANT": "Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none.",
-        "EPOCHS": "Passes over the training data.",
+        "EPOCHS": "Training epochs (the paper trains 100).",
+        "STEPS": "Optimiser steps per epoch (the paper uses 500).",
+        "BATCH_SIZE": "Parcels per optimiser step (the paper uses 128).",
         "DEVICE": "auto uses a CUDA GPU when there is one, else the CPU.",
         "OUTPUT": "Model bundle file (.tcm) to write.",
     }
@@ -40,6 +41,10 @@ class TrainModel(ThermoCropAlgorithm):
         self.add(QgsProcessingParameterString("DATASETS", "Dataset folders"))
         self.add(QgsProcessingParameterEnum("VARIANT", "Model variant", options=list(VARIANTS), defaultValue=0))
         self.add(QgsProcessingParameterNumber("EPOCHS", "Epochs", defaultValue=20, minValue=1, maxValue=10000))
+        self.add(QgsProcessingParameterNumber("STEPS", "Steps per epoch", defaultValue=500, minValue=1,
+                                              maxValue=100000))
+        self.add(QgsProcessingParameterNumber("BATCH_SIZE", "Batch size", defaultValue=128, minValue=1,
+                                              maxValue=4096))
         self.add(QgsProcessingParameterEnum("DEVICE", "Device", options=list(DEVICES), defaultValue=0))
         self.add(QgsProcessingParameterFileDestination("OUTPUT", "Model bundle", fileFilter="ThermoCrop model (*.tcm)"))
 
@@ -65,18 +70,26 @@ class TrainModel(ThermoCropAlgorithm):
         if os.path.exists(out):
             raise QgsProcessingException(f"{out} already exists; choose a new model file.")
 
+        steps = self.parameterAsInt(parameters, "STEPS", context)
+        batch_size = self.parameterAsInt(parameters, "BATCH_SIZE", context)
+
         def train():
             import torch
 
-            from ...training.train import train_model
+            from ...core.dataset import open_dataset
+            from ...training.train import TrainingConfig, train_model
 
-            chosen = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
-            if chosen == "cuda" and not torch.cuda.is_available():
-                raise QgsProcessingException("No CUDA GPU is available to this QGIS; choose the CPU device.")
-            feedback.pushInfo(f"Training {variant} on {chosen} for {epochs} epochs")
-            options = {"epochs": epochs, "device": chosen, "progress": self.progress(feedback)}
-            accepted = inspect.signature(train_model).parameters
-            return train_model(datasets, variant, out, **{k: v for k, v in options.items() if k in accepted})
+            if device == "cuda" and not torch.cuda.is_available():
+                raise QgsProcessingException("No CUDA GPU is available to this QGIS; choose the cpu or auto device.")
+            data = [open_dataset(path) for path in datasets]
+            config = TrainingConfig(variant=variant, epochs=epochs, steps_per_epoch=steps, batch_size=batch_size,
+                                    device=device)
+            feedback.pushInfo(f"Training {variant} on {sum(len(d.parcel_ids) for d in data)} parcels, "
+                              f"{epochs} epochs of {steps} steps, device {device}")
+            return train_model(data, out, config, show_progress=False, progress=self.progress(feedback))
 
-        self.run_core(train)
-        return {"OUTPUT": out}
+        result = self.run_core(train)
+        for key, value in result.metrics.items():
+            if isinstance(value, (int, float, str)):
+                feedback.pushInfo(f"  {key}: {value}")
+        return {"OUTPUT": str(result.bundle_path)}

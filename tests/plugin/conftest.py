@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import os
-import sys
 
 import numpy as np
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-QGIS_PLUGINS = "/usr/share/qgis/python/plugins"
 
 
 @pytest.fixture(scope="session")
@@ -21,30 +19,31 @@ def qgis_app(tmp_path_factory):
     profile = tmp_path_factory.mktemp("qgis-profile")
     app = QgsApplication([], False, str(profile))
     app.initQgis()
-    # QGIS's own Processing plugin is a plugin folder, not an installed package.
-    if QGIS_PLUGINS not in sys.path:
-        sys.path.append(QGIS_PLUGINS)
-    from processing.core.Processing import Processing
+    # QGIS's own Processing plugin lives in a plugin folder (pytest's pythonpath lists it).
+    processing = pytest.importorskip("processing.core.Processing")
+    Processing = processing.Processing
 
     Processing.initialize()
     yield app
     Processing.deinitialize()
 
 
-@pytest.fixture(scope="session")
+# Python-side providers must stay referenced while registered, or their overrides vanish.
+_PROVIDERS: list = []
+
+
+@pytest.fixture
 def provider(qgis_app):
-    """The ThermoCrop provider, registered for the session."""
+    """The ThermoCrop provider, registered again if a test removed it."""
     from qgis.core import QgsApplication
 
     from thermocrop.plugin.provider import ThermoCropProvider
 
     registry = QgsApplication.processingRegistry()
-    existing = registry.providerById("thermocrop")
-    if existing is not None:
-        return existing
-    provider = ThermoCropProvider()
-    registry.addProvider(provider)
-    return provider
+    if registry.providerById("thermocrop") is None:
+        _PROVIDERS.append(ThermoCropProvider())
+        registry.addProvider(_PROVIDERS[-1])
+    return registry.providerById("thermocrop")
 
 
 @pytest.fixture(scope="session")

@@ -126,15 +126,19 @@ def test_exporttrainingdata_writes_a_dataset(provider, tiny_region, scene_files,
 def test_trainmodel_writes_a_bundle(provider, tiny_region, scene_files, region_weather_csv, tmp_path):
     pytest.importorskip("thermocrop.training.train")
     from thermocrop.core.bundle import load_bundle
+    from thermocrop.core.dataset import open_dataset
 
     data = tmp_path / "dataset"
     _run("thermocrop:exporttrainingdata", {
         "INPUT": str(tiny_region / "parcels.gpkg"), "LABEL_FIELD": "crop", "SCENES": scene_files,
         "WEATHER": str(region_weather_csv), "MAX_PIXELS": 4, "OUTPUT": str(data)})
     out = tmp_path / "m.tcm"
-    _run("thermocrop:trainmodel", {"DATASETS": str(data), "VARIANT": 1, "EPOCHS": 1, "DEVICE": 1,
+    _run("thermocrop:trainmodel", {"DATASETS": str(data), "VARIANT": 1, "EPOCHS": 1, "STEPS": 3, "BATCH_SIZE": 16,
+                                   "DEVICE": 1,
                                    "OUTPUT": str(out)})
-    assert load_bundle(out).config.variant == "tpe_sinusoidal"
+    bundle = load_bundle(out)
+    assert bundle.config.variant == "tpe_sinusoidal"
+    assert bundle.classes == open_dataset(data).classes
 
 
 @pytest.mark.slow

@@ -171,3 +171,17 @@ def test_explain_draws_ndvi_and_probabilities(dock, parcels_layer):
     assert np.isfinite(ndvi).sum() > 5 and np.nanmax(ndvi) <= 1
     assert probs.sum() == pytest.approx(1.0, abs=1e-4)
     assert dock.figure_canvas is not None
+
+
+@pytest.mark.slow
+def test_selected_features_only(dock, parcels_layer):
+    chosen = [f.id() for f in parcels_layer.getFeatures()][:5]
+    parcels_layer.selectByIds(chosen)
+    dock.layer_combo.setLayer(parcels_layer)
+    dock.selected_only.setChecked(True)
+    task = dock.start()
+    assert len(task.params.fids) == 5
+    _wait(dock)
+    written = {f.id() for f in parcels_layer.getFeatures()
+               if f["crop_conf"] is not None and str(f["crop_conf"]) != "NULL"}
+    assert written and written <= set(chosen)
