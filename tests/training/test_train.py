@@ -1,0 +1,187 @@
+"""Training: batched sampling, focal loss, a few steps lower the loss for every variant,
+outputs, and resuming from a checkpoint gives the same model as an unbroken run."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from thermocrop.core.bundle import InputScaling, load_bundle
+from thermocrop.core.crops import CROP_CLASSES
+from thermocrop.core.dataset import PixelSets, open_dataset, save_dataset
+from thermocrop.core.errors import CancelledError
+from thermocrop.core.models import VARIANTS, build_model
+from thermocrop.core.progress import Progress
+from thermocrop.training.losses import FocalLoss
+from thermocrop.training.sampling import BatchSampler, sample_dates, sample_pixels
+from thermocrop.training.train import TrainingConfig, train_model
+
+
+def make_pixel_sets(n: int = 90, t: int = 14, s: int = 8, n_labels: int = 3, seed: int = 0,
+                    blocks: int = 10) -> PixelSets:
+    """Random pixel sets whose band levels depend on the label (learnable), real shapes."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, n_labels, n).astype(np.int16)
+    level = 1500 + 1200 * labels[:, None, None, None] * np.linspace(0.2, 1, 10)[None, None, :, None]
+    season = np.sin(np.linspace(0, np.pi, t))[None, :, None, None] * 800 * (labels[:, None, None, None] % 2)
+    pixels = (level + season + rng.normal(0, 150, (n, t, 10, s))).clip(1, 65535).astype(np.uint16)
+    n_slots = rng.integers(1, s + 1, n)
+    pixel_mask = np.arange(s)[None, None, :] < n_slots[:, None, None]
+    pixel_mask = np.broadcast_to(pixel_mask, (n, t, s)) & (rng.random((n, t, s)) > 0.1)
+    date_mask = rng.random((n, t)) > 0.3
+    date_mask[:, 0] = True
+    pixels = pixels * pixel_mask[:, :, None, :]
+    dates = np.datetime64("2017-03-01") + np.arange(t) * 12
+    dos = (dates - np.datetime64("2017-01-01")).astype(np.float32)
+    gdd = np.cumsum(rng.uniform(50, 150, (n, t)), axis=1).astype(np.float32)
+    status = np.array(["ok"] * n, dtype=object)
+    status[-2] = "no valid pixel"
+    return PixelSets(pixels=pixels.astype(np.uint16), pixel_mask=pixel_mask, date_mask=date_mask,
+                     gdd=gdd, dates=dates, day_of_season=dos,
+                     parcel_ids=np.array([f"p{i}" for i in range(n)]), status=status.astype(str),
+                     labels=labels, blocks=(np.arange(n) % blocks).astype(np.int32),
+                     classes=CROP_CLASSES)
+
+
+@pytest.fixture(scope="module")
+def dataset_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("train") / "region"
+    save_dataset(make_pixel_sets(), path)
+    return path
+
+
+def test_sample_dates_are_valid_chronological_and_masked_when_short():
+    rng = np.random.default_rng(0)
+    date_mask = rng.random((200, 20)) > 0.5
+    index, mask = sample_dates(date_mask, 6, rng)
+    assert (np.diff(index, axis=1) > 0).all()
+    n_valid = date_mask.sum(axis=1)
+    assert (mask.sum(axis=1) == np.minimum(n_valid, 6)).all()
+    assert date_mask[np.arange(200)[:, None], index][mask].all()
+    # Fewer dates in the dataset than asked: all dates once, the rest masked.
+    index, mask = sample_dates(np.ones((3, 4), bool), 6, rng)
+    assert index.shape == (3, 6) and (mask.sum(axis=1) == 4).all()
+
+
+def test_sample_pixels_draws_only_valid_slots_and_repeats_when_few():
+    rng = np.random.default_rng(1)
+    valid = np.zeros((3, 10), bool)
+    valid[0, [2, 5]] = True
+    valid[1, :] = True
+    valid[2, [0, 1, 2, 3, 4, 7]] = True
+    idx = sample_pixels(valid, 4, rng)
+    assert valid[np.arange(3)[:, None], idx].all()
+    assert sorted(set(idx[0])) == [2, 5] and sorted(idx[0]) == [2, 2, 5, 5]
+    assert len(set(idx[1])) == 4 and len(set(idx[2])) == 4
+
+
+def test_batch_sampler_gathers_the_right_parcels_and_shifts_each_sample(dataset_dir):
+    ps = open_dataset(dataset_dir)
+    rows = np.arange(10, 30)
+    scaling = InputScaling(mean=(0.2,) * 10, std=(0.1,) * 10)
+    sampler = BatchSampler([ps], [rows], scaling, n_pixels=5, n_dates=6, max_shift=60)
+    b = sampler.sample(32, np.random.default_rng(3))
+    assert b.pixels.shape == (32, 6, 10, 5) and b.pixel_mask.shape == (32, 6, 5)
+    assert set(b.labels) <= set(ps.labels[rows].astype(int))
+    base = set(np.asarray(ps.day_of_season).tolist())
+    # Each row is the dataset's positions (chronological) moved by one integer in [-60, 60].
+    shifts = []
+    for day in b.day_of_season:
+        fits = [k for k in range(-60, 61) if set((day - k).tolist()) <= base]
+        assert fits
+        shifts.append(fits[0])
+    assert len(set(shifts)) > 5  # drawn per sample, not per batch
+    assert (np.diff(b.day_of_season, axis=1) >= 0).all()
+    # Masked pixels are exactly zero after scaling; valid ones carry the scaled DN.
+    assert (b.pixels.transpose(0, 1, 3, 2)[~b.pixel_mask] == 0).all()
+
+
+def test_focal_loss_matches_the_formula_and_cross_entropy_at_gamma_zero():
+    logits = torch.tensor([[2.0, 0.0, -1.0], [0.5, 0.5, 0.0]])
+    target = torch.tensor([0, 2])
+    p = np.exp([2.0, 0.0, -1.0]) / np.exp([2.0, 0.0, -1.0]).sum()
+    q = np.exp([0.5, 0.5, 0.0]) / np.exp([0.5, 0.5, 0.0]).sum()
+    expected = -((1 - p[0]) * np.log(p[0]) + (1 - q[2]) * np.log(q[2])) / 2
+    assert float(FocalLoss(1.0)(logits, target)) == pytest.approx(expected, rel=1e-6)
+    ce = torch.nn.functional.cross_entropy(logits, target)
+    assert float(FocalLoss(0.0)(logits, target)) == pytest.approx(float(ce), rel=1e-6)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_few_steps_lower_the_loss(variant, dataset_dir):
+    torch.manual_seed(0)
+    ps = open_dataset(dataset_dir)
+    rows = np.flatnonzero(ps.status == "ok")
+    scaling = InputScaling.from_pixel_sets(ps)
+    sampler = BatchSampler([ps], [rows], scaling, n_pixels=6, n_dates=8,
+                           max_shift=60 if variant == "shiftaug" else 0)
+    b = sampler.sample(48, np.random.default_rng(0))
+    inputs = [torch.from_numpy(a) for a in
+              (b.pixels, b.pixel_mask, b.date_mask, b.day_of_season, b.gdd)]
+    target = torch.from_numpy(b.labels)
+    model = build_model(variant, len(CROP_CLASSES))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, weight_decay=1e-4)
+    loss_fn = FocalLoss(1.0)
+    losses = []
+    for _ in range(15):
+        loss = loss_fn(model(*inputs), target)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+    assert losses[-1] < 0.7 * losses[0]
+
+
+def test_train_model_writes_bundle_metrics_and_figures(dataset_dir, tmp_path):
+    ps = open_dataset(dataset_dir)
+    cfg = TrainingConfig(variant="tpe_sinusoidal", epochs=2, steps_per_epoch=4, batch_size=16,
+                         sample_pixels=4, sample_dates=6, device="cpu")
+    result = train_model([ps], tmp_path / "m.tcm", cfg, show_progress=False)
+    for role in ("bundle", "metrics", "confusion", "curve", "checkpoint"):
+        assert result.files[role].exists(), role
+    metrics = json.loads(result.files["metrics"].read_text())
+    assert len(metrics["history"]) == 2 and metrics["eval_split"] == "test"
+    bundle = load_bundle(result.bundle_path)
+    assert bundle.config.variant == "tpe_sinusoidal"
+    assert bundle.config.provenance["training"]["sample_pixels"] == 4
+    # The stored scaling is the training data's, not the identity.
+    assert bundle.config.scaling.mean != (0.0,) * 10
+    assert sum(sum(r) for r in metrics["confusion_matrix"]) == metrics["eval"]["n"]
+
+
+def test_resume_after_a_cancelled_epoch_gives_the_unbroken_model(dataset_dir, tmp_path):
+    ps = open_dataset(dataset_dir)
+    cfg = TrainingConfig(variant="tpe_recurrent", epochs=3, steps_per_epoch=3, batch_size=8,
+                         sample_pixels=4, sample_dates=5, device="cpu", seed=5)
+    full = train_model([ps], tmp_path / "a" / "m.tcm", cfg, show_progress=False)
+
+    calls = []
+
+    def cancelled() -> bool:
+        calls.append(1)
+        return len(calls) > 7  # during the third epoch
+
+    with pytest.raises(CancelledError):
+        train_model([ps], tmp_path / "b" / "m.tcm", cfg, show_progress=False,
+                    progress=Progress(cancelled=cancelled))
+    assert not (tmp_path / "b" / "m.tcm").exists()
+    resumed = train_model([ps], tmp_path / "b" / "m.tcm", cfg, show_progress=False, resume=True)
+    assert [h["loss"] for h in resumed.metrics["history"]] == \
+        [h["loss"] for h in full.metrics["history"]]
+    a, b = load_file(str(full.bundle_path)), load_file(str(resumed.bundle_path))
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_resume_refuses_a_checkpoint_of_other_settings(dataset_dir, tmp_path):
+    ps = open_dataset(dataset_dir)
+    cfg = TrainingConfig(variant="no_pe", epochs=1, steps_per_epoch=2, batch_size=8,
+                         sample_pixels=4, sample_dates=5, device="cpu")
+    train_model([ps], tmp_path / "m.tcm", cfg, show_progress=False)
+    with pytest.raises(ValueError, match="other settings"):
+        train_model([ps], tmp_path / "m.tcm", TrainingConfig(**{**cfg.__dict__, "epochs": 2}),
+                    show_progress=False, resume=True)
