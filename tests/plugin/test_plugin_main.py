@@ -129,3 +129,24 @@ def test_dependency_folder_becomes_importable(tmp_path):
     finally:
         sys.path.remove(str(folder))
         sys.modules.pop("tc_probe_module", None)
+
+
+def test_dependency_folder_is_inside_the_qgis_profile(qgis_app):
+    from pathlib import Path
+
+    from qgis.core import QgsApplication
+
+    from thermocrop.plugin.dependencies import dependency_folder
+
+    folder = dependency_folder()
+    assert Path(QgsApplication.qgisSettingsDirPath()) in folder.parents
+    assert folder.name == "thermocrop-packages"
+
+
+def test_installer_stops_when_cancelled(tmp_path):
+    from thermocrop.plugin.dependencies import REQUIREMENTS, run_install
+
+    code, _ = run_install([REQUIREMENTS[1]], tmp_path / "pkgs", cancelled=lambda: True)
+    assert code == -1
+    assert (tmp_path / "pkgs" / "constraints.txt").is_file()
+    assert not list((tmp_path / "pkgs").glob("safetensors*"))
