@@ -7,7 +7,6 @@ import os
 from qgis.core import (
     QgsProcessingException,
     QgsProcessingParameterEnum,
-    QgsProcessingParameterFile,
     QgsProcessingParameterFileDestination,
     QgsProcessingParameterNumber,
     QgsProcessingParameterString,
