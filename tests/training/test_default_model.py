@@ -1,0 +1,43 @@
+"""The shipped default bundle loads and classifies an unseen synthetic region above chance."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from thermocrop.core.bundle import default_bundle_path, load_bundle
+from thermocrop.core.crops import CROP_CLASSES
+
+pytestmark = pytest.mark.skipif(not default_bundle_path().exists(),
+                                reason="resources/models/default.tcm has not been built yet "
+                                       "(make default-model)")
+
+
+def test_default_bundle_is_small_and_names_the_crop_classes():
+    path = default_bundle_path()
+    assert path.stat().st_size < 2_000_000
+    bundle = load_bundle(path)
+    assert bundle.classes == CROP_CLASSES
+    assert bundle.config.provenance.get("data") == "synthetic"
+
+
+@pytest.mark.slow
+def test_default_bundle_classifies_an_unseen_region_above_chance(tmp_path):
+    from thermocrop.core.dataset import open_dataset
+    from thermocrop.core.extract import extract_to_dataset
+    from thermocrop.training.experiment import station_csv
+    from thermocrop.training.synth import generate_region
+
+    # A seed the default model never saw (it was trained on seed 0).
+    region = tmp_path / "FR1"
+    generate_region("FR1", region, parcels=80, seed=11)
+    weather = station_csv(region / "weather.nc", tmp_path / "weather.csv")
+    extract_to_dataset(region / "parcels.gpkg", region / "scenes", weather, tmp_path / "ds",
+                       label_field="crop", max_pixels=32)
+    ps = open_dataset(tmp_path / "ds")
+    ok = (ps.status == "ok") & (ps.labels >= 0)
+    probs = load_bundle(default_bundle_path()).predict(ps.subset(np.flatnonzero(ok)))
+    truth = ps.labels[ok].astype(int)
+    accuracy = float((probs.argmax(axis=1) == truth).mean())
+    majority = np.bincount(truth).max() / len(truth)
+    assert accuracy > majority + 0.1, (accuracy, majority)
