@@ -51,5 +51,8 @@ bench: setup
 default-model: setup
 	$(PY) scripts/default_model.py
 
+experiment: setup
+	PY=$(PY) scripts/run_experiment.sh runs/experiment
+
 clean-venv:
 	rm -rf $(VENV) $(QGIS_PLUGINPATH)
