@@ -270,8 +270,13 @@ class ThermoCropDock(QgsDockWidget):
             self.add_scene_paths([folder])
 
     def scene_paths(self) -> list:
-        return [self.scene_list.item(i).data(Qt.UserRole) for i in range(self.scene_list.count())
-                if self.scene_list.item(i).checkState() == Qt.Checked]
+        """The checked scenes; files inside a checked folder are left to the folder."""
+        import os
+
+        paths = [self.scene_list.item(i).data(Qt.UserRole) for i in range(self.scene_list.count())
+                 if self.scene_list.item(i).checkState() == Qt.Checked]
+        folders = [os.path.abspath(p) + os.sep for p in paths if os.path.isdir(p)]
+        return [p for p in paths if not any(os.path.abspath(p).startswith(f) for f in folders)]
 
     # ----- model card and dependencies
     def show_model_card(self, *args) -> None:

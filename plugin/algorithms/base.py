@@ -7,10 +7,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from qgis.core import (
+    QgsProcessing,
     QgsProcessingAlgorithm,
     QgsProcessingContext,
     QgsProcessingException,
     QgsProcessingFeedback,
+    QgsProcessingParameterFile,
+    QgsProcessingParameterMultipleLayers,
     QgsRasterLayer,
 )
 from qgis.PyQt.QtGui import QIcon
@@ -77,6 +80,37 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
             from ..dependencies import describe_missing, missing_requirements
 
             raise QgsProcessingException(f"{exc}\n{describe_missing(missing_requirements())}") from exc
+
+    SCENES_HELP = ("Sentinel-2 scenes of one season: multi-band GeoTIFFs, per-band files or .SAFE "
+                   "products, as layers or files (repeat SCENES=... on the command line).")
+    SCENE_FOLDER_HELP = "A folder holding the scenes, instead of or besides SCENES."
+
+    def add_scene_parameters(self, label: str = "Sentinel-2 scenes") -> None:
+        """Add ``SCENES`` (raster layers or files) and ``SCENE_FOLDER`` (a folder), both optional."""
+        self.add(QgsProcessingParameterMultipleLayers("SCENES", label, QgsProcessing.TypeRaster, optional=True),
+                 self.HELP.get("SCENES", self.SCENES_HELP))
+        self.add(QgsProcessingParameterFile("SCENE_FOLDER", "Folder of scenes",
+                                            behavior=QgsProcessingParameterFile.Folder, optional=True),
+                 self.HELP.get("SCENE_FOLDER", self.SCENE_FOLDER_HELP))
+
+    def scenes(self, parameters: dict, context: QgsProcessingContext) -> list[str]:
+        """File paths of the scenes from ``SCENES`` and ``SCENE_FOLDER``."""
+        paths = self.scene_paths(self.parameterAsLayerList(parameters, "SCENES", context), context)
+        folder = self.parameterAsFile(parameters, "SCENE_FOLDER", context)
+        if folder:
+            inside = os.path.abspath(folder) + os.sep
+            # A layer from inside the folder would otherwise be read twice.
+            paths = [p for p in paths if not os.path.abspath(p).startswith(inside)] + [folder]
+        return paths
+
+    def check_scenes(self, parameters: dict, context: QgsProcessingContext) -> tuple[bool, str]:
+        """``(ok, message)``: scenes were given and the folder exists."""
+        folder = self.parameterAsFile(parameters, "SCENE_FOLDER", context)
+        if folder and not os.path.isdir(folder):
+            return False, f"The scene folder {folder!r} does not exist; choose an existing folder."
+        if not folder and not self.parameterAsLayerList(parameters, "SCENES", context):
+            return False, "Give Sentinel-2 scenes: SCENES (layers or files) or SCENE_FOLDER."
+        return True, ""
 
     @staticmethod
     def scene_paths(layers_or_paths: list, context: QgsProcessingContext) -> list[str]:

@@ -16,7 +16,6 @@ from qgis.core import (
     QgsProcessingParameterFeatureSink,
     QgsProcessingParameterFeatureSource,
     QgsProcessingParameterFile,
-    QgsProcessingParameterMultipleLayers,
     QgsProcessingParameterString,
     QgsProcessingUtils,
 )
@@ -50,8 +49,8 @@ class ClassifyParcels(ThermoCropAlgorithm):
                "class, its probability and a status saying why a parcel could not be classified.")
     HELP = {
         "INPUT": "Parcel polygons, any CRS. Every feature is classified.",
-        "SCENES": "Sentinel-2 scenes of one season: multi-band GeoTIFFs, per-band files or .SAFE "
-                  "products, as layers or files (repeat SCENES=... on the command line).",
+        "SCENES": ThermoCropAlgorithm.SCENES_HELP,
+        "SCENE_FOLDER": ThermoCropAlgorithm.SCENE_FOLDER_HELP,
         "WEATHER": "Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV "
                    "(date,tmin,tmax) covering the season.",
         "MODEL": "Model bundle (.tcm). Leave empty for the model shipped with the plugin.",
@@ -64,7 +63,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
     def initAlgorithm(self, config=None):  # noqa: N802
         self.add(QgsProcessingParameterFeatureSource(
             "INPUT", "Parcel layer", [QgsProcessing.TypeVectorPolygon]))
-        self.add(QgsProcessingParameterMultipleLayers("SCENES", "Sentinel-2 scenes", QgsProcessing.TypeRaster))
+        self.add_scene_parameters()
         self.add(QgsProcessingParameterFile("WEATHER", "Daily temperature file", fileFilter=(
             "Temperature files (*.nc *.nc4 *.csv);;All files (*)")))
         self.add(QgsProcessingParameterFile("MODEL", "Model bundle", fileFilter="ThermoCrop model (*.tcm)",
@@ -90,15 +89,13 @@ class ClassifyParcels(ThermoCropAlgorithm):
                  for key in ("LABEL_FIELD", "CONFIDENCE_FIELD", "STATUS_FIELD")]
         if any(not name.strip() for name in names) or len(set(names)) < 3:
             return False, "The class, confidence and status fields need three different, non-empty names."
-        if not self.parameterAsLayerList(parameters, "SCENES", context):
-            return False, "Give at least one Sentinel-2 scene."
-        return True, ""
+        return self.check_scenes(parameters, context)
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         source = self.parameterAsSource(parameters, "INPUT", context)
         if source is None:
             raise QgsProcessingException("The parcel layer could not be read; check INPUT.")
-        scenes = self.scene_paths(self.parameterAsLayerList(parameters, "SCENES", context), context)
+        scenes = self.scenes(parameters, context)
         weather = self.parameterAsFile(parameters, "WEATHER", context)
         model_path = self.parameterAsFile(parameters, "MODEL", context) or None
         label_field = self.parameterAsString(parameters, "LABEL_FIELD", context)

@@ -11,7 +11,6 @@ from qgis.core import (
     QgsProcessingParameterFeatureSource,
     QgsProcessingParameterFile,
     QgsProcessingParameterFolderDestination,
-    QgsProcessingParameterMultipleLayers,
     QgsProcessingParameterNumber,
     QgsProcessingParameterString,
 )
@@ -31,7 +30,8 @@ class ExportTrainingData(ThermoCropAlgorithm):
     HELP = {
         "INPUT": "Parcel polygons with a crop label field.",
         "LABEL_FIELD": "Field holding each parcel's crop class (one of the model classes).",
-        "SCENES": "Sentinel-2 scenes of one season (layers or files).",
+        "SCENES": ThermoCropAlgorithm.SCENES_HELP,
+        "SCENE_FOLDER": ThermoCropAlgorithm.SCENE_FOLDER_HELP,
         "WEATHER": "Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV.",
         "SEASON_START": "Season start as MM-DD, or MM-DD/-1 for the previous year.",
         "MAX_PIXELS": "Pixels sampled per parcel and date (the paper uses 64).",
@@ -41,7 +41,7 @@ class ExportTrainingData(ThermoCropAlgorithm):
     def initAlgorithm(self, config=None):  # noqa: N802
         self.add(QgsProcessingParameterFeatureSource("INPUT", "Labelled parcels", [QgsProcessing.TypeVectorPolygon]))
         self.add(QgsProcessingParameterField("LABEL_FIELD", "Label field", parentLayerParameterName="INPUT"))
-        self.add(QgsProcessingParameterMultipleLayers("SCENES", "Sentinel-2 scenes", QgsProcessing.TypeRaster))
+        self.add_scene_parameters()
         self.add(QgsProcessingParameterFile("WEATHER", "Daily temperature file"))
         self.add(QgsProcessingParameterString("SEASON_START", "Season start", defaultValue="01-01"))
         self.add(QgsProcessingParameterNumber("MAX_PIXELS", "Pixels per parcel", defaultValue=64, minValue=1,
@@ -52,12 +52,15 @@ class ExportTrainingData(ThermoCropAlgorithm):
         ok, message = super().checkParameterValues(parameters, context)
         if not ok:
             return ok, message
-        return self.check_files([self.parameterAsFile(parameters, "WEATHER", context)], "temperature file")
+        ok, message = self.check_files([self.parameterAsFile(parameters, "WEATHER", context)], "temperature file")
+        if not ok:
+            return ok, message
+        return self.check_scenes(parameters, context)
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         source = self.parameterAsSource(parameters, "INPUT", context)
         label_field = self.parameterAsString(parameters, "LABEL_FIELD", context)
-        scenes = self.scene_paths(self.parameterAsLayerList(parameters, "SCENES", context), context)
+        scenes = self.scenes(parameters, context)
         weather = self.parameterAsFile(parameters, "WEATHER", context)
         season = self.parameterAsString(parameters, "SEASON_START", context)
         max_pixels = self.parameterAsInt(parameters, "MAX_PIXELS", context)

@@ -15,7 +15,6 @@ from qgis.core import (
     QgsProcessingParameterFeatureSink,
     QgsProcessingParameterFeatureSource,
     QgsProcessingParameterFile,
-    QgsProcessingParameterMultipleLayers,
     QgsProcessingParameterNumber,
     QgsProcessingParameterString,
 )
@@ -38,6 +37,7 @@ class ParcelGDD(ThermoCropAlgorithm):
         "WEATHER": "Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV.",
         "DATES": "Dates as YYYY-MM-DD separated by commas. Leave empty to use the scene dates.",
         "SCENES": "Sentinel-2 scenes whose acquisition dates are used when DATES is empty.",
+        "SCENE_FOLDER": "A folder of scenes whose dates are used when DATES is empty.",
         "SEASON_START": "Season start as MM-DD, or MM-DD/-1 for the previous year (e.g. 09-01/-1).",
         "T_BASE": "Base temperature (°C) below which no growth is counted.",
         "T_CAP": "Cap temperature (°C) above which no extra growth is counted.",
@@ -49,8 +49,7 @@ class ParcelGDD(ThermoCropAlgorithm):
         self.add(QgsProcessingParameterFeatureSource("INPUT", "Parcel layer", [QgsProcessing.TypeVectorPolygon]))
         self.add(QgsProcessingParameterFile("WEATHER", "Daily temperature file"))
         self.add(QgsProcessingParameterString("DATES", "Dates", optional=True))
-        self.add(QgsProcessingParameterMultipleLayers("SCENES", "Scenes (for their dates)",
-                                                      QgsProcessing.TypeRaster, optional=True))
+        self.add_scene_parameters("Scenes (for their dates)")
         self.add(QgsProcessingParameterString("SEASON_START", "Season start", defaultValue="01-01"))
         self.add(QgsProcessingParameterNumber("T_BASE", "Base temperature", QgsProcessingParameterNumber.Double,
                                               defaultValue=0.0))
@@ -67,7 +66,7 @@ class ParcelGDD(ThermoCropAlgorithm):
             except ValueError as exc:
                 raise QgsProcessingException(f"Cannot read the dates {text!r}: write them as YYYY-MM-DD, "
                                              "separated by commas.") from exc
-        scenes = self.scene_paths(self.parameterAsLayerList(parameters, "SCENES", context), context)
+        scenes = self.scenes(parameters, context)
 
         def dates():
             from ...core.scenes import find_scenes
@@ -83,9 +82,10 @@ class ParcelGDD(ThermoCropAlgorithm):
         ok, message = self.check_files([self.parameterAsFile(parameters, "WEATHER", context)], "temperature file")
         if not ok:
             return ok, message
-        if not self.parameterAsString(parameters, "DATES", context).strip() and not self.parameterAsLayerList(
-                parameters, "SCENES", context):
-            return False, "Give either DATES or SCENES, so that there are dates to compute GDD at."
+        if not self.parameterAsString(parameters, "DATES", context).strip():
+            ok, message = self.check_scenes(parameters, context)
+            if not ok:
+                return False, "Give either DATES or scenes, so that there are dates to compute GDD at. " + message
         if self.parameterAsDouble(parameters, "T_CAP", context) <= self.parameterAsDouble(parameters, "T_BASE",
                                                                                            context):
             return False, "The cap temperature must be above the base temperature."

@@ -163,3 +163,32 @@ def test_qgis_process_classifies_headless_and_styles(tiny_region, scene_files, r
     assert back.loc[ok, "pred"].isin(CROP_CLASSES).all()
     assert back.loc[~ok, "pred"].isna().all()
     assert "pred" in out.with_suffix(".qml").read_text()
+
+
+def test_parcelgdd_at_the_dates_of_a_scene_folder(provider, tiny_region, tmp_path):
+    import re
+
+    import geopandas as gpd
+
+    days = np.arange(np.datetime64("2016-12-01"), np.datetime64("2018-01-31"))
+    csv = tmp_path / "station.csv"
+    csv.write_text("date,tmin,tmax\n" + "".join(f"{d},-4,16\n" for d in days))
+    # Dates read from the product names by hand: ..._MSIL2A_YYYYMMDDT...
+    stamps = {re.search(r"_MSIL2A_(\d{8})T", p.name).group(1) for p in (tiny_region / "scenes").glob("*.tif")}
+    out = tmp_path / "gdd.gpkg"
+    _run("thermocrop:parcelgdd", {"INPUT": str(_square_layer(tmp_path / "p.gpkg")), "WEATHER": str(csv),
+                                  "SCENE_FOLDER": str(tiny_region / "scenes"), "OUTPUT": str(out)})
+    back = gpd.read_file(out)
+    assert {c[4:] for c in back.columns if c.startswith("gdd_")} == stamps
+    for stamp in stamps:
+        day = np.datetime64(f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:]}")
+        day_of_year = int((day - np.datetime64("2017-01-01")).astype(int)) + 1
+        np.testing.assert_allclose(back[f"gdd_{stamp}"], [8.0 * day_of_year] * 2)
+
+
+def test_classifyparcels_needs_scenes(provider, tiny_region, region_weather_csv, tmp_path):
+    from qgis.core import QgsProcessingException
+
+    with pytest.raises(QgsProcessingException, match="SCENE_FOLDER"):
+        _run("thermocrop:classifyparcels", {"INPUT": str(tiny_region / "parcels.gpkg"),
+                                            "WEATHER": str(region_weather_csv), "OUTPUT": str(tmp_path / "o.gpkg")})

@@ -185,3 +185,20 @@ def test_selected_features_only(dock, parcels_layer):
     written = {f.id() for f in parcels_layer.getFeatures()
                if f["crop_conf"] is not None and str(f["crop_conf"]) != "NULL"}
     assert written and written <= set(chosen)
+
+
+def test_project_rasters_are_listed_and_files_in_a_checked_folder_are_not_doubled(qgis_app, tiny_region):
+    from qgis.core import QgsProject, QgsRasterLayer
+
+    from thermocrop.plugin.dock import ThermoCropDock
+
+    tif = sorted(p for p in (tiny_region / "scenes").glob("*.tif") if "_SCL" not in p.name)[0]
+    QgsProject.instance().addMapLayer(QgsRasterLayer(str(tif), "one scene"))
+    widget = ThermoCropDock()
+    try:
+        assert widget.scene_paths() == [str(tif)]
+        widget.add_scene_paths([str(tiny_region / "scenes")])
+        assert widget.scene_paths() == [str(tiny_region / "scenes")]
+    finally:
+        widget.shutdown()
+        QgsProject.instance().removeAllMapLayers()
