@@ -192,3 +192,26 @@ def test_classifyparcels_needs_scenes(provider, tiny_region, region_weather_csv,
     with pytest.raises(QgsProcessingException, match="SCENE_FOLDER"):
         _run("thermocrop:classifyparcels", {"INPUT": str(tiny_region / "parcels.gpkg"),
                                             "WEATHER": str(region_weather_csv), "OUTPUT": str(tmp_path / "o.gpkg")})
+
+
+@pytest.mark.slow
+def test_classifyparcels_styles_a_temporary_output(provider, tiny_region, region_weather_csv, small_bundle):
+    import processing
+    from qgis.core import QgsProcessingContext, QgsProcessingFeedback, QgsProcessingUtils
+
+    context = QgsProcessingContext()
+    result = processing.run("thermocrop:classifyparcels", {
+        "INPUT": str(tiny_region / "parcels.gpkg"), "SCENE_FOLDER": str(tiny_region / "scenes"),
+        "WEATHER": str(region_weather_csv), "MODEL": str(small_bundle), "CONFIDENCE_FIELD": "p",
+        "OUTPUT": "TEMPORARY_OUTPUT"}, context=context, feedback=QgsProcessingFeedback())
+    layer = result["OUTPUT"]
+    if isinstance(layer, str):
+        layer = QgsProcessingUtils.mapLayerFromString(layer, context)
+    import geopandas as gpd
+
+    assert layer.featureCount() == len(gpd.read_file(tiny_region / "parcels.gpkg"))
+    assert layer.renderer().type() == "categorizedSymbol"
+    assert layer.renderer().classAttribute() == "crop_pred"
+    assert "p" in layer.fields().names()
+    values = [f["p"] for f in layer.getFeatures() if f["crop_status"] == "ok"]
+    assert values and all(0 < v <= 1 for v in values)
