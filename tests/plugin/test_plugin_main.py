@@ -95,6 +95,10 @@ plugin.initProcessing()
 print('PROVIDER', QgsApplication.processingRegistry().providerById('thermocrop') is not None)
 print('MISSING', [r.module for r in plugin.missing])
 print(describe_missing(plugin.missing))
+from thermocrop.plugin.dock import ThermoCropDock
+dock = ThermoCropDock()
+print('RUN_ENABLED', dock.run_button.isEnabled(), 'INSTALL_OFFERED', not dock.install_button.isHidden())
+print('DOCK_SAYS', dock.message.text().splitlines()[1])
 plugin.unload()
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -102,6 +106,8 @@ plugin.unload()
     assert "PROVIDER True" in proc.stdout
     assert "MISSING ['torch']" in proc.stdout
     assert "torch==2.13.0" in proc.stdout and "pip install" in proc.stdout
+    assert "RUN_ENABLED False INSTALL_OFFERED True" in proc.stdout
+    assert "DOCK_SAYS   - torch (pip: torch==2.13.0)" in proc.stdout
 
 
 def test_install_command_pins_qgis_numpy(tmp_path):
