@@ -119,6 +119,19 @@ def _train_in_test(ps, steps: int = 150, seed: int = 0):
     return ModelBundle(model, BundleConfig(variant="tpe_sinusoidal", classes=CROP_CLASSES, scaling=scaling))
 
 
+def _station_csv(region: Path, out: Path) -> Path:
+    """The region's E-OBS grid averaged over its land cells, written as a station CSV."""
+    import xarray as xr
+
+    with xr.open_dataset(region / "weather.nc") as ds:
+        days = ds["time"].values.astype("datetime64[D]")
+        tmin = ds["tn"].mean(dim=("latitude", "longitude"), skipna=True).values
+        tmax = ds["tx"].mean(dim=("latitude", "longitude"), skipna=True).values
+    lines = [f"{d},{lo:.2f},{hi:.2f}" for d, lo, hi in zip(days, tmin, tmax)]
+    out.write_text("date,tmin,tmax\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    return out
+
+
 @pytest.mark.slow
 def test_classifying_an_unseen_synthetic_region_beats_chance(make_region, tmp_path):
     pytest.importorskip("thermocrop.core.gdd")
@@ -129,10 +142,12 @@ def test_classifying_an_unseen_synthetic_region_beats_chance(make_region, tmp_pa
 
     seen = make_region("FR2", "L2A", seed=0, parcels=100)
     unseen = make_region("FR2", "L2A", seed=1, parcels=100)
-    ps = extract_pixel_sets(seen / "parcels.gpkg", seen / "scenes", seen / "weather.nc", label_field="crop")
+    ps = extract_pixel_sets(seen / "parcels.gpkg", seen / "scenes", _station_csv(seen, tmp_path / "seen.csv"),
+                            label_field="crop")
     bundle = _train_in_test(ps)
 
-    result = classify_parcels(unseen / "parcels.gpkg", unseen / "scenes", unseen / "weather.nc", bundle,
+    weather = _station_csv(unseen, tmp_path / "unseen.csv")
+    result = classify_parcels(unseen / "parcels.gpkg", unseen / "scenes", weather, bundle,
                               chunk_size=40)
     truth = gpd.read_file(unseen / "parcels.gpkg")["crop"].to_numpy().astype(str)
     assert set(result.status) <= {"ok", "outside_scenes", "too_small", "no_clear_date", "no_weather"}

@@ -84,6 +84,19 @@ def test_extract_command_reports_bad_input(small_region, tmp_path, capsys):
     assert not (tmp_path / "d").exists()
 
 
+def _station_csv(region: Path, out: Path) -> Path:
+    """The region's E-OBS grid averaged over its land cells, written as a station CSV."""
+    import xarray as xr
+
+    with xr.open_dataset(region / "weather.nc") as ds:
+        days = ds["time"].values.astype("datetime64[D]")
+        tmin = ds["tn"].mean(dim=("latitude", "longitude"), skipna=True).values
+        tmax = ds["tx"].mean(dim=("latitude", "longitude"), skipna=True).values
+    lines = [f"{d},{lo:.2f},{hi:.2f}" for d, lo, hi in zip(days, tmin, tmax)]
+    out.write_text("date,tmin,tmax\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    return out
+
+
 @pytest.mark.slow
 def test_classify_command_end_to_end_on_a_synthetic_region(tiny_region, tmp_path, capsys):
     pytest.importorskip("torch")
@@ -92,9 +105,10 @@ def test_classify_command_end_to_end_on_a_synthetic_region(tiny_region, tmp_path
     from thermocrop.core.models import build_model
 
     # Plumbing only: an untrained model with scaling taken from the region's own pixels.
+    weather = _station_csv(tiny_region, tmp_path / "weather.csv")
     data = tmp_path / "data"
     assert main(["extract", "--parcels", str(tiny_region / "parcels.gpkg"), "--scenes", str(tiny_region / "scenes"),
-                 "--weather", str(tiny_region / "weather.nc"), "--label-field", "crop", "--out", str(data)]) == 0
+                 "--weather", str(weather), "--label-field", "crop", "--out", str(data)]) == 0
     ps = open_dataset(data)
     model = build_model("tpe_sinusoidal", len(CROP_CLASSES)).eval()
     bundle = tmp_path / "model.tcm"
@@ -104,7 +118,7 @@ def test_classify_command_end_to_end_on_a_synthetic_region(tiny_region, tmp_path
     before = parcels.read_bytes()
     out = tmp_path / "classified.geojson"
     rc = main(["classify", "--parcels", str(parcels), "--scenes", str(tiny_region / "scenes"),
-               "--weather", str(tiny_region / "weather.nc"), "--model", str(bundle), "--out", str(out)])
+               "--weather", str(weather), "--model", str(bundle), "--out", str(out)])
     assert rc == 0
     layer = gpd.read_file(parcels)
     back = gpd.read_file(out)
@@ -118,5 +132,5 @@ def test_classify_command_end_to_end_on_a_synthetic_region(tiny_region, tmp_path
     assert f"wrote {out}" in capsys.readouterr().out
     # The input is never replaced without --overwrite.
     rc = main(["classify", "--parcels", str(parcels), "--scenes", str(tiny_region / "scenes"),
-               "--weather", str(tiny_region / "weather.nc"), "--model", str(bundle), "--out", str(parcels)])
+               "--weather", str(weather), "--model", str(bundle), "--out", str(parcels)])
     assert rc == 2 and parcels.read_bytes() == before
