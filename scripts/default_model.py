@@ -32,8 +32,9 @@ def model_card(bundle_path: Path, metrics: dict, command: str, experiment: Path)
     lines = [
         "# ThermoCrop default model", "",
         "**Trained on synthetic data.** The regions come from `thermocrop synth` (AT1, DK1, "
-        "FR1, FR2: the paper's four tiles imitated with their climates); no real Sentinel-2 "
-        "scene or LPIS label was used. Expect it to show how the tool works, not to map real "
+        "FR1, FR2: the paper's four tiles imitated with their climates; 500 parcels each, "
+        "seed 0, daily temperatures of the grid cell at each region's centre); no real "
+        "Sentinel-2 scene or LPIS label was used. Expect it to show how the tool works, not to map real "
         "crops: train your own model on real labels (below) before trusting a map.", "",
         f"- Variant: `{cfg.variant}` ({VARIANT_NAMES.get(cfg.variant, cfg.variant)}), "
         f"{sum(p.numel() for p in bundle.model.parameters()):,} parameters, "
@@ -69,8 +70,10 @@ def model_card(bundle_path: Path, metrics: dict, command: str, experiment: Path)
         "## Train on real LPIS labels", "",
         "1. Put the parcels (GeoPackage or shapefile) with a crop field mapped to the class "
         "names above, a `block` field for spatial splits (e.g. a grid of ~10 km cells), the "
-        "Sentinel-2 scenes of one season and the E-OBS `tn`/`tx` files side by side.",
-        "2. `thermocrop extract --parcels parcels.gpkg --scenes S2/ --weather tn.nc "
+        "Sentinel-2 scenes of one season and daily temperatures (a station CSV "
+        "`date,tmin,tmax`, or E-OBS `tn`/`tx` where the weather reader accepts NetCDF) side "
+        "by side.",
+        "2. `thermocrop extract --parcels parcels.gpkg --scenes S2/ --weather weather.csv "
         "--label-field crop --out data/region1` (one dataset per region or tile).",
         "3. `thermocrop train --data data/region1 data/region2 --variant tpe_recurrent "
         "--out my.tcm` (paper settings by default: 100 epochs x 500 steps x 128 parcels, "
