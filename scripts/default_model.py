@@ -34,8 +34,9 @@ def model_card(bundle_path: Path, metrics: dict, command: str, experiment: Path)
         "**Trained on synthetic data.** The regions come from `thermocrop synth` (AT1, DK1, "
         "FR1, FR2: the paper's four tiles imitated with their climates; 500 parcels each, "
         "seed 0, daily temperatures of the grid cell at each region's centre); no real "
-        "Sentinel-2 scene or LPIS label was used. Expect it to show how the tool works, not to map real "
-        "crops: train your own model on real labels (below) before trusting a map.", "",
+        "Sentinel-2 scene or LPIS label was used. Expect it to show how the tool works, "
+        "not to map real crops: train your own model on real labels (below) before "
+        "trusting a map.", "",
         f"- Variant: `{cfg.variant}` ({VARIANT_NAMES.get(cfg.variant, cfg.variant)}), "
         f"{sum(p.numel() for p in bundle.model.parameters()):,} parameters, "
         f"file {bundle_path.stat().st_size / 1e6:.2f} MB",

@@ -27,7 +27,8 @@ def make_pixel_sets(n: int = 90, t: int = 14, s: int = 8, n_labels: int = 3, see
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, n_labels, n).astype(np.int16)
     level = 1500 + 1200 * labels[:, None, None, None] * np.linspace(0.2, 1, 10)[None, None, :, None]
-    season = np.sin(np.linspace(0, np.pi, t))[None, :, None, None] * 800 * (labels[:, None, None, None] % 2)
+    odd = (labels % 2)[:, None, None, None]
+    season = np.sin(np.linspace(0, np.pi, t))[None, :, None, None] * 800 * odd
     pixels = (level + season + rng.normal(0, 150, (n, t, 10, s))).clip(1, 65535).astype(np.uint16)
     n_slots = rng.integers(1, s + 1, n)
     pixel_mask = np.arange(s)[None, None, :] < n_slots[:, None, None]

@@ -15,7 +15,8 @@ def add_training_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=int, default=100, help="epochs (default 100)")
     parser.add_argument("--steps-per-epoch", type=int, default=500,
                         help="optimiser steps per epoch (default 500)")
-    parser.add_argument("--batch-size", type=int, default=128, help="parcels per step (default 128)")
+    parser.add_argument("--batch-size", type=int, default=128,
+                        help="parcels per step (default 128)")
     parser.add_argument("--sample-pixels", type=int, default=64,
                         help="random pixels per parcel and step, S (default 64)")
     parser.add_argument("--sample-dates", type=int, default=30,
