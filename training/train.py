@@ -121,8 +121,15 @@ def _check_datasets(datasets: Sequence[PixelSets], what: str) -> tuple[str, ...]
 def _pooled_scaling(datasets: Sequence[PixelSets], rows: Sequence[np.ndarray],
                     seed: int) -> InputScaling:
     """Input scaling from the training parcels of every dataset, weighted by parcel count."""
-    parts = [(InputScaling.from_pixel_sets(ps.subset(np.sort(r)), max_parcels=1000, seed=seed),
-              len(r)) for ps, r in zip(datasets, rows) if len(r)]
+    rng = np.random.default_rng(seed)
+    parts = []
+    for ps, r in zip(datasets, rows):
+        if len(r) == 0:
+            continue
+        # Subsample before subsetting: a subset of a memory map is read into memory.
+        pick = np.sort(rng.choice(r, min(len(r), 1000), replace=False))
+        parts.append((InputScaling.from_pixel_sets(ps.subset(pick), max_parcels=1000,
+                                                   seed=seed), len(r)))
     w = np.array([n for _, n in parts], dtype=np.float64)
     w /= w.sum()
     mean = sum(wi * np.asarray(s.mean) for (s, _), wi in zip(parts, w))
