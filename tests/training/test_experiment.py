@@ -26,6 +26,7 @@ def regions(tmp_path_factory):
     return paths
 
 
+@pytest.mark.slow
 def test_experiment_writes_the_table_and_skips_finished_runs(regions, tmp_path):
     cfg = TrainingConfig(epochs=1, steps_per_epoch=2, batch_size=8, sample_pixels=4,
                          sample_dates=5, device="cpu")
