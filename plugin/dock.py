@@ -293,10 +293,14 @@ class ThermoCropDock(QgsDockWidget):
             self.model_card.setText(f"<i>Model not available: {exc}</i>")
             return
         prov = config.provenance or {}
-        regions = prov.get("regions") or prov.get("train_regions") or prov.get("datasets") or "?"
-        metrics = prov.get("metrics") or {}
-        scores = ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in metrics.items()
-                           if not isinstance(v, (dict, list)))
+        regions = prov.get("train_regions") or prov.get("regions") or prov.get("datasets") or "not recorded"
+        if isinstance(regions, (list, tuple)):
+            regions = ", ".join(map(str, regions))
+        if prov.get("data"):
+            regions = f"{regions} ({prov['data']})"
+        flat = dict(prov.get("metrics") or {}, **{k: v for k, v in prov.items() if k != "metrics"})
+        scores = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in sorted(flat.items())
+                           if isinstance(v, float) and any(w in k for w in ("f1", "accuracy", "kappa", "oa")))
         self.model_card.setText(
             f"<b>{Path(path).name}</b>: {config.variant}<br>classes: {', '.join(config.classes)}<br>"
             f"trained on: {regions}<br>scores: {scores or 'not recorded'}")

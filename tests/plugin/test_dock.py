@@ -202,3 +202,17 @@ def test_project_rasters_are_listed_and_files_in_a_checked_folder_are_not_double
     finally:
         widget.shutdown()
         QgsProject.instance().removeAllMapLayers()
+
+
+def test_model_card_shows_variant_classes_regions_and_scores(dock, small_bundle, tmp_path):
+    from thermocrop.core.bundle import load_bundle, save_bundle
+
+    bundle = load_bundle(small_bundle)
+    config = bundle.config
+    config.provenance = {"train_regions": ["AT1", "FR2"], "data": "synthetic", "test_macro_f1": 0.6125}
+    path = tmp_path / "carded.tcm"
+    save_bundle(path, bundle.model, config)
+    dock.model.setFilePath(str(path))
+    card = dock.model_card.text()
+    assert "tpe_sinusoidal" in card and "winter_wheat" in card
+    assert "AT1, FR2 (synthetic)" in card and "test macro f1 0.613" in card
