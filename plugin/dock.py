@@ -186,6 +186,7 @@ class ThermoCropDock(QgsDockWidget):
         form.addRow("Weather", self.weather)
         self.model = QgsFileWidget()
         self.model.setFilter("ThermoCrop model (*.tcm)")
+        self.model.lineEdit().setPlaceholderText("empty: the shipped model")
         self.model.fileChanged.connect(self.show_model_card)
         form.addRow("Model", self.model)
         self.model_card = QLabel()
