@@ -56,8 +56,9 @@ def model_card(bundle_path: Path, metrics: dict, command: str, experiment: Path)
     if results.exists():
         data = json.loads(results.read_text())
         lines += ["", "## Leave-one-region-out scores of the variants (macro F1 / OA %)", "",
-                  "From `thermocrop experiment` (see docs/experiment.md); each cell trained "
-                  "on three regions and scored on all parcels of the fourth.", "",
+                  "From `thermocrop experiment` (seed 0, see docs/experiment.md for a second "
+                  "seed); each cell trained on three regions and scored on all parcels of "
+                  "the fourth.", "",
                   "| variant | mean F1 / OA | paper F1 / OA |", "|---|---|---|"]
         for v, s in data["summary"].items():
             if s["mean_macro_f1"] is None:
@@ -68,6 +69,7 @@ def model_card(bundle_path: Path, metrics: dict, command: str, experiment: Path)
                          f"{'' if s['complete'] else ' (partial)'} | {p[0]} / {p[1]} |")
     lines += [
         "", "## Rebuild", "", "```", command, "```", "",
+        "Same seed and same number of torch threads, same bytes.", "",
         "## Train on real LPIS labels", "",
         "1. Put the parcels (GeoPackage or shapefile) with a crop field mapped to the class "
         "names above, a `block` field for spatial splits (e.g. a grid of ~10 km cells), the "
