@@ -1,8 +1,12 @@
 """Tests of model bundles: round trip, prediction, scaling and refusal of bad files."""
 
+import hashlib
 import json
+import os
 import pickle
 import struct
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -15,7 +19,7 @@ from thermocrop.core.bundle import (BundleConfig, InputScaling, ModelBundle, def
                                     load_bundle, save_bundle)
 from thermocrop.core.dataset import PixelSets
 from thermocrop.core.errors import BundleError
-from thermocrop.core.models import build_model
+from thermocrop.core.models import VARIANTS, build_model
 
 
 def _pixel_sets(p=23, t=7, s=6, seed=0):
@@ -60,7 +64,7 @@ def test_scaling_statistics_by_a_second_route():
         assert scaling.std[band] == pytest.approx(np.std(values, ddof=1), rel=1e-9)
 
 
-@pytest.mark.parametrize("variant", ["calendar", "tpe_concat", "tpe_fourier", "tpe_recurrent"])
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_round_trip_reproduces_logits_exactly(tmp_path, variant):
     ps = _pixel_sets()
     model = _trained_model(variant)
@@ -198,3 +202,111 @@ def test_missing_file_and_default_path(tmp_path):
     path = default_bundle_path()
     assert path.name == "default.tcm" and path.parent.name == "models"
     assert (path.parent.parent.parent / "core" / "bundle.py").is_file()
+
+
+def _header(path):
+    data = path.read_bytes()
+    (n,) = struct.unpack("<Q", data[:8])
+    return json.loads(data[8:8 + n])
+
+
+def test_config_in_the_file_holds_everything_needed_to_classify(tmp_path):
+    model = _trained_model("tpe_fourier", k=3)
+    scaling = InputScaling(quantification=10000.0, mean=[0.1 * i for i in range(10)],
+                           std=[1.0 + i for i in range(10)], dn_offset=-1000.0)
+    config = BundleConfig(
+        classes=("corn", "meadow", "winter_wheat"),
+        colours={"corn": "#f28e2b", "meadow": "#59a14f", "winter_wheat": "#edc948"},
+        scaling=scaling,
+        gdd={"t_base": 0.0, "t_cap": 30.0, "method": "paper", "season_start": "01-01"},
+        calendar={"season_start": "01-01", "offset": 60.0, "max_shift": 60},
+        provenance={"data": ["FR1", "DK1"], "epochs": 7, "metrics": {"macro_f1": 0.5}})
+    save_bundle(tmp_path / "m.tcm", model, config)
+    header = _header(tmp_path / "m.tcm")
+    stored = json.loads(header["__metadata__"]["thermocrop_bundle"])
+    assert stored["format_version"] == 1 and stored["variant"] == "tpe_fourier"
+    assert stored["hyperparameters"]["d_model"] == 256 and stored["hyperparameters"]["n_head"] == 16
+    assert stored["hyperparameters"]["fourier_scale"] == 10000.0
+    assert stored["classes"] == ["corn", "meadow", "winter_wheat"]
+    assert stored["colours"]["winter_wheat"] == "#edc948"
+    assert stored["bands"] == list(S2_BANDS)
+    assert stored["scaling"] == {"quantification": 10000.0, "dn_offset": -1000.0,
+                                 "mean": [0.1 * i for i in range(10)],
+                                 "std": [1.0 + i for i in range(10)]}
+    assert stored["gdd"] == {"t_base": 0.0, "t_cap": 30.0, "method": "paper",
+                             "season_start": "01-01"}
+    assert stored["calendar"] == {"season_start": "01-01", "offset": 60.0, "max_shift": 60}
+    assert stored["provenance"] == {"data": ["FR1", "DK1"], "epochs": 7,
+                                    "metrics": {"macro_f1": 0.5}}
+    # the checksum covers the config without its checksum, then the weights
+    without = json.dumps({**stored, "checksum": ""}, sort_keys=True)
+    digest = hashlib.sha256(without.encode("utf-8"))
+    digest.update(st_save({k: v.contiguous() for k, v in model.state_dict().items()}))
+    assert stored["checksum"] == digest.hexdigest()
+
+
+def test_altered_config_fails_the_checksum(saved):
+    _rewrite_config(saved, lambda c: c.update(classes=list(reversed(c["classes"]))))
+    with pytest.raises(BundleError, match="checksum mismatch"):
+        load_bundle(saved)
+
+
+def test_files_of_other_kinds_are_refused(tmp_path, saved):
+    junk = tmp_path / "junk.tcm"
+    junk.write_bytes(np.random.default_rng(0).bytes(4096))
+    empty = tmp_path / "empty.tcm"
+    empty.write_bytes(b"")
+    plain = tmp_path / "plain.tcm"
+    plain.write_bytes(st_save({"w": torch.zeros(3)}))
+    for path, message in ((junk, "not a ThermoCrop model bundle"), (empty, "only 0 bytes"),
+                          (plain, "no ThermoCrop bundle config")):
+        with pytest.raises(BundleError, match=message) as info:
+            load_bundle(path)
+        assert str(path) in str(info.value)
+    _rewrite_config(saved, lambda c: c.update(variant="transformer"))
+    with pytest.raises(BundleError, match="does not describe a known model"):
+        load_bundle(saved)
+
+
+def test_file_records_no_device_and_loads_on_the_cpu(saved):
+    # safetensors stores dtype, shape and byte range only: nothing ties the weights to the
+    # device they were trained on.
+    header = _header(saved)
+    tensors = {k: v for k, v in header.items() if k != "__metadata__"}
+    assert tensors and all(set(v) == {"dtype", "shape", "data_offsets"} for v in tensors.values())
+    bundle = load_bundle(saved)
+    assert all(p.device.type == "cpu" for p in bundle.model.parameters())
+    assert all(b.device.type == "cpu" for b in bundle.model.buffers())
+
+
+_LOAD_ON_CPU = """
+import json, sys, torch
+from thermocrop.core.bundle import load_bundle
+assert not torch.cuda.is_available()
+bundle = load_bundle(sys.argv[1])
+args = torch.load(sys.argv[2], weights_only=True)
+with torch.no_grad():
+    print(json.dumps(bundle.model(*args).tolist()))
+"""
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_bundle_trained_on_a_gpu_loads_where_there_is_none(tmp_path):
+    model = _trained_model("tpe_recurrent").cuda()
+    opt = torch.optim.Adam(model.parameters())
+    model.train()
+    args = (torch.randn(3, 4, 10, 6), torch.ones(3, 4, 6, dtype=torch.bool),
+            torch.ones(3, 4, dtype=torch.bool), torch.rand(3, 4) * 200, torch.rand(3, 4) * 3000)
+    loss = model(*(a.cuda() for a in args)).square().mean()
+    loss.backward()
+    opt.step()
+    model.eval()
+    save_bundle(tmp_path / "gpu.tcm", model, _config(_pixel_sets()))
+    torch.save(args, tmp_path / "args.pt")
+    with torch.no_grad():
+        expected = model(*(a.cuda() for a in args)).cpu()
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    run = subprocess.run([sys.executable, "-c", _LOAD_ON_CPU, str(tmp_path / "gpu.tcm"),
+                          str(tmp_path / "args.pt")], env=env, capture_output=True, text=True,
+                         check=True)
+    assert torch.allclose(torch.tensor(json.loads(run.stdout)), expected, atol=1e-4)

@@ -1,5 +1,7 @@
 """Tests of the PSE+LTAE models: parameter counts, masks, padding, folding, training."""
 
+import math
+
 import pytest
 import torch
 
@@ -181,3 +183,176 @@ def test_parcel_without_valid_dates_is_finite(variant):
     model.train()
     model.pse.mlp1[0](torch.zeros(0, 6, 10), torch.zeros(0, 6, dtype=torch.bool))
     assert torch.equal(model.pse.mlp1[0].norm.running_mean, before)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_parameters_per_part(variant):
+    model = build_model(variant, 9)
+    count = lambda module: sum(p.numel() for p in module.parameters())
+    # mlp1 10*32+64 + 32*64+128, mlp2 128*128+256 (+128 for the GDD input of TPE-Concat)
+    assert count(model.pse) == 384 + 2_176 + 16_640 + (128 if variant == "tpe_concat" else 0)
+    # in-projection 128*256+512, keys 256*128+128, master queries 16*8, mlp3 256*128+256
+    assert count(model.ltae) == 33_280 + 32_896 + 128 + 33_024 == 99_328
+    # 128*64+128, 64*32+64, 32*9+9
+    assert count(model.decoder) == 8_320 + 2_112 + 297 == 10_729
+    # Fourier: W 8, 16*32+32, 32*16+16; Recurrent: GRU 3*(16*16*2+2*16), linear 16*16+16
+    extra = {"tpe_fourier": 8 + 544 + 528, "tpe_recurrent": 1_632 + 272}.get(variant, 0)
+    positional = 0 if model.positional is None else count(model.positional)
+    assert positional == extra
+
+
+def test_master_queries_start_from_normal_with_std_sqrt_2_over_dk():
+    torch.manual_seed(6)
+    queries = torch.cat([build_model("no_pe", 9).ltae.query.flatten() for _ in range(40)])
+    assert queries.mean().abs() < 0.05
+    assert queries.std().item() == pytest.approx((2 / 8) ** 0.5, rel=0.05)
+
+
+def _randomise_batch_norms(model, seed):
+    g = torch.Generator().manual_seed(seed)
+    for module in model.modules():
+        if isinstance(module, torch.nn.BatchNorm1d):
+            n = module.num_features
+            module.running_mean.copy_(torch.randn(n, generator=g) * 0.3)
+            module.running_var.copy_(torch.rand(n, generator=g) + 0.5)
+            with torch.no_grad():
+                module.weight.copy_(torch.rand(n, generator=g) + 0.5)
+                module.bias.copy_(torch.randn(n, generator=g) * 0.2)
+
+
+def _linear_layer_by_hand(layer, x):
+    w = layer.linear.weight.double()
+    bn = layer.norm
+    y = x @ w.T
+    y = (y - bn.running_mean.double()) / torch.sqrt(bn.running_var.double() + bn.eps)
+    return torch.relu(y * bn.weight.double() + bn.bias.double())
+
+
+def _sinusoid_by_hand(p, tau):
+    values = []
+    for i in range(8):
+        angle = p / tau ** (2 * i / 16)
+        values += [math.sin(angle), math.cos(angle)]
+    return torch.tensor(values, dtype=torch.float64)
+
+
+def _gru_by_hand(gru, inputs):
+    w_ih, w_hh = gru.weight_ih_l0.double(), gru.weight_hh_l0.double()
+    b_ih, b_hh = gru.bias_ih_l0.double(), gru.bias_hh_l0.double()
+    h, out = torch.zeros(16, dtype=torch.float64), []
+    for x in inputs:
+        gi, gh = w_ih @ x + b_ih, w_hh @ h + b_hh
+        r = torch.sigmoid(gi[:16] + gh[:16])
+        z = torch.sigmoid(gi[16:32] + gh[16:32])
+        n = torch.tanh(gi[32:] + r * gh[32:])
+        h = (1 - z) * n + z * h
+        out.append(h)
+    return out
+
+
+def _classify_one_parcel_by_hand(model, pixels, pmask, dos, gdd):
+    """The paper's architecture written out date by date, in float64, for one parcel."""
+    variant = model.variant
+    embeddings = []
+    for t in range(pixels.shape[0]):
+        x = pixels[t].double().T[pmask[t]]  # valid pixels only, (n, C)
+        for layer in model.pse.mlp1:
+            x = _linear_layer_by_hand(layer, x)
+        n = x.shape[0]
+        mean = x.mean(dim=0)
+        std = torch.sqrt(((x - mean) ** 2).sum(dim=0) / (max(n, 2) - 1) + 1e-31)
+        feature = torch.cat([mean, std] + ([gdd[t:t + 1].double()] if variant == "tpe_concat"
+                                           else []))
+        embeddings.append(_linear_layer_by_hand(model.ltae.in_projection,
+                                                _linear_layer_by_hand(model.pse.mlp2, feature)))
+    if variant in ("calendar", "shiftaug"):
+        pes = [_sinusoid_by_hand(float(d) + 60.0, 1000.0) for d in dos]
+    elif variant == "tpe_sinusoidal":
+        pes = [_sinusoid_by_hand(float(g), 10000.0) for g in gdd]
+    elif variant == "tpe_fourier":
+        enc = model.positional
+        w = enc.frequencies.weight.double()[:, 0]
+        pes = []
+        for g in gdd:
+            wp = w * float(g) / 10000.0
+            r = torch.cat([torch.cos(wp), torch.sin(wp)]) / 4.0
+            hidden = torch.nn.functional.gelu(enc.mlp[0].weight.double() @ r
+                                              + enc.mlp[0].bias.double())
+            pes.append(enc.mlp[2].weight.double() @ hidden + enc.mlp[2].bias.double())
+    elif variant == "tpe_recurrent":
+        enc = model.positional
+        states = _gru_by_hand(enc.gru, [_sinusoid_by_hand(float(g), 10000.0) for g in gdd])
+        pes = [enc.out.weight.double() @ s + enc.out.bias.double() for s in states]
+    else:
+        pes = [torch.zeros(16, dtype=torch.float64)] * len(embeddings)
+    h = torch.stack([e + pe.repeat(16) for e, pe in zip(embeddings, pes)])  # (T, 256)
+    keys = (h @ model.ltae.key.weight.double().T + model.ltae.key.bias.double()).view(-1, 16, 8)
+    query = model.ltae.query.double()
+    heads = []
+    for head in range(16):
+        scores = torch.stack([keys[t, head] @ query[head] for t in range(len(h))]) / math.sqrt(8)
+        weights = torch.softmax(scores, dim=0)
+        heads.append((weights[:, None] * h[:, 16 * head:16 * (head + 1)]).sum(dim=0))
+    x = _linear_layer_by_hand(model.ltae.mlp3, torch.cat(heads))
+    for layer in model.decoder.hidden:
+        x = _linear_layer_by_hand(layer, x)
+    return model.decoder.out.weight.double() @ x + model.decoder.out.bias.double()
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_forward_matches_the_architecture_written_by_hand(variant):
+    torch.manual_seed(7)
+    model = build_model(variant, 9).eval()
+    _randomise_batch_norms(model, seed=8)
+    pixels, pmask, dmask, dos, gdd = _batch(b=2, t=4, s=7, seed=10)
+    pmask[0, 1, 1:] = False  # a date with a single valid pixel: std 0, not NaN
+    gdd[1, -1] = 12_345.6
+    with torch.no_grad():
+        logits = model(pixels, pmask, dmask, dos, gdd)
+    for i in range(2):
+        expected = _classify_one_parcel_by_hand(model, pixels[i], pmask[i], dos[i], gdd[i])
+        assert torch.allclose(logits[i].double(), expected, atol=1e-5), (i, logits[i], expected)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_real_valued_positions_beyond_lookup_limits(variant):
+    torch.manual_seed(8)
+    model = build_model(variant, 9).eval()
+    pixels, pmask, dmask, dos, gdd = _batch(b=2, t=4, seed=11)
+    gdd = torch.tensor([[500.25, 9_999.5, 12_345.6, 31_000.75]] * 2)
+    dos = torch.tensor([[-55.5, 120.25, 700.5, 5_000.0]] * 2)  # offset +60 goes past 424
+    with torch.no_grad():
+        out = model(pixels, pmask, dmask, dos, gdd)
+        gdd_int = model(pixels, pmask, dmask, dos, gdd.floor())
+        dos_int = model(pixels, pmask, dmask, dos.floor(), gdd)
+    assert torch.isfinite(out).all()
+    # no integer cast: the fractional part of whichever position the variant uses matters
+    uses_gdd = variant.startswith("tpe_")
+    uses_calendar = variant in ("calendar", "shiftaug")
+    assert torch.equal(out, gdd_int) != uses_gdd
+    assert torch.equal(out, dos_int) != uses_calendar
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_parcel_with_fewer_pixels_than_s_equals_its_unpadded_set(variant):
+    torch.manual_seed(9)
+    model = build_model(variant, 9)
+    for seed in range(2):  # move the BatchNorm statistics away from the identity
+        model(*_batch(seed=20 + seed))
+    model.eval()
+    pixels, pmask, dmask, dos, gdd = _batch(b=3, t=4, s=5, seed=12)
+    pmask[:] = True
+    pixels = torch.randn(pixels.shape)
+    # pad to S = 12 with masked slots full of large junk, interleaved with the real pixels
+    s = 12
+    slots = torch.tensor([0, 2, 3, 7, 11])
+    padded = torch.randn(3, 4, 10, s) * 1e3
+    padded[..., slots] = pixels
+    padded_mask = torch.zeros(3, 4, s, dtype=torch.bool)
+    padded_mask[..., slots] = True
+    fast = fast_inference_model(model)
+    with torch.inference_mode():
+        for net in (model, fast):
+            a = net(pixels, pmask, dmask, dos, gdd)
+            b = net(padded, padded_mask, dmask, dos, gdd)
+            assert torch.allclose(a, b, atol=1e-5)
