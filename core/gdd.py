@@ -36,16 +36,19 @@ def growing_degree_days(
         tmax: Daily maximum temperature in degrees C, shape (..., D).
         t_base: Base temperature below which no growth accrues.
         t_cap: Upper cap on the temperatures.
-        method: "paper" clips tmin/tmax to [t_base, t_cap] then averages and subtracts
-            t_base; "average" averages first (tmax capped), then clips at t_base.
+        method: ``"paper"`` (paper eq. 2, a variant of McMaster & Wilhelm's method 2): the
+            daily value is ``max((min(Tmax, Tcap) + max(Tmin, Tbase)) / 2 - Tbase, 0)``, so a
+            cold night counts as Tbase and a hot afternoon as Tcap. ``"average"`` (McMaster &
+            Wilhelm method 1): ``max((min(Tmax, Tcap) + min(Tmin, Tcap)) / 2 - Tbase, 0)``,
+            the mean first, then clipped at the base: a night below Tbase pulls the mean down.
 
     Returns:
-        Cumulative GDD, shape (..., D), float64.
+        Cumulative GDD in degree days (C d), shape (..., D), float64.
     """
     tmin = np.asarray(tmin, dtype=np.float64)
     tmax = np.asarray(tmax, dtype=np.float64)
     if method == "paper":
-        daily = (np.clip(tmin, t_base, t_cap) + np.clip(tmax, t_base, t_cap)) / 2.0 - t_base
+        daily = np.maximum((np.minimum(tmax, t_cap) + np.maximum(tmin, t_base)) / 2.0 - t_base, 0.0)
     elif method == "average":
         mean = (np.minimum(tmin, t_cap) + np.minimum(tmax, t_cap)) / 2.0
         daily = np.maximum(mean - t_base, 0.0)
@@ -99,28 +102,51 @@ def day_of_season(acquisition_dates: Sequence, season_start: SeasonStart = Seaso
     return (dates - start).astype(np.float32)
 
 
-def _fill_gaps(values: np.ndarray, dates: np.ndarray, what: str, parcel_ids) -> np.ndarray:
-    """Fill NaN runs of <= 3 days linearly along the last axis of (P, D)."""
-    values = values.astype(np.float64, copy=True)
-    nan = np.isnan(values)
-    if not nan.any():
+def season_bounds(acquisition_dates: Sequence, season_start: SeasonStart = SeasonStart()
+                  ) -> tuple[np.datetime64, np.datetime64]:
+    """First and last day of weather needed for GDD at these dates: (season start, last date)."""
+    dates = np.asarray(acquisition_dates, dtype="datetime64[D]")
+    return _season_start_date(dates, season_start), dates.max()
+
+
+def _fill_gaps(values: np.ndarray, dates: np.ndarray, what: str, parcel_ids, missing: str) -> np.ndarray:
+    """Fill NaN runs of at most 3 days linearly along the last axis of ``(P, D)``.
+
+    A longer run, or one touching the first or last day, raises ``GDDGapError`` naming the
+    dates (``missing="raise"``) or makes the whole row NaN (``missing="mask"``).
+    """
+    values = np.array(values, dtype=np.float64)
+    holed = np.flatnonzero(np.isnan(values).any(axis=1))
+    if holed.size == 0:
         return values
-    days = np.arange(values.shape[1])
-    for p in np.flatnonzero(nan.any(axis=1)):
-        row_nan = nan[p]
-        padded = np.concatenate([[False], row_nan, [False]])
-        starts = np.flatnonzero(~padded[:-1] & padded[1:])
-        ends = np.flatnonzero(padded[:-1] & ~padded[1:])
-        valid = ~row_nan
-        for s, e in zip(starts, ends):
-            if e - s > MAX_FILLED_GAP_DAYS or s == 0 or e == values.shape[1]:
-                who = f" for parcel {parcel_ids[p]}" if parcel_ids is not None else ""
-                raise GDDGapError(
-                    f"{what} is missing from {dates[s]} to {dates[e - 1]}{who}; gaps of more "
-                    f"than {MAX_FILLED_GAP_DAYS} days (or at the record's ends) cannot be "
-                    "filled: use a weather file covering these dates"
-                )
-        values[p, row_nan] = np.interp(days[row_nan], days[valid], values[p, valid])
+    part = values[holed]
+    nan = np.isnan(part)
+    n_days = part.shape[1]
+    days = np.broadcast_to(np.arange(n_days), part.shape)
+    # Index of the last valid day at or before each day, and of the next at or after it.
+    before = np.maximum.accumulate(np.where(nan, -1, days), axis=1)
+    after = np.minimum.accumulate(np.where(nan, n_days, days)[:, ::-1], axis=1)[:, ::-1]
+    bad = nan & ((before < 0) | (after >= n_days) | (after - before - 1 > MAX_FILLED_GAP_DAYS))
+    unusable = bad.any(axis=1)
+    if unusable.any() and missing == "mask":
+        part[unusable] = np.nan
+        nan[unusable] = False
+    elif unusable.any():
+        p, d = np.argwhere(bad)[0]
+        s, e = before[p, d] + 1, min(after[p, d], n_days) - 1
+        who = f" for parcel {parcel_ids[holed[p]]}" if parcel_ids is not None else ""
+        others = int(unusable.sum()) - 1
+        also = f" (and {others} more parcels have long gaps)" if others > 0 else ""
+        raise GDDGapError(
+            f"{what} is missing from {dates[s]} to {dates[e]}{who}{also}; gaps of more than "
+            f"{MAX_FILLED_GAP_DAYS} days (or at the record's ends) cannot be filled: use a weather "
+            "file covering these dates"
+        )
+    rows, cols = np.nonzero(nan)
+    lo, hi = before[rows, cols], after[rows, cols]
+    weight = (cols - lo) / (hi - lo)
+    part[rows, cols] = part[rows, lo] * (1.0 - weight) + part[rows, hi] * weight
+    values[holed] = part
     return values
 
 
@@ -133,16 +159,30 @@ def gdd_at_dates(
     t_cap: float = 30.0,
     method: str = "paper",
     parcel_ids: Sequence[str] | None = None,
+    missing: str = "raise",
 ) -> np.ndarray:
     """GDD since season start at each acquisition date (that day included).
 
+    The season starts on ``season_start`` of the year of the last acquisition, or of the year
+    before when that start would fall after the first acquisition (a season across New Year).
+
+    Args:
+        weather: daily temperatures ``(P, D)`` covering the season start to the last date.
+        acquisition_dates: ``(T,)`` dates (anything ``datetime64[D]`` accepts).
+        season_start, t_base, t_cap, method: see ``SeasonStart`` and ``growing_degree_days``.
+        parcel_ids: names of the P series for error messages.
+        missing: what a series with a gap longer than 3 days does: ``"raise"`` a
+            ``GDDGapError`` naming the dates, or ``"mask"``: its row comes out NaN.
+
     Returns:
-        Array (P, T) float32.
+        Array (P, T) float32 in degree days.
+
+    Raises:
+        GDDGapError: the weather does not cover the season, or (``missing="raise"``) a gap.
     """
     dates = np.asarray(acquisition_dates, dtype="datetime64[D]")
-    start = _season_start_date(dates, season_start)
+    start, end = season_bounds(dates, season_start)
     wd = np.asarray(weather.dates, dtype="datetime64[D]")
-    end = dates.max()
     sel = (wd >= start) & (wd <= end)
     needed = np.arange(start, end + 1, dtype="datetime64[D]")
     if sel.sum() != needed.size:
@@ -151,7 +191,52 @@ def gdd_at_dates(
             f"weather from {weather.source} does not cover {missing[0]} to {missing[-1]} "
             f"({missing.size} days); season from {start} to {end} is needed"
         )
-    tmin = _fill_gaps(np.asarray(weather.tmin)[:, sel], needed, "tmin", parcel_ids)
-    tmax = _fill_gaps(np.asarray(weather.tmax)[:, sel], needed, "tmax", parcel_ids)
+    if missing not in ("raise", "mask"):
+        raise ValueError(f"missing must be 'raise' or 'mask', not {missing!r}")
+    tmin = _fill_gaps(np.asarray(weather.tmin)[:, sel], needed, "tmin", parcel_ids, missing)
+    tmax = _fill_gaps(np.asarray(weather.tmax)[:, sel], needed, "tmax", parcel_ids, missing)
     cum = growing_degree_days(tmin, tmax, t_base=t_base, t_cap=t_cap, method=method)
     return cum[:, (dates - start).astype(np.int64)].astype(np.float32)
+
+
+def gdd_at_points(
+    weather_file,
+    points_x: Sequence[float],
+    points_y: Sequence[float],
+    crs,
+    acquisition_dates: Sequence,
+    *,
+    season_start: SeasonStart = SeasonStart(),
+    t_base: float = 0.0,
+    t_cap: float = 30.0,
+    method: str = "paper",
+    parcel_ids: Sequence[str] | None = None,
+    **weather_options,
+) -> np.ndarray:
+    """GDD at each acquisition date for points (e.g. parcel centroids) from a weather file.
+
+    Reads only the season's days (see ``gdd_at_dates``) with
+    ``core.weather.read_daily_temperature``; ``weather_options`` go to it.
+
+    Returns:
+        Array (P, T) float32 in degree days; a row is NaN where the point has no cell with data
+        within reach or its record has a gap longer than 3 days (a warning names them).
+
+    Raises:
+        WeatherError: the file cannot be read or does not cover the season.
+    """
+    from .weather import read_daily_temperature
+
+    dates = np.asarray(acquisition_dates, dtype="datetime64[D]")
+    start, end = season_bounds(dates, season_start)
+    weather = read_daily_temperature(weather_file, points_x, points_y, crs, start, end,
+                                     parcel_ids=parcel_ids, missing="mask", **weather_options)
+    gdd = gdd_at_dates(weather, dates, season_start=season_start, t_base=t_base, t_cap=t_cap,
+                       method=method, parcel_ids=parcel_ids, missing="mask")
+    lost = np.flatnonzero(~np.isfinite(gdd).all(axis=1))
+    if lost.size:
+        names = [str(parcel_ids[i]) if parcel_ids is not None else f"#{i}" for i in lost[:10]]
+        logger.warning("%d of %d parcels have no usable temperatures in %s (no cell with data "
+                       "within reach, or a gap of more than %d days): %s", lost.size, len(gdd),
+                       weather_file, MAX_FILLED_GAP_DAYS, ", ".join(names))
+    return gdd

@@ -1,14 +1,26 @@
 """Daily minimum/maximum temperature per parcel, read from weather files.
 
-This version reads CSV station records (`date,tmin,tmax`, one series for every parcel).
+Three sources are understood:
+
+- E-OBS NetCDF (``tn`` / ``tx`` on a regular latitude/longitude grid, packed int16 with a
+  scale factor and ``_FillValue`` -9999), both variables in one file or one file each;
+- any CF NetCDF with daily minimum/maximum temperature, found by name or by
+  ``standard_name = air_temperature`` with ``cell_methods`` ``time: minimum`` / ``maximum``,
+  converted to degrees C from its ``units`` (Kelvin, Celsius, Fahrenheit);
+- a station CSV ``date,tmin,tmax`` (degrees C), one series used for every parcel.
+
+A point takes the grid cell whose centre is nearest (great-circle distance). A point whose
+nearest cell holds no data (sea, outside the grid) takes the nearest cell with data within
+``max_distance_m``; beyond that it has no weather.
 """
 from __future__ import annotations
 
 import csv
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -16,56 +28,453 @@ from .errors import WeatherError
 
 logger = logging.getLogger(__name__)
 
+EARTH_RADIUS_M = 6_371_000.0
+
+# Names tried in order when no variable name is given: E-OBS, CMIP/CORDEX, ERA5, plain.
+TMIN_NAMES = ("tn", "tasmin", "mn2t", "tmin", "t2m_min", "tmn", "mint")
+TMAX_NAMES = ("tx", "tasmax", "mx2t", "tmax", "t2m_max", "tmx", "maxt")
+
+# Unit spellings after _unit_key (lower case, no spaces or underscores, "degree(s)" -> "deg").
+_KELVIN = {"k", "kelvin", "kelvins", "degk"}
+_CELSIUS = {"c", "degc", "celsius", "degcelsius", "°c"}
+_FAHRENHEIT = {"f", "degf", "fahrenheit", "degfahrenheit", "°f"}
+_LATITUDE_UNITS = {"degrees_north", "degree_north", "degrees_n", "degree_n", "degreesn", "degreen"}
+_LONGITUDE_UNITS = {"degrees_east", "degree_east", "degrees_e", "degree_e", "degreese", "degreee"}
+
 
 @dataclass
 class DailyTemperature:
-    """Daily temperatures: dates (D,) datetime64[D]; tmin, tmax (P, D) float32 in deg C."""
+    """Daily temperatures at P points over D consecutive days.
+
+    Attributes:
+        dates: ``(D,)`` datetime64[D].
+        tmin: ``(P, D)`` float32 daily minimum in degrees C; NaN where the record has a gap.
+        tmax: ``(P, D)`` float32 daily maximum in degrees C; NaN where the record has a gap.
+        source: the file(s) read, for messages and provenance.
+        found: ``(P,)`` bool, False for points without a cell with data within reach (their
+            series are all NaN); None when every point has data.
+        distance_m: ``(P,)`` float64 distance from each point to the centre of the cell used
+            (NaN where not found); None for station records.
+    """
 
     dates: np.ndarray
     tmin: np.ndarray
     tmax: np.ndarray
     source: str
+    found: Optional[np.ndarray] = None
+    distance_m: Optional[np.ndarray] = None
 
 
-def _read_station_csv(path: Path, n_points: int, start, end) -> DailyTemperature:
-    with open(path, newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    if not rows or not {"date", "tmin", "tmax"} <= set(rows[0]):
-        raise WeatherError(f"{path}: a station CSV needs the columns date,tmin,tmax")
-    dates = np.array([r["date"] for r in rows], dtype="datetime64[D]")
-    tmin = np.array([float(r["tmin"] or "nan") for r in rows], dtype=np.float32)
-    tmax = np.array([float(r["tmax"] or "nan") for r in rows], dtype=np.float32)
+def describe_days(days: np.ndarray, limit: int = 4) -> str:
+    """Runs of consecutive days as text, e.g. ``2021-01-02 to 2021-01-05, 2021-03-01``."""
+    days = np.unique(np.asarray(days, dtype="datetime64[D]"))
+    if days.size == 0:
+        return "no days"
+    breaks = np.flatnonzero(np.diff(days) != np.timedelta64(1, "D")) + 1
+    runs = np.split(days, breaks)
+    parts = [f"{r[0]} to {r[-1]}" if r.size > 1 else str(r[0]) for r in runs[:limit]]
+    if len(runs) > limit:
+        parts.append(f"and {len(runs) - limit} more periods")
+    return f"{', '.join(parts)} ({days.size} days)"
+
+
+def _check_coverage(dates: np.ndarray, start, end, source: str) -> np.ndarray:
+    """The requested days ``start..end``; raises naming the days the record lacks."""
     want = np.arange(np.datetime64(start, "D"), np.datetime64(end, "D") + 1)
+    if want.size == 0:
+        raise WeatherError(f"empty date range {start} to {end} asked of {source}")
     missing = np.setdiff1d(want, dates)
+    if missing.size == want.size and dates.size == 0:
+        raise WeatherError(f"{source} holds no dates; use a weather file covering {want[0]} to {want[-1]}")
     if missing.size:
         raise WeatherError(
-            f"{path} does not cover {missing.size} requested days ({missing[0]} to "
-            f"{missing[-1]}); use a record covering {want[0]} to {want[-1]}"
+            f"{source} does not cover {describe_days(missing)} of the {want[0]} to {want[-1]} "
+            f"needed (its record runs {dates.min()} to {dates.max()}); use a weather file "
+            "covering the whole season"
         )
-    keep = (dates >= want[0]) & (dates <= want[-1])
-    order = np.argsort(dates[keep])
+    return want
+
+
+def _read_station_csv(path: Path, n_points: int, start, end, tmin_col: str, tmax_col: str
+                      ) -> DailyTemperature:
+    with open(path, newline="") as handle:
+        reader = csv.DictReader(handle)
+        columns = [c.strip() for c in (reader.fieldnames or [])]
+        rows = list(reader)
+    need = {"date", tmin_col, tmax_col}
+    if not need <= set(columns):
+        raise WeatherError(
+            f"{path}: a station CSV needs the columns {', '.join(sorted(need))}; it has "
+            f"{', '.join(columns) or 'none'}"
+        )
+    rows = [{k.strip(): v for k, v in r.items() if k is not None} for r in rows]
+
+    def number(row: dict, col: str, line: int) -> float:
+        text = (row.get(col) or "").strip()
+        try:
+            return float(text) if text else np.nan
+        except ValueError:
+            raise WeatherError(f"{path}, line {line}: {col} {text!r} is not a number") from None
+
+    try:
+        dates = np.array([r["date"].strip() for r in rows], dtype="datetime64[D]")
+    except ValueError as exc:
+        raise WeatherError(f"{path}: dates must be written YYYY-MM-DD ({exc})") from None
+    tmin = np.array([number(r, tmin_col, i + 2) for i, r in enumerate(rows)], dtype=np.float32)
+    tmax = np.array([number(r, tmax_col, i + 2) for i, r in enumerate(rows)], dtype=np.float32)
+    want = _check_coverage(dates, start, end, str(path))
+    first = {d: i for i, d in reversed(list(enumerate(dates)))}
+    pick = np.array([first[d] for d in want])
+    # One series for every parcel: a broadcast view, not P copies.
     return DailyTemperature(
-        dates[keep][order],
-        np.repeat(tmin[keep][order][None, :], n_points, axis=0),
-        np.repeat(tmax[keep][order][None, :], n_points, axis=0),
+        want,
+        np.broadcast_to(tmin[pick][None, :], (n_points, want.size)),
+        np.broadcast_to(tmax[pick][None, :], (n_points, want.size)),
         str(path),
     )
 
 
+# --------------------------------------------------------------------------------------------
+# NetCDF
+
+
+def _unit_key(units: str) -> str:
+    key = re.sub(r"[\s_]+", "", units.strip().lower())
+    return key.replace("degrees", "deg").replace("degree", "deg")
+
+
+def to_celsius(values: np.ndarray, units: Optional[str], what: str) -> np.ndarray:
+    """Convert ``values`` given in ``units`` to degrees C (in place where possible).
+
+    Raises:
+        WeatherError: units that are not a temperature.
+    """
+    if not units:
+        logger.warning("%s has no units attribute; reading it as degrees C", what)
+        return values
+    key = _unit_key(units)
+    if key in _CELSIUS:
+        return values
+    if key in _KELVIN:
+        values -= np.float32(273.15)
+        return values
+    if key in _FAHRENHEIT:
+        values -= np.float32(32.0)
+        values *= np.float32(5.0 / 9.0)
+        return values
+    raise WeatherError(
+        f"{what} has units {units!r}, which is not a temperature ThermoCrop knows "
+        "(Kelvin, Celsius or Fahrenheit); fix the file's units attribute"
+    )
+
+
+def _companion(path: Path, token_from: str, token_to: str) -> Optional[Path]:
+    """The file named like ``path`` with the variable token swapped (E-OBS ``tn_`` -> ``tx_``)."""
+    pattern = re.compile(rf"(?<![A-Za-z0-9]){re.escape(token_from)}(?![A-Za-z0-9])")
+    if not pattern.search(path.name):
+        return None
+    other = path.with_name(pattern.sub(token_to, path.name, count=1))
+    return other if other.exists() and other != path else None
+
+
+def _find_variable(ds, explicit: Optional[str], names: Sequence[str], cell_method: str) -> Optional[str]:
+    if explicit:
+        return explicit if explicit in ds.data_vars else None
+    for name in names:
+        if name in ds.data_vars:
+            return name
+    for name, var in ds.data_vars.items():
+        if (var.attrs.get("standard_name") == "air_temperature"
+                and f"time: {cell_method}" in str(var.attrs.get("cell_methods", ""))):
+            return str(name)
+    return None
+
+
+def _coordinate(ds, var, kind: str) -> Any:
+    """The latitude or longitude coordinate of ``var`` (1-D or 2-D)."""
+    names = {"latitude": ("latitude", "lat", "nav_lat"), "longitude": ("longitude", "lon", "nav_lon")}[kind]
+    units = {"latitude": _LATITUDE_UNITS, "longitude": _LONGITUDE_UNITS}[kind]
+    candidates = list(var.coords.values()) + [ds[n] for n in ds.variables if n not in var.coords]
+    for c in candidates:
+        if c.attrs.get("standard_name") == kind or str(c.attrs.get("units", "")).lower() in units:
+            if set(c.dims) <= set(var.dims):
+                return c
+    for c in candidates:
+        if str(c.name).lower() in names and set(c.dims) <= set(var.dims):
+            return c
+    raise WeatherError(
+        f"variable {var.name!r} has no {kind} coordinate; ThermoCrop reads NetCDF grids with "
+        "latitude/longitude coordinates (as E-OBS and CF files have)"
+    )
+
+
+def _time_coordinate(ds, var) -> Any:
+    for dim in var.dims:
+        c = ds[dim] if dim in ds.variables else None
+        if c is not None and (str(dim).lower() in ("time", "t") or c.attrs.get("standard_name") == "time"
+                              or c.attrs.get("axis") == "T" or np.issubdtype(c.dtype, np.datetime64)):
+            return c
+    raise WeatherError(f"variable {var.name!r} has no time dimension; daily records need one")
+
+
+def _days(values: np.ndarray, source: str) -> np.ndarray:
+    """Decoded time values -> datetime64[D] (cftime calendars included)."""
+    if np.issubdtype(values.dtype, np.datetime64):
+        return values.astype("datetime64[D]")
+    try:
+        return np.array([f"{v.year:04d}-{v.month:02d}-{v.day:02d}" for v in values], dtype="datetime64[D]")
+    except (AttributeError, ValueError) as exc:
+        raise WeatherError(
+            f"{source}: cannot read its time axis as dates ({exc}); it needs CF units such as "
+            "'days since 1950-01-01'"
+        ) from None
+
+
+def _span(inside: np.ndarray) -> slice:
+    """The smallest slice holding every True of a 1-D mask (empty when there is none)."""
+    idx = np.flatnonzero(inside)
+    return slice(int(idx.min()), int(idx.max()) + 1) if idx.size else slice(0, 0)
+
+
+def _unit_vectors(lat_deg: np.ndarray, lon_deg: np.ndarray) -> np.ndarray:
+    lat, lon = np.radians(lat_deg), np.radians(lon_deg)
+    return np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=-1)
+
+
+def _points_lonlat(points_x, points_y, crs) -> tuple[np.ndarray, np.ndarray]:
+    from pyproj import CRS, Transformer
+
+    x = np.asarray(points_x, dtype=np.float64)
+    y = np.asarray(points_y, dtype=np.float64)
+    source = CRS.from_user_input(crs.to_wkt() if hasattr(crs, "to_wkt") else crs)
+    if source.is_geographic and source.equals(CRS.from_epsg(4326), ignore_axis_order=True):
+        return x, y
+    lon, lat = Transformer.from_crs(source, "EPSG:4326", always_xy=True).transform(x, y)
+    return np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64)
+
+
+class _Grid:
+    """One NetCDF variable on a latitude/longitude grid, opened lazily."""
+
+    def __init__(self, ds, name: str, path: Path) -> None:
+        self.var = ds[name]
+        self.name, self.path = name, path
+        self.what = f"variable {name!r} of {path}"
+        self.lat = _coordinate(ds, self.var, "latitude")
+        self.lon = _coordinate(ds, self.var, "longitude")
+        self.time = _time_coordinate(ds, self.var)
+        self.dates = _days(self.time.values, str(path))
+        spatial = [d for d in self.var.dims if d != self.time.dims[0]]
+        if len(spatial) != 2 or not set(self.lat.dims) | set(self.lon.dims) <= set(spatial):
+            raise WeatherError(
+                f"{self.what} has dimensions {self.var.dims}; expected time plus two grid dimensions"
+            )
+        # (time, row, col), rows and cols in the order of the latitude/longitude dims.
+        if self.lat.ndim == 1 and self.lon.ndim == 1:
+            self.dims = (self.time.dims[0], self.lat.dims[0], self.lon.dims[0])
+        else:
+            self.dims = (self.time.dims[0], *self.lat.dims)
+
+    def cell_centres(self, rows: slice, cols: slice) -> tuple[np.ndarray, np.ndarray]:
+        """Latitude and longitude of the cells of a window, each ``(rows, cols)``."""
+        if self.lat.ndim == 1:
+            lat = np.asarray(self.lat.values[rows], dtype=np.float64)
+            lon = np.asarray(self.lon.values[cols], dtype=np.float64)
+            return np.meshgrid(lat, lon, indexing="ij")
+        return (np.asarray(self.lat.values[rows, cols], dtype=np.float64),
+                np.asarray(self.lon.values[rows, cols], dtype=np.float64))
+
+    def window(self, lon: np.ndarray, lat: np.ndarray, margin_m: float) -> tuple[slice, slice]:
+        """Rows and columns of the cells within reach of the points' bounding box.
+
+        Longitudes compare as angles, so grids on 0..360 degrees east and points on -180..180
+        (or a box across the antimeridian) meet.
+        """
+        grid_lat = np.asarray(self.lat.values, dtype=np.float64)
+        grid_lon = np.asarray(self.lon.values, dtype=np.float64)
+        step = 0.0
+        for c in (grid_lat, grid_lon):
+            if c.ndim == 1 and c.size > 1:
+                step = max(step, float(np.nanmax(np.abs(np.diff(c)))))
+        pad_lat = margin_m / 111_000.0 + step
+        cos = max(np.cos(np.radians(min(89.0, float(np.abs(lat).max()) + pad_lat))), 1e-3)
+        pad_lon = margin_m / (111_000.0 * cos) + step
+        # The points' longitudes relative to the first one, in -180..180.
+        rel = np.mod(lon - lon[0] + 180.0, 360.0) - 180.0
+        centre = lon[0] + (rel.min() + rel.max()) / 2.0
+        half = (rel.max() - rel.min()) / 2.0 + pad_lon
+
+        def near_lon(values: np.ndarray) -> np.ndarray:
+            return np.abs(np.mod(values - centre + 180.0, 360.0) - 180.0) <= half
+
+        def near_lat(values: np.ndarray) -> np.ndarray:
+            return (values >= lat.min() - pad_lat) & (values <= lat.max() + pad_lat)
+
+        if grid_lat.ndim == 1:
+            return _span(near_lat(grid_lat)), _span(near_lon(grid_lon))
+        near = near_lat(grid_lat) & near_lon(grid_lon)
+        if not near.any():
+            return slice(0, 0), slice(0, 0)
+        return _span(near.any(axis=1)), _span(near.any(axis=0))
+
+    def read(self, days: slice, rows: slice, cols: slice) -> np.ndarray:
+        """Values ``(days, rows, cols)`` float32 in degrees C, NaN where missing."""
+        part = self.var.transpose(*self.dims)[days, rows, cols]
+        values = np.asarray(part.values, dtype=np.float32)
+        return to_celsius(values, self.var.attrs.get("units"), self.what)
+
+
+def _open(path: Path):
+    import xarray as xr
+
+    if not path.exists():
+        raise WeatherError(f"weather file {path} does not exist")
+    try:
+        # Mask-and-scale decodes E-OBS's packed int16 (scale_factor, _FillValue -9999) to NaN.
+        return xr.open_dataset(path, mask_and_scale=True, decode_times=True, use_cftime=None)
+    except Exception as exc:  # netCDF4/h5py/scipy each raise their own errors
+        raise WeatherError(f"cannot open {path} as NetCDF ({exc}); give an E-OBS or CF NetCDF "
+                           "file, or a station CSV (date,tmin,tmax)") from None
+
+
+def _read_netcdf(path: Path, tmax_path: Optional[Path], points_x, points_y, crs, start, end,
+                 tmin_var: Optional[str], tmax_var: Optional[str], max_distance_m: float,
+                 parcel_ids: Optional[Sequence[str]], missing: str) -> DailyTemperature:
+    lon, lat = _points_lonlat(points_x, points_y, crs)
+    n = lon.size
+    opened = [_open(path)]
+    try:
+        ds_min = opened[0]
+        name_min = _find_variable(ds_min, tmin_var, TMIN_NAMES, "minimum")
+        ds_max, max_path = ds_min, path
+        if tmax_path is not None:
+            ds_max, max_path = _open(tmax_path), tmax_path
+            opened.append(ds_max)
+        name_max = _find_variable(ds_max, tmax_var, TMAX_NAMES, "maximum")
+        if name_min is None and tmax_path is None and name_max is not None:
+            # An E-OBS tx file given alone: look for its tn companion.
+            other = next((p for a, b in zip(TMAX_NAMES, TMIN_NAMES) if (p := _companion(path, a, b))), None)
+            if other is not None:
+                ds_min = _open(other)
+                opened.append(ds_min)
+                name_min = _find_variable(ds_min, tmin_var, TMIN_NAMES, "minimum")
+                path = other
+        if name_max is None and tmax_path is None and name_min is not None:
+            other = next((p for a, b in zip(TMIN_NAMES, TMAX_NAMES) if (p := _companion(path, a, b))), None)
+            if other is not None:
+                ds_max, max_path = _open(other), other
+                opened.append(ds_max)
+                name_max = _find_variable(ds_max, tmax_var, TMAX_NAMES, "maximum")
+        for name, ds, explicit, kind, where in ((name_min, ds_min, tmin_var, "minimum", path),
+                                                (name_max, ds_max, tmax_var, "maximum", max_path)):
+            if name is None:
+                wanted = f"variable {explicit!r}" if explicit else f"daily {kind} temperature variable"
+                raise WeatherError(
+                    f"{where} has no {wanted} (variables: {', '.join(map(str, ds.data_vars)) or 'none'}); "
+                    "name it with tmin_var/tmax_var, or give the other E-OBS file (tn_/tx_) as well"
+                )
+        grids = (_Grid(ds_min, name_min, path), _Grid(ds_max, name_max, max_path))
+        source = str(path) if max_path == path else f"{path} + {max_path}"
+        dates = grids[0].dates
+        want = _check_coverage(dates, start, end, grids[0].what)
+        _check_coverage(grids[1].dates, start, end, grids[1].what)
+
+        finite = np.isfinite(lon) & np.isfinite(lat)
+        rows, cols = grids[0].window(lon[finite], lat[finite], max_distance_m) if finite.any() else (slice(0, 0),) * 2
+        values = []
+        for g in grids:
+            pos = {d: i for i, d in enumerate(g.dates)}
+            idx = np.array([pos[d] for d in want])
+            if not np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size)):
+                # Unsorted or repeated time axis: read the span and pick the days from it.
+                lo, hi = int(idx.min()), int(idx.max()) + 1
+                values.append(g.read(slice(lo, hi), rows, cols)[idx - lo])
+            else:
+                values.append(g.read(slice(int(idx[0]), int(idx[0]) + idx.size), rows, cols))
+        tmin, tmax = values
+        if tmin.shape != tmax.shape:
+            raise WeatherError(f"{grids[0].what} and {grids[1].what} are on different grids; "
+                               "give minimum and maximum temperatures on one grid")
+        cell_lat, cell_lon = grids[0].cell_centres(rows, cols)
+    finally:
+        for ds in opened:
+            ds.close()
+
+    has_data = (np.isfinite(tmin).any(axis=0) & np.isfinite(tmax).any(axis=0)).ravel()
+    found = np.zeros(n, dtype=bool)
+    distance = np.full(n, np.nan)
+    cell = np.zeros(n, dtype=np.int64)
+    if has_data.any() and finite.any():
+        from scipy.spatial import cKDTree
+
+        centres = _unit_vectors(cell_lat.ravel()[has_data], cell_lon.ravel()[has_data])
+        chord, k = cKDTree(centres).query(_unit_vectors(lat[finite], lon[finite]))
+        metres = 2.0 * EARTH_RADIUS_M * np.arcsin(np.minimum(chord / 2.0, 1.0))
+        distance[finite] = metres
+        cell[finite] = np.flatnonzero(has_data)[k]
+        found[finite] = metres <= max_distance_m
+
+    if not found.all() and missing == "raise":
+        lost = np.flatnonzero(~found)
+        names = [str(parcel_ids[i]) if parcel_ids is not None else f"#{i}" for i in lost[:10]]
+        more = f" and {lost.size - 10} more" if lost.size > 10 else ""
+        nearest = np.nanmin(distance[lost]) if np.isfinite(distance[lost]).any() else np.nan
+        detail = (f"the nearest is {nearest / 1000:.1f} km away" if np.isfinite(nearest)
+                  else "none is near")
+        raise WeatherError(
+            f"{lost.size} of {n} parcels have no temperature cell with data within "
+            f"{max_distance_m / 1000:g} km in {source} ({detail}): parcels {', '.join(names)}{more}. "
+            "Check that the parcels' CRS is right and that the file covers them, or allow a "
+            "larger distance"
+        )
+    flat = cell[found]
+    r, c = np.unravel_index(flat, cell_lat.shape) if flat.size else (flat, flat)
+    out_min = np.full((n, want.size), np.nan, dtype=np.float32)
+    out_max = np.full((n, want.size), np.nan, dtype=np.float32)
+    out_min[found] = tmin[:, r, c].T
+    out_max[found] = tmax[:, r, c].T
+    logger.debug("%s: %d points on %d cells, farthest %.0f m", source, int(found.sum()),
+                 np.unique(flat).size, np.nanmax(distance[found]) if found.any() else np.nan)
+    return DailyTemperature(want, out_min, out_max, source, None if found.all() else found, distance)
+
+
 def read_daily_temperature(
     path, points_x: Sequence[float], points_y: Sequence[float], crs, start, end, *,
-    tmin_var=None, tmax_var=None, tmax_path=None, max_distance_m: float = 25_000,
-    parcel_ids=None,
+    tmin_var: Optional[str] = None, tmax_var: Optional[str] = None, tmax_path=None,
+    max_distance_m: float = 25_000, parcel_ids: Optional[Sequence[str]] = None,
+    missing: str = "raise",
 ) -> DailyTemperature:
-    """Read daily temperatures at points for start..end (inclusive).
+    """Read daily minimum and maximum temperature at points for ``start..end`` (inclusive).
+
+    Only the asked days and the cells around the points are read from a NetCDF file.
+
+    Args:
+        path: E-OBS / CF NetCDF (``.nc``) or station CSV (``.csv``). An E-OBS ``tn_...nc`` file
+            without ``tx`` finds its ``tx_...nc`` companion in the same folder by itself.
+        points_x, points_y: point coordinates (e.g. parcel centroids), ``(P,)``, in ``crs``.
+        crs: CRS of the points (anything pyproj understands: WKT, ``EPSG:32632``, a CRS object).
+        start, end: first and last day needed.
+        tmin_var, tmax_var: variable names (NetCDF) or column names (CSV) of the daily minimum
+            and maximum; by default E-OBS ``tn``/``tx``, CF names or ``tmin``/``tmax``.
+        tmax_path: a second NetCDF file holding the daily maximum.
+        max_distance_m: how far a point may be from the cell centre it takes its data from.
+        parcel_ids: names of the points for error messages.
+        missing: ``"raise"``: points without a cell within reach are an error naming them;
+            ``"mask"``: their series are NaN and ``found`` marks them.
 
     Returns:
-        DailyTemperature with tmin/tmax of shape (P, D), P = len(points_x).
+        DailyTemperature with ``tmin``/``tmax`` of shape ``(P, D)`` in degrees C,
+        ``D = end - start + 1``.
+
+    Raises:
+        WeatherError: unreadable file, variables not found, days not covered, points out of reach.
     """
+    if missing not in ("raise", "mask"):
+        raise ValueError(f"missing must be 'raise' or 'mask', not {missing!r}")
     path = Path(path)
-    if path.suffix.lower() == ".csv":
-        return _read_station_csv(path, len(points_x), start, end)
-    raise WeatherError(
-        f"{path}: only CSV station files (date,tmin,tmax) can be read in this version; "
-        "convert the NetCDF to a station CSV"
-    )
+    if path.suffix.lower() in (".csv", ".txt"):
+        if not path.exists():
+            raise WeatherError(f"weather file {path} does not exist")
+        return _read_station_csv(path, len(points_x), start, end, tmin_var or "tmin", tmax_var or "tmax")
+    return _read_netcdf(path, Path(tmax_path) if tmax_path else None, points_x, points_y, crs, start, end,
+                        tmin_var, tmax_var, max_distance_m, parcel_ids, missing)
