@@ -339,78 +339,38 @@ def _gdd_for_parcels(table: ParcelTable, idx: np.ndarray, weather: Any, dates: n
                      settings: ExtractionSettings) -> tuple[np.ndarray, np.ndarray]:
     """GDD ``(n, T)`` at the acquisition dates and ``(n,)`` bool where the weather was usable.
 
-    A weather failure that concerns some parcels only (e.g. a coastal parcel far from any
-    land cell) marks those parcels, found by bisection, instead of stopping the run.
+    A weather problem of some parcels only (a coastal parcel far from any land cell, a long gap
+    in one cell's record) marks those parcels; one of the file as a whole (days not covered,
+    variables missing) raises ``WeatherError``.
     """
-    from .gdd import gdd_at_dates
+    from .gdd import gdd_at_dates, season_bounds
     from .weather import DailyTemperature, read_daily_temperature
 
     n = len(idx)
-    gdd = np.zeros((n, len(dates)), dtype=np.float32)
-    ok = np.zeros(n, dtype=bool)
     if n == 0:
-        return gdd, ok
-    gdd_kw = dict(season_start=settings.season_start, t_base=settings.t_base, t_cap=settings.t_cap,
-                  method=settings.gdd_method)
-
+        return np.zeros((0, len(dates)), dtype=np.float32), np.zeros(0, dtype=bool)
+    ids = table.parcel_ids[idx]
     if isinstance(weather, DailyTemperature):
         if weather.tmin.shape[0] != len(table):
             raise WeatherError(
                 f"The daily temperatures hold {weather.tmin.shape[0]} series but the layer has "
                 f"{len(table)} parcels; read them for the same parcels."
             )
-
-        def compute(sub: np.ndarray) -> np.ndarray:
-            part = DailyTemperature(weather.dates, weather.tmin[idx[sub]], weather.tmax[idx[sub]], weather.source)
-            return gdd_at_dates(part, dates, **gdd_kw)
+        temps = DailyTemperature(weather.dates, weather.tmin[idx], weather.tmax[idx], weather.source)
     else:
-        years = sorted({int(str(d)[:4]) for d in dates})
-        start = min(settings.season_start.start_for(y) for y in years)
-        end = np.datetime64(max(dates), "D")
+        start, end = season_bounds(dates, settings.season_start)
         pts = table.geometry.iloc[idx].representative_point()
-        xs, ys = pts.x.to_numpy(), pts.y.to_numpy()
-
-        def compute(sub: np.ndarray) -> np.ndarray:
-            temps = read_daily_temperature(weather, xs[sub], ys[sub], table.geometry.crs, start, end,
-                                           parcel_ids=list(table.parcel_ids[idx[sub]]),
-                                           **settings.weather_options)
-            return gdd_at_dates(temps, dates, **gdd_kw)
-
-    everything = np.arange(n)
-    try:
-        gdd[:] = compute(everything)
-        ok[:] = True
-        return gdd, ok
-    except WeatherError as exc:
-        first_error = exc
-    # A problem with the file as a whole (dates not covered, wrong variables) fails for every
-    # parcel: probe a few spread-out parcels before bisecting, so such runs stop quickly.
-    probes = np.unique(np.linspace(0, n - 1, min(n, 8)).astype(int))
-    probe_ok = []
-    for p in probes:
-        try:
-            gdd[p] = compute(np.array([p]))[0]
-            ok[p] = True
-            probe_ok.append(True)
-        except WeatherError:
-            probe_ok.append(False)
-    if not any(probe_ok):
-        raise first_error
-
-    def bisect(sub: np.ndarray) -> None:
-        try:
-            gdd[sub] = compute(sub)
-            ok[sub] = True
-        except WeatherError as exc:
-            if len(sub) == 1:
-                log.warning("No usable weather for parcel %s: %s", table.parcel_ids[idx[sub[0]]], exc)
-                return
-            half = len(sub) // 2
-            bisect(sub[:half])
-            bisect(sub[half:])
-
-    bisect(everything[~ok])
-    return gdd, ok
+        temps = read_daily_temperature(weather, pts.x.to_numpy(), pts.y.to_numpy(), table.geometry.crs,
+                                       start, end, parcel_ids=list(ids), missing="mask",
+                                       **settings.weather_options)
+    gdd = gdd_at_dates(temps, dates, season_start=settings.season_start, t_base=settings.t_base,
+                       t_cap=settings.t_cap, method=settings.gdd_method, parcel_ids=ids, missing="mask")
+    ok = np.isfinite(gdd).all(axis=1)
+    if not ok.all():
+        log.warning("%d parcels have no usable temperatures in %s (no cell with data within reach, "
+                    "or a gap of more than 3 days): %s", int((~ok).sum()), temps.source,
+                    ", ".join(ids[~ok][:10]))
+    return np.where(ok[:, None], gdd, 0.0).astype(np.float32), ok
 
 
 def _extract_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weather: Any,
@@ -438,43 +398,52 @@ def _extract_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], wea
         selections.append(_sample_pixels(projected[crs_key], active, grid, s, settings.seed, settings.block_size))
         progress(0.1 * (k + 1) / len(grids))
 
-    # Each parcel is read from the grid that covers most of it (tiles overlap at their edges).
+    # Each parcel is read first from the grid that covers most of it (tiles overlap at their
+    # edges); where that grid has no product on a date, or no data over the parcel (outside
+    # the swath, a tile not downloaded), the other grids that cover it fill the empty slots.
     counts = np.stack([sel.counts for sel in selections]) if selections else np.zeros((1, n), dtype=np.int64)
-    home = counts.argmax(axis=0)
+    preference = np.argsort(-counts, axis=0, kind="stable")  # (G, n) grids, most covering first
+    rank = np.empty_like(preference)
+    rank[preference, np.arange(n)[None, :]] = np.arange(len(counts))[:, None]
     covered = counts.max(axis=0)
     status[active & (covered == 0)] = STATUS_OUTSIDE
     status[active & (covered > 0) & (covered < settings.min_pixels)] = STATUS_TOO_SMALL
     readable = status == ""
     n_slots = np.minimum(covered, s)
 
-    per_grid = []
-    for k, sel in enumerate(selections):
-        keep = readable[sel.parcel] & (home[sel.parcel] == k)
-        parcel, slot = sel.parcel[keep], sel.slot[keep]
-        per_grid.append((parcel, slot, _windows_of(sel.flat[keep], grids[k], settings.block_size)))
+    passes = []  # per preference rank: per grid (parcel, slot, windows)
+    for r in range(len(selections)):
+        per_grid = []
+        for k, sel in enumerate(selections):
+            keep = readable[sel.parcel] & (rank[k, sel.parcel] == r)
+            parcel, slot = sel.parcel[keep], sel.slot[keep]
+            per_grid.append((parcel, slot, _windows_of(sel.flat[keep], grids[k], settings.block_size)))
+        passes.append(per_grid)
 
     pixels = np.zeros((n, t_count, c_count, s), dtype=np.uint16)
     pixel_mask = np.zeros((n, t_count, s), dtype=bool)
     read_progress = progress.sub(0.1, 0.9)
     for t, scene in enumerate(scenes):
-        for k, grid in enumerate(grids):
-            parcel, slot, windows = per_grid[k]
-            if len(parcel) == 0:
-                continue
-            for product in (p for p in scene.products if p.grid == grid):
-                with product.open() as reader:
-                    for window, pos, rr, cc in windows:
-                        if pixel_mask[parcel[pos], t, slot[pos]].all():
-                            continue
-                        dn, scl = reader.read(window)
-                        values, valid = to_reflectance(dn[:, rr, cc], product.offset,
-                                                       None if scl is None else scl[rr, cc],
-                                                       settings.scl_invalid)
-                        # Earlier products of the date win: fill only slots still empty.
-                        fill = valid & ~pixel_mask[parcel[pos], t, slot[pos]]
-                        p_f, s_f = parcel[pos][fill], slot[pos][fill]
-                        pixels[p_f, t, :, s_f] = values[:, fill].T
-                        pixel_mask[p_f, t, s_f] = True
+        for per_grid in passes:
+            for k, grid in enumerate(grids):
+                parcel, slot, windows = per_grid[k]
+                products = [p for p in scene.products if p.grid == grid]
+                if len(parcel) == 0 or not products:
+                    continue
+                for product in products:
+                    with product.open() as reader:
+                        for window, pos, rr, cc in windows:
+                            if pixel_mask[parcel[pos], t, slot[pos]].all():
+                                continue
+                            dn, scl = reader.read(window)
+                            values, valid = to_reflectance(dn[:, rr, cc], product.offset,
+                                                           None if scl is None else scl[rr, cc],
+                                                           settings.scl_invalid)
+                            # Earlier products and preferred grids win: fill only empty slots.
+                            fill = valid & ~pixel_mask[parcel[pos], t, slot[pos]]
+                            p_f, s_f = parcel[pos][fill], slot[pos][fill]
+                            pixels[p_f, t, :, s_f] = values[:, fill].T
+                            pixel_mask[p_f, t, s_f] = True
         read_progress((t + 1) / max(t_count, 1))
 
     valid_count = pixel_mask.sum(axis=2)
