@@ -438,6 +438,35 @@ def _read_netcdf(path: Path, tmax_path: Optional[Path], points_x, points_y, crs,
     return DailyTemperature(want, out_min, out_max, source, None if found.all() else found, distance)
 
 
+def record_period(path, *, tmin_var: Optional[str] = None) -> tuple[np.datetime64, np.datetime64]:
+    """First and last day of a weather file's record (read from its dates only).
+
+    Raises:
+        WeatherError: the file cannot be read or holds no dates.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise WeatherError(f"weather file {path} does not exist")
+    if path.suffix.lower() in (".csv", ".txt"):
+        with open(path, newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        try:
+            days = np.array([r["date"].strip() for r in rows], dtype="datetime64[D]")
+        except (KeyError, AttributeError, ValueError):
+            raise WeatherError(f"{path}: a station CSV needs a date column written YYYY-MM-DD") from None
+    else:
+        with _open(path) as ds:
+            name = _find_variable(ds, tmin_var, TMIN_NAMES, "minimum") or _find_variable(
+                ds, None, TMAX_NAMES, "maximum")
+            if name is None:
+                raise WeatherError(f"{path} has no daily temperature variable "
+                                   f"(variables: {', '.join(map(str, ds.data_vars)) or 'none'})")
+            days = _days(_time_coordinate(ds, ds[name]).values, str(path))
+    if days.size == 0:
+        raise WeatherError(f"{path} holds no dates")
+    return days.min(), days.max()
+
+
 def read_daily_temperature(
     path, points_x: Sequence[float], points_y: Sequence[float], crs, start, end, *,
     tmin_var: Optional[str] = None, tmax_var: Optional[str] = None, tmax_path=None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Iterator
 
 from ..core.progress import Progress
@@ -10,14 +11,21 @@ from ..core.progress import Progress
 
 @contextlib.contextmanager
 def progress_bar(description: str, unit: str = "%") -> Iterator[Progress]:
-    """Yield a :class:`Progress` whose reports move a tqdm bar from 0 to 100 %."""
+    """Yield a :class:`Progress` whose reports move a tqdm bar from 0 to 100 %.
+
+    Redraws are rate-limited (every 15 s when stderr is a log file rather than a terminal),
+    so a job's log holds a few progress lines, not thousands.
+    """
     from tqdm import tqdm
 
-    with tqdm(total=100, desc=description, unit=unit, bar_format="{l_bar}{bar}| {elapsed}<{remaining}") as bar:
+    interval = 0.2 if sys.stderr.isatty() else 15.0
+    with tqdm(total=100, desc=description, unit=unit, mininterval=interval,
+              bar_format="{l_bar}{bar}| {elapsed}<{remaining}") as bar:
         def report(fraction: float) -> None:
-            bar.n = round(100 * fraction, 1)
-            bar.refresh()
+            target = round(100 * fraction, 1)
+            if target > bar.n:
+                bar.update(target - bar.n)
 
         yield Progress(report=report)
-        bar.n = 100
-        bar.refresh()
+        if bar.n < 100:
+            bar.update(100 - bar.n)
