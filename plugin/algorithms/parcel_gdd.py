@@ -100,23 +100,28 @@ class ParcelGDD(ThermoCropAlgorithm):
         t_cap = self.parameterAsDouble(parameters, "T_CAP", context)
         method = METHODS[self.parameterAsEnum(parameters, "METHOD", context)]
         features = list(source.getFeatures())
-        # Centroids in the layer CRS; the weather reader transforms them to the grid's CRS.
-        xs = np.array([f.geometry().centroid().asPoint().x() if f.hasGeometry() else np.nan for f in features])
-        ys = np.array([f.geometry().centroid().asPoint().y() if f.hasGeometry() else np.nan for f in features])
+        # A point inside each parcel (as extraction uses), in the layer CRS; the weather reader
+        # transforms it to the grid's.
+        points = [f.geometry().pointOnSurface().asPoint() if f.hasGeometry() else None for f in features]
+        xs = np.array([p.x() if p is not None else np.nan for p in points])
+        ys = np.array([p.y() if p is not None else np.nan for p in points])
         crs: QgsCoordinateReferenceSystem = source.sourceCrs()
 
         def compute():
-            from ...core.gdd import SeasonStart, gdd_at_dates
-            from ...core.weather import read_daily_temperature
+            from ...core.gdd import SeasonStart, gdd_at_points
 
-            start = SeasonStart.parse(season)
-            first = min(start.start_for(int(str(d)[:4])) for d in dates)
-            weather = read_daily_temperature(weather_path, xs, ys, crs.toWkt(), first, dates.max(),
-                                             parcel_ids=[str(f.id()) for f in features])
-            feedback.setProgress(50)
-            return gdd_at_dates(weather, dates, season_start=start, t_base=t_base, t_cap=t_cap, method=method)
+            feedback.pushInfo(f"GDD of {len(features)} parcels at {len(dates)} dates from {weather_path}")
+            return gdd_at_points(weather_path, xs, ys, crs.toWkt(), dates, season_start=SeasonStart.parse(season),
+                                 t_base=t_base, t_cap=t_cap, method=method,
+                                 parcel_ids=[str(f.id()) for f in features])
 
         gdd = self.run_core(compute)
+        feedback.setProgress(50)
+        lost = [str(features[i].id()) for i in np.flatnonzero(~np.isfinite(gdd).all(axis=1))]
+        if lost:
+            feedback.pushWarning(f"{len(lost)} parcels have no usable temperatures (no grid cell with data within "
+                                 f"25 km, or a gap of more than 3 days); their GDD fields stay empty. Features: "
+                                 f"{', '.join(lost[:10])}{' ...' if len(lost) > 10 else ''}")
         fields = QgsFields(source.fields())
         names = [f"gdd_{str(d).replace('-', '')}" for d in dates]
         for name in names:
