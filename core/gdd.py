@@ -79,6 +79,10 @@ class SeasonStart:
             ) from exc
         return start
 
+    def __str__(self) -> str:
+        """The text form ``parse`` reads: ``"01-01"`` or ``"09-01/-1"``."""
+        return f"{self.month:02d}-{self.day:02d}" + (f"/{self.year_offset}" if self.year_offset else "")
+
     def start_for(self, year: int) -> np.datetime64:
         """Season start date for a season whose acquisitions fall in `year`."""
         return np.datetime64(f"{year + self.year_offset:04d}-{self.month:02d}-{self.day:02d}", "D")

@@ -91,12 +91,23 @@ def evaluate_bundle(bundle: ModelBundle, datasets: Sequence[PixelSets], split: s
         ``scores`` (see ``metrics.scores``) plus ``confusion_matrix`` (K x K list) and
         ``classes``.
     """
+    from .train import gdd_settings
+
     classes = tuple(bundle.classes)
     for ps in datasets:
         if tuple(ps.classes) != classes:
             raise DatasetError(
                 f"The dataset's classes {list(ps.classes)} differ from the model's "
                 f"{list(classes)}; extract the labels with the model's class list.")
+        settings, model_gdd = gdd_settings([ps]), dict(bundle.config.gdd)
+        # Which settings shape the model's positions: none without PE, the season start for
+        # the calendar, all of them for thermal time.
+        matter = {"no_pe": (), "calendar": ("season_start",), "shiftaug": ("season_start",)}.get(
+            bundle.config.variant, tuple(settings))
+        if any(settings[k] != model_gdd.get(k) for k in matter):
+            raise DatasetError(
+                f"{ps.meta.get('source', 'The dataset')} was extracted with GDD settings {settings} but the "
+                f"model was trained with {model_gdd}; extract it again with the model's settings.")
     k = len(classes)
     if split == "test":
         chosen = [t for _, _, t in split_blocks(datasets, k, seed)]

@@ -118,6 +118,33 @@ def _check_datasets(datasets: Sequence[PixelSets], what: str) -> tuple[str, ...]
     return classes
 
 
+def gdd_settings(datasets: Sequence[PixelSets]) -> dict[str, Any]:
+    """The GDD settings the datasets were extracted with, for the bundle, so that
+    classification computes thermal time the way the training data did.
+
+    Raises:
+        DatasetError: datasets extracted with different settings.
+    """
+    from ..core.gdd import SeasonStart
+
+    found = []
+    for ps in datasets:
+        meta = ps.meta or {}
+        start = str(meta.get("season_start") or "01-01")
+        try:
+            start = str(SeasonStart.parse(start))
+        except ValueError:
+            raise DatasetError(f"{meta.get('source', 'a dataset')}: its season start {start!r} cannot be "
+                               "read; extract it again.") from None
+        found.append({"t_base": float(meta.get("t_base", 0.0)), "t_cap": float(meta.get("t_cap", 30.0)),
+                      "method": str(meta.get("gdd_method", "paper")), "season_start": start})
+    for other in found[1:]:
+        if other != found[0]:
+            raise DatasetError(f"The datasets were extracted with different GDD settings ({found[0]} and "
+                               f"{other}); extract them with the same season start, base, cap and method.")
+    return found[0]
+
+
 def _pooled_scaling(datasets: Sequence[PixelSets], rows: Sequence[np.ndarray],
                     seed: int) -> InputScaling:
     """Input scaling from the training parcels of every dataset, weighted by parcel count."""
@@ -181,6 +208,7 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     out.parent.mkdir(parents=True, exist_ok=True)
     progress = progress or Progress()
     classes = _check_datasets(datasets, "training")
+    gdd = gdd_settings(list(datasets) + list(val_datasets or []))
     k = len(classes)
     if val_datasets:
         if _check_datasets(val_datasets, "validation") != classes:
@@ -274,12 +302,12 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     elapsed = time.perf_counter() - t0
     model.load_state_dict(best_state)
     model.eval()
-    return _finish(model, scaling, classes, config, paths, history, best_f1, test_sets,
+    return _finish(model, scaling, classes, gdd, config, paths, history, best_f1, test_sets,
                    test_rows, val_sets, val_rows, device, samples / max(elapsed, 1e-9),
                    provenance or {})
 
 
-def _finish(model, scaling, classes, config, paths, history, best_f1, test_sets, test_rows,
+def _finish(model, scaling, classes, gdd, config, paths, history, best_f1, test_sets, test_rows,
             val_sets, val_rows, device, samples_per_s, provenance) -> TrainingResult:
     from .plots import plot_confusion, plot_curves
 
@@ -297,8 +325,8 @@ def _finish(model, scaling, classes, config, paths, history, best_f1, test_sets,
     }
     bundle_config = BundleConfig(
         classes=classes, colours={c: CLASS_COLOURS.get(c, "#808080") for c in classes},
-        scaling=scaling,
-        calendar={"season_start": "01-01", "offset": 60.0, "max_shift": config.max_shift},
+        scaling=scaling, gdd=gdd,
+        calendar={"season_start": gdd["season_start"], "offset": 60.0, "max_shift": config.max_shift},
         provenance={"training": asdict(config), "best_val_macro_f1": best_f1,
                     f"{split_name}_macro_f1": result["macro_f1"],
                     f"{split_name}_overall_accuracy": result["overall_accuracy"], **provenance})

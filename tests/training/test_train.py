@@ -186,3 +186,28 @@ def test_resume_refuses_a_checkpoint_of_other_settings(dataset_dir, tmp_path):
     with pytest.raises(ValueError, match="other settings"):
         train_model([ps], tmp_path / "m.tcm", TrainingConfig(**{**cfg.__dict__, "epochs": 2}),
                     show_progress=False, resume=True)
+
+
+def test_bundle_carries_the_datasets_gdd_settings(tmp_path):
+    from thermocrop.core.errors import DatasetError
+
+    autumn = make_pixel_sets(n=40, seed=2)
+    autumn.meta = {"season_start": "09-01/-1", "t_base": 4.0, "t_cap": 28.0, "gdd_method": "average"}
+    cfg = TrainingConfig(variant="tpe_concat", epochs=1, steps_per_epoch=2, batch_size=8,
+                         sample_pixels=4, sample_dates=6, device="cpu")
+    bundle = load_bundle(train_model([autumn], tmp_path / "m.tcm", cfg, show_progress=False).bundle_path)
+    assert bundle.config.gdd == {"t_base": 4.0, "t_cap": 28.0, "method": "average", "season_start": "09-01/-1"}
+    assert bundle.config.calendar["season_start"] == "09-01/-1"
+    spring = make_pixel_sets(n=40, seed=3)
+    spring.meta = {"season_start": "01-01", "t_base": 4.0, "t_cap": 28.0, "gdd_method": "average"}
+    with pytest.raises(DatasetError, match="different GDD settings"):
+        train_model([autumn, spring], tmp_path / "n.tcm", cfg, show_progress=False)
+    assert not (tmp_path / "n.tcm").exists()
+    # Scoring a thermal model on data whose GDD was computed otherwise is refused...
+    from thermocrop.training.evaluate import evaluate_bundle
+
+    with pytest.raises(DatasetError, match="extract it again with the model's settings"):
+        evaluate_bundle(bundle, [spring])
+    # ... while the same data with the model's settings is scored.
+    spring.meta = dict(autumn.meta)
+    assert evaluate_bundle(bundle, [spring])["n"] > 0
