@@ -30,21 +30,10 @@ def make_synth_region(folder: Path, size: int, n_parcels: int, seed: int = 0) ->
     """Generate a synthetic FR2 L2A region into ``folder`` unless already there."""
     from thermocrop.training.synth import generate_region
 
-    import xarray as xr
-
     done = folder / "done.json"
     if not done.exists():
         generate_region("FR2", folder, parcels=n_parcels, size=size, seed=seed, level="L2A")
         done.write_text(json.dumps({"size": size, "parcels": n_parcels}), encoding="utf-8")
-    station = folder / "weather.csv"
-    if not station.exists():
-        # The grid averaged over land as one station: every weather reader takes a station CSV.
-        with xr.open_dataset(folder / "weather.nc") as ds:
-            days = ds["time"].values.astype("datetime64[D]")
-            tmin = ds["tn"].mean(dim=("latitude", "longitude"), skipna=True).values
-            tmax = ds["tx"].mean(dim=("latitude", "longitude"), skipna=True).values
-        lines = [f"{d},{lo:.2f},{hi:.2f}\n" for d, lo, hi in zip(days, tmin, tmax)]
-        station.write_text("date,tmin,tmax\n" + "".join(lines), encoding="utf-8")
     return folder
 
 
@@ -112,7 +101,9 @@ def _peak_mb() -> float:
 
 
 def _weather(folder: Path) -> Path:
-    return folder / "weather.csv"
+    """The synthetic region's E-OBS-style grid, or the random region's station CSV."""
+    grid = folder / "weather.nc"
+    return grid if grid.exists() else folder / "weather.csv"
 
 
 def _scene_files(folder: Path) -> list[tuple[Path, Path | None]]:

@@ -33,7 +33,8 @@ def model_card(bundle_path: Path, metrics: dict, command: str, experiment: Path)
         "# ThermoCrop default model", "",
         "**Trained on synthetic data.** The regions come from `thermocrop synth` (AT1, DK1, "
         "FR1, FR2: the paper's four tiles imitated with their climates; 500 parcels each, "
-        "seed 0, daily temperatures of the grid cell at each region's centre); no real "
+        "seed 0, daily temperatures of each parcel's cell of the region's E-OBS-style "
+        "weather.nc); no real "
         "Sentinel-2 scene or LPIS label was used. Expect it to show how the tool works, "
         "not to map real crops: train your own model on real labels (below) before "
         "trusting a map.", "",
@@ -73,10 +74,11 @@ def model_card(bundle_path: Path, metrics: dict, command: str, experiment: Path)
         "## Train on real LPIS labels", "",
         "1. Put the parcels (GeoPackage or shapefile) with a crop field mapped to the class "
         "names above, a `block` field for spatial splits (e.g. a grid of ~10 km cells), the "
-        "Sentinel-2 scenes of one season and daily temperatures (a station CSV "
-        "`date,tmin,tmax`, or E-OBS `tn`/`tx` where the weather reader accepts NetCDF) side "
-        "by side.",
-        "2. `thermocrop extract --parcels parcels.gpkg --scenes S2/ --weather weather.csv "
+        "Sentinel-2 scenes of one season and daily temperatures (E-OBS `tn_...nc` and "
+        "`tx_...nc`, any CF NetCDF of daily minimum and maximum, or a station CSV "
+        "`date,tmin,tmax`) side by side.",
+        "2. `thermocrop extract --parcels parcels.gpkg --scenes S2/ --weather "
+        "tn_ens_mean_0.1deg_reg_v29.0e.nc "
         "--label-field crop --out data/region1` (one dataset per region or tile).",
         "3. `thermocrop train --data data/region1 data/region2 --variant tpe_recurrent "
         "--out my.tcm` (paper settings by default: 100 epochs x 500 steps x 128 parcels, "

@@ -48,33 +48,6 @@ def accuracy_table(truth, predicted, ok):
     return overall, per_class
 
 
-def demo_weather(region: Path) -> Path:
-    """The region's weather.nc when core reads NetCDF here, else its grid mean as a station CSV."""
-    import geopandas as gpd
-    import xarray as xr
-
-    from thermocrop.core.errors import WeatherError
-    from thermocrop.core.weather import read_daily_temperature
-
-    grid = region / "weather.nc"
-    parcels = gpd.read_file(region / "parcels.gpkg")
-    point = parcels.geometry.iloc[0].representative_point()
-    with xr.open_dataset(grid) as ds:
-        first = ds["time"].to_numpy()[0].astype("datetime64[D]")
-        try:
-            read_daily_temperature(grid, [point.x], [point.y], parcels.crs.to_wkt(), first, first)
-            return grid
-        except WeatherError as exc:
-            print(f"Weather: {exc}\n  so the grid's mean goes in as a station CSV instead.")
-        tmin = ds["tn"].mean(("latitude", "longitude")).to_numpy()
-        tmax = ds["tx"].mean(("latitude", "longitude")).to_numpy()
-        dates = ds["time"].to_numpy().astype("datetime64[D]")
-    station = region / "weather_station.csv"
-    rows = [f"{d},{a:.2f},{b:.2f}" for d, a, b in zip(dates, tmin, tmax)]
-    station.write_text("date,tmin,tmax\n" + "\n".join(rows) + "\n")
-    return station
-
-
 def draw_map(gpkg: Path, field: str, colours: dict, png: Path) -> None:
     """A PNG map of the classified parcels in the model's class colours, with a legend."""
     import geopandas as gpd
@@ -120,7 +93,7 @@ def main(argv=None) -> int:
         print(f"Generating synthetic region {args.region} (seed {args.seed}, {args.parcels} parcels) in {region}")
         generate_region(args.region, region, parcels=args.parcels, seed=args.seed, level=args.level)
     scenes = sorted(str(p) for p in (region / "scenes").glob("*.tif"))
-    weather = Path(args.weather) if args.weather else demo_weather(region)
+    weather = Path(args.weather) if args.weather else region / "weather.nc"
 
     result = out / "classified.gpkg"
     for old in (result, result.with_suffix(".qml")):

@@ -1,5 +1,5 @@
-"""Generate and extract the four synthetic regions for training (synth -> station CSV ->
-extract); finished steps are skipped.
+"""Generate and extract the four synthetic regions for training (synth -> extract with each
+region's weather.nc); finished steps are skipped.
 
 Usage: python scripts/prepare_regions.py OUT_DIR [--parcels N] [--seed S] [--max-pixels M]
 """

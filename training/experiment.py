@@ -180,25 +180,6 @@ def write_outputs(records: Sequence[dict[str, Any]], variants: Sequence[str],
 REGIONS = ("AT1", "DK1", "FR1", "FR2")
 
 
-def station_csv(weather_nc: Path, out_csv: Path) -> Path:
-    """Write the daily tmin/tmax of the grid cell nearest the region's centre as a station
-    CSV (``date,tmin,tmax``), the weather format the extractor reads."""
-    import numpy as np
-    import xarray as xr
-
-    with xr.open_dataset(weather_nc) as ds:
-        tn, tx = ds["tn"].values, ds["tx"].values  # (time, lat, lon)
-        valid = np.isfinite(tn).all(axis=0) & np.isfinite(tx).all(axis=0)
-        cy, cx = (np.array(valid.shape) - 1) / 2.0
-        yy, xx = np.nonzero(valid)
-        k = int(np.argmin((yy - cy) ** 2 + (xx - cx) ** 2))
-        dates = ds["time"].values.astype("datetime64[D]")
-        rows = [f"{d},{a:.2f},{b:.2f}" for d, a, b in
-                zip(dates, tn[:, yy[k], xx[k]], tx[:, yy[k], xx[k]])]
-    out_csv.write_text("date,tmin,tmax\n" + "\n".join(rows) + "\n")
-    return out_csv
-
-
 def prepare_regions(out: Path, parcels: int, seed: int, max_pixels: int) -> list[Path]:
     """Synthesise and extract every region under ``out``; finished steps are skipped."""
     import subprocess
@@ -214,9 +195,9 @@ def prepare_regions(out: Path, parcels: int, seed: int, max_pixels: int) -> list
     for r in REGIONS:
         target = datasets / r
         if not target.exists():
-            csv = station_csv(regions / r / "weather.nc", regions / r / "weather.csv")
             subprocess.run(tc + ["extract", "--parcels", str(regions / r / "parcels.gpkg"),
-                                 "--scenes", str(regions / r / "scenes"), "--weather", str(csv),
+                                 "--scenes", str(regions / r / "scenes"),
+                                 "--weather", str(regions / r / "weather.nc"),
                                  "--label-field", "crop", "--max-pixels", str(max_pixels),
                                  "--seed", str(seed), "--out", str(target)], check=True)
         paths.append(target)

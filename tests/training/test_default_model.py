@@ -25,14 +25,12 @@ def test_default_bundle_is_small_and_names_the_crop_classes():
 def test_default_bundle_classifies_an_unseen_region_above_chance(tmp_path):
     from thermocrop.core.dataset import open_dataset
     from thermocrop.core.extract import extract_to_dataset
-    from thermocrop.training.experiment import station_csv
     from thermocrop.training.synth import generate_region
 
     # A seed the default model never saw (it was trained on seed 0).
     region = tmp_path / "FR1"
     generate_region("FR1", region, parcels=80, seed=11)
-    weather = station_csv(region / "weather.nc", tmp_path / "weather.csv")
-    extract_to_dataset(region / "parcels.gpkg", region / "scenes", weather, tmp_path / "ds",
+    extract_to_dataset(region / "parcels.gpkg", region / "scenes", region / "weather.nc", tmp_path / "ds",
                        label_field="crop", max_pixels=32)
     ps = open_dataset(tmp_path / "ds")
     ok = (ps.status == "ok") & (ps.labels >= 0)
