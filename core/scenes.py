@@ -50,6 +50,11 @@ _BAND_ALIASES = {
 }
 _BAND_RE = re.compile(r"^(?:B0?(\d{1,2})(A?)|(SCL))(?![0-9A-Za-z])", re.IGNORECASE)
 _BAND_TOKEN_RE = re.compile(r"(?:^|(?<=[_\-.]))(B\d{1,2}A?|SCL)(?=$|[_\-.])", re.IGNORECASE)
+# STAC asset names as file-name tokens (``red.tif``, ``T31UFU_20230701_nir08.tif``), longest first.
+_ALIAS_TOKEN_RE = re.compile(
+    r"(?:^|(?<=[_\-.]))(" + "|".join(sorted(_BAND_ALIASES, key=len, reverse=True)) + r")(?=$|[_\-.])",
+    re.IGNORECASE,
+)
 _RESOLUTION_TOKEN_RE = re.compile(r"(?:^|[_\-.])(10|20|60)m(?=$|[_\-.])", re.IGNORECASE)
 _DATE_RE = re.compile(r"(?<!\d)((?:19|20)\d{2})(\d{2})(\d{2})(?:T\d{6})?(?!\d)")
 _BASELINE_RE = re.compile(r"_N(\d{2})(\d{2})(?=_|$|\.)")
@@ -301,11 +306,17 @@ class ProductReader:
             for path, pairs in by_path.items():
                 ds = self._dataset(path, "bilinear")
                 channels = [c for c, _ in pairs]
+                nodata = _foreign_nodata(ds)
                 if channels == list(range(channels[0], channels[0] + len(channels))):
                     # Consecutive channels: GDAL decodes straight into the output, no copy.
-                    ds.read([i for _, i in pairs], window=window, out=dn[channels[0]:channels[0] + len(channels)])
+                    block = dn[channels[0]:channels[0] + len(channels)]
+                    ds.read([i for _, i in pairs], window=window, out=block)
+                    if nodata is not None:
+                        block[block == nodata] = 0
                 else:
                     data = ds.read([i for _, i in pairs], window=window, out_dtype=np.uint16)
+                    if nodata is not None:
+                        data[data == nodata] = 0
                     for k, c in enumerate(channels):
                         dn[c] = data[k]
             scl = None
@@ -321,6 +332,18 @@ class ProductReader:
                 "The file may be truncated; download it again or leave it out."
             ) from exc
         return dn, scl
+
+
+def _foreign_nodata(ds) -> Optional[int]:
+    """A file's no-data value when it is not Sentinel-2's 0 and a digital number could hold it.
+
+    Some tools write 65535 as no data; those pixels become 0 so that one rule masks them all.
+    Negative no-data values already read as 0 once clamped to uint16.
+    """
+    nodata = ds.nodata
+    if nodata is None or not np.isfinite(nodata) or nodata != int(nodata) or not 0 < nodata <= 65535:
+        return None
+    return int(nodata)
 
 
 def to_reflectance(
@@ -418,6 +441,22 @@ class _Part:
     offset: Optional[int]
 
 
+def _reflectance_fraction_max(ds) -> Optional[float]:
+    """For a floating-point raster holding reflectance as 0..1 fractions, its largest value.
+
+    Such a file would read as zeros (no data) once cast to digital numbers, so it must be
+    refused rather than silently yield no clear date. A coarse look at the first band
+    (overviews when present) is enough to tell fractions from digital numbers.
+    """
+    if np.dtype(ds.dtypes[0]).kind != "f":
+        return None
+    sample = ds.read(1, out_shape=(min(ds.height, 64), min(ds.width, 64)), masked=True).compressed()
+    sample = sample[np.isfinite(sample) & (sample != 0)]
+    if sample.size == 0 or float(np.percentile(sample, 99)) > 2.0:
+        return None
+    return float(sample.max())
+
+
 def _read_part(path: Path, band_order: Optional[Sequence[str]]) -> _Part:
     import rasterio
 
@@ -430,8 +469,15 @@ def _read_part(path: Path, band_order: Optional[Sequence[str]]) -> _Part:
                 for k, v in ds.tags(i).items():
                     tags.setdefault(k, v)
             grid = _grid_of(ds)
+            fraction_max = _reflectance_fraction_max(ds)
     except rasterio.errors.RasterioIOError as exc:
         raise SceneError(f"Cannot open {path}: {exc}. Remove it from the scene folder or replace it.") from exc
+    if fraction_max is not None:
+        raise SceneError(
+            f"{path} holds floating-point reflectance between 0 and 1 (largest value {fraction_max:.3g}); "
+            "ThermoCrop reads Sentinel-2 digital numbers (reflectance x 10000). Convert it, e.g. "
+            "gdal_translate -ot UInt16 -scale 0 1 0 10000, and pass --offset 0 if no baseline offset is left."
+        )
 
     stem = path.stem
     bands: dict[str, BandSource] = {}
@@ -452,7 +498,7 @@ def _read_part(path: Path, band_order: Optional[Sequence[str]]) -> _Part:
             if name is not None and name not in bands:
                 bands[name] = BandSource(str(path), i)
         if count == 1 and not bands:
-            token = _BAND_TOKEN_RE.search(stem)
+            token = _BAND_TOKEN_RE.search(stem) or _ALIAS_TOKEN_RE.search(stem)
             name = band_name(token.group(1)) if token else band_name(stem)
             if name is not None:
                 bands[name] = BandSource(str(path), 1)
@@ -470,7 +516,10 @@ def _read_part(path: Path, band_order: Optional[Sequence[str]]) -> _Part:
         )
 
     # Strip the band and resolution tokens so that per-band files of one product share a key.
-    cleaned = stem if count > 1 and band_order is None and len(bands) > 1 else _BAND_TOKEN_RE.sub("", stem)
+    if count > 1 and band_order is None and len(bands) > 1:
+        cleaned = stem
+    else:
+        cleaned = _ALIAS_TOKEN_RE.sub("", _BAND_TOKEN_RE.sub("", stem))
     cleaned = _RESOLUTION_TOKEN_RE.sub("", cleaned).strip("_-. ")
     parent = path.parent
     name = cleaned or parent.name
@@ -541,7 +590,7 @@ def _safe_parts(path: Path) -> list[_Part]:
         raise SceneError(f"{path} offers no 10 m / 20 m subdatasets; is it a Sentinel-2 L1C/L2A product?")
     date = _first(date_from_name(name), _date_from_tags(tags))
     level = level_from_name(name)
-    offset = offset_from_name(name)
+    offset = _first(offset_from_name(name), _offset_from_tags(tags))
     parts = []
     for sub in wanted:
         with rasterio.open(sub) as ds:

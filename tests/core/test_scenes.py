@@ -272,3 +272,79 @@ def test_zipped_safe_product(tmp_path):
     with product.open() as reader:
         dn, scl = reader.read(Window(0, 0, 8, 8))
     assert dn[S2_BANDS.index("B08"), 7, 7] == 3003 and scl[7, 7] == 3
+
+
+def test_per_band_files_named_after_stac_assets_found_by_glob(tmp_path):
+    # Earth Search assets saved under their STAC names: red.tif, nir08.tif, scl.tif ...
+    assets = {"B02": "blue", "B03": "green", "B04": "red", "B08": "nir", "B05": "rededge1", "B06": "rededge2",
+              "B07": "rededge3", "B8A": "nir08", "B11": "swir16", "B12": "swir22"}
+    folder = tmp_path / "S2B_32TMT_20230805_0_L2A"
+    for i, b in enumerate(S2_BANDS):
+        res, size = (10.0, 8) if b in BANDS_10M else (20.0, 4)
+        write_tif(folder / f"{assets[b]}.tif", np.full((1, size, size), 1500 + 10 * i, np.uint16), res=res)
+    scl = np.full((1, 4, 4), 4, np.uint8)
+    scl[0, 1, 2] = 10  # cirrus over 10 m rows 2-3, columns 4-5
+    write_tif(folder / "scl.tif", scl, res=20.0)
+    (scene,) = find_scenes(str(tmp_path / "*" / "*.tif"))
+    (product,) = scene.products
+    assert scene.date == np.datetime64("2023-08-05") and product.name == folder.name
+    assert Path(product.bands["B8A"].path).name == "nir08.tif" and Path(product.scl.path).name == "scl.tif"
+    with product.open() as reader:
+        dn, scl_read = reader.read(Window(0, 0, 8, 8))
+    values, valid = to_reflectance(dn, product.offset, scl_read)
+    assert product.offset == 0 and values[:, 0, 0].tolist() == [1500 + 10 * i for i in range(10)]
+    assert valid.sum() == 60 and not valid[2:4, 4:6].any()
+
+
+def test_scl_as_a_band_of_the_multiband_file(tmp_path):
+    cube = np.concatenate([bands_cube(), np.full((1, 8, 8), 5, np.uint16)])
+    cube[10, 7, 0] = 8  # medium-probability cloud
+    cube[10, 0, 7] = 1  # defective
+    write_tif(tmp_path / "S2A_MSIL2A_20230615T103031_N0509_R108_T32TMT_20230615T120000.tif", cube,
+              descriptions=list(S2_BANDS) + ["SCL"])
+    (scene,) = find_scenes(tmp_path)
+    (product,) = scene.products
+    assert product.scl.index == 11 and product.level == "L2A"
+    with product.open() as reader:
+        dn, scl = reader.read(Window(0, 0, 8, 8))
+    values, valid = to_reflectance(dn, product.offset, scl)
+    assert (~valid).sum() == 2 and not valid[7, 0] and not valid[0, 7]
+    assert values[9, 4, 4] == 2000 + 900 + 36 - 1000
+
+
+def test_nodata_other_than_zero_is_masked(tmp_path):
+    cube = bands_cube()
+    cube[3, 5, 6] = 65535
+    path = tmp_path / "S2A_31UFU_20230701_0_L2A.tif"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with rasterio.open(path, "w", driver="GTiff", width=8, height=8, count=10, dtype="uint16", crs=CRS,
+                       transform=from_origin(X0, Y0, 10, 10), nodata=65535) as ds:
+        ds.write(cube)
+        for i, d in enumerate(S2_BANDS, start=1):
+            ds.set_band_description(i, d)
+    (scene,) = find_scenes(path)
+    with scene.products[0].open() as reader:
+        dn, _ = reader.read(Window(0, 0, 8, 8))
+    _, valid = to_reflectance(dn, 0)
+    assert valid.sum() == 63 and not valid[5, 6]
+
+
+def test_float_rasters_of_digital_numbers_read_and_of_fractions_refused(tmp_path):
+    write_tif(tmp_path / "dn" / "S2A_31UFU_20230701_0_L2A.tif", bands_cube().astype(np.float32),
+              descriptions=S2_BANDS)
+    (scene,) = find_scenes(tmp_path / "dn")
+    with scene.products[0].open() as reader:
+        dn, _ = reader.read(Window(0, 0, 8, 8))
+    assert dn[1, 2, 3] == 2000 + 100 + 19
+    fractions = (bands_cube() / 10000.0).astype(np.float32)
+    bad = write_tif(tmp_path / "frac" / "S2A_31UFU_20230701_0_L2A.tif", fractions, descriptions=S2_BANDS)
+    with pytest.raises(SceneError, match=r"S2A_31UFU_20230701_0_L2A\.tif holds floating-point reflectance"):
+        find_scenes(bad)
+
+
+@pytest.mark.parametrize("baseline, offset", [("04.00", -1000), ("05.09", -1000), ("03.01", 0)])
+def test_offset_from_processing_baseline_metadata(tmp_path, baseline, offset):
+    write_tif(tmp_path / "S2A_31UFU_20230701_0_L2A.tif", bands_cube(), descriptions=S2_BANDS,
+              tags={"PROCESSING_BASELINE": baseline})
+    (scene,) = find_scenes(tmp_path)
+    assert scene.products[0].offset == offset
