@@ -44,9 +44,11 @@ OGR_DRIVERS = {
     ".fgb": "FlatGeobuf",
     ".sqlite": "SQLite",
     ".gml": "GML",
-    ".kml": "KML",
     ".csv": "CSV",
 }
+
+_LAYER_OPTIONS = {"CSV": {"GEOMETRY": "AS_WKT"}}
+"""Layer creation options a format needs to keep the features: CSV drops geometry otherwise."""
 
 
 @dataclass
@@ -256,7 +258,7 @@ def write_classification(
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         try:
-            gdf.to_file(tmp / out.name, driver=driver)
+            gdf.to_file(tmp / out.name, driver=driver, **_LAYER_OPTIONS.get(driver, {}))
         except Exception as exc:
             raise InputError(f"Writing {out} ({driver}) failed: {exc}") from exc
         # Formats such as Shapefile write several files; move each into place.

@@ -88,6 +88,88 @@ def test_unknown_format_and_failed_write_leave_nothing(layer, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["parcels.gpkg"]
 
 
+def test_csv_output_keeps_the_geometry_as_wkt(layer, tmp_path):
+    from shapely import wkt
+
+    out = write_classification(layer, _result(), tmp_path / "classified.csv")
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines[0].split(",")[:2] == ["WKT", "parcel_id"]
+    rows = [line for line in lines[1:] if line]
+    assert len(rows) == 3
+    geometry = wkt.loads(rows[1].split('"')[1])
+    assert geometry.equals(box(20, 0, 30, 10)) and "meadow_x" in rows[1]
+
+
+def _small_scene_region(root: Path) -> tuple[Path, object]:
+    """Two 40 x 40 px dates, five parcels (one outside), in UTM; parcels handed over in EPSG:3035."""
+    import rasterio
+    from rasterio.transform import from_origin
+
+    from thermocrop.core.bands import S2_BANDS
+
+    x0, y0 = 500000.0, 5300000.0
+    rng = np.random.default_rng(2)
+    for date in ("20230510", "20230712"):
+        path = root / "scenes" / f"S2A_MSIL1C_{date}T103031_N0509_R108_T32TMT_{date}T120000.tif"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with rasterio.open(path, "w", driver="GTiff", width=40, height=40, count=10, dtype="uint16",
+                           crs="EPSG:32632", transform=from_origin(x0, y0, 10, 10), nodata=0) as ds:
+            ds.write(rng.integers(1100, 6000, size=(10, 40, 40), dtype=np.uint16))
+            for i, b in enumerate(S2_BANDS, start=1):
+                ds.set_band_description(i, b)
+    cells = [(2, 2), (2, 20), (20, 2), (20, 20), (200, 200)]
+    parcels = gpd.GeoDataFrame(
+        {"parcel_id": [f"p{i}" for i in range(len(cells))]},
+        geometry=[box(x0 + 10 * c + 3, y0 - 10 * (r + 12) + 3, x0 + 10 * (c + 12) - 3, y0 - 10 * r - 3)
+                  for r, c in cells],
+        crs="EPSG:32632",
+    ).to_crs("EPSG:3035")
+    days = np.arange(np.datetime64("2023-01-01"), np.datetime64("2024-01-01"))
+    weather = root / "station.csv"
+    weather.write_text("date,tmin,tmax\n" + "".join(f"{d},3.0,13.0\n" for d in days), encoding="utf-8")
+    return weather, parcels
+
+
+def test_classification_streams_in_chunks_reports_progress_and_stops_when_asked(tmp_path):
+    pytest.importorskip("torch")
+    from thermocrop.core.bundle import BundleConfig, InputScaling, ModelBundle
+    from thermocrop.core.classify import classify_parcels
+    from thermocrop.core.crops import CROP_CLASSES
+    from thermocrop.core.errors import CancelledError
+    from thermocrop.core.extract import extract_pixel_sets
+    from thermocrop.core.models import build_model
+    from thermocrop.core.progress import Progress
+
+    weather, parcels = _small_scene_region(tmp_path)
+    scenes = tmp_path / "scenes"
+    ps = extract_pixel_sets(parcels, scenes, weather)
+    model = build_model("tpe_sinusoidal", len(CROP_CLASSES)).eval()
+    bundle = ModelBundle(model, BundleConfig(classes=CROP_CLASSES, scaling=InputScaling.from_pixel_sets(ps)))
+
+    reports: list[float] = []
+    whole = classify_parcels(parcels, scenes, weather, bundle, chunk_size=100,
+                             progress=Progress(report=reports.append))
+    assert whole.status.tolist() == ["ok"] * 4 + ["outside_scenes"]
+    assert reports == sorted(reports) and reports[-1] == 1.0 and len(reports) > 3
+    np.testing.assert_allclose(whole.probabilities[:4].sum(axis=1), 1.0, rtol=1e-5)
+    assert np.isnan(whole.probabilities[4]).all() and np.isnan(whole.confidence[4]) and whole.labels[4] == ""
+    assert whole.labels[:4].tolist() == [CROP_CLASSES[k] for k in whole.probabilities[:4].argmax(axis=1)]
+    # Two parcels per chunk: the same answers as all at once.
+    chunked = classify_parcels(parcels, scenes, weather, bundle, chunk_size=2)
+    np.testing.assert_allclose(chunked.probabilities, whole.probabilities, rtol=1e-5, equal_nan=True)
+    assert chunked.status.tolist() == whole.status.tolist()
+
+    asked = []
+
+    def cancelled() -> bool:
+        asked.append(1)
+        return len(asked) > 5
+
+    with pytest.raises(CancelledError):
+        classify_parcels(parcels, scenes, weather, bundle, chunk_size=2, progress=Progress(cancelled=cancelled))
+    assert len(asked) == 6
+
+
 def _train_in_test(ps, steps: int = 150, seed: int = 0):
     """A short direct training loop (Adam, cross-entropy) on all labelled, usable parcels."""
     import torch
