@@ -300,3 +300,70 @@ def test_min_pixels_marks_small_parcels(region):
     # With 8 slots a 25-pixel parcel keeps 8 pixels a date; the 18-pixel multipolygon too.
     assert ps.pixel_mask[_row(ps, "small"), 0].sum() == 8
     assert ps.pixel_mask[_row(ps, "multi"), 0].sum() == 8
+
+
+def _tile(path: Path, cube: np.ndarray, x0: float = X0, scl=None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with rasterio.open(path, "w", driver="GTiff", width=cube.shape[2], height=cube.shape[1], count=10,
+                       dtype="uint16", crs=CRS, transform=from_origin(x0, Y0, RES, RES), nodata=0) as ds:
+        ds.write(cube)
+        for i, b in enumerate(S2_BANDS, start=1):
+            ds.set_band_description(i, b)
+    if scl is not None:
+        with rasterio.open(path.with_name(path.stem + "_SCL.tif"), "w", driver="GTiff", width=scl.shape[1],
+                           height=scl.shape[0], count=1, dtype="uint8", crs=CRS,
+                           transform=from_origin(x0, Y0, RES, RES)) as ds:
+            ds.write(scl[None])
+
+
+def test_other_tiles_fill_the_dates_the_preferred_tile_lacks(region, tmp_path):
+    # Two tiles on different grids, the east one 40 pixels east; a parcel in their overlap is
+    # covered equally by both, so the first grid is preferred. On 06-11 the preferred tile has
+    # no data there (outside the swath), on 06-21 it was not downloaded: the east tile serves.
+    rng = np.random.default_rng(5)
+    cubes = {}
+    for date in ("20240601", "20240611", "20240621"):
+        for tile, x0 in (("T32TMT", X0), ("T32TNT", X0 + 40 * RES)):
+            if tile == "T32TMT" and date == "20240621":
+                continue
+            cube = rng.integers(1100, 9000, size=(10, SIZE, SIZE), dtype=np.uint16)
+            if tile == "T32TMT" and date == "20240611":
+                cube[:, :, 40:] = 0
+            cubes[date, tile] = cube
+            _tile(tmp_path / f"S2A_MSIL1C_{date}T103031_N0205_R108_{tile}_{date}T1.tif", cube, x0)
+    parcels = gpd.GeoDataFrame({"parcel_id": ["overlap"]}, geometry=[_px(45.3, 20.3, 49.7, 23.7)], crs=CRS)
+    ps = extract_pixel_sets(parcels, tmp_path, region["weather"])
+    assert ps.status.tolist() == ["ok"] and ps.date_mask[0].tolist() == [True, True, True]
+
+    def got(t):
+        return {tuple(v) for v in ps.pixels[0, t][:, ps.pixel_mask[0, t]].T.tolist()}
+
+    # Rows 20..23, columns 45..49 of the west grid are columns 5..9 of the east grid.
+    assert got(0) == {tuple(v) for v in cubes["20240601", "T32TMT"][:, 20:24, 45:50].reshape(10, -1).T.tolist()}
+    for t, date in ((1, "20240611"), (2, "20240621")):
+        assert got(t) == {tuple(v) for v in cubes[date, "T32TNT"][:, 20:24, 5:10].reshape(10, -1).T.tolist()}
+
+
+def test_dates_with_too_few_clear_pixels_are_dropped(region, tmp_path):
+    # A 10 x 10 pixel parcel: 40 of its pixels under cloud on 06-01, all of them on 06-11.
+    # A second parcel is clouded on both dates: no clear date at all.
+    rng = np.random.default_rng(9)
+    scl_a = np.full((SIZE, SIZE), 4, dtype=np.uint8)
+    scl_a[10:14, 10:20] = 8
+    scl_a[30:40, 30:40] = 9
+    scl_b = np.full((SIZE, SIZE), 4, dtype=np.uint8)
+    scl_b[10:20, 10:20] = 3
+    scl_b[30:40, 30:40] = 10
+    for date, scl in (("20240601", scl_a), ("20240611", scl_b)):
+        _tile(tmp_path / f"{NAME.format(d=date, b='0510', p='120000')}.tif",
+              rng.integers(1100, 9000, size=(10, SIZE, SIZE), dtype=np.uint16), scl=scl)
+    parcels = gpd.GeoDataFrame({"parcel_id": ["part", "overcast"]},
+                               geometry=[_px(10.3, 10.3, 19.7, 19.7), _px(30.3, 30.3, 39.7, 39.7)], crs=CRS)
+    for fraction, part_dates in ((0.5, [True, False]), (0.6, [True, False]), (0.61, [False, False])):
+        ps = extract_pixel_sets(parcels, tmp_path, region["weather"], max_pixels=128,
+                                min_valid_fraction=fraction)
+        assert ps.date_mask[0].tolist() == part_dates, fraction
+        assert ps.status.tolist() == ["ok" if any(part_dates) else "no_clear_date", "no_clear_date"]
+        # Kept dates hold exactly the 60 clear pixels; dropped ones and masked slots nothing.
+        assert ps.pixel_mask[0].sum(axis=1).tolist() == [60 if d else 0 for d in part_dates]
+        assert not ps.pixel_mask[1].any() and not ps.pixels[1].any()

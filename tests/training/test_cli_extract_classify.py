@@ -63,8 +63,9 @@ def test_extract_command_writes_a_dataset_with_statuses(small_region, tmp_path, 
     assert ps.labels.tolist() == [0, 8, 0]  # corn, winter_wheat in the paper's class order
     # (12 + 2) / 2 = 7 degree days a day since 1 January; 2023-04-12 is day 101 of the year.
     assert ps.gdd[0, 0] == pytest.approx(7.0 * 102, rel=1e-5)
-    printed = capsys.readouterr().out
-    assert "outside_scenes: 1" in printed and "ok: 2" in printed
+    captured = capsys.readouterr()
+    assert "outside_scenes: 1" in captured.out and "ok: 2" in captured.out
+    assert "extract: 100%" in captured.err  # the progress bar ran to its end
     # The dataset exists now: a second run refuses to replace it.
     rc = main(["extract", "--parcels", str(small_region["parcels"]), "--scenes", str(small_region["scenes"]),
                "--weather", str(small_region["weather"]), "--out", str(out)])
