@@ -183,7 +183,11 @@ def simulate_canopy(
     for p, crop in enumerate(crops):
         dl = day_length_hours(float(latitudes[p]), doy)
         if crop in ("meadow", "fallow"):
-            g, s, meta = _meadow(region, gdd[p], days, doy, year, rng, extensive=crop == "fallow")
+            if crop == "fallow":
+                regime = "fallow"
+            else:
+                regime = "extensive" if rng.random() < region.extensive_meadow else "intensive"
+            g, s, meta = _meadow(region, gdd[p], days, doy, year, rng, regime)
             f = np.zeros_like(g)
         elif crop in ("forest", "christmas_trees", "urban"):
             g, s, meta = _perennial(crop, doy, rng)
@@ -305,9 +309,14 @@ def _green_curve(spec: CropSpec, d: np.ndarray, raw: np.ndarray) -> np.ndarray:
     return np.where(d >= spec.senescence, decline, g)
 
 
-def _meadow(region, gdd, days, doy, year, rng, extensive):
-    """Permanent grassland: green all winter, spring growth, mowing cuts with regrowth."""
+def _meadow(region, gdd, days, doy, year, rng, regime):
+    """Grassland: green all winter, spring growth, mowing cuts with regrowth.
+
+    ``regime`` is 'intensive' (3-5 cuts), 'extensive' (1-2 late cuts) or 'fallow' (set-aside,
+    mulched at most twice, possibly never).
+    """
     n = len(days)
+    extensive = regime != "intensive"
     winter = rng.uniform(0.5, 0.65)
     top = rng.uniform(0.82, 0.92) if not extensive else rng.uniform(0.65, 0.78)
     # Growth restarts at a grassland temperature sum of 200 (Jan x0.5, Feb x0.75) [R, facts s.3].
@@ -325,7 +334,7 @@ def _meadow(region, gdd, days, doy, year, rng, extensive):
     # Intensive: 3-5 cuts, first at ~500-700 degree days, regrowth 500-700 each; extensive:
     # 1-2 cuts; a cut drops NDVI by 0.2-0.4 and it recovers within 2-4 weeks [E, facts s.3].
     if extensive:
-        n_cuts = int(rng.integers(0, 3))
+        n_cuts = int(rng.integers(0 if regime == "fallow" else 1, 3))
         first = rng.uniform(800, 1000)
     else:
         n_cuts = int(rng.integers(3, 6))
@@ -355,7 +364,7 @@ def _meadow(region, gdd, days, doy, year, rng, extensive):
     # Autumn slow-down towards the winter sward.
     autumn = np.clip((doy - 280) / 60.0, 0, 1) * (days >= np.datetime64(f"{year}-09-01"))
     g = g * (1 - autumn) + winter * autumn
-    meta = {"regime": "extensive" if extensive else "intensive",
+    meta = {"regime": regime,
             "cuts": [str(days[c]) for c in cuts], "growth_start": str(days[start])}
     return g, s, meta
 

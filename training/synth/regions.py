@@ -39,6 +39,7 @@ class Region:
         corn: maize thresholds (emergence, silking, maturity, harvest) in degree days from
             sowing, base 0; hybrids are chosen for the local climate.
         summer_drought: fraction by which meadow green cover drops in July and August.
+        extensive_meadow: share of meadows mown only once or twice (the rest 3-5 times).
     """
 
     name: str
@@ -60,6 +61,9 @@ class Region:
     sowing: dict[str, tuple[str, str]] = field(default_factory=dict)
     corn: tuple[float, float, float, float] = (220.0, 1500.0, 2600.0, 2800.0)
     summer_drought: float = 0.0
+    # Austrian LPIS separates meadows of two uses from three and more [R, facts s.3]; the share
+    # of the extensive kind is an estimate [E], the same in every region.
+    extensive_meadow: float = 0.35
 
 
 # Sowing windows, fact sheet section 3 "Proposed generator table" [E unless tagged]:
