@@ -222,3 +222,91 @@ def test_plot_reads_what_an_independent_reader_sees(tiny_region, tmp_path):
     assert series.gdd[:, -1].mean() == pytest.approx(_annual_gdd(tiny_region), rel=0.03)
     png = plot_phenology([tiny_region], tmp_path / "fig.png", classes=["winter_wheat", "meadow"])
     assert png.stat().st_size > 10_000
+
+
+# Sentinel-2 acquisitions per month in 2017, fact sheet section 5 table (MiniTimeMatch dates).
+FACT_ACQUISITIONS = {
+    "FR1": [2, 3, 3, 6, 4, 6, 6, 7, 5, 8, 7, 5],
+    "FR2": [1, 2, 2, 1, 3, 3, 2, 5, 4, 6, 5, 5],
+    "DK1": [1, 1, 4, 3, 3, 3, 6, 8, 6, 6, 6, 5],
+    "AT1": [2, 4, 2, 4, 4, 5, 9, 9, 6, 5, 4, 4],
+}
+# SD of daily anomalies by month and lag-1 correlation, fact sheet section 2 (station proxies).
+FACT_ANOMALY_SD = {
+    "AT1": ([4.6, 4.7, 4.0, 3.8, 3.5, 3.5, 3.1, 3.1, 3.0, 3.4, 3.5, 4.2], 0.81),
+    "FR2": ([3.6, 3.7, 3.0, 2.9, 2.9, 3.2, 2.9, 3.1, 3.0, 3.4, 3.5, 3.9], 0.76),
+    "FR1": ([4.1, 3.9, 3.3, 3.2, 3.2, 3.3, 3.1, 3.2, 2.9, 3.5, 3.5, 4.0], 0.78),
+    "DK1": ([4.4, 4.1, 3.5, 3.5, 3.4, 3.3, 3.3, 2.9, 2.6, 3.3, 3.4, 4.1], 0.80),
+}
+
+
+def test_acquisitions_per_month_in_every_region(four_regions):
+    for region, folder in four_regions.items():
+        names = [p.name for p in (folder / "scenes").glob("*.tif") if not p.stem.endswith("_SCL")]
+        months = [int(re.search(r"_2017(\d{2})\d{2}T", n).group(1)) for n in names]
+        assert np.bincount(months, minlength=13)[1:].tolist() == FACT_ACQUISITIONS[region], region
+        assert 39 <= len(names) <= 62
+
+
+def test_anomaly_spread_by_month_and_persistence():
+    # The fact sheet's method on 30 simulated years: subtract the 31-day-smoothed daily
+    # climatology of the series itself, then the SD by month and the lag-1 correlation.
+    from thermocrop.training.synth import get_region
+    from thermocrop.training.synth.climate import simulate_weather
+
+    for name, (sd_facts, r1_facts) in FACT_ANOMALY_SD.items():
+        grid = simulate_weather(get_region(name), (10.0, 10.2), (48.0, 48.2), np.datetime64("1991-01-01"),
+                                np.datetime64("2020-12-31"), np.random.default_rng(5))
+        tg = ((grid.tmin + grid.tmax) / 2.0)[:, 1, 1].astype(float)
+        doy = np.minimum((grid.dates - grid.dates.astype("datetime64[Y]")).astype(int), 364)
+        clim = np.array([tg[doy == k].mean() for k in range(365)])
+        wrapped = np.concatenate([clim[-15:], clim, clim[:15]])
+        smooth = np.convolve(wrapped, np.ones(31) / 31, mode="valid")
+        anomaly = tg - smooth[doy]
+        month = grid.dates.astype("datetime64[M]").astype(int) % 12
+        sd = np.array([anomaly[month == m].std() for m in range(12)])
+        assert np.all(np.abs(sd - sd_facts) < 0.7), (name, sd.round(1))
+        # Winter weather varies more than summer weather, as measured.
+        assert sd[[0, 1, 11]].mean() > sd[[5, 6, 7]].mean() + 0.5
+        r1 = np.corrcoef(anomaly[:-1], anomaly[1:])[0, 1]
+        assert abs(r1 - r1_facts) < 0.04, (name, r1)
+
+
+def test_small_temperature_gradient_across_the_grid(four_regions):
+    import xarray as xr
+
+    for region, folder in four_regions.items():
+        with xr.open_dataset(folder / "weather.nc") as ds:
+            tg = ((ds["tn"] + ds["tx"]) / 2.0).mean("time").values
+            lat = ds["latitude"].values
+        land = ~np.isnan(tg)
+        rows = np.nonzero(land)[0]
+        slope = np.polyfit(lat[rows], tg[land], 1)[0]
+        assert -1.5 < slope < -0.1, (region, slope)  # cooler northwards, a few tenths per degree
+        spread = np.nanmax(tg) - np.nanmin(tg)
+        assert 0.1 < spread < 2.0, (region, spread)
+
+
+def test_meadow_mowing_regimes_show_in_the_scenes(four_regions):
+    import json
+
+    folder = four_regions["FR1"]  # 62 dates: the densest series
+    truth = json.loads((folder / "truth.json").read_text())
+    gdf, dates, ndvi, _ = _parcel_indices(folder)
+    regime = np.array([truth["parcels"][pid].get("regime", "") for pid in gdf["parcel_id"]])
+    assert {"intensive", "extensive"} <= set(regime[(gdf["crop"] == "meadow").to_numpy()])
+    months = dates.astype("datetime64[M]").astype(int) % 12 + 1
+    season = (months >= 4) & (months <= 10)
+    drops = {}
+    for kind in ("intensive", "extensive"):
+        counts = []
+        for i in np.flatnonzero(regime == kind):
+            v = ndvi[i, season]
+            v = v[~np.isnan(v)]
+            # A cut: green cover falls by 0.2-0.4 between two clear looks.
+            counts.append(int((np.diff(v) < -0.15).sum()))
+        assert len(counts) >= 3, kind
+        drops[kind] = np.mean(counts)
+    assert drops["intensive"] >= 2.5
+    assert drops["extensive"] <= 2.0
+    assert drops["intensive"] > drops["extensive"] + 1.0
