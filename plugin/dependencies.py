@@ -163,7 +163,8 @@ def run_install(missing: Sequence[Requirement], folder: Path, cancelled=lambda: 
 def make_install_task(missing: Sequence[Requirement], folder: Path, on_done=None):
     """A ``QgsTask`` running :func:`run_install` in the background.
 
-    ``on_done(returncode, output)`` is called in the main thread when it ends.
+    ``on_done(returncode, output)`` is called in the main thread when it ends; set the task's
+    ``on_done`` attribute to None to stop that (a closing dock does).
     """
     from qgis.core import QgsTask
 
@@ -171,6 +172,7 @@ def make_install_task(missing: Sequence[Requirement], folder: Path, on_done=None
         def __init__(self) -> None:
             super().__init__("Installing ThermoCrop packages", QgsTask.CanCancel)
             self.returncode, self.output = None, ""
+            self.on_done = on_done
 
         def run(self) -> bool:
             self.returncode, self.output = run_install(missing, folder, self.isCanceled)
@@ -179,7 +181,7 @@ def make_install_task(missing: Sequence[Requirement], folder: Path, on_done=None
         def finished(self, ok: bool) -> None:
             if ok:
                 activate_dependency_folder(folder)
-            if on_done is not None:
-                on_done(self.returncode, self.output)
+            if self.on_done is not None:
+                self.on_done(self.returncode, self.output)
 
     return InstallTask()

@@ -21,10 +21,12 @@ from qgis.core import (
 )
 from qgis.gui import QgsDockWidget, QgsFileWidget, QgsMapLayerComboBox
 from qgis.PyQt.QtCore import Qt, QVariant
+from qgis.PyQt.QtGui import QColor, QIcon, QPixmap
 from qgis.PyQt.QtWidgets import (
     QCheckBox,
     QFileDialog,
     QFormLayout,
+    QFrame,
     QGroupBox,
     QHBoxLayout,
     QLabel,
@@ -34,15 +36,18 @@ from qgis.PyQt.QtWidgets import (
     QMessageBox,
     QProgressBar,
     QPushButton,
+    QScrollArea,
+    QSizePolicy,
     QTabWidget,
-    QTextBrowser,
+    QTreeWidget,
+    QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from .dependencies import describe_missing, dependency_folder, make_install_task, missing_requirements
 from .layers import features_to_frame
-from .styles import apply_class_style
+from .styles import UNCLASSIFIED_COLOUR, apply_class_style
 from .task import ClassificationParameters, ClassificationTask
 
 log = logging.getLogger(__name__)
@@ -139,6 +144,17 @@ def ndvi_series(ps, parcel: int = 0):
     return series
 
 
+def _layer_alive(layer) -> bool:
+    """False when ``layer`` was deleted (removed from the project) behind Python's back."""
+    if layer is None:
+        return False
+    try:
+        layer.id()
+    except RuntimeError:  # the wrapped C++ layer is gone
+        return False
+    return True
+
+
 class ThermoCropDock(QgsDockWidget):
     """Interactive classification of the parcels of a project layer."""
 
@@ -152,6 +168,7 @@ class ThermoCropDock(QgsDockWidget):
         self.last_fids: list = []
         self.last_bundle = None
         self.output_layer: Optional[QgsVectorLayer] = None
+        self.target_layer: Optional[QgsVectorLayer] = None
         # Replaced in tests; asks the user before fields are overwritten.
         self.confirm_overwrite: Callable[[list], bool] = self._ask_overwrite
         self._build()
@@ -163,15 +180,47 @@ class ThermoCropDock(QgsDockWidget):
     # ----- layout
     def _build(self) -> None:
         tabs = QTabWidget()
-        run = QWidget()
-        form = QFormLayout(run)
+        # A scroll area keeps every control reachable when the dock is short.
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.NoFrame)
+        scroll.setWidget(self._build_classify_page())
+        tabs.addTab(scroll, "Classify")
+        tabs.addTab(self._build_explain_page(), "Explain")
+        self.setWidget(tabs)
+        self.show_model_card()
+
+    @staticmethod
+    def _form(box: QGroupBox) -> QFormLayout:
+        form = QFormLayout(box)
+        form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        form.setLabelAlignment(Qt.AlignLeft | Qt.AlignVCenter)
+        return form
+
+    @staticmethod
+    def _file_widget(filter_text: str) -> QgsFileWidget:
+        widget = QgsFileWidget()
+        widget.setFilter(filter_text)
+        # Without this the form hands spare height to the file rows and their labels float.
+        widget.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
+        return widget
+
+    def _build_classify_page(self) -> QWidget:
+        page = QWidget()
+        layout = QVBoxLayout(page)
+
+        inputs = QGroupBox("Input")
+        form = self._form(inputs)
         self.layer_combo = QgsMapLayerComboBox()
         self.layer_combo.setFilters(QgsMapLayerProxyModel.PolygonLayer)
+        self.layer_combo.setToolTip("Polygon layer of the project whose parcels are classified")
         form.addRow("Parcels", self.layer_combo)
         self.selected_only = QCheckBox("Selected features only")
         form.addRow("", self.selected_only)
         self.scene_list = QListWidget()
+        self.scene_list.setMinimumHeight(60)
         self.scene_list.setMaximumHeight(110)
+        self.scene_list.setToolTip("Ticked scenes are used: the project's raster layers and added files or folders")
         form.addRow("Scenes", self.scene_list)
         buttons = QHBoxLayout()
         self.add_files = QPushButton("Add files…")
@@ -181,57 +230,102 @@ class ThermoCropDock(QgsDockWidget):
         buttons.addWidget(self.add_files)
         buttons.addWidget(self.add_folder)
         form.addRow("", buttons)
-        self.weather = QgsFileWidget()
-        self.weather.setFilter("Temperatures (*.nc *.nc4 *.csv);;All files (*)")
+        self.weather = self._file_widget("Temperatures (*.nc *.nc4 *.csv);;All files (*)")
+        self.weather.setToolTip("Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV")
         form.addRow("Weather", self.weather)
-        self.model = QgsFileWidget()
-        self.model.setFilter("ThermoCrop model (*.tcm)")
+        layout.addWidget(inputs)
+
+        model_box = QGroupBox("Model")
+        form = self._form(model_box)
+        self.model = self._file_widget("ThermoCrop model (*.tcm)")
         self.model.lineEdit().setPlaceholderText("empty: the shipped model")
         self.model.fileChanged.connect(self.show_model_card)
-        form.addRow("Model", self.model)
+        form.addRow("Bundle", self.model)
         self.model_card = QLabel()
         self.model_card.setWordWrap(True)
         self.model_card.setTextFormat(Qt.RichText)
-        form.addRow("", self.model_card)
+        form.addRow(self.model_card)
+        layout.addWidget(model_box)
+
+        output_box = QGroupBox("Output fields")
+        form = self._form(output_box)
         self.label_field = QLineEdit("crop_pred")
         self.conf_field = QLineEdit("crop_conf")
-        form.addRow("Class field", self.label_field)
-        form.addRow("Confidence field", self.conf_field)
+        form.addRow("Class", self.label_field)
+        form.addRow("Confidence", self.conf_field)
+        layout.addWidget(output_box)
+
         row = QHBoxLayout()
         self.run_button = QPushButton("Classify")
+        self.run_button.setDefault(True)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
         self.run_button.clicked.connect(self.start)
         self.cancel_button.clicked.connect(self.cancel)
         row.addWidget(self.run_button)
         row.addWidget(self.cancel_button)
-        form.addRow(row)
+        layout.addLayout(row)
         self.progress = QProgressBar()
-        form.addRow(self.progress)
+        layout.addWidget(self.progress)
         self.message = QLabel()
         self.message.setWordWrap(True)
-        form.addRow(self.message)
-        self.counts = QTextBrowser()
-        self.counts.setMaximumHeight(140)
-        form.addRow("Parcels per class", self.counts)
+        self.message.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        layout.addWidget(self.message)
         self.install_button = QPushButton("Install missing packages")
         self.install_button.clicked.connect(self.install_missing)
         self.install_button.setVisible(False)
-        form.addRow(self.install_button)
-        tabs.addTab(run, "Classify")
+        layout.addWidget(self.install_button)
 
-        explain = QWidget()
-        layout = QVBoxLayout(explain)
+        counts_box = QGroupBox("Parcels per class")
+        counts_layout = QVBoxLayout(counts_box)
+        self.counts = QTreeWidget()
+        self.counts.setColumnCount(3)
+        self.counts.setHeaderLabels(["Class", "Parcels", "Share"])
+        self.counts.setRootIsDecorated(False)
+        self.counts.setMinimumHeight(80)
+        self.counts.setMaximumHeight(190)
+        counts_layout.addWidget(self.counts)
+        layout.addWidget(counts_box)
+        layout.addStretch(1)
+        return page
+
+    def _build_explain_page(self) -> QWidget:
+        page = QWidget()
+        layout = QVBoxLayout(page)
         self.explain_button = QPushButton("Explain the selected parcel")
+        self.explain_button.setToolTip("Select one parcel on the map, then press this button")
         self.explain_button.clicked.connect(self.explain_selected)
         layout.addWidget(self.explain_button)
+        self.explain_message = QLabel("Select one parcel of the classified layer to see its NDVI series "
+                                      "against the calendar and against growing degree days, and the "
+                                      "model's class probabilities.")
+        self.explain_message.setWordWrap(True)
+        layout.addWidget(self.explain_message)
         self.explain_box = QGroupBox("NDVI and class probabilities")
         self.explain_layout = QVBoxLayout(self.explain_box)
         layout.addWidget(self.explain_box, 1)
         self.figure_canvas = None
-        tabs.addTab(explain, "Explain")
-        self.setWidget(tabs)
-        self.show_model_card()
+        return page
+
+    def show_counts(self, counts: dict, colours: dict) -> None:
+        """List parcels per class with the class colour; not-classified statuses come last."""
+        self.counts.clear()
+        total = max(sum(counts.values()), 1)
+        for key in sorted(counts, key=lambda k: (k.startswith("("), k)):
+            item = QTreeWidgetItem([key, str(counts[key]), f"{100.0 * counts[key] / total:.0f} %"])
+            swatch = QPixmap(12, 12)
+            swatch.fill(QColor(colours.get(key, UNCLASSIFIED_COLOUR)))
+            item.setIcon(0, QIcon(swatch))
+            item.setTextAlignment(1, Qt.AlignRight | Qt.AlignVCenter)
+            item.setTextAlignment(2, Qt.AlignRight | Qt.AlignVCenter)
+            self.counts.addTopLevelItem(item)
+        for column in range(3):
+            self.counts.resizeColumnToContents(column)
+
+    def counts_text(self) -> str:
+        """The class counts as ``class: parcels`` lines (what the list shows)."""
+        items = [self.counts.topLevelItem(i) for i in range(self.counts.topLevelItemCount())]
+        return "\n".join(f"{item.text(0)}: {item.text(1)}" for item in items)
 
     def refresh_rasters(self, *args) -> None:
         """List the project's raster layers (checked) before any files added by hand."""
@@ -248,7 +342,9 @@ class ThermoCropDock(QgsDockWidget):
             self._add_scene(Path(path).name, path, "file", path in checked)
 
     def _add_scene(self, text: str, path: str, kind: str, checked: bool = True) -> None:
-        item = QListWidgetItem(text)
+        icon = "/mIconRasterLayer.svg" if kind == "layer" else (
+            "/mIconFolder.svg" if Path(path).is_dir() else "/mIconFile.svg")
+        item = QListWidgetItem(QgsApplication.getThemeIcon(icon), text)
         item.setToolTip(path)
         item.setData(Qt.UserRole, path)
         item.setData(Qt.UserRole + 1, kind)
@@ -303,8 +399,8 @@ class ThermoCropDock(QgsDockWidget):
         scores = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in sorted(flat.items())
                            if isinstance(v, float) and any(w in k for w in ("f1", "accuracy", "kappa", "oa")))
         self.model_card.setText(
-            f"<b>{Path(path).name}</b>: {config.variant}<br>classes: {', '.join(config.classes)}<br>"
-            f"trained on: {regions}<br>scores: {scores or 'not recorded'}")
+            f"<small><b>{Path(path).name}</b>: {config.variant}<br>classes: {', '.join(config.classes)}<br>"
+            f"trained on: {regions}<br>scores: {scores or 'not recorded'}</small>")
 
     def check_dependencies(self) -> list:
         missing = missing_requirements()
@@ -320,6 +416,7 @@ class ThermoCropDock(QgsDockWidget):
         self.message.setText(f"Installing into {folder} …")
 
         def done(code, output):
+            self.install_task = None
             self.message.setText("Packages installed." if code == 0 else f"pip failed ({code}):\n{output[-800:]}")
             self.check_dependencies()
 
@@ -333,26 +430,30 @@ class ThermoCropDock(QgsDockWidget):
         if layer is None:
             self.message.setText("Choose a parcel layer.")
             return None
-        if self.selected_only.isChecked():
-            features = layer.getSelectedFeatures()
-            if layer.selectedFeatureCount() == 0:
-                self.message.setText(f"No feature of {layer.name()} is selected.")
-                return None
-        else:
-            features = layer.getFeatures(QgsFeatureRequest())
-        frame, fids = features_to_frame(features, layer.crs())
+        if self.selected_only.isChecked() and layer.selectedFeatureCount() == 0:
+            self.message.setText(f"No feature of {layer.name()} is selected; select parcels or untick "
+                                 "'Selected features only'.")
+            return None
         scenes = self.scene_paths()
         if not scenes:
-            self.message.setText("Check or add at least one scene.")
+            self.message.setText("Tick or add at least one Sentinel-2 scene.")
             return None
-        if not self.weather.filePath():
+        weather = self.weather.filePath()
+        if not weather:
             self.message.setText("Choose a daily temperature file.")
+            return None
+        if not Path(weather).is_file():
+            self.message.setText(f"The temperature file {weather} does not exist; choose an existing file.")
             return None
         label, conf = self.label_field.text().strip(), self.conf_field.text().strip()
         if not label or not conf or label == conf:
             self.message.setText("The class and confidence fields need two different names.")
             return None
-        return ClassificationParameters(frame, fids, scenes, self.weather.filePath(),
+        # Read last: the other checks are instant, reading a large layer is not.
+        features = layer.getSelectedFeatures() if self.selected_only.isChecked() else \
+            layer.getFeatures(QgsFeatureRequest())
+        frame, fids = features_to_frame(features, layer.crs())
+        return ClassificationParameters(frame, fids, scenes, weather,
                                         self.model.filePath() or None, label, conf)
 
     def start(self) -> Optional[ClassificationTask]:
@@ -361,12 +462,15 @@ class ThermoCropDock(QgsDockWidget):
             return None
         self.target_layer = self.layer_combo.currentLayer()
         self.task = ClassificationTask(params, self._finished)
-        self.task.progressChanged.connect(lambda p: self.progress.setValue(int(p)))
+        self.task.progressChanged.connect(self._show_progress)
         self.run_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
         self.message.setText(f"Classifying {len(params.fids)} parcels …")
         QgsApplication.taskManager().addTask(self.task)
         return self.task
+
+    def _show_progress(self, percent: float) -> None:
+        self.progress.setValue(int(percent))
 
     def cancel(self) -> None:
         if self.task is not None:
@@ -384,6 +488,9 @@ class ThermoCropDock(QgsDockWidget):
             return
         layer = self.target_layer
         params = task.params
+        if not _layer_alive(layer):
+            self.message.setText("The parcel layer was removed while classifying; nothing was written.")
+            return
         out = write_result_to_layer(layer, params.fids, task.result, params.label_field, params.confidence_field,
                                     self.confirm_overwrite)
         if out is None:
@@ -394,8 +501,7 @@ class ThermoCropDock(QgsDockWidget):
         apply_class_style(out, params.label_field, task.bundle.classes, task.bundle.config.colours)
         self.output_layer = out
         self.last_result, self.last_fids, self.last_bundle = task.result, params.fids, task.bundle
-        counts = task.result.counts()
-        self.counts.setPlainText("\n".join(f"{k}: {counts[k]}" for k in sorted(counts)))
+        self.show_counts(task.result.counts(), dict(task.bundle.config.colours))
         where = "a new layer (the parcel layer is read-only)" if out is not layer else \
             f"{layer.name()} (one edit; Undo reverts it)"
         self.message.setText(f"Classified {len(task.result)} parcels into {where}.")
@@ -411,17 +517,19 @@ class ThermoCropDock(QgsDockWidget):
         """Draw the NDVI series of parcel ``fid`` against date and GDD, and its probabilities.
 
         Returns:
-            The matplotlib figure.
+            ``(figure, ndvi, probabilities)``: the matplotlib figure, the ``(T,)`` mean NDVI per
+            date (NaN where unusable) and the ``(K,)`` class probabilities (NaN when the parcel
+            could not be classified).
         """
         import numpy as np
         from matplotlib.backends.backend_qt5agg import FigureCanvasQTAgg
-        from matplotlib.dates import DateFormatter
+        from matplotlib.dates import AutoDateLocator, DateFormatter
         from matplotlib.figure import Figure
 
         from ..core.classify import _gdd_settings
         from ..core.extract import extract_pixel_sets
 
-        layer = self.output_layer or self.layer_combo.currentLayer()
+        layer = self._explained_layer()
         feature = layer.getFeature(fid)
         frame, _ = features_to_frame([feature], layer.crs())
         bundle = self.last_bundle
@@ -434,45 +542,76 @@ class ThermoCropDock(QgsDockWidget):
         ndvi = ndvi_series(ps)
         probs = bundle.predict(ps)[0] if ps.status[0] == "ok" else np.full(len(bundle.classes), np.nan)
         figure = Figure(figsize=(4, 6), tight_layout=True)
-        ax1, ax2, ax3 = figure.subplots(3, 1)
+        ax1, ax2, ax3 = figure.subplots(3, 1, gridspec_kw={"height_ratios": (1, 1, 1.1)})
         dates = ps.dates.astype("datetime64[D]").astype(object)
-        ax1.plot(dates, ndvi, "o-", color="#2e7d32")
+        ax1.plot(dates, ndvi, "o-", color="#2e7d32", markersize=4)
         ax1.set_ylabel("NDVI")
-        ax1.set_title("against calendar date")
+        ax1.set_title("against calendar date", fontsize=10)
+        ax1.xaxis.set_major_locator(AutoDateLocator(maxticks=7))
         ax1.xaxis.set_major_formatter(DateFormatter("%b"))
-        ax2.plot(np.asarray(ps.gdd[0]), ndvi, "o-", color="#c62828")
+        ax2.plot(np.asarray(ps.gdd[0]), ndvi, "o-", color="#c62828", markersize=4)
         ax2.set_xlabel("growing degree days (°C·d)")
         ax2.set_ylabel("NDVI")
-        ax2.set_title("against thermal time")
+        ax2.set_title("against thermal time", fontsize=10)
         colours = [bundle.config.colours.get(c, "#888888") for c in bundle.classes]
-        ax3.barh(list(bundle.classes), probs, color=colours)
+        shown = np.nan_to_num(probs)
+        rows = np.arange(len(bundle.classes))
+        ax3.barh(rows, shown, color=colours, edgecolor="#404040", linewidth=0.4)
+        # Names inside the plot: tick labels this long would squeeze the two NDVI plots above.
+        for row, (name_k, p) in enumerate(zip(bundle.classes, probs)):
+            text = f"{name_k}  {p:.2f}" if np.isfinite(p) else name_k
+            ax3.text(0.01, row, text, va="center", fontsize=8)
+        ax3.set_yticks([])
+        ax3.invert_yaxis()  # classes read top-down in the model's order
         ax3.set_xlim(0, 1)
-        ax3.set_xlabel("probability")
+        ax3.set_xlabel("class probability")
         name = feature["parcel_id"] if feature.fields().indexOf("parcel_id") >= 0 else fid
         best = int(np.nanargmax(probs)) if np.isfinite(probs).any() else None
         verdict = f"{bundle.classes[best]} ({probs[best]:.2f})" if best is not None else str(ps.status[0])
-        figure.suptitle(f"parcel {name}: {verdict}", fontsize=10)
         if self.figure_canvas is not None:
             self.explain_layout.removeWidget(self.figure_canvas)
             self.figure_canvas.deleteLater()
         self.figure_canvas = FigureCanvasQTAgg(figure)
         self.explain_layout.addWidget(self.figure_canvas)
+        self.explain_message.setText(f"<b>Parcel {name}</b> of {layer.name()}: {verdict}")
         return figure, ndvi, probs
 
+    def _explained_layer(self) -> Optional[QgsVectorLayer]:
+        """The layer of the last result (it may be a new layer), else the chosen parcel layer."""
+        return self.output_layer if _layer_alive(self.output_layer) else self.layer_combo.currentLayer()
+
     def explain_selected(self) -> None:
-        layer = self.output_layer or self.layer_combo.currentLayer()
+        layer = self._explained_layer()
         if layer is None or layer.selectedFeatureCount() != 1:
-            self.message.setText("Select exactly one parcel to explain.")
+            what = f"of {layer.name()} " if layer is not None else ""
+            self.explain_message.setText(f"Select exactly one parcel {what}to explain "
+                                         f"({0 if layer is None else layer.selectedFeatureCount()} selected).")
+            return
+        if not self.scene_paths() or not self.weather.filePath():
+            self.explain_message.setText("Choose the scenes and the weather file on the Classify tab first.")
             return
         try:
             self.explain(layer.selectedFeatureIds()[0])
-        except Exception as exc:
-            self.message.setText(f"Cannot explain this parcel: {exc}")
+        except Exception as exc:  # a bad file or a parcel outside the scenes: say so, keep the dock
+            log.exception("Explain failed")
+            self.explain_message.setText(f"Cannot explain this parcel: {exc}")
 
     def shutdown(self) -> None:
         """Stop running work and disconnect from the project (called by unload)."""
         if self.task is not None:
-            self.task.cancel()
+            # The task may end after the dock is gone; it must not call back into it.
+            self.task.on_done = lambda task: None
+            try:
+                self.task.progressChanged.disconnect(self._show_progress)
+                self.task.cancel()
+            except (TypeError, RuntimeError):  # already disconnected, or the task has ended
+                pass
+            # The task manager owns the task now; the dock forgets it.
+            self.task = None
+        if self.install_task is not None:
+            # pip is left to finish (killing it could leave a half-installed package) but
+            # must not report into a dock that no longer exists.
+            self.install_task.on_done = None
         for signal in (QgsProject.instance().layersAdded, QgsProject.instance().layersRemoved):
             try:
                 signal.disconnect(self.refresh_rasters)

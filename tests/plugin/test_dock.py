@@ -73,7 +73,7 @@ def test_run_writes_one_undoable_edit(dock, parcels_layer, tiny_region, region_w
     np.testing.assert_allclose([conf[p] for p in core.parcel_ids[ok]], core.confidence[ok], rtol=1e-4)
     assert parcels_layer.renderer().type() == "categorizedSymbol"
     counts = core.counts()
-    assert all(f"{k}: {v}" in dock.counts.toPlainText() for k, v in counts.items())
+    assert all(f"{k}: {v}" in dock.counts_text().splitlines() for k, v in counts.items())
 
     assert parcels_layer.undoStack().count() == 1
     parcels_layer.undoStack().undo()
@@ -216,3 +216,74 @@ def test_model_card_shows_variant_classes_regions_and_scores(dock, small_bundle,
     card = dock.model_card.text()
     assert "tpe_sinusoidal" in card and "winter_wheat" in card
     assert "AT1, FR2 (synthetic)" in card and "test macro f1 0.613" in card
+
+
+def _wait_for_task_manager(timeout=300):
+    from qgis.core import QgsApplication
+
+    end = time.monotonic() + timeout
+    while QgsApplication.taskManager().countActiveTasks() > 0:
+        QgsApplication.processEvents()
+        time.sleep(0.02)
+        assert time.monotonic() < end, "the task did not end"
+    for _ in range(20):  # let the finished() call reach the main thread
+        QgsApplication.processEvents()
+        time.sleep(0.01)
+
+
+@pytest.mark.slow
+def test_shutdown_while_classifying_leaves_the_layer_and_the_dock_alone(dock, parcels_layer):
+    dock.layer_combo.setLayer(parcels_layer)
+    fields_before = parcels_layer.fields().names()
+    assert dock.start() is not None
+    said = dock.message.text()
+    dock.shutdown()
+    _wait_for_task_manager()
+    # A closed dock gets no report: neither "Cancelled" nor a result.
+    assert dock.message.text() == said
+    assert dock.output_layer is None
+    assert parcels_layer.fields().names() == fields_before and not parcels_layer.isModified()
+
+
+@pytest.mark.slow
+def test_parcel_layer_removed_while_classifying(dock, parcels_layer):
+    from qgis.core import QgsProject
+
+    dock.layer_combo.setLayer(parcels_layer)
+    assert dock.start() is not None
+    QgsProject.instance().removeMapLayer(parcels_layer.id())
+    _wait(dock)
+    assert "removed while classifying" in dock.message.text()
+    assert dock.output_layer is None and QgsProject.instance().mapLayers() == {}
+
+
+def test_counts_list_classes_in_their_colours_and_statuses_last(qgis_app):
+    from thermocrop.plugin.dock import ThermoCropDock
+    from thermocrop.plugin.styles import UNCLASSIFIED_COLOUR
+
+    widget = ThermoCropDock()
+    try:
+        widget.show_counts({"(too_small)": 1, "meadow": 6, "corn": 3}, {"corn": "#f28e2b", "meadow": "#59a14f"})
+        assert widget.counts_text().splitlines() == ["corn: 3", "meadow: 6", "(too_small): 1"]
+        rows = [widget.counts.topLevelItem(i) for i in range(3)]
+        assert [r.text(2) for r in rows] == ["30 %", "60 %", "10 %"]
+        swatches = [r.icon(0).pixmap(12, 12).toImage().pixelColor(6, 6).name() for r in rows]
+        assert swatches == ["#f28e2b", "#59a14f", UNCLASSIFIED_COLOUR]
+    finally:
+        widget.shutdown()
+
+
+def test_explain_asks_for_one_selected_parcel(qgis_app, parcels_layer):
+    from thermocrop.plugin.dock import ThermoCropDock
+
+    widget = ThermoCropDock()
+    try:
+        widget.layer_combo.setLayer(parcels_layer)
+        widget.explain_selected()
+        assert "Select exactly one parcel of parcels to explain (0 selected)" in widget.explain_message.text()
+        parcels_layer.selectByIds([f.id() for f in parcels_layer.getFeatures()][:1])
+        widget.explain_selected()  # no scenes or weather chosen yet
+        assert "Classify tab" in widget.explain_message.text()
+        assert widget.figure_canvas is None
+    finally:
+        widget.shutdown()
