@@ -13,6 +13,7 @@ from qgis.core import (
     QgsProcessing,
     QgsProcessingException,
     QgsProcessingLayerPostProcessorInterface,
+    QgsProcessingOutputNumber,
     QgsProcessingParameterFeatureSink,
     QgsProcessingParameterFeatureSource,
     QgsProcessingParameterFile,
@@ -73,6 +74,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
         self.add(QgsProcessingParameterString("STATUS_FIELD", "Status field", defaultValue="crop_status"))
         self.add(QgsProcessingParameterFeatureSink("OUTPUT", "Classified parcels",
                                                    QgsProcessing.TypeVectorPolygon))
+        self.addOutput(QgsProcessingOutputNumber("CLASSIFIED", "Parcels classified"))
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
         ok, message = super().checkParameterValues(parameters, context)

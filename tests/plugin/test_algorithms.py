@@ -215,3 +215,17 @@ def test_classifyparcels_styles_a_temporary_output(provider, tiny_region, region
     assert "p" in layer.fields().names()
     values = [f["p"] for f in layer.getFeatures() if f["crop_status"] == "ok"]
     assert values and all(0 < v <= 1 for v in values)
+
+
+def test_classifyparcels_parameters_and_defaults(provider):
+    algorithm = provider.algorithm("classifyparcels")
+    names = [p.name() for p in algorithm.parameterDefinitions()]
+    assert names == ["INPUT", "SCENES", "SCENE_FOLDER", "WEATHER", "MODEL", "LABEL_FIELD", "CONFIDENCE_FIELD",
+                     "STATUS_FIELD", "OUTPUT"]
+    definition = algorithm.parameterDefinition
+    assert definition("LABEL_FIELD").defaultValue() == "crop_pred"
+    assert definition("CONFIDENCE_FIELD").defaultValue() == "crop_conf"
+    optional = {p.name() for p in algorithm.parameterDefinitions()
+                if p.flags() & p.FlagOptional}
+    assert optional == {"SCENES", "SCENE_FOLDER", "MODEL"}
+    assert {o.name() for o in algorithm.outputDefinitions()} == {"OUTPUT", "CLASSIFIED"}
