@@ -25,7 +25,9 @@ class ThermoCropPlugin:
         self.missing = []
 
     def initProcessing(self) -> None:  # noqa: N802 (QGIS API)
-        """Register the provider; qgis_process calls only this."""
+        """Register the provider; qgis_process calls only this, the desktop calls it from initGui."""
+        if self.provider is not None:  # a second call must not register a second provider
+            return
         activate_dependency_folder_safely()
         self.missing = missing_requirements()
         if self.missing:

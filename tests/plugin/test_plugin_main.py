@@ -156,3 +156,22 @@ def test_installer_stops_when_cancelled(tmp_path):
     assert code == -1
     assert (tmp_path / "pkgs" / "constraints.txt").is_file()
     assert not list((tmp_path / "pkgs").glob("safetensors*"))
+
+
+def test_init_processing_twice_registers_one_provider(qgis_app):
+    from qgis.core import QgsApplication
+
+    import thermocrop
+
+    registry = QgsApplication.processingRegistry()
+    before = registry.providerById("thermocrop")
+    if before is not None:
+        registry.removeProvider(before)
+    plugin = thermocrop.classFactory(_Iface())
+    plugin.initProcessing()
+    first = plugin.provider
+    plugin.initProcessing()
+    assert plugin.provider is first
+    assert [p.id() for p in registry.providers()].count("thermocrop") == 1
+    plugin.unload()
+    assert registry.providerById("thermocrop") is None
