@@ -37,9 +37,11 @@ $(QGIS_PLUGINPATH)/thermocrop:
 	@mkdir -p $(QGIS_PLUGINPATH)
 	@ln -sfn $(CURDIR) $@
 
+# pytest's exit code 5 (no test collected) fails the target like a failing test.
 test: setup
 	@mkdir -p $(XDG_RUNTIME_DIR) && chmod 700 $(XDG_RUNTIME_DIR)
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	@$(PY) -m pytest -q -p no:cacheprovider tests; rc=$$?; \
+		if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
 
 demo: setup
 	@mkdir -p $(XDG_RUNTIME_DIR) && chmod 700 $(XDG_RUNTIME_DIR)

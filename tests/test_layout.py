@@ -63,6 +63,12 @@ def test_no_sys_path_edits(path):
             pytest.fail(f"{path.relative_to(ROOT)} line {node.lineno} edits sys.path")
 
 
+@pytest.mark.parametrize("path", _python_files("core", "training", "plugin"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_package_imports_itself_relatively(path):
+    absolute = [f"line {n}: {m}" for n, m in _imported_modules(path) if m.split(".")[0] == "thermocrop"]
+    assert not absolute, f"{path.relative_to(ROOT)} imports the package absolutely: {absolute}"
+
+
 def test_top_level_layout():
     for name in ("metadata.txt", "__init__.py", "plugin", "core", "training", "resources", "tests", "README.md"):
         assert (ROOT / name).exists(), name
