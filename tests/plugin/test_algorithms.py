@@ -229,3 +229,26 @@ def test_classifyparcels_parameters_and_defaults(provider):
                 if p.flags() & p.FlagOptional}
     assert optional == {"SCENES", "SCENE_FOLDER", "MODEL"}
     assert {o.name() for o in algorithm.outputDefinitions()} == {"OUTPUT", "CLASSIFIED"}
+
+
+@pytest.mark.slow
+def test_classifyparcels_stops_when_cancelled(provider, tiny_region, region_weather_csv, tmp_path):
+    import processing
+    from qgis.core import QgsProcessingContext, QgsProcessingException, QgsProcessingFeedback
+
+    feedback = QgsProcessingFeedback()
+    seen = []
+
+    def cancel_once_running(percent):
+        if percent > 0 and not seen:
+            seen.append(percent)
+            feedback.cancel()
+
+    feedback.progressChanged.connect(cancel_once_running)
+    with pytest.raises(QgsProcessingException, match="Cancelled"):
+        processing.run("thermocrop:classifyparcels", {
+            "INPUT": str(tiny_region / "parcels.gpkg"), "SCENE_FOLDER": str(tiny_region / "scenes"),
+            "WEATHER": str(region_weather_csv), "OUTPUT": str(tmp_path / "o.gpkg")},
+            context=QgsProcessingContext(), feedback=feedback)
+    assert seen and seen[0] < 95
+    assert not (tmp_path / "o.gpkg").exists()
