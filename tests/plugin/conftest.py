@@ -47,7 +47,7 @@ def provider(qgis_app):
 
 
 @pytest.fixture(scope="session")
-def small_bundle(tiny_region, region_weather_csv, tmp_path_factory):
+def small_bundle(tiny_region, region_weather, tmp_path_factory):
     """A model bundle briefly trained on the tiny region (a few hundred steps, CPU)."""
     pytest.importorskip("torch")
     import torch
@@ -57,7 +57,7 @@ def small_bundle(tiny_region, region_weather_csv, tmp_path_factory):
     from thermocrop.core.extract import extract_pixel_sets
     from thermocrop.core.models import build_model
 
-    ps = extract_pixel_sets(tiny_region / "parcels.gpkg", tiny_region / "scenes", region_weather_csv,
+    ps = extract_pixel_sets(tiny_region / "parcels.gpkg", tiny_region / "scenes", region_weather,
                             label_field="crop", max_pixels=16)
     keep = np.flatnonzero((ps.status == "ok") & (ps.labels >= 0))
     train = ps.subset(keep)
@@ -87,18 +87,9 @@ def small_bundle(tiny_region, region_weather_csv, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def region_weather_csv(tiny_region, tmp_path_factory):
-    """The tiny region's E-OBS grid averaged into one station CSV (date,tmin,tmax)."""
-    import xarray as xr
-
-    with xr.open_dataset(tiny_region / "weather.nc") as ds:
-        tmin = ds["tn"].mean(("latitude", "longitude")).to_numpy()
-        tmax = ds["tx"].mean(("latitude", "longitude")).to_numpy()
-        dates = ds["time"].to_numpy().astype("datetime64[D]")
-    path = tmp_path_factory.mktemp("weather") / "station.csv"
-    lines = ["date,tmin,tmax"] + [f"{d},{a:.3f},{b:.3f}" for d, a, b in zip(dates, tmin, tmax)]
-    path.write_text("\n".join(lines) + "\n")
-    return path
+def region_weather(tiny_region):
+    """The tiny region's E-OBS-style daily temperature grid."""
+    return tiny_region / "weather.nc"
 
 
 @pytest.fixture(scope="session")

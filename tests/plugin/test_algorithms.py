@@ -16,7 +16,7 @@ def _run(alg: str, params: dict):
 
 
 @pytest.mark.slow
-def test_classifyparcels_matches_core_and_saves_style(provider, tiny_region, scene_files, region_weather_csv,
+def test_classifyparcels_matches_core_and_saves_style(provider, tiny_region, scene_files, region_weather,
                                                       small_bundle, tmp_path):
     import geopandas as gpd
     from qgis.core import QgsCategorizedSymbolRenderer, QgsVectorLayer
@@ -25,12 +25,12 @@ def test_classifyparcels_matches_core_and_saves_style(provider, tiny_region, sce
 
     out = tmp_path / "classified.gpkg"
     result = _run("thermocrop:classifyparcels", {
-        "INPUT": str(tiny_region / "parcels.gpkg"), "SCENES": scene_files, "WEATHER": str(region_weather_csv),
+        "INPUT": str(tiny_region / "parcels.gpkg"), "SCENES": scene_files, "WEATHER": str(region_weather),
         "MODEL": str(small_bundle), "OUTPUT": str(out)})
     assert result["OUTPUT"] == str(out)
 
     # Second route: core straight on the files, then compared parcel by parcel.
-    core = classify_parcels(tiny_region / "parcels.gpkg", tiny_region / "scenes", region_weather_csv,
+    core = classify_parcels(tiny_region / "parcels.gpkg", tiny_region / "scenes", region_weather,
                             str(small_bundle), id_field="parcel_id")
     back = gpd.read_file(out)
     source = gpd.read_file(tiny_region / "parcels.gpkg")
@@ -106,7 +106,7 @@ def test_parcelgdd_refuses_bad_dates(provider, tmp_path):
 
 
 @pytest.mark.slow
-def test_exporttrainingdata_writes_a_dataset(provider, tiny_region, scene_files, region_weather_csv, tmp_path):
+def test_exporttrainingdata_writes_a_dataset(provider, tiny_region, scene_files, region_weather, tmp_path):
     import geopandas as gpd
 
     from thermocrop.core.dataset import open_dataset
@@ -114,7 +114,7 @@ def test_exporttrainingdata_writes_a_dataset(provider, tiny_region, scene_files,
     out = tmp_path / "dataset"
     result = _run("thermocrop:exporttrainingdata", {
         "INPUT": str(tiny_region / "parcels.gpkg"), "LABEL_FIELD": "crop", "SCENES": scene_files,
-        "WEATHER": str(region_weather_csv), "MAX_PIXELS": 8, "OUTPUT": str(out)})
+        "WEATHER": str(region_weather), "MAX_PIXELS": 8, "OUTPUT": str(out)})
     ps = open_dataset(result["OUTPUT"])
     source = gpd.read_file(tiny_region / "parcels.gpkg")
     assert len(ps.parcel_ids) == len(source)
@@ -123,7 +123,7 @@ def test_exporttrainingdata_writes_a_dataset(provider, tiny_region, scene_files,
     assert sorted(names) == sorted(source["crop"][ps.labels >= 0])
 
 
-def test_trainmodel_writes_a_bundle(provider, tiny_region, scene_files, region_weather_csv, tmp_path):
+def test_trainmodel_writes_a_bundle(provider, tiny_region, scene_files, region_weather, tmp_path):
     pytest.importorskip("thermocrop.training.train")
     from thermocrop.core.bundle import load_bundle
     from thermocrop.core.dataset import open_dataset
@@ -131,7 +131,7 @@ def test_trainmodel_writes_a_bundle(provider, tiny_region, scene_files, region_w
     data = tmp_path / "dataset"
     _run("thermocrop:exporttrainingdata", {
         "INPUT": str(tiny_region / "parcels.gpkg"), "LABEL_FIELD": "crop", "SCENES": scene_files,
-        "WEATHER": str(region_weather_csv), "MAX_PIXELS": 4, "OUTPUT": str(data)})
+        "WEATHER": str(region_weather), "MAX_PIXELS": 4, "OUTPUT": str(data)})
     out = tmp_path / "m.tcm"
     _run("thermocrop:trainmodel", {"DATASETS": str(data), "VARIANT": 1, "EPOCHS": 1, "STEPS": 3, "BATCH_SIZE": 16,
                                    "DEVICE": 1,
@@ -142,7 +142,7 @@ def test_trainmodel_writes_a_bundle(provider, tiny_region, scene_files, region_w
 
 
 @pytest.mark.slow
-def test_qgis_process_classifies_headless_and_styles(tiny_region, scene_files, region_weather_csv, small_bundle,
+def test_qgis_process_classifies_headless_and_styles(tiny_region, scene_files, region_weather, small_bundle,
                                                      tmp_path):
     import geopandas as gpd
 
@@ -150,7 +150,7 @@ def test_qgis_process_classifies_headless_and_styles(tiny_region, scene_files, r
 
     out = tmp_path / "headless.gpkg"
     params = [("INPUT", str(tiny_region / "parcels.gpkg"))] + [("SCENES", f) for f in scene_files] + [
-        ("WEATHER", str(region_weather_csv)), ("MODEL", str(small_bundle)), ("LABEL_FIELD", "pred"),
+        ("WEATHER", str(region_weather)), ("MODEL", str(small_bundle)), ("LABEL_FIELD", "pred"),
         ("OUTPUT", str(out))]
     answer = run_algorithm("thermocrop:classifyparcels", params, tmp_path / "profile", timeout=600)
     assert answer["results"]["OUTPUT"] == str(out)
@@ -186,23 +186,23 @@ def test_parcelgdd_at_the_dates_of_a_scene_folder(provider, tiny_region, tmp_pat
         np.testing.assert_allclose(back[f"gdd_{stamp}"], [8.0 * day_of_year] * 2)
 
 
-def test_classifyparcels_needs_scenes(provider, tiny_region, region_weather_csv, tmp_path):
+def test_classifyparcels_needs_scenes(provider, tiny_region, region_weather, tmp_path):
     from qgis.core import QgsProcessingException
 
     with pytest.raises(QgsProcessingException, match="SCENE_FOLDER"):
         _run("thermocrop:classifyparcels", {"INPUT": str(tiny_region / "parcels.gpkg"),
-                                            "WEATHER": str(region_weather_csv), "OUTPUT": str(tmp_path / "o.gpkg")})
+                                            "WEATHER": str(region_weather), "OUTPUT": str(tmp_path / "o.gpkg")})
 
 
 @pytest.mark.slow
-def test_classifyparcels_styles_a_temporary_output(provider, tiny_region, region_weather_csv, small_bundle):
+def test_classifyparcels_styles_a_temporary_output(provider, tiny_region, region_weather, small_bundle):
     import processing
     from qgis.core import QgsProcessingContext, QgsProcessingFeedback, QgsProcessingUtils
 
     context = QgsProcessingContext()
     result = processing.run("thermocrop:classifyparcels", {
         "INPUT": str(tiny_region / "parcels.gpkg"), "SCENE_FOLDER": str(tiny_region / "scenes"),
-        "WEATHER": str(region_weather_csv), "MODEL": str(small_bundle), "CONFIDENCE_FIELD": "p",
+        "WEATHER": str(region_weather), "MODEL": str(small_bundle), "CONFIDENCE_FIELD": "p",
         "OUTPUT": "TEMPORARY_OUTPUT"}, context=context, feedback=QgsProcessingFeedback())
     layer = result["OUTPUT"]
     if isinstance(layer, str):
@@ -232,7 +232,7 @@ def test_classifyparcels_parameters_and_defaults(provider):
 
 
 @pytest.mark.slow
-def test_classifyparcels_stops_when_cancelled(provider, tiny_region, region_weather_csv, tmp_path):
+def test_classifyparcels_stops_when_cancelled(provider, tiny_region, region_weather, tmp_path):
     import processing
     from qgis.core import QgsProcessingContext, QgsProcessingException, QgsProcessingFeedback
 
@@ -248,7 +248,7 @@ def test_classifyparcels_stops_when_cancelled(provider, tiny_region, region_weat
     with pytest.raises(QgsProcessingException, match="Cancelled"):
         processing.run("thermocrop:classifyparcels", {
             "INPUT": str(tiny_region / "parcels.gpkg"), "SCENE_FOLDER": str(tiny_region / "scenes"),
-            "WEATHER": str(region_weather_csv), "OUTPUT": str(tmp_path / "o.gpkg")},
+            "WEATHER": str(region_weather), "OUTPUT": str(tmp_path / "o.gpkg")},
             context=QgsProcessingContext(), feedback=feedback)
     assert seen and seen[0] < 95
     assert not (tmp_path / "o.gpkg").exists()

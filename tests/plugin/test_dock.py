@@ -27,12 +27,12 @@ def parcels_layer(qgis_app, tiny_region, tmp_path):
 
 
 @pytest.fixture
-def dock(qgis_app, tiny_region, region_weather_csv, small_bundle):
+def dock(qgis_app, tiny_region, region_weather, small_bundle):
     from thermocrop.plugin.dock import ThermoCropDock
 
     widget = ThermoCropDock()
     widget.add_scene_paths([str(tiny_region / "scenes")])
-    widget.weather.setFilePath(str(region_weather_csv))
+    widget.weather.setFilePath(str(region_weather))
     widget.model.setFilePath(str(small_bundle))
     yield widget
     widget.shutdown()
@@ -54,7 +54,7 @@ def _values(layer, field):
 
 
 @pytest.mark.slow
-def test_run_writes_one_undoable_edit(dock, parcels_layer, tiny_region, region_weather_csv, small_bundle):
+def test_run_writes_one_undoable_edit(dock, parcels_layer, tiny_region, region_weather, small_bundle):
     from thermocrop.core.classify import classify_parcels
 
     dock.layer_combo.setLayer(parcels_layer)
@@ -62,7 +62,7 @@ def test_run_writes_one_undoable_edit(dock, parcels_layer, tiny_region, region_w
     assert dock.start() is not None
     _wait(dock)
     assert "crop_pred" in parcels_layer.fields().names()
-    core = classify_parcels(tiny_region / "parcels.gpkg", tiny_region / "scenes", region_weather_csv,
+    core = classify_parcels(tiny_region / "parcels.gpkg", tiny_region / "scenes", region_weather,
                             str(small_bundle), id_field="parcel_id")
     expected = {pid: (label or None) for pid, label in zip(core.parcel_ids, core.labels)}
     got = {str(k): (v if v not in ("", None) and str(v) != "NULL" else None)
