@@ -101,7 +101,27 @@ def python_executable() -> str:
     return str(Path(sys.base_prefix) / "bin" / "python3")
 
 
-def install_command(missing: Sequence[Requirement], folder: Path) -> tuple[list[str], str]:
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+"""PyTorch's own index of CPU-only wheels (PyPI's Linux wheels carry several GB of CUDA)."""
+
+
+def has_nvidia_gpu() -> bool:
+    """Whether an NVIDIA driver is loaded (Linux) or its tool is on the PATH."""
+    return Path("/proc/driver/nvidia/version").exists() or shutil.which("nvidia-smi") is not None
+
+
+def pip_options(missing: Sequence[Requirement], gpu: Optional[bool] = None) -> list[str]:
+    """Extra pip options: on Linux without an NVIDIA GPU, torch from its CPU-only index."""
+    if gpu is None:
+        gpu = has_nvidia_gpu()
+    wants_torch = any(req.module == "torch" and req.pip for req in missing)
+    if wants_torch and sys.platform.startswith("linux") and not gpu:
+        return ["--extra-index-url", TORCH_CPU_INDEX]
+    return []
+
+
+def install_command(missing: Sequence[Requirement], folder: Path,
+                    gpu: Optional[bool] = None) -> tuple[list[str], str]:
     """The pip command installing the pip-installable ``missing`` packages into ``folder``.
 
     numpy is pinned to the version QGIS already uses so that pip never replaces it.
@@ -115,7 +135,7 @@ def install_command(missing: Sequence[Requirement], folder: Path) -> tuple[list[
     constraints = folder / "constraints.txt"
     return [python_executable(), "-m", "pip", "install", "--disable-pip-version-check",
             "--no-input", "--upgrade-strategy", "only-if-needed", "--target", str(folder),
-            "-c", str(constraints), *specs], f"numpy=={numpy.__version__}\n"
+            "-c", str(constraints), *pip_options(missing, gpu), *specs], f"numpy=={numpy.__version__}\n"
 
 
 def describe_missing(missing: Sequence[Requirement], folder: Optional[Path] = None) -> str:
@@ -132,8 +152,9 @@ def describe_missing(missing: Sequence[Requirement], folder: Optional[Path] = No
             lines.append(f"  - {req.module}: {req.system_hint}")
     if pip_specs:
         target = f" --target {folder}" if folder else ""
+        options = "".join(f" {o}" for o in pip_options(missing))
         lines.append("Install them from the ThermoCrop dock ('Install missing packages'), or run: "
-                     f"python3 -m pip install{target} {' '.join(pip_specs)}")
+                     f"python3 -m pip install{target}{options} {' '.join(pip_specs)}")
     return "\n".join(lines)
 
 

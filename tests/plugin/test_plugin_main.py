@@ -122,6 +122,18 @@ def test_install_command_pins_qgis_numpy(tmp_path):
     assert constraints == f"numpy=={numpy.__version__}\n"
 
 
+def test_torch_comes_from_the_cpu_index_without_a_gpu(tmp_path):
+    from thermocrop.plugin.dependencies import REQUIREMENTS, TORCH_CPU_INDEX, install_command
+
+    torch_req, safetensors_req = REQUIREMENTS[0], REQUIREMENTS[1]
+    without_gpu, _ = install_command([torch_req, safetensors_req], tmp_path, gpu=False)
+    with_gpu, _ = install_command([torch_req, safetensors_req], tmp_path, gpu=True)
+    only_safetensors, _ = install_command([safetensors_req], tmp_path, gpu=False)
+    assert without_gpu[without_gpu.index("--extra-index-url") + 1] == TORCH_CPU_INDEX
+    assert "--extra-index-url" not in with_gpu and "--extra-index-url" not in only_safetensors
+    assert with_gpu[-2:] == without_gpu[-2:] == ["torch==2.13.0", "safetensors>=0.4"]
+
+
 def test_dependency_folder_becomes_importable(tmp_path):
     from thermocrop.plugin.dependencies import activate_dependency_folder
 
