@@ -164,7 +164,9 @@ class DatasetWriter:
     """Writes a dataset folder chunk by chunk, so that it never sits in memory whole.
 
     The folder appears only when :meth:`close` succeeds; a failed or cancelled run leaves
-    nothing behind (the work happens in a temporary sibling folder).
+    nothing behind (the work happens in a temporary sibling folder). Rows go to the ``.npy``
+    files through positioned writes of whole runs of parcels: filling a fresh memory map
+    instead costs a page fault per 4 KiB and is tens of times slower at 300k parcels.
 
     Args:
         path: the dataset folder to create.
@@ -208,10 +210,20 @@ class DatasetWriter:
             "blocks": (np.int32, (p,)),
             "status": (f"<U{status_width}", (p,)),
         }
-        self._arrays = {
-            name: np.lib.format.open_memmap(self._tmp / f"{name}.npy", mode="w+", dtype=dt, shape=sh)
-            for name, (dt, sh) in specs.items()
-        }
+        # name -> (open file, dtype, byte offset of row 0, bytes per row)
+        self._files: dict[str, tuple[Any, np.dtype, int, int]] = {}
+        try:
+            for name, (dt, shape) in specs.items():
+                file = self._tmp / f"{name}.npy"
+                # open_memmap writes the .npy header and sizes the (sparse) file; rows come later.
+                header = np.lib.format.open_memmap(file, mode="w+", dtype=dt, shape=shape)
+                dtype, offset = header.dtype, header.offset
+                del header
+                row_bytes = dtype.itemsize * int(np.prod(shape[1:], dtype=np.int64))
+                self._files[name] = (open(file, "r+b"), dtype, offset, row_bytes)
+        except BaseException:
+            self.abort()
+            raise
         self._header = {
             "format": DATASET_FORMAT,
             "version": DATASET_VERSION,
@@ -224,27 +236,49 @@ class DatasetWriter:
             "classes": list(classes),
             "meta": dict(meta or {}),
         }
+        self._n_parcels = p
         self._written = 0
 
     def write(self, start: int, chunk: PixelSets) -> None:
         """Store ``chunk`` as parcels ``start .. start + len(chunk)``."""
-        stop = start + len(chunk)
-        for name in _ARRAYS:
-            self._arrays[name][start:stop] = getattr(chunk, name)
-        self._written += len(chunk)
+        self.write_rows(np.arange(start, start + len(chunk)), chunk)
 
     def write_rows(self, rows: np.ndarray, chunk: PixelSets) -> None:
         """Store ``chunk`` as the parcels at positions ``rows`` ``(len(chunk),)``, any order."""
-        rows = np.asarray(rows)
+        rows = np.asarray(rows, dtype=np.int64)
+        if len(rows) != len(chunk):
+            raise DatasetError(f"{len(rows)} row positions given for {len(chunk)} parcels.")
+        if len(rows) == 0:
+            return
+        if rows.min() < 0 or rows.max() >= self._n_parcels:
+            raise DatasetError(
+                f"Row positions must lie in 0..{self._n_parcels - 1}; got {rows.min()}..{rows.max()}."
+            )
+        order = np.argsort(rows, kind="stable")
+        sorted_rows = rows[order]
+        breaks = np.flatnonzero(np.diff(sorted_rows) != 1) + 1
+        starts, stops = np.r_[0, breaks], np.r_[breaks, len(rows)]
         for name in _ARRAYS:
-            self._arrays[name][rows] = getattr(chunk, name)
+            fh, dtype, offset, row_bytes = self._files[name]
+            data = np.ascontiguousarray(getattr(chunk, name), dtype=dtype)
+            for a, b in zip(starts, stops):
+                picked = order[a:b]
+                if picked[-1] - picked[0] == b - a - 1 and (b - a == 1 or (np.diff(picked) == 1).all()):
+                    block = data[picked[0]:picked[-1] + 1]  # already in file order: no copy
+                else:
+                    block = data[picked]
+                fh.seek(offset + int(sorted_rows[a]) * row_bytes)
+                fh.write(block.reshape(-1).view(np.uint8).data)
         self._written += len(chunk)
+
+    def _close_files(self) -> None:
+        for fh, *_ in self._files.values():
+            fh.close()
+        self._files.clear()
 
     def close(self) -> Path:
         """Flush, write ``dataset.json`` and move the folder into place."""
-        for arr in self._arrays.values():
-            arr.flush()
-        self._arrays.clear()
+        self._close_files()
         with open(self._tmp / "dataset.json", "w", encoding="utf-8") as fh:
             json.dump(self._header, fh, indent=1)
         if self.path.exists():
@@ -255,7 +289,7 @@ class DatasetWriter:
 
     def abort(self) -> None:
         """Discard everything written so far."""
-        self._arrays.clear()
+        self._close_files()
         shutil.rmtree(self._tmp, ignore_errors=True)
 
     def __enter__(self) -> "DatasetWriter":
