@@ -130,6 +130,7 @@ def classify_parcels(
     max_pixels: int = 64,
     seed: int = 0,
     min_valid_fraction: float = 0.5,
+    min_pixels: int = 1,
     scl_invalid: Sequence[int] = SCL_INVALID,
     weather_options: Optional[dict[str, Any]] = None,
     batch_size: int = 256,
@@ -146,7 +147,7 @@ def classify_parcels(
         progress: progress and cancellation.
         selected_ids: classify only these parcel ids.
         id_field: field with the parcel ids (default ``parcel_id`` or the row number).
-        max_pixels, seed, min_valid_fraction, scl_invalid, weather_options: see
+        max_pixels, seed, min_valid_fraction, min_pixels, scl_invalid, weather_options: see
             ``extract_pixel_sets``; GDD settings come from the bundle.
         batch_size: parcels per model batch.
 
@@ -156,7 +157,7 @@ def classify_parcels(
     progress = progress or Progress()
     model = _bundle(bundle)
     classes = tuple(model.config.classes)
-    settings = _settings(max_pixels, seed, min_valid_fraction, 1, scl_invalid=scl_invalid,
+    settings = _settings(max_pixels, seed, min_valid_fraction, min_pixels, scl_invalid=scl_invalid,
                          weather_options=weather_options, **_gdd_settings(model))
     table = parcels if isinstance(parcels, ParcelTable) else load_parcels(
         parcels, id_field=id_field, block_field=None, selected_ids=selected_ids)

@@ -158,6 +158,11 @@ def test_classification_streams_in_chunks_reports_progress_and_stops_when_asked(
     chunked = classify_parcels(parcels, scenes, weather, bundle, chunk_size=2)
     np.testing.assert_allclose(chunked.probabilities, whole.probabilities, rtol=1e-5, equal_nan=True)
     assert chunked.status.tolist() == whole.status.tolist()
+    # Each parcel covers 12 x 12 pixel centres: asking for more marks them too small.
+    assert ps.pixel_mask[:4, 0].sum(axis=1).tolist() == [64] * 4
+    strict = classify_parcels(parcels, scenes, weather, bundle, min_pixels=145)
+    assert strict.status.tolist() == ["too_small"] * 4 + ["outside_scenes"] and (strict.labels == "").all()
+    assert classify_parcels(parcels, scenes, weather, bundle, min_pixels=144).status.tolist()[:4] == ["ok"] * 4
 
     asked = []
 

@@ -73,6 +73,16 @@ def test_extract_command_writes_a_dataset_with_statuses(small_region, tmp_path, 
     assert "already exists" in capsys.readouterr().err
 
 
+def test_extract_command_marks_parcels_below_min_pixels(small_region, tmp_path):
+    # p1 and p2 cover 9 x 9 pixel centres each (centres at 15 .. 95 m inside 13 .. 97 m).
+    for min_pixels, expected in ((81, "ok"), (82, "too_small")):
+        out = tmp_path / f"min{min_pixels}"
+        assert main(["extract", "--parcels", str(small_region["parcels"]), "--scenes", str(small_region["scenes"]),
+                     "--weather", str(small_region["weather"]), "--min-pixels", str(min_pixels),
+                     "--out", str(out)]) == 0
+        assert open_dataset(out).status.tolist() == [expected, expected, "outside_scenes"]
+
+
 def test_extract_command_reports_bad_input(small_region, tmp_path, capsys):
     rc = main(["extract", "--parcels", str(small_region["parcels"]), "--scenes", str(tmp_path / "nope"),
                "--weather", str(small_region["weather"]), "--out", str(tmp_path / "d")])

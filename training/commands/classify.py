@@ -20,6 +20,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conf-field", default="crop_conf", help="output field for the confidence (default crop_conf)")
     parser.add_argument("--status-field", default="crop_status",
                         help="output field for the status (default crop_status)")
+    parser.add_argument("--min-pixels", type=int, default=1,
+                        help="parcels covering fewer pixels get status too_small (default 1: classify every parcel)")
     parser.add_argument("--chunk-size", type=int, default=20000, help="parcels held in memory at once")
     parser.add_argument("--level", choices=("L1C", "L2A"), help="use only products of this level")
     parser.add_argument("--band-order", help="comma-separated band order of multi-band files without descriptions")
@@ -42,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products")
     with progress_bar("classify") as progress:
         result = classify_parcels(args.parcels, scenes, args.weather, args.model, chunk_size=args.chunk_size,
-                                  id_field=args.id_field, progress=progress)
+                                  id_field=args.id_field, min_pixels=args.min_pixels, progress=progress)
     write_classification(args.parcels, result, out, label_field=args.label_field, conf_field=args.conf_field,
                          status_field=args.status_field, overwrite=args.overwrite)
     print(f"wrote {out}: {len(result)} parcels")

@@ -22,6 +22,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="GDD season start MM-DD, '/-1' for the previous year, e.g. 09-01/-1 (default 01-01)")
     parser.add_argument("--min-valid-fraction", type=float, default=0.5,
                         help="keep a date for a parcel when at least this fraction of its pixels is clear")
+    parser.add_argument("--min-pixels", type=int, default=1,
+                        help="parcels covering fewer pixels get status too_small (default 1: keep every parcel)")
     parser.add_argument("--chunk-size", type=int, default=20000, help="parcels held in memory at once")
     parser.add_argument("--level", choices=("L1C", "L2A"), help="use only products of this level")
     parser.add_argument("--band-order", help="comma-separated band order of multi-band files without descriptions")
@@ -53,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
             args.parcels, scenes, args.weather, args.out,
             chunk_size=args.chunk_size, overwrite=args.overwrite, max_pixels=args.max_pixels, seed=args.seed,
             id_field=args.id_field, label_field=args.label_field, block_field=args.block_field,
-            season_start=args.season_start, min_valid_fraction=args.min_valid_fraction, progress=progress,
+            season_start=args.season_start, min_valid_fraction=args.min_valid_fraction,
+            min_pixels=args.min_pixels, progress=progress,
         )
     ps = open_dataset(out)
     statuses, counts = np.unique(ps.status, return_counts=True)
