@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
@@ -29,27 +27,13 @@ from .extract import (
     load_parcels,
 )
 from .progress import Progress
+from .vector import layer_for_output, write_layer
 from .scenes import SCL_INVALID
 
 log = logging.getLogger(__name__)
 
 PREDICT_BATCH = 2048
 """Parcels copied out of a chunk at a time for the model (keeps the copy small)."""
-
-OGR_DRIVERS = {
-    ".gpkg": "GPKG",
-    ".shp": "ESRI Shapefile",
-    ".geojson": "GeoJSON",
-    ".json": "GeoJSON",
-    ".fgb": "FlatGeobuf",
-    ".sqlite": "SQLite",
-    ".gml": "GML",
-    ".csv": "CSV",
-}
-
-_LAYER_OPTIONS = {"CSV": {"GEOMETRY": "AS_WKT"}}
-"""Layer creation options a format needs to keep the features: CSV drops geometry otherwise."""
-
 
 @dataclass
 class ClassificationResult:
@@ -222,29 +206,10 @@ def write_classification(
         InputError: unknown extension, an existing output without ``overwrite``, or the
             result does not fit the layer.
     """
-    import geopandas as gpd
-
-    out = Path(out)
-    driver = OGR_DRIVERS.get(out.suffix.lower())
-    if driver is None:
-        raise InputError(f"Cannot tell the format of {out}: use one of {', '.join(sorted(OGR_DRIVERS))}.")
-    if isinstance(parcels, gpd.GeoDataFrame):
-        gdf, source = parcels.copy(), None
-    else:
-        source = Path(parcels)
-        if not overwrite and out.resolve() == source.resolve():
-            raise InputError(f"The output {out} is the parcel layer itself; choose another output or allow "
-                             "overwriting.")
-        try:
-            gdf = gpd.read_file(source, layer=layer) if layer else gpd.read_file(source)
-        except Exception as exc:
-            raise InputError(f"Cannot read parcel layer {source}: {exc}") from exc
-    if out.exists() and not overwrite:
-        raise InputError(f"{out} already exists; choose another output or allow overwriting.")
+    gdf = layer_for_output(parcels, out, overwrite=overwrite, layer=layer)
     if len(result) and (result.rows.max() >= len(gdf)):
         raise InputError(f"The classification holds rows beyond the {len(gdf)} features of the layer; "
                          "classify this layer again.")
-
     labels = np.full(len(gdf), "", dtype=object)
     confidence = np.full(len(gdf), np.nan)
     status = np.full(len(gdf), "not_selected", dtype=object)
@@ -254,18 +219,6 @@ def write_classification(
     gdf[label_field] = labels
     gdf[conf_field] = confidence
     gdf[status_field] = status
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        try:
-            gdf.to_file(tmp / out.name, driver=driver, **_LAYER_OPTIONS.get(driver, {}))
-        except Exception as exc:
-            raise InputError(f"Writing {out} ({driver}) failed: {exc}") from exc
-        # Formats such as Shapefile write several files; move each into place.
-        for f in sorted(tmp.iterdir()):
-            os.replace(f, out.parent / f.name)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    out = write_layer(gdf, out)
     log.info("Wrote %d parcels to %s", len(gdf), out)
     return out

@@ -40,6 +40,58 @@ def ogr_driver(out: Union[str, os.PathLike]) -> str:
     return driver
 
 
+def layer_for_output(parcels: Any, out: Union[str, os.PathLike], *, overwrite: bool = False,
+                     layer: Optional[str] = None):
+    """The features of ``parcels`` as a GeoDataFrame, once it is clear ``out`` may be written.
+
+    Raises:
+        InputError: unknown extension, an existing output (the input included) without
+            ``overwrite``, or an unreadable input.
+    """
+    import geopandas as gpd
+
+    out = Path(out)
+    ogr_driver(out)
+    if isinstance(parcels, gpd.GeoDataFrame):
+        gdf = parcels.copy()
+    else:
+        source = Path(parcels)
+        if not overwrite and out.exists() and out.resolve() == source.resolve():
+            raise InputError(f"The output {out} is the parcel layer itself; choose another output or allow "
+                             "overwriting.")
+        try:
+            gdf = gpd.read_file(source, layer=layer) if layer else gpd.read_file(source)
+        except Exception as exc:  # fiona / pyogrio raise their own hierarchies
+            raise InputError(f"Cannot read parcel layer {source}: {exc}") from exc
+    if out.exists() and not overwrite:
+        raise InputError(f"{out} already exists; choose another output or allow overwriting.")
+    return gdf
+
+
+def write_layer(gdf, out: Union[str, os.PathLike]) -> Path:
+    """Write ``gdf`` in the format of ``out``'s extension; the file appears only once complete
+    (written beside it, then renamed), replacing what was there.
+
+    Raises:
+        InputError: unknown extension, or the writer failed (nothing is left behind).
+    """
+    out = Path(out)
+    driver = ogr_driver(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        try:
+            gdf.to_file(tmp / out.name, driver=driver, **_LAYER_OPTIONS.get(driver, {}))
+        except Exception as exc:
+            raise InputError(f"Writing {out} ({driver}) failed: {exc}") from exc
+        # Formats such as Shapefile write several files; move each into place.
+        for f in sorted(tmp.iterdir()):
+            os.replace(f, out.parent / f.name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 def write_with_fields(
     parcels: Any,
     fields: Mapping[str, np.ndarray],
@@ -58,45 +110,13 @@ def write_with_fields(
         overwrite: allow replacing an existing file, the input included.
         layer: layer name inside a multi-layer input file.
 
-    The file appears only once complete (written beside it, then renamed).
-
     Raises:
-        InputError: unknown extension, an existing output without ``overwrite``, unreadable
-            input, or fields that do not fit the layer.
+        InputError: see ``layer_for_output`` and ``write_layer``; fields that do not fit the layer.
     """
-    import geopandas as gpd
-
-    out = Path(out)
-    driver = ogr_driver(out)
-    if isinstance(parcels, gpd.GeoDataFrame):
-        gdf = parcels.copy()
-    else:
-        source = Path(parcels)
-        if not overwrite and out.exists() and out.resolve() == source.resolve():
-            raise InputError(f"The output {out} is the parcel layer itself; choose another output or allow "
-                             "overwriting.")
-        try:
-            gdf = gpd.read_file(source, layer=layer) if layer else gpd.read_file(source)
-        except Exception as exc:  # fiona / pyogrio raise their own hierarchies
-            raise InputError(f"Cannot read parcel layer {source}: {exc}") from exc
-    if out.exists() and not overwrite:
-        raise InputError(f"{out} already exists; choose another output or allow overwriting.")
+    gdf = layer_for_output(parcels, out, overwrite=overwrite, layer=layer)
     for name, values in fields.items():
         if len(values) != len(gdf):
             raise InputError(f"Field {name} holds {len(values)} values but the layer has {len(gdf)} "
                              "features; compute it for this layer again.")
         gdf[name] = values
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        try:
-            gdf.to_file(tmp / out.name, driver=driver, **_LAYER_OPTIONS.get(driver, {}))
-        except Exception as exc:
-            raise InputError(f"Writing {out} ({driver}) failed: {exc}") from exc
-        # Formats such as Shapefile write several files; move each into place.
-        for f in sorted(tmp.iterdir()):
-            os.replace(f, out.parent / f.name)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return out
+    return write_layer(gdf, out)
