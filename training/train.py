@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -255,8 +256,10 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     bar = None
     if show_progress:
         from tqdm import tqdm
+        # Few redraws when the bar goes to a log file rather than a terminal.
         bar = tqdm(total=total_steps, initial=start_epoch * config.steps_per_epoch,
-                   desc=f"train {config.variant}", unit="step")
+                   desc=f"train {config.variant}", unit="step",
+                   mininterval=0.2 if sys.stderr.isatty() else 15.0)
     t0, samples = time.perf_counter(), 0
     try:
         for epoch in range(start_epoch, config.epochs):
@@ -283,7 +286,8 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix(loss=f"{losses[-1]:.3f}",
-                                    f1=f"{history[-1]['val_macro_f1']:.3f}" if history else "-")
+                                    f1=f"{history[-1]['val_macro_f1']:.3f}" if history else "-",
+                                    refresh=False)
             val_f1, _ = _validate(model, scaling, val_sets, val_rows, device, k)
             history.append({"epoch": epoch + 1, "loss": float(np.mean(losses)),
                             "val_macro_f1": val_f1, "lr": scheduler.get_last_lr()[0]})
