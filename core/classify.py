@@ -47,6 +47,8 @@ class ClassificationResult:
         status: ``(P,)`` str, ``"ok"`` or why the parcel was not classified.
         classes: the K class names.
         rows: ``(P,)`` int64 position of each parcel in the source layer.
+        warnings: things the user should know about the run as a whole (e.g. scenes of
+            another processing level than the model was trained on).
     """
 
     parcel_ids: np.ndarray
@@ -56,6 +58,7 @@ class ClassificationResult:
     status: np.ndarray
     classes: tuple[str, ...]
     rows: np.ndarray
+    warnings: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.parcel_ids)
@@ -99,6 +102,22 @@ def _gdd_settings(bundle: Any) -> dict[str, Any]:
         "gdd_method": pick("method", "gdd_method", default="paper"),
         "season_start": pick("season_start", default=None),
     }
+
+
+def level_mismatch(bundle: Any, scenes: Sequence[Any]) -> Optional[str]:
+    """A warning when the scenes' processing levels are not those the model was trained on.
+
+    Top-of-atmosphere (L1C) and surface (L2A) reflectance differ by several hundredths in the
+    visible bands, enough to move a classifier's decisions.
+    """
+    trained = set((bundle.config.provenance or {}).get("scene_levels") or [])
+    here = {sc.level for sc in scenes if sc.level}
+    if not trained or not here or here <= trained:
+        return None
+    return (f"The model was trained on {'/'.join(sorted(trained))} scenes but these are "
+            f"{'/'.join(sorted(here))}: top-of-atmosphere and surface reflectance differ, so expect lower "
+            f"accuracy. Use {'/'.join(sorted(trained))} products, or a model trained on "
+            f"{'/'.join(sorted(here))} scenes.")
 
 
 def classify_parcels(
@@ -152,6 +171,9 @@ def classify_parcels(
     if not scene_list:
         raise SceneError("No scenes were given.")
     meta = _meta(table, scene_list, weather, settings, None)
+    warnings = [w for w in (level_mismatch(model, scene_list),) if w]
+    for w in warnings:
+        log.warning(w)
 
     n, k = len(table), len(classes)
     probabilities = np.full((n, k), np.nan, dtype=np.float32)
@@ -179,6 +201,7 @@ def classify_parcels(
         status=status.astype(str),
         classes=classes,
         rows=np.asarray(table.rows, dtype=np.int64),
+        warnings=tuple(warnings),
     )
     log.info("Classified %d parcels: %s", n, result.counts())
     return result

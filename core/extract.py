@@ -508,6 +508,7 @@ def _meta(table: ParcelTable, scenes: list[Scene], weather: Any, settings: Extra
     return {
         "parcels": table.source,
         "scenes": [f for sc in scenes for f in sc.files],
+        "levels": sorted({sc.level for sc in scenes if sc.level}),
         "weather": str(weather) if isinstance(weather, (str, os.PathLike)) else getattr(weather, "source", None),
         "label_field": label_field,
         "max_pixels": settings.max_pixels,

@@ -504,7 +504,8 @@ class ThermoCropDock(QgsDockWidget):
         self.show_counts(task.result.counts(), dict(task.bundle.config.colours))
         where = "a new layer (the parcel layer is read-only)" if out is not layer else \
             f"{layer.name()} (one edit; Undo reverts it)"
-        self.message.setText(f"Classified {len(task.result)} parcels into {where}.")
+        warnings = "".join(f"\n{w}" for w in task.result.warnings)
+        self.message.setText(f"Classified {len(task.result)} parcels into {where}.{warnings}")
         self.progress.setValue(100)
 
     def _ask_overwrite(self, names: list) -> bool:

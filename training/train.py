@@ -306,9 +306,11 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     elapsed = time.perf_counter() - t0
     model.load_state_dict(best_state)
     model.eval()
+    levels = sorted({lv for ps in datasets for lv in (ps.meta or {}).get("levels", [])})
+    provenance = {**({"scene_levels": levels} if levels else {}), **(provenance or {})}
     return _finish(model, scaling, classes, gdd, config, paths, history, best_f1, test_sets,
                    test_rows, val_sets, val_rows, device, samples / max(elapsed, 1e-9),
-                   provenance or {})
+                   provenance)
 
 
 def _finish(model, scaling, classes, gdd, config, paths, history, best_f1, test_sets, test_rows,

@@ -120,6 +120,8 @@ class ClassifyParcels(ThermoCropAlgorithm):
             return classify_parcels(frame, scenes, weather, bundle, progress=self.progress(feedback, 0.0, 0.95))
 
         result = self.run_core(classify)
+        for warning in result.warnings:
+            feedback.pushWarning(warning)
         by_fid = {fids[row]: i for i, row in enumerate(result.rows)}
 
         fields = QgsFields(source.fields())

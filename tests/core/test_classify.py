@@ -175,6 +175,24 @@ def test_classification_streams_in_chunks_reports_progress_and_stops_when_asked(
     assert len(asked) == 6
 
 
+def test_scenes_of_another_level_than_the_model_trained_on_are_warned_about(tmp_path):
+    pytest.importorskip("torch")
+    from thermocrop.core.bundle import BundleConfig, InputScaling, ModelBundle
+    from thermocrop.core.classify import classify_parcels
+    from thermocrop.core.crops import CROP_CLASSES
+    from thermocrop.core.models import build_model
+
+    weather, parcels = _small_scene_region(tmp_path)  # L1C products (MSIL1C in their names)
+    model = build_model("no_pe", len(CROP_CLASSES)).eval()
+    warnings = {}
+    for trained in (("L2A",), ("L1C",), ("L1C", "L2A"), ()):
+        config = BundleConfig(variant="no_pe", classes=CROP_CLASSES, scaling=InputScaling(),
+                              provenance={"scene_levels": list(trained)})
+        warnings[trained] = classify_parcels(parcels, tmp_path / "scenes", weather, ModelBundle(model, config)).warnings
+    assert len(warnings[("L2A",)]) == 1 and "trained on L2A scenes but these are L1C" in warnings[("L2A",)][0]
+    assert warnings[("L1C",)] == warnings[("L1C", "L2A")] == warnings[()] == ()
+
+
 def _train_in_test(ps, steps: int = 150, seed: int = 0):
     """A short direct training loop (Adam, cross-entropy) on all labelled, usable parcels."""
     import torch
@@ -206,19 +224,6 @@ def _train_in_test(ps, steps: int = 150, seed: int = 0):
     return ModelBundle(model, BundleConfig(variant="tpe_sinusoidal", classes=CROP_CLASSES, scaling=scaling))
 
 
-def _station_csv(region: Path, out: Path) -> Path:
-    """The region's E-OBS grid averaged over its land cells, written as a station CSV."""
-    import xarray as xr
-
-    with xr.open_dataset(region / "weather.nc") as ds:
-        days = ds["time"].values.astype("datetime64[D]")
-        tmin = ds["tn"].mean(dim=("latitude", "longitude"), skipna=True).values
-        tmax = ds["tx"].mean(dim=("latitude", "longitude"), skipna=True).values
-    lines = [f"{d},{lo:.2f},{hi:.2f}" for d, lo, hi in zip(days, tmin, tmax)]
-    out.write_text("date,tmin,tmax\n" + "\n".join(lines) + "\n", encoding="utf-8")
-    return out
-
-
 @pytest.mark.slow
 def test_classifying_an_unseen_synthetic_region_beats_chance(make_region, tmp_path):
     pytest.importorskip("thermocrop.core.gdd")
@@ -229,12 +234,10 @@ def test_classifying_an_unseen_synthetic_region_beats_chance(make_region, tmp_pa
 
     seen = make_region("FR2", "L2A", seed=0, parcels=100)
     unseen = make_region("FR2", "L2A", seed=1, parcels=100)
-    ps = extract_pixel_sets(seen / "parcels.gpkg", seen / "scenes", _station_csv(seen, tmp_path / "seen.csv"),
-                            label_field="crop")
+    ps = extract_pixel_sets(seen / "parcels.gpkg", seen / "scenes", seen / "weather.nc", label_field="crop")
     bundle = _train_in_test(ps)
 
-    weather = _station_csv(unseen, tmp_path / "unseen.csv")
-    result = classify_parcels(unseen / "parcels.gpkg", unseen / "scenes", weather, bundle,
+    result = classify_parcels(unseen / "parcels.gpkg", unseen / "scenes", unseen / "weather.nc", bundle,
                               chunk_size=40)
     truth = gpd.read_file(unseen / "parcels.gpkg")["crop"].to_numpy().astype(str)
     assert set(result.status) <= {"ok", "outside_scenes", "too_small", "no_clear_date", "no_weather"}

@@ -95,19 +95,6 @@ def test_extract_command_reports_bad_input(small_region, tmp_path, capsys):
     assert not (tmp_path / "d").exists()
 
 
-def _station_csv(region: Path, out: Path) -> Path:
-    """The region's E-OBS grid averaged over its land cells, written as a station CSV."""
-    import xarray as xr
-
-    with xr.open_dataset(region / "weather.nc") as ds:
-        days = ds["time"].values.astype("datetime64[D]")
-        tmin = ds["tn"].mean(dim=("latitude", "longitude"), skipna=True).values
-        tmax = ds["tx"].mean(dim=("latitude", "longitude"), skipna=True).values
-    lines = [f"{d},{lo:.2f},{hi:.2f}" for d, lo, hi in zip(days, tmin, tmax)]
-    out.write_text("date,tmin,tmax\n" + "\n".join(lines) + "\n", encoding="utf-8")
-    return out
-
-
 @pytest.mark.slow
 def test_classify_command_end_to_end_on_a_synthetic_region(tiny_region, tmp_path, capsys):
     pytest.importorskip("torch")
@@ -116,7 +103,7 @@ def test_classify_command_end_to_end_on_a_synthetic_region(tiny_region, tmp_path
     from thermocrop.core.models import build_model
 
     # Plumbing only: an untrained model with scaling taken from the region's own pixels.
-    weather = _station_csv(tiny_region, tmp_path / "weather.csv")
+    weather = tiny_region / "weather.nc"
     data = tmp_path / "data"
     assert main(["extract", "--parcels", str(tiny_region / "parcels.gpkg"), "--scenes", str(tiny_region / "scenes"),
                  "--weather", str(weather), "--label-field", "crop", "--out", str(data)]) == 0

@@ -192,12 +192,14 @@ def test_bundle_carries_the_datasets_gdd_settings(tmp_path):
     from thermocrop.core.errors import DatasetError
 
     autumn = make_pixel_sets(n=40, seed=2)
-    autumn.meta = {"season_start": "09-01/-1", "t_base": 4.0, "t_cap": 28.0, "gdd_method": "average"}
+    autumn.meta = {"season_start": "09-01/-1", "t_base": 4.0, "t_cap": 28.0, "gdd_method": "average",
+                   "levels": ["L2A"]}
     cfg = TrainingConfig(variant="tpe_concat", epochs=1, steps_per_epoch=2, batch_size=8,
                          sample_pixels=4, sample_dates=6, device="cpu")
     bundle = load_bundle(train_model([autumn], tmp_path / "m.tcm", cfg, show_progress=False).bundle_path)
     assert bundle.config.gdd == {"t_base": 4.0, "t_cap": 28.0, "method": "average", "season_start": "09-01/-1"}
     assert bundle.config.calendar["season_start"] == "09-01/-1"
+    assert bundle.config.provenance["scene_levels"] == ["L2A"]
     spring = make_pixel_sets(n=40, seed=3)
     spring.meta = {"season_start": "01-01", "t_base": 4.0, "t_cap": 28.0, "gdd_method": "average"}
     with pytest.raises(DatasetError, match="different GDD settings"):
