@@ -143,6 +143,12 @@ class BundleConfig:
         if isinstance(self.scaling, dict):
             self.scaling = InputScaling(**self.scaling)
 
+    @property
+    def scene_level(self) -> Optional[str]:
+        """The processing level (``"L1C"``, ``"L2A"``) of the training scenes, when only one."""
+        levels = (self.provenance or {}).get("scene_levels") or []
+        return levels[0] if len(levels) == 1 else None
+
     def model_config(self) -> ModelConfig:
         """The ``ModelConfig`` this bundle's weights belong to."""
         known = {f.name for f in fields(ModelConfig)} - {"variant", "num_classes"}

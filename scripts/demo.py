@@ -23,7 +23,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--region", default="FR2", help="synthetic region (AT1, DK1, FR1, FR2)")
     parser.add_argument("--seed", type=int, default=DEMO_SEED, help="seed of the synthetic region")
     parser.add_argument("--parcels", type=int, default=300, help="number of parcels")
-    parser.add_argument("--level", default="L2A", choices=("L1C", "L2A"), help="Sentinel-2 processing level")
+    parser.add_argument("--level", choices=("L1C", "L2A"),
+                        help="Sentinel-2 processing level (default: the level the model was trained on)")
     parser.add_argument("--model", help="model bundle (default: the shipped model)")
     parser.add_argument("--weather", help="temperature file to use instead of the region's weather.nc")
     return parser.parse_args(argv)
@@ -85,13 +86,15 @@ def main(argv=None) -> int:
         print(f"No model bundle at {model}: run `make default-model` first, or pass --model.", file=sys.stderr)
         return 1
     bundle = load_bundle(model)
+    level = args.level or bundle.config.scene_level or "L2A"
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    region = out / f"region_{args.region}_seed{args.seed}"
+    region = out / f"region_{args.region}_{level}_seed{args.seed}"
     started = time.monotonic()
     if not (region / "truth.json").is_file():
-        print(f"Generating synthetic region {args.region} (seed {args.seed}, {args.parcels} parcels) in {region}")
-        generate_region(args.region, region, parcels=args.parcels, seed=args.seed, level=args.level)
+        print(f"Generating synthetic region {args.region} ({level}, seed {args.seed}, {args.parcels} parcels) "
+              f"in {region}")
+        generate_region(args.region, region, parcels=args.parcels, seed=args.seed, level=level)
     scenes = sorted(str(p) for p in (region / "scenes").glob("*.tif"))
     weather = Path(args.weather) if args.weather else region / "weather.nc"
 

@@ -3,8 +3,7 @@
 Shows a QGIS-like window (the classified parcels on a map canvas over one scene, the dock's
 Classify tab) and, beside it, the Explain tab for one parcel. Needs a display; without one:
 
-    xvfb-run -a -s "-screen 0 1600x1000x24" .venv/bin/python scripts/dock_screenshot.py \
-        --weather region/weather_station.csv
+    xvfb-run -a -s "-screen 0 1800x1100x24" .venv/bin/python scripts/dock_screenshot.py
 """
 
 from __future__ import annotations
@@ -84,7 +83,11 @@ def main(argv=None) -> int:
     try:
         region = Path(args.region) if args.region else work / f"region_FR2_seed{SHOT_SEED}"
         if not (region / "parcels.gpkg").is_file():
-            generate_region("FR2", region, parcels=args.parcels, seed=SHOT_SEED, level="L2A")
+            from thermocrop.core.bundle import default_bundle_path, load_bundle
+
+            # Scenes of the processing level the model was trained on.
+            level = load_bundle(args.model or default_bundle_path()).config.scene_level or "L2A"
+            generate_region("FR2", region, parcels=args.parcels, seed=SHOT_SEED, level=level)
         weather = Path(args.weather) if args.weather else region / "weather.nc"
         # A copy, so that the classification edits a layer of our own and not the region's file.
         shutil.copy(region / "parcels.gpkg", work / "parcels.gpkg")
