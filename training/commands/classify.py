@@ -47,8 +47,6 @@ def run(args: argparse.Namespace) -> int:
                                   id_field=args.id_field, min_pixels=args.min_pixels, progress=progress)
     write_classification(args.parcels, result, out, label_field=args.label_field, conf_field=args.conf_field,
                          status_field=args.status_field, overwrite=args.overwrite)
-    for warning in result.warnings:
-        print(f"warning: {warning}")
     print(f"wrote {out}: {len(result)} parcels")
     for key, count in sorted(result.counts().items()):
         print(f"  {key}: {count}")
