@@ -4,7 +4,7 @@ block splits, and the scores and confusion matrix of a model bundle on labelled 
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch

@@ -16,7 +16,6 @@ from typing import Optional
 
 import numpy as np
 
-from ...core.bands import S2_BANDS
 from ...core.crops import CROP_CLASSES
 from ...core.errors import InputError
 from ...core.progress import Progress
