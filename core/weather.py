@@ -337,44 +337,52 @@ def _open(path: Path):
                            "file, or a station CSV (date,tmin,tmax)") from None
 
 
+def _temperature_grids(path: Path, tmax_path: Optional[Path], tmin_var: Optional[str],
+                       tmax_var: Optional[str], opened: list) -> tuple["_Grid", "_Grid"]:
+    """The daily minimum and maximum grids, from one file, two files, or an E-OBS ``tn_`` /
+    ``tx_`` pair found from either; every dataset opened is appended to ``opened``."""
+    ds_min = _open(path)
+    opened.append(ds_min)
+    name_min = _find_variable(ds_min, tmin_var, TMIN_NAMES, "minimum")
+    ds_max, max_path = ds_min, path
+    if tmax_path is not None:
+        ds_max, max_path = _open(tmax_path), tmax_path
+        opened.append(ds_max)
+    name_max = _find_variable(ds_max, tmax_var, TMAX_NAMES, "maximum")
+    if name_min is None and tmax_path is None and name_max is not None:
+        # An E-OBS tx file given alone: look for its tn companion.
+        other = next((p for a, b in zip(TMAX_NAMES, TMIN_NAMES) if (p := _companion(path, a, b))), None)
+        if other is not None:
+            ds_min, path = _open(other), other
+            opened.append(ds_min)
+            name_min = _find_variable(ds_min, tmin_var, TMIN_NAMES, "minimum")
+    if name_max is None and tmax_path is None and name_min is not None:
+        other = next((p for a, b in zip(TMIN_NAMES, TMAX_NAMES) if (p := _companion(path, a, b))), None)
+        if other is not None:
+            ds_max, max_path = _open(other), other
+            opened.append(ds_max)
+            name_max = _find_variable(ds_max, tmax_var, TMAX_NAMES, "maximum")
+    for name, ds, explicit, kind, where in ((name_min, ds_min, tmin_var, "minimum", path),
+                                            (name_max, ds_max, tmax_var, "maximum", max_path)):
+        if name is None:
+            wanted = f"variable {explicit!r}" if explicit else f"daily {kind} temperature variable"
+            raise WeatherError(
+                f"{where} has no {wanted} (variables: {', '.join(map(str, ds.data_vars)) or 'none'}); "
+                "name it with tmin_var/tmax_var, or give the other E-OBS file (tn_/tx_) as well"
+            )
+    return _Grid(ds_min, name_min, path), _Grid(ds_max, name_max, max_path)
+
+
 def _read_netcdf(path: Path, tmax_path: Optional[Path], points_x, points_y, crs, start, end,
                  tmin_var: Optional[str], tmax_var: Optional[str], max_distance_m: float,
                  parcel_ids: Optional[Sequence[str]], missing: str) -> DailyTemperature:
     lon, lat = _points_lonlat(points_x, points_y, crs)
     n = lon.size
-    opened = [_open(path)]
+    opened: list = []
     try:
-        ds_min = opened[0]
-        name_min = _find_variable(ds_min, tmin_var, TMIN_NAMES, "minimum")
-        ds_max, max_path = ds_min, path
-        if tmax_path is not None:
-            ds_max, max_path = _open(tmax_path), tmax_path
-            opened.append(ds_max)
-        name_max = _find_variable(ds_max, tmax_var, TMAX_NAMES, "maximum")
-        if name_min is None and tmax_path is None and name_max is not None:
-            # An E-OBS tx file given alone: look for its tn companion.
-            other = next((p for a, b in zip(TMAX_NAMES, TMIN_NAMES) if (p := _companion(path, a, b))), None)
-            if other is not None:
-                ds_min = _open(other)
-                opened.append(ds_min)
-                name_min = _find_variable(ds_min, tmin_var, TMIN_NAMES, "minimum")
-                path = other
-        if name_max is None and tmax_path is None and name_min is not None:
-            other = next((p for a, b in zip(TMIN_NAMES, TMAX_NAMES) if (p := _companion(path, a, b))), None)
-            if other is not None:
-                ds_max, max_path = _open(other), other
-                opened.append(ds_max)
-                name_max = _find_variable(ds_max, tmax_var, TMAX_NAMES, "maximum")
-        for name, ds, explicit, kind, where in ((name_min, ds_min, tmin_var, "minimum", path),
-                                                (name_max, ds_max, tmax_var, "maximum", max_path)):
-            if name is None:
-                wanted = f"variable {explicit!r}" if explicit else f"daily {kind} temperature variable"
-                raise WeatherError(
-                    f"{where} has no {wanted} (variables: {', '.join(map(str, ds.data_vars)) or 'none'}); "
-                    "name it with tmin_var/tmax_var, or give the other E-OBS file (tn_/tx_) as well"
-                )
-        grids = (_Grid(ds_min, name_min, path), _Grid(ds_max, name_max, max_path))
-        source = str(path) if max_path == path else f"{path} + {max_path}"
+        grids = _temperature_grids(path, tmax_path, tmin_var, tmax_var, opened)
+        paths = [g.path for g in grids]
+        source = str(paths[0]) if paths[0] == paths[1] else f"{paths[0]} + {paths[1]}"
         dates = grids[0].dates
         want = _check_coverage(dates, start, end, grids[0].what)
         _check_coverage(grids[1].dates, start, end, grids[1].what)
