@@ -349,19 +349,20 @@ def _temperature_grids(path: Path, tmax_path: Optional[Path], tmin_var: Optional
         ds_max, max_path = _open(tmax_path), tmax_path
         opened.append(ds_max)
     name_max = _find_variable(ds_max, tmax_var, TMAX_NAMES, "maximum")
-    if name_min is None and tmax_path is None and name_max is not None:
-        # An E-OBS tx file given alone: look for its tn companion.
-        other = next((p for a, b in zip(TMAX_NAMES, TMIN_NAMES) if (p := _companion(path, a, b))), None)
+    if tmax_path is None and (name_min is None) != (name_max is None):
+        # One E-OBS file of a pair given alone (tn_... or tx_...): open its companion.
+        want_min = name_min is None
+        swaps = zip(TMAX_NAMES, TMIN_NAMES) if want_min else zip(TMIN_NAMES, TMAX_NAMES)
+        other = next((p for a, b in swaps if (p := _companion(path, a, b))), None)
         if other is not None:
-            ds_min, path = _open(other), other
-            opened.append(ds_min)
-            name_min = _find_variable(ds_min, tmin_var, TMIN_NAMES, "minimum")
-    if name_max is None and tmax_path is None and name_min is not None:
-        other = next((p for a, b in zip(TMIN_NAMES, TMAX_NAMES) if (p := _companion(path, a, b))), None)
-        if other is not None:
-            ds_max, max_path = _open(other), other
-            opened.append(ds_max)
-            name_max = _find_variable(ds_max, tmax_var, TMAX_NAMES, "maximum")
+            ds_other = _open(other)
+            opened.append(ds_other)
+            if want_min:
+                ds_min, path = ds_other, other
+                name_min = _find_variable(ds_min, tmin_var, TMIN_NAMES, "minimum")
+            else:
+                ds_max, max_path = ds_other, other
+                name_max = _find_variable(ds_max, tmax_var, TMAX_NAMES, "maximum")
     for name, ds, explicit, kind, where in ((name_min, ds_min, tmin_var, "minimum", path),
                                             (name_max, ds_max, tmax_var, "maximum", max_path)):
         if name is None:
