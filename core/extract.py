@@ -343,33 +343,27 @@ def _gdd_for_parcels(table: ParcelTable, idx: np.ndarray, weather: Any, dates: n
     in one cell's record) marks those parcels; one of the file as a whole (days not covered,
     variables missing) raises ``WeatherError``.
     """
-    from .gdd import gdd_at_dates, season_bounds
-    from .weather import DailyTemperature, read_daily_temperature
+    from .gdd import gdd_at_points
+    from .weather import DailyTemperature
 
     n = len(idx)
     if n == 0:
         return np.zeros((0, len(dates)), dtype=np.float32), np.zeros(0, dtype=bool)
-    ids = table.parcel_ids[idx]
+    xs = ys = None
     if isinstance(weather, DailyTemperature):
         if weather.tmin.shape[0] != len(table):
             raise WeatherError(
                 f"The daily temperatures hold {weather.tmin.shape[0]} series but the layer has "
                 f"{len(table)} parcels; read them for the same parcels."
             )
-        temps = DailyTemperature(weather.dates, weather.tmin[idx], weather.tmax[idx], weather.source)
+        weather = DailyTemperature(weather.dates, weather.tmin[idx], weather.tmax[idx], weather.source)
     else:
-        start, end = season_bounds(dates, settings.season_start)
         pts = table.geometry.iloc[idx].representative_point()
-        temps = read_daily_temperature(weather, pts.x.to_numpy(), pts.y.to_numpy(), table.geometry.crs,
-                                       start, end, parcel_ids=list(ids), missing="mask",
-                                       **settings.weather_options)
-    gdd = gdd_at_dates(temps, dates, season_start=settings.season_start, t_base=settings.t_base,
-                       t_cap=settings.t_cap, method=settings.gdd_method, parcel_ids=ids, missing="mask")
+        xs, ys = pts.x.to_numpy(), pts.y.to_numpy()
+    gdd = gdd_at_points(weather, xs, ys, table.geometry.crs, dates, season_start=settings.season_start,
+                        t_base=settings.t_base, t_cap=settings.t_cap, method=settings.gdd_method,
+                        parcel_ids=table.parcel_ids[idx], **settings.weather_options)
     ok = np.isfinite(gdd).all(axis=1)
-    if not ok.all():
-        log.warning("%d parcels have no usable temperatures in %s (no cell with data within reach, "
-                    "or a gap of more than 3 days): %s", int((~ok).sum()), temps.source,
-                    ", ".join(ids[~ok][:10]))
     return np.where(ok[:, None], gdd, 0.0).astype(np.float32), ok
 
 

@@ -33,8 +33,6 @@ def daily_degree_days(
     if method not in METHODS:
         raise ValueError(f"unknown GDD method {method!r}; use one of {METHODS}")
     tmin, tmax = np.asarray(tmin), np.asarray(tmax)
-    if not np.issubdtype(tmin.dtype, np.floating):
-        tmin = tmin.astype(np.float64)
     # In place on one fresh array: at 100k parcels x 365 days each temporary is 150-300 MB.
     daily = np.minimum(tmax, t_cap, dtype=np.result_type(tmin, tmax, np.float32))
     if method == "paper":
@@ -232,7 +230,7 @@ def gdd_at_dates(
 
 
 def gdd_at_points(
-    weather_file,
+    weather,
     points_x: Sequence[float],
     points_y: Sequence[float],
     crs,
@@ -245,10 +243,12 @@ def gdd_at_points(
     parcel_ids: Sequence[str] | None = None,
     **weather_options,
 ) -> np.ndarray:
-    """GDD at each acquisition date for points (e.g. parcel centroids) from a weather file.
+    """GDD at each acquisition date for points (e.g. parcel centroids).
 
-    Reads only the season's days (see ``gdd_at_dates``) with
-    ``core.weather.read_daily_temperature``; ``weather_options`` go to it.
+    Args:
+        weather: a weather file, read for the season's days only with
+            ``core.weather.read_daily_temperature`` (``weather_options`` go to it), or the
+            points' ``DailyTemperature`` already read (points and options are then unused).
 
     Returns:
         Array (P, T) float32 in degree days; a row is NaN where the point has no cell with data
@@ -257,12 +257,13 @@ def gdd_at_points(
     Raises:
         WeatherError: the file cannot be read or does not cover the season.
     """
-    from .weather import read_daily_temperature
+    from .weather import DailyTemperature, read_daily_temperature
 
     dates = np.asarray(acquisition_dates, dtype="datetime64[D]")
-    start, end = season_bounds(dates, season_start)
-    weather = read_daily_temperature(weather_file, points_x, points_y, crs, start, end,
-                                     parcel_ids=parcel_ids, missing="mask", **weather_options)
+    if not isinstance(weather, DailyTemperature):
+        start, end = season_bounds(dates, season_start)
+        weather = read_daily_temperature(weather, points_x, points_y, crs, start, end,
+                                         parcel_ids=parcel_ids, missing="mask", **weather_options)
     gdd = gdd_at_dates(weather, dates, season_start=season_start, t_base=t_base, t_cap=t_cap,
                        method=method, parcel_ids=parcel_ids, missing="mask")
     lost = np.flatnonzero(~np.isfinite(gdd).all(axis=1))
@@ -270,5 +271,5 @@ def gdd_at_points(
         names = [str(parcel_ids[i]) if parcel_ids is not None else f"#{i}" for i in lost[:10]]
         logger.warning("%d of %d parcels have no usable temperatures in %s (no cell with data "
                        "within reach, or a gap of more than %d days): %s", lost.size, len(gdd),
-                       weather_file, MAX_FILLED_GAP_DAYS, ", ".join(names))
+                       weather.source, MAX_FILLED_GAP_DAYS, ", ".join(names))
     return gdd
