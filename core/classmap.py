@@ -433,6 +433,8 @@ def assign_classes(values: Iterable[Any], class_map: Union[None, str, os.PathLik
     Returns:
         A :class:`ClassAssignment`.
     """
+    if min_parcels < 0:
+        raise InputError(f"The minimum of parcels per class must be 0 or more, not {min_parcels}.")
     unmapped: dict[str, int] = {}
     if class_map is not None:
         cmap = ClassMap.load(class_map)
