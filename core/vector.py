@@ -217,6 +217,70 @@ def check_vector_output(
                         fields=output_field_names(driver, list(fields)), overwrite=overwrite)
 
 
+FIELD_KINDS = ("string", "real", "integer")
+
+
+def field_kind(values: np.ndarray) -> str:
+    """``"string"``, ``"real"`` or ``"integer"``: how values of this array are stored."""
+    kind = np.asarray(values).dtype.kind
+    if kind == "f":
+        return "real"
+    if kind in "iub":
+        return "integer"
+    return "string"
+
+
+def replaced_fields(existing: Mapping[str, str], target: VectorTarget, kinds: Mapping[str, str],
+                    source: Any = "the parcel layer") -> list[str]:
+    """The fields of the input that the added fields replace (same name as stored in the output
+    format, case aside), checking that each is of the same kind.
+
+    Args:
+        existing: the input's field names -> kind (``"string"``, ``"real"``, ``"integer"`` or
+            another word for other types).
+        target: the checked output (its ``fields`` give the stored names).
+        kinds: requested field name -> kind of the values to write.
+        source: how messages name the input.
+
+    Raises:
+        OutputError: a field of the same name holds another kind of value.
+    """
+    stored = {w.lower(): name for name, w in target.fields.items()}
+    stored.update({name.lower(): name for name in target.fields})
+    out = []
+    for name, kind in existing.items():
+        ours = stored.get(written_field_name(target.driver, name).lower())
+        if ours is None:
+            continue
+        if kinds.get(ours) != kind:
+            raise OutputError(f"{source} already has a field {name!r} of type {kind}, where the {kinds.get(ours)} "
+                              f"field {target.fields[ours]!r} would be written; choose another output field name "
+                              "(or remove or rename that field).")
+        out.append(name)
+    return out
+
+
+def source_field_kinds(parcels: Any, layer: Optional[str] = None) -> dict[str, str]:
+    """Field name -> kind of a vector file's layer (default: the first), or of a GeoDataFrame."""
+    from osgeo import gdal, ogr
+
+    if hasattr(parcels, "geometry") and hasattr(parcels, "columns"):
+        return {c: field_kind(parcels[c].to_numpy()) for c in parcels.columns if c != parcels.geometry.name}
+    kinds = {ogr.OFTString: "string", ogr.OFTReal: "real", ogr.OFTInteger: "integer", ogr.OFTInteger64: "integer"}
+    with _gdal_messages() as messages:
+        ds = gdal.OpenEx(os.fspath(parcels), gdal.OF_VECTOR | gdal.OF_READONLY)
+        lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
+        if lyr is None:
+            raise InputError(f"Cannot read parcel layer {parcels}: {_said(messages)}")
+        defn = lyr.GetLayerDefn()
+        out = {}
+        for i in range(defn.GetFieldCount()):
+            f = defn.GetFieldDefn(i)
+            out[f.GetName()] = kinds.get(f.GetType(), f.GetFieldTypeName(f.GetType()).lower())
+        lyr = ds = None
+    return out
+
+
 @functools.lru_cache(maxsize=None)
 def measures_supported(driver: str) -> bool:
     """Whether ``driver`` stores M (measure) values (GeoJSON and GML do not)."""
@@ -289,17 +353,6 @@ def _declared_geometry_type(layer) -> tuple[int, bool]:
     return (multi, True) if found else (declared, False)
 
 
-def _field_kind(values: np.ndarray) -> str:
-    kind = np.asarray(values).dtype.kind
-    if kind == "f":
-        return "real"
-    if kind in "iu":
-        return "integer"
-    if kind == "b":
-        return "integer"
-    return "string"
-
-
 def _is_null(value: Any) -> bool:
     return value is None or (isinstance(value, float) and value != value)
 
@@ -354,7 +407,7 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
         added = []
         for name, values in fields.items():
             written = target.fields.get(name, written_field_name(target.driver, name))
-            kind = _field_kind(values)
+            kind = field_kind(values)
             definition = ogr.FieldDefn(written, {"real": ogr.OFTReal, "integer": ogr.OFTInteger64,
                                                  "string": ogr.OFTString}[kind])
             as_list = np.asarray(values, dtype=object).tolist()
@@ -411,7 +464,7 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
     return written_count
 
 
-def _layer_counts(path: Path, driver: str, skip: Optional[str] = None) -> dict[str, int]:
+def _layer_counts(path: Path, driver: str, skip: Optional[str] = None, count: bool = True) -> dict[str, int]:
     from osgeo import gdal
 
     with _gdal_messages():
@@ -422,9 +475,14 @@ def _layer_counts(path: Path, driver: str, skip: Optional[str] = None) -> dict[s
         for i in range(ds.GetLayerCount()):
             layer = ds.GetLayer(i)
             if layer.GetName() != skip:
-                out[layer.GetName()] = layer.GetFeatureCount(force=1)
+                out[layer.GetName()] = layer.GetFeatureCount(force=1) if count else -1
         layer = ds = None
     return out
+
+
+def layer_names(path: PathLike, driver: Optional[str] = None) -> list[str]:
+    """The layer names of a vector file (empty when it cannot be opened)."""
+    return list(_layer_counts(Path(path), driver or ogr_driver(path), count=False))
 
 
 def verify_layer(path: PathLike, driver: str, layer: Optional[str], features: int,
@@ -661,6 +719,9 @@ def write_with_fields(
     target = check_vector_output(out, overwrite=overwrite, inputs=[*([source] if source else []), *inputs],
                                  replaceable=[source] if source else [], layer=out_layer, fields=list(fields),
                                  source_layer=source_layer)
+    kinds = {name: field_kind(values) for name, values in fields.items()}
+    replaced_fields(source_field_kinds(frame if frame is not None else source, source_layer), target, kinds,
+                    source=f"The parcel layer {source if frame is None else ''}".rstrip())
     with VectorOutput(target) as output:
         if frame is not None:
             (output.staging.folder / "in").mkdir()

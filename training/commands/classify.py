@@ -35,7 +35,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ...core.classify import classify_parcels, write_classification
     from ...core.scenes import find_scenes
-    from ...core.vector import check_vector_output
+    from ...core.vector import check_vector_output, replaced_fields, source_field_kinds
     from ..progress_bar import progress_bar
     from .extract import scene_options
 
@@ -44,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
     target = check_vector_output(args.out, overwrite=args.overwrite, inputs=inputs, replaceable=[args.parcels],
                                  layer=args.out_layer,
                                  fields=[args.label_field, args.conf_field, args.status_field])
+    replaced_fields(source_field_kinds(args.parcels), target,
+                    {args.label_field: "string", args.conf_field: "real", args.status_field: "string"},
+                    source=f"The parcel layer {args.parcels}")
     scenes = find_scenes(args.scenes, **scene_options(args))
     print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products")
     with progress_bar("classify") as progress:

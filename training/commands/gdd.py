@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
     from ...core.extract import load_parcels
     from ...core.gdd import SeasonStart, gdd_at_points, season_bounds
     from ...core.output import check_output, write_text
-    from ...core.vector import check_vector_output, date_field_names, output_field_names, write_with_fields
+    from ...core.vector import (check_vector_output, date_field_names, output_field_names, replaced_fields,
+                                source_field_kinds, write_with_fields)
 
     # The output is checked before any file is read.
     table_out = str(args.out).lower().endswith(".csv")
@@ -86,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
     dates = _dates(args, options)
     names = date_field_names(dates, None if table_out else target.driver)
     if not table_out:
-        output_field_names(target.driver, names)
+        target.fields = output_field_names(target.driver, names)
+        replaced_fields(source_field_kinds(args.parcels), target, dict.fromkeys(names, "real"),
+                        source=f"The parcel layer {args.parcels}")
     table = load_parcels(args.parcels, id_field=args.id_field)
     usable = np.array([g is not None for g in table.geometry])
     points = table.geometry[usable].representative_point()
