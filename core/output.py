@@ -145,6 +145,27 @@ def check_output(
         raise OutputError(f"{folder} is not a folder, so the {what} {text} cannot be written in it.")
     _probe_writable(folder, what, text)
 
+    replaceable = [p for p in replaceable if p]
+    for source in inputs:
+        if not source:
+            continue
+        source_text = _path_text(source)
+        clash = [p for p in [target, *(Path(q) for q in parts)] if same_file(p, source_text)]
+        if kind == "folder" and os.path.exists(source_text) and target.is_dir():
+            inside = os.path.realpath(source_text).startswith(str(target) + os.sep)
+            clash += [target] if inside else []
+        if not clash:
+            continue
+        in_place = kind == "file" and any(same_file(source_text, r) for r in replaceable)
+        if in_place and overwrite:
+            continue
+        if in_place:
+            raise OutputError(f"The {what} {text} is the input {source_text} itself (under this or another name); "
+                              "choose another output, or allow writing into the input in place (--overwrite on "
+                              "the command line).")
+        raise OutputError(f"The {what} {text} is the input {source_text} (the same file"
+                          f"{' or folder' if kind == 'folder' else ''}, under this or another name); writing "
+                          "it would destroy the input. Choose another output.")
     if kind == "folder":
         if target.exists() and not target.is_dir():
             raise OutputError(f"The {what} {text} is a file; give the name of a folder to create.")
@@ -166,22 +187,6 @@ def check_output(
             if part.exists() and not overwrite:
                 raise OutputError(f"The {what} {part} already exists; choose another name, or allow replacing "
                                   "it (--overwrite on the command line).")
-    replaceable = [p for p in replaceable if p]
-    for source in inputs:
-        if not source:
-            continue
-        source_text = _path_text(source)
-        clash = [p for p in [target, *(Path(q) for q in parts)] if same_file(p, source_text)]
-        if kind == "folder" and os.path.exists(source_text) and target.is_dir():
-            inside = os.path.realpath(source_text).startswith(str(target) + os.sep)
-            clash += [target] if inside else []
-        if not clash:
-            continue
-        if overwrite and kind == "file" and any(same_file(source_text, r) for r in replaceable):
-            continue
-        raise OutputError(f"The {what} {text} is the input {source_text} (the same file"
-                          f"{' or folder' if kind == 'folder' else ''}, under this or another name); writing "
-                          "it would destroy the input. Choose another output.")
     return target
 
 

@@ -564,6 +564,28 @@ def _settle_sqlite(path: Path) -> None:
         raise OutputError(f"{path} is being changed by another program; close it there and run again.")
 
 
+def _contents_order(path: Path) -> list[str]:
+    """The tables of a GeoPackage in the order GDAL lists them (``gpkg_contents`` row order)."""
+    with contextlib.closing(sqlite3.connect(str(path))) as db:
+        return [row[0] for row in db.execute("SELECT table_name FROM gpkg_contents ORDER BY rowid")]
+
+
+def _keep_layer_order(path: Path, order: Sequence[str]) -> None:
+    """Give a replaced layer its old place in the GeoPackage's list of layers.
+
+    GDAL replaces a layer by deleting and creating it, which moves it to the end of the list,
+    and the first layer is the one programs read when none is named.
+    """
+    with contextlib.closing(sqlite3.connect(str(path))) as db, db:
+        now = [row[0] for row in db.execute("SELECT table_name FROM gpkg_contents ORDER BY rowid")]
+        wanted = [t for t in order if t in now] + [t for t in now if t not in order]
+        if wanted == now:
+            return
+        db.execute("UPDATE gpkg_contents SET rowid = -rowid - 1")
+        for position, table in enumerate(wanted, start=1):
+            db.execute("UPDATE gpkg_contents SET rowid = ? WHERE table_name = ?", (position, table))
+
+
 def _snapshot(path: Path, copy: Path) -> None:
     """A consistent copy of the SQLite file ``path`` (its write-ahead log included)."""
     try:
@@ -643,6 +665,7 @@ class VectorOutput:
         merged = self.staging.folder / f"merged-{t.path.name}"
         _snapshot(t.path, merged)
         others = _layer_counts(merged, t.driver, skip=t.layer)
+        order = _contents_order(merged) if t.driver == "GPKG" else []
         with _gdal_messages() as messages:
             options = gdal.VectorTranslateOptions(accessMode="overwrite", layerName=t.layer, layers=[t.layer],
                                                   options=["-preserve_fid"])
@@ -657,6 +680,8 @@ class VectorOutput:
         if after != others:
             raise OutputError(f"Writing layer {t.layer} into {t.path} changed its other layers ({others} before, "
                               f"{after} after); the file is left as it was.")
+        if t.driver == "GPKG":
+            _keep_layer_order(merged, order)
         _settle_sqlite(merged)
         for suffix in ("-wal", "-shm", "-journal"):
             with contextlib.suppress(FileNotFoundError):
