@@ -225,6 +225,10 @@ class DatasetWriter:
                 del header
                 row_bytes = dtype.itemsize * int(np.prod(shape[1:], dtype=np.int64))
                 self._files[name] = (open(file, "r+b"), dtype, offset, row_bytes)
+        except OSError as exc:
+            self.abort()
+            raise OutputError(f"Cannot create the dataset {self.path} ({exc.strerror or exc}); the disk may be "
+                              "full. Nothing was written.") from exc
         except BaseException:
             self.abort()
             raise

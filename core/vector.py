@@ -385,10 +385,10 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
                 options.append(f"FID={layer.GetFIDColumn()}")
         dst = gdal.GetDriverByName(target.driver).Create(str(dst_path), 0, 0, 0, gdal.GDT_Unknown)
         if dst is None:
-            raise OutputError(f"Cannot create {target.path.name} ({target.driver}): {_said(messages)}")
+            raise OutputError(f"Cannot create {target.path} ({target.driver}): {_said(messages)}")
         out = dst.CreateLayer(target.layer, srs=layer.GetSpatialRef(), geom_type=geom_type, options=options)
         if out is None:
-            raise OutputError(f"Cannot create layer {target.layer} in {target.path.name}: {_said(messages)}")
+            raise OutputError(f"Cannot create layer {target.layer} in {target.path}: {_said(messages)}")
 
         # The input's fields, but those the added ones replace (compared as stored in this format).
         ours = {w.lower() for w in target.fields.values()} | {n.lower() for n in target.fields}
@@ -401,7 +401,7 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
                 field_map.append(-1)
                 continue
             if out.CreateField(src_field, 1) != 0:
-                raise OutputError(f"Cannot create field {src_field.GetName()} in {target.path.name}: "
+                raise OutputError(f"Cannot create field {src_field.GetName()} in {target.path}: "
                                   f"{_said(messages)}")
             field_map.append(out.GetLayerDefn().GetFieldCount() - 1)
         added = []
@@ -415,7 +415,7 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
                 longest = max((len(str(v).encode("utf-8")) for v in as_list if not _is_null(v)), default=1)
                 definition.SetWidth(min(max(longest, 1), 254))
             if out.CreateField(definition) != 0:
-                raise OutputError(f"Cannot create field {written} in {target.path.name}: {_said(messages)}")
+                raise OutputError(f"Cannot create field {written} in {target.path}: {_said(messages)}")
             index = out.GetLayerDefn().GetFieldCount() - 1
             stored = out.GetLayerDefn().GetFieldDefn(index).GetName()
             if stored != written:
@@ -449,10 +449,12 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
                 else:
                     new.SetField(index, str(value))
             if out.CreateFeature(new) != 0:
-                raise OutputError(f"Writing feature {row} to {target.path.name} failed: {_said(messages)}")
+                raise OutputError(f"Writing feature {row} to {target.path} failed ({_said(messages)}); the "
+                                  "disk may be full. Nothing was written.")
             written_count += 1
         if transaction and dst.CommitTransaction() != 0:
-            raise OutputError(f"Writing {target.path.name} failed: {_said(messages)}")
+            raise OutputError(f"Writing {target.path} failed ({_said(messages)}); the disk may be full. "
+                              "Nothing was written.")
         if measured and not out.TestCapability(ogr.OLCMeasuredGeometries):
             log.warning("The M (measure) values of %s are not written: %s files cannot hold them. Write a "
                         ".gpkg, .shp, .fgb or .csv file to keep them.", source, target.driver)
@@ -460,7 +462,8 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
         dst.FlushCache()
         dst = src = None  # closing writes what is left; failures show up in messages
         if messages:
-            raise OutputError(f"Writing {target.path.name} ({target.driver}) failed: {_said(messages)}")
+            raise OutputError(f"Writing {target.path} ({target.driver}) failed ({_said(messages)}); the disk "
+                              "may be full. Nothing was written.")
     return written_count
 
 
@@ -593,7 +596,8 @@ def _snapshot(path: Path, copy: Path) -> None:
                 contextlib.closing(sqlite3.connect(str(copy))) as dst:
             src.backup(dst)
     except sqlite3.Error as exc:
-        raise OutputError(f"Cannot read {path} to add the layer to it ({exc}); it is left as it is.") from None
+        raise OutputError(f"Cannot copy {path} to add the layer to it ({exc}); the disk may be full. It is left as "
+                          "it is.") from None
 
 
 class VectorOutput:
@@ -673,8 +677,8 @@ class VectorOutput:
             ok = done is not None
             done = None
         if not ok or messages:
-            raise OutputError(f"Writing layer {t.layer} into {t.path} failed ({_said(messages)}); the file is left "
-                              "as it was.")
+            raise OutputError(f"Writing layer {t.layer} into {t.path} failed ({_said(messages)}); the disk may be "
+                              "full. The file is left as it was.")
         verify_layer(merged, t.driver, t.layer, features, fields)
         after = _layer_counts(merged, t.driver, skip=t.layer)
         if after != others:

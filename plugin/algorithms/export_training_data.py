@@ -55,7 +55,11 @@ class ExportTrainingData(ThermoCropAlgorithm):
         ok, message = self.check_files([self.parameterAsFile(parameters, "WEATHER", context)], "temperature file")
         if not ok:
             return ok, message
-        return self.check_scenes(parameters, context)
+        ok, message = self.check_scenes(parameters, context)
+        if not ok:
+            return ok, message
+        return self.check_output_file(self.parameterAsString(parameters, "OUTPUT", context), what="dataset folder",
+                                      kind="folder")
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         source = self.parameterAsSource(parameters, "INPUT", context)
