@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
                          f"choose from {', '.join(VARIANT_CHOICES)} or 'all'")
     # Finished runs in an existing folder are kept and skipped, so an existing folder is fine.
     check_output(args.out, what="results folder", kind="folder", overwrite=True,
-                 replaceable_folder=lambda folder: True, inputs=args.regions)
+                 replaceable_folder=lambda folder: True)
     out = Path(args.out)
     run_experiment([Path(r) for r in args.regions], variants, out,
                    config_from_args(args, variants[0]), jobs=args.jobs)
