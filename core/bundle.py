@@ -12,7 +12,6 @@ import json
 import logging
 import os
 import struct
-import tempfile
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Optional, Union
@@ -27,6 +26,7 @@ from .crops import CLASS_COLOURS, CROP_CLASSES
 from .dataset import PixelSets
 from .errors import BundleError
 from .models import CropClassifier, ModelConfig, fast_inference_model
+from .output import write_bytes
 from .progress import Progress
 
 log = logging.getLogger(__name__)
@@ -266,10 +266,15 @@ class ModelBundle:
 
 
 def save_bundle(path: Union[str, os.PathLike], model: CropClassifier,
-                config: BundleConfig) -> BundleConfig:
-    """Write ``model`` and ``config`` to one bundle file (atomically).
+                config: BundleConfig, *, overwrite: bool = True) -> BundleConfig:
+    """Write ``model`` and ``config`` to one bundle file (atomically, read back before it
+    takes its name; see ``core.output``).
 
     The variant and hyper-parameters are taken from ``model.config``; the checksum is set.
+
+    Args:
+        overwrite: replace an existing file at ``path`` (without it, an existing file, even one
+            that appears while saving, is an ``OutputError``).
 
     Returns:
         The config as stored (with its checksum).
@@ -286,15 +291,7 @@ def save_bundle(path: Union[str, os.PathLike], model: CropClassifier,
     config = replace(config, checksum=_checksum(config, weights))
     data = st_save(tensors, metadata={_METADATA_KEY: config.to_json()})
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".part", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_bytes(path, data, overwrite=overwrite, what="model bundle")
     log.info("Saved %s bundle to %s", config.variant, path)
     return BundleConfig.from_json(config.to_json())  # as load_bundle will see it
 

@@ -35,3 +35,7 @@ class BundleError(InputError):
 
 class CancelledError(ThermoCropError):
     """The user cancelled a long-running job; nothing was written."""
+
+
+class OutputError(ThermoCropError):
+    """An output cannot be written where asked, or writing it failed; nothing was replaced."""

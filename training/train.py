@@ -19,6 +19,7 @@ from ..core.crops import class_colours
 from ..core.dataset import PixelSets
 from ..core.errors import DatasetError
 from ..core.models import VARIANTS, build_model
+from ..core.output import staged_file, write_text
 from ..core.progress import Progress
 from .datasets import align_classes, check_bands, gdd_settings, model_classes, split_blocks
 from .losses import FocalLoss
@@ -271,10 +272,11 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
                 best_state = {n: t.detach().clone() for n, t in model.state_dict().items()}
             log.info("epoch %d: loss %.4f, validation macro F1 %.4f", epoch + 1,
                      history[-1]["loss"], val_f1)
-            torch.save({"config": asdict(config), "model": model.state_dict(),
-                        "optimiser": optimiser.state_dict(), "scheduler": scheduler.state_dict(),
-                        "history": history, "best_f1": best_f1, "best_state": best_state,
-                        "epoch": epoch + 1}, paths["checkpoint"])
+            with staged_file(paths["checkpoint"], what="checkpoint") as tmp:  # never half a checkpoint
+                torch.save({"config": asdict(config), "model": model.state_dict(),
+                            "optimiser": optimiser.state_dict(), "scheduler": scheduler.state_dict(),
+                            "history": history, "best_f1": best_f1, "best_state": best_state,
+                            "epoch": epoch + 1}, tmp)
     finally:
         if bar is not None:
             bar.close()
@@ -313,10 +315,11 @@ def _finish(model, scaling, classes, gdd, config, paths, history, best_f1, test_
                     f"{split_name}_overall_accuracy": result["overall_accuracy"], **provenance})
     save_bundle(paths["bundle"], model.cpu(), bundle_config)
     model.to(device)
-    paths["metrics"].write_text(json.dumps(metrics, indent=2))
-    plot_confusion(cm, classes, paths["confusion"],
-                   f"{config.variant}: {split_name} macro F1 {result['macro_f1']:.3f}, "
-                   f"OA {result['overall_accuracy']:.3f}")
-    plot_curves(history, paths["curve"], f"{config.variant} ({paths['bundle'].name})")
+    write_text(paths["metrics"], json.dumps(metrics, indent=2), what="metrics")
+    with staged_file(paths["confusion"], what="figure") as tmp:
+        plot_confusion(cm, classes, tmp, f"{config.variant}: {split_name} macro F1 {result['macro_f1']:.3f}, "
+                                         f"OA {result['overall_accuracy']:.3f}")
+    with staged_file(paths["curve"], what="figure") as tmp:
+        plot_curves(history, tmp, f"{config.variant} ({paths['bundle'].name})")
     return TrainingResult(paths["bundle"], metrics, dict(paths))
 

@@ -124,6 +124,19 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
         return paths
 
     @staticmethod
+    def check_output_file(path: str, **check) -> tuple[bool, str]:
+        """``(ok, message)`` of ``core.output.check_output(path, **check)``: the output can be
+        written there (before any work; nothing is written)."""
+        from ...core.errors import ThermoCropError
+        from ...core.output import check_output
+
+        try:
+            check_output(path, **check)
+        except ThermoCropError as exc:
+            return False, str(exc)
+        return True, ""
+
+    @staticmethod
     def check_files(paths: list[str], what: str) -> tuple[bool, str]:
         """``(ok, message)``: every path exists."""
         for path in paths:

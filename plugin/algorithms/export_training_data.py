@@ -77,7 +77,11 @@ class ExportTrainingData(ThermoCropAlgorithm):
             self.class_map(parameters, context)
         except QgsProcessingException as exc:
             return False, str(exc)
-        return self.check_scenes(parameters, context)
+        ok, message = self.check_scenes(parameters, context)
+        if not ok:
+            return ok, message
+        return self.check_output_file(self.parameterAsString(parameters, "OUTPUT", context), what="dataset folder",
+                                      kind="folder")
 
     def class_map(self, parameters, context):
         """The ``ClassMap`` chosen (preset or file), or None."""

@@ -62,7 +62,11 @@ class TrainModel(ThermoCropAlgorithm):
         datasets = self._datasets(parameters, context)
         if not datasets:
             return False, "Give at least one dataset folder (separate several with ';')."
-        return self.check_files(datasets, "dataset folder")
+        ok, message = self.check_files(datasets, "dataset folder")
+        if not ok:
+            return ok, message
+        return self.check_output_file(self.parameterAsFileOutput(parameters, "OUTPUT", context),
+                                      what="model bundle", suffixes=(".tcm",), inputs=datasets)
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         datasets = self._datasets(parameters, context)

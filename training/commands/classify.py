@@ -14,7 +14,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weather", required=True, help="daily temperatures: E-OBS / CF NetCDF or station CSV")
     parser.add_argument("--model", help="model bundle (default: the shipped model)")
     parser.add_argument("--out", required=True, help="output vector file; the format follows the extension")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing output (even the input)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing output (even the parcel file; in a GeoPackage only the "
+                             "written layer is replaced, its other layers stay)")
+    parser.add_argument("--out-layer", help="output layer name in a GeoPackage (default: the parcel layer's name "
+                                            "when writing into the parcel file, else the output file's name)")
     parser.add_argument("--id-field", help="field holding parcel ids (default: parcel_id, else row number)")
     parser.add_argument("--label-field", default="crop_pred", help="output field for the class (default crop_pred)")
     parser.add_argument("--conf-field", default="crop_conf", help="output field for the confidence (default crop_conf)")
@@ -29,25 +33,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from ...core.classify import classify_parcels, write_classification
-    from ...core.errors import InputError
     from ...core.scenes import find_scenes
+    from ...core.vector import check_vector_output, replaced_fields, source_field_kinds
     from ..progress_bar import progress_bar
     from .extract import scene_options
 
-    out = Path(args.out)
-    if out.exists() and not args.overwrite:
-        raise InputError(f"{out} already exists; choose another output or pass --overwrite.")
+    # Everything about the output is checked before any scene is read.
+    inputs = [args.parcels, args.weather, args.model]
+    target = check_vector_output(args.out, overwrite=args.overwrite, inputs=inputs, replaceable=[args.parcels],
+                                 layer=args.out_layer,
+                                 fields=[args.label_field, args.conf_field, args.status_field])
+    replaced_fields(source_field_kinds(args.parcels), target,
+                    {args.label_field: "string", args.conf_field: "real", args.status_field: "string"},
+                    source=f"The parcel layer {args.parcels}")
     scenes = find_scenes(args.scenes, **scene_options(args))
     print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products")
     with progress_bar("classify") as progress:
         result = classify_parcels(args.parcels, scenes, args.weather, args.model, chunk_size=args.chunk_size,
                                   id_field=args.id_field, min_pixels=args.min_pixels, progress=progress)
-    write_classification(args.parcels, result, out, label_field=args.label_field, conf_field=args.conf_field,
-                         status_field=args.status_field, overwrite=args.overwrite)
-    print(f"wrote {out}: {len(result)} parcels")
+    out = write_classification(args.parcels, result, args.out, label_field=args.label_field,
+                               conf_field=args.conf_field, status_field=args.status_field,
+                               overwrite=args.overwrite, out_layer=args.out_layer, inputs=inputs)
+    names = target.fields
+    print(f"wrote {out}{f' (layer {target.layer})' if target.container else ''}: {len(result)} parcels, fields "
+          f"{names[args.label_field]}, {names[args.conf_field]}, {names[args.status_field]}")
     for key, count in sorted(result.counts().items()):
         print(f"  {key}: {count}")
     return 0

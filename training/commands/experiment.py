@@ -23,6 +23,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from ...core.output import check_output
     from ..experiment import run_experiment
     from .train import config_from_args
 
@@ -31,6 +32,9 @@ def run(args: argparse.Namespace) -> int:
     if bad:
         raise SystemExit(f"thermocrop experiment: unknown variants {bad}; "
                          f"choose from {', '.join(VARIANT_CHOICES)} or 'all'")
+    # Finished runs in an existing folder are kept and skipped, so an existing folder is fine.
+    check_output(args.out, what="results folder", kind="folder", overwrite=True,
+                 replaceable_folder=lambda folder: True)
     out = Path(args.out)
     run_experiment([Path(r) for r in args.regions], variants, out,
                    config_from_args(args, variants[0]), jobs=args.jobs)

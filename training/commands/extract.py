@@ -34,7 +34,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--level", choices=("L1C", "L2A"), help="use only products of this level")
     parser.add_argument("--band-order", help="comma-separated band order of multi-band files without descriptions")
     parser.add_argument("--offset", type=int, help="DN offset overriding the processing baseline (e.g. -1000)")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset folder")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing dataset folder (only a dataset folder is ever replaced)")
 
 
 def scene_options(args: argparse.Namespace) -> dict:
@@ -49,11 +50,15 @@ def scene_options(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ...core.dataset import open_dataset
+    from ...core.dataset import is_dataset_folder, open_dataset
     from ...core.extract import extract_to_dataset
+    from ...core.output import check_output
     from ...core.scenes import find_scenes
     from ..progress_bar import progress_bar
 
+    # The output is checked before any scene is read.
+    check_output(args.out, what="dataset folder", kind="folder", overwrite=args.overwrite,
+                 inputs=[args.parcels, args.weather, *args.scenes], replaceable_folder=is_dataset_folder)
     scenes = find_scenes(args.scenes, **scene_options(args))
     print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products")
     with progress_bar("extract") as progress:

@@ -20,7 +20,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                       help="Sentinel-2 scene folder(s), glob(s) or files whose acquisition dates are used")
     parser.add_argument("--out", required=True,
                         help="output: .csv (a table: parcel id and one gdd_YYYYMMDD column per date) or a "
-                             "vector file (.gpkg, .shp, ...: the parcels with those fields)")
+                             "vector file (.gpkg, .shp, ...: the parcels with those fields; gYYYYMMDD in a "
+                             "shapefile, whose field names keep 10 characters)")
+    parser.add_argument("--out-layer", help="output layer name in a GeoPackage (default: the parcel layer's name "
+                                            "when writing into the parcel file, else the output file's name)")
     parser.add_argument("--season-start", default="01-01",
                         help="season start MM-DD, '/-1' for the previous year, e.g. 09-01/-1 (default 01-01)")
     parser.add_argument("--t-base", type=float, default=0.0, help="base temperature in deg C (default 0)")
@@ -30,7 +33,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "Wilhelm method 1)")
     parser.add_argument("--id-field", help="field holding parcel ids (default: parcel_id, else row number)")
     add_weather_options(parser)
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing output (even the parcel file; in a GeoPackage only the written "
+                             "layer is replaced)")
 
 
 def _dates(args: argparse.Namespace, options: dict):
@@ -54,18 +59,24 @@ def _dates(args: argparse.Namespace, options: dict):
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     import numpy as np
 
     from ...core.errors import InputError
     from ...core.extract import load_parcels
     from ...core.gdd import SeasonStart, gdd_at_points, season_bounds
-    from ...core.vector import write_with_fields
+    from ...core.output import check_output, write_text
+    from ...core.vector import (check_vector_output, date_field_names, output_field_names, replaced_fields,
+                                source_field_kinds, write_with_fields)
 
-    out = Path(args.out)
-    if out.exists() and not args.overwrite:
-        raise InputError(f"{out} already exists; choose another output or pass --overwrite.")
+    # The output is checked before any file is read.
+    table_out = str(args.out).lower().endswith(".csv")
+    inputs = [args.parcels, args.weather, args.tmax_file]
+    if table_out:
+        out = check_output(args.out, what="GDD table", overwrite=args.overwrite, inputs=inputs)
+    else:
+        target = check_vector_output(args.out, overwrite=args.overwrite, inputs=inputs, replaceable=[args.parcels],
+                                     layer=args.out_layer)
+        out = target.path
     try:
         season_start = SeasonStart.parse(args.season_start)
     except ValueError as exc:
@@ -74,6 +85,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--t-cap must be above --t-base.")
     options = weather_options(args)
     dates = _dates(args, options)
+    names = date_field_names(dates, None if table_out else target.driver)
+    if not table_out:
+        target.fields = output_field_names(target.driver, names)
+        replaced_fields(source_field_kinds(args.parcels), target, dict.fromkeys(names, "real"),
+                        source=f"The parcel layer {args.parcels}")
     table = load_parcels(args.parcels, id_field=args.id_field)
     usable = np.array([g is not None for g in table.geometry])
     points = table.geometry[usable].representative_point()
@@ -83,21 +99,18 @@ def run(args: argparse.Namespace) -> int:
     gdd = gdd_at_points(args.weather, xs, ys, table.geometry.crs, dates, season_start=season_start,
                         t_base=args.t_base, t_cap=args.t_cap, method=args.method,
                         parcel_ids=list(table.parcel_ids), **options)
-    names = [f"gdd_{str(d).replace('-', '')}" for d in dates]
-    if out.suffix.lower() == ".csv":
+    if table_out:
         import pandas as pd
 
         frame = pd.DataFrame(np.round(gdd, 2), columns=names)
         frame.insert(0, args.id_field or "parcel_id", table.parcel_ids)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f".{out.name}.part")
-        frame.to_csv(tmp, index=False, float_format="%.2f")
-        tmp.replace(out)
+        write_text(out, frame.to_csv(index=False, float_format="%.2f"), overwrite=args.overwrite, what="GDD table")
     else:
         write_with_fields(args.parcels, {n: np.round(gdd[:, i], 2) for i, n in enumerate(names)}, out,
-                          overwrite=args.overwrite)
+                          overwrite=args.overwrite, out_layer=args.out_layer, inputs=inputs)
     missing = int((~np.isfinite(gdd).all(axis=1)).sum())
     start, _ = season_bounds(dates, season_start)
     print(f"wrote {out}: {len(table)} parcels x {len(dates)} dates ({dates.min()} to {dates.max()}, "
-          f"GDD since {start})" + (f"; {missing} parcels without usable temperatures" if missing else ""))
+          f"GDD since {start}), fields {names[0]}{' ...' if len(names) > 1 else ''}"
+          + (f"; {missing} parcels without usable temperatures" if missing else ""))
     return 0

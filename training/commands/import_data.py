@@ -124,8 +124,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ...core.dataset import open_dataset
+    from ...core.dataset import is_dataset_folder, open_dataset
+    from ...core.output import check_output
 
+    # The output is checked before any table is read.
+    check_output(args.out, what="dataset folder", kind="folder", overwrite=args.overwrite,
+                 inputs=list(getattr(args, "tables", None) or []), replaceable_folder=is_dataset_folder)
     out = args._import(args)
     ps = open_dataset(out)
     print(f"wrote {out}: {len(ps)} parcels x {ps.n_dates} dates x {ps.pixels.shape[3]} pixel slots")

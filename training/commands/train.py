@@ -60,7 +60,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="validation dataset(s); default: 10%% of the spatial blocks")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the checkpoint beside --out (<stem>.ckpt)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing bundle (and its metrics and figures)")
     add_training_flags(parser)
+
+
+def check_training_outputs(out, *, overwrite: bool, inputs=()) -> None:
+    """Preflight of a training run's files: the bundle (``.tcm``) and, beside it, its metrics,
+    figures and checkpoint, which belong to it and are replaced with it."""
+    from ...core.errors import OutputError
+    from ...core.output import check_output
+    from ..train import output_paths
+
+    check_output(out, what="model bundle", suffixes=(".tcm",), overwrite=overwrite, inputs=inputs)
+    for role, path in output_paths(out).items():
+        if role != "bundle":
+            check_output(path, what=role, overwrite=True, inputs=inputs)
+    checkpoint = output_paths(out)["checkpoint"]
+    if checkpoint.exists() and not overwrite:
+        raise OutputError(f"{checkpoint} holds an unfinished training run; continue it with --resume, or start over "
+                          "with --overwrite.")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
     from ...core.dataset import open_dataset
     from ..train import train_model
 
+    check_training_outputs(Path(args.out), overwrite=args.overwrite or args.resume,
+                           inputs=[*args.data, *(args.val_data or [])])
     datasets = [open_dataset(p) for p in args.data]
     val = [open_dataset(p) for p in args.val_data] if args.val_data else None
     result = train_model(datasets, Path(args.out), config_from_args(args, args.variant),
