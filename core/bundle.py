@@ -189,8 +189,8 @@ _GDD_LIMITS = (-50.0, 60.0)
 """Base and cap temperatures (degrees C) a bundle may carry: any crop model's range and more."""
 
 
-def _problem(field_name: str, message: str) -> BundleError:
-    return BundleError(f"field '{field_name}' {message}")
+def _problem(field_name: str, message: str, note: str = "") -> BundleError:
+    return BundleError(f"field '{field_name}'{note} {message}")
 
 
 def _is_number(value: Any) -> bool:
@@ -198,15 +198,15 @@ def _is_number(value: Any) -> bool:
 
 
 def _number(value: Any, name: str, *, low: Optional[float] = None, high: Optional[float] = None,
-            low_open: bool = False, high_open: bool = False, integer: bool = False) -> float:
+            low_open: bool = False, high_open: bool = False, integer: bool = False,
+            note: str = "") -> float:
     kind = "a whole number" if integer else "a finite number"
-    if not _is_number(value) or (integer and not isinstance(value, int)
-                                 and not (isinstance(value, float) and value.is_integer())):
-        raise _problem(name, f"must be {kind}, not {value!r}")
+    if not _is_number(value) or (integer and not isinstance(value, int)):
+        raise _problem(name, f"must be {kind}, not {value!r}", note)
     if low is not None and (value < low or (low_open and value == low)):
-        raise _problem(name, f"must be {'above' if low_open else 'at least'} {low:g}, not {value!r}")
+        raise _problem(name, f"must be {'above' if low_open else 'at least'} {low:g}, not {value!r}", note)
     if high is not None and (value > high or (high_open and value == high)):
-        raise _problem(name, f"must be {'below' if high_open else 'at most'} {high:g}, not {value!r}")
+        raise _problem(name, f"must be {'below' if high_open else 'at most'} {high:g}, not {value!r}", note)
     return value
 
 
@@ -336,9 +336,9 @@ def validate_config_data(data: Any) -> None:
             raise _problem(f"scaling.{key}", f"must hold one number per band ({len(bands)}), not {count}")
         for i, v in enumerate(values):
             if key == "std":
-                _number(v, f"scaling.std[{i}] ({bands[i]})", low=0, low_open=True)
+                _number(v, f"scaling.std[{i}]", low=0, low_open=True, note=f" (band {bands[i]})")
             else:
-                _number(v, f"scaling.mean[{i}] ({bands[i]})")
+                _number(v, f"scaling.mean[{i}]", note=f" (band {bands[i]})")
 
     gdd = _mapping(data["gdd"], "gdd")
     _keys(gdd, "gdd", {"t_base", "t_cap", "method", "season_start"})
