@@ -35,3 +35,8 @@ class BundleError(InputError):
 
 class CancelledError(ThermoCropError):
     """The user cancelled a long-running job; nothing was written."""
+
+
+class NoUsableParcelsError(ThermoCropError):
+    """A run finished without a single parcel it could process; the message counts the parcels
+    by status and says what each status points to."""

@@ -18,7 +18,7 @@ import numpy as np
 from .bands import S2_BANDS
 from .crops import CROP_CLASSES
 from .dataset import STATUS_OK, DatasetWriter, PixelSets
-from .errors import ExtractionError, InputError, SceneError, WeatherError
+from .errors import ExtractionError, InputError, NoUsableParcelsError, SceneError, WeatherError
 from .progress import Progress
 from .scenes import SCL_INVALID, Grid, Scene, find_scenes, to_reflectance
 
@@ -31,6 +31,44 @@ STATUS_NO_WEATHER = "no_weather"
 STATUS_INVALID_GEOMETRY = "invalid_geometry"
 STATUSES = (STATUS_OK, STATUS_OUTSIDE, STATUS_TOO_SMALL, STATUS_NO_CLEAR_DATE, STATUS_NO_WEATHER,
             STATUS_INVALID_GEOMETRY)
+
+STATUS_ADVICE = {
+    STATUS_OUTSIDE: "the parcels do not overlap the scenes: check the parcels' CRS and that the "
+                    "scenes cover them",
+    STATUS_TOO_SMALL: "the parcels cover fewer pixels than the minimum asked for (min_pixels)",
+    STATUS_NO_CLEAR_DATE: "no date has enough clear pixels over them: check the cloud masks and "
+                          "the scenes' nodata",
+    STATUS_NO_WEATHER: "no usable temperatures: the weather file has no cell with data within "
+                       "reach (check the parcels' CRS, the file's extent, the maximum distance) or "
+                       "gaps of more than 3 days",
+    STATUS_INVALID_GEOMETRY: "the geometries are empty or not polygons",
+}
+"""What each failure status points to, for summaries of runs."""
+
+
+def status_summary(status: Sequence[str]) -> str:
+    """Parcels counted by status, most frequent first, each failure with what it points to,
+    e.g. ``150 parcels: 150 no_weather (no usable temperatures: ...)``."""
+    names, counts = np.unique(np.asarray(status, dtype=str), return_counts=True)
+    parts = []
+    for name, count in sorted(zip(names, counts), key=lambda nc: (-nc[1], nc[0])):
+        advice = STATUS_ADVICE.get(str(name))
+        parts.append(f"{count} {name}" + (f" ({advice})" if advice else ""))
+    return f"{len(status)} parcels: {'; '.join(parts)}"
+
+
+def require_usable(status: Sequence[str], what: str, source: str) -> None:
+    """Raise ``NoUsableParcelsError`` when no parcel has the status ``ok``.
+
+    Args:
+        status: ``(P,)`` statuses of the run.
+        what: what the run did, e.g. ``"classified"``.
+        source: the parcel layer, for the message.
+    """
+    status = np.asarray(status, dtype=str)
+    if not (status == STATUS_OK).any():
+        raise NoUsableParcelsError(f"No parcel of {source} could be {what}: {status_summary(status)}.")
+
 
 BLOCK_SIZE = 1024
 """Window edge in pixels: a multiple of the usual GeoTIFF/COG tile sizes (256, 512)."""
@@ -655,9 +693,12 @@ def extract_to_dataset(
         overwrite=overwrite,
         parcel_id_width=max(8, max(len(x) for x in table.parcel_ids)),
     )
+    status = np.empty(len(table), dtype=object)
     with writer:
         for idx, chunk in iter_chunks(table, scene_list, weather, settings, classes, meta, chunk_size, progress):
             writer.write_rows(idx, chunk)
+            status[idx] = chunk.status
+        require_usable(status, "extracted", table.source)  # raising here leaves no dataset
     counts = {s: int(n) for s, n in zip(*np.unique(open_status(out), return_counts=True))}
     log.info("Extracted %d parcels into %s: %s", len(table), out, counts)
     return Path(out)

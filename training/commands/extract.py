@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._options import bounded, season_start
+
 HELP = "extract per-parcel pixel sets (for training or inspection) into a dataset folder"
 
 
@@ -16,18 +18,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--label-field", help="field holding crop class names (for training data)")
     parser.add_argument("--id-field", help="field holding parcel ids (default: parcel_id, else row number)")
     parser.add_argument("--block-field", default="block", help="field holding spatial split blocks (default: block)")
-    parser.add_argument("--max-pixels", type=int, default=64, help="pixels kept per parcel and date (default 64)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the pixel sampling (default 0)")
-    parser.add_argument("--season-start", default="01-01",
+    parser.add_argument("--max-pixels", type=bounded("max_pixels"), default=64, help="pixels kept per parcel and date (default 64)")
+    parser.add_argument("--seed", type=bounded("seed"), default=0, help="seed of the pixel sampling (default 0)")
+    parser.add_argument("--season-start", type=season_start, default="01-01",
                         help="GDD season start MM-DD, '/-1' for the previous year, e.g. 09-01/-1 (default 01-01)")
-    parser.add_argument("--min-valid-fraction", type=float, default=0.5,
+    parser.add_argument("--min-valid-fraction", type=bounded("min_valid_fraction"), default=0.5,
                         help="keep a date for a parcel when at least this fraction of its pixels is clear")
-    parser.add_argument("--min-pixels", type=int, default=1,
+    parser.add_argument("--min-pixels", type=bounded("min_pixels"), default=1,
                         help="parcels covering fewer pixels get status too_small (default 1: keep every parcel)")
-    parser.add_argument("--chunk-size", type=int, default=20000, help="parcels held in memory at once")
+    parser.add_argument("--chunk-size", type=bounded("chunk_size"), default=20000, help="parcels held in memory at once")
     parser.add_argument("--level", choices=("L1C", "L2A"), help="use only products of this level")
     parser.add_argument("--band-order", help="comma-separated band order of multi-band files without descriptions")
-    parser.add_argument("--offset", type=int, help="DN offset overriding the processing baseline (e.g. -1000)")
+    parser.add_argument("--offset", type=bounded("offset"), help="DN offset overriding the processing baseline (e.g. -1000)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset folder")
 
 

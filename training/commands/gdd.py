@@ -4,8 +4,9 @@ end of the weather record, written as a CSV table or as the layer with one field
 from __future__ import annotations
 
 import argparse
+from typing import Optional
 
-from ._options import add_weather_options, weather_options
+from ._options import add_weather_options, bounded, date, season_start, weather_options
 
 HELP = "growing degree days per parcel (and per date) from daily temperatures, to CSV or a vector file"
 
@@ -15,22 +16,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weather", required=True,
                         help="daily temperatures: E-OBS / CF NetCDF (tn_/tx_ files find each other) or station CSV")
     when = parser.add_mutually_exclusive_group()
-    when.add_argument("--dates", nargs="+", metavar="YYYY-MM-DD", help="dates to give GDD at")
+    when.add_argument("--dates", nargs="+", type=date, metavar="YYYY-MM-DD", help="dates to give GDD at")
     when.add_argument("--scenes", nargs="+",
                       help="Sentinel-2 scene folder(s), glob(s) or files whose acquisition dates are used")
     parser.add_argument("--out", required=True,
                         help="output: .csv (a table: parcel id and one gdd_YYYYMMDD column per date) or a "
                              "vector file (.gpkg, .shp, ...: the parcels with those fields)")
-    parser.add_argument("--season-start", default="01-01",
+    parser.add_argument("--season-start", type=season_start, default="01-01",
                         help="season start MM-DD, '/-1' for the previous year, e.g. 09-01/-1 (default 01-01)")
-    parser.add_argument("--t-base", type=float, default=0.0, help="base temperature in deg C (default 0)")
-    parser.add_argument("--t-cap", type=float, default=30.0, help="cap temperature in deg C (default 30)")
+    parser.add_argument("--t-base", type=bounded("t_base"), default=0.0, help="base temperature in deg C (default 0)")
+    parser.add_argument("--t-cap", type=bounded("t_cap"), default=30.0, help="cap temperature in deg C (default 30)")
     parser.add_argument("--method", choices=("paper", "average"), default="paper",
                         help="paper: clip min/max then average; average: average then clip (McMaster & "
                              "Wilhelm method 1)")
     parser.add_argument("--id-field", help="field holding parcel ids (default: parcel_id, else row number)")
     add_weather_options(parser)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
+
+
+def check_args(args: argparse.Namespace) -> Optional[str]:
+    """A problem between options that their types alone cannot see (a usage error)."""
+    if args.t_cap <= args.t_base:
+        return f"--t-cap ({args.t_cap:g}) must be above --t-base ({args.t_base:g})"
+    return None
 
 
 def _dates(args: argparse.Namespace, options: dict):
@@ -40,10 +48,7 @@ def _dates(args: argparse.Namespace, options: dict):
     from ...core.weather import record_period
 
     if args.dates:
-        try:
-            return np.unique(np.array(args.dates, dtype="datetime64[D]"))
-        except ValueError:
-            raise InputError(f"--dates {' '.join(args.dates)}: write dates as YYYY-MM-DD") from None
+        return np.unique(np.array(args.dates, dtype="datetime64[D]"))
     if args.scenes:
         from ...core.scenes import find_scenes
 
@@ -58,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from ...core.errors import InputError
+    from ...core.errors import InputError, NoUsableParcelsError
     from ...core.extract import load_parcels
     from ...core.gdd import SeasonStart, gdd_at_points, season_bounds
     from ...core.vector import write_with_fields
@@ -66,12 +71,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not args.overwrite:
         raise InputError(f"{out} already exists; choose another output or pass --overwrite.")
-    try:
-        season_start = SeasonStart.parse(args.season_start)
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
-    if args.t_cap <= args.t_base:
-        raise InputError("--t-cap must be above --t-base.")
+    season_start = args.season_start
     options = weather_options(args)
     dates = _dates(args, options)
     table = load_parcels(args.parcels, id_field=args.id_field)
@@ -83,6 +83,11 @@ def run(args: argparse.Namespace) -> int:
     gdd = gdd_at_points(args.weather, xs, ys, table.geometry.crs, dates, season_start=season_start,
                         t_base=args.t_base, t_cap=args.t_cap, method=args.method,
                         parcel_ids=list(table.parcel_ids), **options)
+    if not np.isfinite(gdd).all(axis=1).any():
+        raise NoUsableParcelsError(
+            f"No parcel of {args.parcels} has usable temperatures in {args.weather} (no cell with data "
+            f"within {args.max_distance_km:g} km, or gaps of more than 3 days); check the parcels' CRS "
+            "and that the file covers them. Nothing was written.")
     names = [f"gdd_{str(d).replace('-', '')}" for d in dates]
     if out.suffix.lower() == ".csv":
         import pandas as pd
