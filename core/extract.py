@@ -20,7 +20,7 @@ from .crops import CROP_CLASSES
 from .dataset import STATUS_OK, DatasetWriter, PixelSets
 from .errors import ExtractionError, InputError, NoUsableParcelsError, SceneError, WeatherError
 from .progress import Progress
-from .scenes import SCL_INVALID, Grid, Scene, find_scenes, to_reflectance
+from .scenes import SCL_INVALID, Grid, Scene, find_scenes, select_season, to_reflectance
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +139,45 @@ def _read_layer(parcels: ParcelSource, layer: Optional[str] = None):
     return gdf, str(path)
 
 
+def crs_problem(crs: Any) -> Optional[str]:
+    """Why ``crs`` cannot place parcels on Earth, or None when it can.
+
+    Refused: no CRS; a GeoPackage's undefined systems (srs_id 0 "Undefined geographic SRS",
+    -1 "Undefined Cartesian SRS"); engineering (local) systems; a datum or ellipsoid that is
+    unknown. Each would put the parcels somewhere arbitrary relative to scenes and weather.
+
+    Args:
+        crs: a pyproj CRS, WKT, ``"EPSG:..."`` text, or None.
+    """
+    if crs is None or (isinstance(crs, str) and not crs.strip()):
+        return "has no coordinate reference system"
+    from pyproj import CRS
+    from pyproj.exceptions import CRSError
+
+    try:
+        crs = CRS.from_user_input(crs)
+    except CRSError as exc:
+        return f"has a coordinate reference system ThermoCrop cannot read ({exc})"
+    name = crs.name or ""
+    if name.lower().startswith("undefined") or name.lower() in ("unknown", "unnamed"):
+        return f"has an undefined coordinate reference system ({name!r})"
+    if crs.type_name.startswith("Engineering") or not (crs.is_geographic or crs.is_projected):
+        return f"has a local coordinate reference system ({name!r}, {crs.type_name}) not tied to the Earth"
+    datum = crs.datum.name if crs.datum is not None else ""
+    ellipsoid = crs.ellipsoid.name if crs.ellipsoid is not None else ""
+    if datum.lower() in ("", "unknown", "undefined") and ellipsoid.lower() in ("", "unknown", "undefined"):
+        return f"has a coordinate reference system ({name!r}) whose datum and ellipsoid are unknown"
+    return None
+
+
+def check_crs(crs: Any, source: str) -> None:
+    """Raise ``InputError`` when ``crs`` cannot place the parcels of ``source`` (see ``crs_problem``)."""
+    problem = crs_problem(crs)
+    if problem:
+        raise InputError(f"Parcel layer {source} {problem}; assign the right one first (in QGIS: "
+                         "Layer Properties > Source, or Assign projection; a shapefile needs its .prj).")
+
+
 def repair_geometries(geoms) -> tuple[Any, np.ndarray]:
     """Repair invalid polygons and keep only their polygonal parts.
 
@@ -199,8 +238,7 @@ def load_parcels(
         InputError: unreadable file, no CRS, or a named field that does not exist.
     """
     gdf, source = _read_layer(parcels, layer)
-    if gdf.crs is None:
-        raise InputError(f"Parcel layer {source} has no coordinate reference system; assign one first.")
+    check_crs(gdf.crs, source)
     fields = [c for c in gdf.columns if c != gdf.geometry.name]
 
     def need(name: str, what: str) -> None:
@@ -621,6 +659,7 @@ def extract_pixel_sets(
     scene_list = _scene_list(scenes)
     if not scene_list:
         raise SceneError("No scenes were given.")
+    select_season(scene_list, settings.season_start)  # refuses scenes of several seasons
     meta = _meta(table, scene_list, weather, settings, label_field)
     return _extract_chunk(table, np.arange(len(table)), scene_list, weather, settings, classes, meta, progress)
 
@@ -630,6 +669,7 @@ def iter_chunks(table: ParcelTable, scenes: list[Scene], weather: Any, settings:
                 progress: Optional[Progress] = None):
     """Yield ``(indices, PixelSets)`` for spatial chunks of at most ``chunk_size`` parcels."""
     progress = progress or Progress()
+    select_season(scenes, settings.season_start)  # refuses scenes of several seasons
     chunks = spatial_chunks(table, chunk_size)
     for i, idx in enumerate(chunks):
         yield idx, _extract_chunk(table, idx, scenes, weather, settings, classes, meta,

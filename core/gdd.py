@@ -104,6 +104,30 @@ class SeasonStart:
         return np.datetime64(f"{year + self.year_offset:04d}-{self.month:02d}-{self.day:02d}", "D")
 
 
+def season_of(dates: Sequence, season_start: SeasonStart = SeasonStart()) -> np.ndarray:
+    """The season each date belongs to, named by its harvest year, shape (T,) int.
+
+    A season runs from ``season_start.start_for(Y)`` up to the day before
+    ``season_start.start_for(Y + 1)``: with ``09-01/-1``, 2016-10-05 and 2017-07-01 both belong
+    to season 2017 (1 September 2016 to 31 August 2017).
+    """
+    days = np.asarray(dates, dtype="datetime64[D]").ravel()
+    out = np.empty(days.size, dtype=np.int64)
+    for i, day in enumerate(days):
+        year = int(str(day)[:4]) - season_start.year_offset
+        while season_start.start_for(year) > day:
+            year -= 1
+        while season_start.start_for(year + 1) <= day:
+            year += 1
+        out[i] = year
+    return out
+
+
+def season_span(year: int, season_start: SeasonStart = SeasonStart()) -> tuple[np.datetime64, np.datetime64]:
+    """First and last day of the season named ``year``."""
+    return season_start.start_for(year), season_start.start_for(year + 1) - np.timedelta64(1, "D")
+
+
 def _season_start_date(dates: np.ndarray, season_start: SeasonStart) -> np.datetime64:
     # The season is named after its last acquisition's year (the harvest year); step back
     # a year while the start would fall after the first acquisition (spanning New Year).
