@@ -65,6 +65,13 @@ def add_weather_options(parser: argparse.ArgumentParser) -> None:
                        help="how far a parcel may be from the grid cell it takes temperatures from (default 25)")
 
 
+def add_season_option(parser: argparse.ArgumentParser) -> None:
+    """``--season``: which season to use when the scenes hold several."""
+    parser.add_argument("--season", type=bounded("season"), metavar="YEAR",
+                        help="use only the scenes of this season (named by its harvest year) when the "
+                             "scenes hold several; without it scenes of several seasons are refused")
+
+
 def weather_options(args: argparse.Namespace) -> dict:
     """Keyword arguments of ``core.weather.read_daily_temperature`` from the options above."""
     return {"tmin_var": args.tmin_var, "tmax_var": args.tmax_var, "tmax_path": args.tmax_file,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._options import bounded
+from ._options import add_season_option, bounded
 
 HELP = "classify parcels with a model bundle and write them with crop_pred, crop_conf and crop_status"
 
@@ -26,6 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="parcels covering fewer pixels get status too_small (default 1: classify every parcel)")
     parser.add_argument("--chunk-size", type=bounded("chunk_size"), default=20000, help="parcels held in memory at once")
     parser.add_argument("--level", choices=("L1C", "L2A"), help="use only products of this level")
+    add_season_option(parser)
     parser.add_argument("--band-order", help="comma-separated band order of multi-band files without descriptions")
     parser.add_argument("--offset", type=bounded("offset"), help="DN offset overriding the processing baseline (e.g. -1000)")
 
@@ -36,17 +37,21 @@ def run(args: argparse.Namespace) -> int:
     from ...core.classify import classify_parcels, write_classification
     from ...core.errors import InputError
     from ...core.extract import require_usable
-    from ...core.scenes import find_scenes
+    from ...core.preflight import check_inputs
     from ..progress_bar import progress_bar
     from .extract import scene_options
 
     out = Path(args.out)
     if out.exists() and not args.overwrite:
         raise InputError(f"{out} already exists; choose another output or pass --overwrite.")
-    scenes = find_scenes(args.scenes, **scene_options(args))
-    print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products")
+    checked = check_inputs(parcels=args.parcels, fields={"id": args.id_field}, scenes=args.scenes,
+                           scene_options=scene_options(args), season=args.season, weather=args.weather,
+                           bundle=args.model, need_bundle=True)
+    scenes = checked.scenes
+    print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products "
+          f"(inputs checked in {checked.seconds:.1f} s)")
     with progress_bar("classify") as progress:
-        result = classify_parcels(args.parcels, scenes, args.weather, args.model, chunk_size=args.chunk_size,
+        result = classify_parcels(args.parcels, scenes, args.weather, checked.bundle, chunk_size=args.chunk_size,
                                   id_field=args.id_field, min_pixels=args.min_pixels, progress=progress)
     require_usable(result.status, "classified", args.parcels)
     write_classification(args.parcels, result, out, label_field=args.label_field, conf_field=args.conf_field,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._options import bounded, season_start
+from ._options import add_season_option, bounded, season_start
 
 HELP = "extract per-parcel pixel sets (for training or inspection) into a dataset folder"
 
@@ -28,6 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="parcels covering fewer pixels get status too_small (default 1: keep every parcel)")
     parser.add_argument("--chunk-size", type=bounded("chunk_size"), default=20000, help="parcels held in memory at once")
     parser.add_argument("--level", choices=("L1C", "L2A"), help="use only products of this level")
+    add_season_option(parser)
     parser.add_argument("--band-order", help="comma-separated band order of multi-band files without descriptions")
     parser.add_argument("--offset", type=bounded("offset"), help="DN offset overriding the processing baseline (e.g. -1000)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset folder")
@@ -47,11 +48,15 @@ def run(args: argparse.Namespace) -> int:
 
     from ...core.dataset import open_dataset
     from ...core.extract import extract_to_dataset
-    from ...core.scenes import find_scenes
+    from ...core.preflight import check_inputs
     from ..progress_bar import progress_bar
 
-    scenes = find_scenes(args.scenes, **scene_options(args))
-    print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products")
+    checked = check_inputs(parcels=args.parcels, fields={"id": args.id_field, "label": args.label_field}, scenes=args.scenes,
+                           scene_options=scene_options(args), season=args.season,
+                           season_start=args.season_start, weather=args.weather)
+    scenes = checked.scenes
+    print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products "
+          f"(inputs checked in {checked.seconds:.1f} s)")
     with progress_bar("extract") as progress:
         out = extract_to_dataset(
             args.parcels, scenes, args.weather, args.out,

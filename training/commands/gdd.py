@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Optional
 
-from ._options import add_weather_options, bounded, date, season_start, weather_options
+from ._options import add_season_option, add_weather_options, bounded, date, season_start, weather_options
 
 HELP = "growing degree days per parcel (and per date) from daily temperatures, to CSV or a vector file"
 
@@ -30,6 +30,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="paper: clip min/max then average; average: average then clip (McMaster & "
                              "Wilhelm method 1)")
     parser.add_argument("--id-field", help="field holding parcel ids (default: parcel_id, else row number)")
+    add_season_option(parser)
     add_weather_options(parser)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
 
@@ -41,18 +42,15 @@ def check_args(args: argparse.Namespace) -> Optional[str]:
     return None
 
 
-def _dates(args: argparse.Namespace, options: dict):
+def _dates(args: argparse.Namespace, options: dict, scenes):
     import numpy as np
 
-    from ...core.errors import InputError
     from ...core.weather import record_period
 
     if args.dates:
         return np.unique(np.array(args.dates, dtype="datetime64[D]"))
-    if args.scenes:
-        from ...core.scenes import find_scenes
-
-        return np.unique(np.array([s.date for s in find_scenes(args.scenes)], dtype="datetime64[D]"))
+    if scenes:
+        return np.unique(np.array([s.date for s in scenes], dtype="datetime64[D]"))
     _, last = record_period(args.weather, tmin_var=options["tmin_var"])
     print(f"no --dates or --scenes: GDD at the end of the weather record, {last}")
     return np.array([last])
@@ -65,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
 
     from ...core.errors import InputError, NoUsableParcelsError
     from ...core.extract import load_parcels
-    from ...core.gdd import SeasonStart, gdd_at_points, season_bounds
+    from ...core.gdd import gdd_at_points, season_bounds
+    from ...core.preflight import check_inputs
     from ...core.vector import write_with_fields
 
     out = Path(args.out)
@@ -73,7 +72,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{out} already exists; choose another output or pass --overwrite.")
     season_start = args.season_start
     options = weather_options(args)
-    dates = _dates(args, options)
+    checked = check_inputs(parcels=args.parcels, fields={"id": args.id_field}, scenes=args.scenes, season=args.season,
+                           season_start=season_start, dates=args.dates, weather=args.weather,
+                           weather_options=options)
+    dates = _dates(args, options, checked.scenes)
     table = load_parcels(args.parcels, id_field=args.id_field)
     usable = np.array([g is not None for g in table.geometry])
     points = table.geometry[usable].representative_point()
