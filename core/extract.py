@@ -124,6 +124,18 @@ class ExtractionSettings:
     weather_options: dict[str, Any] = field(default_factory=dict)
 
 
+class _NullGeometryNoise(logging.Filter):
+    """Drops GDAL's complaint about features without geometry (``Pointer 'hGeom' is NULL``),
+    which fiona relays as an ERROR per feature: such parcels are handled (status
+    ``invalid_geometry``) and counted in one warning."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Pointer 'hGeom' is NULL" not in record.getMessage()
+
+
+logging.getLogger("fiona._env").addFilter(_NullGeometryNoise())
+
+
 def _read_layer(parcels: ParcelSource, layer: Optional[str] = None):
     import geopandas as gpd
 

@@ -11,7 +11,6 @@ from qgis.core import (
     QgsProcessingParameterFeatureSource,
     QgsProcessingParameterFile,
     QgsProcessingParameterFolderDestination,
-    QgsProcessingParameterNumber,
     QgsProcessingParameterString,
 )
 
@@ -44,8 +43,7 @@ class ExportTrainingData(ThermoCropAlgorithm):
         self.add_scene_parameters()
         self.add(QgsProcessingParameterFile("WEATHER", "Daily temperature file"))
         self.add(QgsProcessingParameterString("SEASON_START", "Season start", defaultValue="01-01"))
-        self.add(QgsProcessingParameterNumber("MAX_PIXELS", "Pixels per parcel", defaultValue=64, minValue=1,
-                                              maxValue=1024))
+        self.add(self.number("MAX_PIXELS", "Pixels per parcel", "max_pixels", 64))
         self.add(QgsProcessingParameterFolderDestination("OUTPUT", "Dataset folder"))
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
@@ -53,6 +51,9 @@ class ExportTrainingData(ThermoCropAlgorithm):
         if not ok:
             return ok, message
         ok, message = self.check_files([self.parameterAsFile(parameters, "WEATHER", context)], "temperature file")
+        if not ok:
+            return ok, message
+        ok, message = self.check_parcel_crs(parameters, context)
         if not ok:
             return ok, message
         return self.check_scenes(parameters, context)
@@ -65,6 +66,8 @@ class ExportTrainingData(ThermoCropAlgorithm):
         season = self.parameterAsString(parameters, "SEASON_START", context)
         max_pixels = self.parameterAsInt(parameters, "MAX_PIXELS", context)
         out = self.parameterAsString(parameters, "OUTPUT", context)
+        checked = self.preflight(parameters, context, feedback, scenes=scenes, weather=weather, season_start=season)
+        scenes = checked.scenes
         # Processing creates the destination folder beforehand; an empty one is ours to fill.
         if os.path.isdir(out) and os.listdir(out):
             raise QgsProcessingException(f"The dataset folder {out} is not empty; choose a new folder.")

@@ -15,7 +15,6 @@ from qgis.core import (
     QgsProcessingParameterFeatureSink,
     QgsProcessingParameterFeatureSource,
     QgsProcessingParameterFile,
-    QgsProcessingParameterNumber,
     QgsProcessingParameterString,
 )
 from qgis.PyQt.QtCore import QVariant
@@ -51,10 +50,8 @@ class ParcelGDD(ThermoCropAlgorithm):
         self.add(QgsProcessingParameterString("DATES", "Dates", optional=True))
         self.add_scene_parameters("Scenes (for their dates)")
         self.add(QgsProcessingParameterString("SEASON_START", "Season start", defaultValue="01-01"))
-        self.add(QgsProcessingParameterNumber("T_BASE", "Base temperature", QgsProcessingParameterNumber.Double,
-                                              defaultValue=0.0))
-        self.add(QgsProcessingParameterNumber("T_CAP", "Cap temperature", QgsProcessingParameterNumber.Double,
-                                              defaultValue=30.0))
+        self.add(self.number("T_BASE", "Base temperature", "t_base", 0.0))
+        self.add(self.number("T_CAP", "Cap temperature", "t_cap", 30.0))
         self.add(QgsProcessingParameterEnum("METHOD", "Method", options=list(METHODS), defaultValue=0))
         self.add(QgsProcessingParameterFeatureSink("OUTPUT", "Parcels with GDD", QgsProcessing.TypeVectorPolygon))
 
@@ -89,13 +86,25 @@ class ParcelGDD(ThermoCropAlgorithm):
         if self.parameterAsDouble(parameters, "T_CAP", context) <= self.parameterAsDouble(parameters, "T_BASE",
                                                                                            context):
             return False, "The cap temperature must be above the base temperature."
-        return True, ""
+        text = self.parameterAsString(parameters, "SEASON_START", context)
+        try:
+            from ...core.gdd import SeasonStart
+
+            SeasonStart.parse(text)
+        except ValueError as exc:
+            return False, str(exc)
+        return self.check_parcel_crs(parameters, context)
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         source = self.parameterAsSource(parameters, "INPUT", context)
-        dates = self._dates(parameters, context)
         weather_path = self.parameterAsFile(parameters, "WEATHER", context)
         season = self.parameterAsString(parameters, "SEASON_START", context)
+        text = self.parameterAsString(parameters, "DATES", context).strip()
+        checked = self.preflight(parameters, context, feedback, weather=weather_path, season_start=season,
+                                 scenes=None if text else self.scenes(parameters, context),
+                                 dates=self._dates(parameters, context) if text else None)
+        dates = (self._dates(parameters, context) if text else
+                 np.array(sorted({np.datetime64(s.date, "D") for s in checked.scenes})))
         t_base = self.parameterAsDouble(parameters, "T_BASE", context)
         t_cap = self.parameterAsDouble(parameters, "T_CAP", context)
         method = METHODS[self.parameterAsEnum(parameters, "METHOD", context)]
