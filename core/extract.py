@@ -455,10 +455,101 @@ def _gdd_for_parcels(table: ParcelTable, idx: np.ndarray, weather: Any, dates: n
     return np.where(ok[:, None], gdd, 0.0).astype(np.float32), ok
 
 
+DENSE_BYTES = 64 * 1024 * 1024
+"""Largest ``(n, T, C, S)`` pixel array built at a time from a chunk's compact buffers."""
+
+
+@dataclass
+class _ChunkPixels:
+    """The pixels of a chunk's parcels, stored compactly: parcel ``i`` owns the rows
+    ``offsets[i]:offsets[i + 1]`` of ``values`` and ``valid``, one per pixel slot it has, so
+    memory follows the pixels parcels really cover (two for a tiny field, up to S for a large
+    one) rather than S per parcel."""
+
+    values: np.ndarray  # (N, T, C) uint16
+    valid: np.ndarray  # (N, T) bool
+    offsets: np.ndarray  # (n + 1,) int64
+    date_mask: np.ndarray  # (n, T) bool
+    gdd: np.ndarray  # (n, T) float32
+    status: np.ndarray  # (n,) str
+    idx: np.ndarray  # (n,) rows of the table
+
+    @property
+    def slots(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def dense(self, rows: np.ndarray, slots: Optional[int] = None) -> tuple[np.ndarray, np.ndarray]:
+        """``pixels (m, T, C, S)`` and ``pixel_mask (m, T, S)`` of the chunk's parcels ``rows``,
+        S the largest slot count among them (or ``slots``)."""
+        count = self.slots[rows]
+        s = int(slots if slots is not None else max(1, int(count.max()) if len(rows) else 1))
+        t, c = self.values.shape[1], self.values.shape[2]
+        pixels = np.zeros((len(rows), t, c, s), dtype=np.uint16)
+        mask = np.zeros((len(rows), t, s), dtype=bool)
+        if count.sum():
+            local = np.repeat(np.arange(len(rows)), count)
+            slot = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+            source = np.repeat(self.offsets[rows], count) + slot
+            pixels[local, :, :, slot] = self.values[source]
+            mask[local, :, slot] = self.valid[source]
+        return pixels, mask
+
+
+def _pixel_sets(chunk: _ChunkPixels, rows: np.ndarray, table: ParcelTable, dates: np.ndarray,
+                settings: ExtractionSettings, classes: Sequence[str], meta: dict[str, Any],
+                slots: Optional[int] = None) -> PixelSets:
+    """The ``PixelSets`` of the chunk's parcels ``rows``."""
+    from .gdd import day_of_season
+
+    pixels, pixel_mask = chunk.dense(rows, slots)
+    idx = chunk.idx[rows]
+    return PixelSets(
+        pixels=pixels,
+        pixel_mask=pixel_mask,
+        date_mask=chunk.date_mask[rows] & (chunk.status[rows] == STATUS_OK)[:, None],
+        gdd=chunk.gdd[rows],
+        dates=dates,
+        day_of_season=np.asarray(day_of_season(dates, settings.season_start), dtype=np.float32),
+        parcel_ids=table.parcel_ids[idx],
+        status=chunk.status[rows].astype(str),
+        labels=table.labels[idx],
+        blocks=table.blocks[idx],
+        classes=tuple(classes),
+        bands=S2_BANDS,
+        meta=meta,
+    )
+
+
+def _slot_groups(slots: np.ndarray, t_count: int, fixed: Optional[int]) -> list[np.ndarray]:
+    """Chunk rows in groups whose dense pixel arrays stay within ``DENSE_BYTES``; rows are
+    grouped by slot count, so a group of tiny parcels is built with few slots."""
+    order = np.argsort(slots, kind="stable")
+    per_slot = t_count * len(S2_BANDS) * 2
+    groups, start = [], 0
+    while start < len(order):
+        stop = start + 1
+        while stop < len(order):
+            s = fixed or max(1, int(slots[order[stop]]))
+            if (stop - start + 1) * s * per_slot > DENSE_BYTES:
+                break
+            stop += 1
+        groups.append(np.sort(order[start:stop]))
+        start = stop
+    return groups
+
+
 def _extract_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weather: Any,
                    settings: ExtractionSettings, classes: Sequence[str], meta: dict[str, Any],
                    progress: Optional[Progress]) -> PixelSets:
-    """Pixel sets of the parcels ``idx`` of ``table`` (in that order)."""
+    """Pixel sets of the parcels ``idx`` of ``table`` (in that order), ``max_pixels`` slots each."""
+    chunk = _read_chunk(table, idx, scenes, weather, settings, progress)
+    dates = np.array([sc.date for sc in scenes], dtype="datetime64[D]")
+    return _pixel_sets(chunk, np.arange(len(idx)), table, dates, settings, classes, meta, settings.max_pixels)
+
+
+def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weather: Any,
+                settings: ExtractionSettings, progress: Optional[Progress]) -> _ChunkPixels:
+    """Read the pixels, masks and GDD of the parcels ``idx`` of ``table`` into compact buffers."""
     progress = progress or Progress()
     n, t_count, c_count, s = len(idx), len(scenes), len(S2_BANDS), settings.max_pixels
     dates = np.array([sc.date for sc in scenes], dtype="datetime64[D]")
@@ -491,49 +582,56 @@ def _extract_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], wea
     status[active & (covered == 0)] = STATUS_OUTSIDE
     status[active & (covered > 0) & (covered < settings.min_pixels)] = STATUS_TOO_SMALL
     readable = status == ""
-    n_slots = np.minimum(covered, s)
+    n_slots = np.where(readable, np.minimum(covered, s), 0)
+    offsets = np.r_[0, np.cumsum(n_slots)].astype(np.int64)
 
     passes = []  # per preference rank: per grid (parcel, slot, windows)
     for r in range(len(selections)):
         per_grid = []
         for k, sel in enumerate(selections):
             keep = readable[sel.parcel] & (rank[k, sel.parcel] == r)
-            parcel, slot = sel.parcel[keep], sel.slot[keep]
-            per_grid.append((parcel, slot, _windows_of(sel.flat[keep], grids[k], settings.block_size)))
+            position = offsets[sel.parcel[keep]] + sel.slot[keep]  # row in the compact buffers
+            per_grid.append((position, _windows_of(sel.flat[keep], grids[k], settings.block_size)))
         passes.append(per_grid)
 
-    pixels = np.zeros((n, t_count, c_count, s), dtype=np.uint16)
-    pixel_mask = np.zeros((n, t_count, s), dtype=bool)
+    total = int(offsets[-1])
+    pixels = np.zeros((total, t_count, c_count), dtype=np.uint16)
+    pixel_mask = np.zeros((total, t_count), dtype=bool)
     read_progress = progress.sub(0.1, 0.9)
     for t, scene in enumerate(scenes):
         for per_grid in passes:
             for k, grid in enumerate(grids):
-                parcel, slot, windows = per_grid[k]
+                position, windows = per_grid[k]
                 products = [p for p in scene.products if p.grid == grid]
-                if len(parcel) == 0 or not products:
+                if len(position) == 0 or not products:
                     continue
                 for product in products:
                     with product.open() as reader:
                         for window, pos, rr, cc in windows:
-                            if pixel_mask[parcel[pos], t, slot[pos]].all():
+                            if pixel_mask[position[pos], t].all():
                                 continue
                             dn, scl = reader.read(window)
                             values, valid = to_reflectance(dn[:, rr, cc], product.offset,
                                                            None if scl is None else scl[rr, cc],
                                                            settings.scl_invalid)
                             # Earlier products and preferred grids win: fill only empty slots.
-                            fill = valid & ~pixel_mask[parcel[pos], t, slot[pos]]
-                            p_f, s_f = parcel[pos][fill], slot[pos][fill]
-                            pixels[p_f, t, :, s_f] = values[:, fill].T
-                            pixel_mask[p_f, t, s_f] = True
+                            fill = valid & ~pixel_mask[position[pos], t]
+                            p_f = position[pos][fill]
+                            pixels[p_f, t, :] = values[:, fill].T
+                            pixel_mask[p_f, t] = True
         read_progress((t + 1) / max(t_count, 1))
 
-    valid_count = pixel_mask.sum(axis=2)
+    valid_count = np.zeros((n, t_count), dtype=np.int64)
+    has = np.flatnonzero(n_slots > 0)
+    if len(has):
+        valid_count[has] = np.add.reduceat(pixel_mask, offsets[has], axis=0, dtype=np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
         fraction = valid_count / np.maximum(n_slots, 1)[:, None]
     date_mask = readable[:, None] & (valid_count > 0) & (fraction >= settings.min_valid_fraction)
-    pixel_mask &= date_mask[:, :, None]
-    pixels[~date_mask] = 0
+    owner_dates = date_mask[np.repeat(np.arange(n), n_slots)]
+    pixel_mask &= owner_dates
+    pixels[~owner_dates] = 0
+    del owner_dates
     status[readable & ~date_mask.any(axis=1)] = STATUS_NO_CLEAR_DATE
 
     gdd = np.zeros((n, t_count), dtype=np.float32)
@@ -546,24 +644,7 @@ def _extract_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], wea
         status[need] = STATUS_NO_WEATHER
     progress(1.0)
     status[status == ""] = STATUS_OK
-
-    from .gdd import day_of_season
-
-    return PixelSets(
-        pixels=pixels,
-        pixel_mask=pixel_mask,
-        date_mask=date_mask & (status == STATUS_OK)[:, None],
-        gdd=gdd,
-        dates=dates,
-        day_of_season=np.asarray(day_of_season(dates, settings.season_start), dtype=np.float32),
-        parcel_ids=table.parcel_ids[idx],
-        status=status.astype(str),
-        labels=table.labels[idx],
-        blocks=table.blocks[idx],
-        classes=tuple(classes),
-        bands=S2_BANDS,
-        meta=meta,
-    )
+    return _ChunkPixels(pixels, pixel_mask, offsets, date_mask, gdd, status.astype(str), np.asarray(idx))
 
 
 def _settings(max_pixels: int, seed: int, min_valid_fraction: float, min_pixels: int, season_start: Any,
@@ -678,14 +759,26 @@ def extract_pixel_sets(
 
 def iter_chunks(table: ParcelTable, scenes: list[Scene], weather: Any, settings: ExtractionSettings,
                 classes: Sequence[str], meta: dict[str, Any], chunk_size: int,
-                progress: Optional[Progress] = None):
-    """Yield ``(indices, PixelSets)`` for spatial chunks of at most ``chunk_size`` parcels."""
+                progress: Optional[Progress] = None, full_slots: bool = False):
+    """Yield ``(indices, PixelSets)`` for the parcels of spatial chunks of at most
+    ``chunk_size`` parcels.
+
+    A chunk is read into compact buffers sized by the pixels its parcels cover, then handed
+    out in groups of parcels with similar pixel counts, each group's arrays within
+    ``DENSE_BYTES``: S is the largest slot count of the group, or ``max_pixels`` with
+    ``full_slots`` (as a dataset on disk stores them).
+    """
     progress = progress or Progress()
     select_season(scenes, settings.season_start)  # refuses scenes of several seasons
+    dates = np.array([sc.date for sc in scenes], dtype="datetime64[D]")
+    fixed = settings.max_pixels if full_slots else None
     chunks = spatial_chunks(table, chunk_size)
     for i, idx in enumerate(chunks):
-        yield idx, _extract_chunk(table, idx, scenes, weather, settings, classes, meta,
-                                  progress.sub(i / len(chunks), (i + 1) / len(chunks)))
+        chunk = _read_chunk(table, idx, scenes, weather, settings,
+                            progress.sub(i / len(chunks), (i + 1) / len(chunks)))
+        for rows in _slot_groups(chunk.slots, len(dates), fixed):
+            yield idx[rows], _pixel_sets(chunk, rows, table, dates, settings, classes, meta, fixed)
+        del chunk
 
 
 def extract_to_dataset(
@@ -747,7 +840,8 @@ def extract_to_dataset(
     )
     status = np.empty(len(table), dtype=object)
     with writer:
-        for idx, chunk in iter_chunks(table, scene_list, weather, settings, classes, meta, chunk_size, progress):
+        for idx, chunk in iter_chunks(table, scene_list, weather, settings, classes, meta, chunk_size, progress,
+                                      full_slots=True):
             writer.write_rows(idx, chunk)
             status[idx] = chunk.status
         require_usable(status, "extracted", table.source)  # raising here leaves no dataset
