@@ -99,11 +99,11 @@ def check_weather(weather: Any, *, crs: Any, bounds: Optional[Sequence[float]], 
         raise WeatherError(f"Weather file {path} cannot be read (permission denied).")
     options = dict(weather_options or {})
     if dates is None or len(dates) == 0:
-        first, last = record_period(path, tmin_var=options.get("tmin_var"))
+        first, last = record_period(path, tmin_var=options.get("tmin_var"), date_var=options.get("date_var"))
         dates = np.array([last])
     start, end = season_bounds(dates, season_start or SeasonStart())
     if bounds is None or crs is None or not np.all(np.isfinite(bounds)):
-        record_period(path, tmin_var=options.get("tmin_var"))
+        record_period(path, tmin_var=options.get("tmin_var"), date_var=options.get("date_var"))
         return None
     xs, ys = _sample_points(bounds)
     sample = read_daily_temperature(path, xs, ys, crs, start, end, missing="mask", **options)

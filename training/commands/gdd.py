@@ -51,7 +51,7 @@ def _dates(args: argparse.Namespace, options: dict, scenes):
         return np.unique(np.array(args.dates, dtype="datetime64[D]"))
     if scenes:
         return np.unique(np.array([s.date for s in scenes], dtype="datetime64[D]"))
-    _, last = record_period(args.weather, tmin_var=options["tmin_var"])
+    _, last = record_period(args.weather, tmin_var=options["tmin_var"], date_var=options["date_var"])
     print(f"no --dates or --scenes: GDD at the end of the weather record, {last}")
     return np.array([last])
 
