@@ -167,7 +167,10 @@ def check_inputs(
         result.bundle = bundle
         season_start = bundle.config.gdd.get("season_start", "01-01")
     if isinstance(season_start, str):
-        season_start = SeasonStart.parse(season_start)
+        try:
+            season_start = SeasonStart.parse(season_start)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
     result.season_start = season_start = season_start or SeasonStart()
 
     crs, bounds, source = parcel_crs, parcel_bounds, "the parcel layer"

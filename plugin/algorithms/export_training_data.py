@@ -56,6 +56,12 @@ class ExportTrainingData(ThermoCropAlgorithm):
         ok, message = self.check_parcel_crs(parameters, context)
         if not ok:
             return ok, message
+        try:
+            from ...core.gdd import SeasonStart
+
+            SeasonStart.parse(self.parameterAsString(parameters, "SEASON_START", context))
+        except ValueError as exc:
+            return False, str(exc)
         return self.check_scenes(parameters, context)
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
