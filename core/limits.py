@@ -65,6 +65,11 @@ LIMITS: dict[str, Limit] = {
     "t_cap": Limit(-50.0, 60.0, unit="degrees C"),
     "max_distance_km": Limit(0.0, 1000.0, above=True, unit="km"),
     "season": Limit(1900, 2100, integer=True),
+    "min_parcels": Limit(0, 10_000_000, integer=True),
+    # imported tables
+    "value_scale": Limit(0.0, 1_000_000.0, above=True),
+    "value_offset": Limit(-10_000.0, 10_000.0),
+    "block_size_km": Limit(0.0, 1000.0, above=True, unit="km"),
     # training
     "epochs": Limit(1, 100_000, integer=True),
     "steps_per_epoch": Limit(1, 10_000_000, integer=True),

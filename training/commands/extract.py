@@ -20,7 +20,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--class-map",
                         help="map codes or names to classes: france, denmark or austria (the paper's LPIS code "
                              "tables), or a CSV (code,class) or YAML file; codes not in it become 'unknown'")
-    parser.add_argument("--min-parcels", type=int, default=0,
+    parser.add_argument("--min-parcels", type=bounded("min_parcels"), default=0,
                         help="classes with fewer labelled parcels become 'unknown' (default 0: keep every class)")
     parser.add_argument("--id-field", help="field holding parcel ids (default: parcel_id, else row number)")
     parser.add_argument("--block-field", default="block", help="field holding spatial split blocks (default: block)")
