@@ -1,4 +1,4 @@
-"""Checks of a run's inputs that take a second or less, made before any scene pixel is read.
+"""Quick checks of a run's inputs, made before any scene pixel is read.
 
 The command line, the Toolbox algorithms and the dock call ``check_inputs`` first, so that a
 missing weather file, a parcel layer without a CRS, a damaged model or scenes of two seasons
