@@ -15,7 +15,8 @@ from shapely.geometry import Point, box
 
 from thermocrop.core.bands import S2_BANDS
 from thermocrop.core.errors import InputError, SceneError, WeatherError
-from thermocrop.training.cli import EXIT_INPUT, EXIT_NOTHING, EXIT_USAGE, main
+from thermocrop.training import cli
+from thermocrop.training.cli import main
 
 gpd = pytest.importorskip("geopandas")
 xr = pytest.importorskip("xarray")
@@ -159,7 +160,7 @@ def test_a_geopackage_with_an_undefined_crs_is_refused(tmp_path, capsys):
     _scene(tmp_path / "scenes", "2021-05-01")
     rc = main(["classify", "--parcels", str(path), "--scenes", str(tmp_path / "scenes"), "--weather",
                str(_csv(tmp_path / "w.csv", [(d, 2, 12) for d in _year()])), "--out", str(tmp_path / "o.gpkg")])
-    assert rc == EXIT_INPUT and "undefined coordinate reference system" in capsys.readouterr().err
+    assert rc == cli.EXIT_INPUT and "undefined coordinate reference system" in capsys.readouterr().err
     assert not (tmp_path / "o.gpkg").exists()
 
 
@@ -196,7 +197,7 @@ def test_the_cli_refuses_mixed_seasons_and_takes_season(tmp_path, capsys):
     days = np.arange(np.datetime64("2020-01-01"), np.datetime64("2021-12-31") + 1)
     weather = _csv(tmp_path / "w.csv", [(d, 2, 12) for d in days])
     common = ["gdd", "--parcels", str(parcels), "--weather", str(weather), "--scenes", str(tmp_path / "s")]
-    assert main(common + ["--out", str(tmp_path / "a.csv")]) == EXIT_INPUT
+    assert main(common + ["--out", str(tmp_path / "a.csv")]) == cli.EXIT_INPUT
     assert "2020 (1 dates" in capsys.readouterr().err and not (tmp_path / "a.csv").exists()
     assert main(common + ["--season", "2021", "--out", str(tmp_path / "b.csv")]) == 0
     table = np.genfromtxt(tmp_path / "b.csv", delimiter=",", dtype=None, names=True, encoding="utf-8")
@@ -236,7 +237,7 @@ def test_numeric_options_out_of_range_are_usage_errors(argv, tmp_path, capsys, m
     monkeypatch.chdir(tmp_path)  # nothing may be created, here or anywhere
     with pytest.raises(SystemExit) as info:
         main([argv[0]] + REQUIRED[argv[0]] + argv[1:])
-    assert info.value.code == EXIT_USAGE
+    assert info.value.code == cli.EXIT_USAGE
     err = capsys.readouterr().err
     assert argv[-2] in err or "--t-cap" in err
     assert list(tmp_path.iterdir()) == []
@@ -265,7 +266,7 @@ def test_a_weather_grid_far_away_classifies_nothing_and_exits_4(tmp_path, capsys
     rc = main(["classify", "--parcels", str(parcels), "--scenes", str(tmp_path / "s"), "--weather", str(weather),
                "--out", str(out)])
     err = capsys.readouterr().err
-    assert rc == EXIT_NOTHING and "2 parcels: 2 no_weather (no usable temperatures" in err
+    assert rc == cli.EXIT_NOTHING and "2 parcels: 2 no_weather (no usable temperatures" in err
     assert not out.exists()
 
 
@@ -276,7 +277,7 @@ def test_a_point_layer_classifies_nothing_and_exits_4(tmp_path, capsys):
                      crs=CRS).to_file(parcels)
     rc = main(["classify", "--parcels", str(parcels), "--scenes", str(tmp_path / "s"), "--weather",
                str(_csv(tmp_path / "w.csv", [(d, 2, 12) for d in _year()])), "--out", str(tmp_path / "o.gpkg")])
-    assert rc == EXIT_NOTHING and "2 invalid_geometry" in capsys.readouterr().err
+    assert rc == cli.EXIT_NOTHING and "2 invalid_geometry" in capsys.readouterr().err
 
 
 # -- item 14: checked before any scene is read ------------------------------------------------
@@ -304,7 +305,7 @@ def test_problems_are_found_before_any_scene_is_read(problem, tmp_path, capsys, 
         argv += ["--weather", str(weather), "--model", str(tmp_path / "m.tcm")]
     else:
         argv += ["--weather", str(weather), "--id-field", "lpis_id"]
-    assert main(argv) == EXIT_INPUT
+    assert main(argv) == cli.EXIT_INPUT
     err = capsys.readouterr().err
     assert {"missing weather": "nope.nc does not exist", "kelvin as celsius": "units 'degC'",
             "damaged model": "m.tcm", "no id field": "no id field 'lpis_id'"}[problem] in err
