@@ -1,12 +1,16 @@
 """Peak memory of classifying many tiny parcels: chunk buffers sized by the pixels parcels
-cover, against the same run with each chunk held as one ``(n, T, C, max_pixels)`` array (how
-extraction sized its buffers before).
+cover ("fitted"), against the same run with each chunk held as one ``(n, T, C, max_pixels)``
+array ("max_pixels", how extraction sized its buffers before).
 
 Writes a region of tiny square parcels (about two pixels each) on a lattice, ``--dates``
-10-band GeoTIFF scenes and a station CSV into a cache folder once, then classifies it with
-the shipped model in a child process per way, so that each peak RSS is its own.
+10-band GeoTIFF scenes and a station CSV into a cache folder once, then runs each way in a
+child process of its own, so that each peak RSS is its own. ``--stage extract`` (default)
+runs classification's extraction loop (``iter_chunks`` over the layer in chunks of 20,000,
+keeping per-parcel statuses and mean reflectances as classification keeps its results) without
+the model; ``--stage classify`` runs ``classify_parcels`` with the shipped model, whose CPU
+time on 64 pixel slots per parcel is far longer.
 
-    python benchmarks/bench_memory.py [--parcels 20000 100000] [--dates 60]
+    python benchmarks/bench_memory.py [--parcels 20000 100000] [--dates 60] [--stage extract]
 """
 
 from __future__ import annotations
@@ -74,8 +78,27 @@ def make_region(folder: Path, n_parcels: int, n_dates: int) -> Path:
     return folder
 
 
-def child(folder: Path, way: str) -> None:
-    """Classify the region and print the peak RSS (MB) and time as JSON."""
+def extraction_loop(folder: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Classification's extraction loop without the model: statuses and mean reflectances."""
+    from thermocrop.core import extract
+    from thermocrop.core.extract import _meta, _settings, iter_chunks, load_parcels
+    from thermocrop.core.scenes import find_scenes
+
+    settings = _settings(64, 0, 0.5, 1, None, 0.0, 30.0, "paper", extract.SCL_INVALID, None)
+    table = load_parcels(folder / "parcels.gpkg", block_field=None)
+    scenes = find_scenes(folder / "scenes")
+    meta = _meta(table, scenes, folder / "weather.csv", settings, None)
+    status = np.empty(len(table), dtype=object)
+    mean = np.full((len(table), 10), np.nan, dtype=np.float32)
+    for idx, ps in extract.iter_chunks(table, scenes, folder / "weather.csv", settings, (), meta, 20000):
+        status[idx] = ps.status
+        valid = ps.pixel_mask[:, :, None, :]
+        mean[idx] = (ps.pixels * valid).sum(axis=(1, 3)) / np.maximum(valid.sum(axis=(1, 3)), 1)
+    return status, mean
+
+
+def child(folder: Path, way: str, stage: str) -> None:
+    """Run one way and print the peak RSS (MB) and time as JSON."""
     from thermocrop.core import extract
     from thermocrop.core.classify import classify_parcels
 
@@ -87,16 +110,20 @@ def child(folder: Path, way: str) -> None:
         import thermocrop.core.classify as classify_module
         classify_module.iter_chunks = extract.iter_chunks
     t0 = time.perf_counter()
-    result = classify_parcels(folder / "parcels.gpkg", folder / "scenes", folder / "weather.csv")
+    if stage == "classify":
+        result = classify_parcels(folder / "parcels.gpkg", folder / "scenes", folder / "weather.csv")
+        status, check = result.status, result.labels.tolist()
+    else:
+        status, mean = extraction_loop(folder)
+        check = np.round(mean, 3).tolist()
     seconds = time.perf_counter() - t0
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    ok = int((result.status == "ok").sum())
-    print(json.dumps({"way": way, "peak_mb": peak_mb, "seconds": seconds, "ok": ok,
-                      "labels": result.labels[:2000].tolist()}))
+    ok = int((np.asarray(status) == "ok").sum())
+    print(json.dumps({"way": way, "peak_mb": peak_mb, "seconds": seconds, "ok": ok, "check": check}))
 
 
-def measure(folder: Path, way: str) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", str(folder), way], capture_output=True,
+def measure(folder: Path, way: str, stage: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", str(folder), way, stage], capture_output=True,
                          text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -107,25 +134,28 @@ def main() -> None:
     parser.add_argument("--dates", type=int, default=60)
     parser.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "thermocrop-bench"))
     parser.add_argument("--ways", nargs="+", default=["fitted", "max_pixels"])
-    parser.add_argument("--child", nargs=2, metavar=("FOLDER", "WAY"), help=argparse.SUPPRESS)
+    parser.add_argument("--stage", choices=("extract", "classify"), default="extract")
+    parser.add_argument("--child", nargs=3, metavar=("FOLDER", "WAY", "STAGE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(Path(args.child[0]), args.child[1])
+        child(Path(args.child[0]), args.child[1], args.child[2])
         return
+    print(f"stage: {args.stage}")
     print(f"{'parcels':>8} {'dates':>5}  {'way':<11} {'peak RSS MB':>11} {'seconds':>8} {'ok':>7}")
     for n in args.parcels:
         folder = make_region(Path(args.cache) / f"memory_{n}_{args.dates}", n, args.dates)
         runs = {}
         for way in args.ways:
-            runs[way] = measure(folder, way)
+            runs[way] = measure(folder, way, args.stage)
             r = runs[way]
             print(f"{n:>8} {args.dates:>5}  {way:<11} {r['peak_mb']:>11.0f} {r['seconds']:>8.1f} {r['ok']:>7}",
                   flush=True)
         if len(runs) == 2:
             a, b = runs["fitted"], runs["max_pixels"]
-            same = a["labels"] == b["labels"]
+            same = a["check"] == b["check"]
             print(f"{n:>8} {args.dates:>5}  ratio       {b['peak_mb'] / a['peak_mb']:>10.1f}x "
-                  f"less memory; same labels: {same}", flush=True)
+                  f"less memory; same {'labels' if args.stage == 'classify' else 'mean reflectances'}: {same}",
+                  flush=True)
 
 
 if __name__ == "__main__":
