@@ -355,3 +355,18 @@ def test_chunk_buffers_follow_the_pixels_parcels_cover(tmp_path, monkeypatch):
         assert not whole.pixel_mask[idx][..., s:].any()
         np.testing.assert_array_equal(ps.gdd, whole.gdd[idx])
         assert ps.status.tolist() == whole.status[idx].tolist() == ["ok"] * len(idx)
+
+
+def test_every_kind_of_failure_has_its_exit_code(monkeypatch):
+    from thermocrop.core import errors
+
+    class OutputError(errors.ThermoCropError):
+        """As the writers raise for a refused output."""
+
+    monkeypatch.setattr(errors, "OutputError", OutputError, raising=False)
+    cases = {errors.WeatherError("x"): cli.EXIT_INPUT, errors.BundleError("x"): cli.EXIT_INPUT,
+             errors.NoUsableParcelsError("x"): cli.EXIT_NOTHING, OutputError("x"): cli.EXIT_OUTPUT,
+             errors.ExtractionError("x"): cli.EXIT_FAILED, errors.CancelledError("x"): cli.EXIT_INTERRUPTED,
+             KeyboardInterrupt(): cli.EXIT_INTERRUPTED, RuntimeError("x"): cli.EXIT_INTERNAL}
+    assert {type(e).__name__: cli.exit_code(e) for e in cases} == {type(e).__name__: c for e, c in cases.items()}
+    assert len(set(cases.values())) == 7 and cli.EXIT_USAGE not in cases.values()
