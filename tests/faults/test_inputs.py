@@ -369,4 +369,4 @@ def test_every_kind_of_failure_has_its_exit_code(monkeypatch):
              errors.ExtractionError("x"): cli.EXIT_FAILED, errors.CancelledError("x"): cli.EXIT_INTERRUPTED,
              KeyboardInterrupt(): cli.EXIT_INTERRUPTED, RuntimeError("x"): cli.EXIT_INTERNAL}
     assert {type(e).__name__: cli.exit_code(e) for e in cases} == {type(e).__name__: c for e, c in cases.items()}
-    assert len(set(cases.values())) == 7 and cli.EXIT_USAGE not in cases.values()
+    assert len(set(cases.values())) == 6 and cli.EXIT_USAGE not in cases.values()
