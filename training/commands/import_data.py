@@ -107,9 +107,39 @@ def _run_table(args: argparse.Namespace) -> str:
         offset=args.offset, level=args.level, **_gdd_options(args))
 
 
+def _configure_timematch(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("root", metavar="ROOT",
+                        help="TimeMatch folder (holding dataset_split.json and <country>/<tile>/<year>/)")
+    parser.add_argument("--tile", required=True,
+                        help="country/tile/year, e.g. denmark/32VNH/2017, or the paper's name AT1, DK1, FR1, FR2")
+    _add_output(parser)
+    parser.add_argument("--max-pixels", type=int, default=64,
+                        help="pixels kept per parcel, a seeded random subset of larger parcels (default 64)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the pixel subsets (default 0)")
+    group = parser.add_argument_group("classes")
+    group.add_argument("--class-map", help="CSV of 'code,class' rows or a preset name (default: the preset "
+                                           "named after the tile's country, e.g. denmark)")
+    group.add_argument("--classes", help="comma-separated class list, or 'tile' for the tile's list in "
+                                         "dataset_classes.json (default: the paper's nine classes); parcels "
+                                         "of other classes stay unlabelled, as in the reference")
+
+
+def _run_timematch(args: argparse.Namespace) -> str:
+    from ..importers.timematch import import_timematch
+    from ..progress_bar import progress_bar
+
+    classes = "tile" if args.classes == "tile" else _classes(args)
+    with progress_bar("import") as progress:
+        return import_timematch(args.root, args.tile, args.out, class_map=args.class_map, classes=classes,
+                                max_pixels=args.max_pixels, seed=args.seed, overwrite=args.overwrite,
+                                progress=progress)
+
+
 FORMATS = {
     "table": ("per-parcel band values per date (CSV, Parquet, Excel; long or wide) as S = 1 pixel sets",
               _configure_table, _run_table),
+    "timematch": ("a tile of the TimeMatch dataset with its weather extension (the thermal positional "
+                  "encoding paper's data)", _configure_timematch, _run_timematch),
 }
 
 

@@ -91,8 +91,8 @@ def load_class_map(spec: Union[PathLike, Mapping[Any, str]]) -> dict[str, str]:
 
 
 def assign_labels(values: Sequence[Any], *, class_map: Union[PathLike, Mapping, None] = None,
-                  classes: Optional[Sequence[str]] = None, source: str = "the labels"
-                  ) -> tuple[np.ndarray, tuple[str, ...]]:
+                  classes: Optional[Sequence[str]] = None, outside: str = "unknown",
+                  source: str = "the labels") -> tuple[np.ndarray, tuple[str, ...]]:
     """Class indices of the parcels' label values.
 
     Args:
@@ -100,12 +100,15 @@ def assign_labels(values: Sequence[Any], *, class_map: Union[PathLike, Mapping, 
             (None, NaN, empty) leave the parcel unlabelled.
         class_map: codes -> class names; codes it lacks become ``unknown`` (counted per code).
         classes: the class list; by default the sorted names that occur.
+        outside: what a class outside an explicit ``classes`` list becomes: ``"unknown"``
+            (when that is a class; else unlabelled) or ``"unlabelled"``.
         source: where the values come from, for messages.
 
     Returns:
-        ``labels (P,)`` int16 (-1 unlabelled) and the class list. A name outside an explicit
-        ``classes`` list becomes ``unknown`` when that is a class, else unlabelled.
+        ``labels (P,)`` int16 (-1 unlabelled) and the class list.
     """
+    if outside not in ("unknown", "unlabelled"):
+        raise ValueError(f"outside must be 'unknown' or 'unlabelled', not {outside!r}")
     keys = [code_key(v) for v in values]
     if class_map is not None:
         mapping = load_class_map(class_map)
@@ -130,21 +133,21 @@ def assign_labels(values: Sequence[Any], *, class_map: Union[PathLike, Mapping, 
     classes = tuple(classes)
     lookup = {c: i for i, c in enumerate(classes)}
     labels = np.full(len(names), -1, dtype=np.int16)
-    outside: Counter = Counter()
+    others: Counter = Counter()
     for i, name in enumerate(names):
         if name is None:
             continue
         if name in lookup:
             labels[i] = lookup[name]
         else:
-            outside[name] += 1
-            if UNKNOWN in lookup:
+            others[name] += 1
+            if outside == "unknown" and UNKNOWN in lookup:
                 labels[i] = lookup[UNKNOWN]
-    if outside:
-        fate = UNKNOWN if UNKNOWN in lookup else "unlabelled"
+    if others:
+        fate = UNKNOWN if outside == "unknown" and UNKNOWN in lookup else "unlabelled"
         log.warning("%s: %d parcels have classes outside %s and count as %s: %s", source,
-                    sum(outside.values()), list(classes), fate,
-                    ", ".join(f"{c} ({n})" for c, n in outside.most_common(20)))
+                    sum(others.values()), list(classes), fate,
+                    ", ".join(f"{c} ({n})" for c, n in others.most_common(20)))
     return labels, classes
 
 
