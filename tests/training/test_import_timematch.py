@@ -150,3 +150,15 @@ def test_broken_stores_are_named_and_leave_nothing(tm_root, tmp_path):
         import_timematch(tm_root, TILE, tmp_path / "out", class_map=tmp_path / "dk.csv")
     with pytest.raises(InputError, match="does not exist"):
         import_timematch(tm_root, "austria/33UVP/2017", tmp_path / "out", class_map=tmp_path / "dk.csv")
+
+
+def test_country_preset_is_the_default_class_map(tmp_path):
+    root = tmp_path / "tm"
+    tmin, tmax = zip(*(series(i) for i in range(4)))
+    codes = [np.float64(1.0), np.float64("nan"), np.float64(3.0), np.float64(11.0)]  # Danish afgkode
+    make_tile(root, TILE, dates=[20170110, 20170301], labels=codes, blocks=[0, 0, 1, 1], sizes=[2, 2, 2, 2],
+              tmin=tmin, tmax=tmax)
+    ps = open_dataset(import_timematch(root, "DK1", tmp_path / "DK1"))
+    # 1 spring barley, NaN unknown, 3 spring oats (not among the nine: left out), 11 winter wheat
+    names = [CROP_CLASSES[i] if i >= 0 else None for i in ps.labels]
+    assert names == ["spring_barley", "unknown", None, "winter_wheat"]

@@ -154,7 +154,7 @@ def import_psetae(
     dates = raw_dates[order]
     season = season_start if isinstance(season_start, SeasonStart) else SeasonStart.parse(str(season_start))
 
-    labels, classes = assign_labels([table.get(i) for i in ids], class_map=class_map, classes=classes,
+    labels, classes, label_summary = assign_labels([table.get(i) for i in ids], class_map=class_map, classes=classes,
                                     source=f"{folder / 'META' / 'labels.json'} {nomenclature}")
     locations: Optional[Locations] = None
     blocks = np.full(n, -1, dtype=np.int32)
@@ -187,6 +187,7 @@ def import_psetae(
         "importer": "psetae", "source": str(folder), "nomenclature": nomenclature,
         "source_bands": band_order, "value_scale": value_scale, "max_pixels": max_pixels, "seed": seed,
         "class_map": None if class_map is None or isinstance(class_map, Mapping) else str(class_map),
+        "labels": label_summary,
         "parcels": str(parcels) if parcels is not None else None, "weather": str(weather),
         "levels": [level] if level else [], "season_start": str(season), "t_base": t_base, "t_cap": t_cap,
         "gdd_method": gdd_method,

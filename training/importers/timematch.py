@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
 
@@ -83,13 +82,6 @@ def read_pixel_set(path: Path) -> np.ndarray:
         return np.asarray(zarr.open_array(str(path), mode="r")[...])
     except Exception as exc:  # zarr and numcodecs raise many kinds
         raise InputError(f"cannot read {path} ({exc}); download the tile again") from None
-
-
-def _crop_code(value: Any) -> Any:
-    """NaN (no declared crop) -> the text ``nan``, which no class map holds, so: unknown."""
-    if value is None or (isinstance(value, (float, np.floating)) and math.isnan(value)):
-        return "nan"
-    return value
 
 
 def _season(start: np.datetime64, dates: np.ndarray):
@@ -211,9 +203,11 @@ def import_timematch(
         classes = CROP_CLASSES
     elif isinstance(classes, str):
         classes = timematch_classes(root, tile) if classes == "tile" else [classes]
-    codes = [_crop_code(p.get("label")) for p in parcels]
-    labels, classes = assign_labels(codes, class_map=class_map, classes=classes, outside="unlabelled",
-                                    source=f"{meta_path} labels")
+    # NaN (no declared crop) is unknown, as the reference makes it; classes outside the list
+    # are left unlabelled, as the reference leaves them out.
+    labels, classes, label_summary = assign_labels([p.get("label") for p in parcels], class_map=class_map,
+                                                   classes=classes, missing="unknown",
+                                                   source=f"{meta_path} labels")
     blocks = np.array([int(p.get("block", -1)) for p in parcels], dtype=np.int32)
     ids = [str(p.get("id", i)) for i, p in enumerate(parcels)]
     splits = None
@@ -226,6 +220,7 @@ def import_timematch(
     meta = {
         "importer": "timematch", "source": str(folder), "tile": tile, "country": country,
         "splits": splits, "source_bands": list(TIMEMATCH_BANDS), "max_pixels": max_pixels, "seed": seed,
+        "labels": label_summary,
         "class_map": class_map if isinstance(class_map, str) else str(class_map)
         if not isinstance(class_map, Mapping) else "mapping",
         "levels": ["L1C"], "weather": str(weather_path), "start_date": str(start),

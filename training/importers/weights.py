@@ -28,7 +28,7 @@ import torch
 
 from ...core.bands import S2_BANDS
 from ...core.bundle import BundleConfig, InputScaling, save_bundle
-from ...core.crops import CLASS_COLOURS, CROP_CLASSES
+from ...core.crops import CROP_CLASSES, class_colours
 from ...core.errors import BundleError, InputError
 from ...core.models import VARIANTS, build_model
 from .common import PathLike
@@ -222,7 +222,7 @@ def import_weights(checkpoint: PathLike, out: PathLike, *, variant: Optional[str
                     "encodes the exact GDD, so this model's logits differ slightly from the reference's "
                     "on the same parcel (thermal time is not rounded here)")
     config = BundleConfig(
-        classes=classes, colours={c: CLASS_COLOURS.get(c, "#808080") for c in classes}, bands=S2_BANDS,
+        classes=classes, colours=class_colours(classes), bands=S2_BANDS,
         scaling=InputScaling(quantification=REFERENCE_SCALE, mean=(0.0,) * len(S2_BANDS),
                              std=(1.0,) * len(S2_BANDS)),
         gdd={"t_base": 0.0, "t_cap": 30.0, "method": "paper", "season_start": "01-01"},
