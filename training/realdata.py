@@ -207,7 +207,8 @@ def cross_validate(dataset: Union[str, Path], variants: Sequence[str], out: Unio
             ("overall_accuracy", "macro_f1_min_support", "macro_f1", "kappa")}
         summary[variant]["std_macro_f1_min_support"] = float(np.std([r["macro_f1_min_support"] for r in mine]))
         summary[variant]["std_overall_accuracy"] = float(np.std([r["overall_accuracy"] for r in mine]))
-    data = {"dataset": str(dataset), "n_folds": n_folds, "seeds": list(seeds), "training": asdict(config),
+    training = {k: v for k, v in asdict(config).items() if k not in ("variant", "seed")}
+    data = {"dataset": str(dataset), "n_folds": n_folds, "seeds": list(seeds), "training": training,
             "classes": list(ps.classes), "runs": runs, "summary": summary}
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(data, indent=1))
