@@ -244,3 +244,146 @@ def prepare_regions(out: Path, parcels: int, seed: int, max_pixels: int) -> list
                                  "--seed", str(seed), "--out", str(target)], check=True)
         paths.append(target)
     return paths
+
+
+# --------------------------------------------------------------------------------------------
+# The paper's own protocol on the TimeMatch data
+
+PAPER_TILES = ("AT1", "DK1", "FR1", "FR2")
+"""The paper's tiles by their Table 1 names (``importers.timematch.TILES`` gives their paths)."""
+
+
+def _labels_in(ps, blocks):
+    """The same (memory-mapped) pixel sets with labels kept only for parcels in ``blocks``."""
+    keep = np.isin(np.asarray(ps.blocks), np.asarray(list(blocks), dtype=np.int64))
+    return replace(ps, labels=np.where(keep, np.asarray(ps.labels), -1).astype(np.int16))
+
+
+def _fold_blocks(ps, fold: int, split: str) -> list[int]:
+    splits = (ps.meta or {}).get("splits")
+    if not splits:
+        raise ValueError(f"{ps.meta.get('source', 'a dataset')} has no block folds (dataset_split.json); "
+                         "import the tile from a TimeMatch folder that holds one")
+    if not 0 <= fold < len(splits):
+        raise ValueError(f"fold {fold} does not exist; the data have folds 0..{len(splits) - 1}")
+    return [int(b) for b in splits[fold][split]]
+
+
+def _paper_run(job: tuple[list[str], str, str, dict[str, Any], str, int, int]) -> dict[str, Any]:
+    """Train one variant on the train blocks of three tiles (best epoch on their validation
+    blocks) and score it on the test blocks of the fourth (a worker job)."""
+    train_paths, held_path, variant, cfg, run_dir, threads, fold = job
+    import torch
+
+    from ..core.bundle import load_bundle
+    from ..core.dataset import open_dataset
+    from .evaluate import evaluate_bundle
+    from .sampling import usable_parcels
+    from .train import train_model
+
+    torch.set_num_threads(threads)
+    run_dir = Path(run_dir)
+    config = TrainingConfig(**{**cfg, "variant": variant})
+    sources = [open_dataset(p) for p in train_paths]
+    train = [_labels_in(ps, _fold_blocks(ps, fold, "train")) for ps in sources]
+    val = [_labels_in(ps, _fold_blocks(ps, fold, "val")) for ps in sources]
+    held = open_dataset(held_path)
+    test = _labels_in(held, _fold_blocks(held, fold, "test"))
+    k = len(held.classes)
+    counts = {name: int(sum(len(usable_parcels(ps, k)) for ps in sets))
+              for name, sets in (("n_train", train), ("n_val", val), ("n_parcels", [test]))}
+    result = train_model(train, run_dir / "model.tcm", config, val_datasets=val, resume=True,
+                         show_progress=False,
+                         provenance={"protocol": "paper", "fold": fold,
+                                     "train_regions": [region_name(p) for p in train_paths],
+                                     "held_out_region": region_name(held_path)})
+    scores = evaluate_bundle(load_bundle(result.bundle_path), [test], split="all")
+    record = {
+        "variant": variant, "held_out": region_name(held_path), "protocol": "paper", "fold": fold,
+        "train_regions": [region_name(p) for p in train_paths],
+        "macro_f1": scores["macro_f1"], "overall_accuracy": scores["overall_accuracy"],
+        "kappa": scores["kappa"], **counts,
+        "confusion_matrix": scores["confusion_matrix"], "per_class": scores["per_class"],
+        "best_val_macro_f1": result.metrics["best_val_macro_f1"],
+        "train_samples_per_s": result.metrics["train_samples_per_s"],
+    }
+    tmp = run_dir / "result.json.part"
+    tmp.write_text(json.dumps(record, indent=2))
+    os.replace(tmp, run_dir / "result.json")
+    return record
+
+
+def import_paper_tiles(data_root: Path, out: Path, *, class_maps: Optional[dict[str, Any]] = None,
+                       max_pixels: int = 64, seed: int = 0) -> list[Path]:
+    """The four TimeMatch tiles as datasets ``out/<AT1|DK1|FR1|FR2>`` (imported once), with the
+    paper's nine classes and the block folds of ``dataset_split.json``."""
+    from .importers.timematch import TILES, import_timematch
+
+    paths = []
+    for name in PAPER_TILES:
+        target = Path(out) / name
+        if not (target / "dataset.json").is_file():
+            country = TILES[name].split("/")[0]
+            log.info("importing %s (%s) into %s", name, TILES[name], target)
+            import_timematch(data_root, TILES[name], target, class_map=(class_maps or {}).get(country),
+                             max_pixels=max_pixels, seed=seed, overwrite=target.exists())
+        paths.append(target)
+    return paths
+
+
+def run_paper_protocol(data_root: Path, variants: Sequence[str], out: Path,
+                       config: TrainingConfig = TrainingConfig(), *, fold: int = 0, jobs: int = 1,
+                       class_maps: Optional[dict[str, Any]] = None, max_pixels: int = 64
+                       ) -> list[dict[str, Any]]:
+    """The paper's Table 1 protocol on the TimeMatch data.
+
+    Each variant is trained on three tiles and tested on the fourth: training parcels are the
+    ``train`` blocks of fold ``fold`` of the three tiles (``dataset_split.json``), the best
+    epoch is chosen on their ``val`` blocks, and the score is taken on the ``test`` blocks of the
+    held-out tile, with the paper's nine classes (parcels of other classes left out, unmapped
+    crop codes ``unknown``) and its recipe (``config``; the defaults are the paper's).
+
+    Args:
+        data_root: the TimeMatch folder (``dataset_split.json``, ``<country>/<tile>/<year>/``).
+        variants: model variants.
+        out: output folder: ``datasets/`` (the imported tiles), ``<variant>/<tile>/`` per run,
+            ``results.json`` and ``table.md``. Finished imports and runs are re-used.
+        config: training settings (variant replaced per run); ``device="auto"`` takes the GPU.
+        fold: the fold of ``dataset_split.json`` (the paper reports fold 0).
+        jobs: runs trained at once.
+        class_maps: ``{country: class map}`` instead of the presets named after the countries.
+        max_pixels: S kept per parcel on import.
+
+    Returns:
+        One record per run, as ``run_experiment``'s.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    regions = import_paper_tiles(Path(data_root), out / "datasets", class_maps=class_maps,
+                                 max_pixels=max_pixels, seed=config.seed)
+    records, todo = [], []
+    threads = max(1, (os.cpu_count() or 1) // max(jobs, 1))
+    cfg = asdict(replace(config, variant=variants[0]))
+    for variant in variants:
+        for held in regions:
+            run_dir = out / variant / region_name(held)
+            done = run_dir / "result.json"
+            if done.exists():
+                records.append(json.loads(done.read_text()))
+                continue
+            run_dir.mkdir(parents=True, exist_ok=True)
+            todo.append(([str(r) for r in regions if r != held], str(held), variant, cfg, str(run_dir),
+                         threads, fold))
+    log.info("paper protocol: %d runs finished before, %d to do", len(records), len(todo))
+    if jobs > 1 and len(todo) > 1:
+        ctx = multiprocessing.get_context("spawn")
+        with ctx.Pool(jobs) as pool:
+            for rec in pool.imap_unordered(_paper_run, todo):
+                records.append(rec)
+                write_outputs(records, variants, regions, out, config)
+    else:
+        for job in todo:
+            records.append(_paper_run(job))
+            write_outputs(records, variants, regions, out, config)
+    write_outputs(records, variants, regions, out, config)
+    return records
