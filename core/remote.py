@@ -328,6 +328,9 @@ class RemoteReader:
             "GDAL_HTTP_CONNECTTIMEOUT": str(int(min(self.timeout, 30))),
             "GDAL_HTTP_USERAGENT": "ThermoCrop",
             "CPL_VSIL_CURL_USE_HEAD": "YES",
+            # No probing for side-car files (.aux.xml, .msk, .ovr): one request each, per asset.
+            "CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif,.tiff,.TIF,.TIFF,.jp2,.JP2",
+            "GDAL_PAM_ENABLED": "NO",
             "CPL_VSIL_NETWORK_STATS_ENABLED": "YES",
             # Headers and blocks of many assets stay in GDAL's in-process cache across handles.
             "CPL_VSIL_CURL_CACHE_SIZE": str(128 * 1024 * 1024),
@@ -357,9 +360,8 @@ class RemoteReader:
     def _clear_gdal_cache(self, path: str) -> None:
         from osgeo import gdal
 
-        url = path[len("/vsicurl/"):] if path.startswith("/vsicurl/") else path
         try:
-            gdal.VSICurlPartialClearCache(url if path.startswith("/vsicurl/") else path)
+            gdal.VSICurlPartialClearCache(path)  # what GDAL kept of a broken transfer must go
         except Exception:  # older bindings: nothing to clear
             pass
 
@@ -374,7 +376,7 @@ class RemoteReader:
             try:
                 with rasterio.open(path) as ds:
                     return work(ds)
-            except rasterio.errors.RasterioError as exc:
+            except (rasterio.errors.RasterioError, rasterio.errors.RasterioIOError) as exc:
                 last = exc
                 message = str(exc)
                 if _PERMANENT.search(message):

@@ -152,6 +152,8 @@ def search_items(
     max_cloud: float = 60.0,
     max_items: Optional[int] = None,
     timeout: float = 60.0,
+    method: str = "POST",
+    page_size: int = 100,
     progress: Optional[Progress] = None,
 ):
     """Find the Sentinel-2 L2A items over the parcels in a season.
@@ -164,6 +166,8 @@ def search_items(
         max_cloud: largest ``eo:cloud_cover`` (percent) kept.
         max_items: stop after this many items.
         timeout: seconds per HTTP request (requests are retried on 429/5xx with backoff).
+        method: ``"POST"`` or ``"GET"`` searches (pages follow the API's ``next`` links).
+        page_size: items asked per page.
         progress: progress and cancellation (checked between result pages).
 
     Returns:
@@ -194,8 +198,8 @@ def search_items(
         elif _conforms(client, "FILTER"):
             kwargs["filter"] = {"op": "<=", "args": [{"property": "eo:cloud_cover"}, max_cloud]}
             kwargs["filter_lang"] = "cql2-json"
-        search = client.search(collections=[cat.collection], bbox=bbox, datetime=datetime,
-                               max_items=max_items, limit=100, **kwargs)
+        search = client.search(collections=[cat.collection], bbox=bbox, datetime=datetime, method=method,
+                               max_items=max_items, limit=page_size, **kwargs)
         items = []
         for page in search.pages():
             items.extend(page.items)

@@ -199,11 +199,16 @@ class LoopbackServer:
             header naming this access key (as GDAL's /vsis3/ sends it).
         require_sas: when True, ``/files/`` answers 403 to requests without the SAS token.
         open_meteo_gaps: days answered as ``null`` by the weather endpoint.
+        cds_key: the key the Climate Data Store part asks for (``PRIVATE-TOKEN`` header).
+        eobs_area, eobs_period: extent (south, north, west, east) and days of the E-OBS files
+            it serves (Europe-wide and 75 years in the real service).
     """
 
     def __init__(self, root: Optional[Path] = None, catalog: Optional[StacCatalog] = None, *,
                  s3_key_id: Optional[str] = None, require_sas: bool = False,
-                 open_meteo_gaps: tuple[str, ...] = ()) -> None:
+                 open_meteo_gaps: tuple[str, ...] = (), cds_key: Optional[str] = None,
+                 eobs_area: tuple[float, float, float, float] = (43.0, 44.5, 0.5, 2.0),
+                 eobs_period: tuple[str, str] = ("2016-01-01", "2018-12-31")) -> None:
         self.root = Path(root) if root else None
         self.catalog = catalog
         self.s3_key_id = s3_key_id
@@ -212,6 +217,10 @@ class LoopbackServer:
         self.faults: list[Fault] = []
         self.counters = Counters()
         self.open_meteo_requests: list[dict] = []
+        self.cds_key = cds_key
+        self.eobs_area = eobs_area  # south, north, west, east of the E-OBS grid served
+        self.eobs_period = eobs_period
+        self.cds_jobs: dict[str, dict] = {}
         self._lock = threading.Lock()
         self._httpd: Optional[ThreadingHTTPServer] = None
         self._thread: Optional[threading.Thread] = None
@@ -328,6 +337,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"msft:expiry": expiry, "token": SAS_TOKEN})
         elif path == "/v1/archive":
             self._open_meteo(query)
+        elif path.startswith("/api/retrieve/v1/") or path.startswith("/cds-download/"):
+            self._cds(path, query)
         else:
             self._error(404, f"nothing at {path}")
 
@@ -461,6 +472,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, page, "application/geo+json")
         else:
             self._json(404, {"code": "NotFound", "description": f"no {sub}"})
+
+    def _cds(self, path: str, query: dict) -> None:
+        _cds_route(self, path, query)
 
     # -- Open-Meteo ---------------------------------------------------------------------
     def _open_meteo(self, query: dict) -> None:
@@ -720,3 +734,111 @@ def publish_region(region: Path, root: Path, base_url: str, *, layout: str = "ea
             "links": [{"rel": "self", "href": f"{base_url}/stac/collections/sentinel-2-l2a/items/{item_id}"}],
         })
     return items
+
+
+# --------------------------------------------------------------------------------------------
+# The Copernicus Climate Data Store's retrieve API (OGC API Processes, as cdsapi >= 0.7 speaks it)
+
+
+def _cds_netcdf(request: dict, dataset: str, area, period) -> tuple[bytes, str]:
+    """The file the CDS would deliver for a request: E-OBS ``tn``/``tx`` NetCDFs in a zip
+    (packed int16, scale 0.01, _FillValue -9999), or ERA5-Land ``t2m`` daily statistics in K."""
+    import io
+    import os
+    import tempfile
+    import zipfile
+
+    import numpy as np
+    import xarray as xr
+
+    def grid(south, north, west, east):
+        lat = np.round(np.arange(round(south / 0.1) * 0.1 + 0.05, north, 0.1), 2)
+        lon = np.round(np.arange(round(west / 0.1) * 0.1 + 0.05, east, 0.1), 2)
+        return lat, lon
+
+    def values(lat, lon, days, k):
+        out = np.empty((len(days), len(lat), len(lon)), dtype=np.float64)
+        for i, d in enumerate(days):
+            for j, la in enumerate(lat):
+                for m, lo in enumerate(lon):
+                    out[i, j, m] = open_meteo_temperature(float(la), float(lo), d)[k]
+        return out
+
+    with tempfile.TemporaryDirectory() as tmp:
+        if dataset == "insitu-gridded-observations-europe":
+            lat, lon = grid(*area)
+            start, end = (dt.date.fromisoformat(v) for v in period)
+            days = [start + dt.timedelta(days=i) for i in range((end - start).days + 1)]
+            buffer = io.BytesIO()
+            with zipfile.ZipFile(buffer, "w") as zf:
+                for name, k in (("tn", 0), ("tx", 1)):
+                    ds = xr.Dataset({name: (("time", "latitude", "longitude"), values(lat, lon, days, k),
+                                            {"units": "Celsius", "standard_name": "air_temperature"})},
+                                    coords={"time": np.array(days, dtype="datetime64[ns]"), "latitude": lat,
+                                            "longitude": lon})
+                    path = os.path.join(tmp, f"{name}_ens_mean_0.1deg_reg_v31.0e.nc")
+                    ds.to_netcdf(path, encoding={name: {"dtype": "int16", "scale_factor": 0.01,
+                                                        "_FillValue": -9999}})
+                    zf.write(path, os.path.basename(path))
+            return buffer.getvalue(), "application/zip"
+        north, west, south, east = request["area"]
+        lat, lon = grid(south, north, west, east)
+        lat = lat[::-1]  # ERA5 files run north to south
+        year = int(request["year"])
+        days = [dt.date(year, int(m), int(d)) for m in request["month"] for d in request["day"]
+                if int(d) <= [31, 29 if year % 4 == 0 else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][int(m) - 1]]
+        k = 0 if request["daily_statistic"] == "daily_minimum" else 1
+        ds = xr.Dataset({"t2m": (("valid_time", "latitude", "longitude"), values(lat, lon, days, k) + 273.15,
+                                 {"units": "K", "long_name": "2 metre temperature"})},
+                        coords={"valid_time": np.array(days, dtype="datetime64[ns]"), "latitude": lat,
+                                "longitude": lon})
+        path = os.path.join(tmp, "era5.nc")
+        ds.to_netcdf(path)
+        with open(path, "rb") as handle:
+            return handle.read(), "application/netcdf"
+
+
+def _cds_route(handler: "_Handler", path: str, query: dict) -> None:
+    owner = handler.owner
+    base = f"{owner.url}/api/retrieve/v1"
+    owner.count(handler.command, path, 0, "", 200)
+    if path.startswith("/cds-download/"):
+        job = owner.cds_jobs.get(path.rsplit("/", 1)[1].split(".")[0])
+        if job is None:
+            handler._error(404, "no such result")
+            return
+        handler._send(200, job["data"], job["type"])
+        return
+    if handler.headers.get("PRIVATE-TOKEN") != owner.cds_key:
+        handler._json(401, {"type": "unauthorized", "title": "Authentication failed",
+                            "detail": "operation requires a valid API key"})
+        return
+    parts = path[len("/api/retrieve/v1/"):].strip("/").split("/")
+    if parts[0] == "processes" and len(parts) == 2 and handler.command == "GET":
+        handler._json(200, {"id": parts[1], "title": parts[1], "links": [
+            {"rel": "self", "href": f"{base}/processes/{parts[1]}"}]})
+    elif parts[0] == "processes" and len(parts) == 3 and parts[2] == "execution" and handler.command == "POST":
+        length = int(handler.headers.get("Content-Length") or 0)
+        request = json.loads(handler.rfile.read(length) or b"{}").get("inputs", {})
+        job_id = f"job{len(owner.cds_jobs) + 1}"
+        data, media = _cds_netcdf(request, parts[1], owner.eobs_area, owner.eobs_period)
+        owner.cds_jobs[job_id] = {"process": parts[1], "request": request, "data": data, "type": media}
+        handler._json(201, {"jobID": job_id, "status": "accepted", "processID": parts[1], "links": [
+            {"rel": "monitor", "href": f"{base}/jobs/{job_id}"}]})
+    elif parts[0] == "jobs" and len(parts) == 2:
+        job = owner.cds_jobs.get(parts[1])
+        if job is None:
+            handler._json(404, {"title": "job not found"})
+            return
+        now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+        handler._json(200, {"jobID": parts[1], "status": "successful", "processID": job["process"],
+                            "created": now, "updated": now, "metadata": {"request": {"ids": job["request"]}},
+                            "links": [{"rel": "self", "href": f"{base}/jobs/{parts[1]}"},
+                                      {"rel": "results", "href": f"{base}/jobs/{parts[1]}/results"}]})
+    elif parts[0] == "jobs" and len(parts) == 3 and parts[2] == "results":
+        job = owner.cds_jobs[parts[1]]
+        suffix = "zip" if job["type"] == "application/zip" else "nc"
+        handler._json(200, {"asset": {"value": {"href": f"{owner.url}/cds-download/{parts[1]}.{suffix}",
+                                                "file:size": len(job["data"]), "type": job["type"]}}})
+    else:
+        handler._json(404, {"title": f"nothing at {path}"})

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import argparse
 
+from ._options import add_stac_options
+
 HELP = "classify parcels with a model bundle and write them with crop_pred, crop_conf and crop_status"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--parcels", required=True, help="parcel layer (any OGR format, any CRS)")
-    parser.add_argument("--scenes", required=True, nargs="+",
-                        help="scene folder(s), glob(s) or files: multi-band GeoTIFFs, per-band files or .SAFE")
-    parser.add_argument("--weather", required=True, help="daily temperatures: E-OBS / CF NetCDF or station CSV")
+    parser.add_argument("--scenes", nargs="+",
+                        help="scene folder(s), glob(s) or files: multi-band GeoTIFFs, per-band files or .SAFE "
+                             "(or give --stac / --catalog below)")
+    parser.add_argument("--weather", required=True, help="daily temperatures: E-OBS / CF NetCDF or station CSV, "
+                                                         "or a service: open-meteo, cds:e-obs, cds:era5-land")
     parser.add_argument("--model", help="model bundle (default: the shipped model)")
     parser.add_argument("--out", required=True, help="output vector file; the format follows the extension")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output (even the input)")
@@ -26,6 +30,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--level", choices=("L1C", "L2A"), help="use only products of this level")
     parser.add_argument("--band-order", help="comma-separated band order of multi-band files without descriptions")
     parser.add_argument("--offset", type=int, help="DN offset overriding the processing baseline (e.g. -1000)")
+    add_stac_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,17 +38,26 @@ def run(args: argparse.Namespace) -> int:
 
     from ...core.classify import classify_parcels, write_classification
     from ...core.errors import InputError
-    from ...core.scenes import find_scenes
+    from ...core.weather_services import is_weather_service
     from ..progress_bar import progress_bar
+    from ._options import resolve_scenes, resolve_weather
     from .extract import scene_options
 
     out = Path(args.out)
     if out.exists() and not args.overwrite:
         raise InputError(f"{out} already exists; choose another output or pass --overwrite.")
-    scenes = find_scenes(args.scenes, **scene_options(args))
+    scenes = resolve_scenes(args, args.parcels, **scene_options(args))
     print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products")
+    weather = args.weather
+    if is_weather_service(weather):
+        from ...core.classify import _bundle, _gdd_settings
+        from ...core.extract import load_parcels
+
+        season_start = _gdd_settings(_bundle(args.model))["season_start"]
+        weather = resolve_weather(args, load_parcels(args.parcels, id_field=args.id_field, block_field=None),
+                                  [s.date for s in scenes], season_start)
     with progress_bar("classify") as progress:
-        result = classify_parcels(args.parcels, scenes, args.weather, args.model, chunk_size=args.chunk_size,
+        result = classify_parcels(args.parcels, scenes, weather, args.model, chunk_size=args.chunk_size,
                                   id_field=args.id_field, min_pixels=args.min_pixels, progress=progress)
     write_classification(args.parcels, result, out, label_field=args.label_field, conf_field=args.conf_field,
                          status_field=args.status_field, overwrite=args.overwrite)

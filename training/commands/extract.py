@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import argparse
 
+from ._options import add_stac_options
+
 HELP = "extract per-parcel pixel sets (for training or inspection) into a dataset folder"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--parcels", required=True, help="parcel layer (any OGR format, any CRS)")
-    parser.add_argument("--scenes", required=True, nargs="+",
-                        help="scene folder(s), glob(s) or files: multi-band GeoTIFFs, per-band files or .SAFE")
-    parser.add_argument("--weather", required=True, help="daily temperatures: E-OBS / CF NetCDF or station CSV")
+    from ...core.weather_services import is_weather_service
+    from ..progress_bar import progress_bar
+    from ._options import resolve_scenes, resolve_weather
+    from .extract import scene_options
+
     parser.add_argument("--out", required=True, help="dataset folder to create")
     parser.add_argument("--label-field", help="field holding crop class names (for training data)")
     parser.add_argument("--id-field", help="field holding parcel ids (default: parcel_id, else row number)")
@@ -29,6 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--band-order", help="comma-separated band order of multi-band files without descriptions")
     parser.add_argument("--offset", type=int, help="DN offset overriding the processing baseline (e.g. -1000)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset folder")
+    add_stac_options(parser)
 
 
 def scene_options(args: argparse.Namespace) -> dict:
@@ -45,14 +50,21 @@ def run(args: argparse.Namespace) -> int:
 
     from ...core.dataset import open_dataset
     from ...core.extract import extract_to_dataset
-    from ...core.scenes import find_scenes
+    from ...core.weather_services import is_weather_service
     from ..progress_bar import progress_bar
+    from ._options import resolve_scenes, resolve_weather
 
-    scenes = find_scenes(args.scenes, **scene_options(args))
+    scenes = resolve_scenes(args, args.parcels, **scene_options(args))
     print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products")
+    weather = args.weather
+    if is_weather_service(weather):
+        from ...core.extract import load_parcels
+
+        weather = resolve_weather(args, load_parcels(args.parcels, id_field=args.id_field, block_field=None),
+                                  [s.date for s in scenes], args.season_start)
     with progress_bar("extract") as progress:
         out = extract_to_dataset(
-            args.parcels, scenes, args.weather, args.out,
+            args.parcels, scenes, weather, args.out,
             chunk_size=args.chunk_size, overwrite=args.overwrite, max_pixels=args.max_pixels, seed=args.seed,
             id_field=args.id_field, label_field=args.label_field, block_field=args.block_field,
             season_start=args.season_start, min_valid_fraction=args.min_valid_fraction,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._options import add_weather_options, weather_options
+from ._options import add_stac_options, add_weather_options, weather_options
 
 HELP = "growing degree days per parcel (and per date) from daily temperatures, to CSV or a vector file"
 
@@ -13,7 +13,8 @@ HELP = "growing degree days per parcel (and per date) from daily temperatures, t
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--parcels", required=True, help="parcel layer (any OGR format, any CRS)")
     parser.add_argument("--weather", required=True,
-                        help="daily temperatures: E-OBS / CF NetCDF (tn_/tx_ files find each other) or station CSV")
+                        help="daily temperatures: E-OBS / CF NetCDF (tn_/tx_ files find each other) or station CSV, "
+                             "or a service: open-meteo, cds:e-obs, cds:era5-land (then give the dates)")
     when = parser.add_mutually_exclusive_group()
     when.add_argument("--dates", nargs="+", metavar="YYYY-MM-DD", help="dates to give GDD at")
     when.add_argument("--scenes", nargs="+",
@@ -30,6 +31,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "Wilhelm method 1)")
     parser.add_argument("--id-field", help="field holding parcel ids (default: parcel_id, else row number)")
     add_weather_options(parser)
+    add_stac_options(parser)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
 
 
@@ -44,10 +46,14 @@ def _dates(args: argparse.Namespace, options: dict):
             return np.unique(np.array(args.dates, dtype="datetime64[D]"))
         except ValueError:
             raise InputError(f"--dates {' '.join(args.dates)}: write dates as YYYY-MM-DD") from None
-    if args.scenes:
-        from ...core.scenes import find_scenes
+    if args.scenes or args.stac or args.catalog:
+        from ._options import scene_dates
 
-        return np.unique(np.array([s.date for s in find_scenes(args.scenes)], dtype="datetime64[D]"))
+        return scene_dates(args, args.parcels)
+    from ...core.weather_services import is_weather_service
+
+    if is_weather_service(args.weather):
+        raise InputError(f"--weather {args.weather} needs the dates: give --dates, --scenes, --stac or --catalog.")
     _, last = record_period(args.weather, tmin_var=options["tmin_var"])
     print(f"no --dates or --scenes: GDD at the end of the weather record, {last}")
     return np.array([last])
@@ -80,7 +86,10 @@ def run(args: argparse.Namespace) -> int:
     xs = np.full(len(table), np.nan)
     ys = np.full(len(table), np.nan)
     xs[usable], ys[usable] = points.x.to_numpy(), points.y.to_numpy()
-    gdd = gdd_at_points(args.weather, xs, ys, table.geometry.crs, dates, season_start=season_start,
+    from ._options import resolve_weather
+
+    weather = resolve_weather(args, table, dates, season_start)
+    gdd = gdd_at_points(weather, xs, ys, table.geometry.crs, dates, season_start=season_start,
                         t_base=args.t_base, t_cap=args.t_cap, method=args.method,
                         parcel_ids=list(table.parcel_ids), **options)
     names = [f"gdd_{str(d).replace('-', '')}" for d in dates]
