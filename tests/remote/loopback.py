@@ -337,6 +337,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"msft:expiry": expiry, "token": SAS_TOKEN})
         elif path == "/v1/archive":
             self._open_meteo(query)
+        elif path == "/api/catalogue/v1/messages":
+            self._json(200, {"messages": []})
         elif path.startswith("/api/retrieve/v1/") or path.startswith("/cds-download/"):
             self._cds(path, query)
         else:

@@ -14,15 +14,19 @@ from thermocrop.core.errors import WeatherError
 from thermocrop.core.weather import read_daily_temperature
 from thermocrop.core.weather_services import cells_of, fetch_cds, fetch_open_meteo
 
-# Points in four 0.1-degree cells, two of them sharing one.
-LON = np.array([1.201, 1.207, 1.315, 1.452, 1.209])
+# Five points in four 0.1-degree cells (the first two share one).
+LON = np.array([1.201, 1.207, 1.315, 1.452, 1.109])
 LAT = np.array([43.741, 43.749, 43.738, 43.861, 43.744])
 
 
-def expected(lat, lon, day, k):
-    """The value the loopback serves for the centre of the cell holding (lat, lon)."""
-    centre_lat = (math.floor(lat / 0.1) + 0.5) * 0.1
-    centre_lon = (math.floor(lon / 0.1) + 0.5) * 0.1
+def expected(lat, lon, day, k, snapped=True):
+    """The value the loopback serves for the centre of the cell holding (lat, lon): asked for
+    with four decimals, Open-Meteo answers for its nearest grid point (``snapped``); the CDS
+    files hold the cell centres themselves."""
+    centre_lat = round((math.floor(lat / 0.1) + 0.5) * 0.1, 4)
+    centre_lon = round((math.floor(lon / 0.1) + 0.5) * 0.1, 4)
+    if not snapped:
+        return open_meteo_temperature(centre_lat, centre_lon, day)[k]
     return open_meteo_temperature(round(centre_lat / 0.1) * 0.1, round(centre_lon / 0.1) * 0.1, day)[k]
 
 
@@ -89,7 +93,7 @@ def test_cds_datasets_through_cdsapi_with_the_key_from_the_environment(dataset, 
             i = (day - dt.date(2017, 12, 20)).days
             for p in range(len(LON)):
                 # E-OBS stores hundredths of a degree; ERA5-Land Kelvin, converted by the reader.
-                assert weather.tmin[p, i] == pytest.approx(expected(LAT[p], LON[p], day, 0), abs=0.011)
-                assert weather.tmax[p, i] == pytest.approx(expected(LAT[p], LON[p], day, 1), abs=0.011)
+                assert weather.tmin[p, i] == pytest.approx(expected(LAT[p], LON[p], day, 0, False), abs=0.011)
+                assert weather.tmax[p, i] == pytest.approx(expected(LAT[p], LON[p], day, 1, False), abs=0.011)
         assert fetch_cds(dataset, LON, LAT, "2017-12-25", "2018-01-05", cache_dir=tmp_path) == path
         assert len(server.cds_jobs) == len(jobs)
