@@ -32,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 SIZE_10M = 5490
 BLOCK = 512
-VARIANTS = 4
+VARIANTS = 2
 DATES = 40
 PARCELS = (50, 40)  # columns x rows of fields
 X0, Y0 = 399960.0, 5400000.0  # a UTM 31N tile corner

@@ -11,11 +11,11 @@ HELP = "extract per-parcel pixel sets (for training or inspection) into a datase
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--parcels", required=True, help="parcel layer (any OGR format, any CRS)")
-    from ...core.weather_services import is_weather_service
-    from ..progress_bar import progress_bar
-    from ._options import resolve_scenes, resolve_weather
-    from .extract import scene_options
-
+    parser.add_argument("--scenes", nargs="+",
+                        help="scene folder(s), glob(s) or files: multi-band GeoTIFFs, per-band files or .SAFE "
+                             "(or give --stac / --catalog below)")
+    parser.add_argument("--weather", required=True, help="daily temperatures: E-OBS / CF NetCDF or station CSV, "
+                                                         "or a service: open-meteo, cds:e-obs, cds:era5-land")
     parser.add_argument("--out", required=True, help="dataset folder to create")
     parser.add_argument("--label-field", help="field holding crop class names (for training data)")
     parser.add_argument("--id-field", help="field holding parcel ids (default: parcel_id, else row number)")
