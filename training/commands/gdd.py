@@ -54,7 +54,7 @@ def _dates(args: argparse.Namespace, options: dict):
 
     if is_weather_service(args.weather):
         raise InputError(f"--weather {args.weather} needs the dates: give --dates, --scenes, --stac or --catalog.")
-    _, last = record_period(args.weather, tmin_var=options["tmin_var"])
+    _, last = record_period(args.weather, tmin_var=options["tmin_var"], date_var=options["date_var"])
     print(f"no --dates or --scenes: GDD at the end of the weather record, {last}")
     return np.array([last])
 
