@@ -19,6 +19,7 @@ from .bands import S2_BANDS
 from .dataset import STATUS_OK, DatasetWriter, PixelSets
 from .errors import ExtractionError, InputError, NoUsableParcelsError, SceneError, WeatherError
 from .progress import Progress
+from .remote import RemoteProduct
 from .scenes import SCL_INVALID, Grid, Scene, find_scenes, select_season, to_reflectance
 
 log = logging.getLogger(__name__)
@@ -322,6 +323,19 @@ def _hash64(values: np.ndarray, seed: int) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
+def _lattice_index(flat: np.ndarray, grid: Grid) -> np.ndarray:
+    """Pixel indices of a grid -> one index per pixel of the CRS-wide lattice of that pixel size.
+
+    A pixel keeps its index (and so its sampling key) whichever raster it is read from: a
+    local clip of a scene or the whole remote tile, whose grids differ only in extent.
+    """
+    t = grid.transform
+    row0, col0 = int(round(t.f / t.e)), int(round(t.c / t.a))
+    rows = flat // grid.width + (row0 + 2**31)
+    cols = flat % grid.width + (col0 + 2**31)
+    return (rows.astype(np.uint64) << np.uint64(32)) | cols.astype(np.uint64)
+
+
 def _keep_smallest(parcel: np.ndarray, key: np.ndarray, flat: np.ndarray, s: int):
     """Per parcel, the ``s`` entries with the smallest keys, and their rank (0..s-1)."""
     order = np.lexsort((key, parcel))
@@ -348,8 +362,9 @@ class _Selection:
 def _sample_pixels(geoms, active: np.ndarray, grid: Grid, s: int, seed: int, block: int) -> _Selection:
     """Rasterise the parcels window by window and draw up to ``s`` pixels per parcel.
 
-    Pixels are drawn by the smallest seeded hash of their grid index, which gives the same
-    sample whatever the window size and however the parcels are chunked.
+    Pixels are drawn by the smallest seeded hash of their lattice index, which gives the same
+    sample whatever the window size, however the parcels are chunked and whichever raster
+    extent (a clip or the whole tile) the same pixels are read from.
     """
     from rasterio.features import rasterize
     from rasterio.windows import Window
@@ -391,7 +406,7 @@ def _sample_pixels(geoms, active: np.ndarray, grid: Grid, s: int, seed: int, blo
             parcel = burnt.ravel()[nz] - 1
             flat = (r0 + nz // w).astype(np.int64) * grid.width + (c0 + nz % w)
             counts += np.bincount(parcel, minlength=n)
-            p, k, f, _ = _keep_smallest(parcel, _hash64(flat, seed), flat, s)
+            p, k, f, _ = _keep_smallest(parcel, _hash64(_lattice_index(flat, grid), seed), flat, s)
             kept.append((p, k, f))
     if kept:
         p, k, f = (np.concatenate(a) for a in zip(*kept))
@@ -604,7 +619,7 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
     n_slots = np.where(readable, np.minimum(covered, s), 0)
     offsets = np.r_[0, np.cumsum(n_slots)].astype(np.int64)
 
-    passes = []  # per preference rank: per grid (parcel, slot, windows)
+    passes = []  # per preference rank: per grid (buffer rows, windows)
     for r in range(len(selections)):
         per_grid = []
         for k, sel in enumerate(selections):
@@ -617,11 +632,18 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
     pixels = np.zeros((total, t_count, c_count), dtype=np.uint16)
     pixel_mask = np.zeros((total, t_count), dtype=bool)
     read_progress = progress.sub(0.1, 0.9)
+    unreadable = set()  # products (STAC items) that could not be fetched whole: never half-used
+    if passes and any(isinstance(p, RemoteProduct) for sc in scenes for p in sc.products):
+        from .remote import prefetch_chunk
+
+        windows_by_grid = [[w for per_grid in passes for w, *_ in per_grid[k][1]] for k in range(len(grids))]
+        unreadable = prefetch_chunk(scenes, grids, windows_by_grid, progress.sub(0.1, 0.6))
+        read_progress = progress.sub(0.6, 0.9)
     for t, scene in enumerate(scenes):
         for per_grid in passes:
             for k, grid in enumerate(grids):
                 position, windows = per_grid[k]
-                products = [p for p in scene.products if p.grid == grid]
+                products = [p for p in scene.products if p.grid == grid and id(p) not in unreadable]
                 if len(position) == 0 or not products:
                     continue
                 for product in products:

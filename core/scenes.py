@@ -691,6 +691,9 @@ def find_scenes(
         SceneError: nothing found, or a product that cannot be understood (the message names it).
     """
     paths = _expand_source(source)
+    stac_files = [p for p in paths if _is_stac_file(p)]
+    if stac_files:
+        return _with_stac_scenes(stac_files, [p for p in paths if p not in stac_files], band_order, level, offset)
     safes, rasters = _walk(paths)
     parts: list[_Part] = []
     seen: set[str] = set()
@@ -793,3 +796,27 @@ def select_season(scenes: Sequence["Scene"], season_start: Any = None,
             f"command line --season {years.max()} picks one).{autumn}"
         )
     return scenes
+
+
+# --------------------------------------------------------------------------------------------
+# STAC item collections (``core.stac``) among the sources
+
+
+def _is_stac_file(path: Path) -> bool:
+    from .stac import is_item_collection_file
+
+    return path.suffix.lower() in (".json", ".geojson") and is_item_collection_file(path)
+
+
+def _with_stac_scenes(stac_files: list[Path], others: list[Path], band_order, level, offset) -> list[Scene]:
+    """Scenes of saved STAC item collections, merged by date with those of local files."""
+    from .stac import scenes_from_files
+
+    scenes = {sc.date: sc for sc in scenes_from_files(stac_files, level=level, offset=offset)}
+    if others:
+        for sc in find_scenes(others, band_order=band_order, level=level, offset=offset):
+            if sc.date in scenes:
+                scenes[sc.date].products.extend(sc.products)
+            else:
+                scenes[sc.date] = sc
+    return [scenes[d] for d in sorted(scenes)]

@@ -113,9 +113,9 @@ def _configure_timematch(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tile", required=True,
                         help="country/tile/year, e.g. denmark/32VNH/2017, or the paper's name AT1, DK1, FR1, FR2")
     _add_output(parser)
-    parser.add_argument("--max-pixels", type=int, default=64,
+    parser.add_argument("--max-pixels", type=bounded("max_pixels"), default=64,
                         help="pixels kept per parcel, a seeded random subset of larger parcels (default 64)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the pixel subsets (default 0)")
+    parser.add_argument("--seed", type=bounded("seed"), default=0, help="seed of the pixel subsets (default 0)")
     group = parser.add_argument_group("classes")
     group.add_argument("--class-map", help="CSV of 'code,class' rows or a preset name (default: the preset "
                                            "named after the tile's country, e.g. denmark)")
@@ -142,12 +142,12 @@ def _configure_psetae(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--band-order", default=",".join(("B02", "B03", "B04", "B05", "B06", "B07", "B08", "B8A",
                                                           "B11", "B12")),
                         help="bands of the arrays' channel axis in order (default B02,...,B08,B8A,B11,B12)")
-    parser.add_argument("--value-scale", type=float, default=10000.0,
+    parser.add_argument("--value-scale", type=bounded("value_scale"), default=10000.0,
                         help="the value a reflectance of 1 is written as (default 10000)")
     parser.add_argument("--level", choices=("L1C", "L2A"), help="processing level of the source (recorded)")
-    parser.add_argument("--max-pixels", type=int, default=64,
+    parser.add_argument("--max-pixels", type=bounded("max_pixels"), default=64,
                         help="pixels kept per parcel, a seeded random subset of larger parcels (default 64)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the pixel subsets (default 0)")
+    parser.add_argument("--seed", type=bounded("seed"), default=0, help="seed of the pixel subsets (default 0)")
     where = parser.add_argument_group("locations and blocks")
     where.add_argument("--parcels", help="parcel layer whose --join-field holds the ids (locations, blocks)")
     where.add_argument("--parcels-layer", help="layer name inside --parcels")
@@ -155,7 +155,7 @@ def _configure_psetae(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--point", nargs=2, type=float, metavar=("LON", "LAT"),
                        help="one location (WGS 84) for every parcel, for gridded weather without a layer")
     where.add_argument("--block-field", help="field of --parcels holding the spatial block")
-    where.add_argument("--block-size-km", type=float, help="spatial blocks from a grid of this size")
+    where.add_argument("--block-size-km", type=bounded("block_size_km"), help="spatial blocks from a grid of this size")
     _add_classes(parser)
     _add_gdd(parser)
 
