@@ -29,6 +29,7 @@ from .extract import (
 from .progress import Progress
 from .vector import layer_for_output, write_layer
 from .scenes import SCL_INVALID
+from .uncertainty import uncertainty_fields
 
 log = logging.getLogger(__name__)
 
@@ -217,13 +218,16 @@ def write_classification(
     status_field: str = "crop_status",
     overwrite: bool = False,
     layer: Optional[str] = None,
+    probabilities: bool = False,
 ) -> Path:
     """Write the parcels with their predictions, in any OGR format chosen by extension.
 
     Every feature and attribute of the input is kept; the three fields are added (or replaced).
     Features that were not classified (not selected) get empty fields. The file appears only
     once complete (written beside it, then renamed), and the input is never replaced unless
-    ``overwrite`` is set.
+    ``overwrite`` is set. With ``probabilities`` the fields of
+    :func:`~thermocrop.core.uncertainty.uncertainty_fields` follow (``p_<class>`` per class,
+    ``crop_margin``, ``crop_entropy``).
 
     Raises:
         InputError: unknown extension, an existing output without ``overwrite``, or the
@@ -242,6 +246,11 @@ def write_classification(
     gdf[label_field] = labels
     gdf[conf_field] = confidence
     gdf[status_field] = status
+    if probabilities:
+        full = np.full((len(gdf), len(result.classes)), np.nan, dtype=np.float32)
+        full[result.rows] = result.probabilities
+        for name, values in uncertainty_fields(full, result.classes).items():
+            gdf[name] = values
     out = write_layer(gdf, out)
     log.info("Wrote %d parcels to %s", len(gdf), out)
     return out

@@ -20,6 +20,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conf-field", default="crop_conf", help="output field for the confidence (default crop_conf)")
     parser.add_argument("--status-field", default="crop_status",
                         help="output field for the status (default crop_status)")
+    parser.add_argument("--probabilities", action="store_true",
+                        help="also write each class's probability (p_<class>), the margin between the two likeliest "
+                             "classes (crop_margin) and the normalised entropy (crop_entropy, 0 sure .. 1 undecided)")
     parser.add_argument("--min-pixels", type=int, default=1,
                         help="parcels covering fewer pixels get status too_small (default 1: classify every parcel)")
     parser.add_argument("--chunk-size", type=int, default=20000, help="parcels held in memory at once")
@@ -46,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
         result = classify_parcels(args.parcels, scenes, args.weather, args.model, chunk_size=args.chunk_size,
                                   id_field=args.id_field, min_pixels=args.min_pixels, progress=progress)
     write_classification(args.parcels, result, out, label_field=args.label_field, conf_field=args.conf_field,
-                         status_field=args.status_field, overwrite=args.overwrite)
+                         status_field=args.status_field, overwrite=args.overwrite,
+                         probabilities=args.probabilities)
     print(f"wrote {out}: {len(result)} parcels")
     for key, count in sorted(result.counts().items()):
         print(f"  {key}: {count}")
