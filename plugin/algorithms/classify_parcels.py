@@ -13,6 +13,7 @@ from qgis.core import (
     QgsProcessing,
     QgsProcessingException,
     QgsProcessingLayerPostProcessorInterface,
+    QgsProcessingParameterBoolean,
     QgsProcessingOutputNumber,
     QgsProcessingParameterFeatureSink,
     QgsProcessingParameterFeatureSource,
@@ -58,6 +59,9 @@ class ClassifyParcels(ThermoCropAlgorithm):
         "LABEL_FIELD": "Name of the output field with the predicted class.",
         "CONFIDENCE_FIELD": "Name of the output field with the predicted class's probability (0-1).",
         "STATUS_FIELD": "Name of the output field saying 'ok' or why a parcel was not classified.",
+        "PROBABILITIES": "Also write each class's probability (p_<class>), the margin between the two likeliest "
+                         "classes (crop_margin) and the normalised entropy of the probabilities (crop_entropy, "
+                         "0 sure .. 1 undecided).",
         "OUTPUT": "Classified parcels, styled by class; the style is saved beside file outputs.",
     }
 
@@ -72,6 +76,8 @@ class ClassifyParcels(ThermoCropAlgorithm):
         self.add(QgsProcessingParameterString("LABEL_FIELD", "Class field", defaultValue="crop_pred"))
         self.add(QgsProcessingParameterString("CONFIDENCE_FIELD", "Confidence field", defaultValue="crop_conf"))
         self.add(QgsProcessingParameterString("STATUS_FIELD", "Status field", defaultValue="crop_status"))
+        self.add(QgsProcessingParameterBoolean("PROBABILITIES", "Class probabilities, margin and entropy fields",
+                                               defaultValue=False))
         self.add(QgsProcessingParameterFeatureSink("OUTPUT", "Classified parcels",
                                                    QgsProcessing.TypeVectorPolygon))
         self.addOutput(QgsProcessingOutputNumber("CLASSIFIED", "Parcels classified"))
@@ -103,6 +109,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
         label_field = self.parameterAsString(parameters, "LABEL_FIELD", context)
         conf_field = self.parameterAsString(parameters, "CONFIDENCE_FIELD", context)
         status_field = self.parameterAsString(parameters, "STATUS_FIELD", context)
+        with_probabilities = self.parameterAsBoolean(parameters, "PROBABILITIES", context)
 
         def load():
             from ...core.bundle import default_bundle_path, load_bundle
@@ -112,7 +119,14 @@ class ClassifyParcels(ThermoCropAlgorithm):
         bundle = self.run_core(load)
         feedback.pushInfo(f"Model: {bundle.config.variant}, classes {', '.join(bundle.classes)}")
         frame, fids = features_to_frame(source.getFeatures(), source.sourceCrs())
-        feedback.pushInfo(f"{len(fids)} parcels, {len(scenes)} scene files")
+
+        def find():
+            from ...core.scenes import find_scenes
+
+            return find_scenes(scenes)
+
+        scenes = self.run_core(find)
+        feedback.pushInfo(f"{len(fids)} parcels, {self.describe_scenes(scenes)}")
 
         def classify():
             from ...core.classify import classify_parcels
@@ -132,6 +146,13 @@ class ClassifyParcels(ThermoCropAlgorithm):
                 raise QgsProcessingException(f"The parcel layer already has a field '{name}'; choose another "
                                              "output field name.")
             fields.append(QgsField(name, kind, len=length))
+        extra = {}
+        if with_probabilities:
+            from ...core.uncertainty import uncertainty_fields
+
+            extra = uncertainty_fields(result.probabilities, result.classes)
+            for name in extra:
+                fields.append(QgsField(name, QVariant.Double))
         sink, dest_id = self.parameterAsSink(parameters, "OUTPUT", context, fields, source.wkbType(),
                                              source.sourceCrs())
         if sink is None:
@@ -147,7 +168,8 @@ class ClassifyParcels(ThermoCropAlgorithm):
             out.setAttributes(feature.attributes() + [
                 None if i is None or not result.labels[i] else str(result.labels[i]),
                 confidence,
-                "not_classified" if i is None else str(result.status[i])])
+                "not_classified" if i is None else str(result.status[i])]
+                + [None if i is None or math.isnan(values[i]) else float(values[i]) for values in extra.values()])
             sink.addFeature(out, QgsFeatureSink.FastInsert)
             feedback.setProgress(95.0 + 5.0 * n / total)
         del sink  # flushes and closes a file output before it is styled below

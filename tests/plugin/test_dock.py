@@ -307,17 +307,31 @@ def test_month_labels_do_not_run_together(qgis_app):
 
 
 @pytest.mark.slow
-def test_selected_features_only(dock, parcels_layer):
+def test_selected_features_only(dock, parcels_layer, tmp_path):
+    from qgis.core import QgsVectorLayer
+
     chosen = [f.id() for f in parcels_layer.getFeatures()][:5]
     parcels_layer.selectByIds(chosen)
     dock.layer_combo.setLayer(parcels_layer)
     dock.selected_only.setChecked(True)
     task = dock.start()
-    assert len(task.params.fids) == 5
+    assert sorted(task.params.parcels.selected) == sorted(chosen)
+    _wait(dock)
+    assert "of 5 parcels" in dock.message.text()
+    # The new file holds every parcel; those not selected say so.
+    out = QgsVectorLayer(str(tmp_path / "parcels_classified.gpkg"), "out", "ogr")
+    assert out.featureCount() == parcels_layer.featureCount()
+    statuses = {f.id(): f["crop_status"] for f in out.getFeatures()}
+    assert all(statuses[fid] != "not_selected" for fid in chosen)
+    assert sum(s == "not_selected" for s in statuses.values()) == parcels_layer.featureCount() - 5
+
+    # In place, only the selected features get values.
+    dock.in_place.setChecked(True)
+    dock.start()
     _wait(dock)
     written = {f.id() for f in parcels_layer.getFeatures()
-               if f["crop_conf"] is not None and str(f["crop_conf"]) != "NULL"}
-    assert written and written <= set(chosen)
+               if f["crop_status"] is not None and str(f["crop_status"]) != "NULL"}
+    assert written == set(chosen)
 
 
 def test_project_rasters_are_listed_and_files_in_a_checked_folder_are_not_doubled(qgis_app, tiny_region):
