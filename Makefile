@@ -71,7 +71,7 @@ translations: setup
 # The dock and dialog pictures of docs/img/, from real runs on a synthetic region.
 screenshots: setup
 	@mkdir -p $(XDG_RUNTIME_DIR) && chmod 700 $(XDG_RUNTIME_DIR)
-	QT_QPA_PLATFORM=xcb xvfb-run -a -s "-screen 0 1366x768x24" $(PY) scripts/dock_screenshot.py
+	$(PY) scripts/dock_screenshot.py
 
 clean-venv:
 	rm -rf $(VENV) $(QGIS_PLUGINPATH)

@@ -223,6 +223,37 @@ def month_locator(first, last, max_ticks: int = 4):
     return MonthLocator(interval=max(1, math.ceil(months / max_ticks)))
 
 
+class ElidedLabel(QLabel):
+    """A small grey label showing a long text (a path) whole, elided in the middle to fit its width."""
+
+    def __init__(self, text: str = "") -> None:
+        super().__init__()
+        self._full = text
+        self.setStyleSheet("color: #606060;")
+        self.setMinimumWidth(40)
+        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+        font = self.font()
+        font.setPointSizeF(font.pointSizeF() * 0.9)
+        self.setFont(font)
+        self.setFullText(text)
+
+    def setFullText(self, text: str) -> None:  # noqa: N802 (Qt style)
+        self._full = text or ""
+        self.setToolTip(self._full)
+        self.setVisible(bool(self._full))
+        self._elide()
+
+    def fullText(self) -> str:  # noqa: N802
+        return self._full
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        self.setText(self.fontMetrics().elidedText(self._full, Qt.ElideMiddle, max(self.width(), 40)))
+
+
 class ThermoCropDock(QgsDockWidget):
     """Interactive classification of the parcels of a project layer."""
 
@@ -303,10 +334,10 @@ class ThermoCropDock(QgsDockWidget):
         widget.fileChanged.connect(lambda path, w=widget: w.lineEdit().setToolTip(path))
         return widget
 
-    @staticmethod
-    def _show_file_name(widget: QgsFileWidget) -> None:
-        """Scroll a path field to its end, so the file name shows when the path is longer than the field."""
-        widget.lineEdit().end(False)
+    def _path_changed(self, widget: QgsFileWidget, caption: "ElidedLabel") -> None:
+        """Show a path from its left end; the caption below shows it whole, elided in the middle."""
+        widget.lineEdit().setCursorPosition(0)
+        caption.setFullText(widget.filePath())
 
     def _build_classify_page(self) -> QWidget:
         page = QWidget()
@@ -342,10 +373,12 @@ class ThermoCropDock(QgsDockWidget):
         form.addRow(self.left_out_note)
         self.weather = self._file_widget(tr("Temperatures (*.nc *.nc4 *.csv);;All files (*)"))
         self.weather.setToolTip(tr("Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV"))
-        self.weather.fileChanged.connect(lambda *_: self._show_file_name(self.weather))
         # Label above the field: the path gets the dock's whole width.
         form.addRow(QLabel(tr("Weather")))
         form.addRow(self.weather)
+        self.weather_caption = ElidedLabel()
+        form.addRow(self.weather_caption)
+        self.weather.fileChanged.connect(lambda *_: self._path_changed(self.weather, self.weather_caption))
         layout.addWidget(inputs)
 
         model_box = QGroupBox(tr("Model"))
@@ -431,18 +464,14 @@ class ThermoCropDock(QgsDockWidget):
         self.counts.setColumnCount(3)
         self.counts.setHeaderLabels([tr("Class"), tr("Parcels"), tr("Share")])
         self.counts.setRootIsDecorated(False)
-        self.counts.setMinimumHeight(70)
-        self.counts.setMaximumHeight(150)
         results.addWidget(self.counts)
-        style_row = QHBoxLayout()
-        style_row.addWidget(QLabel(tr("Colour by")))
+        row = QHBoxLayout()
         self.colour_by = QComboBox()
-        self.colour_by.addItems([tr("class"), tr("confidence")])
+        self.colour_by.addItems([tr("colour by class"), tr("colour by confidence")])
+        self.colour_by.setToolTip(tr("The result layer's style: class colours, or red (unsure) to green (sure)"))
         self.colour_by.currentIndexChanged.connect(self._colour_by_changed)
-        style_row.addWidget(self.colour_by, 1)
-        results.addLayout(style_row)
-        filter_row = QHBoxLayout()
-        self.low_confidence = QCheckBox(tr("Only confidence below"))
+        row.addWidget(self.colour_by, 1)
+        self.low_confidence = QCheckBox(tr("only below"))
         self.low_confidence.setToolTip(tr("Show only the parcels whose confidence is below the threshold "
                                           "(a filter on the result layer; untick to show all)"))
         self.threshold = QDoubleSpinBox()
@@ -452,9 +481,9 @@ class ThermoCropDock(QgsDockWidget):
         self.threshold.setValue(0.6)
         self.low_confidence.toggled.connect(self.apply_confidence_filter)
         self.threshold.valueChanged.connect(self.apply_confidence_filter)
-        filter_row.addWidget(self.low_confidence, 1)
-        filter_row.addWidget(self.threshold)
-        results.addLayout(filter_row)
+        row.addWidget(self.low_confidence)
+        row.addWidget(self.threshold)
+        results.addLayout(row)
         self.results_box.setVisible(False)
         layout.addWidget(self.results_box)
         return panel
@@ -473,8 +502,9 @@ class ThermoCropDock(QgsDockWidget):
                                          "model's class probabilities."))
         self.explain_message.setWordWrap(True)
         layout.addWidget(self.explain_message)
-        self.explain_box = QGroupBox(tr("NDVI and class probabilities"))
+        self.explain_box = QWidget()
         self.explain_layout = QVBoxLayout(self.explain_box)
+        self.explain_layout.setContentsMargins(0, 0, 0, 0)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.NoFrame)
@@ -518,6 +548,11 @@ class ThermoCropDock(QgsDockWidget):
             self.counts.addTopLevelItem(item)
         for column in range(3):
             self.counts.resizeColumnToContents(column)
+        # Tall enough for every row up to ten, so the counts need no scrolling.
+        rows = min(self.counts.topLevelItemCount(), 10)
+        row_height = self.counts.sizeHintForRow(0) if rows else 0
+        self.counts.setFixedHeight(self.counts.header().sizeHint().height() + rows * row_height
+                                   + 2 * self.counts.frameWidth() + 2)
 
     def counts_text(self) -> str:
         """The class counts as ``class: parcels`` lines (what the list shows)."""
@@ -785,6 +820,9 @@ class ThermoCropDock(QgsDockWidget):
         self.run_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
         self.progress.setValue(0)
+        # The counts and filters belonged to the last result; this run may not give one.
+        self.last_result = None
+        self._tab_changed(self.tabs.currentIndex())
         selected = params.parcels.selected
         count = len(selected) if selected is not None else self.target_layer.featureCount()
         self.say(tr("Classifying {n} parcels of {layer} …").format(n=count, layer=self.target_layer.name()))
@@ -1002,7 +1040,7 @@ class ThermoCropDock(QgsDockWidget):
             self.explain_layout.removeWidget(self.figure_canvas)
             self.figure_canvas.deleteLater()
         self.figure_canvas = FigureCanvasQTAgg(figure)
-        self.figure_canvas.setMinimumHeight(460)
+        self.figure_canvas.setMinimumHeight(420)
         self.explain_layout.addWidget(self.figure_canvas)
         layer = getattr(self, "_explaining_layer", None)
         where = tr(" of {layer}").format(layer=layer.name()) if _layer_alive(layer) else ""

@@ -92,16 +92,26 @@ def run():
                              "OpenStreetMap", "wms")
     parcels = QgsVectorLayer(CONFIG["parcels"], "parcels FR2", "ogr")
     project = QgsProject.instance()
-    project.addMapLayers([basemap, dem, background, parcels])
+    # The parcels first, so that the project takes their CRS; then the rasters the dock must sort out.
+    project.addMapLayers([parcels, background, dem, basemap])
     for layer in (basemap, dem):
         node = project.layerTreeRoot().findLayer(layer.id())
         if node is not None:
             node.setItemVisibilityChecked(False)
     iface.setActiveLayer(parcels)
+    root = project.layerTreeRoot()
+    for layer in (background, parcels):  # parcels on top of the scene
+        node = root.findLayer(layer.id())
+        root.insertChildNode(0, node.clone())
+        root.removeChildNode(node)
+    project.setCrs(parcels.crs())
     canvas = iface.mapCanvas()
-    canvas.setSelectionColor(QColor(0, 200, 255, 200))
     canvas.setDestinationCrs(parcels.crs())
+    canvas.setSelectionColor(QColor(0, 200, 255, 200))
+    settle(0.5)
     canvas.setExtent(parcels.extent().buffered(parcels.extent().width() * 0.02))
+    canvas.refreshAllLayers()
+    note(f"canvas {canvas.mapSettings().destinationCrs().authid()} {canvas.extent().toString(0)}")
 
     plugin = plugins["thermocrop"]
     plugin.action.setChecked(True)
@@ -113,6 +123,8 @@ def run():
     if CONFIG.get("model"):
         dock.model.setFilePath(CONFIG["model"])
     window.resizeDocks([dock], [CONFIG.get("dock_width", 400)], 1)  # Qt.Horizontal
+    settle(0.5)
+    note(f"dock {dock.width()}x{dock.height()}, status panel from y={dock.run_button.mapTo(dock, dock.rect().topLeft()).y()}")
     shot("dock-before.png")
 
     task = dock.start()
@@ -137,6 +149,7 @@ def run():
     shot("dock-confidence.png")
     dock.low_confidence.setChecked(False)
     dock.colour_by.setCurrentIndex(0)
+    layer.selectByIds([chosen.id()])  # a new filter drops the selection
 
     dock.tabs.setCurrentIndex(1)
     dock.explain_selected()
@@ -180,7 +193,7 @@ def main():
         note("error\n" + traceback.format_exc())
     finally:
         QgsProject.instance().setDirty(False)
-        QApplication.instance().exit(0)
+        QTimer.singleShot(0, iface.actionExit().trigger)
 
 
 QTimer.singleShot(1500, main)
