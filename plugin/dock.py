@@ -867,7 +867,7 @@ class ThermoCropDock(QgsDockWidget):
                 out = QgsVectorLayer(task.written, tr("{layer} (classified)").format(layer=layer.name()), "ogr")
                 if not out.isValid():
                     raise ValueError(tr("QGIS cannot open the written file {path}.").format(path=task.written))
-                where = tr("the new layer {path}").format(path=task.written)
+                where = tr("the new layer {name}").format(name=Path(task.written).name)
             else:
                 out = write_result_to_layer(layer, task.fids, task.result, params.label_field,
                                             params.confidence_field, lambda names: True, params.status_field,
@@ -879,7 +879,7 @@ class ThermoCropDock(QgsDockWidget):
             self.say(tr("Writing the result failed: {error}").format(error=exc), Qgis.Critical, bar=True)
             return
         if params.output:
-            QgsProject.instance().addMapLayer(out)
+            self._add_above(out, layer)
         self.output_layer = out
         self.last_result, self.last_fids, self.last_bundle = task.result, task.fids, task.bundle
         style_note = self._style_output(out, params, own_file=bool(params.output))
@@ -892,7 +892,18 @@ class ThermoCropDock(QgsDockWidget):
             text += " " + style_note
         warnings = "".join(f"\n{w}" for w in task.result.warnings)
         self.say(text + warnings, Qgis.Warning if task.result.warnings or done == 0 else Qgis.Success, bar=True)
+        self.message.setToolTip(task.written or layer.source())
         self.progress.setValue(100)
+
+    @staticmethod
+    def _add_above(new: QgsVectorLayer, below: QgsVectorLayer) -> None:
+        """Add ``new`` to the project right above ``below`` in the layer tree, so that it shows."""
+        project = QgsProject.instance()
+        project.addMapLayer(new, False)
+        node = project.layerTreeRoot().findLayer(below.id())
+        group = node.parent() if node is not None else project.layerTreeRoot()
+        index = group.children().index(node) if node is not None else 0
+        group.insertLayer(index, new)
 
     def _style_output(self, layer: QgsVectorLayer, params, own_file: bool) -> str:
         """Class style (current) and confidence style (in the layer's style list); save a .qml."""
@@ -1010,8 +1021,11 @@ class ThermoCropDock(QgsDockWidget):
         from matplotlib.figure import Figure
 
         bundle = ex.bundle
-        figure = Figure(figsize=(4, 6), tight_layout=True)
-        ax1, ax2, ax3 = figure.subplots(3, 1, gridspec_kw={"height_ratios": (1, 1, 1.1)})
+        k = len(bundle.classes)
+        # The bars get about 16 px a class, so that the names written on them do not overlap.
+        height = 300 + 16 * k
+        figure = Figure(figsize=(4, height / 100), tight_layout=True)
+        ax1, ax2, ax3 = figure.subplots(3, 1, gridspec_kw={"height_ratios": (1, 1, max(1.1, k / 6))})
         dates = ex.dates.astype("datetime64[D]").astype(object)
         ax1.plot(dates, ex.ndvi, "o-", color="#2e7d32", markersize=4)
         ax1.set_ylabel("NDVI")
@@ -1040,7 +1054,7 @@ class ThermoCropDock(QgsDockWidget):
             self.explain_layout.removeWidget(self.figure_canvas)
             self.figure_canvas.deleteLater()
         self.figure_canvas = FigureCanvasQTAgg(figure)
-        self.figure_canvas.setMinimumHeight(420)
+        self.figure_canvas.setMinimumHeight(height)
         self.explain_layout.addWidget(self.figure_canvas)
         layer = getattr(self, "_explaining_layer", None)
         where = tr(" of {layer}").format(layer=layer.name()) if _layer_alive(layer) else ""

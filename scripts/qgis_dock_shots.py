@@ -142,6 +142,8 @@ def run():
     chosen = max(candidates, key=lambda f: (f[conf] or 0) * f.geometry().area())
     layer.selectByIds([chosen.id()])
     iface.setActiveLayer(layer)
+    # As a user would: the input layer out of sight under the result.
+    project.layerTreeRoot().findLayer(parcels.id()).setItemVisibilityChecked(False)
     shot("dock-after.png")
 
     dock.colour_by.setCurrentIndex(1)
@@ -192,8 +194,8 @@ def main():
     except Exception:
         note("error\n" + traceback.format_exc())
     finally:
-        QgsProject.instance().setDirty(False)
-        QTimer.singleShot(0, iface.actionExit().trigger)
+        # QGIS 3.22 may hang or crash on a scripted exit; the pictures are saved, so leave at once.
+        os._exit(0)
 
 
 QTimer.singleShot(1500, main)

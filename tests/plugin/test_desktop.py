@@ -81,9 +81,8 @@ def check():
         report["error"] = traceback.format_exc()
     with open(OUT, "w") as f:
         json.dump(report, f)
-    from qgis.core import QgsProject
-    QgsProject.instance().setDirty(False)
-    QTimer.singleShot(0, iface.actionExit().trigger)
+    # QGIS 3.22 may hang or crash on a scripted exit; the report is written, so leave at once.
+    os._exit(0)
 
 
 QTimer.singleShot(1500, check)

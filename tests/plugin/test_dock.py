@@ -105,7 +105,11 @@ def test_run_writes_a_new_styled_layer_file_by_default(dock, parcels_layer, tiny
     assert set(fields_before) <= set(reopened.fields().names())
     counts = core.counts()
     assert all(f"{k}: {v}" in dock.counts_text().splitlines() for k, v in counts.items())
-    assert "Classified" in dock.message.text() and str(out_path) in dock.message.text()
+    assert "Classified" in dock.message.text() and out_path.name in dock.message.text()
+    assert dock.message.toolTip() == str(out_path)
+    # Right above the parcel layer in the layer tree, so that it shows on the map.
+    names = [n.name() for n in QgsProject.instance().layerTreeRoot().children()]
+    assert names.index(out.name()) == names.index(parcels_layer.name()) - 1
 
 
 @pytest.mark.slow
