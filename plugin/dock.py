@@ -314,7 +314,13 @@ class ThermoCropDock(QgsDockWidget):
             from .accuracy_widget import AccuracyWidget
         except ImportError:
             return
-        self.accuracy_widget = AccuracyWidget(self.iface)
+        self.accuracy_widget = AccuracyWidget()
+        self.accuracy_widget.failed.connect(
+            lambda message: self.say(tr("Accuracy assessment: {message}").format(message=message), Qgis.Warning,
+                                     bar=True))
+        self.accuracy_widget.reportReady.connect(
+            lambda report: self.say(tr("Accuracy assessment finished; the report is on the Accuracy tab."),
+                                    Qgis.Success, bar=True))
         self.tabs.addTab(self.accuracy_widget, tr("Accuracy"))
 
     @staticmethod
@@ -883,6 +889,8 @@ class ThermoCropDock(QgsDockWidget):
         self.output_layer = out
         self.last_result, self.last_fids, self.last_bundle = task.result, task.fids, task.bundle
         style_note = self._style_output(out, params, own_file=bool(params.output))
+        if self.accuracy_widget is not None:
+            self.accuracy_widget.set_layer(out, params.label_field)
         self.show_counts(task.result.counts(), dict(task.bundle.config.colours))
         self._tab_changed(self.tabs.currentIndex())
         done = int((task.result.status == "ok").sum())
@@ -1102,6 +1110,8 @@ class ThermoCropDock(QgsDockWidget):
                 self.target_layer.willBeDeleted.disconnect(self._target_removed)
             except TypeError:
                 pass
+        if self.accuracy_widget is not None:
+            self.accuracy_widget.shutdown()
         if self.install_task is not None:
             # pip is left to finish (killing it could leave a half-installed package) but
             # must not report into a dock that no longer exists.

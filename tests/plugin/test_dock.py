@@ -111,6 +111,35 @@ def test_run_writes_a_new_styled_layer_file_by_default(dock, parcels_layer, tiny
     names = [n.name() for n in QgsProject.instance().layerTreeRoot().children()]
     assert names.index(out.name()) == names.index(parcels_layer.name()) - 1
 
+    # Low-confidence filter: the layer shows exactly the parcels below the threshold.
+    conf = {str(f["parcel_id"]): f["crop_conf"] for f in reopened.getFeatures()}
+    dock.threshold.setValue(0.7)
+    dock.low_confidence.setChecked(True)
+    below = sum(1 for c in core.confidence[core.status == "ok"] if c < 0.7)
+    assert out.featureCount() == below > 0
+    assert all(f["crop_conf"] < 0.7 for f in out.getFeatures())
+    dock.low_confidence.setChecked(False)
+    assert out.featureCount() == len(conf) and out.subsetString() == ""
+    # The second style colours by confidence with one rule per range; back to classes after.
+    dock.colour_by.setCurrentIndex(1)
+    assert out.renderer().type() == "RuleRenderer"
+    rules = out.renderer().rootRule().children()
+    assert [r.filterExpression().startswith('"crop_conf" >=') for r in rules[:4]] == [True] * 4
+    assert rules[-1].isElse()
+    dock.colour_by.setCurrentIndex(0)
+    assert out.renderer().type() == "categorizedSymbol"
+
+    # The next dock starts with what this run used.
+    from thermocrop.plugin.dock import ThermoCropDock
+
+    again = ThermoCropDock()
+    try:
+        assert again.weather.filePath() == dock.weather.filePath()
+        assert again.model.filePath() == dock.model.filePath()
+        assert again.scene_paths() == dock.scene_paths() and again.to_new_file.isChecked()
+    finally:
+        again.shutdown()
+
 
 @pytest.mark.slow
 def test_in_place_is_saved_and_never_left_in_edit_mode(dock, parcels_layer, tiny_region, region_weather,
