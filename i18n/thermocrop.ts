@@ -54,117 +54,127 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="406"/>
+        <location filename="../plugin/dock.py" line="445"/>
         <source>Classify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="265"/>
+        <location filename="../plugin/dock.py" line="296"/>
         <source>Explain</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="287"/>
+        <location filename="../plugin/dock.py" line="318"/>
+        <source>Accuracy assessment: {message}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="321"/>
+        <source>Accuracy assessment finished; the report is on the Accuracy tab.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="324"/>
         <source>Accuracy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="315"/>
+        <location filename="../plugin/dock.py" line="352"/>
         <source>Input</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="319"/>
+        <location filename="../plugin/dock.py" line="356"/>
         <source>Polygon layer of the project whose parcels are classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="432"/>
+        <location filename="../plugin/dock.py" line="471"/>
         <source>Parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="322"/>
+        <location filename="../plugin/dock.py" line="359"/>
         <source>Selected features only</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="327"/>
+        <location filename="../plugin/dock.py" line="364"/>
         <source>Ticked scenes are used: the project&apos;s Sentinel-2 rasters and added files or folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="329"/>
+        <location filename="../plugin/dock.py" line="366"/>
         <source>Scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="331"/>
+        <location filename="../plugin/dock.py" line="368"/>
         <source>Add files…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="332"/>
+        <location filename="../plugin/dock.py" line="369"/>
         <source>Add folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="343"/>
+        <location filename="../plugin/dock.py" line="380"/>
         <source>Temperatures (*.nc *.nc4 *.csv);;All files (*)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="344"/>
+        <location filename="../plugin/dock.py" line="381"/>
         <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="347"/>
+        <location filename="../plugin/dock.py" line="383"/>
         <source>Weather</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="351"/>
+        <location filename="../plugin/dock.py" line="390"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="353"/>
+        <location filename="../plugin/dock.py" line="392"/>
         <source>ThermoCrop model (*.tcm)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="354"/>
+        <location filename="../plugin/dock.py" line="393"/>
         <source>empty: the shipped model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="363"/>
+        <location filename="../plugin/dock.py" line="402"/>
         <source>Output</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="365"/>
+        <location filename="../plugin/dock.py" line="404"/>
         <source>New layer file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="366"/>
+        <location filename="../plugin/dock.py" line="405"/>
         <source>Write the parcels with the result fields to a new file; the parcel layer is not changed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="368"/>
+        <location filename="../plugin/dock.py" line="407"/>
         <source>Fields of the parcel layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="369"/>
+        <location filename="../plugin/dock.py" line="408"/>
         <source>Add the result fields to the parcel layer and save it (in a running edit session: one undoable edit)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="378"/>
+        <location filename="../plugin/dock.py" line="417"/>
         <source>GeoPackage (*.gpkg);;Shapefile (*.shp);;GeoJSON (*.geojson);;FlatGeobuf (*.fgb)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -184,363 +194,358 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="391"/>
+        <location filename="../plugin/dock.py" line="430"/>
         <source>Class probabilities, margin and entropy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="392"/>
+        <location filename="../plugin/dock.py" line="431"/>
         <source>Also write p_&lt;class&gt; for every class, crop_margin (best minus second best probability) and crop_entropy (0 sure .. 1 undecided)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="408"/>
+        <location filename="../plugin/dock.py" line="447"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="422"/>
+        <location filename="../plugin/dock.py" line="461"/>
         <source>Install missing packages</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="427"/>
+        <location filename="../plugin/dock.py" line="466"/>
         <source>Parcels per class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="432"/>
+        <location filename="../plugin/dock.py" line="471"/>
         <source>Class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="432"/>
+        <location filename="../plugin/dock.py" line="471"/>
         <source>Share</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="438"/>
-        <source>Colour by</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="440"/>
-        <source>class</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="440"/>
-        <source>confidence</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="445"/>
-        <source>Only confidence below</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="446"/>
-        <source>Show only the parcels whose confidence is below the threshold (a filter on the result layer; untick to show all)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="466"/>
-        <source>Explain the selected parcel</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="467"/>
-        <source>Select one parcel on the map, then press this button</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="471"/>
-        <source>Select one parcel of the classified layer to see its NDVI series against the calendar and against growing degree days, and the model&apos;s class probabilities.</source>
+        <location filename="../plugin/dock.py" line="476"/>
+        <source>colour by class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../plugin/dock.py" line="476"/>
-        <source>NDVI and class probabilities</source>
+        <source>colour by confidence</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="579"/>
+        <location filename="../plugin/dock.py" line="477"/>
+        <source>The result layer&apos;s style: class colours, or red (unsure) to green (sure)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="480"/>
+        <source>only below</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="481"/>
+        <source>Show only the parcels whose confidence is below the threshold (a filter on the result layer; untick to show all)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="501"/>
+        <source>Explain the selected parcel</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="502"/>
+        <source>Select one parcel on the map, then press this button</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="506"/>
+        <source>Select one parcel of the classified layer to see its NDVI series against the calendar and against growing degree days, and the model&apos;s class probabilities.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="620"/>
         <source>Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="579"/>
+        <location filename="../plugin/dock.py" line="620"/>
         <source>Rasters (*.tif *.tiff *.jp2);;All (*)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="584"/>
+        <location filename="../plugin/dock.py" line="625"/>
         <source>Folder of Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="639"/>
+        <location filename="../plugin/dock.py" line="680"/>
         <source>No model at {path}; choose a .tcm file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="644"/>
+        <location filename="../plugin/dock.py" line="685"/>
         <source>Model not available: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="647"/>
+        <location filename="../plugin/dock.py" line="688"/>
         <source>not recorded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="670"/>
+        <location filename="../plugin/dock.py" line="711"/>
         <source>Installing into {folder} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="675"/>
+        <location filename="../plugin/dock.py" line="716"/>
         <source>Packages installed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="678"/>
+        <location filename="../plugin/dock.py" line="719"/>
         <source>pip failed ({code}); its output is in the ThermoCrop log:
 {tail}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="688"/>
+        <location filename="../plugin/dock.py" line="729"/>
         <source>empty: {name} beside the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="688"/>
+        <location filename="../plugin/dock.py" line="729"/>
         <source>choose a file (.gpkg, .shp, .geojson, .fgb)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="705"/>
+        <location filename="../plugin/dock.py" line="746"/>
         <source>Choose a parcel layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="708"/>
+        <location filename="../plugin/dock.py" line="749"/>
         <source>No feature of {layer} is selected; select parcels or untick &apos;Selected features only&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="713"/>
+        <location filename="../plugin/dock.py" line="754"/>
         <source>Tick or add at least one Sentinel-2 scene.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="717"/>
+        <location filename="../plugin/dock.py" line="758"/>
         <source>The scene {path} does not exist; untick it or add it again.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="722"/>
+        <location filename="../plugin/dock.py" line="763"/>
         <source>Choose a daily temperature file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="725"/>
+        <location filename="../plugin/dock.py" line="766"/>
         <source>The temperature file {path} does not exist; choose an existing file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="730"/>
+        <location filename="../plugin/dock.py" line="771"/>
         <source>The model {path} does not exist; choose a .tcm file or leave the field empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="735"/>
+        <location filename="../plugin/dock.py" line="776"/>
         <source>The class, confidence and status fields need three different names.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="742"/>
+        <location filename="../plugin/dock.py" line="783"/>
         <source>{layer} is not a file layer; choose the new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="751"/>
+        <location filename="../plugin/dock.py" line="792"/>
         <source>Not started: {path} exists and is not to be replaced.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="756"/>
+        <location filename="../plugin/dock.py" line="797"/>
         <source>{layer} is read-only; choose &apos;New layer file&apos; to write the result.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="762"/>
+        <location filename="../plugin/dock.py" line="803"/>
         <source>Cannot write into {layer}: {problems}. Choose other field names or a new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="767"/>
+        <location filename="../plugin/dock.py" line="808"/>
         <source>Not started: the fields exist and are not to be overwritten.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="790"/>
+        <location filename="../plugin/dock.py" line="834"/>
         <source>Classifying {n} parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="817"/>
+        <location filename="../plugin/dock.py" line="861"/>
         <source>The parcel layer was removed while classifying; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="821"/>
+        <location filename="../plugin/dock.py" line="865"/>
         <source>Cancelled; nothing was written and the layer was not changed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="824"/>
+        <location filename="../plugin/dock.py" line="868"/>
         <source>Classification failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="829"/>
+        <location filename="../plugin/dock.py" line="873"/>
         <source>{layer} (classified)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="831"/>
+        <location filename="../plugin/dock.py" line="875"/>
         <source>QGIS cannot open the written file {path}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="832"/>
-        <source>the new layer {path}</source>
+        <location filename="../plugin/dock.py" line="876"/>
+        <source>the new layer {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="837"/>
+        <location filename="../plugin/dock.py" line="881"/>
         <source>{layer} (saved)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="838"/>
+        <location filename="../plugin/dock.py" line="882"/>
         <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="841"/>
+        <location filename="../plugin/dock.py" line="885"/>
         <source>Writing the result failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="851"/>
+        <location filename="../plugin/dock.py" line="897"/>
         <source>Classified {done} of {n} parcels into {where}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="883"/>
+        <location filename="../plugin/dock.py" line="940"/>
         <source>{qml} exists and was left as it is.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="885"/>
+        <location filename="../plugin/dock.py" line="942"/>
         <source>Style saved to {qml}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="889"/>
+        <location filename="../plugin/dock.py" line="946"/>
         <source>below 0.4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="889"/>
+        <location filename="../plugin/dock.py" line="946"/>
         <source>0.4 to 0.6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="889"/>
+        <location filename="../plugin/dock.py" line="946"/>
         <source>0.6 to 0.8</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="889"/>
+        <location filename="../plugin/dock.py" line="946"/>
         <source>0.8 and above</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="889"/>
+        <location filename="../plugin/dock.py" line="946"/>
         <source>not classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="918"/>
+        <location filename="../plugin/dock.py" line="975"/>
         <source>{layer} is being edited; save or discard the edits to filter it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="922"/>
+        <location filename="../plugin/dock.py" line="979"/>
         <source>{layer} cannot be filtered by its provider.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="928"/>
+        <location filename="../plugin/dock.py" line="985"/>
         <source>{names} already exist(s). Overwrite?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="950"/>
+        <location filename="../plugin/dock.py" line="1007"/>
         <source>Reading the parcel's pixels …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="958"/>
+        <location filename="../plugin/dock.py" line="1015"/>
         <source>Explaining was cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="961"/>
+        <location filename="../plugin/dock.py" line="1018"/>
         <source>Cannot explain this parcel: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="980"/>
+        <location filename="../plugin/dock.py" line="1040"/>
         <source>against calendar date</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="985"/>
+        <location filename="../plugin/dock.py" line="1045"/>
         <source>growing degree days (°C·d)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="987"/>
+        <location filename="../plugin/dock.py" line="1047"/>
         <source>against thermal time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="998"/>
+        <location filename="../plugin/dock.py" line="1058"/>
         <source>class probability</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1008"/>
+        <location filename="../plugin/dock.py" line="1068"/>
         <source> of {layer}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1020"/>
+        <location filename="../plugin/dock.py" line="1080"/>
         <source>Select exactly one parcel of {layer} to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1022"/>
+        <location filename="../plugin/dock.py" line="1082"/>
         <source>Select exactly one parcel to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1026"/>
+        <location filename="../plugin/dock.py" line="1086"/>
         <source>Choose the scenes and the weather file on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
