@@ -19,32 +19,42 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="144"/>
+        <location filename="../plugin/dock.py" line="135"/>
+        <source>{field} is longer than a shapefile field name may be ({n} characters)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="138"/>
+        <source>the probability fields (p_&lt;class&gt;, crop_margin, crop_entropy) do not fit shapefile field names</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="159"/>
         <source>{layer} cannot be edited; write a new layer file instead.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="152"/>
+        <location filename="../plugin/dock.py" line="167"/>
         <source>ThermoCrop classification</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="169"/>
+        <location filename="../plugin/dock.py" line="184"/>
         <source>Saving {layer} failed: {errors}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="198"/>
+        <location filename="../plugin/dock.py" line="213"/>
         <source>{path} is a folder; choose a file name.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="201"/>
+        <location filename="../plugin/dock.py" line="216"/>
         <source>The folder {folder} does not exist; choose an existing folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="203"/>
+        <location filename="../plugin/dock.py" line="218"/>
         <source>The folder {folder} cannot be written to; choose another folder.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -54,127 +64,127 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="445"/>
+        <location filename="../plugin/dock.py" line="460"/>
         <source>Classify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="296"/>
+        <location filename="../plugin/dock.py" line="311"/>
         <source>Explain</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="318"/>
+        <location filename="../plugin/dock.py" line="333"/>
         <source>Accuracy assessment: {message}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="321"/>
+        <location filename="../plugin/dock.py" line="336"/>
         <source>Accuracy assessment finished; the report is on the Accuracy tab.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="324"/>
+        <location filename="../plugin/dock.py" line="339"/>
         <source>Accuracy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="352"/>
+        <location filename="../plugin/dock.py" line="367"/>
         <source>Input</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="356"/>
+        <location filename="../plugin/dock.py" line="371"/>
         <source>Polygon layer of the project whose parcels are classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="471"/>
+        <location filename="../plugin/dock.py" line="486"/>
         <source>Parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="359"/>
+        <location filename="../plugin/dock.py" line="374"/>
         <source>Selected features only</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="364"/>
+        <location filename="../plugin/dock.py" line="379"/>
         <source>Ticked scenes are used: the project&apos;s Sentinel-2 rasters and added files or folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="366"/>
+        <location filename="../plugin/dock.py" line="381"/>
         <source>Scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="368"/>
+        <location filename="../plugin/dock.py" line="383"/>
         <source>Add files…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="369"/>
+        <location filename="../plugin/dock.py" line="384"/>
         <source>Add folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="380"/>
+        <location filename="../plugin/dock.py" line="395"/>
         <source>Temperatures (*.nc *.nc4 *.csv);;All files (*)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="381"/>
+        <location filename="../plugin/dock.py" line="396"/>
         <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="383"/>
+        <location filename="../plugin/dock.py" line="398"/>
         <source>Weather</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="390"/>
+        <location filename="../plugin/dock.py" line="405"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="392"/>
+        <location filename="../plugin/dock.py" line="407"/>
         <source>ThermoCrop model (*.tcm)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="393"/>
+        <location filename="../plugin/dock.py" line="408"/>
         <source>empty: the shipped model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="402"/>
+        <location filename="../plugin/dock.py" line="417"/>
         <source>Output</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="404"/>
+        <location filename="../plugin/dock.py" line="419"/>
         <source>New layer file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="405"/>
+        <location filename="../plugin/dock.py" line="420"/>
         <source>Write the parcels with the result fields to a new file; the parcel layer is not changed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="407"/>
+        <location filename="../plugin/dock.py" line="422"/>
         <source>Fields of the parcel layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="408"/>
+        <location filename="../plugin/dock.py" line="423"/>
         <source>Add the result fields to the parcel layer and save it (in a running edit session: one undoable edit)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="417"/>
+        <location filename="../plugin/dock.py" line="432"/>
         <source>GeoPackage (*.gpkg);;Shapefile (*.shp);;GeoJSON (*.geojson);;FlatGeobuf (*.fgb)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -194,358 +204,358 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="430"/>
+        <location filename="../plugin/dock.py" line="445"/>
         <source>Class probabilities, margin and entropy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="431"/>
+        <location filename="../plugin/dock.py" line="446"/>
         <source>Also write p_&lt;class&gt; for every class, crop_margin (best minus second best probability) and crop_entropy (0 sure .. 1 undecided)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="447"/>
+        <location filename="../plugin/dock.py" line="462"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="461"/>
+        <location filename="../plugin/dock.py" line="476"/>
         <source>Install missing packages</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="466"/>
+        <location filename="../plugin/dock.py" line="481"/>
         <source>Parcels per class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="471"/>
+        <location filename="../plugin/dock.py" line="486"/>
         <source>Class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="471"/>
+        <location filename="../plugin/dock.py" line="486"/>
         <source>Share</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="476"/>
+        <location filename="../plugin/dock.py" line="491"/>
         <source>colour by class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="476"/>
+        <location filename="../plugin/dock.py" line="491"/>
         <source>colour by confidence</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="477"/>
+        <location filename="../plugin/dock.py" line="492"/>
         <source>The result layer&apos;s style: class colours, or red (unsure) to green (sure)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="480"/>
+        <location filename="../plugin/dock.py" line="495"/>
         <source>only below</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="481"/>
+        <location filename="../plugin/dock.py" line="496"/>
         <source>Show only the parcels whose confidence is below the threshold (a filter on the result layer; untick to show all)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="501"/>
+        <location filename="../plugin/dock.py" line="516"/>
         <source>Explain the selected parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="502"/>
+        <location filename="../plugin/dock.py" line="517"/>
         <source>Select one parcel on the map, then press this button</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="506"/>
+        <location filename="../plugin/dock.py" line="521"/>
         <source>Select one parcel of the classified layer to see its NDVI series against the calendar and against growing degree days, and the model&apos;s class probabilities.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="620"/>
+        <location filename="../plugin/dock.py" line="635"/>
         <source>Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="620"/>
+        <location filename="../plugin/dock.py" line="635"/>
         <source>Rasters (*.tif *.tiff *.jp2);;All (*)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="625"/>
+        <location filename="../plugin/dock.py" line="640"/>
         <source>Folder of Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="680"/>
+        <location filename="../plugin/dock.py" line="695"/>
         <source>No model at {path}; choose a .tcm file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="685"/>
+        <location filename="../plugin/dock.py" line="700"/>
         <source>Model not available: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="688"/>
+        <location filename="../plugin/dock.py" line="703"/>
         <source>not recorded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="711"/>
+        <location filename="../plugin/dock.py" line="726"/>
         <source>Installing into {folder} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="716"/>
+        <location filename="../plugin/dock.py" line="731"/>
         <source>Packages installed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="719"/>
+        <location filename="../plugin/dock.py" line="734"/>
         <source>pip failed ({code}); its output is in the ThermoCrop log:
 {tail}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="729"/>
+        <location filename="../plugin/dock.py" line="744"/>
         <source>empty: {name} beside the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="729"/>
+        <location filename="../plugin/dock.py" line="744"/>
         <source>choose a file (.gpkg, .shp, .geojson, .fgb)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="746"/>
+        <location filename="../plugin/dock.py" line="761"/>
         <source>Choose a parcel layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="749"/>
+        <location filename="../plugin/dock.py" line="764"/>
         <source>No feature of {layer} is selected; select parcels or untick &apos;Selected features only&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="754"/>
+        <location filename="../plugin/dock.py" line="769"/>
         <source>Tick or add at least one Sentinel-2 scene.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="758"/>
+        <location filename="../plugin/dock.py" line="773"/>
         <source>The scene {path} does not exist; untick it or add it again.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="763"/>
+        <location filename="../plugin/dock.py" line="778"/>
         <source>Choose a daily temperature file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="766"/>
+        <location filename="../plugin/dock.py" line="781"/>
         <source>The temperature file {path} does not exist; choose an existing file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="771"/>
+        <location filename="../plugin/dock.py" line="786"/>
         <source>The model {path} does not exist; choose a .tcm file or leave the field empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="776"/>
+        <location filename="../plugin/dock.py" line="791"/>
         <source>The class, confidence and status fields need three different names.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="783"/>
+        <location filename="../plugin/dock.py" line="798"/>
         <source>{layer} is not a file layer; choose the new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="792"/>
+        <location filename="../plugin/dock.py" line="807"/>
         <source>Not started: {path} exists and is not to be replaced.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="797"/>
+        <location filename="../plugin/dock.py" line="812"/>
         <source>{layer} is read-only; choose &apos;New layer file&apos; to write the result.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="803"/>
+        <location filename="../plugin/dock.py" line="819"/>
         <source>Cannot write into {layer}: {problems}. Choose other field names or a new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="808"/>
+        <location filename="../plugin/dock.py" line="824"/>
         <source>Not started: the fields exist and are not to be overwritten.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="834"/>
+        <location filename="../plugin/dock.py" line="850"/>
         <source>Classifying {n} parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="861"/>
+        <location filename="../plugin/dock.py" line="877"/>
         <source>The parcel layer was removed while classifying; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="865"/>
+        <location filename="../plugin/dock.py" line="881"/>
         <source>Cancelled; nothing was written and the layer was not changed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="868"/>
+        <location filename="../plugin/dock.py" line="884"/>
         <source>Classification failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="873"/>
+        <location filename="../plugin/dock.py" line="889"/>
         <source>{layer} (classified)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="875"/>
+        <location filename="../plugin/dock.py" line="891"/>
         <source>QGIS cannot open the written file {path}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="876"/>
+        <location filename="../plugin/dock.py" line="892"/>
         <source>the new layer {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="881"/>
+        <location filename="../plugin/dock.py" line="897"/>
         <source>{layer} (saved)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="882"/>
+        <location filename="../plugin/dock.py" line="898"/>
         <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="885"/>
+        <location filename="../plugin/dock.py" line="901"/>
         <source>Writing the result failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="897"/>
+        <location filename="../plugin/dock.py" line="913"/>
         <source>Classified {done} of {n} parcels into {where}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="940"/>
+        <location filename="../plugin/dock.py" line="956"/>
         <source>{qml} exists and was left as it is.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="942"/>
+        <location filename="../plugin/dock.py" line="958"/>
         <source>Style saved to {qml}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="946"/>
+        <location filename="../plugin/dock.py" line="962"/>
         <source>below 0.4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="946"/>
+        <location filename="../plugin/dock.py" line="962"/>
         <source>0.4 to 0.6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="946"/>
+        <location filename="../plugin/dock.py" line="962"/>
         <source>0.6 to 0.8</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="946"/>
+        <location filename="../plugin/dock.py" line="962"/>
         <source>0.8 and above</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="946"/>
+        <location filename="../plugin/dock.py" line="962"/>
         <source>not classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="975"/>
+        <location filename="../plugin/dock.py" line="991"/>
         <source>{layer} is being edited; save or discard the edits to filter it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="979"/>
+        <location filename="../plugin/dock.py" line="995"/>
         <source>{layer} cannot be filtered by its provider.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="985"/>
+        <location filename="../plugin/dock.py" line="1001"/>
         <source>{names} already exist(s). Overwrite?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1007"/>
+        <location filename="../plugin/dock.py" line="1023"/>
         <source>Reading the parcel's pixels …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1015"/>
+        <location filename="../plugin/dock.py" line="1031"/>
         <source>Explaining was cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1018"/>
+        <location filename="../plugin/dock.py" line="1034"/>
         <source>Cannot explain this parcel: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1040"/>
+        <location filename="../plugin/dock.py" line="1056"/>
         <source>against calendar date</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1045"/>
+        <location filename="../plugin/dock.py" line="1061"/>
         <source>growing degree days (°C·d)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1047"/>
+        <location filename="../plugin/dock.py" line="1063"/>
         <source>against thermal time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1058"/>
+        <location filename="../plugin/dock.py" line="1074"/>
         <source>class probability</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1068"/>
+        <location filename="../plugin/dock.py" line="1084"/>
         <source> of {layer}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1080"/>
+        <location filename="../plugin/dock.py" line="1096"/>
         <source>Select exactly one parcel of {layer} to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1082"/>
+        <location filename="../plugin/dock.py" line="1098"/>
         <source>Select exactly one parcel to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1086"/>
+        <location filename="../plugin/dock.py" line="1102"/>
         <source>Choose the scenes and the weather file on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>

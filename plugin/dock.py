@@ -125,6 +125,21 @@ def field_type_problems(layer: QgsVectorLayer, wanted: dict) -> list:
     return problems
 
 
+SHAPEFILE_NAME_LENGTH = 10
+
+
+def field_name_problems(layer: QgsVectorLayer, names: list, probabilities: bool) -> list:
+    """Field names ``layer``'s format would cut short (a shapefile keeps 10 characters)."""
+    if layer.dataProvider().storageType() != "ESRI Shapefile":
+        return []
+    problems = [tr("{field} is longer than a shapefile field name may be ({n} characters)").format(
+        field=name, n=SHAPEFILE_NAME_LENGTH) for name in names if len(name) > SHAPEFILE_NAME_LENGTH]
+    if probabilities:
+        problems.append(tr("the probability fields (p_<class>, crop_margin, crop_entropy) do not fit shapefile "
+                           "field names"))
+    return problems
+
+
 def write_result_to_layer(layer: QgsVectorLayer, fids: list, result, label_field: str, conf_field: str,
                           confirm_overwrite: Callable[[list], bool], status_field: Optional[str] = None,
                           probabilities: bool = False) -> Optional[QgsVectorLayer]:
@@ -798,7 +813,8 @@ class ThermoCropDock(QgsDockWidget):
                     layer=layer.name()), Qgis.Warning)
                 return None
             wanted = {label: QVariant.String, conf: QVariant.Double, status: QVariant.String}
-            problems = field_type_problems(layer, wanted)
+            problems = field_name_problems(layer, list(wanted), self.probabilities.isChecked())
+            problems += field_type_problems(layer, wanted)
             if problems:
                 self.say(tr("Cannot write into {layer}: {problems}. Choose other field names or a new layer "
                             "file.").format(layer=layer.name(), problems="; ".join(problems)), Qgis.Warning)

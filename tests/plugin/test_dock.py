@@ -212,6 +212,27 @@ def test_read_only_layer_in_place_is_refused_before_the_run(dock, parcels_layer)
     assert "read-only" in dock.message.text() and "New layer file" in dock.message.text()
 
 
+def test_names_a_shapefile_would_cut_are_refused_before_the_run(dock, tmp_path):
+    import geopandas as gpd
+    from qgis.core import QgsProject, QgsVectorLayer
+    from shapely.geometry import box
+
+    gpd.GeoDataFrame({"name": ["a"]}, geometry=[box(0, 0, 50, 50)], crs="EPSG:32631").to_file(tmp_path / "p.shp")
+    layer = QgsVectorLayer(str(tmp_path / "p.shp"), "shp", "ogr")
+    QgsProject.instance().addMapLayer(layer)
+    try:
+        dock.layer_combo.setLayer(layer)
+        dock.in_place.setChecked(True)
+        assert dock.start() is None
+        assert "crop_status is longer than a shapefile field name" in dock.message.text()
+        dock.status_field.setText("crop_stat")
+        dock.probabilities.setChecked(True)
+        assert dock.start() is None and "probability fields" in dock.message.text()
+        assert layer.fields().names() == ["name"]
+    finally:
+        QgsProject.instance().removeMapLayer(layer.id())
+
+
 def test_an_existing_field_of_another_type_is_refused_before_the_run(dock, parcels_layer):
     from qgis.core import QgsField
     from qgis.PyQt.QtCore import QVariant
