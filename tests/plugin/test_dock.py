@@ -146,11 +146,21 @@ def test_in_place_is_saved_and_never_left_in_edit_mode(dock, parcels_layer, tiny
                                                        small_bundle):
     from qgis.core import QgsVectorLayer
 
+    from qgis.core import QgsApplication
+    from qgis.gui import QgsMessageBar
+
+    bar = QgsMessageBar()
+    dock.iface = SimpleNamespace(messageBar=lambda: bar)
+    logged = []
+    QgsApplication.messageLog().messageReceived.connect(lambda message, tag, level: logged.append((tag, message)))
     dock.layer_combo.setLayer(parcels_layer)
     dock.in_place.setChecked(True)
     dock.probabilities.setChecked(True)
     assert dock.start() is not None
     _wait(dock)
+    # The completion reaches the message bar and the ThermoCrop log, not only the dock.
+    assert bar.currentItem() is not None and bar.currentItem().text().startswith("Classified")
+    assert any(tag == "ThermoCrop" and message.startswith("Classified") for tag, message in logged)
     assert not parcels_layer.isEditable() and not parcels_layer.isModified()
     core = _core_result(tiny_region, region_weather, small_bundle)
     reopened = QgsVectorLayer(parcels_layer.source(), "check", "ogr")
