@@ -53,6 +53,7 @@ def features_to_frame(features: Iterable[QgsFeature], crs: QgsCoordinateReferenc
 
     fids, geoms, labels = [], [], []
     columns = {name: [] for name in attributes or ()}
+    indexes, kinds = None, {}
     for feature in features:
         geometry = feature.geometry()
         fids.append(feature.id())
@@ -60,16 +61,37 @@ def features_to_frame(features: Iterable[QgsFeature], crs: QgsCoordinateReferenc
         if label_field:
             value = feature[label_field]
             labels.append(None if value is None or str(value) == "NULL" else str(value))
-        for name in columns:
-            columns[name].append(python_value(feature[name]))
+        if columns:
+            if indexes is None:  # looked up once: every feature of a source has the same fields
+                indexes = [(columns[name], feature.fields().indexOf(name)) for name in columns]
+                kinds = {name: feature.fields().field(name).type() for name in columns}
+            values = feature.attributes()
+            for column, index in indexes:
+                column.append(python_value(values[index]))
     if attributes is not None:
-        data = columns
+        data = {name: _typed(values, kinds[name] if indexes else None) for name, values in columns.items()}
     else:
         data = {ID_COLUMN: [str(fid) for fid in fids]}
     if label_field:
         data[label_field] = labels
     frame = gpd.GeoDataFrame(data, geometry=geoms, crs=crs.toWkt() if crs.isValid() else None)
     return frame, fids
+
+
+def _typed(values: list, kind):
+    """A pandas column keeping the QGIS field type through a write (integers with NULLs stay integers)."""
+    import pandas as pd
+    from qgis.PyQt.QtCore import QVariant
+
+    if kind in (QVariant.Int, QVariant.UInt, QVariant.LongLong, QVariant.ULongLong):
+        return pd.array(values, dtype="Int64")
+    if kind == QVariant.Double:
+        return pd.array([float("nan") if v is None else v for v in values], dtype="float64")
+    if kind == QVariant.Bool:
+        return pd.array(values, dtype="boolean")
+    if kind in (QVariant.Date, QVariant.DateTime):
+        return pd.to_datetime(pd.Series(values, dtype=object))
+    return pd.Series([v if v is None or isinstance(v, str) else str(v) for v in values], dtype=object)
 
 
 @dataclass(frozen=True)
