@@ -376,6 +376,9 @@ class ThermoCropDock(QgsDockWidget):
         self.scene_list = QListWidget()
         self.scene_list.setMinimumHeight(60)
         self.scene_list.setMaximumHeight(110)
+        # Long names are shortened in the middle rather than scrolled sideways; the tooltip has them whole.
+        self.scene_list.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.scene_list.setTextElideMode(Qt.ElideMiddle)
         self.scene_list.setToolTip(tr("Ticked scenes are used: the project's Sentinel-2 rasters and added "
                                       "files or folders"))
         form.addRow(tr("Scenes"), self.scene_list)
