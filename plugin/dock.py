@@ -59,6 +59,7 @@ from qgis.PyQt.QtWidgets import (
     QWidget,
 )
 
+from ..core.crops import class_colours, colour_list
 from .dependencies import describe_missing, dependency_folder, make_install_task, missing_requirements
 from .i18n import tr
 from .layers import scene_candidate
@@ -910,7 +911,7 @@ class ThermoCropDock(QgsDockWidget):
         style_note = self._style_output(out, params, own_file=bool(params.output))
         if self.accuracy_widget is not None:
             self.accuracy_widget.set_layer(out, params.label_field)
-        self.show_counts(task.result.counts(), dict(task.bundle.config.colours))
+        self.show_counts(task.result.counts(), class_colours(task.bundle.classes))
         self._tab_changed(self.tabs.currentIndex())
         done = int((task.result.status == "ok").sum())
         text = tr("Classified {done} of {n} parcels into {where}.").format(done=done, n=len(task.result),
@@ -942,7 +943,7 @@ class ThermoCropDock(QgsDockWidget):
             manager.removeStyle(CONFIDENCE_STYLE)
         layer.setRenderer(confidence_renderer(params.confidence_field, self._confidence_labels()))
         manager.addStyleFromLayer(CONFIDENCE_STYLE)
-        apply_class_style(layer, params.label_field, bundle.classes, bundle.config.colours)
+        apply_class_style(layer, params.label_field, bundle.classes)
         self._class_style = manager.currentStyle()
         self._base_subset = layer.subsetString()
         self.colour_by.blockSignals(True)
@@ -1064,7 +1065,7 @@ class ThermoCropDock(QgsDockWidget):
         ax2.set_xlabel(tr("growing degree days (°C·d)"))
         ax2.set_ylabel("NDVI")
         ax2.set_title(tr("against thermal time"), fontsize=10)
-        colours = [bundle.config.colours.get(c, "#888888") for c in bundle.classes]
+        colours = colour_list(bundle.classes)
         probs = ex.probabilities
         rows = np.arange(len(bundle.classes))
         ax3.barh(rows, np.nan_to_num(probs), color=colours, edgecolor="#404040", linewidth=0.4)
