@@ -29,6 +29,7 @@ from .extract import (
 from .progress import Progress
 from .vector import feature_count, write_with_fields
 from .scenes import SCL_INVALID
+from .uncertainty import uncertainty_fields
 
 log = logging.getLogger(__name__)
 
@@ -219,16 +220,19 @@ def write_classification(
     layer: Optional[str] = None,
     out_layer: Optional[str] = None,
     inputs: Sequence[Union[str, os.PathLike]] = (),
+    probabilities: bool = False,
 ) -> Path:
     """Write the parcels with their predictions, in any OGR format chosen by extension.
 
     Every feature and attribute of the input is kept; the three fields are added (or replace
     fields of the same name). Parcels that were not classified get NULL as class and
-    confidence; those not selected get the status ``not_selected``. The output is written
-    beside the target, read back and counted, and only then takes its name; an existing
-    file (the input included) is replaced only with ``overwrite``, and in a GeoPackage only
-    the written layer is. Field names are those ``vector.output_field_names`` gives for the
-    format (shapefiles keep 10 characters: ``crop_statu``).
+    confidence; those not selected get the status ``not_selected``. With ``probabilities`` the
+    fields of :func:`~thermocrop.core.uncertainty.uncertainty_fields` follow (``p_<class>`` per
+    class, ``crop_margin``, ``crop_entropy``). The output is written beside the target, read
+    back and counted, and only then takes its name; an existing file (the input included) is
+    replaced only with ``overwrite``, and in a GeoPackage only the written layer is. Field
+    names are those ``vector.output_field_names`` gives for the format (shapefiles keep 10
+    characters: ``crop_statu``).
 
     Raises:
         OutputError: unknown extension, an unusable or existing output without ``overwrite``,
@@ -246,7 +250,12 @@ def write_classification(
     labels[result.rows] = np.where(ok, result.labels.astype(object), None)
     confidence[result.rows] = np.where(ok, result.confidence, np.nan)
     status[result.rows] = result.status
-    out = write_with_fields(parcels, {label_field: labels, conf_field: confidence, status_field: status}, out,
-                            overwrite=overwrite, layer=layer, out_layer=out_layer, inputs=inputs)
+    values = {label_field: labels, conf_field: confidence, status_field: status}
+    if probabilities:
+        full = np.full((n, len(result.classes)), np.nan, dtype=np.float32)
+        full[result.rows] = result.probabilities
+        values.update(uncertainty_fields(full, result.classes))
+    out = write_with_fields(parcels, values, out, overwrite=overwrite, layer=layer, out_layer=out_layer,
+                            inputs=inputs)
     log.info("Wrote %d parcels to %s", n, out)
     return out

@@ -76,7 +76,7 @@ def test_every_parameter_has_help(provider):
     for algorithm in provider.algorithms():
         for parameter in algorithm.parameterDefinitions():
             assert parameter.help(), f"{algorithm.id()} {parameter.name()} has no help text"
-            assert parameter.name() in algorithm.shortHelpString()
+            assert parameter.description() in algorithm.shortHelpString()
 
 
 def test_plugin_loads_and_reports_when_torch_is_missing(tmp_path):

@@ -28,6 +28,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conf-field", default="crop_conf", help="output field for the confidence (default crop_conf)")
     parser.add_argument("--status-field", default="crop_status",
                         help="output field for the status (default crop_status)")
+    parser.add_argument("--probabilities", action="store_true",
+                        help="also write each class's probability (p_<class>), the margin between the two likeliest "
+                             "classes (crop_margin) and the normalised entropy (crop_entropy, 0 sure .. 1 undecided)")
     parser.add_argument("--min-pixels", type=bounded("min_pixels"), default=1,
                         help="parcels covering fewer pixels get status too_small (default 1: classify every parcel)")
     parser.add_argument("--chunk-size", type=bounded("chunk_size"), default=20000, help="parcels held in memory at once")
@@ -75,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     require_usable(result.status, "classified", args.parcels)
     out = write_classification(args.parcels, result, args.out, label_field=args.label_field,
                                conf_field=args.conf_field, status_field=args.status_field,
-                               overwrite=args.overwrite, out_layer=args.out_layer, inputs=inputs)
+                               overwrite=args.overwrite, out_layer=args.out_layer, inputs=inputs,
+                               probabilities=args.probabilities)
     names = target.fields
     print(f"wrote {out}{f' (layer {target.layer})' if target.container else ''}: {len(result)} parcels, fields "
           f"{names[args.label_field]}, {names[args.conf_field]}, {names[args.status_field]}")
