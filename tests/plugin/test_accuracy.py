@@ -1,4 +1,5 @@
-"""The accuracy widget on a real GeoPackage layer: background assessment, report, saving, errors."""
+"""Accuracy assessment in QGIS on a real GeoPackage layer: the widget (background assessment, report,
+saving, errors) and ``thermocrop:accuracyassessment`` through processing.run."""
 
 from __future__ import annotations
 
@@ -137,3 +138,78 @@ def test_widget_says_what_is_wrong(widget, classified, tmp_path):
     _wait(widget)
     assert "lack the classes corn, meadow" in failures[-1]
     assert widget.report is None
+
+def _run(params: dict):
+    import processing
+    from qgis.core import QgsProcessingContext, QgsProcessingFeedback
+
+    return processing.run("thermocrop:accuracyassessment", params, context=QgsProcessingContext(),
+                          feedback=QgsProcessingFeedback())
+
+
+def test_accuracyassessment_writes_the_reports(provider, tmp_path):
+    from thermocrop.core.accuracy import assess_layer
+
+    frame = write_classified_layer(tmp_path / "classified.gpkg")
+    expected = assess_layer(frame, "crop_pred", "crop", weighting="area")
+    result = _run({"INPUT": str(tmp_path / "classified.gpkg"), "PREDICTED_FIELD": "crop_pred",
+                   "REFERENCE_FIELD": "crop", "OUTPUT_HTML": str(tmp_path / "r.html"),
+                   "OUTPUT_CSV": str(tmp_path / "r.csv"), "OUTPUT_MATRIX": str(tmp_path / "m.csv")})
+    assert result["OVERALL_ACCURACY"] == pytest.approx(6 / 8)
+    assert result["SAMPLE_SIZE"] == 8
+    assert result["KAPPA"] == pytest.approx(expected.sample.kappa)
+    assert result["ADJUSTED_OVERALL_ACCURACY"] == pytest.approx(expected.estimates.overall_accuracy)
+    with open(tmp_path / "r.csv", newline="") as fh:
+        rows = {r["class"]: r for r in csv.DictReader(fh)}
+    for i, name in enumerate(expected.classes):
+        assert float(rows[name]["estimated_area"]) == pytest.approx(expected.estimates.area[i], rel=1e-5)
+    with open(tmp_path / "m.csv", newline="") as fh:
+        matrix = [[int(v) for v in row[1:]] for row in list(csv.reader(fh))[1:]]
+    assert matrix == expected.matrix.tolist()
+    assert "<table>" in (tmp_path / "r.html").read_text()
+
+
+def test_accuracyassessment_by_count_and_table(provider, tmp_path):
+    write_classified_layer(tmp_path / "classified.gpkg")
+    result = _run({"INPUT": str(tmp_path / "classified.gpkg"), "PREDICTED_FIELD": "crop_pred",
+                   "REFERENCE_FIELD": "crop", "WEIGHTING": 1, "OUTPUT_HTML": str(tmp_path / "r.html"),
+                   "OUTPUT_CSV": str(tmp_path / "r.csv")})
+    with open(tmp_path / "r.csv", newline="") as fh:
+        rows = {r["class"]: r for r in csv.DictReader(fh)}
+    assert rows["corn"]["area_unit"] == "parcels" and float(rows["corn"]["map_area"]) == 4
+    table = tmp_path / "areas.csv"
+    table.write_text("class,km2\nwinter_wheat,50\ncorn,30\nmeadow,20\n")
+    _run({"INPUT": str(tmp_path / "classified.gpkg"), "PREDICTED_FIELD": "crop_pred",
+          "REFERENCE_FIELD": "crop", "CLASS_AREAS": str(table), "OUTPUT_HTML": str(tmp_path / "t.html"),
+          "OUTPUT_CSV": str(tmp_path / "t.csv")})
+    with open(tmp_path / "t.csv", newline="") as fh:
+        rows = {r["class"]: r for r in csv.DictReader(fh)}
+    # Stratum wheat (W 0.5): 3 of 4 reference units wheat, 1 corn; corn (W 0.3): 2 of 3 corn,
+    # 1 meadow; meadow (W 0.2): its one unit meadow. Corn area = 100 * (0.5 / 4 + 0.3 * 2 / 3).
+    assert float(rows["corn"]["estimated_area"]) == pytest.approx(32.5)
+    assert float(rows["winter_wheat"]["estimated_area"]) == pytest.approx(37.5)
+    assert float(rows["meadow"]["estimated_area"]) == pytest.approx(30.0)
+    # A one-unit stratum (meadow) has no variance: its intervals are empty, not zero.
+    assert rows["meadow"]["adj_users_accuracy_ci95"] == "" and rows["corn"]["estimated_area_ci95"] == ""
+
+
+def test_accuracyassessment_refuses_bad_parameters(provider, tmp_path):
+    from qgis.core import QgsProcessingException
+
+    write_classified_layer(tmp_path / "classified.gpkg")
+    base = {"INPUT": str(tmp_path / "classified.gpkg"), "PREDICTED_FIELD": "crop_pred",
+            "OUTPUT_HTML": str(tmp_path / "r.html"), "OUTPUT_CSV": str(tmp_path / "r.csv")}
+    with pytest.raises(QgsProcessingException, match="same field"):
+        _run({**base, "REFERENCE_FIELD": "crop_pred"})
+    with pytest.raises(QgsProcessingException, match="does not exist"):
+        _run({**base, "REFERENCE_FIELD": "crop", "CLASS_AREAS": str(tmp_path / "none.csv")})
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_accuracyassessment_help_names_every_parameter(provider):
+    alg = provider.algorithm("accuracyassessment")
+    assert alg is not None and alg.displayName() == "Accuracy assessment"
+    names = [p.name() for p in alg.parameterDefinitions()]
+    assert names == ["INPUT", "PREDICTED_FIELD", "REFERENCE_FIELD", "WEIGHTING", "CLASS_AREAS",
+                     "OUTPUT_HTML", "OUTPUT_CSV", "OUTPUT_MATRIX"]
+    assert all(alg.HELP.get(n) for n in names)
