@@ -11,6 +11,7 @@ from typing import Optional, Sequence
 
 from ..core.errors import ThermoCropError
 from . import commands
+from .progress_bar import configure_logging
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,10 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    # Log lines go through tqdm so they never run into a progress bar.
+    configure_logging(logging.DEBUG if args.verbose else logging.INFO)
     try:
         return int(args._run(args) or 0)
     except ThermoCropError as exc:
