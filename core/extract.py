@@ -518,11 +518,13 @@ def _settings(max_pixels: int, seed: int, min_valid_fraction: float, min_pixels:
 
 def _meta(table: ParcelTable, scenes: list[Scene], weather: Any, settings: ExtractionSettings,
           label_field: Optional[str]) -> dict[str, Any]:
+    # Absolute paths: a dataset is opened from other working directories than it was made in.
     return {
-        "parcels": table.source,
-        "scenes": [f for sc in scenes for f in sc.files],
+        "parcels": os.path.abspath(table.source) if os.path.exists(table.source) else table.source,
+        "scenes": [os.path.abspath(f) for sc in scenes for f in sc.files],
         "levels": sorted({sc.level for sc in scenes if sc.level}),
-        "weather": str(weather) if isinstance(weather, (str, os.PathLike)) else getattr(weather, "source", None),
+        "weather": (os.path.abspath(weather) if isinstance(weather, (str, os.PathLike))
+                    else getattr(weather, "source", None)),
         "label_field": label_field,
         **({"labels": table.class_summary} if table.class_summary else {}),
         "max_pixels": settings.max_pixels,

@@ -71,7 +71,8 @@ def test_extract_command_writes_a_dataset_with_statuses(small_region, tmp_path, 
     rc = main(["extract", "--parcels", str(small_region["parcels"]), "--scenes", str(small_region["scenes"]),
                "--weather", str(small_region["weather"]), "--out", str(out)])
     assert rc == 2
-    assert "already exists" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "already exists" in err and "--overwrite" in err
 
 
 def test_extract_command_maps_rpg_codes_with_the_france_preset(small_region, tmp_path, capsys, caplog):
@@ -174,3 +175,21 @@ def test_classify_command_end_to_end_on_a_synthetic_region(tiny_region, tmp_path
     rc = main(["classify", "--parcels", str(parcels), "--scenes", str(tiny_region / "scenes"),
                "--weather", str(weather), "--model", str(bundle), "--out", str(parcels)])
     assert rc == 2 and parcels.read_bytes() == before
+
+
+def test_extract_command_grid_blocks_and_absolute_paths(small_region, tmp_path, monkeypatch):
+    # Run from the data folder with relative paths; dataset.json must still find the files later.
+    monkeypatch.chdir(small_region["root"])
+    out = tmp_path / "grid"
+    assert main(["extract", "--parcels", "parcels.gpkg", "--scenes", "scenes", "--weather", "weather.csv",
+                 "--block-size-km", "1", "--max-pixels", "4", "--out", str(out)]) == 0
+    ps = open_dataset(out)
+    meta = ps.meta
+    assert meta["parcels"] == str(small_region["parcels"]) and Path(meta["weather"]).is_file()
+    assert all(Path(f).is_absolute() and Path(f).is_file() for f in meta["scenes"])
+    # Blocks by hand: 1 km cells of the parcel centroids in the layer's (projected) CRS, EPSG:3035.
+    centroids = gpd.read_file(small_region["parcels"]).geometry.centroid
+    cells = list(zip((centroids.x // 1000).astype(int), (centroids.y // 1000).astype(int)))
+    same_cell = [[a == b for b in cells] for a in cells]
+    assert [[x == y for y in ps.blocks] for x in ps.blocks] == same_cell
+    assert (ps.blocks >= 0).all() and len(set(cells)) == len(set(ps.blocks.tolist()))

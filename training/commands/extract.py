@@ -22,6 +22,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="classes with fewer labelled parcels become 'unknown' (default 0: keep every class)")
     parser.add_argument("--id-field", help="field holding parcel ids (default: parcel_id, else row number)")
     parser.add_argument("--block-field", default="block", help="field holding spatial split blocks (default: block)")
+    parser.add_argument("--block-size-km", type=float,
+                        help="spatial split blocks from a square grid of cells of this size (km) over the parcel "
+                             "centroids, instead of --block-field (e.g. 10)")
     parser.add_argument("--max-pixels", type=int, default=64, help="pixels kept per parcel and date (default 64)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the pixel sampling (default 0)")
     parser.add_argument("--season-start", default="01-01",
@@ -46,19 +49,45 @@ def scene_options(args: argparse.Namespace) -> dict:
     }
 
 
+def grid_block_table(args: argparse.Namespace):
+    """The parcels as a ``ParcelTable`` whose blocks are the cells of a ``--block-size-km`` grid."""
+    import logging
+    from dataclasses import replace
+
+    import numpy as np
+
+    from ...core.extract import load_parcels
+    from ..importers.common import grid_blocks, locations_from_geometries
+
+    table = load_parcels(args.parcels, id_field=args.id_field, label_field=args.label_field, block_field=None,
+                         class_map=args.class_map, min_parcels=args.min_parcels)
+    blocks = grid_blocks(locations_from_geometries(table.geometry), args.block_size_km * 1000.0)
+    logging.getLogger("thermocrop.extract").info(
+        "%s: %d spatial blocks from a %g km grid", table.source, len(np.unique(blocks[blocks >= 0])),
+        args.block_size_km)
+    return replace(table, blocks=blocks)
+
+
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     import numpy as np
 
     from ...core.dataset import open_dataset
+    from ...core.errors import InputError
     from ...core.extract import extract_to_dataset
     from ...core.scenes import find_scenes
     from ..progress_bar import progress_bar
 
+    if Path(args.out).exists() and not args.overwrite:
+        raise InputError(f"{args.out} already exists; choose another output folder or pass --overwrite to "
+                         "replace it.")
     scenes = find_scenes(args.scenes, **scene_options(args))
     print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products")
+    parcels = grid_block_table(args) if args.block_size_km else args.parcels
     with progress_bar("extract") as progress:
         out = extract_to_dataset(
-            args.parcels, scenes, args.weather, args.out,
+            parcels, scenes, args.weather, args.out,
             chunk_size=args.chunk_size, overwrite=args.overwrite, max_pixels=args.max_pixels, seed=args.seed,
             id_field=args.id_field, label_field=args.label_field, block_field=args.block_field,
             class_map=args.class_map, min_parcels=args.min_parcels,
