@@ -17,6 +17,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True,
                         help="output folder; finished runs found there are skipped")
     parser.add_argument("--jobs", type=int, default=1, help="runs trained at once (default 1)")
+    parser.add_argument("--estimate", action="store_true",
+                        help="only measure the speed here and say how long the runs still to do would take")
     add_training_flags(parser)
 
 
@@ -31,8 +33,15 @@ def run(args: argparse.Namespace) -> int:
     if bad:
         raise SystemExit(f"thermocrop experiment: unknown variants {bad}; "
                          f"choose from {', '.join(VARIANT_CHOICES)} or 'all'")
+    from ..progress_bar import progress_bar
+
     out = Path(args.out)
-    run_experiment([Path(r) for r in args.regions], variants, out,
-                   config_from_args(args, variants[0]), jobs=args.jobs)
+    regions = [Path(r) for r in args.regions]
+    config = config_from_args(args, variants[0])
+    if args.estimate:
+        run_experiment(regions, variants, out, config, jobs=args.jobs, estimate_only=True)
+        return 0
+    with progress_bar("experiment") as progress:
+        run_experiment(regions, variants, out, config, jobs=args.jobs, progress=progress)
     print((out / "table.md").read_text())
     return 0
