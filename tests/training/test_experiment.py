@@ -150,3 +150,21 @@ def test_parallel_runs_log_through_the_parent_with_their_logger(tmp_path, caplog
     assert "--block-size-km 10" in warnings[0].getMessage()
     assert any(r.name == "thermocrop.training.train" and "epoch 1" in r.getMessage() for r in caplog.records)
     assert seen[-1] == pytest.approx(1.0)
+
+
+def test_evaluate_warns_about_another_processing_level(tmp_path, caplog, capsys):
+    from dataclasses import replace as dc_replace
+
+    from thermocrop.training.train import train_model
+
+    l1c = dc_replace(make_pixel_sets(n=40, seed=31, blocks=6), meta={"levels": ["L1C"]})
+    model = train_model([l1c], tmp_path / "m.tcm", TrainingConfig(
+        epochs=1, steps_per_epoch=2, batch_size=8, sample_pixels=4, sample_dates=5, device="cpu"),
+        show_progress=False).bundle_path
+    for levels, warned in ((["L1C"], False), (["L2A"], True)):
+        path = tmp_path / levels[0]
+        save_dataset(dc_replace(make_pixel_sets(n=20, seed=32, blocks=6), meta={"levels": levels}), path)
+        caplog.clear()
+        assert main(["evaluate", "--model", str(model), "--data", str(path)]) == 0
+        said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert any("trained on L1C scenes but these are L2A" in m for m in said) is warned
