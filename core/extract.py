@@ -19,7 +19,7 @@ from .bands import S2_BANDS
 from .dataset import STATUS_OK, DatasetWriter, PixelSets
 from .errors import ExtractionError, InputError, SceneError, WeatherError
 from .progress import Progress
-from .scenes import SCL_INVALID, Grid, Scene, find_scenes, to_reflectance
+from .scenes import SCL_INVALID, Grid, Scene, bright_cloud_mask, check_missing_scl, find_scenes, to_reflectance
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +87,7 @@ class ExtractionSettings:
     gdd_method: str = "paper"
     block_size: int = BLOCK_SIZE
     weather_options: dict[str, Any] = field(default_factory=dict)
+    missing_scl: str = "warn"
 
 
 def _read_layer(parcels: ParcelSource, layer: Optional[str] = None):
@@ -452,6 +453,8 @@ def _extract_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], wea
                             values, valid = to_reflectance(dn[:, rr, cc], product.offset,
                                                            None if scl is None else scl[rr, cc],
                                                            settings.scl_invalid)
+                            if scl is None and product.level == "L2A" and settings.missing_scl == "bands":
+                                valid &= ~bright_cloud_mask(values)
                             # Earlier products and preferred grids win: fill only empty slots.
                             fill = valid & ~pixel_mask[parcel[pos], t, slot[pos]]
                             p_f, s_f = parcel[pos][fill], slot[pos][fill]
@@ -499,7 +502,7 @@ def _extract_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], wea
 
 def _settings(max_pixels: int, seed: int, min_valid_fraction: float, min_pixels: int, season_start: Any,
               t_base: float, t_cap: float, gdd_method: str, scl_invalid: Sequence[int],
-              weather_options: Optional[dict[str, Any]]) -> ExtractionSettings:
+              weather_options: Optional[dict[str, Any]], missing_scl: str = "warn") -> ExtractionSettings:
     from .gdd import SeasonStart
 
     if max_pixels < 1:
@@ -513,7 +516,7 @@ def _settings(max_pixels: int, seed: int, min_valid_fraction: float, min_pixels:
     return ExtractionSettings(max_pixels=max_pixels, seed=seed, min_valid_fraction=min_valid_fraction,
                               min_pixels=min_pixels, scl_invalid=tuple(scl_invalid), season_start=season_start,
                               t_base=t_base, t_cap=t_cap, gdd_method=gdd_method,
-                              weather_options=dict(weather_options or {}))
+                              weather_options=dict(weather_options or {}), missing_scl=missing_scl)
 
 
 def _meta(table: ParcelTable, scenes: list[Scene], weather: Any, settings: ExtractionSettings,
@@ -535,6 +538,7 @@ def _meta(table: ParcelTable, scenes: list[Scene], weather: Any, settings: Extra
         "t_cap": settings.t_cap,
         "gdd_method": settings.gdd_method,
         "scl_invalid": list(settings.scl_invalid),
+        "missing_scl": settings.missing_scl,
     }
 
 
@@ -576,6 +580,7 @@ def extract_pixel_sets(
     min_pixels: int = 1,
     scl_invalid: Sequence[int] = SCL_INVALID,
     weather_options: Optional[dict[str, Any]] = None,
+    missing_scl: str = "warn",
     progress: Optional[Progress] = None,
 ) -> PixelSets:
     """Extract per-parcel pixel sets in memory (for a whole layer at once).
@@ -596,22 +601,33 @@ def extract_pixel_sets(
         min_pixels: parcels covering fewer pixels get status ``too_small``.
         scl_invalid: SCL classes treated as invalid.
         weather_options: extra keyword arguments of ``read_daily_temperature``.
+        missing_scl: L2A products without SCL: ``"warn"`` (use them unmasked, say so),
+            ``"bands"`` (mask clouds by :func:`core.scenes.bright_cloud_mask`) or ``"refuse"``.
         progress: progress and cancellation.
 
     Returns:
         :class:`PixelSets` with P = the layer's parcels in layer order, T = all scene dates.
     """
     settings = _settings(max_pixels, seed, min_valid_fraction, min_pixels, season_start, t_base, t_cap,
-                         gdd_method, scl_invalid, weather_options)
+                         gdd_method, scl_invalid, weather_options, missing_scl)
     table = parcels if isinstance(parcels, ParcelTable) else load_parcels(
         parcels, id_field=id_field, label_field=label_field, classes=classes, block_field=block_field,
         class_map=class_map, min_parcels=min_parcels)
     scene_list = _scene_list(scenes)
     if not scene_list:
         raise SceneError("No scenes were given.")
+    _say_missing_scl(scene_list, settings)
     meta = _meta(table, scene_list, weather, settings, label_field)
     return _extract_chunk(table, np.arange(len(table)), scene_list, weather, settings, table.classes, meta,
                           progress)
+
+
+def _say_missing_scl(scenes: list[Scene], settings: ExtractionSettings) -> Optional[str]:
+    """Log what :func:`core.scenes.check_missing_scl` says (it raises when asked to refuse)."""
+    note = check_missing_scl(scenes, settings.missing_scl)
+    if note:
+        log.warning("%s", note)
+    return note
 
 
 def iter_chunks(table: ParcelTable, scenes: list[Scene], weather: Any, settings: ExtractionSettings,
@@ -649,6 +665,7 @@ def extract_to_dataset(
     min_pixels: int = 1,
     scl_invalid: Sequence[int] = SCL_INVALID,
     weather_options: Optional[dict[str, Any]] = None,
+    missing_scl: str = "warn",
     progress: Optional[Progress] = None,
 ) -> Path:
     """Extract pixel sets chunk by chunk straight into a dataset folder (bounded memory).
@@ -661,13 +678,14 @@ def extract_to_dataset(
         The dataset folder.
     """
     settings = _settings(max_pixels, seed, min_valid_fraction, min_pixels, season_start, t_base, t_cap,
-                         gdd_method, scl_invalid, weather_options)
+                         gdd_method, scl_invalid, weather_options, missing_scl)
     table = parcels if isinstance(parcels, ParcelTable) else load_parcels(
         parcels, id_field=id_field, label_field=label_field, classes=classes, block_field=block_field,
         class_map=class_map, min_parcels=min_parcels)
     scene_list = _scene_list(scenes)
     if not scene_list:
         raise SceneError("No scenes were given.")
+    _say_missing_scl(scene_list, settings)
     if len(table) == 0:
         raise ExtractionError(f"Parcel layer {table.source} holds no parcels.")
     meta = _meta(table, scene_list, weather, settings, label_field)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from .extract import add_missing_scl_option
+
 HELP = "classify parcels with a model bundle and write them with crop_pred, crop_conf and crop_status"
 
 
@@ -26,6 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--level", choices=("L1C", "L2A"), help="use only products of this level")
     parser.add_argument("--band-order", help="comma-separated band order of multi-band files without descriptions")
     parser.add_argument("--offset", type=int, help="DN offset overriding the processing baseline (e.g. -1000)")
+    add_missing_scl_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products")
     with progress_bar("classify") as progress:
         result = classify_parcels(args.parcels, scenes, args.weather, args.model, chunk_size=args.chunk_size,
-                                  id_field=args.id_field, min_pixels=args.min_pixels, progress=progress)
+                                  id_field=args.id_field, min_pixels=args.min_pixels,
+                                  missing_scl=args.missing_scl, progress=progress)
     write_classification(args.parcels, result, out, label_field=args.label_field, conf_field=args.conf_field,
                          status_field=args.status_field, overwrite=args.overwrite)
     print(f"wrote {out}: {len(result)} parcels")

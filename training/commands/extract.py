@@ -37,7 +37,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--level", choices=("L1C", "L2A"), help="use only products of this level")
     parser.add_argument("--band-order", help="comma-separated band order of multi-band files without descriptions")
     parser.add_argument("--offset", type=int, help="DN offset overriding the processing baseline (e.g. -1000)")
+    add_missing_scl_option(parser)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset folder")
+
+
+def add_missing_scl_option(parser: argparse.ArgumentParser) -> None:
+    """``--missing-scl``: what to do with L2A products that have no SCL raster to mask clouds with."""
+    parser.add_argument("--missing-scl", choices=("refuse", "warn", "bands"), default="refuse",
+                        help="L2A products without an SCL raster: refuse them (default), use them unmasked with "
+                             "a warning (warn), or mask thick clouds and snow by a brightness test (bands)")
 
 
 def scene_options(args: argparse.Namespace) -> dict:
@@ -92,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
             id_field=args.id_field, label_field=args.label_field, block_field=args.block_field,
             class_map=args.class_map, min_parcels=args.min_parcels,
             season_start=args.season_start, min_valid_fraction=args.min_valid_fraction,
-            min_pixels=args.min_pixels, progress=progress,
+            min_pixels=args.min_pixels, missing_scl=args.missing_scl, progress=progress,
         )
     ps = open_dataset(out)
     statuses, counts = np.unique(ps.status, return_counts=True)
