@@ -536,7 +536,9 @@ def _fmt(value: float, digits: int = 3) -> str:
     return "n/a" if value is None or not np.isfinite(value) else f"{value:.{digits}f}"
 
 
-def _fmt_ci(value: float, se: float, digits: int = 3) -> str:
+def format_estimate(value: float, se: float, digits: int = 3) -> str:
+    """``"0.947 ± 0.018"``: an estimate and the half-width of its 95 % interval (n/a where
+    either cannot be estimated)."""
     if not np.isfinite(value):
         return "n/a"
     half = Z_95 * se
@@ -586,7 +588,7 @@ def report_html(report: AccuracyReport) -> str:
                ("Kappa", _fmt(s.kappa)), ("Macro F1", _fmt(s.macro_f1))]
     if e is not None:
         summary.append(("Area-adjusted overall accuracy (95 % CI)",
-                        _fmt_ci(e.overall_accuracy, e.overall_accuracy_se)))
+                        format_estimate(e.overall_accuracy, e.overall_accuracy_se)))
     out.append("<h2>Summary</h2><table>" + "".join(
         f"<tr><th class=\"name\">{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in summary) + "</table>")
 
@@ -634,11 +636,11 @@ def report_html(report: AccuracyReport) -> str:
             out.append(
                 f"<tr><td class=\"name\">{esc(c)}</td><td>{_fmt_area(report.map_area[i])}</td>"
                 f"<td>{_fmt(e.weights[i], 4)}</td>"
-                f"<td>{_fmt_ci(e.users_accuracy[i], e.users_accuracy_se[i])}</td>"
-                f"<td>{_fmt_ci(e.producers_accuracy[i], e.producers_accuracy_se[i])}</td>"
+                f"<td>{format_estimate(e.users_accuracy[i], e.users_accuracy_se[i])}</td>"
+                f"<td>{format_estimate(e.producers_accuracy[i], e.producers_accuracy_se[i])}</td>"
                 f"<td>{_fmt(e.f1[i])}</td>"
                 f"<td>{_fmt_area(e.area[i])} ± {_fmt_area(Z_95 * e.area_se[i])}</td>"
-                f"<td>{_fmt_ci(e.area_proportion[i], e.area_proportion_se[i], 4)}</td></tr>")
+                f"<td>{format_estimate(e.area_proportion[i], e.area_proportion_se[i], 4)}</td></tr>")
         out.append(f"<tr><td class=\"name\">total</td><td>{_fmt_area(e.total_area)}</td><td>1</td>"
                    "<td></td><td></td><td></td>"
                    f"<td>{_fmt_area(e.area.sum())}</td><td>1</td></tr></table>")

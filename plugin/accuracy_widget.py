@@ -274,9 +274,10 @@ class AccuracyWidget(QWidget):
         text = (f"{s.n} reference parcels: overall accuracy {s.overall_accuracy:.3f}, "
                 f"kappa {s.kappa:.3f}")
         if report.estimates is not None:
+            from ..core.accuracy import format_estimate
+
             e = report.estimates
-            text += (f"; area-adjusted {e.overall_accuracy:.3f} ± "
-                     f"{1.96 * e.overall_accuracy_se:.3f}")
+            text += f"; area-adjusted {format_estimate(e.overall_accuracy, e.overall_accuracy_se)}"
         self.status.setText(text + ".")
         self.status.setStyleSheet("")
         self.save_button.setEnabled(True)

@@ -141,8 +141,10 @@ class AccuracyAssessment(ThermoCropAlgorithm):
         feedback.pushInfo(f"{s.n} reference units: overall accuracy {s.overall_accuracy:.4f}, "
                           f"kappa {s.kappa:.4f}, macro F1 {s.macro_f1:.4f}")
         if e is not None:
-            feedback.pushInfo(f"Area-adjusted overall accuracy {e.overall_accuracy:.4f} "
-                              f"± {e.ci(e.overall_accuracy_se):.4f} (95 %)")
+            from ...core.accuracy import format_estimate
+
+            feedback.pushInfo("Area-adjusted overall accuracy "
+                              f"{format_estimate(e.overall_accuracy, e.overall_accuracy_se, 4)} (95 %)")
 
         def write():
             from ...core.accuracy import write_csv, write_html, write_matrix_csv

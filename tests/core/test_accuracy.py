@@ -16,6 +16,7 @@ from thermocrop.core.accuracy import (
     assess_accuracy,
     assess_layer,
     confusion_matrix,
+    format_estimate,
     geodesic_areas_ha,
     read_class_areas,
     report_html,
@@ -178,6 +179,9 @@ def test_single_unit_stratum_has_no_interval():
     assert not np.isnan(e.users_accuracy_se[0])
     assert any("single reference unit (b)" in w for w in report.warnings)
     assert "n/a" in report_html(report)
+    assert format_estimate(0.5, 0.01) == "0.500 ± 0.020"
+    assert format_estimate(e.overall_accuracy, e.overall_accuracy_se) == f"{e.overall_accuracy:.3f} ± n/a"
+    assert format_estimate(float("nan"), 0.1) == "n/a"
 
 
 @pytest.mark.parametrize("mapped, reference, area, match", [

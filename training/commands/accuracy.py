@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from ...core.accuracy import (
         Z_95,
         assess_layer,
+        format_estimate,
         read_class_areas,
         write_csv,
         write_html,
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"reference units {s.n}  OA {s.overall_accuracy:.4f}  kappa {s.kappa:.4f}  "
           f"macro F1 {s.macro_f1:.4f}")
     if e is not None:
-        print(f"area-adjusted OA {e.overall_accuracy:.4f} ± {Z_95 * e.overall_accuracy_se:.4f} "
+        print(f"area-adjusted OA {format_estimate(e.overall_accuracy, e.overall_accuracy_se, 4)} "
               f"(95 %), map classes weighted by {report.area_unit}")
     head = f"{'class':<18}{'mapped':>7}{'ref':>6}{'UA':>7}{'PA':>7}{'F1':>7}"
     if e is not None:
