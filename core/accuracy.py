@@ -354,6 +354,10 @@ def assess_accuracy(mapped: Sequence[Any], reference: Sequence[Any], *,
         negative = sorted(k for k, v in areas.items() if not v >= 0)
         if negative:
             raise InputError(f"The map area of {', '.join(negative)} is negative or not a number.")
+        if not sum(areas.get(m, 0.0) for m in map_names) > 0:
+            raise InputError(f"The map classes of the sample have no {area_unit or 'area'} in the map "
+                             "(points or lines have no area); weight the classes by parcel count or give "
+                             "their areas.")
         names |= {k for k, v in areas.items() if v > 0}
     if classes is not None:
         extra = sorted(names - set(classes))

@@ -190,6 +190,7 @@ def test_single_unit_stratum_has_no_interval():
     (["a", "b"], ["x", "y"], None, "share no name"),
     (["a", "b"], ["a", "b"], {"a": 1.0}, "lack the classes b"),
     (["a", "b"], ["a", "b"], {"a": 1.0, "b": -2}, "negative"),
+    (["a", "b"], ["a", "b"], {"a": 0.0, "b": 0.0}, "have no ha in the map"),
 ])
 def test_bad_input_is_named(mapped, reference, area, match):
     with pytest.raises(InputError, match=match):

@@ -68,3 +68,16 @@ def test_accuracy_command_errors(layer, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "no field 'crop'" in err and "truth" in err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_points_need_count_weights(tmp_path, capsys):
+    from shapely.geometry import Point
+
+    path = tmp_path / "points.gpkg"
+    gpd.GeoDataFrame({"crop_pred": ["corn", "corn", "meadow"], "truth": ["corn", "meadow", "meadow"]},
+                     geometry=[Point(0, 0), Point(10, 0), Point(20, 0)], crs="EPSG:3035").to_file(path)
+    assert main(["accuracy", "--layer", str(path), "--reference", "truth", "--html", str(tmp_path / "a.html")]) == 2
+    assert "weight the classes by parcel count" in capsys.readouterr().err
+    assert main(["accuracy", "--layer", str(path), "--reference", "truth", "--weighting", "count",
+                 "--html", str(tmp_path / "a.html")]) == 0
+    assert "reference units 3  OA 0.6667" in capsys.readouterr().out
