@@ -175,6 +175,7 @@ def run_experiment(regions: Sequence[Path], variants: Sequence[str], out: Path,
     for job in todo:
         Path(job[4]).mkdir(parents=True, exist_ok=True)
     tracker = _Tracker(len(todo), progress)
+    started = time.perf_counter()
     if jobs > 1 and len(todo) > 1:
         import logging.handlers
 
@@ -210,6 +211,9 @@ def run_experiment(regions: Sequence[Path], variants: Sequence[str], out: Path,
         finally:
             _REPORT = None
     write_outputs(records, variants, regions, out, config)
+    # Set-up, figures and bundles add a few seconds per run that the estimate leaves out.
+    log.info("%d runs took %s (estimated %s)", len(todo), _hours(time.perf_counter() - started),
+             _hours(estimate.total_s))
     return records
 
 
