@@ -1,10 +1,10 @@
 """``make package``: the installable plugin zip ``thermocrop-<version>.zip`` and its checks.
 
 The zip holds one folder, ``thermocrop/``, with what the plugin needs at run time: the entry
-``__init__.py``, ``metadata.txt``, ``LICENSE``, every module of ``plugin/`` and the modules of
-``core/`` and ``training/`` those import (followed through their relative imports), the icons,
-styles and model bundles of ``resources/`` and compiled translations (``i18n/*.qm``). Tests,
-benchmarks, docs, scripts and caches stay out. Entries are written in a fixed order with fixed
+``__init__.py``, ``metadata.txt``, ``LICENSE``, the modules ``classFactory`` leads to (followed
+through their relative imports), the icons, styles and model bundles of ``resources/``, compiled
+translations (``i18n/*.qm``) and the documentation pages the plugin opens or names (plugin,
+install, accuracy; no images). Tests, benchmarks, other docs, scripts and caches stay out. Entries are written in a fixed order with fixed
 times, so the same tree gives the same bytes.
 
 The checks follow the QGIS plugin repository's upload validator (plugins.qgis.org) and the
@@ -50,7 +50,9 @@ ENTRY_MODULES = ("__init__.py",)
 ENTRY_PACKAGES: tuple[str, ...] = ()
 """Packages taken whole besides what the entry modules import (none: QGIS enters at __init__.py)."""
 RESOURCE_PATTERNS = ("resources/icons/*.svg", "resources/icons/*.png", "resources/styles/*.qml",
-                     "resources/models/*.tcm", "i18n/*.qm")
+                     "resources/models/*.tcm", "i18n/*.qm",
+                     # The pages the plugin opens (Processing help) or names in its messages; no images.
+                     "docs/plugin.md", "docs/install.md", "docs/accuracy.md")
 ZIP_TIME = (2020, 1, 1, 0, 0, 0)
 EMAIL_RE = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$")
