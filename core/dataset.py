@@ -15,7 +15,7 @@ pixels.npy         uint16       (P, T, C, S) reflectance x 10000, 0 where masked
 pixel_mask.npy     bool         (P, T, S) True where the pixel slot holds a valid pixel
 date_mask.npy      bool         (P, T) True where the date is usable for the parcel
 gdd.npy            float32      (P, T) growing degree days at each date, from season start
-labels.npy         int16        (P,) index into ``classes``, -1 where unlabelled/unknown
+labels.npy         int16        (P,) index into ``classes``, -1 where unlabelled
 parcel_ids.npy     str          (P,) the parcel identifiers of the source layer
 blocks.npy         int32        (P,) spatial block for train/val/test splits, -1 if none
 status.npy         str          (P,) "ok" or why the parcel has no usable data

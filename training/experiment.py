@@ -97,12 +97,15 @@ def _one_run(job: tuple[list[str], str, str, dict[str, Any], str, int]) -> dict[
                          show_progress=False, progress=_run_progress(str(run_dir)),
                          provenance={"train_regions": [region_name(p) for p in train_paths],
                                      "held_out_region": region_name(held_path)})
-    scores = evaluate_bundle(load_bundle(result.bundle_path), [held], split="all")
+    # A chosen class list leaves the held-out region's other classes out, as it did in training.
+    scores = evaluate_bundle(load_bundle(result.bundle_path), [held], split="all",
+                             unseen="drop" if config.classes else "error")
     record = {
         "variant": variant, "held_out": region_name(held_path),
         "train_regions": [region_name(p) for p in train_paths],
         "macro_f1": scores["macro_f1"], "overall_accuracy": scores["overall_accuracy"],
-        "kappa": scores["kappa"], "n_parcels": scores["n"],
+        "kappa": scores["kappa"], "n_parcels": scores["n"], "classes": scores["classes"],
+        "left_out": scores["left_out"],
         "confusion_matrix": scores["confusion_matrix"], "per_class": scores["per_class"],
         "best_val_macro_f1": result.metrics["best_val_macro_f1"],
         "train_samples_per_s": result.metrics["train_samples_per_s"],
@@ -112,6 +115,39 @@ def _one_run(job: tuple[list[str], str, str, dict[str, Any], str, int]) -> dict[
     tmp.write_text(json.dumps(record, indent=2))
     os.replace(tmp, run_dir / "result.json")
     return record
+
+
+def check_held_out_classes(regions: Sequence[Path], classes: Optional[Sequence[str]] = None) -> None:
+    """Refuse, before any training, a held-out region with classes its model will not have.
+
+    The model trained without a region has the chosen ``classes`` or the union of the other
+    regions' classes. With a chosen list the held-out parcels of other classes are left out
+    (logged); with the union they would be unscorable, so this raises.
+
+    Raises:
+        DatasetError: naming each region and the classes the other regions lack.
+    """
+    from ..core.dataset import open_dataset
+    from ..core.errors import DatasetError
+    from .datasets import model_classes, unseen_classes
+
+    sets = {Path(r): open_dataset(r) for r in regions}
+    problems = []
+    for held, ps in sets.items():
+        others = [o for r, o in sets.items() if r != held]
+        known = model_classes(others, classes)
+        unseen = unseen_classes([ps], known)
+        if not unseen:
+            continue
+        listed = ", ".join(f"{c} ({n} parcels)" for c, n in unseen.items())
+        if classes:
+            log.info("Held-out %s: parcels outside the class list are left out: %s", region_name(held), listed)
+        else:
+            problems.append(f"{region_name(held)} has {listed}, which no other region has")
+    if problems:
+        raise DatasetError("Leave-one-region-out cannot score classes the model never saw: "
+                           + "; ".join(problems) + ". Choose the classes (--classes), or fold rare classes "
+                           "into 'unknown' when extracting (--class-map, --min-parcels).")
 
 
 def run_experiment(regions: Sequence[Path], variants: Sequence[str], out: Path,
@@ -127,7 +163,9 @@ def run_experiment(regions: Sequence[Path], variants: Sequence[str], out: Path,
         regions: dataset folders, one per region (folder name = region name).
         variants: model variants.
         out: output folder; ``<variant>/<held-out>/`` per run, ``results.json``, ``table.md``.
-        config: training settings shared by every run (its variant is replaced).
+        config: training settings shared by every run (its variant is replaced); with
+            ``config.classes`` every model has that class list, otherwise the union of its
+            training regions' classes.
         jobs: runs trained at once (each with ``cpu_count // jobs`` torch threads).
         progress: overall progress over the runs to do, moving within each run; its
             cancellation check stops the experiment between steps.
@@ -137,10 +175,15 @@ def run_experiment(regions: Sequence[Path], variants: Sequence[str], out: Path,
         One record per run of this call's variants and regions (``variant``, ``held_out``,
         ``macro_f1``, ``overall_accuracy``, ...); ``table.md`` and ``results.json`` also hold
         the runs of earlier calls found in ``out``.
+
+    Raises:
+        DatasetError: before any training, when a held-out region has classes its model would
+            not have (see :func:`check_held_out_classes`).
     """
     regions = [Path(r) for r in regions]
     if len(regions) < 2:
         raise ValueError("leave-one-region-out needs at least two regions")
+    check_held_out_classes(regions, config.classes)
     out = Path(out)
     if not estimate_only:
         out.mkdir(parents=True, exist_ok=True)
@@ -304,8 +347,9 @@ def measure_speed(datasets: Sequence[Any], config: TrainingConfig, threads: int,
 
     from ..core.bundle import InputScaling
     from ..core.models import build_model
-    from .evaluate import predict_rows
+    from .datasets import align_classes, model_classes
     from .losses import FocalLoss
+    from .predict import predict_rows
     from .sampling import BatchSampler, usable_parcels
     from .train import resolve_device
 
@@ -313,7 +357,9 @@ def measure_speed(datasets: Sequence[Any], config: TrainingConfig, threads: int,
     torch.set_num_threads(threads)
     try:
         device = resolve_device(config.device)
-        k = len(datasets[0].classes)
+        classes = model_classes(datasets, config.classes)
+        datasets = align_classes(datasets, classes, unseen="drop")
+        k = len(classes)
         rows = [usable_parcels(ps, k) for ps in datasets]
         first = next(i for i, r in enumerate(rows) if len(r))
         scaling = InputScaling.from_pixel_sets(datasets[first].subset(rows[first][:200]), max_parcels=200)
@@ -356,7 +402,7 @@ def estimate_experiment(regions: Sequence[Path], variants: Sequence[str], config
     by the steps of a run and the parcels it scores (validation every epoch, test and held-out
     region once)."""
     from ..core.dataset import open_dataset
-    from .evaluate import SPLIT_FRACTIONS
+    from .datasets import SPLIT_FRACTIONS, align_classes, model_classes
     from .sampling import usable_parcels
 
     datasets = [open_dataset(r) for r in regions]
@@ -364,8 +410,8 @@ def estimate_experiment(regions: Sequence[Path], variants: Sequence[str], config
     variant = "tpe_recurrent" if "tpe_recurrent" in variants else variants[0]
     threads = max(1, (os.cpu_count() or 1) // max(jobs, 1))
     step_s, predict_s, device = measure_speed(datasets, replace(config, variant=variant), threads)
-    k = len(datasets[0].classes)
-    usable = [len(usable_parcels(ps, k)) for ps in datasets]
+    classes = model_classes(datasets, config.classes)
+    usable = [len(usable_parcels(ps, len(classes))) for ps in align_classes(datasets, classes, unseen="drop")]
     held = float(np.mean(usable))
     train_parcels = sum(usable) - held
     scored_per_epoch = SPLIT_FRACTIONS[1] * train_parcels
@@ -437,7 +483,7 @@ def write_outputs(records: Sequence[dict[str, Any]], variants: Sequence[str],
     order = list(VARIANT_NAMES)
     all_variants = list(variants) + sorted({r["variant"] for r in runs} - set(variants),
                                            key=lambda v: (order.index(v) if v in order else len(order), v))
-    current = asdict(config)
+    current = json.loads(json.dumps(asdict(config)))  # as result.json holds it (tuples as lists)
     other = sorted(f"{r['variant']}/{r['held_out']}" for r in runs
                    if "training" in r and {**r["training"], "variant": None} != {**current, "variant": None})
     data = {"regions": names, "variants": all_variants, "training": current,

@@ -15,14 +15,15 @@ import numpy as np
 import torch
 
 from ..core.bundle import BundleConfig, InputScaling, save_bundle
-from ..core.crops import CLASS_COLOURS
+from ..core.crops import class_colours
 from ..core.dataset import PixelSets
 from ..core.errors import DatasetError
 from ..core.models import VARIANTS, build_model
 from ..core.progress import Progress
-from .evaluate import predict_rows, split_blocks
+from .datasets import align_classes, check_bands, gdd_settings, model_classes, split_blocks
 from .losses import FocalLoss
-from .metrics import confusion_matrix, scores
+from .metrics import scores
+from .predict import score_rows
 from .sampling import BatchSampler, usable_parcels
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,9 @@ class TrainingConfig:
         seed: seed of the split, the initial weights and the sampling.
         device: "auto" (CUDA when present), "cpu" or "cuda".
         amp: mixed precision on CUDA.
+        classes: the model's class list; None takes the union of the training datasets'
+            classes. With a list, parcels of other classes are left out of training and
+            validation.
     """
 
     variant: str = "tpe_recurrent"
@@ -61,8 +65,11 @@ class TrainingConfig:
     seed: int = 0
     device: str = "auto"
     amp: bool = False
+    classes: Optional[tuple[str, ...]] = None
 
     def __post_init__(self) -> None:
+        if self.classes is not None:
+            self.classes = tuple(str(c) for c in self.classes)
         if self.variant not in VARIANTS:
             raise ValueError(f"Unknown variant {self.variant!r}; choose one of {VARIANTS}.")
         for name in ("epochs", "steps_per_epoch", "batch_size", "sample_pixels", "sample_dates"):
@@ -102,50 +109,6 @@ def output_paths(out: Path) -> dict[str, Path]:
             "checkpoint": Path(f"{stem}.ckpt")}
 
 
-def _check_datasets(datasets: Sequence[PixelSets], what: str) -> tuple[str, ...]:
-    if not datasets:
-        raise DatasetError(f"No {what} datasets given.")
-    classes = tuple(datasets[0].classes)
-    bands = tuple(datasets[0].bands)
-    for ps in datasets:
-        src = ps.meta.get("source", ps.meta.get("path", "a dataset"))
-        if tuple(ps.classes) != classes:
-            raise DatasetError(f"{src}: classes {list(ps.classes)} differ from "
-                               f"{list(classes)}; extract every dataset with the same class list.")
-        if tuple(ps.bands) != bands:
-            raise DatasetError(f"{src}: bands {list(ps.bands)} differ from {list(bands)}.")
-    if not classes:
-        raise DatasetError(f"The {what} dataset has no class list; extract it with --label-field.")
-    return classes
-
-
-def gdd_settings(datasets: Sequence[PixelSets]) -> dict[str, Any]:
-    """The GDD settings the datasets were extracted with, for the bundle, so that
-    classification computes thermal time the way the training data did.
-
-    Raises:
-        DatasetError: datasets extracted with different settings.
-    """
-    from ..core.gdd import SeasonStart
-
-    found = []
-    for ps in datasets:
-        meta = ps.meta or {}
-        start = str(meta.get("season_start") or "01-01")
-        try:
-            start = str(SeasonStart.parse(start))
-        except ValueError:
-            raise DatasetError(f"{meta.get('source', 'a dataset')}: its season start {start!r} cannot be "
-                               "read; extract it again.") from None
-        found.append({"t_base": float(meta.get("t_base", 0.0)), "t_cap": float(meta.get("t_cap", 30.0)),
-                      "method": str(meta.get("gdd_method", "paper")), "season_start": start})
-    for other in found[1:]:
-        if other != found[0]:
-            raise DatasetError(f"The datasets were extracted with different GDD settings ({found[0]} and "
-                               f"{other}); extract them with the same season start, base, cap and method.")
-    return found[0]
-
-
 def _pooled_scaling(datasets: Sequence[PixelSets], rows: Sequence[np.ndarray],
                     seed: int) -> InputScaling:
     """Input scaling from the training parcels of every dataset, weighted by parcel count."""
@@ -167,14 +130,17 @@ def _pooled_scaling(datasets: Sequence[PixelSets], rows: Sequence[np.ndarray],
     return InputScaling(parts[0][0].quantification, tuple(mean), tuple(np.sqrt(var)))
 
 
-def _validate(model, scaling, datasets, rows, device, k) -> tuple[float, np.ndarray]:
-    cm = np.zeros((k, k), dtype=np.int64)
-    for ps, r in zip(datasets, rows):
-        if len(r) == 0:
-            continue
-        probs = predict_rows(model, scaling, ps, r, device=str(device))
-        cm += confusion_matrix(np.asarray(ps.labels)[np.sort(r)], probs.argmax(axis=1), k)
-    return scores(cm)["macro_f1"], cm
+def _log_classes(datasets: Sequence[PixelSets], classes: Sequence[str]) -> None:
+    """Log the training parcels per class; warn about classes without any."""
+    counts = {c: 0 for c in classes}
+    for ps in datasets:
+        for c, n in ps.class_counts().items():
+            counts[c] += n
+    log.info("%d classes, usable labelled parcels: %s", len(classes),
+             ", ".join(f"{c} {n}" for c, n in counts.items()))
+    empty = [c for c, n in counts.items() if n == 0]
+    if empty:
+        log.warning("No training parcels of %s: the model has these classes but cannot learn them.", empty)
 
 
 def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
@@ -190,8 +156,12 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     scored at the end. With ``val_datasets`` every usable parcel of ``datasets`` trains and
     ``val_datasets`` validate (no test split).
 
+    Classes: the model's class list is ``config.classes`` or the union of the datasets' class
+    lists (sorted); each dataset's labels are moved onto it by name, so datasets extracted from
+    different layers (with different class lists) train together.
+
     Args:
-        datasets: labelled pixel sets (one per region), same classes and bands.
+        datasets: labelled pixel sets (one per region), same bands.
         out: bundle path to write (``.tcm``); ``<stem>.metrics.json``, ``.confusion.png``,
             ``.curve.png`` and ``.ckpt`` (the resumable checkpoint) go beside it.
         config: run settings.
@@ -208,12 +178,17 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     paths = output_paths(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     progress = progress or Progress()
-    classes = _check_datasets(datasets, "training")
+    check_bands(list(datasets) + list(val_datasets or []), "training")
+    classes = model_classes(datasets, config.classes)
+    # A chosen list leaves the other classes out; the union leaves nothing out of training, and
+    # validation data must not hold classes the model cannot predict.
+    datasets = align_classes(datasets, classes, unseen="drop")
+    val_datasets = align_classes(val_datasets, classes, "drop" if config.classes else "error") \
+        if val_datasets else None
     gdd = gdd_settings(list(datasets) + list(val_datasets or []))
     k = len(classes)
+    _log_classes(datasets, classes)
     if val_datasets:
-        if _check_datasets(val_datasets, "validation") != classes:
-            raise DatasetError("The validation data's classes differ from the training data's.")
         train_rows = [usable_parcels(ps, k) for ps in datasets]
         val_sets, val_rows = list(val_datasets), [usable_parcels(ps, k) for ps in val_datasets]
         test_sets, test_rows = [], []
@@ -290,7 +265,7 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
                     bar.set_postfix(loss=f"{losses[-1]:.3f}",
                                     f1=f"{history[-1]['val_macro_f1']:.3f}" if history else "-",
                                     refresh=False)
-            val_f1, _ = _validate(model, scaling, val_sets, val_rows, device, k)
+            val_f1, _ = score_rows(model, scaling, val_sets, val_rows, device, k)
             history.append({"epoch": epoch + 1, "loss": float(np.mean(losses)),
                             "val_macro_f1": val_f1, "lr": scheduler.get_last_lr()[0]})
             if val_f1 > best_f1:
@@ -323,7 +298,7 @@ def _finish(model, scaling, classes, gdd, config, paths, history, best_f1, test_
     eval_sets, eval_rows, split_name = test_sets, test_rows, "test"
     if sum(len(r) for r in test_rows) == 0:
         eval_sets, eval_rows, split_name = val_sets, val_rows, "validation"
-    _, cm = _validate(model, scaling, eval_sets, eval_rows, device, k)
+    _, cm = score_rows(model, scaling, eval_sets, eval_rows, device, k)
     result = scores(cm, classes)
     metrics = {
         "variant": config.variant, "config": asdict(config), "best_val_macro_f1": best_f1,
@@ -332,7 +307,7 @@ def _finish(model, scaling, classes, gdd, config, paths, history, best_f1, test_
         "train_samples_per_s": samples_per_s, **provenance,
     }
     bundle_config = BundleConfig(
-        classes=classes, colours={c: CLASS_COLOURS.get(c, "#808080") for c in classes},
+        classes=classes, colours=class_colours(classes),
         scaling=scaling, gdd=gdd,
         calendar={"season_start": gdd["season_start"], "offset": 60.0, "max_shift": config.max_shift},
         provenance={"training": asdict(config), "best_val_macro_f1": best_f1,

@@ -31,12 +31,12 @@ _POST_PROCESSORS: list = []
 
 
 class _StyleLoadedLayer(QgsProcessingLayerPostProcessorInterface):
-    def __init__(self, field: str, classes, colours) -> None:
+    def __init__(self, field: str, classes) -> None:
         super().__init__()
-        self.field, self.classes, self.colours = field, classes, colours
+        self.field, self.classes = field, classes
 
     def postProcessLayer(self, layer, context, feedback):  # noqa: N802 (QGIS API)
-        apply_class_style(layer, self.field, self.classes, self.colours)
+        apply_class_style(layer, self.field, self.classes)
 
 
 class ClassifyParcels(ThermoCropAlgorithm):
@@ -155,19 +155,19 @@ class ClassifyParcels(ThermoCropAlgorithm):
         counts = result.counts()
         for key in sorted(counts):
             feedback.pushInfo(f"  {key}: {counts[key]}")
-        self._style = (dest_id, label_field, tuple(bundle.classes), dict(bundle.config.colours))
+        self._style = (dest_id, label_field, tuple(bundle.classes))
         return {"OUTPUT": dest_id, "CLASSIFIED": int((result.status == "ok").sum())}
 
     def postProcessAlgorithm(self, context, feedback):  # noqa: N802
-        dest_id, field, classes, colours = self._style
+        dest_id, field, classes = self._style
         layer = QgsProcessingUtils.mapLayerFromString(dest_id, context)
         if layer is not None:
-            apply_class_style(layer, field, classes, colours)
+            apply_class_style(layer, field, classes)
             qml = save_style_beside(layer, layer.source())
             if qml is not None:
                 feedback.pushInfo(f"Style saved to {qml}")
         if context.willLoadLayerOnCompletion(dest_id):
-            processor = _StyleLoadedLayer(field, classes, colours)
+            processor = _StyleLoadedLayer(field, classes)
             _POST_PROCESSORS.append(processor)
             context.layerToLoadOnCompletionDetails(dest_id).setPostProcessor(processor)
         return {}

@@ -230,11 +230,13 @@ def test_classifying_an_unseen_synthetic_region_beats_chance(make_region, tmp_pa
     pytest.importorskip("thermocrop.core.weather")
     pytest.importorskip("torch")
     from thermocrop.core.classify import classify_parcels
+    from thermocrop.core.crops import CROP_CLASSES
     from thermocrop.core.extract import extract_pixel_sets
 
     seen = make_region("FR2", "L2A", seed=0, parcels=100)
     unseen = make_region("FR2", "L2A", seed=1, parcels=100)
-    ps = extract_pixel_sets(seen / "parcels.gpkg", seen / "scenes", seen / "weather.nc", label_field="crop")
+    ps = extract_pixel_sets(seen / "parcels.gpkg", seen / "scenes", seen / "weather.nc", label_field="crop",
+                            classes=CROP_CLASSES)
     bundle = _train_in_test(ps)
 
     result = classify_parcels(unseen / "parcels.gpkg", unseen / "scenes", unseen / "weather.nc", bundle,

@@ -26,6 +26,16 @@ def add_training_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--amp", action="store_true", help="mixed precision on CUDA")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the block split, weights and sampling (default 0)")
+    parser.add_argument("--classes",
+                        help="comma-separated class list of the model, e.g. corn,meadow,unknown (default: every "
+                             "class of the training datasets); parcels of other classes are left out")
+
+
+def parse_classes(text):
+    """``"a, b,c"`` -> ``("a", "b", "c")``; None or empty -> None."""
+    if not text:
+        return None
+    return tuple(c.strip() for c in text.split(",") if c.strip()) or None
 
 
 def config_from_args(args: argparse.Namespace, variant: str):
@@ -35,7 +45,8 @@ def config_from_args(args: argparse.Namespace, variant: str):
     return TrainingConfig(variant=variant, epochs=args.epochs,
                           steps_per_epoch=args.steps_per_epoch, batch_size=args.batch_size,
                           sample_pixels=args.sample_pixels, sample_dates=args.sample_dates,
-                          lr=args.lr, seed=args.seed, device=args.device, amp=args.amp)
+                          lr=args.lr, seed=args.seed, device=args.device, amp=args.amp,
+                          classes=parse_classes(args.classes))
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -64,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
                          val_datasets=val, resume=args.resume,
                          provenance={"train_data": [str(p) for p in args.data]})
     ev = result.metrics["eval"]
+    print(f"{len(result.metrics['classes'])} classes: {', '.join(result.metrics['classes'])}")
     print(f"{args.variant}: {result.metrics['eval_split']} macro F1 {ev['macro_f1']:.3f}, "
           f"OA {ev['overall_accuracy']:.3f}, kappa {ev['kappa']:.3f} "
           f"({result.metrics['train_samples_per_s']:.0f} samples/s)")
