@@ -17,7 +17,7 @@ export XDG_RUNTIME_DIR := /tmp/runtime-thermocrop
 # Debian's qgis_process wrapper passes an option QGIS 3.22 rejects; the binary does not.
 export QGIS_PROCESS := /usr/bin/qgis_process.bin
 
-.PHONY: setup test demo bench default-model experiment translations screenshots clean-venv
+.PHONY: setup test demo bench default-model experiment translations screenshots package clean-venv
 
 setup: $(STAMP_PIP) $(QGIS_PLUGINPATH)/thermocrop
 
@@ -72,6 +72,14 @@ translations: setup
 screenshots: setup
 	@mkdir -p $(XDG_RUNTIME_DIR) && chmod 700 $(XDG_RUNTIME_DIR)
 	$(PY) scripts/dock_screenshot.py
+
+# The installable plugin zip (stdlib only, no setup needed). For an upload to plugins.qgis.org give
+# the project's public URLs and address: make package REPOSITORY=... TRACKER=... EMAIL=... RELEASE=1
+DIST ?= dist
+package:
+	@python3 scripts/package_plugin.py --out "$(DIST)" $(if $(EMAIL),--email "$(EMAIL)") \
+		$(if $(REPOSITORY),--repository "$(REPOSITORY)") $(if $(TRACKER),--tracker "$(TRACKER)") \
+		$(if $(HOMEPAGE),--homepage "$(HOMEPAGE)") $(if $(RELEASE),--release)
 
 clean-venv:
 	rm -rf $(VENV) $(QGIS_PLUGINPATH)

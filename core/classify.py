@@ -28,7 +28,7 @@ from .extract import (
 )
 from .progress import Progress
 from .vector import feature_count, write_with_fields
-from .scenes import SCL_INVALID
+from .scenes import SCL_INVALID, check_missing_scl
 from .uncertainty import uncertainty_fields
 
 log = logging.getLogger(__name__)
@@ -138,6 +138,7 @@ def classify_parcels(
     scl_invalid: Sequence[int] = SCL_INVALID,
     weather_options: Optional[dict[str, Any]] = None,
     batch_size: int = 256,
+    missing_scl: str = "warn",
 ) -> ClassificationResult:
     """Predict the crop of every parcel.
 
@@ -154,6 +155,8 @@ def classify_parcels(
         max_pixels, seed, min_valid_fraction, min_pixels, scl_invalid, weather_options: see
             ``extract_pixel_sets``; GDD settings come from the bundle.
         batch_size: parcels per model batch.
+        missing_scl: L2A products without SCL: ``"warn"`` (use them unmasked, with a warning in
+            the result), ``"bands"`` (brightness cloud test) or ``"refuse"``.
 
     Returns:
         A :class:`ClassificationResult` in layer order.
@@ -162,7 +165,7 @@ def classify_parcels(
     model = _bundle(bundle)
     classes = tuple(model.config.classes)
     settings = _settings(max_pixels, seed, min_valid_fraction, min_pixels, scl_invalid=scl_invalid,
-                         weather_options=weather_options, **_gdd_settings(model))
+                         weather_options=weather_options, missing_scl=missing_scl, **_gdd_settings(model))
     table = parcels if isinstance(parcels, ParcelTable) else load_parcels(
         parcels, id_field=id_field, block_field=None, selected_ids=selected_ids)
     if len(table) == 0:
@@ -172,7 +175,7 @@ def classify_parcels(
     if not scene_list:
         raise SceneError("No scenes were given.")
     meta = _meta(table, scene_list, weather, settings, None)
-    warnings = [w for w in (level_mismatch(model, scene_list),) if w]
+    warnings = [w for w in (level_mismatch(model, scene_list), check_missing_scl(scene_list, missing_scl)) if w]
     for w in warnings:
         log.warning(w)
 

@@ -20,7 +20,8 @@ from .dataset import STATUS_OK, DatasetWriter, PixelSets
 from .errors import ExtractionError, InputError, NoUsableParcelsError, SceneError, WeatherError
 from .progress import Progress
 from .remote import RemoteProduct
-from .scenes import SCL_INVALID, Grid, Scene, find_scenes, select_season, to_reflectance
+from .scenes import (SCL_INVALID, Grid, Scene, bright_cloud_mask, check_missing_scl, find_scenes, select_season,
+                     to_reflectance)
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +127,7 @@ class ExtractionSettings:
     gdd_method: str = "paper"
     block_size: int = BLOCK_SIZE
     weather_options: dict[str, Any] = field(default_factory=dict)
+    missing_scl: str = "warn"
 
 
 class _NullGeometryNoise(logging.Filter):
@@ -655,6 +657,8 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
                             values, valid = to_reflectance(dn[:, rr, cc], product.offset,
                                                            None if scl is None else scl[rr, cc],
                                                            settings.scl_invalid)
+                            if scl is None and product.level == "L2A" and settings.missing_scl == "bands":
+                                valid &= ~bright_cloud_mask(values)
                             # Earlier products and preferred grids win: fill only empty slots.
                             fill = valid & ~pixel_mask[position[pos], t]
                             p_f = position[pos][fill]
@@ -690,7 +694,7 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
 
 def _settings(max_pixels: int, seed: int, min_valid_fraction: float, min_pixels: int, season_start: Any,
               t_base: float, t_cap: float, gdd_method: str, scl_invalid: Sequence[int],
-              weather_options: Optional[dict[str, Any]]) -> ExtractionSettings:
+              weather_options: Optional[dict[str, Any]], missing_scl: str = "warn") -> ExtractionSettings:
     from .gdd import SeasonStart
 
     if max_pixels < 1:
@@ -704,16 +708,18 @@ def _settings(max_pixels: int, seed: int, min_valid_fraction: float, min_pixels:
     return ExtractionSettings(max_pixels=max_pixels, seed=seed, min_valid_fraction=min_valid_fraction,
                               min_pixels=min_pixels, scl_invalid=tuple(scl_invalid), season_start=season_start,
                               t_base=t_base, t_cap=t_cap, gdd_method=gdd_method,
-                              weather_options=dict(weather_options or {}))
+                              weather_options=dict(weather_options or {}), missing_scl=missing_scl)
 
 
 def _meta(table: ParcelTable, scenes: list[Scene], weather: Any, settings: ExtractionSettings,
           label_field: Optional[str]) -> dict[str, Any]:
+    # Absolute paths: a dataset is opened from other working directories than it was made in.
     return {
-        "parcels": table.source,
-        "scenes": [f for sc in scenes for f in sc.files],
+        "parcels": os.path.abspath(table.source) if os.path.exists(table.source) else table.source,
+        "scenes": [os.path.abspath(f) for sc in scenes for f in sc.files],
         "levels": sorted({sc.level for sc in scenes if sc.level}),
-        "weather": str(weather) if isinstance(weather, (str, os.PathLike)) else getattr(weather, "source", None),
+        "weather": (os.path.abspath(weather) if isinstance(weather, (str, os.PathLike))
+                    else getattr(weather, "source", None)),
         "label_field": label_field,
         **({"labels": table.class_summary} if table.class_summary else {}),
         "max_pixels": settings.max_pixels,
@@ -724,6 +730,7 @@ def _meta(table: ParcelTable, scenes: list[Scene], weather: Any, settings: Extra
         "t_cap": settings.t_cap,
         "gdd_method": settings.gdd_method,
         "scl_invalid": list(settings.scl_invalid),
+        "missing_scl": settings.missing_scl,
     }
 
 
@@ -765,6 +772,7 @@ def extract_pixel_sets(
     min_pixels: int = 1,
     scl_invalid: Sequence[int] = SCL_INVALID,
     weather_options: Optional[dict[str, Any]] = None,
+    missing_scl: str = "warn",
     progress: Optional[Progress] = None,
 ) -> PixelSets:
     """Extract per-parcel pixel sets in memory (for a whole layer at once).
@@ -785,13 +793,15 @@ def extract_pixel_sets(
         min_pixels: parcels covering fewer pixels get status ``too_small``.
         scl_invalid: SCL classes treated as invalid.
         weather_options: extra keyword arguments of ``read_daily_temperature``.
+        missing_scl: L2A products without SCL: ``"warn"`` (use them unmasked, say so),
+            ``"bands"`` (mask clouds by :func:`core.scenes.bright_cloud_mask`) or ``"refuse"``.
         progress: progress and cancellation.
 
     Returns:
         :class:`PixelSets` with P = the layer's parcels in layer order, T = all scene dates.
     """
     settings = _settings(max_pixels, seed, min_valid_fraction, min_pixels, season_start, t_base, t_cap,
-                         gdd_method, scl_invalid, weather_options)
+                         gdd_method, scl_invalid, weather_options, missing_scl)
     table = parcels if isinstance(parcels, ParcelTable) else load_parcels(
         parcels, id_field=id_field, label_field=label_field, classes=classes, block_field=block_field,
         class_map=class_map, min_parcels=min_parcels)
@@ -799,9 +809,18 @@ def extract_pixel_sets(
     if not scene_list:
         raise SceneError("No scenes were given.")
     select_season(scene_list, settings.season_start)  # refuses scenes of several seasons
+    _say_missing_scl(scene_list, settings)
     meta = _meta(table, scene_list, weather, settings, label_field)
     return _extract_chunk(table, np.arange(len(table)), scene_list, weather, settings, table.classes, meta,
                           progress)
+
+
+def _say_missing_scl(scenes: list[Scene], settings: ExtractionSettings) -> Optional[str]:
+    """Log what :func:`core.scenes.check_missing_scl` says (it raises when asked to refuse)."""
+    note = check_missing_scl(scenes, settings.missing_scl)
+    if note:
+        log.warning("%s", note)
+    return note
 
 
 def iter_chunks(table: ParcelTable, scenes: list[Scene], weather: Any, settings: ExtractionSettings,
@@ -852,6 +871,7 @@ def extract_to_dataset(
     min_pixels: int = 1,
     scl_invalid: Sequence[int] = SCL_INVALID,
     weather_options: Optional[dict[str, Any]] = None,
+    missing_scl: str = "warn",
     progress: Optional[Progress] = None,
 ) -> Path:
     """Extract pixel sets chunk by chunk straight into a dataset folder (bounded memory).
@@ -864,13 +884,14 @@ def extract_to_dataset(
         The dataset folder.
     """
     settings = _settings(max_pixels, seed, min_valid_fraction, min_pixels, season_start, t_base, t_cap,
-                         gdd_method, scl_invalid, weather_options)
+                         gdd_method, scl_invalid, weather_options, missing_scl)
     table = parcels if isinstance(parcels, ParcelTable) else load_parcels(
         parcels, id_field=id_field, label_field=label_field, classes=classes, block_field=block_field,
         class_map=class_map, min_parcels=min_parcels)
     scene_list = _scene_list(scenes)
     if not scene_list:
         raise SceneError("No scenes were given.")
+    _say_missing_scl(scene_list, settings)
     if len(table) == 0:
         raise ExtractionError(f"Parcel layer {table.source} holds no parcels.")
     meta = _meta(table, scene_list, weather, settings, label_field)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ._options import add_season_option, add_stac_options, bounded
+from .extract import add_missing_scl_option
 
 HELP = "classify parcels with a model bundle and write them with crop_pred, crop_conf and crop_status"
 
@@ -39,6 +40,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--band-order", help="comma-separated band order of multi-band files without descriptions")
     parser.add_argument("--offset", type=bounded("offset"), help="DN offset overriding the processing baseline (e.g. -1000)")
     add_stac_options(parser)
+    add_missing_scl_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
                                   [s.date for s in scenes], checked.season_start)
     with progress_bar("classify") as progress:
         result = classify_parcels(args.parcels, scenes, weather, checked.bundle, chunk_size=args.chunk_size,
-                                  id_field=args.id_field, min_pixels=args.min_pixels, progress=progress)
+                                  id_field=args.id_field, min_pixels=args.min_pixels,
+                                  missing_scl=args.missing_scl, progress=progress)
     require_usable(result.status, "classified", args.parcels)
     out = write_classification(args.parcels, result, args.out, label_field=args.label_field,
                                conf_field=args.conf_field, status_field=args.status_field,

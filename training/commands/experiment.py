@@ -31,6 +31,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True,
                         help="output folder; finished runs found there are skipped")
     parser.add_argument("--jobs", type=bounded("jobs"), default=1, help="runs trained at once (default 1)")
+    parser.add_argument("--estimate", action="store_true",
+                        help="only measure the speed here and say how long the runs still to do would take")
     add_training_flags(parser)
 
 
@@ -66,7 +68,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.regions:
         raise SystemExit("thermocrop experiment: --regions is required (or --protocol paper --data-root ROOT)")
-    run_experiment([Path(r) for r in args.regions], variants, out,
-                   config_from_args(args, variants[0]), jobs=args.jobs)
+    from ..progress_bar import progress_bar
+
+    regions = [Path(r) for r in args.regions]
+    config = config_from_args(args, variants[0])
+    if args.estimate:
+        run_experiment(regions, variants, out, config, jobs=args.jobs, estimate_only=True)
+        return 0
+    with progress_bar("experiment") as progress:
+        run_experiment(regions, variants, out, config, jobs=args.jobs, progress=progress)
     print((out / "table.md").read_text())
     return 0
