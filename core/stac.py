@@ -271,16 +271,21 @@ def summarize(items: Any) -> list[ItemSummary]:
     return sorted(out, key=lambda s: (s.date, s.id))
 
 
+def items_json(items: Any) -> str:
+    """The text :func:`save_items` writes for ``items``."""
+    return json.dumps(items.to_dict(transform_hrefs=False), indent=1)
+
+
 def save_items(items: Any, path: Union[str, os.PathLike], overwrite: bool = False) -> Path:
-    """Write an item collection as GeoJSON (written beside, then renamed)."""
+    """Write an item collection as GeoJSON, through ``core.output`` (staged beside, checked,
+    then renamed: the file is never seen half-written)."""
+    from .output import write_text
+
     path = Path(path)
     if path.exists() and not overwrite:
         raise InputError(f"{path} already exists; choose another name or allow overwriting.")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.part")
-    tmp.write_text(json.dumps(items.to_dict(transform_hrefs=False), indent=1))
-    tmp.replace(path)
-    return path
+    return write_text(path, items_json(items), overwrite=overwrite, what="item collection")
 
 
 def is_item_collection_file(path: Union[str, os.PathLike]) -> bool:
@@ -442,9 +447,35 @@ def _catalog_of(items: Any) -> Optional[Catalog]:
     return None
 
 
-def reader_for(items: Any, cache_dir=None, **options: Any) -> RemoteReader:
+def _set_s3_credentials(hrefs: Sequence[str], keys: dict[str, str]) -> None:
+    """Give GDAL S3 keys for the buckets of ``hrefs`` only (GDAL's path-specific options: rasterio
+    refuses AWS keys among its configuration options, and the environment is left alone)."""
+    from osgeo import gdal
+
+    buckets = sorted({h[5:].split("/", 1)[0] for h in hrefs if h.lower().startswith("s3://")})
+    for bucket in buckets:
+        for key, value in keys.items():
+            gdal.SetPathSpecificOption(f"/vsis3/{bucket}", key, value)
+
+
+CREDENTIAL_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "PC_SDK_SUBSCRIPTION_KEY")
+"""Names of the credentials :func:`reader_for` takes besides the environment's variables."""
+
+
+def reader_for(items: Any, cache_dir=None, credentials: Optional[dict] = None, **options: Any) -> RemoteReader:
     """A :class:`RemoteReader` set up for the catalogue the items came from (Planetary Computer
-    signing, the Copernicus Data Space's S3 endpoint); ``options`` go to the reader."""
+    signing, the Copernicus Data Space's S3 endpoint); ``options`` go to the reader.
+
+    ``credentials`` (names of :data:`CREDENTIAL_KEYS`) are used instead of the environment's
+    variables of the same names (the QGIS plugin takes them from QGIS's authentication
+    manager): the subscription key goes to this reader's signer, S3 keys to GDAL for the items'
+    buckets only (path-specific options, held in memory for the rest of the process). They are
+    never written anywhere and the environment is left as it is.
+    """
+    credentials = {k: v for k, v in (credentials or {}).items() if v}
+    unknown = sorted(set(credentials) - set(CREDENTIAL_KEYS))
+    if unknown:
+        raise InputError(f"Unknown credentials {', '.join(unknown)}: use {', '.join(CREDENTIAL_KEYS)}.")
     catalog = _catalog_of(items)
     hrefs = [a.href for item in items for a in item.assets.values()]
     signing = catalog.signing if catalog else None
@@ -452,8 +483,17 @@ def reader_for(items: Any, cache_dir=None, **options: Any) -> RemoteReader:
         signing = "planetary-computer"
     signer = options.pop("signer", None)
     if signer is None and signing == "planetary-computer":
-        signer = PlanetaryComputerSigner((catalog.token_url if catalog and catalog.token_url else PC_TOKEN_URL))
+        signer = PlanetaryComputerSigner((catalog.token_url if catalog and catalog.token_url else PC_TOKEN_URL),
+                                         subscription_key=credentials.get("PC_SDK_SUBSCRIPTION_KEY"))
     gdal_options = dict(options.pop("gdal_options", None) or {})
+    s3_keys = {k: credentials[k] for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+               if k in credentials}
+    if s3_keys:
+        _set_s3_credentials(hrefs, s3_keys)
+
+    def given(key: str) -> bool:
+        return bool(credentials.get(key) or os.environ.get(key))
+
     if any(h.lower().startswith("s3://") for h in hrefs):
         endpoint = (catalog.s3_endpoint if catalog else None) or (
             CATALOGS["cdse"].s3_endpoint if any(h.startswith("s3://eodata/") for h in hrefs) else None)
@@ -461,7 +501,7 @@ def reader_for(items: Any, cache_dir=None, **options: Any) -> RemoteReader:
         for key, value in defaults.items():
             if value and not os.environ.get(key):
                 gdal_options.setdefault(key, value)
-        if not (os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY")) and \
+        if not (given("AWS_ACCESS_KEY_ID") and given("AWS_SECRET_ACCESS_KEY")) and \
                 os.environ.get("AWS_NO_SIGN_REQUEST", "").upper() not in ("YES", "TRUE", "1"):
             raise SceneError(
                 "These items' assets are in S3 (s3://...), which needs credentials: set AWS_ACCESS_KEY_ID and "

@@ -163,3 +163,32 @@ def test_cdse_jpeg2000_in_s3_with_keys_from_the_environment(published, tiny_regi
     remote = _extract(tiny_region, scenes_from_items(collection, reader=reader_for(collection, cache_dir=tmp_path)))
     np.testing.assert_array_equal(remote.pixels, local_pixels.pixels)
     assert server.counters.total_bytes("/eodata/") > 0 and not any(s == 403 for *_, s in server.counters.log)
+
+
+def test_s3_keys_given_to_the_reader_reach_only_gdal_not_the_environment(published, tiny_region, local_pixels,
+                                                                         tmp_path, monkeypatch):
+    """Keys from QGIS's authentication manager come as ``credentials``: the S3 bucket's requests
+    are signed with them while the environment stays without keys."""
+    import os
+
+    from osgeo import gdal
+
+    server, items = published("cdse", dates=6)
+    monkeypatch.setenv("AWS_S3_ENDPOINT", server.host)
+    monkeypatch.setenv("AWS_HTTPS", "NO")
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    collection = pystac.ItemCollection([pystac.Item.from_dict(i) for i in items])
+    from thermocrop.core.errors import InputError
+
+    with pytest.raises(InputError, match="Unknown credentials password"):
+        reader_for(collection, cache_dir=tmp_path, credentials={"password": "x"})
+    try:
+        reader = reader_for(collection, cache_dir=tmp_path, credentials={"AWS_ACCESS_KEY_ID": "TESTKEY",
+                                                                         "AWS_SECRET_ACCESS_KEY": "from-the-auth-db"})
+        remote = _extract(tiny_region, scenes_from_items(collection, reader=reader))
+    finally:
+        gdal.ClearPathSpecificOptions("/vsis3/eodata")
+    np.testing.assert_array_equal(remote.pixels, local_pixels.pixels)
+    assert "AWS_ACCESS_KEY_ID" not in os.environ
+    assert server.counters.total_bytes("/eodata/") > 0 and not any(s == 403 for *_, s in server.counters.log)
