@@ -396,6 +396,7 @@ class ThermoCropDock(QgsDockWidget):
         self.left_out_note.setTextFormat(Qt.RichText)
         self.left_out_note.setVisible(False)
         form.addRow(self.left_out_note)
+        self._add_catalog(form)
         self.weather = self._file_widget(tr("Temperatures (*.nc *.nc4 *.csv);;All files (*)"))
         self.weather.setToolTip(tr("Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV"))
         # Label above the field: the path gets the dock's whole width.
@@ -645,8 +646,27 @@ class ThermoCropDock(QgsDockWidget):
         if folder:
             self.add_scene_paths([folder])
 
+    def _add_catalog(self, form: QFormLayout) -> None:
+        """The "Search a catalogue" section (``catalog_widget.py``): ticked, its items replace the
+        scene list as the run's scenes."""
+        from .catalog_widget import CatalogWidget
+
+        self.catalog = CatalogWidget(self.layer_combo.currentLayer)
+        self.catalog.message.connect(lambda text, level: self.say(text, level))
+        self.catalog.itemsChanged.connect(self._catalog_used)
+        form.addRow(self.catalog)
+        self._catalog_used()
+
+    def _catalog_used(self) -> None:
+        files = not self.catalog.in_use()
+        for widget in (self.scene_list, self.add_files, self.add_folder):
+            widget.setEnabled(files)
+
     def scene_paths(self) -> list:
-        """The checked scenes; files inside a checked folder are left to the folder."""
+        """The checked scenes; files inside a checked folder are left to the folder. With
+        "Search a catalogue" ticked, the item collection it found instead."""
+        if self.catalog.in_use():
+            return self.catalog.scene_paths()
         paths = [self.scene_list.item(i).data(Qt.UserRole) for i in range(self.scene_list.count())
                  if self.scene_list.item(i).checkState() == Qt.Checked]
         folders = [os.path.abspath(p) + os.sep for p in paths if os.path.isdir(p)]
@@ -665,6 +685,7 @@ class ThermoCropDock(QgsDockWidget):
         settings.setValue("output_mode", NEW_FILE if self.to_new_file.isChecked() else IN_PLACE)
         settings.setValue("probabilities", self.probabilities.isChecked())
         settings.endGroup()
+        self.catalog.save_settings()
 
     def restore_settings(self) -> None:
         """Fill the form with what the last run used (paths that no longer exist are skipped)."""
@@ -769,6 +790,10 @@ class ThermoCropDock(QgsDockWidget):
                         "only'.").format(layer=layer.name()), Qgis.Warning)
             return None
         scenes = self.scene_paths()
+        if not scenes and self.catalog.in_use():
+            self.say(tr("Search the catalogue first (Search), or untick 'Search a catalogue' to use scene files."),
+                     Qgis.Warning)
+            return None
         if not scenes:
             self.say(tr("Tick or add at least one Sentinel-2 scene."), Qgis.Warning)
             return None
@@ -837,6 +862,12 @@ class ThermoCropDock(QgsDockWidget):
         params = self.parameters()
         if params is None:
             return None
+        if self.catalog.in_use():
+            try:
+                params.credentials = self.catalog.credentials()
+            except ValueError as exc:
+                self.say(str(exc), Qgis.Warning)
+                return None
         self.save_settings()
         self.target_layer = self.layer_combo.currentLayer()
         self._layer_removed = False
@@ -1111,6 +1142,7 @@ class ThermoCropDock(QgsDockWidget):
 
     def shutdown(self) -> None:
         """Stop running work and disconnect from the project (called by unload)."""
+        self.catalog.shutdown()
         for attr, slot in (("task", self._show_progress), ("explain_task", None)):
             task = getattr(self, attr)
             if task is None:

@@ -10,11 +10,13 @@ from .algorithms.base import ICON
 from .algorithms.classify_parcels import ClassifyParcels
 from .algorithms.export_training_data import ExportTrainingData
 from .algorithms.parcel_gdd import ParcelGDD
+from .algorithms.search_catalog import SearchCatalog
 from .algorithms.train_model import TrainModel
 
 
 class ThermoCropProvider(QgsProcessingProvider):
-    """Provides classifyparcels, parcelgdd, exporttrainingdata, trainmodel and accuracyassessment."""
+    """Provides classifyparcels, parcelgdd, exporttrainingdata, trainmodel, accuracyassessment and
+    searchcatalog."""
 
     def id(self) -> str:
         return "thermocrop"
@@ -27,5 +29,5 @@ class ThermoCropProvider(QgsProcessingProvider):
 
     def loadAlgorithms(self) -> None:  # noqa: N802 (QGIS API)
         for algorithm in (ClassifyParcels(), ParcelGDD(), ExportTrainingData(), TrainModel(),
-                          AccuracyAssessment()):
+                          AccuracyAssessment(), SearchCatalog()):
             self.addAlgorithm(algorithm)

@@ -62,6 +62,8 @@ class ClassificationParameters:
         output: a new layer file to write (through ``core.classify.write_classification``), or
             None to write the fields into the parcel layer.
         overwrite: the user agreed to replace an existing ``output``.
+        credentials: for reading saved STAC items (``scenes``) from QGIS's authentication manager
+            (``catalog.auth_credentials``); empty: the environment's. Held in memory only.
     """
 
     parcels: Any
@@ -76,6 +78,7 @@ class ClassificationParameters:
     output: Optional[str] = None
     overwrite: bool = False
     extra: dict = field(default_factory=dict)
+    credentials: dict = field(default_factory=dict)
 
 
 class ClassificationTask(QgsTask):
@@ -127,7 +130,12 @@ class ClassificationTask(QgsTask):
                                          geometry=table.geometry.values, crs=table.crs)
             self.bundle = load_bundle(p.model or default_bundle_path())
             progress(0.05)
-            self.result = classify_parcels(frame, p.scenes, p.weather, self.bundle, id_field=ID_COLUMN,
+            scenes = p.scenes
+            if p.credentials:  # saved STAC items read with keys from QGIS's authentication manager
+                from .catalog import stac_scenes
+
+                scenes = stac_scenes(p.scenes, credentials=p.credentials, progress=progress.sub(0.05, 0.1))
+            self.result = classify_parcels(frame, scenes, p.weather, self.bundle, id_field=ID_COLUMN,
                                            selected_ids=selected, progress=progress.sub(0.05, 0.95),
                                            **p.extra)
             if p.output:

@@ -10,6 +10,8 @@ from typing import Any, Callable
 from qgis.core import (
     QgsProcessing,
     QgsProcessingAlgorithm,
+    QgsProcessingParameterAuthConfig,
+    QgsProcessingParameterEnum,
     QgsProcessingContext,
     QgsProcessingException,
     QgsProcessingFeedback,
@@ -189,20 +191,33 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
 
     SCENES_HELP = ("Sentinel-2 scenes of one season: multi-band GeoTIFFs, per-band files or .SAFE "
                    "products, as layers or files (repeat SCENES=... on the command line). Give these, "
-                   "a scene folder, or both: one of the two is required.")
+                   "a scene folder, or both, or else saved STAC items: one of them is required.")
     SCENE_FOLDER_HELP = ("A folder holding the scenes, instead of or besides the scenes above: one of the two "
-                         "is required.")
+                         "(or saved STAC items) is required.")
+    STAC_HELP = ("A STAC item collection saved by 'Search a catalogue' (or 'thermocrop scenes search'), instead "
+                 "of scene files: only the parts of its images that hold parcels are fetched, and kept in the "
+                 "cache ($THERMOCROP_CACHE or ~/.cache/thermocrop), so a second run reads nothing over the network.")
+    AUTH_HELP = ("Credentials for the saved items' images, from QGIS's authentication manager (a Basic "
+                 "configuration): for the Copernicus Data Space the S3 access key as user name and the secret key "
+                 "as password; for Planetary Computer a subscription key as password (optional). Empty: the "
+                 "environment's AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / PC_SDK_SUBSCRIPTION_KEY, if set. "
+                 "Never stored in the project.")
+    WEATHER_SERVICE_HELP = ("Where the daily temperatures come from: the file above, or a weather service fetched "
+                            "for the parcels' 0.1-degree cells and kept as a NetCDF in the cache (Open-Meteo needs no "
+                            "key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment).")
     SCENES_REQUIRED = True
     """False where the scenes only supply dates that may come another way (growing degree days)."""
 
-    def add_scene_parameters(self, label: str = "") -> None:
-        """Add ``SCENES`` (raster layers or files) and ``SCENE_FOLDER`` (a folder).
+    def add_scene_parameters(self, label: str = "", auth: bool = True) -> None:
+        """Add ``SCENES`` (raster layers or files), ``SCENE_FOLDER`` (a folder), ``STAC_ITEMS`` (a
+        saved item collection, the alternative to files) and, with ``auth``, ``AUTH`` (credentials
+        for the items' images from QGIS's authentication manager).
 
-        Both are optional to Processing, since either may be left empty, so the labels say that
-        one of them is required and ``check_scenes`` checks it.
+        All are optional to Processing, since any may be left empty, so the labels say that
+        one source is required and ``check_scenes`` checks it.
         """
         if self.SCENES_REQUIRED:
-            scenes_label = label or "Sentinel-2 scenes (these or a folder of scenes)"
+            scenes_label = label or "Sentinel-2 scenes (these, a folder of scenes or saved STAC items)"
             folder_label = "Folder of scenes (or the scenes above)"
         else:
             scenes_label, folder_label = label or "Sentinel-2 scenes", "Folder of scenes"
@@ -212,6 +227,95 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
         self.add(QgsProcessingParameterFile("SCENE_FOLDER", folder_label,
                                             behavior=QgsProcessingParameterFile.Folder, optional=True),
                  self.HELP.get("SCENE_FOLDER", self.SCENE_FOLDER_HELP))
+        self.add(QgsProcessingParameterFile("STAC_ITEMS", "Saved STAC items (instead of scene files)", optional=True,
+                                            fileFilter="STAC item collection (*.json *.geojson)"),
+                 self.HELP.get("STAC_ITEMS", self.STAC_HELP))
+        if auth:
+            self.add(QgsProcessingParameterAuthConfig("AUTH", "Catalogue credentials (authentication configuration)",
+                                                      optional=True), self.AUTH_HELP)
+
+    def add_weather_parameters(self, help_text: str) -> None:
+        """Add ``WEATHER`` (a file) and ``WEATHER_SERVICE`` (the file, or a service to fetch from)."""
+        from ..catalog import WEATHER_LABELS
+
+        self.add(QgsProcessingParameterFile("WEATHER", "Daily temperature file", optional=True, fileFilter=(
+            "Temperature files (*.nc *.nc4 *.csv);;All files (*)")), help_text)
+        self.add(QgsProcessingParameterEnum("WEATHER_SERVICE", "Temperatures from", options=list(WEATHER_LABELS),
+                                            defaultValue=0), self.WEATHER_SERVICE_HELP)
+
+    def weather_service(self, parameters: dict, context: QgsProcessingContext) -> str:
+        """The weather service chosen (``open-meteo``, ``cds:e-obs``...), or "" for the file."""
+        from ..catalog import WEATHER_SERVICES
+
+        return WEATHER_SERVICES[self.parameterAsEnum(parameters, "WEATHER_SERVICE", context)]
+
+    def check_weather(self, parameters: dict, context: QgsProcessingContext) -> tuple[bool, str]:
+        """``(ok, message)``: a temperature file that exists, or a service, not both."""
+        path = self.parameterAsFile(parameters, "WEATHER", context)
+        service = self.weather_service(parameters, context)
+        if service and path:
+            return False, tr("Give either the temperature file {path!r} or the weather service {service}, not "
+                             "both.").format(path=path, service=service)
+        if service:
+            return True, ""
+        if not path:
+            return False, tr("Give a daily temperature file (WEATHER), or choose a weather service "
+                             "(WEATHER_SERVICE).")
+        return self.check_files([path], "temperature file")
+
+    def fetch_weather(self, parameters: dict, context: QgsProcessingContext, feedback: QgsProcessingFeedback,
+                      frame, dates, season_start) -> str:
+        """The temperature file: the one given, or the chosen service's answer for the parcels'
+        cells from the season start to the last date (fetched once, then taken from the cache)."""
+        service = self.weather_service(parameters, context)
+        if not service:
+            return self.parameterAsFile(parameters, "WEATHER", context)
+
+        def fetch():
+            from ...core.weather_services import fetch_for_parcels
+
+            return fetch_for_parcels(service, frame.geometry, dates, season_start)
+
+        path = str(self.run_core(fetch))
+        feedback.pushInfo(f"Temperatures from {service}: {path}")
+        return path
+
+    def stac_items(self, parameters: dict, context: QgsProcessingContext) -> str:
+        """The saved item collection given (``STAC_ITEMS``), or ""."""
+        if self.parameterDefinition("STAC_ITEMS") is None:
+            return ""
+        return self.parameterAsFile(parameters, "STAC_ITEMS", context) or ""
+
+    def stac_scenes(self, parameters: dict, context: QgsProcessingContext, feedback: QgsProcessingFeedback,
+                    progress=None) -> list:
+        """The scenes of ``STAC_ITEMS`` (their assets opened once), read with the ``AUTH``
+        credentials or the environment's; fetching reports bytes and dates to the log."""
+        import time
+
+        from ..catalog import auth_credentials, stac_scenes
+
+        path = self.stac_items(parameters, context)
+        auth = self.parameterAsString(parameters, "AUTH", context) if self.parameterDefinition("AUTH") else ""
+        last = [0.0]
+
+        def show(stats) -> None:
+            if time.monotonic() - last[0] >= 5.0:
+                last[0] = time.monotonic()
+                feedback.pushInfo(stats.describe())
+
+        def scenes():
+            from ...core.stac import CATALOG_KEY, load_items
+
+            catalog = (load_items(path).extra_fields.get(CATALOG_KEY) or {}).get("name", "url")
+            try:
+                credentials = auth_credentials(auth, catalog)
+            except ValueError as exc:
+                raise QgsProcessingException(str(exc)) from None
+            return stac_scenes([path], credentials=credentials, progress=progress, on_stats=show)
+
+        found = self.run_core(scenes)
+        feedback.pushInfo(f"STAC items {path}: {self.describe_scenes(found)}")
+        return found
 
     def scenes(self, parameters: dict, context: QgsProcessingContext) -> list[str]:
         """File paths of the scenes from ``SCENES`` and ``SCENE_FOLDER``."""
@@ -224,16 +328,36 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
         return paths
 
     def check_scenes(self, parameters: dict, context: QgsProcessingContext) -> tuple[bool, str]:
-        """``(ok, message)``: scenes were given and the folder exists."""
+        """``(ok, message)``: exactly one source of scenes was given (files and/or a folder, or
+        saved STAC items) and it exists."""
         folder = self.parameterAsFile(parameters, "SCENE_FOLDER", context)
+        files = bool(folder or self.parameterAsLayerList(parameters, "SCENES", context))
+        stac = self.stac_items(parameters, context)
+        if files and stac:
+            return False, tr("Give either scene files ('{scenes}', '{folder}') or saved STAC items ('{stac}'), not "
+                             "both.").format(scenes=self.parameterDefinition("SCENES").description(),
+                                             folder=self.parameterDefinition("SCENE_FOLDER").description(),
+                                             stac=self.parameterDefinition("STAC_ITEMS").description())
+        if stac:
+            from ...core.stac import is_item_collection_file
+
+            if not os.path.isfile(stac):
+                return False, tr("The STAC items file {path!r} does not exist; choose the .json file 'Search a "
+                                 "catalogue' wrote.").format(path=stac)
+            if not is_item_collection_file(stac):
+                return False, tr("{path!r} is not a STAC item collection; choose the .json file 'Search a "
+                                 "catalogue' wrote.").format(path=stac)
+            return True, ""
         if folder and not os.path.isdir(folder):
             return False, tr("The scene folder {folder!r} does not exist; choose an existing folder.").format(
                 folder=folder)
-        if not folder and not self.parameterAsLayerList(parameters, "SCENES", context):
-            return False, tr("Give Sentinel-2 scenes: '{scenes}' (SCENES, layers or files) or '{folder}' "
-                             "(SCENE_FOLDER); one of them is required.").format(
+        if not files:
+            stac_label = self.parameterDefinition("STAC_ITEMS")
+            return False, tr("Give Sentinel-2 scenes: '{scenes}' (SCENES, layers or files), '{folder}' "
+                             "(SCENE_FOLDER){stac}; one of them is required.").format(
                 scenes=self.parameterDefinition("SCENES").description(),
-                folder=self.parameterDefinition("SCENE_FOLDER").description())
+                folder=self.parameterDefinition("SCENE_FOLDER").description(),
+                stac=f" or '{stac_label.description()}' (STAC_ITEMS)" if stac_label is not None else "")
         return True, ""
 
     @staticmethod

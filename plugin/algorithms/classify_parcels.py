@@ -57,7 +57,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
         "SCENES": ThermoCropAlgorithm.SCENES_HELP,
         "SCENE_FOLDER": ThermoCropAlgorithm.SCENE_FOLDER_HELP,
         "WEATHER": "Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV "
-                   "(date,tmin,tmax) covering the season.",
+                   "(date,tmin,tmax) covering the season; or leave it empty and choose a weather service below.",
         "MODEL": "Model bundle (.tcm). Leave empty for the model shipped with the plugin.",
         "LABEL_FIELD": "Name of the output field with the predicted class.",
         "CONFIDENCE_FIELD": "Name of the output field with the predicted class's probability (0-1).",
@@ -72,8 +72,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
         self.add(QgsProcessingParameterFeatureSource(
             "INPUT", "Parcel layer", [QgsProcessing.TypeVectorPolygon]))
         self.add_scene_parameters()
-        self.add(QgsProcessingParameterFile("WEATHER", "Daily temperature file", fileFilter=(
-            "Temperature files (*.nc *.nc4 *.csv);;All files (*)")))
+        self.add_weather_parameters(self.HELP["WEATHER"])
         self.add(QgsProcessingParameterFile("MODEL", "Model bundle", fileFilter="ThermoCrop model (*.tcm)",
                                             optional=True))
         self.add(QgsProcessingParameterString("LABEL_FIELD", "Class field", defaultValue="crop_pred"))
@@ -89,8 +88,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
         ok, message = super().checkParameterValues(parameters, context)
         if not ok:
             return ok, message
-        weather = self.parameterAsFile(parameters, "WEATHER", context)
-        ok, message = self.check_files([weather], "temperature file")
+        ok, message = self.check_weather(parameters, context)
         if not ok:
             return ok, message
         model = self.parameterAsFile(parameters, "MODEL", context)
@@ -116,14 +114,15 @@ class ClassifyParcels(ThermoCropAlgorithm):
         """The files this run reads, which the output may not be."""
         return [layer_file(self.parameterAsVectorLayer(parameters, "INPUT", context)),
                 self.parameterAsFile(parameters, "WEATHER", context),
-                self.parameterAsFile(parameters, "MODEL", context)]
+                self.parameterAsFile(parameters, "MODEL", context), self.stac_items(parameters, context)]
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         source = self.parameterAsSource(parameters, "INPUT", context)
         if source is None:
             raise QgsProcessingException("The parcel layer could not be read; check INPUT.")
-        scenes = self.scenes(parameters, context)
-        weather = self.parameterAsFile(parameters, "WEATHER", context)
+        scenes = (self.stac_scenes(parameters, context, feedback) if self.stac_items(parameters, context)
+                  else self.scenes(parameters, context))
+        weather = self.parameterAsFile(parameters, "WEATHER", context) or None
         model_path = self.parameterAsFile(parameters, "MODEL", context) or None
         label_field = self.parameterAsString(parameters, "LABEL_FIELD", context)
         conf_field = self.parameterAsString(parameters, "CONFIDENCE_FIELD", context)
@@ -136,6 +135,8 @@ class ClassifyParcels(ThermoCropAlgorithm):
         feedback.pushInfo(f"Model: {bundle.config.variant}, classes {', '.join(bundle.classes)}")
         frame, fids = features_to_frame(source.getFeatures(), source.sourceCrs())
         feedback.pushInfo(f"{len(fids)} parcels, {self.describe_scenes(scenes)}")
+        weather = self.fetch_weather(parameters, context, feedback, frame, [s.date for s in scenes],
+                                     checked.season_start)
 
         def classify():
             from ...core.classify import classify_parcels

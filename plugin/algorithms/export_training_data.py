@@ -43,7 +43,8 @@ class ExportTrainingData(ThermoCropAlgorithm):
         "MIN_PARCELS": "Classes with fewer labelled parcels become 'unknown' (0: keep every class).",
         "SCENES": ThermoCropAlgorithm.SCENES_HELP,
         "SCENE_FOLDER": ThermoCropAlgorithm.SCENE_FOLDER_HELP,
-        "WEATHER": "Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV.",
+        "WEATHER": "Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV; or leave it empty "
+                   "and choose a weather service below.",
         "SEASON_START": "Season start as MM-DD, or MM-DD/-1 for the previous year.",
         "MAX_PIXELS": "Pixels sampled per parcel and date (the paper uses 64).",
         "OUTPUT": "Dataset folder to create; it must not exist yet.",
@@ -58,7 +59,7 @@ class ExportTrainingData(ThermoCropAlgorithm):
                                             fileFilter="Class maps (*.csv *.yml *.yaml)"))
         self.add(self.number("MIN_PARCELS", "Minimum parcels per class", "min_parcels", 0))
         self.add_scene_parameters()
-        self.add(QgsProcessingParameterFile("WEATHER", "Daily temperature file"))
+        self.add_weather_parameters(self.HELP["WEATHER"])
         self.add(QgsProcessingParameterString("SEASON_START", "Season start", defaultValue="01-01"))
         self.add(self.number("MAX_PIXELS", "Pixels per parcel", "max_pixels", 64))
         self.add(QgsProcessingParameterFolderDestination("OUTPUT", "Dataset folder"))
@@ -67,7 +68,7 @@ class ExportTrainingData(ThermoCropAlgorithm):
         ok, message = super().checkParameterValues(parameters, context)
         if not ok:
             return ok, message
-        ok, message = self.check_files([self.parameterAsFile(parameters, "WEATHER", context)], "temperature file")
+        ok, message = self.check_weather(parameters, context)
         if not ok:
             return ok, message
         ok, message = self.check_parcel_crs(parameters, context)
@@ -109,8 +110,9 @@ class ExportTrainingData(ThermoCropAlgorithm):
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         source = self.parameterAsSource(parameters, "INPUT", context)
         label_field = self.parameterAsString(parameters, "LABEL_FIELD", context)
-        scenes = self.scenes(parameters, context)
-        weather = self.parameterAsFile(parameters, "WEATHER", context)
+        scenes = (self.stac_scenes(parameters, context, feedback) if self.stac_items(parameters, context)
+                  else self.scenes(parameters, context))
+        weather = self.parameterAsFile(parameters, "WEATHER", context) or None
         season = self.parameterAsString(parameters, "SEASON_START", context)
         max_pixels = self.parameterAsInt(parameters, "MAX_PIXELS", context)
         class_map = self.class_map(parameters, context)
@@ -124,6 +126,7 @@ class ExportTrainingData(ThermoCropAlgorithm):
         if os.path.isdir(out):
             os.rmdir(out)
         frame, _ = features_to_frame(source.getFeatures(), source.sourceCrs(), label_field=label_field)
+        weather = self.fetch_weather(parameters, context, feedback, frame, [s.date for s in scenes], season)
 
         def extract():
             from ...core.extract import extract_to_dataset

@@ -36,10 +36,13 @@ class ParcelGDD(ThermoCropAlgorithm):
                "centroid, from daily temperatures, and adds one field per date.")
     HELP = {
         "INPUT": "Parcel polygons, any CRS.",
-        "WEATHER": "Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV.",
+        "WEATHER": "Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV; or leave it empty "
+                   "and choose a weather service below.",
         "DATES": "Dates as YYYY-MM-DD separated by commas. Leave empty to use the scene dates.",
         "SCENES": "Sentinel-2 scenes whose acquisition dates are used when DATES is empty.",
         "SCENE_FOLDER": "A folder of scenes whose dates are used when DATES is empty.",
+        "STAC_ITEMS": "Or a STAC item collection saved by 'Search a catalogue', whose dates are used when DATES is "
+                      "empty (no image is read).",
         "SEASON_START": "Season start as MM-DD, or MM-DD/-1 for the previous year (e.g. 09-01/-1).",
         "T_BASE": "Base temperature (°C) below which no growth is counted.",
         "T_CAP": "Cap temperature (°C) above which no extra growth is counted.",
@@ -49,9 +52,9 @@ class ParcelGDD(ThermoCropAlgorithm):
 
     def initAlgorithm(self, config=None):  # noqa: N802
         self.add(QgsProcessingParameterFeatureSource("INPUT", "Parcel layer", [QgsProcessing.TypeVectorPolygon]))
-        self.add(QgsProcessingParameterFile("WEATHER", "Daily temperature file"))
+        self.add_weather_parameters(self.HELP["WEATHER"])
         self.add(QgsProcessingParameterString("DATES", "Dates", optional=True))
-        self.add_scene_parameters("Scenes (for their dates)")
+        self.add_scene_parameters("Scenes (for their dates)", auth=False)
         self.add(QgsProcessingParameterString("SEASON_START", "Season start", defaultValue="01-01"))
         self.add(self.number("T_BASE", "Base temperature", "t_base", 0.0))
         self.add(self.number("T_CAP", "Cap temperature", "t_cap", 30.0))
@@ -67,8 +70,13 @@ class ParcelGDD(ThermoCropAlgorithm):
                 raise QgsProcessingException(f"Cannot read the dates {text!r}: write them as YYYY-MM-DD, "
                                              "separated by commas.") from exc
         scenes = self.scenes(parameters, context)
+        stac = self.stac_items(parameters, context)
 
         def dates():
+            if stac:  # the items' dates, without opening their images
+                from ...core.stac import load_items, summarize
+
+                return np.array(sorted({np.datetime64(s.date, "D") for s in summarize(load_items(stac))}))
             from ...core.scenes import find_scenes
 
             return np.array(sorted({np.datetime64(s.date, "D") for s in find_scenes(scenes)}))
@@ -79,7 +87,7 @@ class ParcelGDD(ThermoCropAlgorithm):
         ok, message = super().checkParameterValues(parameters, context)
         if not ok:
             return ok, message
-        ok, message = self.check_files([self.parameterAsFile(parameters, "WEATHER", context)], "temperature file")
+        ok, message = self.check_weather(parameters, context)
         if not ok:
             return ok, message
         if not self.parameterAsString(parameters, "DATES", context).strip():
@@ -114,7 +122,7 @@ class ParcelGDD(ThermoCropAlgorithm):
     def _inputs(self, parameters, context) -> list:
         """The files this run reads, which the output may not be."""
         return [layer_file(self.parameterAsVectorLayer(parameters, "INPUT", context)),
-                self.parameterAsFile(parameters, "WEATHER", context)]
+                self.parameterAsFile(parameters, "WEATHER", context), self.stac_items(parameters, context)]
 
     def _field_names(self, dates, parameters, context) -> list[str]:
         from ...core.vector import date_field_names
@@ -123,13 +131,14 @@ class ParcelGDD(ThermoCropAlgorithm):
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         source = self.parameterAsSource(parameters, "INPUT", context)
-        weather_path = self.parameterAsFile(parameters, "WEATHER", context)
+        weather_path = self.parameterAsFile(parameters, "WEATHER", context) or None
         season = self.parameterAsString(parameters, "SEASON_START", context)
         text = self.parameterAsString(parameters, "DATES", context).strip()
+        given_dates = bool(text or self.stac_items(parameters, context))
         checked = self.preflight(parameters, context, feedback, weather=weather_path, season_start=season,
-                                 scenes=None if text else self.scenes(parameters, context),
-                                 dates=self._dates(parameters, context) if text else None)
-        dates = (self._dates(parameters, context) if text else
+                                 scenes=None if given_dates else self.scenes(parameters, context),
+                                 dates=self._dates(parameters, context) if given_dates else None)
+        dates = (self._dates(parameters, context) if given_dates else
                  np.array(sorted({np.datetime64(s.date, "D") for s in checked.scenes})))
         t_base = self.parameterAsDouble(parameters, "T_BASE", context)
         t_cap = self.parameterAsDouble(parameters, "T_CAP", context)
@@ -141,6 +150,11 @@ class ParcelGDD(ThermoCropAlgorithm):
         xs = np.array([p.x() if p is not None else np.nan for p in points])
         ys = np.array([p.y() if p is not None else np.nan for p in points])
         crs: QgsCoordinateReferenceSystem = source.sourceCrs()
+        if self.weather_service(parameters, context):
+            from ..layers import features_to_frame
+
+            frame, _ = features_to_frame(features, crs)
+            weather_path = self.fetch_weather(parameters, context, feedback, frame, dates, season)
 
         def compute():
             from ...core.gdd import SeasonStart, gdd_at_points
