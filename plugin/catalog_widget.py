@@ -83,7 +83,7 @@ class CatalogWidget(QGroupBox):
         self.catalog.currentIndexChanged.connect(self._catalog_changed)
         body.addRow(tr("Catalogue"), self.catalog)
         self.url = QLineEdit()
-        self.url.setPlaceholderText("https://…/v1")
+        self.url.setPlaceholderText(tr("https://…/v1"))
         self.url.setToolTip(tr("The address of the STAC API (its landing page)"))
         self.url_label = QLabel(tr("STAC API"))
         body.addRow(self.url_label, self.url)

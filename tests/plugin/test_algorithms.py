@@ -257,15 +257,15 @@ def test_classifyparcels_styles_a_temporary_output(provider, tiny_region, region
 def test_classifyparcels_parameters_and_defaults(provider):
     algorithm = provider.algorithm("classifyparcels")
     names = [p.name() for p in algorithm.parameterDefinitions()]
-    assert names == ["INPUT", "SCENES", "SCENE_FOLDER", "WEATHER", "MODEL", "LABEL_FIELD", "CONFIDENCE_FIELD",
-                     "STATUS_FIELD", "PROBABILITIES", "OUTPUT"]
+    assert names == ["INPUT", "SCENES", "SCENE_FOLDER", "STAC_ITEMS", "AUTH", "WEATHER", "WEATHER_SERVICE", "MODEL",
+                     "LABEL_FIELD", "CONFIDENCE_FIELD", "STATUS_FIELD", "PROBABILITIES", "OUTPUT"]
     definition = algorithm.parameterDefinition
     assert definition("LABEL_FIELD").defaultValue() == "crop_pred"
     assert definition("CONFIDENCE_FIELD").defaultValue() == "crop_conf"
     assert definition("PROBABILITIES").defaultValue() is False
     optional = {p.name() for p in algorithm.parameterDefinitions()
                 if p.flags() & p.FlagOptional}
-    assert optional == {"SCENES", "SCENE_FOLDER", "MODEL"}
+    assert optional == {"SCENES", "SCENE_FOLDER", "STAC_ITEMS", "AUTH", "WEATHER", "MODEL"}
     assert {o.name() for o in algorithm.outputDefinitions()} == {"OUTPUT", "CLASSIFIED"}
 
 

@@ -39,7 +39,8 @@ def _literal_texts(node):
 
 def test_widget_texts_of_the_dock_and_plugin_go_through_tr():
     untranslated = []
-    for path in [ROOT / "plugin" / name for name in ("dock.py", "main.py", "widgets.py", "task.py", "layers.py")]:
+    for path in [ROOT / "plugin" / name for name in ("dock.py", "main.py", "widgets.py", "task.py", "layers.py",
+                                                         "catalog.py", "catalog_widget.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.Call):
                 continue
