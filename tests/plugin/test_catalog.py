@@ -45,22 +45,20 @@ def loopback_services(catalogue, tmp_path, monkeypatch):
     return catalogue
 
 
-class _Log:
-    """A Processing feedback keeping what the algorithm logged."""
+def _Log():  # noqa: N802 (reads like the feedback class it makes)
+    """A Processing feedback keeping what the algorithm logged in ``lines``."""
+    from qgis.core import QgsProcessingFeedback
 
-    def __new__(cls):
-        from qgis.core import QgsProcessingFeedback
+    class Feedback(QgsProcessingFeedback):
+        def __init__(self):
+            super().__init__()
+            self.lines = []
 
-        class Feedback(QgsProcessingFeedback):
-            def __init__(self):
-                super().__init__()
-                self.lines = []
+        def pushInfo(self, info):  # noqa: N802 (QGIS API)
+            self.lines.append(info)
+            super().pushInfo(info)
 
-            def pushInfo(self, info):  # noqa: N802 (QGIS API)
-                self.lines.append(info)
-                super().pushInfo(info)
-
-        return Feedback()
+    return Feedback()
 
 
 def _run(name, params, feedback=None):
