@@ -15,12 +15,23 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "remote"))
 
-from loopback import LoopbackServer, StacCatalog, publish_region  # noqa: E402
+
+def _loopback():
+    """``tests/remote/loopback.py``, loaded from its file (this script is not in a test package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("loopback", Path(__file__).resolve().parents[1] / "remote"
+                                                  / "loopback.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["loopback"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def main(argv: list[str]) -> int:
+    loopback = _loopback()
+    LoopbackServer, StacCatalog, publish_region = loopback.LoopbackServer, loopback.StacCatalog, loopback.publish_region
     region, root = Path(argv[0]), Path(argv[1])
     clouds = [float(c) for c in argv[2:]] or None
     with LoopbackServer(root) as server:
