@@ -834,7 +834,7 @@ class ThermoCropDock(QgsDockWidget):
                 else:
                     check_layer_fields(layer, kinds)
         except ThermoCropError as exc:
-            self.say(str(exc), Qgis.Critical, bar=True)
+            self.say(tr("Not started: {reason}").format(reason=exc), Qgis.Critical, bar=True)
             return None
         overwrite = False
         if output and Path(output).exists():
@@ -876,6 +876,8 @@ class ThermoCropDock(QgsDockWidget):
     def start(self) -> Optional[ClassificationTask]:
         params = self.parameters()
         if params is None:
+            # Nothing runs: the bar must not show the last run's 100 % beside the reason.
+            self.progress.setValue(0)
             return None
         self.save_settings()
         self.target_layer = self.layer_combo.currentLayer()

@@ -89,6 +89,7 @@ def _refused(dock, layer, folders) -> str:
     files = {f: _files(f) for f in folders}
     state = _layer_state(layer)
     tasks = QgsApplication.taskManager().count()
+    dock.progress.setValue(100)  # as after an earlier run
     bar_items = len(dock.bar.items())
     assert dock.start() is None and dock.task is None
     # No task was started, so no scene pixel was read (extraction only ever runs in the task).
@@ -96,6 +97,8 @@ def _refused(dock, layer, folders) -> str:
     assert {f: _files(f) for f in folders} == files
     assert _layer_state(layer) == state
     text = dock.message.text()
+    # Said as a run that did not start, with no progress left from an earlier run.
+    assert text.startswith("Not started: ") and dock.progress.value() == 0
     # The same text reaches the message bar, as a failure.
     assert len(dock.bar.items()) == bar_items + 1
     item = dock.bar.items()[-1]
