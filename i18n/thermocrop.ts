@@ -440,6 +440,11 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
+        <location filename="../plugin/dock.py" line="837"/>
+        <source>Not started: {reason}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <location filename="../plugin/dock.py" line="842"/>
         <source>Not started: {path} exists and is not to be replaced.</source>
         <translation type="unfinished"></translation>
@@ -450,162 +455,162 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="894"/>
+        <location filename="../plugin/dock.py" line="896"/>
         <source>Classifying {n} parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="921"/>
+        <location filename="../plugin/dock.py" line="923"/>
         <source>The parcel layer was removed while classifying; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="925"/>
+        <location filename="../plugin/dock.py" line="927"/>
         <source>Cancelled; nothing was written and the layer was not changed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="928"/>
+        <location filename="../plugin/dock.py" line="930"/>
         <source>Classification failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="933"/>
+        <location filename="../plugin/dock.py" line="935"/>
         <source>{layer} (classified)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="935"/>
+        <location filename="../plugin/dock.py" line="937"/>
         <source>QGIS cannot open the written file {path}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="936"/>
+        <location filename="../plugin/dock.py" line="938"/>
         <source>the new layer {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="941"/>
+        <location filename="../plugin/dock.py" line="943"/>
         <source>{layer} (saved)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="942"/>
+        <location filename="../plugin/dock.py" line="944"/>
         <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="945"/>
+        <location filename="../plugin/dock.py" line="947"/>
         <source>Writing the result failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="957"/>
+        <location filename="../plugin/dock.py" line="959"/>
         <source>Classified {done} of {n} parcels into {where}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1000"/>
+        <location filename="../plugin/dock.py" line="1002"/>
         <source>{qml} exists and was left as it is.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1002"/>
+        <location filename="../plugin/dock.py" line="1004"/>
         <source>Style saved to {qml}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1006"/>
+        <location filename="../plugin/dock.py" line="1008"/>
         <source>below 0.4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1006"/>
+        <location filename="../plugin/dock.py" line="1008"/>
         <source>0.4 to 0.6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1006"/>
+        <location filename="../plugin/dock.py" line="1008"/>
         <source>0.6 to 0.8</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1006"/>
+        <location filename="../plugin/dock.py" line="1008"/>
         <source>0.8 and above</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1006"/>
+        <location filename="../plugin/dock.py" line="1008"/>
         <source>not classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1035"/>
+        <location filename="../plugin/dock.py" line="1037"/>
         <source>{layer} is being edited; save or discard the edits to filter it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1039"/>
+        <location filename="../plugin/dock.py" line="1041"/>
         <source>{layer} cannot be filtered by its provider.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1045"/>
+        <location filename="../plugin/dock.py" line="1047"/>
         <source>{names} already exist(s). Overwrite?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1067"/>
+        <location filename="../plugin/dock.py" line="1069"/>
         <source>Reading the parcel's pixels …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1075"/>
+        <location filename="../plugin/dock.py" line="1077"/>
         <source>Explaining was cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1078"/>
+        <location filename="../plugin/dock.py" line="1080"/>
         <source>Cannot explain this parcel: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1100"/>
+        <location filename="../plugin/dock.py" line="1102"/>
         <source>against calendar date</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1105"/>
+        <location filename="../plugin/dock.py" line="1107"/>
         <source>growing degree days (°C·d)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1107"/>
+        <location filename="../plugin/dock.py" line="1109"/>
         <source>against thermal time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1118"/>
+        <location filename="../plugin/dock.py" line="1120"/>
         <source>class probability</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1128"/>
+        <location filename="../plugin/dock.py" line="1130"/>
         <source> of {layer}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1140"/>
+        <location filename="../plugin/dock.py" line="1142"/>
         <source>Select exactly one parcel of {layer} to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1142"/>
+        <location filename="../plugin/dock.py" line="1144"/>
         <source>Select exactly one parcel to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1146"/>
+        <location filename="../plugin/dock.py" line="1148"/>
         <source>Choose the scenes and the weather file on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
