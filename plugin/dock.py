@@ -340,7 +340,13 @@ class ThermoCropDock(QgsDockWidget):
         self.accuracy_widget.reportReady.connect(
             lambda report: self.say(tr("Accuracy assessment finished; the report is on the Accuracy tab."),
                                     Qgis.Success, bar=True))
-        self.tabs.addTab(self.accuracy_widget, tr("Accuracy"))
+        # In a scroll area like the other pages, so that its height never pushes the status panel
+        # below the screen.
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.NoFrame)
+        scroll.setWidget(self.accuracy_widget)
+        self.tabs.addTab(scroll, tr("Accuracy"))
 
     @staticmethod
     def _form(box: QGroupBox) -> QFormLayout:
