@@ -93,7 +93,7 @@ def test_commands_refuse_and_accept(l2a_without_scl, tmp_path, capsys):
     out = tmp_path / "classified.gpkg"
     assert main(["classify", "--parcels", str(l2a_without_scl / "parcels.gpkg"), "--scenes",
                  str(l2a_without_scl / "scenes"), "--weather", str(l2a_without_scl / "weather.csv"),
-                 "--out", str(out)]) == 2
+                 "--out", str(out)]) == EXIT_INPUT
     assert "no scene classification" in capsys.readouterr().err and not out.exists()
 
 

@@ -152,7 +152,7 @@ def test_a_layer_classified_with_the_twelve_class_model(twelve, tmp_path):
     out = tmp_path / "classified.gpkg"
     assert main(["classify", "--parcels", str(parcels), "--scenes", str(tmp_path / "scenes"),
                  "--weather", str(tmp_path / "weather.csv"), "--model", str(twelve["result"].bundle_path),
-                 "--out", str(out)]) == 0
+                 "--missing-scl", "warn", "--out", str(out)]) == 0
     back = gpd.read_file(out)
     assert back["crop_status"].tolist() == ["ok", "ok", "outside_scenes"]
     assert set(back["crop_pred"][:2]) <= set(CLASSES_12) and back["crop_pred"].isna()[2]  # NULL where not classified
