@@ -189,17 +189,17 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="11"/>
+        <location filename="algorithm_strings.py" line="33"/>
         <source>Class field</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="12"/>
+        <location filename="algorithm_strings.py" line="34"/>
         <source>Confidence field</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="13"/>
+        <location filename="algorithm_strings.py" line="35"/>
         <source>Status field</source>
         <translation type="unfinished"></translation>
     </message>
@@ -645,402 +645,512 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="87"/>
+        <location filename="../plugin/algorithms/base.py" line="88"/>
         <source>{name} needs {modules}, which this QGIS cannot import.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="137"/>
+        <location filename="../plugin/algorithms/base.py" line="138"/>
         <source>Cancelled: {reason}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="185"/>
+        <location filename="../plugin/algorithms/base.py" line="230"/>
         <source>The scene folder {folder!r} does not exist; choose an existing folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="188"/>
+        <location filename="../plugin/algorithms/base.py" line="233"/>
         <source>Give Sentinel-2 scenes: &apos;{scenes}&apos; (SCENES, layers or files) or &apos;{folder}&apos; (SCENE_FOLDER); one of them is required.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="198"/>
+        <location filename="../plugin/algorithms/base.py" line="243"/>
         <source>{dates} dates from {products} products</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="216"/>
+        <location filename="../plugin/algorithms/base.py" line="274"/>
         <source>The {what} {path!r} does not exist; choose an existing file or folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="4"/>
-        <source>Classify parcels</source>
+        <source>Accuracy assessment</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="5"/>
-        <source>Predicts the crop type of every parcel from a Sentinel-2 time series and daily temperatures with a ThermoCrop model (PSE+LTAE with thermal positional encoding). The output keeps every feature and attribute of the input and adds the predicted class, its probability and a status saying why a parcel could not be classified.</source>
+        <source>Compares the classes of a classified layer with reference (ground truth) classes: confusion matrix, overall accuracy, kappa, and per class the user&apos;s accuracy (1 - commission error), the producer&apos;s accuracy (1 - omission error) and F1. With the map&apos;s class areas as strata weights it also gives area-adjusted accuracies and each class&apos;s estimated area with 95 % confidence intervals (stratified estimators of Olofsson et al. 2014, &apos;Good practices for estimating area and assessing accuracy of land change&apos;). Every feature is part of the map; the features whose reference field is filled are the sample, which should be a random sample within each map class (or of the whole map). Writes an HTML report with the matrix as a heat map and a CSV table.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="6"/>
-        <source>Parcel layer</source>
+        <source>Classified layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="7"/>
-        <source>Sentinel-2 scenes (these or a folder of scenes)</source>
+        <source>Map (predicted) class field</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="8"/>
-        <source>Folder of scenes (or the scenes above)</source>
+        <source>Reference class field</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="9"/>
-        <source>Daily temperature file</source>
+        <source>Map class areas</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="10"/>
-        <source>Model bundle</source>
+        <source>Table of map class areas (CSV)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="11"/>
+        <source>Accuracy report</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="12"/>
+        <source>Per-class table</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="13"/>
+        <source>Confusion matrix table</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="14"/>
-        <source>Class probabilities, margin and entropy fields</source>
+        <source>The classified layer (e.g. the output of Classify parcels), with the reference class filled on the sampled features and empty elsewhere.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="15"/>
-        <source>Classified parcels</source>
+        <source>Field holding the map&apos;s (predicted) class.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="16"/>
-        <source>Parcel polygons, any CRS. Every feature is classified.</source>
+        <source>Field holding the reference (ground truth) class, with the same class names as the map; empty where a feature was not checked.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="17"/>
-        <source>Sentinel-2 scenes of one season: multi-band GeoTIFFs, per-band files or .SAFE products, as layers or files (repeat SCENES=... on the command line). Give these, a scene folder, or both: one of the two is required.</source>
+        <source>Where the map&apos;s class areas (strata weights) come from when no class-area table is given: the summed ellipsoidal area of the layer&apos;s features per predicted class (hectares; polygons only), their number, or no weighting (scores of the reference sample only).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="18"/>
-        <source>A folder holding the scenes, instead of or besides the scenes above: one of the two is required.</source>
+        <source>Optional CSV table of the map&apos;s class areas (header, then one row per class: class name, area in any unit, e.g. of a larger map the layer samples). Overrides WEIGHTING.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="19"/>
-        <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV (date,tmin,tmax) covering the season.</source>
+        <source>The report: summary, confusion matrix as a heat map, per-class and area-adjusted tables (one self-contained file).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="20"/>
-        <source>Model bundle (.tcm). Leave empty for the model shipped with the plugin.</source>
+        <source>Per-class table: counts, user&apos;s / producer&apos;s accuracy, F1, and the area-adjusted figures with the half-widths of their 95 % intervals; a last row &apos;overall&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="21"/>
-        <source>Name of the output field with the predicted class.</source>
+        <source>Optional CSV of the confusion matrix (rows map, columns reference).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="22"/>
-        <source>Name of the output field with the predicted class&apos;s probability (0-1).</source>
+        <source>Overall accuracy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="23"/>
-        <source>Name of the output field saying &apos;ok&apos; or why a parcel was not classified.</source>
+        <source>Kappa</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="24"/>
-        <source>Also write each class&apos;s probability (p_&lt;class&gt;), the margin between the two likeliest classes (crop_margin) and the normalised entropy of the probabilities (crop_entropy, 0 sure .. 1 undecided).</source>
+        <source>Area-adjusted overall accuracy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="25"/>
-        <source>Classified parcels, styled by class; the style is saved beside file outputs.</source>
+        <source>Reference units</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="26"/>
-        <source>Parcels classified</source>
+        <source>Classify parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="27"/>
-        <source>Export training data</source>
+        <source>Predicts the crop type of every parcel from a Sentinel-2 time series and daily temperatures with a ThermoCrop model (PSE+LTAE with thermal positional encoding). The output keeps every feature and attribute of the input and adds the predicted class, its probability and a status saying why a parcel could not be classified.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="28"/>
-        <source>Samples up to MAX_PIXELS pixels of every labelled parcel on every scene date, with cloud masks and growing degree days, and writes them as a ThermoCrop dataset folder that Train model reads. The dataset&apos;s classes are the labels found, or the classes a class map gives the crop codes.</source>
+        <source>Parcel layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="29"/>
-        <source>Labelled parcels</source>
+        <source>Sentinel-2 scenes (these or a folder of scenes)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="30"/>
-        <source>Label field</source>
+        <source>Folder of scenes (or the scenes above)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="31"/>
-        <source>Crop code table (class map preset)</source>
+        <source>Daily temperature file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="32"/>
-        <source>Class map file (CSV or YAML)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="33"/>
-        <source>Minimum parcels per class</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="34"/>
-        <source>Season start</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="35"/>
-        <source>Pixels per parcel</source>
+        <source>Model bundle</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="36"/>
-        <source>Dataset folder</source>
+        <source>Class probabilities, margin and entropy fields</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="37"/>
-        <source>Parcel polygons with a crop label field.</source>
+        <source>Classified parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="38"/>
-        <source>Field holding each parcel&apos;s crop label: any class names or crop codes. Parcels with an empty value are left unlabelled.</source>
+        <source>Parcel polygons, any CRS. Every feature is classified.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="39"/>
-        <source>Map national crop codes to classes with the table of the paper&apos;s data for France, Denmark or Austria; codes not in the table become &apos;unknown&apos;.</source>
+        <source>Sentinel-2 scenes of one season: multi-band GeoTIFFs, per-band files or .SAFE products, as layers or files (repeat SCENES=... on the command line). Give these, a scene folder, or both: one of the two is required.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="40"/>
-        <source>Or your own class map: a CSV with columns code,class (or a YAML file). Codes not in it become &apos;unknown&apos;. Give either this or a preset, not both.</source>
+        <source>A folder holding the scenes, instead of or besides the scenes above: one of the two is required.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="41"/>
-        <source>Classes with fewer labelled parcels become &apos;unknown&apos; (0: keep every class).</source>
+        <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV (date,tmin,tmax) covering the season.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="42"/>
-        <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV.</source>
+        <source>Model bundle (.tcm). Leave empty for the model shipped with the plugin.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="43"/>
-        <source>Season start as MM-DD, or MM-DD/-1 for the previous year.</source>
+        <source>Name of the output field with the predicted class.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="44"/>
-        <source>Pixels sampled per parcel and date (the paper uses 64).</source>
+        <source>Name of the output field with the predicted class&apos;s probability (0-1).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="45"/>
-        <source>Dataset folder to create; it must not exist yet.</source>
+        <source>Name of the output field saying &apos;ok&apos; or why a parcel was not classified.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="46"/>
-        <source>Growing degree days per parcel</source>
+        <source>Also write each class&apos;s probability (p_&lt;class&gt;), the margin between the two likeliest classes (crop_margin) and the normalised entropy of the probabilities (crop_entropy, 0 sure .. 1 undecided).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="47"/>
-        <source>Accumulates growing degree days (GDD) from the season start at each parcel&apos;s centroid, from daily temperatures, and adds one field per date.</source>
+        <source>Classified parcels, styled by class; the style is saved beside file outputs.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="48"/>
-        <source>Dates</source>
+        <source>Parcels classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="49"/>
-        <source>Scenes (for their dates)</source>
+        <source>Export training data</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="50"/>
-        <source>Folder of scenes</source>
+        <source>Samples up to MAX_PIXELS pixels of every labelled parcel on every scene date, with cloud masks and growing degree days, and writes them as a ThermoCrop dataset folder that Train model reads. The dataset&apos;s classes are the labels found, or the classes a class map gives the crop codes.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="51"/>
-        <source>Base temperature</source>
+        <source>Labelled parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="52"/>
-        <source>Cap temperature</source>
+        <source>Label field</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="53"/>
-        <source>Method</source>
+        <source>Crop code table (class map preset)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="54"/>
-        <source>Parcels with GDD</source>
+        <source>Class map file (CSV or YAML)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="55"/>
-        <source>Parcel polygons, any CRS.</source>
+        <source>Minimum parcels per class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="56"/>
-        <source>Dates as YYYY-MM-DD separated by commas. Leave empty to use the scene dates.</source>
+        <source>Season start</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="57"/>
-        <source>Sentinel-2 scenes whose acquisition dates are used when DATES is empty.</source>
+        <source>Pixels per parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="58"/>
-        <source>A folder of scenes whose dates are used when DATES is empty.</source>
+        <source>Dataset folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="59"/>
-        <source>Season start as MM-DD, or MM-DD/-1 for the previous year (e.g. 09-01/-1).</source>
+        <source>Parcel polygons with a crop label field.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="60"/>
-        <source>Base temperature (°C) below which no growth is counted.</source>
+        <source>Field holding each parcel&apos;s crop label: any class names or crop codes. Parcels with an empty value are left unlabelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="61"/>
-        <source>Cap temperature (°C) above which no extra growth is counted.</source>
+        <source>Map national crop codes to classes with the table of the paper&apos;s data for France, Denmark or Austria; codes not in the table become &apos;unknown&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="62"/>
-        <source>paper: clip daily min/max then average; average: average then clip at the base.</source>
+        <source>Or your own class map: a CSV with columns code,class (or a YAML file). Codes not in it become &apos;unknown&apos;. Give either this or a preset, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="63"/>
-        <source>The parcels with one field gdd_YYYYMMDD per date.</source>
+        <source>Classes with fewer labelled parcels become &apos;unknown&apos; (0: keep every class).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="64"/>
-        <source>Train model</source>
+        <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="65"/>
-        <source>Trains a PSE+LTAE classifier with the chosen positional encoding on one or more datasets written by Export training data, and saves a model bundle (.tcm) that Classify parcels and the dock can use.</source>
+        <source>Season start as MM-DD, or MM-DD/-1 for the previous year.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="66"/>
-        <source>Dataset folders</source>
+        <source>Pixels sampled per parcel and date (the paper uses 64).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="67"/>
-        <source>Model variant</source>
+        <source>Dataset folder to create; it must not exist yet.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="68"/>
-        <source>Epochs</source>
+        <source>Growing degree days per parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="69"/>
-        <source>Steps per epoch</source>
+        <source>Accumulates growing degree days (GDD) from the season start at each parcel&apos;s centroid, from daily temperatures, and adds one field per date.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="70"/>
-        <source>Batch size</source>
+        <source>Dates</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="71"/>
-        <source>Device</source>
+        <source>Scenes (for their dates)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="72"/>
-        <source>Classes (empty: all classes of the datasets)</source>
+        <source>Folder of scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="73"/>
-        <source>Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder dialog.</source>
+        <source>Base temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="74"/>
-        <source>Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none.</source>
+        <source>Cap temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="75"/>
-        <source>Training epochs (the paper trains 100).</source>
+        <source>Method</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="76"/>
-        <source>Optimiser steps per epoch (the paper uses 500).</source>
+        <source>Parcels with GDD</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="77"/>
-        <source>Parcels per optimiser step (the paper uses 128).</source>
+        <source>Parcel polygons, any CRS.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="78"/>
-        <source>auto uses a CUDA GPU when there is one, else the CPU.</source>
+        <source>Dates as YYYY-MM-DD separated by commas. Leave empty to use the scene dates.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="79"/>
-        <source>The model&apos;s classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: every class of the datasets. Parcels of other classes are left out of training.</source>
+        <source>Sentinel-2 scenes whose acquisition dates are used when DATES is empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="80"/>
+        <source>A folder of scenes whose dates are used when DATES is empty.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="81"/>
+        <source>Season start as MM-DD, or MM-DD/-1 for the previous year (e.g. 09-01/-1).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="82"/>
+        <source>Base temperature (°C) below which no growth is counted.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="83"/>
+        <source>Cap temperature (°C) above which no extra growth is counted.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="84"/>
+        <source>paper: clip daily min/max then average; average: average then clip at the base.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="85"/>
+        <source>The parcels with one field gdd_YYYYMMDD per date.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="86"/>
+        <source>Train model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="87"/>
+        <source>Trains a PSE+LTAE classifier with the chosen positional encoding on one or more datasets written by Export training data, and saves a model bundle (.tcm) that Classify parcels and the dock can use.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="88"/>
+        <source>Dataset folders</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="89"/>
+        <source>Model variant</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="90"/>
+        <source>Epochs</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="91"/>
+        <source>Steps per epoch</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="92"/>
+        <source>Batch size</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="93"/>
+        <source>Device</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="94"/>
+        <source>Classes (empty: all classes of the datasets)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="95"/>
+        <source>Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder dialog.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="96"/>
+        <source>Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="97"/>
+        <source>Training epochs (the paper trains 100).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="98"/>
+        <source>Optimiser steps per epoch (the paper uses 500).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="99"/>
+        <source>Parcels per optimiser step (the paper uses 128).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="100"/>
+        <source>auto uses a CUDA GPU when there is one, else the CPU.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="101"/>
+        <source>The model&apos;s classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: every class of the datasets. Parcels of other classes are left out of training.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="102"/>
         <source>Model bundle file (.tcm) to write.</source>
         <translation type="unfinished"></translation>
     </message>
