@@ -337,7 +337,12 @@ class ThermoCropDock(QgsDockWidget):
         self.accuracy_widget.reportReady.connect(
             lambda report: self.say(tr("Accuracy assessment finished; the report is on the Accuracy tab."),
                                     Qgis.Success, bar=True))
-        self.tabs.addTab(self.accuracy_widget, tr("Accuracy"))
+        # In a scroll area too, so that its report never makes the dock taller than the screen.
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.NoFrame)
+        scroll.setWidget(self.accuracy_widget)
+        self.tabs.addTab(scroll, tr("Accuracy"))
 
     @staticmethod
     def _form(box: QGroupBox) -> QFormLayout:
