@@ -340,8 +340,7 @@ class ThermoCropDock(QgsDockWidget):
         self.accuracy_widget.reportReady.connect(
             lambda report: self.say(tr("Accuracy assessment finished; the report is on the Accuracy tab."),
                                     Qgis.Success, bar=True))
-        # In a scroll area like the other pages, so that its height never pushes the status panel
-        # below the screen.
+        # In a scroll area too, so that its report never makes the dock taller than the screen.
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.NoFrame)
