@@ -341,6 +341,10 @@ class ThermoCropDock(QgsDockWidget):
             lambda report: self.say(tr("Accuracy assessment finished; the report is on the Accuracy tab."),
                                     Qgis.Success, bar=True))
         # In a scroll area too, so that its report never makes the dock taller than the screen.
+        # Combo boxes sized by their longest item would make the page wider than the dock.
+        for combo in self.accuracy_widget.findChildren(QComboBox):
+            combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(8)
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.NoFrame)
