@@ -24,7 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
         if info.name.startswith("_"):
             continue
         module = importlib.import_module(f"{commands.__name__}.{info.name}")
-        cmd = sub.add_parser(info.name, help=module.HELP, description=module.HELP)
+        # NAME lets a command be called what no module can be (``import``, ``import-weights``).
+        cmd = sub.add_parser(getattr(module, "NAME", info.name), help=module.HELP, description=module.HELP)
         module.configure(cmd)
         cmd.set_defaults(_run=module.run)
     return parser
