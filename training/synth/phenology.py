@@ -231,6 +231,11 @@ def _arable(region, crop, gdd, dl, days, year, rng):
     variety = float(np.clip(rng.normal(1.0, 0.04), 0.9, 1.1))
     spec = spec.scaled(variety)
     spec = replace(spec, cover=float(np.clip(spec.cover + rng.normal(0, 0.03), 0.6, 0.98)))
+    if spec.flowering is not None:
+        # Seen from above, half to all of the canopy is in flower at the height of it [B: the
+        # real rapeseed's half-month composite in flower is half as yellow as THEIA's plots].
+        on, pk, end, fmax = spec.flowering
+        spec = replace(spec, flowering=(on, pk, end, fmax * rng.uniform(0.5, 1.0)))
     sow = _draw_date(window, year, rng)
     g, s, f, harvest_day = _develop(spec, gdd, dl, days, sow, year)
     meta = {"sowing": str(sow), "variety": round(variety, 3),
