@@ -27,6 +27,7 @@ start, class names, label field and provenance (source files, seeds, settings).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -68,6 +69,7 @@ class PixelSets:
         classes: class names that ``labels`` index.
         bands: band names in channel order.
         meta: free-form provenance (source files, settings).
+        source: where the pixel sets were read from (a dataset folder), for messages; not stored.
     """
 
     pixels: np.ndarray
@@ -83,6 +85,7 @@ class PixelSets:
     classes: tuple[str, ...] = ()
     bands: tuple[str, ...] = S2_BANDS
     meta: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
 
     def __post_init__(self) -> None:
         n = len(self.parcel_ids)
@@ -142,7 +145,66 @@ class PixelSets:
             classes=self.classes,
             bands=self.bands,
             meta=self.meta,
+            source=self.source,
         )
+
+    @property
+    def name(self) -> str:
+        """How messages name these pixel sets: the dataset folder, else the parcel layer."""
+        return self.source or str((self.meta or {}).get("parcels") or "the pixel sets")
+
+    def class_counts(self, usable_only: bool = True) -> dict[str, int]:
+        """Labelled parcels per class, in ``classes`` order.
+
+        Args:
+            usable_only: count only parcels with status "ok".
+        """
+        labels = np.asarray(self.labels)
+        keep = labels >= 0
+        if usable_only:
+            keep &= np.asarray(self.status) == STATUS_OK
+        counts = np.bincount(labels[keep].astype(np.int64), minlength=len(self.classes))
+        return {c: int(n) for c, n in zip(self.classes, counts)}
+
+    def relabel(self, classes: Sequence[str], unseen: str = "error") -> "PixelSets":
+        """The same parcels with labels indexing another class list (a model's).
+
+        Labels of classes missing from ``classes`` are either refused (``unseen="error"``) or
+        left out as unlabelled (``unseen="drop"``, logged per class). The arrays are shared,
+        not copied, except the labels.
+
+        Args:
+            classes: the new class list.
+            unseen: ``"error"`` or ``"drop"``.
+
+        Raises:
+            DatasetError: with ``unseen="error"``, parcels (status "ok") of classes not in
+                ``classes``; the message names them.
+        """
+        if unseen not in ("error", "drop"):
+            raise ValueError(f"unseen must be 'error' or 'drop', not {unseen!r}")
+        classes = tuple(str(c) for c in classes)
+        if classes == tuple(self.classes):
+            return self
+        labels = np.asarray(self.labels)
+        bad = labels >= len(self.classes)
+        if bad.any():
+            raise DatasetError(f"{self.name}: labels up to {int(labels.max())} but only {len(self.classes)} "
+                               "classes; the dataset is damaged, extract it again.")
+        index = {c: i for i, c in enumerate(classes)}
+        lookup = np.array([index.get(c, -1) for c in self.classes] + [-1], dtype=np.int16)
+        outside = {c: n for c, n in self.class_counts().items() if n and c not in index}
+        if outside and unseen == "error":
+            listed = ", ".join(f"{c} ({n} parcels)" for c, n in outside.items())
+            raise DatasetError(
+                f"{self.name} has classes the model has never seen: {listed}. The model knows "
+                f"{list(classes)}. Train with these classes, fold them into another class with a "
+                "class map or --min-parcels, or leave their parcels out (--drop-unseen-classes).")
+        if outside:
+            log.info("%s: parcels of classes outside the class list are left out: %s", self.name,
+                     ", ".join(f"{c} ({n})" for c, n in outside.items()))
+        new = lookup[np.where(labels >= 0, labels, len(self.classes)).astype(np.int64)]
+        return dataclasses.replace(self, labels=new, classes=classes)
 
 
 def _header(ps: PixelSets) -> dict[str, Any]:
@@ -356,6 +418,7 @@ def open_dataset(path: Union[str, os.PathLike], mmap: bool = True) -> PixelSets:
         except (OSError, ValueError) as exc:
             raise DatasetError(f"{file} is missing or damaged ({exc}); extract the dataset again.") from exc
     return PixelSets(
+        source=str(path),
         dates=np.array(header["dates"], dtype="datetime64[D]"),
         day_of_season=np.array(header["day_of_season"], dtype=np.float32),
         classes=tuple(header["classes"]),

@@ -16,7 +16,6 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from .bands import S2_BANDS
-from .crops import CROP_CLASSES
 from .dataset import STATUS_OK, DatasetWriter, PixelSets
 from .errors import ExtractionError, InputError, SceneError, WeatherError
 from .progress import Progress
@@ -51,6 +50,8 @@ class ParcelTable:
         status: ``(P,)`` object, ``""`` while undecided or a failure reason.
         source: where the parcels came from (for messages and provenance).
         rows: ``(P,)`` int64 position of each parcel in the source layer.
+        classes: the class names ``labels`` index (empty without labels).
+        class_summary: what the class assignment did (``ClassAssignment.summary()``), for provenance.
     """
 
     geometry: Any
@@ -60,6 +61,8 @@ class ParcelTable:
     status: np.ndarray
     source: str
     rows: Optional[np.ndarray] = None
+    classes: tuple[str, ...] = ()
+    class_summary: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.rows is None:
@@ -141,24 +144,31 @@ def load_parcels(
     *,
     id_field: Optional[str] = None,
     label_field: Optional[str] = None,
-    classes: Sequence[str] = CROP_CLASSES,
+    classes: Optional[Sequence[str]] = None,
     block_field: Optional[str] = "block",
     layer: Optional[str] = None,
     selected_ids: Optional[Sequence[Any]] = None,
+    class_map: Any = None,
+    min_parcels: int = 0,
 ) -> ParcelTable:
     """Read a parcel layer and repair its geometries.
 
     Args:
         parcels: a vector file (any OGR format) or a GeoDataFrame, in any CRS.
         id_field: field holding parcel ids; default ``parcel_id`` when present, else the row number.
-        label_field: field holding class names (``classes``); None for unlabelled parcels.
-        classes: class names that labels index; other values get -1.
+        label_field: field holding crop labels (any values: class names or crop codes); None for
+            unlabelled parcels. Empty values leave a parcel unlabelled.
+        classes: a fixed class list; labels outside it are unlabelled (-1). None: the classes are
+            the labels found (after ``class_map`` and ``min_parcels``), sorted.
         block_field: field holding spatial block numbers, if present.
         layer: layer name inside a multi-layer file.
         selected_ids: keep only the parcels with these ids.
+        class_map: a ``core.classmap.ClassMap``, a preset name (``france``, ``denmark``,
+            ``austria``) or a CSV / YAML class map file; codes outside it become ``unknown``.
+        min_parcels: classes with fewer labelled parcels (among the selected ones) become ``unknown``.
 
     Raises:
-        InputError: unreadable file, no CRS, or a named field that does not exist.
+        InputError: unreadable file, no CRS, a named field that does not exist, or a bad class map.
     """
     gdf, source = _read_layer(parcels, layer)
     if gdf.crs is None:
@@ -176,29 +186,38 @@ def load_parcels(
         ids = gdf["parcel_id"].astype(str).to_numpy()
     else:
         ids = np.array([str(i) for i in range(len(gdf))])
-    labels = np.full(len(gdf), -1, dtype=np.int16)
     if label_field is not None:
         need(label_field, "label")
-        lookup = {c: i for i, c in enumerate(classes)}
-        values = gdf[label_field].to_numpy()
-        labels = np.array([lookup.get(str(v), -1) if v is not None else -1 for v in values], dtype=np.int16)
-        unknown = sorted({str(v) for v, l in zip(values, labels) if l < 0 and v is not None})
-        if unknown:
-            log.warning("%s: %d label values are not among the classes and count as unlabelled: %s",
-                        source, int((labels < 0).sum()), unknown[:10])
+    elif class_map is not None or min_parcels > 1:
+        raise InputError(f"A class map or a minimum of parcels per class needs a label field; name the field "
+                         f"of {source} that holds the crop codes or names.")
     blocks = np.full(len(gdf), -1, dtype=np.int32)
     if block_field and block_field in gdf.columns:
         blocks = gdf[block_field].fillna(-1).astype(np.int32).to_numpy()
     rows = np.arange(len(gdf), dtype=np.int64)
     if selected_ids is not None:
         keep = np.isin(ids, np.asarray([str(s) for s in selected_ids]))
-        gdf, ids, labels, blocks, rows = gdf[keep], ids[keep], labels[keep], blocks[keep], rows[keep]
+        gdf, ids, blocks, rows = gdf[keep], ids[keep], blocks[keep], rows[keep]
+    labels = np.full(len(gdf), -1, dtype=np.int16)
+    class_list: tuple[str, ...] = tuple(classes) if classes is not None else ()
+    summary: dict[str, Any] = {}
+    if label_field is not None:
+        from .classmap import assign_classes
+
+        assigned = assign_classes(gdf[label_field].to_numpy(), class_map, min_parcels=min_parcels,
+                                  classes=classes, source=f"{source} field {label_field!r}")
+        labels, class_list = assigned.labels, assigned.classes
+        summary = assigned.summary()
+        summary["class_map"] = None if class_map is None else getattr(class_map, "source", str(class_map))
+        summary["min_parcels"] = int(min_parcels)
+        log.info("%s: %d classes from field %r: %s", source, len(class_list), label_field,
+                 ", ".join(f"{c} ({n})" for c, n in assigned.counts.items()))
     geometry, ok = repair_geometries(gdf.geometry.reset_index(drop=True))
     status = np.where(ok, "", STATUS_INVALID_GEOMETRY).astype(object)
     if (~ok).any():
         log.warning("%s: %d parcels have unusable geometries (empty, not polygons or unrepairable): %s",
                     source, int((~ok).sum()), list(ids[~ok][:10]))
-    return ParcelTable(geometry, ids, labels, blocks, status, source, rows)
+    return ParcelTable(geometry, ids, labels, blocks, status, source, rows, class_list, summary)
 
 
 def _scene_list(scenes: SceneSource) -> list[Scene]:
@@ -505,6 +524,7 @@ def _meta(table: ParcelTable, scenes: list[Scene], weather: Any, settings: Extra
         "levels": sorted({sc.level for sc in scenes if sc.level}),
         "weather": str(weather) if isinstance(weather, (str, os.PathLike)) else getattr(weather, "source", None),
         "label_field": label_field,
+        **({"labels": table.class_summary} if table.class_summary else {}),
         "max_pixels": settings.max_pixels,
         "seed": settings.seed,
         "min_valid_fraction": settings.min_valid_fraction,
@@ -542,7 +562,9 @@ def extract_pixel_sets(
     seed: int = 0,
     id_field: Optional[str] = None,
     label_field: Optional[str] = None,
-    classes: Sequence[str] = CROP_CLASSES,
+    classes: Optional[Sequence[str]] = None,
+    class_map: Any = None,
+    min_parcels: int = 0,
     block_field: Optional[str] = "block",
     season_start: Any = None,
     t_base: float = 0.0,
@@ -563,7 +585,8 @@ def extract_pixel_sets(
             ``DailyTemperature`` with one series per parcel of the layer.
         max_pixels: S, pixel slots per parcel (all pixels when the parcel has fewer).
         seed: seed of the pixel sampling.
-        id_field, label_field, block_field, classes: see :func:`load_parcels`.
+        id_field, label_field, block_field, classes, class_map, min_parcels: see
+            :func:`load_parcels` (ignored when ``parcels`` is a ``ParcelTable``).
         season_start: ``SeasonStart`` or its text form (``"01-01"``, ``"09-01/-1"``).
         t_base, t_cap, gdd_method: growing degree day settings.
         min_valid_fraction: a date is kept for a parcel when at least this fraction of its
@@ -579,12 +602,14 @@ def extract_pixel_sets(
     settings = _settings(max_pixels, seed, min_valid_fraction, min_pixels, season_start, t_base, t_cap,
                          gdd_method, scl_invalid, weather_options)
     table = parcels if isinstance(parcels, ParcelTable) else load_parcels(
-        parcels, id_field=id_field, label_field=label_field, classes=classes, block_field=block_field)
+        parcels, id_field=id_field, label_field=label_field, classes=classes, block_field=block_field,
+        class_map=class_map, min_parcels=min_parcels)
     scene_list = _scene_list(scenes)
     if not scene_list:
         raise SceneError("No scenes were given.")
     meta = _meta(table, scene_list, weather, settings, label_field)
-    return _extract_chunk(table, np.arange(len(table)), scene_list, weather, settings, classes, meta, progress)
+    return _extract_chunk(table, np.arange(len(table)), scene_list, weather, settings, table.classes, meta,
+                          progress)
 
 
 def iter_chunks(table: ParcelTable, scenes: list[Scene], weather: Any, settings: ExtractionSettings,
@@ -610,7 +635,9 @@ def extract_to_dataset(
     seed: int = 0,
     id_field: Optional[str] = None,
     label_field: Optional[str] = None,
-    classes: Sequence[str] = CROP_CLASSES,
+    classes: Optional[Sequence[str]] = None,
+    class_map: Any = None,
+    min_parcels: int = 0,
     block_field: Optional[str] = "block",
     season_start: Any = None,
     t_base: float = 0.0,
@@ -634,7 +661,8 @@ def extract_to_dataset(
     settings = _settings(max_pixels, seed, min_valid_fraction, min_pixels, season_start, t_base, t_cap,
                          gdd_method, scl_invalid, weather_options)
     table = parcels if isinstance(parcels, ParcelTable) else load_parcels(
-        parcels, id_field=id_field, label_field=label_field, classes=classes, block_field=block_field)
+        parcels, id_field=id_field, label_field=label_field, classes=classes, block_field=block_field,
+        class_map=class_map, min_parcels=min_parcels)
     scene_list = _scene_list(scenes)
     if not scene_list:
         raise SceneError("No scenes were given.")
@@ -650,13 +678,14 @@ def extract_to_dataset(
         dates=dates,
         day_of_season=np.asarray(day_of_season(dates, settings.season_start), dtype=np.float32),
         max_pixels=settings.max_pixels,
-        classes=classes,
+        classes=table.classes,
         meta=meta,
         overwrite=overwrite,
         parcel_id_width=max(8, max(len(x) for x in table.parcel_ids)),
     )
     with writer:
-        for idx, chunk in iter_chunks(table, scene_list, weather, settings, classes, meta, chunk_size, progress):
+        for idx, chunk in iter_chunks(table, scene_list, weather, settings, table.classes, meta, chunk_size,
+                                      progress):
             writer.write_rows(idx, chunk)
     counts = {s: int(n) for s, n in zip(*np.unique(open_status(out), return_counts=True))}
     log.info("Extracted %d parcels into %s: %s", len(table), out, counts)

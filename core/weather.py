@@ -7,7 +7,9 @@ Three sources are understood:
 - any CF NetCDF with daily minimum/maximum temperature, found by name or by
   ``standard_name = air_temperature`` with ``cell_methods`` ``time: minimum`` / ``maximum``,
   converted to degrees C from its ``units`` (Kelvin, Celsius, Fahrenheit);
-- a station CSV ``date,tmin,tmax`` (degrees C), one series used for every parcel.
+- a station CSV ``date,tmin,tmax`` (degrees C), one series used for every parcel; other
+  column names (e.g. a weather service's ``Termin,T_Min_2m,T_Max_2m``) are given with
+  ``date_var``, ``tmin_var`` and ``tmax_var``.
 
 A point takes the grid cell whose centre is nearest (great-circle distance). A point whose
 nearest cell holds no data (sea, outside the grid) takes the nearest cell with data within
@@ -95,13 +97,23 @@ def _check_coverage(dates: np.ndarray, start, end, source: str) -> np.ndarray:
     return want
 
 
-def _read_station_csv(path: Path, n_points: int, start, end, tmin_col: str, tmax_col: str
-                      ) -> DailyTemperature:
+def _station_days(texts: Sequence[str], path: Path, date_col: str) -> np.ndarray:
+    """Dates of a station CSV as datetime64[D]: ``YYYY-MM-DD`` or an ISO date-time such as
+    ``2018-01-01T00:00:00`` (the time of day is dropped)."""
+    try:
+        return np.array([t.strip() for t in texts], dtype="datetime64").astype("datetime64[D]")
+    except ValueError as exc:
+        raise WeatherError(f"{path}: the {date_col} column must hold dates written YYYY-MM-DD "
+                           f"or YYYY-MM-DDThh:mm:ss ({exc})") from None
+
+
+def _read_station_csv(path: Path, n_points: int, start, end, tmin_col: str, tmax_col: str,
+                      date_col: str = "date") -> DailyTemperature:
     with open(path, newline="") as handle:
         reader = csv.DictReader(handle)
         columns = [c.strip() for c in (reader.fieldnames or [])]
         rows = list(reader)
-    need = {"date", tmin_col, tmax_col}
+    need = {date_col, tmin_col, tmax_col}
     if not need <= set(columns):
         raise WeatherError(
             f"{path}: a station CSV needs the columns {', '.join(sorted(need))}; it has "
@@ -116,10 +128,7 @@ def _read_station_csv(path: Path, n_points: int, start, end, tmin_col: str, tmax
         except ValueError:
             raise WeatherError(f"{path}, line {line}: {col} {text!r} is not a number") from None
 
-    try:
-        dates = np.array([r["date"].strip() for r in rows], dtype="datetime64[D]")
-    except ValueError as exc:
-        raise WeatherError(f"{path}: dates must be written YYYY-MM-DD ({exc})") from None
+    dates = _station_days([r[date_col] or "" for r in rows], path, date_col)
     tmin = np.array([number(r, tmin_col, i + 2) for i, r in enumerate(rows)], dtype=np.float32)
     tmax = np.array([number(r, tmax_col, i + 2) for i, r in enumerate(rows)], dtype=np.float32)
     want = _check_coverage(dates, start, end, str(path))
@@ -447,8 +456,11 @@ def _read_netcdf(path: Path, tmax_path: Optional[Path], points_x, points_y, crs,
     return DailyTemperature(want, out_min, out_max, source, None if found.all() else found, distance)
 
 
-def record_period(path, *, tmin_var: Optional[str] = None) -> tuple[np.datetime64, np.datetime64]:
+def record_period(path, *, tmin_var: Optional[str] = None, date_var: Optional[str] = None
+                  ) -> tuple[np.datetime64, np.datetime64]:
     """First and last day of a weather file's record (read from its dates only).
+
+    ``date_var`` names the date column of a station CSV (default ``date``).
 
     Raises:
         WeatherError: the file cannot be read or holds no dates.
@@ -457,12 +469,12 @@ def record_period(path, *, tmin_var: Optional[str] = None) -> tuple[np.datetime6
     if not path.exists():
         raise WeatherError(f"weather file {path} does not exist")
     if path.suffix.lower() in (".csv", ".txt"):
+        date_col = date_var or "date"
         with open(path, newline="") as handle:
             rows = list(csv.DictReader(handle))
-        try:
-            days = np.array([r["date"].strip() for r in rows], dtype="datetime64[D]")
-        except (KeyError, AttributeError, ValueError):
-            raise WeatherError(f"{path}: a station CSV needs a date column written YYYY-MM-DD") from None
+        if rows and date_col not in rows[0]:
+            raise WeatherError(f"{path}: a station CSV needs a {date_col} column written YYYY-MM-DD")
+        days = _station_days([r[date_col] or "" for r in rows], path, date_col)
     else:
         with _open(path) as ds:
             name = _find_variable(ds, tmin_var, TMIN_NAMES, "minimum") or _find_variable(
@@ -480,7 +492,7 @@ def read_daily_temperature(
     path, points_x: Sequence[float], points_y: Sequence[float], crs, start, end, *,
     tmin_var: Optional[str] = None, tmax_var: Optional[str] = None, tmax_path=None,
     max_distance_m: float = 25_000, parcel_ids: Optional[Sequence[str]] = None,
-    missing: str = "raise",
+    missing: str = "raise", date_var: Optional[str] = None,
 ) -> DailyTemperature:
     """Read daily minimum and maximum temperature at points for ``start..end`` (inclusive).
 
@@ -499,6 +511,8 @@ def read_daily_temperature(
         parcel_ids: names of the points for error messages.
         missing: ``"raise"``: points without a cell within reach are an error naming them;
             ``"mask"``: their series are NaN and ``found`` marks them.
+        date_var: the date column of a station CSV (default ``date``; dates or ISO
+            date-times such as ``2018-01-01T00:00:00``); unused for NetCDF.
 
     Returns:
         DailyTemperature with ``tmin``/``tmax`` of shape ``(P, D)`` in degrees C,
@@ -513,6 +527,7 @@ def read_daily_temperature(
     if path.suffix.lower() in (".csv", ".txt"):
         if not path.exists():
             raise WeatherError(f"weather file {path} does not exist")
-        return _read_station_csv(path, len(points_x), start, end, tmin_var or "tmin", tmax_var or "tmax")
+        return _read_station_csv(path, len(points_x), start, end, tmin_var or "tmin", tmax_var or "tmax",
+                                 date_var or "date")
     return _read_netcdf(path, Path(tmax_path) if tmax_path else None, points_x, points_y, crs, start, end,
                         tmin_var, tmax_var, max_distance_m, parcel_ids, missing)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -76,3 +77,22 @@ def test_a_failed_write_leaves_nothing(tmp_path):
             writer.write(0, ps.subset(slice(0, 2)))
             raise RuntimeError("stopped")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_relabel_to_a_model_class_list_and_unseen_classes():
+    ps = _pixel_sets(6, seed=2)
+    ps = dataclasses.replace(ps, classes=("corn", "meadow", "soy"),
+                             labels=np.array([0, 1, 2, -1, 2, 0], dtype=np.int16),
+                             status=np.array(["ok"] * len(ps)))
+    assert ps.class_counts() == {"corn": 2, "meadow": 1, "soy": 2}
+    model = ("barley", "corn", "meadow", "soy")
+    moved = ps.relabel(model)
+    assert moved.classes == model and moved.labels.tolist() == [1, 2, 3, -1, 3, 1]
+    assert moved.pixels is ps.pixels  # arrays are shared, only labels change
+    with pytest.raises(DatasetError, match=r"classes the model has never seen: soy \(2 parcels\)"):
+        ps.relabel(("corn", "meadow"))
+    dropped = ps.relabel(("meadow", "corn"), unseen="drop")
+    assert dropped.labels.tolist() == [1, 0, -1, -1, -1, 1]
+    # A class whose parcels all failed extraction is not "seen" data: no error.
+    failed = dataclasses.replace(ps, status=np.array(["ok", "ok", "outside_scenes", "ok", "too_small", "ok"]))
+    assert failed.relabel(("corn", "meadow")).labels.tolist() == [0, 1, -1, -1, -1, 0]

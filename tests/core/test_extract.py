@@ -126,7 +126,7 @@ def region(tmp_path_factory):
 @pytest.fixture(scope="module")
 def extracted(region):
     return extract_pixel_sets(region["parcels"], region["scenes"], region["weather"], max_pixels=64, seed=3,
-                              label_field="crop")
+                              label_field="crop", classes=CROP_CLASSES)
 
 
 def _row(ps, pid: str) -> int:
@@ -150,7 +150,7 @@ def test_dates_statuses_and_labels(extracted):
                       "subpixel": "ok", "multi": "ok", "bowtie": "ok", "cloudy": "ok", "left": "ok",
                       "empty": "invalid_geometry"}
     assert ps.labels[_row(ps, "big")] == CROP_CLASSES.index("corn")
-    assert ps.labels[_row(ps, "bowtie")] == -1  # 'bogus' is no class
+    assert ps.labels[_row(ps, "bowtie")] == -1  # 'bogus' is not in the fixed class list
     assert ps.blocks[_row(ps, "cloudy")] == 7
     assert ps.pixels.shape == (10, 5, 10, 64)
     assert not ps.date_mask[_row(ps, "outside")].any()
@@ -239,8 +239,13 @@ def test_sampling_is_seeded_and_chunking_changes_nothing(region, extracted, tmp_
     out = extract_to_dataset(region["parcels"], region["scenes"], region["weather"], tmp_path / "ds",
                              chunk_size=3, max_pixels=64, seed=3, label_field="crop")
     ds = open_dataset(out)
-    for name in ("pixels", "pixel_mask", "date_mask", "gdd", "labels", "blocks"):
+    for name in ("pixels", "pixel_mask", "date_mask", "gdd", "blocks"):
         np.testing.assert_array_equal(getattr(ds, name), getattr(extracted, name), err_msg=name)
+    # Without a fixed list the classes are the labels found, 'bogus' among them.
+    assert ds.classes == ("bogus", "corn", "meadow", "winter_wheat")
+    assert [ds.classes[k] for k in ds.labels] == ["corn", "meadow", "winter_wheat", "corn", "meadow",
+                                                  "corn", "bogus", "winter_wheat", "corn", "corn"]
+    np.testing.assert_array_equal(ds.relabel(CROP_CLASSES, unseen="drop").labels, extracted.labels)
     assert ds.parcel_ids.tolist() == extracted.parcel_ids.tolist()
     assert ds.status.tolist() == extracted.status.tolist()
     other = extract_pixel_sets(region["parcels"], region["scenes"], region["weather"], max_pixels=64, seed=4)

@@ -60,7 +60,8 @@ def test_extract_command_writes_a_dataset_with_statuses(small_region, tmp_path, 
     assert ps.parcel_ids.tolist() == ["p1", "p2", "p3"]
     assert ps.status.tolist() == ["ok", "ok", "outside_scenes"]
     assert ps.pixels.shape == (3, 3, 10, 16)
-    assert ps.labels.tolist() == [0, 8, 0]  # corn, winter_wheat in the paper's class order
+    assert ps.classes == ("corn", "winter_wheat")  # the labels found, sorted
+    assert ps.labels.tolist() == [0, 1, 0]
     # (12 + 2) / 2 = 7 degree days a day since 1 January; 2023-04-12 is day 101 of the year.
     assert ps.gdd[0, 0] == pytest.approx(7.0 * 102, rel=1e-5)
     captured = capsys.readouterr()
@@ -71,6 +72,47 @@ def test_extract_command_writes_a_dataset_with_statuses(small_region, tmp_path, 
                "--weather", str(small_region["weather"]), "--out", str(out)])
     assert rc == 2
     assert "already exists" in capsys.readouterr().err
+
+
+def test_extract_command_maps_rpg_codes_with_the_france_preset(small_region, tmp_path, capsys, caplog):
+    # A layer with the French RPG's CODE_CULTU field: twelve 40 m parcels inside the scenes.
+    codes = ["BTH", "BTH", "bdh", "ORP", "ORP", "MIE", "MIS", "TRN", "VRC", "SOJ", "SOJ", None]
+    geoms = [box(X0 + 10 + 70 * (i % 4), Y0 - 50 - 70 * (i // 4), X0 + 50 + 70 * (i % 4), Y0 - 10 - 70 * (i // 4))
+             for i in range(len(codes))]
+    layer = tmp_path / "rpg.gpkg"
+    gpd.GeoDataFrame({"ID_PARCEL": [f"{i:03d}" for i in range(len(codes))], "CODE_CULTU": codes},
+                     geometry=geoms, crs=CRS).to_file(layer, driver="GPKG")
+    out = tmp_path / "rpg"
+    rc = main(["extract", "--parcels", str(layer), "--scenes", str(small_region["scenes"]),
+               "--weather", str(small_region["weather"]), "--label-field", "CODE_CULTU", "--id-field", "ID_PARCEL",
+               "--class-map", "france", "--min-parcels", "2", "--max-pixels", "4", "--out", str(out)])
+    assert rc == 0
+    ps = open_dataset(out)
+    assert (ps.status == "ok").all()
+    # By hand from the reference table: BTH and BDH are winter wheat, ORP spring barley, MIE and MIS
+    # corn, TRN sunflowers (1 parcel: fewer than 2, so unknown), VRC is listed as unknown, SOJ is
+    # listed as unknown too; the parcel without a code stays unlabelled.
+    assert ps.classes == ("corn", "spring_barley", "unknown", "winter_wheat")
+    names = [ps.classes[k] if k >= 0 else None for k in ps.labels]
+    assert names == ["winter_wheat"] * 3 + ["spring_barley"] * 2 + ["corn"] * 2 + ["unknown"] * 4 + [None]
+    summary = ps.meta["labels"]
+    assert summary["class_map"] == "france" and summary["rare_classes"] == {"sunflowers": 1}
+    assert summary["unmapped_codes"] == {}
+    text = capsys.readouterr().out
+    assert "4 classes" in text and "unknown       4" in text and "winter_wheat  3" in text
+    assert "fewer than 2 parcels and count as 'unknown': sunflowers (1)" in caplog.text
+    # Codes outside the table are unknown too, counted per code in the log.
+    layer2 = tmp_path / "rpg2.gpkg"
+    gpd.GeoDataFrame({"CODE_CULTU": ["BTH", "XX1", "XX1", "XX2"]}, geometry=geoms[:4], crs=CRS).to_file(layer2)
+    rc = main(["extract", "--parcels", str(layer2), "--scenes", str(small_region["scenes"]),
+               "--weather", str(small_region["weather"]), "--label-field", "CODE_CULTU", "--class-map", "france",
+               "--max-pixels", "4", "--out", str(tmp_path / "rpg2")])
+    assert rc == 0
+    ps = open_dataset(tmp_path / "rpg2")
+    assert ps.classes == ("unknown", "winter_wheat") and ps.labels.tolist() == [1, 0, 0, 0]
+    assert ps.meta["labels"]["unmapped_codes"] == {"XX1": 2, "XX2": 1}
+    assert "3 parcels have 2 codes that preset france does not map" in caplog.text
+    assert "XX1 (2), XX2 (1)" in caplog.text
 
 
 def test_extract_command_marks_parcels_below_min_pixels(small_region, tmp_path):

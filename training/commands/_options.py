@@ -11,6 +11,8 @@ def add_weather_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--tmin-var", help="NetCDF variable / CSV column of the daily minimum (default: tn, "
                                           "tasmin, ... or CF standard_name with 'time: minimum')")
     group.add_argument("--tmax-var", help="NetCDF variable / CSV column of the daily maximum")
+    group.add_argument("--date-var", help="CSV column of a station's dates (default: date; YYYY-MM-DD or "
+                                          "ISO date-times such as 2018-01-01T00:00:00)")
     group.add_argument("--tmax-file", help="second NetCDF file holding the daily maximum (an E-OBS tn_ file "
                                            "finds its tx_ companion by itself)")
     group.add_argument("--max-distance-km", type=float, default=25.0,
@@ -20,4 +22,4 @@ def add_weather_options(parser: argparse.ArgumentParser) -> None:
 def weather_options(args: argparse.Namespace) -> dict:
     """Keyword arguments of ``core.weather.read_daily_temperature`` from the options above."""
     return {"tmin_var": args.tmin_var, "tmax_var": args.tmax_var, "tmax_path": args.tmax_file,
-            "max_distance_m": args.max_distance_km * 1000.0}
+            "max_distance_m": args.max_distance_km * 1000.0, "date_var": args.date_var}

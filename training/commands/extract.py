@@ -13,7 +13,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="scene folder(s), glob(s) or files: multi-band GeoTIFFs, per-band files or .SAFE")
     parser.add_argument("--weather", required=True, help="daily temperatures: E-OBS / CF NetCDF or station CSV")
     parser.add_argument("--out", required=True, help="dataset folder to create")
-    parser.add_argument("--label-field", help="field holding crop class names (for training data)")
+    parser.add_argument("--label-field",
+                        help="field holding the crop labels (for training data): class names or crop codes, any values")
+    parser.add_argument("--class-map",
+                        help="map codes or names to classes: france, denmark or austria (the paper's LPIS code "
+                             "tables), or a CSV (code,class) or YAML file; codes not in it become 'unknown'")
+    parser.add_argument("--min-parcels", type=int, default=0,
+                        help="classes with fewer labelled parcels become 'unknown' (default 0: keep every class)")
     parser.add_argument("--id-field", help="field holding parcel ids (default: parcel_id, else row number)")
     parser.add_argument("--block-field", default="block", help="field holding spatial split blocks (default: block)")
     parser.add_argument("--max-pixels", type=int, default=64, help="pixels kept per parcel and date (default 64)")
@@ -55,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
             args.parcels, scenes, args.weather, args.out,
             chunk_size=args.chunk_size, overwrite=args.overwrite, max_pixels=args.max_pixels, seed=args.seed,
             id_field=args.id_field, label_field=args.label_field, block_field=args.block_field,
+            class_map=args.class_map, min_parcels=args.min_parcels,
             season_start=args.season_start, min_valid_fraction=args.min_valid_fraction,
             min_pixels=args.min_pixels, progress=progress,
         )
@@ -63,4 +70,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {out}: {len(ps)} parcels x {ps.n_dates} dates")
     for s, c in zip(statuses, counts):
         print(f"  {s}: {c}")
+    if ps.classes:
+        print(f"{len(ps.classes)} classes (labelled parcels with status ok):")
+        width = max(len(c) for c in ps.classes)
+        for name, n in ps.class_counts().items():
+            print(f"  {name:<{width}} {n}")
     return 0

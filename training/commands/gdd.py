@@ -48,7 +48,7 @@ def _dates(args: argparse.Namespace, options: dict):
         from ...core.scenes import find_scenes
 
         return np.unique(np.array([s.date for s in find_scenes(args.scenes)], dtype="datetime64[D]"))
-    _, last = record_period(args.weather, tmin_var=options["tmin_var"])
+    _, last = record_period(args.weather, tmin_var=options["tmin_var"], date_var=options["date_var"])
     print(f"no --dates or --scenes: GDD at the end of the weather record, {last}")
     return np.array([last])
 
