@@ -34,7 +34,8 @@ from .errors import InputError
 log = logging.getLogger(__name__)
 
 PRESETS: tuple[str, ...] = ("austria", "denmark", "france")
-"""Preset class maps, built from the reference implementation's published tables."""
+"""The preset class maps of the paper's three countries, built from the reference
+implementation's published tables (other CSVs in ``resources/classmaps/`` are presets too)."""
 
 _SEASONS = ("spring", "winter")
 _INTEGRAL = re.compile(r"^[+-]?\d+(\.0*)?$")
@@ -43,6 +44,11 @@ _INTEGRAL = re.compile(r"^[+-]?\d+(\.0*)?$")
 def preset_path(name: str) -> Path:
     """The CSV file of a preset class map (``resources/classmaps/<name>.csv``)."""
     return Path(__file__).resolve().parent.parent / "resources" / "classmaps" / f"{name}.csv"
+
+
+def available_presets() -> tuple[str, ...]:
+    """Names of every preset class map shipped in ``resources/classmaps/``."""
+    return tuple(sorted(p.stem for p in preset_path("x").parent.glob("*.csv")))
 
 
 def _is_missing(value: Any) -> bool:
@@ -139,7 +145,8 @@ class ClassMap:
 
     @classmethod
     def load(cls, spec: Union[str, os.PathLike, "ClassMap"]) -> "ClassMap":
-        """A class map from a preset name (``france``, ``denmark``, ``austria``), a CSV file
+        """A class map from a preset name (``france``, ``denmark``, ``austria``, or any other CSV
+        in ``resources/classmaps/``), a CSV file
         (``code,class`` with an optional ``name`` column; ``,`` ``;`` or tab separated) or a YAML
         file (``class: {code: description}`` blocks as in the reference implementation, or flat
         ``code: class`` pairs).
@@ -150,12 +157,13 @@ class ClassMap:
         if isinstance(spec, ClassMap):
             return spec
         text = str(spec)
-        if text.lower() in PRESETS:
+        presets = available_presets()
+        if text.lower() in presets and not Path(spec).is_file():
             path = preset_path(text.lower())
             return cls.from_csv(path, source=f"preset {text.lower()}")
         path = Path(spec)
         if not path.is_file():
-            raise InputError(f"Class map {text!r} is neither a preset ({', '.join(PRESETS)}) nor an existing file.")
+            raise InputError(f"Class map {text!r} is neither a preset ({', '.join(presets)}) nor an existing file.")
         if path.suffix.lower() in (".yml", ".yaml"):
             return cls.from_yaml(path)
         if path.suffix.lower() in (".csv", ".txt", ".tsv"):

@@ -45,6 +45,7 @@ from qgis.PyQt.QtWidgets import (
     QWidget,
 )
 
+from ..core.crops import class_colours, colour_list
 from .dependencies import describe_missing, dependency_folder, make_install_task, missing_requirements
 from .layers import features_to_frame
 from .styles import UNCLASSIFIED_COLOUR, apply_class_style
@@ -498,10 +499,10 @@ class ThermoCropDock(QgsDockWidget):
             return
         if out is not layer:
             QgsProject.instance().addMapLayer(out)
-        apply_class_style(out, params.label_field, task.bundle.classes, task.bundle.config.colours)
+        apply_class_style(out, params.label_field, task.bundle.classes)
         self.output_layer = out
         self.last_result, self.last_fids, self.last_bundle = task.result, params.fids, task.bundle
-        self.show_counts(task.result.counts(), dict(task.bundle.config.colours))
+        self.show_counts(task.result.counts(), class_colours(task.bundle.classes))
         where = "a new layer (the parcel layer is read-only)" if out is not layer else \
             f"{layer.name()} (one edit; Undo reverts it)"
         warnings = "".join(f"\n{w}" for w in task.result.warnings)
@@ -554,7 +555,7 @@ class ThermoCropDock(QgsDockWidget):
         ax2.set_xlabel("growing degree days (°C·d)")
         ax2.set_ylabel("NDVI")
         ax2.set_title("against thermal time", fontsize=10)
-        colours = [bundle.config.colours.get(c, "#888888") for c in bundle.classes]
+        colours = colour_list(bundle.classes)
         shown = np.nan_to_num(probs)
         rows = np.arange(len(bundle.classes))
         ax3.barh(rows, shown, color=colours, edgecolor="#404040", linewidth=0.4)

@@ -1,10 +1,11 @@
-"""Categorized styles in the model's class colours, applied to layers and saved beside outputs."""
+"""Categorized styles in the class colours of ``core.crops.class_colours``, applied to layers and
+saved beside outputs: one category per class, one for parcels that were not classified."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Optional, Sequence
 
 from qgis.core import (
     QgsCategorizedSymbolRenderer,
@@ -14,25 +15,29 @@ from qgis.core import (
 )
 from qgis.PyQt.QtGui import QColor
 
+from ..core.crops import NOT_CLASSIFIED_COLOUR, class_colours
+
 log = logging.getLogger(__name__)
 
-UNCLASSIFIED_COLOUR = "#bdbdbd"
+UNCLASSIFIED_COLOUR = NOT_CLASSIFIED_COLOUR
+NOT_CLASSIFIED_LABEL = "not classified"
 
 
-def class_renderer(field: str, classes: Sequence[str], colours: Mapping[str, str]) -> QgsCategorizedSymbolRenderer:
-    """A categorized renderer on ``field``: one category per class plus one for unclassified."""
+def class_renderer(field: str, classes: Sequence[str]) -> QgsCategorizedSymbolRenderer:
+    """A categorized renderer on ``field``: one category per class, in the classes' order and
+    colours (``class_colours``), plus one for parcels without a class (an empty value)."""
+    colours = class_colours(classes)
     categories = []
-    for name in list(classes) + [""]:
+    for name in list(colours) + [""]:
         symbol = QgsFillSymbol.createSimple({"outline_color": "#404040", "outline_width": "0.2"})
-        symbol.setColor(QColor(colours.get(name, UNCLASSIFIED_COLOUR) if name else UNCLASSIFIED_COLOUR))
-        categories.append(QgsRendererCategory(name, symbol, name or "not classified"))
+        symbol.setColor(QColor(colours[name] if name else NOT_CLASSIFIED_COLOUR))
+        categories.append(QgsRendererCategory(name, symbol, name or NOT_CLASSIFIED_LABEL))
     return QgsCategorizedSymbolRenderer(field, categories)
 
 
-def apply_class_style(layer: QgsVectorLayer, field: str, classes: Sequence[str],
-                      colours: Mapping[str, str]) -> None:
-    """Give ``layer`` the class renderer and repaint it."""
-    layer.setRenderer(class_renderer(field, classes, colours))
+def apply_class_style(layer: QgsVectorLayer, field: str, classes: Sequence[str]) -> None:
+    """Give ``layer`` the class renderer of ``classes`` and repaint it."""
+    layer.setRenderer(class_renderer(field, classes))
     layer.triggerRepaint()
 
 
@@ -48,10 +53,17 @@ def save_style_beside(layer: QgsVectorLayer, path: str) -> Optional[Path]:
     file_path = Path(path.split("|")[0])
     if not file_path.is_file():
         return None
+    from ..core.errors import OutputError
+    from ..core.output import staged_file
+
     qml = file_path.with_suffix(".qml")
-    message, ok = layer.saveNamedStyle(str(qml))
-    if not ok:
-        log.warning("Could not save the style beside %s: %s", file_path, message)
+    try:
+        with staged_file(qml, what="style") as tmp:  # never half a style file beside the output
+            message, ok = layer.saveNamedStyle(str(tmp))
+            if not ok:
+                raise OutputError(message)
+    except OutputError as exc:
+        log.warning("Could not save the style beside %s: %s", file_path, exc)
     if file_path.suffix.lower() == ".gpkg":
         error = layer.saveStyleToDatabase("thermocrop", "ThermoCrop classes", True, "")
         if error:

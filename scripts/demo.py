@@ -49,10 +49,12 @@ def accuracy_table(truth, predicted, ok):
     return overall, per_class
 
 
-def draw_map(gpkg: Path, field: str, colours: dict, png: Path) -> None:
+def draw_map(gpkg: Path, field: str, classes, png: Path) -> None:
     """A PNG map of the classified parcels in the model's class colours, with a legend."""
     import geopandas as gpd
     import matplotlib
+
+    from thermocrop.core.crops import NOT_CLASSIFIED_COLOUR, class_colours
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -60,12 +62,14 @@ def draw_map(gpkg: Path, field: str, colours: dict, png: Path) -> None:
 
     gdf = gpd.read_file(gpkg)
     labels = gdf[field].fillna("")
+    colours = class_colours(classes)
     fig, ax = plt.subplots(figsize=(8, 8), dpi=110)
-    gdf.plot(ax=ax, color=[colours.get(v, "#bdbdbd") for v in labels], edgecolor="#404040", linewidth=0.3)
+    gdf.plot(ax=ax, color=[colours.get(v, NOT_CLASSIFIED_COLOUR) for v in labels], edgecolor="#404040",
+             linewidth=0.3)
     present = [c for c in colours if (labels == c).any()]
     handles = [Patch(facecolor=colours[c], edgecolor="#404040", label=c) for c in present]
     if (labels == "").any():
-        handles.append(Patch(facecolor="#bdbdbd", edgecolor="#404040", label="not classified"))
+        handles.append(Patch(facecolor=NOT_CLASSIFIED_COLOUR, edgecolor="#404040", label="not classified"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
     ax.set_title(f"ThermoCrop: {gpkg.name}")
     ax.set_axis_off()
@@ -123,7 +127,7 @@ def main(argv=None) -> int:
     for name, (correct, total) in per_class.items():
         print(f"{name:<18}{correct:>8}{total:>9}{correct / total:>10.3f}")
     png = out / "map.png"
-    draw_map(result, "crop_pred", dict(bundle.config.colours), png)
+    draw_map(result, "crop_pred", bundle.classes, png)
     print(f"\nStyled layer: {result} (style {result.with_suffix('.qml').name}); map: {png}")
     return 0
 

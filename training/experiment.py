@@ -10,10 +10,11 @@ import multiprocessing
 import os
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ..core.output import write_text
 from .train import TrainingConfig
 
 log = logging.getLogger(__name__)
@@ -55,20 +56,54 @@ def _one_run(job: tuple[list[str], str, str, dict[str, Any], str, int]) -> dict[
                          show_progress=False,
                          provenance={"train_regions": [region_name(p) for p in train_paths],
                                      "held_out_region": region_name(held_path)})
-    scores = evaluate_bundle(load_bundle(result.bundle_path), [held], split="all")
+    # A chosen class list leaves the held-out region's other classes out, as it did in training.
+    scores = evaluate_bundle(load_bundle(result.bundle_path), [held], split="all",
+                             unseen="drop" if config.classes else "error")
     record = {
         "variant": variant, "held_out": region_name(held_path),
         "train_regions": [region_name(p) for p in train_paths],
         "macro_f1": scores["macro_f1"], "overall_accuracy": scores["overall_accuracy"],
-        "kappa": scores["kappa"], "n_parcels": scores["n"],
+        "kappa": scores["kappa"], "n_parcels": scores["n"], "classes": scores["classes"],
+        "left_out": scores["left_out"],
         "confusion_matrix": scores["confusion_matrix"], "per_class": scores["per_class"],
         "best_val_macro_f1": result.metrics["best_val_macro_f1"],
         "train_samples_per_s": result.metrics["train_samples_per_s"],
     }
-    tmp = run_dir / "result.json.part"
-    tmp.write_text(json.dumps(record, indent=2))
-    os.replace(tmp, run_dir / "result.json")
+    write_text(run_dir / "result.json", json.dumps(record, indent=2), what="run result")
     return record
+
+
+def check_held_out_classes(regions: Sequence[Path], classes: Optional[Sequence[str]] = None) -> None:
+    """Refuse, before any training, a held-out region with classes its model will not have.
+
+    The model trained without a region has the chosen ``classes`` or the union of the other
+    regions' classes. With a chosen list the held-out parcels of other classes are left out
+    (logged); with the union they would be unscorable, so this raises.
+
+    Raises:
+        DatasetError: naming each region and the classes the other regions lack.
+    """
+    from ..core.dataset import open_dataset
+    from ..core.errors import DatasetError
+    from .datasets import model_classes, unseen_classes
+
+    sets = {Path(r): open_dataset(r) for r in regions}
+    problems = []
+    for held, ps in sets.items():
+        others = [o for r, o in sets.items() if r != held]
+        known = model_classes(others, classes)
+        unseen = unseen_classes([ps], known)
+        if not unseen:
+            continue
+        listed = ", ".join(f"{c} ({n} parcels)" for c, n in unseen.items())
+        if classes:
+            log.info("Held-out %s: parcels outside the class list are left out: %s", region_name(held), listed)
+        else:
+            problems.append(f"{region_name(held)} has {listed}, which no other region has")
+    if problems:
+        raise DatasetError("Leave-one-region-out cannot score classes the model never saw: "
+                           + "; ".join(problems) + ". Choose the classes (--classes), or fold rare classes "
+                           "into 'unknown' when extracting (--class-map, --min-parcels).")
 
 
 def run_experiment(regions: Sequence[Path], variants: Sequence[str], out: Path,
@@ -80,15 +115,22 @@ def run_experiment(regions: Sequence[Path], variants: Sequence[str], out: Path,
         regions: dataset folders, one per region (folder name = region name).
         variants: model variants.
         out: output folder; ``<variant>/<held-out>/`` per run, ``results.json``, ``table.md``.
-        config: training settings shared by every run (its variant is replaced).
+        config: training settings shared by every run (its variant is replaced); with
+            ``config.classes`` every model has that class list, otherwise the union of its
+            training regions' classes.
         jobs: runs trained at once (each with ``cpu_count // jobs`` torch threads).
 
     Returns:
         One record per run (``variant``, ``held_out``, ``macro_f1``, ``overall_accuracy``, ...).
+
+    Raises:
+        DatasetError: before any training, when a held-out region has classes its model would
+            not have (see :func:`check_held_out_classes`).
     """
     regions = [Path(r) for r in regions]
     if len(regions) < 2:
         raise ValueError("leave-one-region-out needs at least two regions")
+    check_held_out_classes(regions, config.classes)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     records, todo = [], []
@@ -170,10 +212,10 @@ def write_outputs(records: Sequence[dict[str, Any]], variants: Sequence[str],
                             "mean_overall_accuracy": s["mean"][1] if s["mean"] else None,
                             "complete": s["complete"]}
                         for v, s in summary(records, variants, names).items()}}
-    (out / "results.json").write_text(json.dumps(data, indent=2))
+    write_text(out / "results.json", json.dumps(data, indent=2), what="results")
     text = ("Leave-one-region-out: macro F1 / overall accuracy (%) on each held-out region; "
             "paper: Nyborg et al. 2022, Table 1.\n\n" + format_table(records, variants, names))
-    (out / "table.md").write_text(text)
+    write_text(out / "table.md", text, what="results table")
 
 
 # The four synthetic regions of the experiment and the default model.

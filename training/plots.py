@@ -16,12 +16,15 @@ def plot_confusion(cm: np.ndarray, classes: Sequence[str], path: Path, title: st
 
     cm = np.asarray(cm, dtype=np.float64)
     norm = cm / np.maximum(cm.sum(axis=1, keepdims=True), 1)
-    fig, ax = plt.subplots(figsize=(7, 6))
+    k = len(classes)
+    # Room for every class name and count: the figure grows with the number of classes.
+    side = max(6.0, 2.5 + 0.4 * k)
+    fig, ax = plt.subplots(figsize=(side + 1.0, side))
     ax.imshow(norm, cmap="Blues", vmin=0, vmax=1)
     for i in range(cm.shape[0]):
         for j in range(cm.shape[1]):
             if cm[i, j]:
-                ax.text(j, i, str(int(cm[i, j])), ha="center", va="center", fontsize=7,
+                ax.text(j, i, str(int(cm[i, j])), ha="center", va="center", fontsize=7 if k <= 20 else 5,
                         color="white" if norm[i, j] > 0.5 else "black")
     ax.set_xticks(range(len(classes)), classes, rotation=60, ha="right", fontsize=8)
     ax.set_yticks(range(len(classes)), classes, fontsize=8)

@@ -7,6 +7,7 @@ import json
 import logging
 import sys
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
@@ -15,14 +16,16 @@ import numpy as np
 import torch
 
 from ..core.bundle import BundleConfig, InputScaling, save_bundle
-from ..core.crops import CLASS_COLOURS
+from ..core.crops import class_colours
 from ..core.dataset import PixelSets
-from ..core.errors import DatasetError
+from ..core.errors import DatasetError, InputError
 from ..core.models import VARIANTS, build_model
+from ..core.output import staged_file, write_text
 from ..core.progress import Progress
-from .evaluate import predict_rows, split_blocks
+from .datasets import align_classes, check_bands, gdd_settings, model_classes, split_blocks
 from .losses import FocalLoss
-from .metrics import confusion_matrix, scores
+from .metrics import scores
+from .predict import score_rows
 from .sampling import BatchSampler, usable_parcels
 
 log = logging.getLogger(__name__)
@@ -52,6 +55,9 @@ class TrainingConfig:
         seed: seed of the split, the initial weights and the sampling.
         device: "auto" (CUDA when present), "cpu" or "cuda".
         amp: mixed precision on CUDA.
+        classes: the model's class list; None takes the union of the training datasets'
+            classes. With a list, parcels of other classes are left out of training and
+            validation.
     """
 
     variant: str = "tpe_recurrent"
@@ -69,8 +75,11 @@ class TrainingConfig:
     seed: int = 0
     device: str = "auto"
     amp: bool = False
+    classes: Optional[tuple[str, ...]] = None
 
     def __post_init__(self) -> None:
+        if self.classes is not None:
+            self.classes = tuple(str(c) for c in self.classes)
         if self.variant not in VARIANTS:
             raise ValueError(f"Unknown variant {self.variant!r}; choose one of {VARIANTS}.")
         for name in ("epochs", "steps_per_epoch", "batch_size", "sample_pixels", "sample_dates"):
@@ -113,48 +122,36 @@ def output_paths(out: Path) -> dict[str, Path]:
             "checkpoint": Path(f"{stem}.ckpt")}
 
 
-def _check_datasets(datasets: Sequence[PixelSets], what: str) -> tuple[str, ...]:
-    if not datasets:
-        raise DatasetError(f"No {what} datasets given.")
-    classes = tuple(datasets[0].classes)
-    bands = tuple(datasets[0].bands)
-    for ps in datasets:
-        src = ps.meta.get("source", ps.meta.get("path", "a dataset"))
-        if tuple(ps.classes) != classes:
-            raise DatasetError(f"{src}: classes {list(ps.classes)} differ from "
-                               f"{list(classes)}; extract every dataset with the same class list.")
-        if tuple(ps.bands) != bands:
-            raise DatasetError(f"{src}: bands {list(ps.bands)} differ from {list(bands)}.")
-    if not classes:
-        raise DatasetError(f"The {what} dataset has no class list; extract it with --label-field.")
-    return classes
+_CHECKPOINT_KEYS = ("config", "model", "optimiser", "scheduler", "history", "best_f1", "best_state",
+                    "epoch")
 
 
-def gdd_settings(datasets: Sequence[PixelSets]) -> dict[str, Any]:
-    """The GDD settings the datasets were extracted with, for the bundle, so that
-    classification computes thermal time the way the training data did.
+def load_checkpoint(path: Path, device: Union[str, torch.device]) -> dict[str, Any]:
+    """Read a training checkpoint written by ``train_model``, never running code from it.
+
+    Only tensors and plain containers are unpickled (``weights_only``); a file holding anything
+    else (a pickle that would call a function, a foreign format) is refused.
 
     Raises:
-        DatasetError: datasets extracted with different settings.
+        InputError: the file is not a ThermoCrop training checkpoint.
     """
-    from ..core.gdd import SeasonStart
-
-    found = []
-    for ps in datasets:
-        meta = ps.meta or {}
-        start = str(meta.get("season_start") or "01-01")
-        try:
-            start = str(SeasonStart.parse(start))
-        except ValueError:
-            raise DatasetError(f"{meta.get('source', 'a dataset')}: its season start {start!r} cannot be "
-                               "read; extract it again.") from None
-        found.append({"t_base": float(meta.get("t_base", 0.0)), "t_cap": float(meta.get("t_cap", 30.0)),
-                      "method": str(meta.get("gdd_method", "paper")), "season_start": start})
-    for other in found[1:]:
-        if other != found[0]:
-            raise DatasetError(f"The datasets were extracted with different GDD settings ({found[0]} and "
-                               f"{other}); extract them with the same season start, base, cap and method.")
-    return found[0]
+    path = Path(path)
+    what = (f"{path} is not a ThermoCrop training checkpoint: {{}}. Resume only from the .ckpt "
+            "this command wrote beside its --out, or remove it to start over")
+    try:
+        with warnings.catch_warnings():  # e.g. "pickle protocol 4": the refusal below says enough
+            warnings.simplefilter("ignore")
+            ckpt = torch.load(path, map_location=device, weights_only=True)
+    except Exception as exc:  # noqa: BLE001 (pickle, zip and torch each raise their own)
+        # The library's own text proposes loading without the restriction; never relay it.
+        reason = "it holds objects other than tensors and numbers" if "weights_only" in str(exc) \
+            or "Unsupported global" in str(exc) else f"it cannot be read ({type(exc).__name__})"
+        raise InputError(what.format(reason)) from None
+    if not isinstance(ckpt, dict) or any(k not in ckpt for k in _CHECKPOINT_KEYS):
+        raise InputError(what.format("it lacks the entries a checkpoint has"))
+    if not isinstance(ckpt["config"], dict) or not isinstance(ckpt["epoch"], int):
+        raise InputError(what.format("its settings are not readable"))
+    return ckpt
 
 
 def _pooled_scaling(datasets: Sequence[PixelSets], rows: Sequence[np.ndarray],
@@ -178,14 +175,17 @@ def _pooled_scaling(datasets: Sequence[PixelSets], rows: Sequence[np.ndarray],
     return InputScaling(parts[0][0].quantification, tuple(mean), tuple(np.sqrt(var)))
 
 
-def _validate(model, scaling, datasets, rows, device, k) -> tuple[float, np.ndarray]:
-    cm = np.zeros((k, k), dtype=np.int64)
-    for ps, r in zip(datasets, rows):
-        if len(r) == 0:
-            continue
-        probs = predict_rows(model, scaling, ps, r, device=str(device))
-        cm += confusion_matrix(np.asarray(ps.labels)[np.sort(r)], probs.argmax(axis=1), k)
-    return scores(cm)["macro_f1"], cm
+def _log_classes(datasets: Sequence[PixelSets], classes: Sequence[str]) -> None:
+    """Log the training parcels per class; warn about classes without any."""
+    counts = {c: 0 for c in classes}
+    for ps in datasets:
+        for c, n in ps.class_counts().items():
+            counts[c] += n
+    log.info("%d classes, usable labelled parcels: %s", len(classes),
+             ", ".join(f"{c} {n}" for c, n in counts.items()))
+    empty = [c for c, n in counts.items() if n == 0]
+    if empty:
+        log.warning("No training parcels of %s: the model has these classes but cannot learn them.", empty)
 
 
 def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
@@ -201,8 +201,12 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     scored at the end. With ``val_datasets`` every usable parcel of ``datasets`` trains and
     ``val_datasets`` validate (no test split).
 
+    Classes: the model's class list is ``config.classes`` or the union of the datasets' class
+    lists (sorted); each dataset's labels are moved onto it by name, so datasets extracted from
+    different layers (with different class lists) train together.
+
     Args:
-        datasets: labelled pixel sets (one per region), same classes and bands.
+        datasets: labelled pixel sets (one per region), same bands.
         out: bundle path to write (``.tcm``); ``<stem>.metrics.json``, ``.confusion.png``,
             ``.curve.png`` and ``.ckpt`` (the resumable checkpoint) go beside it.
         config: run settings.
@@ -219,12 +223,17 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     paths = output_paths(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     progress = progress or Progress()
-    classes = _check_datasets(datasets, "training")
+    check_bands(list(datasets) + list(val_datasets or []), "training")
+    classes = model_classes(datasets, config.classes)
+    # A chosen list leaves the other classes out; the union leaves nothing out of training, and
+    # validation data must not hold classes the model cannot predict.
+    datasets = align_classes(datasets, classes, unseen="drop")
+    val_datasets = align_classes(val_datasets, classes, "drop" if config.classes else "error") \
+        if val_datasets else None
     gdd = gdd_settings(list(datasets) + list(val_datasets or []))
     k = len(classes)
+    _log_classes(datasets, classes)
     if val_datasets:
-        if _check_datasets(val_datasets, "validation") != classes:
-            raise DatasetError("The validation data's classes differ from the training data's.")
         train_rows = [usable_parcels(ps, k) for ps in datasets]
         val_sets, val_rows = list(val_datasets), [usable_parcels(ps, k) for ps in val_datasets]
         test_sets, test_rows = [], []
@@ -255,13 +264,17 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     history: list[dict[str, Any]] = []
     best_f1, best_state, start_epoch = -1.0, None, 0
     if resume and paths["checkpoint"].exists():
-        ckpt = torch.load(paths["checkpoint"], map_location=device, weights_only=True)
-        if ckpt["config"] != asdict(config) | {"device": ckpt["config"]["device"]}:
-            raise ValueError(f"{paths['checkpoint']} was written with other settings; "
+        ckpt = load_checkpoint(paths["checkpoint"], device)
+        if ckpt["config"] != asdict(config) | {"device": ckpt["config"].get("device")}:
+            raise InputError(f"{paths['checkpoint']} was written with other settings; "
                              "use the same settings or remove the checkpoint to start over.")
-        model.load_state_dict(ckpt["model"])
-        optimiser.load_state_dict(ckpt["optimiser"])
-        scheduler.load_state_dict(ckpt["scheduler"])
+        try:
+            model.load_state_dict(ckpt["model"])
+            optimiser.load_state_dict(ckpt["optimiser"])
+            scheduler.load_state_dict(ckpt["scheduler"])
+        except (RuntimeError, ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"{paths['checkpoint']} does not fit this model ({str(exc)[:200]}); "
+                             "remove it to start over.") from None
         history, best_f1, start_epoch = ckpt["history"], ckpt["best_f1"], ckpt["epoch"]
         best_state = ckpt["best_state"]
         log.info("Resuming %s at epoch %d", paths["checkpoint"], start_epoch)
@@ -301,7 +314,7 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
                     bar.set_postfix(loss=f"{losses[-1]:.3f}",
                                     f1=f"{history[-1]['val_macro_f1']:.3f}" if history else "-",
                                     refresh=False)
-            val_f1, _ = _validate(model, scaling, val_sets, val_rows, device, k)
+            val_f1, _ = score_rows(model, scaling, val_sets, val_rows, device, k)
             history.append({"epoch": epoch + 1, "loss": float(np.mean(losses)),
                             "val_macro_f1": val_f1, "lr": scheduler.get_last_lr()[0]})
             if val_f1 > best_f1:
@@ -309,10 +322,11 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
                 best_state = {n: t.detach().clone() for n, t in model.state_dict().items()}
             log.info("epoch %d: loss %.4f, validation macro F1 %.4f", epoch + 1,
                      history[-1]["loss"], val_f1)
-            torch.save({"config": asdict(config), "model": model.state_dict(),
-                        "optimiser": optimiser.state_dict(), "scheduler": scheduler.state_dict(),
-                        "history": history, "best_f1": best_f1, "best_state": best_state,
-                        "epoch": epoch + 1}, paths["checkpoint"])
+            with staged_file(paths["checkpoint"], what="checkpoint") as tmp:  # never half a checkpoint
+                torch.save({"config": asdict(config), "model": model.state_dict(),
+                            "optimiser": optimiser.state_dict(), "scheduler": scheduler.state_dict(),
+                            "history": history, "best_f1": best_f1, "best_state": best_state,
+                            "epoch": epoch + 1}, tmp)
     finally:
         if bar is not None:
             bar.close()
@@ -334,7 +348,7 @@ def _finish(model, scaling, classes, gdd, config, paths, history, best_f1, test_
     eval_sets, eval_rows, split_name = test_sets, test_rows, "test"
     if sum(len(r) for r in test_rows) == 0:
         eval_sets, eval_rows, split_name = val_sets, val_rows, "validation"
-    _, cm = _validate(model, scaling, eval_sets, eval_rows, device, k)
+    _, cm = score_rows(model, scaling, eval_sets, eval_rows, device, k)
     result = scores(cm, classes)
     metrics = {
         "variant": config.variant, "config": asdict(config), "best_val_macro_f1": best_f1,
@@ -343,7 +357,7 @@ def _finish(model, scaling, classes, gdd, config, paths, history, best_f1, test_
         "train_samples_per_s": samples_per_s, **provenance,
     }
     bundle_config = BundleConfig(
-        classes=classes, colours={c: CLASS_COLOURS.get(c, "#808080") for c in classes},
+        classes=classes, colours=class_colours(classes),
         scaling=scaling, gdd=gdd,
         calendar={"season_start": gdd["season_start"], "offset": 60.0, "max_shift": config.max_shift},
         provenance={"training": asdict(config), "best_val_macro_f1": best_f1,
@@ -351,10 +365,11 @@ def _finish(model, scaling, classes, gdd, config, paths, history, best_f1, test_
                     f"{split_name}_overall_accuracy": result["overall_accuracy"], **provenance})
     save_bundle(paths["bundle"], model.cpu(), bundle_config)
     model.to(device)
-    paths["metrics"].write_text(json.dumps(metrics, indent=2))
-    plot_confusion(cm, classes, paths["confusion"],
-                   f"{config.variant}: {split_name} macro F1 {result['macro_f1']:.3f}, "
-                   f"OA {result['overall_accuracy']:.3f}")
-    plot_curves(history, paths["curve"], f"{config.variant} ({paths['bundle'].name})")
+    write_text(paths["metrics"], json.dumps(metrics, indent=2), what="metrics")
+    with staged_file(paths["confusion"], what="figure") as tmp:
+        plot_confusion(cm, classes, tmp, f"{config.variant}: {split_name} macro F1 {result['macro_f1']:.3f}, "
+                                         f"OA {result['overall_accuracy']:.3f}")
+    with staged_file(paths["curve"], what="figure") as tmp:
+        plot_curves(history, tmp, f"{config.variant} ({paths['bundle'].name})")
     return TrainingResult(paths["bundle"], metrics, dict(paths))
 

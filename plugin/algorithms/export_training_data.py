@@ -7,16 +7,20 @@ import os
 from qgis.core import (
     QgsProcessing,
     QgsProcessingException,
+    QgsProcessingParameterEnum,
     QgsProcessingParameterField,
     QgsProcessingParameterFeatureSource,
     QgsProcessingParameterFile,
     QgsProcessingParameterFolderDestination,
-    QgsProcessingParameterNumber,
     QgsProcessingParameterString,
 )
 
 from ..layers import features_to_frame
 from .base import ThermoCropAlgorithm
+
+PRESETS = ("", "france", "denmark", "austria")
+PRESET_LABELS = ("none: the label values are the classes", "france (RPG CODE_CULTU codes)",
+                 "denmark (afgkode codes)", "austria (SNAR codes)")
 
 
 class ExportTrainingData(ThermoCropAlgorithm):
@@ -26,10 +30,17 @@ class ExportTrainingData(ThermoCropAlgorithm):
     DISPLAY = "Export training data"
     SUMMARY = ("Samples up to MAX_PIXELS pixels of every labelled parcel on every scene date, with "
                "cloud masks and growing degree days, and writes them as a ThermoCrop dataset folder "
-               "that Train model reads.")
+               "that Train model reads. The dataset's classes are the labels found, or the classes "
+               "a class map gives the crop codes.")
     HELP = {
         "INPUT": "Parcel polygons with a crop label field.",
-        "LABEL_FIELD": "Field holding each parcel's crop class (one of the model classes).",
+        "LABEL_FIELD": "Field holding each parcel's crop label: any class names or crop codes. Parcels "
+                       "with an empty value are left unlabelled.",
+        "CLASS_MAP": "Map national crop codes to classes with the table of the paper's data for France, "
+                     "Denmark or Austria; codes not in the table become 'unknown'.",
+        "CLASS_MAP_FILE": "Or your own class map: a CSV with columns code,class (or a YAML file). Codes "
+                          "not in it become 'unknown'. Give either this or a preset, not both.",
+        "MIN_PARCELS": "Classes with fewer labelled parcels become 'unknown' (0: keep every class).",
         "SCENES": ThermoCropAlgorithm.SCENES_HELP,
         "SCENE_FOLDER": ThermoCropAlgorithm.SCENE_FOLDER_HELP,
         "WEATHER": "Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV.",
@@ -41,11 +52,15 @@ class ExportTrainingData(ThermoCropAlgorithm):
     def initAlgorithm(self, config=None):  # noqa: N802
         self.add(QgsProcessingParameterFeatureSource("INPUT", "Labelled parcels", [QgsProcessing.TypeVectorPolygon]))
         self.add(QgsProcessingParameterField("LABEL_FIELD", "Label field", parentLayerParameterName="INPUT"))
+        self.add(QgsProcessingParameterEnum("CLASS_MAP", "Crop code table (class map preset)",
+                                            options=list(PRESET_LABELS), defaultValue=0))
+        self.add(QgsProcessingParameterFile("CLASS_MAP_FILE", "Class map file (CSV or YAML)", optional=True,
+                                            fileFilter="Class maps (*.csv *.yml *.yaml)"))
+        self.add(self.number("MIN_PARCELS", "Minimum parcels per class", "min_parcels", 0))
         self.add_scene_parameters()
         self.add(QgsProcessingParameterFile("WEATHER", "Daily temperature file"))
         self.add(QgsProcessingParameterString("SEASON_START", "Season start", defaultValue="01-01"))
-        self.add(QgsProcessingParameterNumber("MAX_PIXELS", "Pixels per parcel", defaultValue=64, minValue=1,
-                                              maxValue=1024))
+        self.add(self.number("MAX_PIXELS", "Pixels per parcel", "max_pixels", 64))
         self.add(QgsProcessingParameterFolderDestination("OUTPUT", "Dataset folder"))
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
@@ -55,7 +70,41 @@ class ExportTrainingData(ThermoCropAlgorithm):
         ok, message = self.check_files([self.parameterAsFile(parameters, "WEATHER", context)], "temperature file")
         if not ok:
             return ok, message
-        return self.check_scenes(parameters, context)
+        ok, message = self.check_parcel_crs(parameters, context)
+        if not ok:
+            return ok, message
+        try:
+            from ...core.gdd import SeasonStart
+
+            SeasonStart.parse(self.parameterAsString(parameters, "SEASON_START", context))
+        except ValueError as exc:
+            return False, str(exc)
+        try:
+            self.class_map(parameters, context)
+        except QgsProcessingException as exc:
+            return False, str(exc)
+        ok, message = self.check_scenes(parameters, context)
+        if not ok:
+            return ok, message
+        return self.check_output_file(self.parameterAsString(parameters, "OUTPUT", context), what="dataset folder",
+                                      kind="folder")
+
+    def class_map(self, parameters, context):
+        """The ``ClassMap`` chosen (preset or file), or None."""
+        from ...core.classmap import ClassMap
+        from ...core.errors import InputError
+
+        preset = PRESETS[self.parameterAsEnum(parameters, "CLASS_MAP", context)]
+        path = self.parameterAsFile(parameters, "CLASS_MAP_FILE", context)
+        if preset and path:
+            raise QgsProcessingException(f"Give either the {preset} code table or the class map file {path}, "
+                                         "not both.")
+        if not preset and not path:
+            return None
+        try:
+            return ClassMap.load(preset or path)
+        except InputError as exc:
+            raise QgsProcessingException(str(exc)) from exc
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         source = self.parameterAsSource(parameters, "INPUT", context)
@@ -64,7 +113,11 @@ class ExportTrainingData(ThermoCropAlgorithm):
         weather = self.parameterAsFile(parameters, "WEATHER", context)
         season = self.parameterAsString(parameters, "SEASON_START", context)
         max_pixels = self.parameterAsInt(parameters, "MAX_PIXELS", context)
+        class_map = self.class_map(parameters, context)
+        min_parcels = self.parameterAsInt(parameters, "MIN_PARCELS", context)
         out = self.parameterAsString(parameters, "OUTPUT", context)
+        checked = self.preflight(parameters, context, feedback, scenes=scenes, weather=weather, season_start=season)
+        scenes = checked.scenes
         # Processing creates the destination folder beforehand; an empty one is ours to fill.
         if os.path.isdir(out) and os.listdir(out):
             raise QgsProcessingException(f"The dataset folder {out} is not empty; choose a new folder.")
@@ -76,8 +129,22 @@ class ExportTrainingData(ThermoCropAlgorithm):
             from ...core.extract import extract_to_dataset
 
             return extract_to_dataset(frame, scenes, weather, out, label_field=label_field, block_field=None,
+                                      class_map=class_map, min_parcels=min_parcels,
                                       max_pixels=max_pixels, season_start=season,
                                       progress=self.progress(feedback))
 
         path = self.run_core(extract)
+        from ...core.dataset import open_dataset
+
+        ps = open_dataset(path)
+        labels = ps.meta.get("labels", {})
+        feedback.pushInfo(f"{len(ps.classes)} classes (labelled parcels with data):")
+        for name, n in ps.class_counts().items():
+            feedback.pushInfo(f"  {name}: {n}")
+        if labels.get("unmapped_codes"):
+            feedback.pushWarning("Codes not in the class map, counted as unknown: " + ", ".join(
+                f"{code} ({n})" for code, n in labels["unmapped_codes"].items()))
+        if labels.get("rare_classes"):
+            feedback.pushWarning(f"Classes with fewer than {min_parcels} parcels, counted as unknown: " + ", ".join(
+                f"{c} ({n})" for c, n in labels["rare_classes"].items()))
         return {"OUTPUT": str(path)}

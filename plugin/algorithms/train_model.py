@@ -8,7 +8,6 @@ from qgis.core import (
     QgsProcessingException,
     QgsProcessingParameterEnum,
     QgsProcessingParameterFileDestination,
-    QgsProcessingParameterNumber,
     QgsProcessingParameterString,
 )
 
@@ -33,18 +32,20 @@ class TrainModel(ThermoCropAlgorithm):
         "STEPS": "Optimiser steps per epoch (the paper uses 500).",
         "BATCH_SIZE": "Parcels per optimiser step (the paper uses 128).",
         "DEVICE": "auto uses a CUDA GPU when there is one, else the CPU.",
+        "CLASSES": "The model's classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: "
+                   "every class of the datasets. Parcels of other classes are left out of training.",
         "OUTPUT": "Model bundle file (.tcm) to write.",
     }
 
     def initAlgorithm(self, config=None):  # noqa: N802
         self.add(QgsProcessingParameterString("DATASETS", "Dataset folders"))
         self.add(QgsProcessingParameterEnum("VARIANT", "Model variant", options=list(VARIANTS), defaultValue=0))
-        self.add(QgsProcessingParameterNumber("EPOCHS", "Epochs", defaultValue=20, minValue=1, maxValue=10000))
-        self.add(QgsProcessingParameterNumber("STEPS", "Steps per epoch", defaultValue=500, minValue=1,
-                                              maxValue=100000))
-        self.add(QgsProcessingParameterNumber("BATCH_SIZE", "Batch size", defaultValue=128, minValue=1,
-                                              maxValue=4096))
+        self.add(self.number("EPOCHS", "Epochs", "epochs", 20))
+        self.add(self.number("STEPS", "Steps per epoch", "steps_per_epoch", 500))
+        self.add(self.number("BATCH_SIZE", "Batch size", "batch_size", 128))
         self.add(QgsProcessingParameterEnum("DEVICE", "Device", options=list(DEVICES), defaultValue=0))
+        self.add(QgsProcessingParameterString("CLASSES", "Classes (empty: all classes of the datasets)",
+                                              optional=True))
         self.add(QgsProcessingParameterFileDestination("OUTPUT", "Model bundle", fileFilter="ThermoCrop model (*.tcm)"))
 
     def _datasets(self, parameters, context) -> list[str]:
@@ -58,7 +59,11 @@ class TrainModel(ThermoCropAlgorithm):
         datasets = self._datasets(parameters, context)
         if not datasets:
             return False, "Give at least one dataset folder (separate several with ';')."
-        return self.check_files(datasets, "dataset folder")
+        ok, message = self.check_files(datasets, "dataset folder")
+        if not ok:
+            return ok, message
+        return self.check_output_file(self.parameterAsFileOutput(parameters, "OUTPUT", context),
+                                      what="model bundle", suffixes=(".tcm",), inputs=datasets)
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         datasets = self._datasets(parameters, context)
@@ -71,6 +76,8 @@ class TrainModel(ThermoCropAlgorithm):
 
         steps = self.parameterAsInt(parameters, "STEPS", context)
         batch_size = self.parameterAsInt(parameters, "BATCH_SIZE", context)
+        text = self.parameterAsString(parameters, "CLASSES", context)
+        classes = tuple(c.strip() for c in text.split(",") if c.strip()) or None
 
         def train():
             import torch
@@ -82,12 +89,15 @@ class TrainModel(ThermoCropAlgorithm):
                 raise QgsProcessingException("No CUDA GPU is available to this QGIS; choose the cpu or auto device.")
             data = [open_dataset(path) for path in datasets]
             config = TrainingConfig(variant=variant, epochs=epochs, steps_per_epoch=steps, batch_size=batch_size,
-                                    device=device)
+                                    device=device, classes=classes)
             feedback.pushInfo(f"Training {variant} on {sum(len(d.parcel_ids) for d in data)} parcels, "
                               f"{epochs} epochs of {steps} steps, device {device}")
+            found = sorted({c for d in data for c in d.classes})
+            feedback.pushInfo(f"Classes of the datasets: {', '.join(found)}")
             return train_model(data, out, config, show_progress=False, progress=self.progress(feedback))
 
         result = self.run_core(train)
+        feedback.pushInfo(f"Model classes ({len(result.metrics['classes'])}): {', '.join(result.metrics['classes'])}")
         for key, value in result.metrics.items():
             if isinstance(value, (int, float, str)):
                 feedback.pushInfo(f"  {key}: {value}")

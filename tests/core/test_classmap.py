@@ -157,3 +157,12 @@ def test_assign_classes_without_a_map_and_with_a_fixed_list():
     assert result.labels.tolist() == [2, 1, 0, 0, -1, 2]
     fixed = assign_classes(["soy", "potatoes", "corn"], classes=("corn", "soy"))
     assert fixed.labels.tolist() == [1, -1, 0] and fixed.dropped == {"potatoes": 1}
+
+
+def test_every_csv_beside_the_presets_is_a_preset_too():
+    from thermocrop.core.classmap import available_presets, preset_path
+
+    names = available_presets()
+    assert set(PRESETS) <= set(names)
+    for name in names:
+        assert len(ClassMap.load(name)) == len(ClassMap.from_csv(preset_path(name)))

@@ -58,7 +58,7 @@ def small_bundle(tiny_region, region_weather, tmp_path_factory):
     from thermocrop.core.models import build_model
 
     ps = extract_pixel_sets(tiny_region / "parcels.gpkg", tiny_region / "scenes", region_weather,
-                            label_field="crop", max_pixels=16)
+                            label_field="crop", classes=CROP_CLASSES, max_pixels=16)
     keep = np.flatnonzero((ps.status == "ok") & (ps.labels >= 0))
     train = ps.subset(keep)
     scaling = InputScaling.from_pixel_sets(train)

@@ -50,10 +50,14 @@ def test_classifyparcels_matches_core_and_saves_style(provider, tiny_region, sce
     renderer = layer.renderer()
     assert isinstance(renderer, QgsCategorizedSymbolRenderer)
     assert renderer.classAttribute() == "crop_pred"
-    from thermocrop.core.crops import CLASS_COLOURS
+    from thermocrop.core.bundle import load_bundle
+    from thermocrop.core.crops import NOT_CLASSIFIED_COLOUR, UNKNOWN_COLOUR, class_colours
 
     colours = {c.value(): c.symbol().color().name() for c in renderer.categories()}
-    assert all(colours[name] == CLASS_COLOURS[name].lower() for name in CLASS_COLOURS)
+    expected = class_colours(load_bundle(small_bundle).classes)
+    assert colours == {**expected, "": NOT_CLASSIFIED_COLOUR}
+    assert colours["unknown"] == UNKNOWN_COLOUR != NOT_CLASSIFIED_COLOUR
+    assert "92,92,92,255" in qml.read_text() and "255,255,255,255" in qml.read_text()
 
 
 def test_classifyparcels_refuses_missing_weather_with_a_message(provider, tiny_region, scene_files, tmp_path):
@@ -123,22 +127,55 @@ def test_exporttrainingdata_writes_a_dataset(provider, tiny_region, scene_files,
     assert sorted(names) == sorted(source["crop"][ps.labels >= 0])
 
 
+# French RPG codes of the synthetic region's crops (from the reference's France table).
+RPG_CODES = {"corn": "MIE", "horsebeans": "FVL", "meadow": "PPH", "spring_barley": "ORP", "unknown": "VRC",
+             "winter_barley": "ORH", "winter_rapeseed": "CZH", "winter_triticale": "TTH", "winter_wheat": "BTH"}
+
+
 def test_trainmodel_writes_a_bundle(provider, tiny_region, scene_files, region_weather, tmp_path):
     pytest.importorskip("thermocrop.training.train")
+    import geopandas as gpd
+
     from thermocrop.core.bundle import load_bundle
     from thermocrop.core.dataset import open_dataset
 
+    # The region's parcels labelled with RPG codes, one of them a code outside the table.
+    layer = gpd.read_file(tiny_region / "parcels.gpkg")
+    layer["CODE_CULTU"] = [RPG_CODES[c] for c in layer["crop"]]
+    layer.loc[0, "CODE_CULTU"] = "ZZZ"
+    parcels = tmp_path / "rpg.gpkg"
+    layer.drop(columns=["crop"]).to_file(parcels)
     data = tmp_path / "dataset"
     _run("thermocrop:exporttrainingdata", {
-        "INPUT": str(tiny_region / "parcels.gpkg"), "LABEL_FIELD": "crop", "SCENES": scene_files,
+        "INPUT": str(parcels), "LABEL_FIELD": "CODE_CULTU", "CLASS_MAP": 1, "SCENES": scene_files,
         "WEATHER": str(region_weather), "MAX_PIXELS": 4, "OUTPUT": str(data)})
+    ps = open_dataset(data)
+    # The France table maps each code back to the crop name it came from; ZZZ is unknown.
+    expected = ["unknown"] + list(layer["crop"][1:])
+    assert ps.classes == tuple(sorted(set(expected)))
+    assert [ps.classes[k] for k in ps.labels] == expected
+    assert ps.meta["labels"]["unmapped_codes"] == {"ZZZ": 1}
     out = tmp_path / "m.tcm"
     _run("thermocrop:trainmodel", {"DATASETS": str(data), "VARIANT": 1, "EPOCHS": 1, "STEPS": 3, "BATCH_SIZE": 16,
-                                   "DEVICE": 1,
-                                   "OUTPUT": str(out)})
+                                   "DEVICE": 1, "CLASSES": "meadow, winter_wheat,corn", "OUTPUT": str(out)})
     bundle = load_bundle(out)
     assert bundle.config.variant == "tpe_sinusoidal"
-    assert bundle.classes == open_dataset(data).classes
+    assert bundle.classes == ("meadow", "winter_wheat", "corn")
+
+
+def test_exporttrainingdata_refuses_two_class_maps_and_a_bad_one(provider, tiny_region, scene_files,
+                                                                 region_weather, tmp_path):
+    from qgis.core import QgsProcessingException
+
+    table = tmp_path / "map.csv"
+    table.write_text("code,class\nMIE,corn\nmie,meadow\n")
+    common = {"INPUT": str(tiny_region / "parcels.gpkg"), "LABEL_FIELD": "crop", "SCENES": scene_files,
+              "WEATHER": str(region_weather), "OUTPUT": str(tmp_path / "d")}
+    with pytest.raises(QgsProcessingException, match="either the france code table or the class map file"):
+        _run("thermocrop:exporttrainingdata", {**common, "CLASS_MAP": 1, "CLASS_MAP_FILE": str(table)})
+    with pytest.raises(QgsProcessingException, match="mapped to two classes"):
+        _run("thermocrop:exporttrainingdata", {**common, "CLASS_MAP_FILE": str(table)})
+    assert not (tmp_path / "d").exists()
 
 
 @pytest.mark.slow

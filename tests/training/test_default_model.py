@@ -32,9 +32,10 @@ def test_default_bundle_classifies_an_unseen_region_above_chance(tmp_path):
     generate_region("FR1", region, parcels=80, seed=11)
     extract_to_dataset(region / "parcels.gpkg", region / "scenes", region / "weather.nc", tmp_path / "ds",
                        label_field="crop", max_pixels=32)
-    ps = open_dataset(tmp_path / "ds")
+    bundle = load_bundle(default_bundle_path())
+    ps = open_dataset(tmp_path / "ds").relabel(bundle.classes)  # the labels as indices of the model's classes
     ok = (ps.status == "ok") & (ps.labels >= 0)
-    probs = load_bundle(default_bundle_path()).predict(ps.subset(np.flatnonzero(ok)))
+    probs = bundle.predict(ps.subset(np.flatnonzero(ok)))
     truth = ps.labels[ok].astype(int)
     accuracy = float((probs.argmax(axis=1) == truth).mean())
     majority = np.bincount(truth).max() / len(truth)

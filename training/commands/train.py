@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._options import bounded
+
 HELP = "train a crop classifier (bundle, metrics.json, confusion and training-curve PNGs)"
 
 VARIANT_CHOICES = ("calendar", "no_pe", "shiftaug", "tpe_sinusoidal", "tpe_concat",
@@ -12,26 +14,36 @@ VARIANT_CHOICES = ("calendar", "no_pe", "shiftaug", "tpe_sinusoidal", "tpe_conca
 
 def add_training_flags(parser: argparse.ArgumentParser) -> None:
     """Flags shared by ``train`` and ``experiment`` (paper values as defaults)."""
-    parser.add_argument("--epochs", type=int, default=100, help="epochs (default 100)")
-    parser.add_argument("--steps-per-epoch", type=int, default=500,
+    parser.add_argument("--epochs", type=bounded("epochs"), default=100, help="epochs (default 100)")
+    parser.add_argument("--steps-per-epoch", type=bounded("steps_per_epoch"), default=500,
                         help="optimiser steps per epoch (default 500)")
-    parser.add_argument("--batch-size", type=int, default=128,
+    parser.add_argument("--batch-size", type=bounded("batch_size"), default=128,
                         help="parcels per step (default 128)")
-    parser.add_argument("--sample-pixels", type=int, default=64,
+    parser.add_argument("--sample-pixels", type=bounded("sample_pixels"), default=64,
                         help="random pixels per parcel and step, S (default 64)")
-    parser.add_argument("--sample-dates", type=int, default=30,
+    parser.add_argument("--sample-dates", type=bounded("sample_dates"), default=30,
                         help="random dates per parcel and step, T (default 30)")
-    parser.add_argument("--mean-pixel-share", type=float, default=0.0,
+    parser.add_argument("--mean-pixel-share", type=bounded("mean_pixel_share"), default=0.0,
                         help="share of samples whose pixels are all the parcel mean, for models "
                              "that will meet per-parcel mean tables (default 0)")
-    parser.add_argument("--season-window-share", type=float, default=0.0,
+    parser.add_argument("--season-window-share", type=bounded("season_window_share"), default=0.0,
                         help="share of samples cut to a random part of the season, for partial "
                              "seasons (default 0)")
-    parser.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
-    parser.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
+    parser.add_argument("--lr", type=bounded("lr"), default=1e-3, help="Adam learning rate (default 1e-3)")
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="auto (CUDA when present), cpu or cuda")
     parser.add_argument("--amp", action="store_true", help="mixed precision on CUDA")
-    parser.add_argument("--seed", type=int, default=0,
+    parser.add_argument("--seed", type=bounded("seed"), default=0,
                         help="seed of the block split, weights and sampling (default 0)")
+    parser.add_argument("--classes",
+                        help="comma-separated class list of the model, e.g. corn,meadow,unknown (default: every "
+                             "class of the training datasets); parcels of other classes are left out")
+
+
+def parse_classes(text):
+    """``"a, b,c"`` -> ``("a", "b", "c")``; None or empty -> None."""
+    if not text:
+        return None
+    return tuple(c.strip() for c in text.split(",") if c.strip()) or None
 
 
 def config_from_args(args: argparse.Namespace, variant: str):
@@ -43,7 +55,8 @@ def config_from_args(args: argparse.Namespace, variant: str):
                           sample_pixels=args.sample_pixels, sample_dates=args.sample_dates,
                           mean_pixel_share=args.mean_pixel_share,
                           season_window_share=args.season_window_share,
-                          lr=args.lr, seed=args.seed, device=args.device, amp=args.amp)
+                          lr=args.lr, seed=args.seed, device=args.device, amp=args.amp,
+                          classes=parse_classes(args.classes))
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -57,7 +70,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="validation dataset(s); default: 10%% of the spatial blocks")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the checkpoint beside --out (<stem>.ckpt)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing bundle (and its metrics and figures)")
     add_training_flags(parser)
+
+
+def check_training_outputs(out, *, overwrite: bool, inputs=()) -> None:
+    """Preflight of a training run's files: the bundle (``.tcm``) and, beside it, its metrics,
+    figures and checkpoint, which belong to it and are replaced with it."""
+    from ...core.errors import OutputError
+    from ...core.output import check_output
+    from ..train import output_paths
+
+    check_output(out, what="model bundle", suffixes=(".tcm",), overwrite=overwrite, inputs=inputs)
+    for role, path in output_paths(out).items():
+        if role != "bundle":
+            check_output(path, what=role, overwrite=True, inputs=inputs)
+    checkpoint = output_paths(out)["checkpoint"]
+    if checkpoint.exists() and not overwrite:
+        raise OutputError(f"{checkpoint} holds an unfinished training run; continue it with --resume, or start over "
+                          "with --overwrite.")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,12 +98,15 @@ def run(args: argparse.Namespace) -> int:
     from ...core.dataset import open_dataset
     from ..train import train_model
 
+    check_training_outputs(Path(args.out), overwrite=args.overwrite or args.resume,
+                           inputs=[*args.data, *(args.val_data or [])])
     datasets = [open_dataset(p) for p in args.data]
     val = [open_dataset(p) for p in args.val_data] if args.val_data else None
     result = train_model(datasets, Path(args.out), config_from_args(args, args.variant),
                          val_datasets=val, resume=args.resume,
                          provenance={"train_data": [str(p) for p in args.data]})
     ev = result.metrics["eval"]
+    print(f"{len(result.metrics['classes'])} classes: {', '.join(result.metrics['classes'])}")
     print(f"{args.variant}: {result.metrics['eval_split']} macro F1 {ev['macro_f1']:.3f}, "
           f"OA {ev['overall_accuracy']:.3f}, kappa {ev['kappa']:.3f} "
           f"({result.metrics['train_samples_per_s']:.0f} samples/s)")
