@@ -71,6 +71,7 @@ def real_datasets(realdata: Path, work: Path, classes: list[str]) -> dict[str, P
     """
     all_path = work / "bavaria"
     if not all_path.exists():
+        work.mkdir(parents=True, exist_ok=True)  # the importer writes only into an existing folder
         cmd = real_import_command(realdata, all_path, classes)
         subprocess.run([sys.executable, "-m", "thermocrop.training.cli"] + cmd[1:], check=True)
     paths = {"all": all_path, "west": work / "bavaria-west", "east": work / "bavaria-east"}
