@@ -300,6 +300,8 @@ def main() -> int:
     parser.add_argument("--mean-pixel-share", type=float, default=0.5)
     parser.add_argument("--season-window-share", type=float, default=0.5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (default 1: the bytes then do not depend on the core count)")
     parser.add_argument("--out", type=Path, default=MODELS / "default.tcm")
     parser.add_argument("--real-data", type=Path, default=None,
                         help="the shared real data folder (default: shared/realdata beside a parent "
@@ -308,6 +310,9 @@ def main() -> int:
                         help="also train the comparison models (pixel sets only, parcel means only)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    import torch
+
+    torch.set_num_threads(args.threads)
     paths = prepare_regions(args.work, args.parcels, args.seed, 32)
     means = [parcel_mean_dataset(p, args.work / "datasets-means" / p.name) for p in paths]
     config = TrainingConfig(variant=args.variant, epochs=args.epochs,
@@ -344,7 +349,7 @@ def main() -> int:
     command = (f"make default-model   # = python scripts/default_model.py --variant {args.variant} "
                f"--parcels {args.parcels} --epochs {args.epochs} --steps-per-epoch "
                f"{args.steps_per_epoch} --batch-size {args.batch_size} --sample-pixels "
-               f"{args.sample_pixels} --sample-dates {args.sample_dates} --mean-pixel-share "
+               f"{args.sample_pixels} --sample-dates {args.sample_dates} --threads {args.threads} --mean-pixel-share "
                f"{args.mean_pixel_share} --season-window-share {args.season_window_share} "
                f"--seed {args.seed}\npython scripts/default_model.py --study   # the comparison models")
     real_commands = [" ".join(real_import_command(Path("shared/realdata"), Path("runs/experiment/real/bavaria"),
