@@ -29,7 +29,7 @@ from thermocrop.core.dataset import PixelSets, open_dataset, save_dataset
 from thermocrop.training.evaluate import evaluate_bundle
 from thermocrop.training.experiment import (PAPER_TABLE1, REGIONS, VARIANT_NAMES,
                                             prepare_regions)
-from thermocrop.training.realdata import bavaria_card_section, find_realdata, update_model_card
+from thermocrop.training.realdata import find_realdata
 from thermocrop.training.train import TrainingConfig, train_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,15 +46,6 @@ STUDY = {
     "parcel_means": ("Parcel means only (S = 1 in effect), season cuts as shipped", {"mean_pixel_share": 1.0}),
 }
 """The comparison models: name -> (what, changes to the shipped recipe)."""
-
-
-def find_realdata() -> Optional[Path]:
-    """The shared real data folder (``shared/realdata`` beside a parent of this checkout)."""
-    for parent in ROOT.parents:
-        candidate = parent / "shared" / "realdata"
-        if (candidate / "bavaria2018" / "worldcrops" / "Test_bavaria.xlsx").is_file():
-            return candidate
-    return None
 
 
 def real_import_command(realdata: Path, out: Path, classes: list[str]) -> list[str]:
@@ -392,8 +383,6 @@ def main() -> int:
     card = model_card(args.out, metrics, command,
                       [args.work / "results", args.work / "results-seed1"], scores, study, real_commands)
     (args.out.parent / "MODEL_CARD.md").write_text(card)
-    if find_realdata() is not None:  # scores on real parcels (also: scripts/real_data_card.py)
-        update_model_card(args.out.parent / "MODEL_CARD.md", bavaria_card_section(args.out, args.work))
     print(f"{args.out} ({args.out.stat().st_size / 1e6:.2f} MB), card "
           f"{args.out.parent / 'MODEL_CARD.md'}")
     return 0
