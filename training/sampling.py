@@ -106,6 +106,54 @@ def sample_pixels(slot_valid: np.ndarray, n_pixels: int, rng: np.random.Generato
     return np.take_along_axis(order, take, axis=1)
 
 
+def season_windows(date_mask: np.ndarray, day_of_season: np.ndarray, chosen: np.ndarray,
+                   rng: np.random.Generator, min_dates: int = 3) -> np.ndarray:
+    """Cut the ``chosen`` parcels' dates to a random part of the season.
+
+    A window starts anywhere in the first third of the dataset's span of dates and ends
+    anywhere in its second half, as when a season is classified before it ends or observed
+    from spring only. Parcels left with fewer than ``min_dates`` valid dates keep all theirs.
+
+    Args:
+        date_mask: ``(B, T)`` bool.
+        day_of_season: ``(B, T)`` float, the day of each date.
+        chosen: ``(B,)`` bool, parcels to cut.
+        rng: random generator (draws two numbers per parcel).
+
+    Returns:
+        ``(B, T)`` bool, the date mask inside the windows.
+    """
+    first, last = float(day_of_season.min()), float(day_of_season.max())
+    span = last - first
+    start = first + rng.random(len(date_mask)) * span / 3.0
+    end = last - rng.random(len(date_mask)) * span / 2.0
+    inside = (day_of_season >= start[:, None]) & (day_of_season <= end[:, None]) & date_mask
+    keep = chosen & (inside.sum(axis=1) >= min_dates)
+    return np.where(keep[:, None], inside, date_mask)
+
+
+def parcel_means(pixels: np.ndarray, pixel_mask: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    """Pixel sets of the ``chosen`` parcels with every valid pixel set to the parcel's mean of
+    that date: what a model meets on per-parcel mean tables (S = 1).
+
+    Args:
+        pixels: ``(B, T, C, S)`` uint16.
+        pixel_mask: ``(B, T, S)`` bool.
+        chosen: ``(B,)`` bool.
+
+    Returns:
+        ``(B, T, C, S)`` uint16, a copy where anything changes.
+    """
+    if not chosen.any():
+        return pixels
+    sub, m = pixels[chosen].astype(np.float32), pixel_mask[chosen][:, :, None, :]
+    n = np.maximum(m.sum(axis=3, keepdims=True), 1)
+    mean = np.round((sub * m).sum(axis=3, keepdims=True) / n)
+    out = pixels.copy()
+    out[chosen] = np.where(m, mean, 0.0).astype(pixels.dtype)
+    return out
+
+
 def _take_slots(pixels: np.ndarray, slots: np.ndarray) -> np.ndarray:
     """``pixels (B, T, C, S_all)`` -> ``(B, T, C, S)`` keeping ``slots (B, S)`` per row.
 
@@ -131,17 +179,24 @@ class BatchSampler:
         n_pixels: S per sample.
         n_dates: T per sample.
         max_shift: ShiftAug range; 0 disables the shift.
+        mean_pixel_share: share of samples whose pixels are all the parcel mean
+            (``parcel_means``); 0 leaves the random stream as without it.
+        season_window_share: share of samples cut to a part of the season
+            (``season_windows``); 0 leaves the random stream as without it.
     """
 
     def __init__(self, datasets: Sequence[PixelSets], rows: Sequence[np.ndarray],
                  scaling: InputScaling, n_pixels: int = 64, n_dates: int = 30,
-                 max_shift: int = 0) -> None:
+                 max_shift: int = 0, mean_pixel_share: float = 0.0,
+                 season_window_share: float = 0.0) -> None:
         if len(datasets) != len(rows):
             raise ValueError("one row index array per dataset is needed")
         self.datasets = list(datasets)
         self.rows = [np.asarray(r, dtype=np.int64) for r in rows]
         self.scaling = scaling
         self.n_pixels, self.n_dates, self.max_shift = int(n_pixels), int(n_dates), int(max_shift)
+        self.mean_pixel_share = float(mean_pixel_share)
+        self.season_window_share = float(season_window_share)
         sizes = np.array([len(r) for r in self.rows])
         if sizes.sum() == 0:
             raise DatasetError("No usable training parcels: every parcel lacks a label in the "
@@ -157,6 +212,9 @@ class BatchSampler:
         # Sorted rows read the memory map front to back.
         rows = np.sort(rows)
         dm = np.asarray(ps.date_mask[rows], dtype=bool)
+        if self.season_window_share > 0:
+            chosen = rng.random(len(rows)) < self.season_window_share
+            dm = season_windows(dm, np.broadcast_to(dos, dm.shape), chosen, rng)
         didx, dmask = sample_dates(dm, self.n_dates, rng)
         r2 = rows[:, None]
         pix = np.asarray(ps.pixels[r2, didx])            # (n, T, C, S_all)
@@ -165,6 +223,8 @@ class BatchSampler:
         sidx = sample_pixels(pmask.any(axis=1), self.n_pixels, rng)
         pix = _take_slots(pix, sidx)
         pmask = np.take_along_axis(pmask, sidx[:, None, :], axis=2)
+        if self.mean_pixel_share > 0:
+            pix = parcel_means(pix, pmask, rng.random(len(rows)) < self.mean_pixel_share)
         gdd = np.asarray(ps.gdd[r2, didx], dtype=np.float32)
         labels = np.asarray(ps.labels[rows], dtype=np.int64)
         return pix, pmask, dmask, dos[didx], gdd, labels

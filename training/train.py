@@ -46,6 +46,12 @@ class TrainingConfig:
         weight_decay: Adam weight decay.
         gamma: focal loss gamma.
         max_shift: ShiftAug range in days (used by the "shiftaug" variant only).
+        mean_pixel_share: share of training samples whose pixels all equal the parcel mean of
+            their date, so that the model also meets per-parcel mean inputs (S = 1); 0 in
+            the paper's recipe.
+        season_window_share: share of training samples cut to a random part of the season
+            (from the first third to the second half of the dates), so that partial seasons
+            are met too; 0 in the paper's recipe.
         seed: seed of the split, the initial weights and the sampling.
         device: "auto" (CUDA when present), "cpu" or "cuda".
         amp: mixed precision on CUDA.
@@ -64,6 +70,8 @@ class TrainingConfig:
     weight_decay: float = 1e-4
     gamma: float = 1.0
     max_shift: int = 60
+    mean_pixel_share: float = 0.0
+    season_window_share: float = 0.0
     seed: int = 0
     device: str = "auto"
     amp: bool = False
@@ -77,6 +85,9 @@ class TrainingConfig:
         for name in ("epochs", "steps_per_epoch", "batch_size", "sample_pixels", "sample_dates"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
+        for name in ("mean_pixel_share", "season_window_share"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must lie between 0 and 1")
 
 
 @dataclass
@@ -239,7 +250,9 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     model = build_model(config.variant, k).to(device)
     shift = config.max_shift if model.config.shift_augment else 0
     sampler = BatchSampler(datasets, train_rows, scaling, config.sample_pixels,
-                           config.sample_dates, max_shift=shift)
+                           config.sample_dates, max_shift=shift,
+                           mean_pixel_share=config.mean_pixel_share,
+                           season_window_share=config.season_window_share)
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr,
                                  weight_decay=config.weight_decay)
     total_steps = config.epochs * config.steps_per_epoch

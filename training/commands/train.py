@@ -23,6 +23,12 @@ def add_training_flags(parser: argparse.ArgumentParser) -> None:
                         help="random pixels per parcel and step, S (default 64)")
     parser.add_argument("--sample-dates", type=bounded("sample_dates"), default=30,
                         help="random dates per parcel and step, T (default 30)")
+    parser.add_argument("--mean-pixel-share", type=bounded("mean_pixel_share"), default=0.0,
+                        help="share of samples whose pixels are all the parcel mean, for models "
+                             "that will meet per-parcel mean tables (default 0)")
+    parser.add_argument("--season-window-share", type=bounded("season_window_share"), default=0.0,
+                        help="share of samples cut to a random part of the season, for partial "
+                             "seasons (default 0)")
     parser.add_argument("--lr", type=bounded("lr"), default=1e-3, help="Adam learning rate (default 1e-3)")
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="auto (CUDA when present), cpu or cuda")
     parser.add_argument("--amp", action="store_true", help="mixed precision on CUDA")
@@ -47,6 +53,8 @@ def config_from_args(args: argparse.Namespace, variant: str):
     return TrainingConfig(variant=variant, epochs=args.epochs,
                           steps_per_epoch=args.steps_per_epoch, batch_size=args.batch_size,
                           sample_pixels=args.sample_pixels, sample_dates=args.sample_dates,
+                          mean_pixel_share=args.mean_pixel_share,
+                          season_window_share=args.season_window_share,
                           lr=args.lr, seed=args.seed, device=args.device, amp=args.amp,
                           classes=parse_classes(args.classes))
 
