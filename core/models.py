@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .encodings import FourierEncoding, RecurrentEncoding, SinusoidalEncoding
+from .pse_training import blocked_pixel_set_features
 
 __all__ = [
     "VARIANTS",
@@ -178,6 +179,9 @@ class PixelSetEncoder(nn.Module):
             LinearLayer(a, b, cfg.bn_momentum) for a, b in zip(widths[:-1], widths[1:]))
         self.concat_gdd = concat_gdd
         self.fold_chunk = 128
+        # Training on the CPU runs the per-pixel layers block by block (core.pse_training);
+        # False keeps the plain autograd path (same function, slower).
+        self.blocked_training = True
         self.mlp2 = LinearLayer(2 * widths[-1] + int(concat_gdd), cfg.mlp2, cfg.bn_momentum)
 
     def forward(self, pixels: torch.Tensor, pixel_mask: torch.Tensor,
@@ -185,15 +189,23 @@ class PixelSetEncoder(nn.Module):
         """Encode ``pixels (N, C, S)``, ``pixel_mask (N, S)`` (``gdd (N,)``) to ``(N, mlp2)``."""
         if all(isinstance(layer.norm, nn.Identity) for layer in self.mlp1):
             return self._forward_folded(pixels, pixel_mask, gdd)
-        x = pixels.transpose(1, 2)
-        for layer in self.mlp1:
-            x = layer(x, pixel_mask)
-        mean, std = masked_mean_std(x, pixel_mask)
-        parts = [mean, std]
+        if self._use_blocked(pixels, pixel_mask):
+            parts = [blocked_pixel_set_features(self.mlp1, pixels, pixel_mask)]
+        else:
+            x = pixels.transpose(1, 2)
+            for layer in self.mlp1:
+                x = layer(x, pixel_mask)
+            parts = list(masked_mean_std(x, pixel_mask))
         if self.concat_gdd:
-            parts.append(gdd.to(x.dtype).unsqueeze(-1))
+            parts.append(gdd.to(pixels.dtype).unsqueeze(-1))
         return self.mlp2(torch.cat(parts, dim=-1))
 
+    def _use_blocked(self, pixels: torch.Tensor, pixel_mask: torch.Tensor) -> bool:
+        return (self.training and self.blocked_training and pixels.device.type == "cpu"
+                and not pixels.requires_grad and pixels.dtype == torch.float32
+                and not torch.is_autocast_enabled("cpu")
+                and all(isinstance(layer.norm, nn.BatchNorm1d) for layer in self.mlp1)
+                and int(pixel_mask.sum()) >= 2)
 
     def _forward_folded(self, pixels: torch.Tensor, pixel_mask: torch.Tensor,
                         gdd: Optional[torch.Tensor]) -> torch.Tensor:
