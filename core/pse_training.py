@@ -12,21 +12,29 @@ and read again in backward. Here:
   own gradient flows through a small graph of those moments;
 * the per-pixel layers and the masked mean / std pooling run on blocks of date sets that fit
   in cache; backward recomputes each block's activations from the pixels instead of storing
-  them.
+  them;
+* a block's operations run single-threaded: they are too small to split across cores, and
+  on a busy machine every parallel operation waits at a barrier for a descheduled thread
+  (measured on the shared 2-core machine: the encoder 7x slower with two threads per
+  operation). ``BLOCK_THREADS`` > 1 shares the blocks out to that many Python threads
+  instead; on the busy machine that too was slower (2x) than one thread.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Sequence
 
 import torch
 from torch import nn
 
-__all__ = ["blocked_pixel_set_features", "BLOCK_SETS"]
+__all__ = ["blocked_pixel_set_features", "sum_over_ranks", "BLOCK_SETS", "BLOCK_THREADS"]
 
 # Date sets per block: 128 sets x 64 pixels x 64 channels of float32 is 2 MiB, which keeps a
 # block's activations in a core's share of the cache.
 BLOCK_SETS = 128
+# Threads that share out the blocks, each running its operations single-threaded.
+BLOCK_THREADS = 1
 
 
 def _activations(x: torch.Tensor, params: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -57,11 +65,38 @@ def _blocks(n_sets: int, n_pixels: int, block: int):
         yield start, stop, start * n_pixels, stop * n_pixels
 
 
+def _map_blocks(work: Callable[[list], Any], n_sets: int, n_pixels: int, block: int) -> list:
+    """``work(share)`` for an interleaved share of the blocks in each of ``BLOCK_THREADS``
+    threads, with torch operations single-threaded meanwhile."""
+    blocks = list(_blocks(n_sets, n_pixels, block))
+    threads = max(1, min(BLOCK_THREADS, len(blocks)))
+    previous = torch.get_num_threads()
+    # New threads take torch's thread count at their first operation: 1 while this runs.
+    torch.set_num_threads(1)
+    try:
+        if threads == 1:
+            return [work(blocks)]
+        with ThreadPoolExecutor(threads) as pool:
+            return list(pool.map(work, [blocks[i::threads] for i in range(threads)]))
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _sum_parts(parts: list) -> list:
+    """Element-wise sum of the workers' lists of tensors."""
+    total = list(parts[0])
+    for part in parts[1:]:
+        for i, t in enumerate(part):
+            total[i] += t
+    return total
+
+
 def input_moments(rows: torch.Tensor, mask_rows: torch.Tensor
                   ) -> tuple[torch.Tensor, torch.Tensor]:
     """Sum ``(C,)`` and sum of outer products ``(C, C)`` of the valid pixel rows, in float64."""
+    # Float32 sums, then float64: a float64 reduction of float32 values takes a slow path.
     xm = rows * mask_rows
-    return xm.sum(dim=0, dtype=torch.float64), (xm.t() @ rows).double()
+    return xm.sum(dim=0).double(), (xm.t() @ rows).double()
 
 
 class _ActivationMoments(torch.autograd.Function):
@@ -71,14 +106,18 @@ class _ActivationMoments(torch.autograd.Function):
     @staticmethod
     def forward(ctx, rows, mask_rows, n_pixels, block, *params):
         width = params[-2].shape[0]
-        s1 = torch.zeros(width, dtype=torch.float64, device=rows.device)
-        s2 = torch.zeros(width, width, dtype=torch.float64, device=rows.device)
-        n_sets = rows.shape[0] // n_pixels
-        for _, _, r0, r1 in _blocks(n_sets, n_pixels, block):
-            a = _activations(rows[r0:r1], params)[-1]
-            am = a * mask_rows[r0:r1]
-            s1 += am.sum(dim=0, dtype=torch.float64)
-            s2 += (am.t() @ a).double()
+
+        def work(share):
+            s1 = torch.zeros(width, dtype=torch.float64, device=rows.device)
+            s2 = torch.zeros(width, width, dtype=torch.float64, device=rows.device)
+            for _, _, r0, r1 in share:
+                a = _activations(rows[r0:r1], params)[-1]
+                am = a * mask_rows[r0:r1]
+                s1 += am.sum(dim=0).double()
+                s2 += (am.t() @ a).double()
+            return s1, s2
+
+        s1, s2 = _sum_parts(_map_blocks(work, rows.shape[0] // n_pixels, n_pixels, block))
         ctx.save_for_backward(rows, mask_rows, *params)
         ctx.n_pixels, ctx.block = n_pixels, block
         return s1, s2
@@ -88,12 +127,17 @@ class _ActivationMoments(torch.autograd.Function):
         rows, mask_rows, *params = ctx.saved_tensors
         g1 = g1.to(rows.dtype)
         sym = (g2 + g2.t()).to(rows.dtype)
-        grads = [torch.zeros_like(p) for p in params]
-        n_sets = rows.shape[0] // ctx.n_pixels
-        for _, _, r0, r1 in _blocks(n_sets, ctx.n_pixels, ctx.block):
-            acts = _activations(rows[r0:r1], params)
-            da = torch.addmm(g1, acts[-1], sym).mul_(mask_rows[r0:r1])
-            _backward_layers(acts, da, params, grads)
+
+        def work(share):
+            grads = [torch.zeros_like(p) for p in params]
+            for _, _, r0, r1 in share:
+                acts = _activations(rows[r0:r1], params)
+                da = torch.addmm(g1, acts[-1], sym).mul_(mask_rows[r0:r1])
+                _backward_layers(acts, da, params, grads)
+            return grads
+
+        grads = _sum_parts(_map_blocks(work, rows.shape[0] // ctx.n_pixels, ctx.n_pixels,
+                                       ctx.block))
         return (None, None, None, None, *grads)
 
 
@@ -108,14 +152,18 @@ class _PooledFeatures(torch.autograd.Function):
         out = rows.new_empty(n_sets, 2 * width)
         mask = mask_rows.view(n_sets, 1, n_pixels)
         count = mask.sum(dim=2)
-        for start, stop, r0, r1 in _blocks(n_sets, n_pixels, block):
-            a = _activations(rows[r0:r1], params)[-1].view(stop - start, n_pixels, width)
-            m, n = mask[start:stop], count[start:stop]
-            mean = torch.bmm(m, a).squeeze(1) / n.clamp(min=1)
-            squares = (a - mean.unsqueeze(1)).square_()
-            var = torch.bmm(m, squares).squeeze(1) / (n.clamp(min=2) - 1)
-            out[start:stop, :width] = mean
-            torch.sqrt(var + 1e-31, out=out[start:stop, width:])
+
+        def work(share):  # each block writes its own rows of ``out``
+            for start, stop, r0, r1 in share:
+                a = _activations(rows[r0:r1], params)[-1].view(stop - start, n_pixels, width)
+                m, n = mask[start:stop], count[start:stop]
+                mean = torch.bmm(m, a).squeeze(1) / n.clamp(min=1)
+                squares = (a - mean.unsqueeze(1)).square_()
+                var = torch.bmm(m, squares).squeeze(1) / (n.clamp(min=2) - 1)
+                out[start:stop, :width] = mean
+                out[start:stop, width:] = torch.sqrt(var + 1e-31)
+
+        _map_blocks(work, n_sets, n_pixels, block)
         ctx.save_for_backward(rows, mask_rows, out, *params)
         ctx.n_pixels, ctx.block = n_pixels, block
         return out
@@ -134,14 +182,20 @@ class _PooledFeatures(torch.autograd.Function):
         # exact zero, which an expanded a g_c - mean g_c would not give.)
         g_centred = grad[:, width:] / (std * (count.clamp(min=2) - 1))
         g_mean = grad[:, :width] / count.clamp(min=1)
-        grads = [torch.zeros_like(p) for p in params]
-        for start, stop, r0, r1 in _blocks(n_sets, n_pixels, ctx.block):
-            acts = _activations(rows[r0:r1], params)
-            a = acts[-1].view(stop - start, n_pixels, width)
-            da = torch.addcmul(g_mean[start:stop, None], a - mean[start:stop, None],
-                               g_centred[start:stop, None])
-            da = da.view(-1, width).mul_(mask_rows[r0:r1])
-            _backward_layers(acts, da, params, grads)
+
+        def work(share):
+            grads = [torch.zeros_like(p) for p in params]
+            for start, stop, r0, r1 in share:
+                acts = _activations(rows[r0:r1], params)
+                a = acts[-1].view(stop - start, n_pixels, width)
+                # In-place steps: a broadcasting addcmul is twice as slow here.
+                da = torch.sub(a, mean[start:stop, None]).mul_(g_centred[start:stop, None])
+                da.add_(g_mean[start:stop, None])
+                da = da.view(-1, width).mul_(mask_rows[r0:r1])
+                _backward_layers(acts, da, params, grads)
+            return grads
+
+        grads = _sum_parts(_map_blocks(work, n_sets, n_pixels, ctx.block))
         return (None, None, None, None, *grads)
 
 
@@ -167,9 +221,36 @@ def _fold(layer: nn.Module, s1: torch.Tensor, s2: torch.Tensor, count: float
     return folded_weight, folded_bias
 
 
+class _SumOverRanks(torch.autograd.Function):
+    """Sum of a tensor over the ranks of a process group; the gradient of each rank's copy is
+    the sum of every rank's gradient of the result (each rank's loss depends on it)."""
+
+    @staticmethod
+    def forward(ctx, tensor, group):
+        ctx.group = group
+        total = tensor.clone(memory_format=torch.contiguous_format)
+        torch.distributed.all_reduce(total, group=group)
+        return total
+
+    @staticmethod
+    def backward(ctx, grad):
+        total = grad.clone(memory_format=torch.contiguous_format)
+        torch.distributed.all_reduce(total, group=ctx.group)
+        return total, None
+
+
+def sum_over_ranks(tensor: torch.Tensor, group) -> torch.Tensor:
+    """``tensor`` summed over every rank of ``group`` (differentiable); itself without one."""
+    return tensor if group is None else _SumOverRanks.apply(tensor, group)
+
+
+def _all_ranks(s1: torch.Tensor, s2: torch.Tensor, group) -> tuple[torch.Tensor, torch.Tensor]:
+    return sum_over_ranks(s1, group), sum_over_ranks(s2, group)
+
+
 def blocked_pixel_set_features(layers: Sequence[nn.Module], pixels: torch.Tensor,
-                               pixel_mask: torch.Tensor, block: int = BLOCK_SETS
-                               ) -> torch.Tensor:
+                               pixel_mask: torch.Tensor, block: int = BLOCK_SETS,
+                               group=None) -> torch.Tensor:
     """Training forward of the per-pixel ``LinearLayer``s (BatchNorm statistics from valid
     pixels only) and the masked mean / std pooling.
 
@@ -178,6 +259,8 @@ def blocked_pixel_set_features(layers: Sequence[nn.Module], pixels: torch.Tensor
         pixels: ``(N, C, S)`` date sets (no gradient needed).
         pixel_mask: ``(N, S)`` bool; at least two valid pixels in all.
         block: date sets per block.
+        group: a ``torch.distributed`` process group whose ranks' pixels together give the
+            BatchNorm statistics (data-parallel training); None: this process's pixels.
 
     Returns:
         ``(N, 2 F)``: masked mean and unbiased std of the last layer's output per set.
@@ -186,11 +269,15 @@ def blocked_pixel_set_features(layers: Sequence[nn.Module], pixels: torch.Tensor
     # Pixels as rows (N * S, C) once: every pass then multiplies contiguous row blocks.
     rows = pixels.transpose(1, 2).reshape(-1, channels)
     mask_rows = pixel_mask.reshape(-1, 1).to(pixels.dtype)
-    count = float(mask_rows.sum())
-    s1, s2 = input_moments(rows, mask_rows)
+    count = mask_rows.sum(dtype=torch.float64)
+    if group is not None:
+        torch.distributed.all_reduce(count, group=group)
+    count = float(count)
+    s1, s2 = _all_ranks(*input_moments(rows, mask_rows), group)
     params: list[torch.Tensor] = []
     for i, layer in enumerate(layers):
         if i:
-            s1, s2 = _ActivationMoments.apply(rows, mask_rows, n_pixels, block, *params)
+            s1, s2 = _all_ranks(*_ActivationMoments.apply(rows, mask_rows, n_pixels, block,
+                                                          *params), group)
         params.extend(_fold(layer, s1, s2, count))
     return _PooledFeatures.apply(rows, mask_rows, n_pixels, block, *params)

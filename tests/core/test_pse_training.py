@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from thermocrop.core.models import VARIANTS, build_model, masked_mean_std
+from thermocrop.core import pse_training
 from thermocrop.core.pse_training import blocked_pixel_set_features
 from thermocrop.training.losses import FocalLoss
 
@@ -29,8 +30,9 @@ def _plain_features(layers, pixels, mask):
     return torch.cat(masked_mean_std(x, mask), dim=-1)
 
 
-@pytest.mark.parametrize("block", [1, 4, 64])
-def test_blocked_features_and_gradients_equal_autograd_in_float64(block):
+@pytest.mark.parametrize("block,threads", [(1, 1), (4, 1), (64, 1), (3, 2)])
+def test_blocked_features_and_gradients_equal_autograd_in_float64(block, threads, monkeypatch):
+    monkeypatch.setattr(pse_training, "BLOCK_THREADS", threads)
     torch.manual_seed(0)
     model = build_model("calendar", 5).double().train()
     layers = model.pse.mlp1
