@@ -5,7 +5,7 @@ PY := $(CURDIR)/$(VENV)/bin/python
 STAMP_APT := $(VENV)/.stamp-apt
 STAMP_PIP := $(VENV)/.stamp-pip
 
-DEBIAN_PACKAGES := qgis python3-qgis qgis-providers python3-rasterio python3-geopandas \
+DEBIAN_PACKAGES := qgis python3-qgis qgis-providers python3-gdal python3-rasterio python3-geopandas \
 	python3-xarray python3-netcdf4 python3-scipy python3-matplotlib python3-yaml python3-openpyxl \
 	python3-venv xvfb
 

@@ -27,7 +27,7 @@ from .extract import (
     load_parcels,
 )
 from .progress import Progress
-from .vector import layer_for_output, write_layer
+from .vector import feature_count, write_with_fields
 from .scenes import SCL_INVALID
 
 log = logging.getLogger(__name__)
@@ -217,31 +217,36 @@ def write_classification(
     status_field: str = "crop_status",
     overwrite: bool = False,
     layer: Optional[str] = None,
+    out_layer: Optional[str] = None,
+    inputs: Sequence[Union[str, os.PathLike]] = (),
 ) -> Path:
     """Write the parcels with their predictions, in any OGR format chosen by extension.
 
-    Every feature and attribute of the input is kept; the three fields are added (or replaced).
-    Features that were not classified (not selected) get empty fields. The file appears only
-    once complete (written beside it, then renamed), and the input is never replaced unless
-    ``overwrite`` is set.
+    Every feature and attribute of the input is kept; the three fields are added (or replace
+    fields of the same name). Parcels that were not classified get NULL as class and
+    confidence; those not selected get the status ``not_selected``. The output is written
+    beside the target, read back and counted, and only then takes its name; an existing
+    file (the input included) is replaced only with ``overwrite``, and in a GeoPackage only
+    the written layer is. Field names are those ``vector.output_field_names`` gives for the
+    format (shapefiles keep 10 characters: ``crop_statu``).
 
     Raises:
-        InputError: unknown extension, an existing output without ``overwrite``, or the
-            result does not fit the layer.
+        OutputError: unknown extension, an unusable or existing output without ``overwrite``,
+            or the write failed (nothing is left behind).
+        InputError: the result does not fit the layer.
     """
-    gdf = layer_for_output(parcels, out, overwrite=overwrite, layer=layer)
-    if len(result) and (result.rows.max() >= len(gdf)):
-        raise InputError(f"The classification holds rows beyond the {len(gdf)} features of the layer; "
+    n = feature_count(parcels, layer)
+    if len(result) and (result.rows.max() >= n):
+        raise InputError(f"The classification holds rows beyond the {n} features of the layer; "
                          "classify this layer again.")
-    labels = np.full(len(gdf), "", dtype=object)
-    confidence = np.full(len(gdf), np.nan)
-    status = np.full(len(gdf), "not_selected", dtype=object)
-    labels[result.rows] = result.labels
-    confidence[result.rows] = result.confidence
+    ok = result.status == STATUS_OK
+    labels = np.full(n, None, dtype=object)
+    confidence = np.full(n, np.nan)
+    status = np.full(n, "not_selected", dtype=object)
+    labels[result.rows] = np.where(ok, result.labels.astype(object), None)
+    confidence[result.rows] = np.where(ok, result.confidence, np.nan)
     status[result.rows] = result.status
-    gdf[label_field] = labels
-    gdf[conf_field] = confidence
-    gdf[status_field] = status
-    out = write_layer(gdf, out)
-    log.info("Wrote %d parcels to %s", len(gdf), out)
+    out = write_with_fields(parcels, {label_field: labels, conf_field: confidence, status_field: status}, out,
+                            overwrite=overwrite, layer=layer, out_layer=out_layer, inputs=inputs)
+    log.info("Wrote %d parcels to %s", n, out)
     return out

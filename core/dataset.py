@@ -31,8 +31,6 @@ import dataclasses
 import json
 import logging
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
@@ -40,7 +38,8 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from .bands import S2_BANDS
-from .errors import DatasetError
+from .errors import DatasetError, OutputError
+from .output import Staging, check_output, publish
 
 log = logging.getLogger(__name__)
 
@@ -225,8 +224,11 @@ def _header(ps: PixelSets) -> dict[str, Any]:
 class DatasetWriter:
     """Writes a dataset folder chunk by chunk, so that it never sits in memory whole.
 
-    The folder appears only when :meth:`close` succeeds; a failed or cancelled run leaves
-    nothing behind (the work happens in a temporary sibling folder). Rows go to the ``.npy``
+    The folder appears only when :meth:`close` succeeds and the arrays read back; a failed,
+    cancelled or killed run leaves nothing at ``path`` (the work happens in a staging folder
+    beside it, see ``core.output``; a killed run's is removed by the next run writing there).
+    Without ``overwrite`` an existing folder is never replaced, even one that appears during
+    the run; with it, only a dataset folder (or an empty one) is. Rows go to the ``.npy``
     files through positioned writes of whole runs of parcels: filling a fresh memory map
     instead costs a page fault per 4 KiB and is tens of times slower at 300k parcels.
 
@@ -256,11 +258,14 @@ class DatasetWriter:
         parcel_id_width: int = 64,
         status_width: int = 32,
     ) -> None:
-        self.path = Path(path)
-        if self.path.exists() and not overwrite:
-            raise DatasetError(f"{self.path} already exists; choose another output or allow overwriting.")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._tmp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", dir=self.path.parent))
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.path = check_output(path, what="dataset folder", kind="folder", overwrite=overwrite,
+                                 replaceable_folder=is_dataset_folder)
+        self._overwrite = overwrite
+        self._staging = Staging(self.path)
+        self._tmp = self._staging.path
+        self._tmp.mkdir()
+        self._files: dict[str, tuple[Any, np.dtype, int, int]] = {}
         p, t, c, s = n_parcels, len(dates), len(bands), max_pixels
         specs = {
             "pixels": (np.uint16, (p, t, c, s)),
@@ -273,7 +278,6 @@ class DatasetWriter:
             "status": (f"<U{status_width}", (p,)),
         }
         # name -> (open file, dtype, byte offset of row 0, bytes per row)
-        self._files: dict[str, tuple[Any, np.dtype, int, int]] = {}
         try:
             for name, (dt, shape) in specs.items():
                 file = self._tmp / f"{name}.npy"
@@ -283,6 +287,10 @@ class DatasetWriter:
                 del header
                 row_bytes = dtype.itemsize * int(np.prod(shape[1:], dtype=np.int64))
                 self._files[name] = (open(file, "r+b"), dtype, offset, row_bytes)
+        except OSError as exc:
+            self.abort()
+            raise OutputError(f"Cannot create the dataset {self.path} ({exc.strerror or exc}); the disk may be "
+                              "full. Nothing was written.") from exc
         except BaseException:
             self.abort()
             raise
@@ -329,30 +337,61 @@ class DatasetWriter:
                     block = data[picked[0]:picked[-1] + 1]  # already in file order: no copy
                 else:
                     block = data[picked]
-                fh.seek(offset + int(sorted_rows[a]) * row_bytes)
-                fh.write(block.reshape(-1).view(np.uint8).data)
+                try:
+                    fh.seek(offset + int(sorted_rows[a]) * row_bytes)
+                    fh.write(block.reshape(-1).view(np.uint8).data)
+                except OSError as exc:
+                    raise OutputError(f"Writing the dataset {self.path} failed ({exc.strerror or exc}); the disk "
+                                      "may be full. Nothing was written.") from exc
         self._written += len(chunk)
 
     def _close_files(self) -> None:
-        for fh, *_ in self._files.values():
-            fh.close()
-        self._files.clear()
+        files, self._files = list(self._files.values()), {}
+        failure = None
+        for fh, *_ in files:
+            try:
+                fh.close()  # flushes: a full disk may answer only now
+            except OSError as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
     def close(self) -> Path:
-        """Flush, write ``dataset.json`` and move the folder into place."""
-        self._close_files()
-        with open(self._tmp / "dataset.json", "w", encoding="utf-8") as fh:
-            json.dump(self._header, fh, indent=1)
-        if self.path.exists():
-            shutil.rmtree(self.path)
-        os.replace(self._tmp, self.path)
+        """Flush, write ``dataset.json``, read the folder back and move it into place.
+
+        Raises:
+            OutputError: writing failed (a full disk), the folder does not read back, or the
+                target appeared meanwhile without ``overwrite``; nothing is left behind.
+        """
+        try:
+            self._close_files()
+            with open(self._tmp / "dataset.json", "w", encoding="utf-8") as fh:
+                json.dump(self._header, fh, indent=1)
+            try:
+                back = open_dataset(self._tmp)
+            except DatasetError as exc:
+                raise OutputError(f"The dataset {self.path} does not read back after writing ({exc}); nothing "
+                                  "was written.") from None
+            del back
+            publish(self._tmp, self.path, overwrite=self._overwrite, staging=self._staging)
+        except OSError as exc:
+            self.abort()
+            raise OutputError(f"Writing the dataset {self.path} failed ({exc.strerror or exc}); the disk may be "
+                              "full. Nothing was written.") from exc
+        except BaseException:
+            self.abort()
+            raise
+        self._staging.discard()
         log.info("Wrote dataset %s (%d parcels)", self.path, self._header["n_parcels"])
         return self.path
 
     def abort(self) -> None:
         """Discard everything written so far."""
-        self._close_files()
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        try:
+            self._close_files()
+        except OSError:
+            pass
+        self._staging.discard()
 
     def __enter__(self) -> "DatasetWriter":
         return self
@@ -384,6 +423,15 @@ def save_dataset(
     ) as writer:
         writer.write(0, ps)
     return Path(path)
+
+
+def is_dataset_folder(path: Union[str, os.PathLike]) -> bool:
+    """Whether ``path`` holds a ThermoCrop dataset (which ``overwrite`` may replace)."""
+    try:
+        header = json.loads((Path(path) / "dataset.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(header, dict) and header.get("format") == DATASET_FORMAT
 
 
 def open_dataset(path: Union[str, os.PathLike], mmap: bool = True) -> PixelSets:

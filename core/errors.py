@@ -35,3 +35,12 @@ class BundleError(InputError):
 
 class CancelledError(ThermoCropError):
     """The user cancelled a long-running job; nothing was written."""
+
+
+class OutputError(ThermoCropError):
+    """An output cannot be written where asked, or writing it failed; nothing was replaced."""
+
+
+class NoUsableParcelsError(ThermoCropError):
+    """A run finished without a single parcel it could process; the message counts the parcels
+    by status and says what each status points to."""

@@ -53,10 +53,17 @@ def save_style_beside(layer: QgsVectorLayer, path: str) -> Optional[Path]:
     file_path = Path(path.split("|")[0])
     if not file_path.is_file():
         return None
+    from ..core.errors import OutputError
+    from ..core.output import staged_file
+
     qml = file_path.with_suffix(".qml")
-    message, ok = layer.saveNamedStyle(str(qml))
-    if not ok:
-        log.warning("Could not save the style beside %s: %s", file_path, message)
+    try:
+        with staged_file(qml, what="style") as tmp:  # never half a style file beside the output
+            message, ok = layer.saveNamedStyle(str(tmp))
+            if not ok:
+                raise OutputError(message)
+    except OutputError as exc:
+        log.warning("Could not save the style beside %s: %s", file_path, exc)
     if file_path.suffix.lower() == ".gpkg":
         error = layer.saveStyleToDatabase("thermocrop", "ThermoCrop classes", True, "")
         if error:

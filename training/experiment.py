@@ -14,6 +14,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ..core.output import write_text
 from .train import TrainingConfig
 
 log = logging.getLogger(__name__)
@@ -68,9 +69,7 @@ def _one_run(job: tuple[list[str], str, str, dict[str, Any], str, int]) -> dict[
         "best_val_macro_f1": result.metrics["best_val_macro_f1"],
         "train_samples_per_s": result.metrics["train_samples_per_s"],
     }
-    tmp = run_dir / "result.json.part"
-    tmp.write_text(json.dumps(record, indent=2))
-    os.replace(tmp, run_dir / "result.json")
+    write_text(run_dir / "result.json", json.dumps(record, indent=2), what="run result")
     return record
 
 
@@ -213,10 +212,10 @@ def write_outputs(records: Sequence[dict[str, Any]], variants: Sequence[str],
                             "mean_overall_accuracy": s["mean"][1] if s["mean"] else None,
                             "complete": s["complete"]}
                         for v, s in summary(records, variants, names).items()}}
-    (out / "results.json").write_text(json.dumps(data, indent=2))
+    write_text(out / "results.json", json.dumps(data, indent=2), what="results")
     text = ("Leave-one-region-out: macro F1 / overall accuracy (%) on each held-out region; "
             "paper: Nyborg et al. 2022, Table 1.\n\n" + format_table(records, variants, names))
-    (out / "table.md").write_text(text)
+    write_text(out / "table.md", text, what="results table")
 
 
 # The four synthetic regions of the experiment and the default model.

@@ -14,6 +14,7 @@ from qgis.core import (
     QgsProcessingFeedback,
     QgsProcessingParameterFile,
     QgsProcessingParameterMultipleLayers,
+    QgsProcessingParameterNumber,
     QgsRasterLayer,
 )
 from qgis.PyQt.QtGui import QIcon
@@ -81,6 +82,50 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
 
             raise QgsProcessingException(f"{exc}\n{describe_missing(missing_requirements())}") from exc
 
+    @staticmethod
+    def number(name: str, description: str, limit: str, default: float) -> QgsProcessingParameterNumber:
+        """A number parameter accepting the range ``core.limits.LIMITS[limit]`` (as the CLI does)."""
+        from ...core.limits import LIMITS
+
+        rule = LIMITS[limit]
+        kind = QgsProcessingParameterNumber.Integer if rule.integer else QgsProcessingParameterNumber.Double
+        low = rule.low + (1 if rule.integer else 1e-9) * rule.above
+        return QgsProcessingParameterNumber(name, description, kind, defaultValue=default, minValue=low,
+                                            maxValue=rule.high)
+
+    def check_parcel_crs(self, parameters: dict, context: QgsProcessingContext, key: str = "INPUT"
+                         ) -> tuple[bool, str]:
+        """``(ok, message)``: the parcel layer has a CRS that places it on Earth."""
+        from ...core.extract import crs_problem
+
+        source = self.parameterAsSource(parameters, key, context)
+        if source is None:
+            return True, ""  # QGIS reports an unreadable layer itself
+        crs = source.sourceCrs()
+        problem = crs_problem(crs.toWkt() if crs.isValid() else None)
+        if problem:
+            return False, (f"The parcel layer {problem}; assign the right one first (Layer Properties > "
+                           "Source, or Assign projection; a shapefile needs its .prj).")
+        return True, ""
+
+    def preflight(self, parameters: dict, context: QgsProcessingContext, feedback: QgsProcessingFeedback,
+                  **checks: Any):
+        """Run ``core.preflight.check_inputs`` for the ``INPUT`` layer and ``checks`` (weather,
+        scenes, bundle, ...), before any scene is read; its problems become a
+        ``QgsProcessingException``."""
+        from ...core.preflight import check_inputs
+
+        source = self.parameterAsSource(parameters, "INPUT", context)
+        crs, bounds = None, None
+        if source is not None:
+            crs = source.sourceCrs().toWkt() if source.sourceCrs().isValid() else None
+            extent = source.sourceExtent()
+            if not extent.isEmpty():
+                bounds = (extent.xMinimum(), extent.yMinimum(), extent.xMaximum(), extent.yMaximum())
+        checked = self.run_core(lambda: check_inputs(parcel_crs=crs or "", parcel_bounds=bounds, **checks))
+        feedback.pushInfo(f"Inputs checked in {checked.seconds:.1f} s")
+        return checked
+
     SCENES_HELP = ("Sentinel-2 scenes of one season: multi-band GeoTIFFs, per-band files or .SAFE "
                    "products, as layers or files (repeat SCENES=... on the command line).")
     SCENE_FOLDER_HELP = "A folder holding the scenes, instead of or besides SCENES."
@@ -122,6 +167,19 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
             else:
                 paths.append(str(item))
         return paths
+
+    @staticmethod
+    def check_output_file(path: str, **check) -> tuple[bool, str]:
+        """``(ok, message)`` of ``core.output.check_output(path, **check)``: the output can be
+        written there (before any work; nothing is written)."""
+        from ...core.errors import ThermoCropError
+        from ...core.output import check_output
+
+        try:
+            check_output(path, **check)
+        except ThermoCropError as exc:
+            return False, str(exc)
+        return True, ""
 
     @staticmethod
     def check_files(paths: list[str], what: str) -> tuple[bool, str]:

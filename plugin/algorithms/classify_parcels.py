@@ -19,10 +19,12 @@ from qgis.core import (
     QgsProcessingParameterFile,
     QgsProcessingParameterString,
     QgsProcessingUtils,
+    QgsWkbTypes,
 )
 from qgis.PyQt.QtCore import QVariant
 
 from ..layers import features_to_frame
+from ..outputs import StagedSink, check_sink, field_kinds, geometry_type, layer_file
 from ..styles import apply_class_style, save_style_beside
 from .base import ThermoCropAlgorithm
 
@@ -91,7 +93,23 @@ class ClassifyParcels(ThermoCropAlgorithm):
                  for key in ("LABEL_FIELD", "CONFIDENCE_FIELD", "STATUS_FIELD")]
         if any(not name.strip() for name in names) or len(set(names)) < 3:
             return False, "The class, confidence and status fields need three different, non-empty names."
-        return self.check_scenes(parameters, context)
+        ok, message = self.check_parcel_crs(parameters, context)
+        if not ok:
+            return ok, message
+        ok, message = self.check_scenes(parameters, context)
+        if not ok:
+            return ok, message
+        # The output, before any scene is read: format, folder, not the input, field names and types.
+        source = self.parameterAsSource(parameters, "INPUT", context)
+        return check_sink(self, parameters, context, inputs=self._inputs(parameters, context),
+                          kinds=dict(zip(names, ("string", "real", "string"))),
+                          source_fields=source.fields() if source is not None else None)
+
+    def _inputs(self, parameters, context) -> list:
+        """The files this run reads, which the output may not be."""
+        return [layer_file(self.parameterAsVectorLayer(parameters, "INPUT", context)),
+                self.parameterAsFile(parameters, "WEATHER", context),
+                self.parameterAsFile(parameters, "MODEL", context)]
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         source = self.parameterAsSource(parameters, "INPUT", context)
@@ -104,15 +122,12 @@ class ClassifyParcels(ThermoCropAlgorithm):
         conf_field = self.parameterAsString(parameters, "CONFIDENCE_FIELD", context)
         status_field = self.parameterAsString(parameters, "STATUS_FIELD", context)
 
-        def load():
-            from ...core.bundle import default_bundle_path, load_bundle
-
-            return load_bundle(model_path or default_bundle_path())
-
-        bundle = self.run_core(load)
+        checked = self.preflight(parameters, context, feedback, scenes=scenes, weather=weather, bundle=model_path,
+                                 need_bundle=True)
+        bundle, scenes = checked.bundle, checked.scenes
         feedback.pushInfo(f"Model: {bundle.config.variant}, classes {', '.join(bundle.classes)}")
         frame, fids = features_to_frame(source.getFeatures(), source.sourceCrs())
-        feedback.pushInfo(f"{len(fids)} parcels, {len(scenes)} scene files")
+        feedback.pushInfo(f"{len(fids)} parcels, {len(scenes)} scene dates")
 
         def classify():
             from ...core.classify import classify_parcels
@@ -120,43 +135,73 @@ class ClassifyParcels(ThermoCropAlgorithm):
             return classify_parcels(frame, scenes, weather, bundle, progress=self.progress(feedback, 0.0, 0.95))
 
         result = self.run_core(classify)
+
+        def require_some():
+            from ...core.extract import require_usable
+
+            require_usable(result.status, "classified", source.sourceName())
+
+        self.run_core(require_some)  # a run classifying nothing fails, with a summary by status
         for warning in result.warnings:
             feedback.pushWarning(warning)
         by_fid = {fids[row]: i for i, row in enumerate(result.rows)}
 
-        fields = QgsFields(source.fields())
-        existing = {f.name() for f in fields}
-        for name, kind, length in ((label_field, QVariant.String, 40), (conf_field, QVariant.Double, 0),
-                                   (status_field, QVariant.String, 40)):
-            if name in existing:
-                raise QgsProcessingException(f"The parcel layer already has a field '{name}'; choose another "
-                                             "output field name.")
-            fields.append(QgsField(name, kind, len=length))
-        sink, dest_id = self.parameterAsSink(parameters, "OUTPUT", context, fields, source.wkbType(),
-                                             source.sourceCrs())
-        if sink is None:
-            raise QgsProcessingException("The output layer could not be created; check OUTPUT.")
-        total = max(source.featureCount(), 1)
-        for n, feature in enumerate(source.getFeatures()):
-            if feedback.isCanceled():
-                break
-            i = by_fid.get(feature.id())
-            out = QgsFeature(fields)
-            out.setGeometry(feature.geometry())
-            confidence = None if i is None or math.isnan(result.confidence[i]) else float(result.confidence[i])
-            out.setAttributes(feature.attributes() + [
-                None if i is None or not result.labels[i] else str(result.labels[i]),
-                confidence,
-                "not_classified" if i is None else str(result.status[i])])
-            sink.addFeature(out, QgsFeatureSink.FastInsert)
-            feedback.setProgress(95.0 + 5.0 * n / total)
-        del sink  # flushes and closes a file output before it is styled below
-
+        with StagedSink(self, parameters, context, inputs=self._inputs(parameters, context),
+                        fields=[label_field, conf_field, status_field]) as staged:
+            dest_id = self._write(source, staged, result, by_fid, (label_field, conf_field, status_field), feedback)
+        label_field = staged.field_names[label_field]
         counts = result.counts()
         for key in sorted(counts):
             feedback.pushInfo(f"  {key}: {counts[key]}")
         self._style = (dest_id, label_field, tuple(bundle.classes))
         return {"OUTPUT": dest_id, "CLASSIFIED": int((result.status == "ok").sum())}
+
+    def _write(self, source, staged: StagedSink, result, by_fid: dict, requested: tuple, feedback) -> str:
+        """Write the input's features plus label, confidence and status into ``staged``."""
+        from ...core.vector import measures_supported, replaced_fields
+
+        names = [staged.field_names[n] for n in requested]
+        replaced = set(self.run_core(lambda: replaced_fields(field_kinds(source.fields()), staged.target,
+                                                             dict(zip(requested, ("string", "real", "string"))))))
+        if replaced:
+            feedback.pushInfo(f"Fields {', '.join(sorted(replaced))} of the input are replaced by the new values.")
+        if names != list(requested):
+            feedback.pushInfo(f"Field names as stored in this format: {', '.join(names)}")
+        kept = [i for i, f in enumerate(source.fields()) if f.name() not in replaced]
+        fields = QgsFields()
+        for i in kept:
+            fields.append(source.fields().at(i))
+        for name, kind, length in zip(names, (QVariant.String, QVariant.Double, QVariant.String), (40, 0, 40)):
+            fields.append(QgsField(name, kind, len=length))
+        wkb_type, make_multi = geometry_type(source)
+        if QgsWkbTypes.hasM(wkb_type) and staged.driver and not measures_supported(staged.driver):
+            feedback.pushWarning(f"The M (measure) values of the parcels are not written: {staged.driver} files "
+                                 "cannot hold them. Write a .gpkg, .shp, .fgb or .csv file to keep them.")
+        sink, dest_id = staged.create(fields, wkb_type, source.sourceCrs())
+        total = max(source.featureCount(), 1)
+        written = 0
+        for n, feature in enumerate(source.getFeatures()):
+            if feedback.isCanceled():
+                del sink
+                raise QgsProcessingException("Cancelled: nothing was written.")
+            i = by_fid.get(feature.id())
+            out = QgsFeature(fields)
+            geometry = feature.geometry()
+            if make_multi and not geometry.isNull():
+                geometry.convertToMultiType()
+            out.setGeometry(geometry)
+            ok = i is not None and str(result.status[i]) == "ok"
+            attributes = feature.attributes()
+            out.setAttributes([attributes[k] for k in kept] + [
+                str(result.labels[i]) if ok else None,
+                float(result.confidence[i]) if ok and not math.isnan(result.confidence[i]) else None,
+                "not_classified" if i is None else str(result.status[i])])
+            if not sink.addFeature(out, QgsFeatureSink.FastInsert):
+                raise QgsProcessingException(f"Writing feature {feature.id()} failed: {sink.lastError()}")
+            written += 1
+            feedback.setProgress(95.0 + 5.0 * n / total)
+        del sink  # flushes and closes a file output before it is checked and published
+        return staged.commit(written)
 
     def postProcessAlgorithm(self, context, feedback):  # noqa: N802
         dest_id, field, classes = self._style

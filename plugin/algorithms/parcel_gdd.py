@@ -15,11 +15,12 @@ from qgis.core import (
     QgsProcessingParameterFeatureSink,
     QgsProcessingParameterFeatureSource,
     QgsProcessingParameterFile,
-    QgsProcessingParameterNumber,
     QgsProcessingParameterString,
+    QgsWkbTypes,
 )
 from qgis.PyQt.QtCore import QVariant
 
+from ..outputs import StagedSink, check_sink, destination_driver, field_kinds, geometry_type, layer_file
 from .base import ThermoCropAlgorithm
 
 METHODS = ("paper", "average")
@@ -51,10 +52,8 @@ class ParcelGDD(ThermoCropAlgorithm):
         self.add(QgsProcessingParameterString("DATES", "Dates", optional=True))
         self.add_scene_parameters("Scenes (for their dates)")
         self.add(QgsProcessingParameterString("SEASON_START", "Season start", defaultValue="01-01"))
-        self.add(QgsProcessingParameterNumber("T_BASE", "Base temperature", QgsProcessingParameterNumber.Double,
-                                              defaultValue=0.0))
-        self.add(QgsProcessingParameterNumber("T_CAP", "Cap temperature", QgsProcessingParameterNumber.Double,
-                                              defaultValue=30.0))
+        self.add(self.number("T_BASE", "Base temperature", "t_base", 0.0))
+        self.add(self.number("T_CAP", "Cap temperature", "t_cap", 30.0))
         self.add(QgsProcessingParameterEnum("METHOD", "Method", options=list(METHODS), defaultValue=0))
         self.add(QgsProcessingParameterFeatureSink("OUTPUT", "Parcels with GDD", QgsProcessing.TypeVectorPolygon))
 
@@ -89,13 +88,48 @@ class ParcelGDD(ThermoCropAlgorithm):
         if self.parameterAsDouble(parameters, "T_CAP", context) <= self.parameterAsDouble(parameters, "T_BASE",
                                                                                            context):
             return False, "The cap temperature must be above the base temperature."
-        return True, ""
+        try:
+            from ...core.gdd import SeasonStart
+
+            SeasonStart.parse(self.parameterAsString(parameters, "SEASON_START", context))
+        except ValueError as exc:
+            return False, str(exc)
+        ok, message = self.check_parcel_crs(parameters, context)
+        if not ok:
+            return ok, message
+        # The output, before any file is read: format, folder, not the input, and the fields of
+        # given dates (scene dates are known only when the scenes are listed).
+        names = []
+        if self.parameterAsString(parameters, "DATES", context).strip():
+            try:
+                names = self._field_names(self._dates(parameters, context), parameters, context)
+            except QgsProcessingException as exc:
+                return False, str(exc)
+        source = self.parameterAsSource(parameters, "INPUT", context)
+        return check_sink(self, parameters, context, inputs=self._inputs(parameters, context),
+                          kinds=dict.fromkeys(names, "real"),
+                          source_fields=source.fields() if source is not None else None)
+
+    def _inputs(self, parameters, context) -> list:
+        """The files this run reads, which the output may not be."""
+        return [layer_file(self.parameterAsVectorLayer(parameters, "INPUT", context)),
+                self.parameterAsFile(parameters, "WEATHER", context)]
+
+    def _field_names(self, dates, parameters, context) -> list[str]:
+        from ...core.vector import date_field_names
+
+        return date_field_names(dates, destination_driver(self, parameters, context))
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         source = self.parameterAsSource(parameters, "INPUT", context)
-        dates = self._dates(parameters, context)
         weather_path = self.parameterAsFile(parameters, "WEATHER", context)
         season = self.parameterAsString(parameters, "SEASON_START", context)
+        text = self.parameterAsString(parameters, "DATES", context).strip()
+        checked = self.preflight(parameters, context, feedback, weather=weather_path, season_start=season,
+                                 scenes=None if text else self.scenes(parameters, context),
+                                 dates=self._dates(parameters, context) if text else None)
+        dates = (self._dates(parameters, context) if text else
+                 np.array(sorted({np.datetime64(s.date, "D") for s in checked.scenes})))
         t_base = self.parameterAsDouble(parameters, "T_BASE", context)
         t_cap = self.parameterAsDouble(parameters, "T_CAP", context)
         method = METHODS[self.parameterAsEnum(parameters, "METHOD", context)]
@@ -115,6 +149,8 @@ class ParcelGDD(ThermoCropAlgorithm):
                                  t_base=t_base, t_cap=t_cap, method=method,
                                  parcel_ids=[str(f.id()) for f in features])
 
+        from ...core.vector import measures_supported, replaced_fields
+
         gdd = self.run_core(compute)
         feedback.setProgress(50)
         lost = [str(features[i].id()) for i in np.flatnonzero(~np.isfinite(gdd).all(axis=1))]
@@ -122,15 +158,36 @@ class ParcelGDD(ThermoCropAlgorithm):
             feedback.pushWarning(f"{len(lost)} parcels have no usable temperatures (no grid cell with data within "
                                  f"25 km, or a gap of more than 3 days); their GDD fields stay empty. Features: "
                                  f"{', '.join(lost[:10])}{' ...' if len(lost) > 10 else ''}")
-        fields = QgsFields(source.fields())
-        names = [f"gdd_{str(d).replace('-', '')}" for d in dates]
-        for name in names:
-            fields.append(QgsField(name, QVariant.Double))
-        sink, dest_id = self.parameterAsSink(parameters, "OUTPUT", context, fields, source.wkbType(), crs)
-        for i, feature in enumerate(features):
-            out = QgsFeature(fields)
-            out.setGeometry(feature.geometry())
-            out.setAttributes(feature.attributes() + [float(v) if np.isfinite(v) else None for v in gdd[i]])
-            sink.addFeature(out, QgsFeatureSink.FastInsert)
+        names = self._field_names(dates, parameters, context)
+        with StagedSink(self, parameters, context, inputs=self._inputs(parameters, context), fields=names) as staged:
+            stored = [staged.field_names[n] for n in names]
+            replaced = set(self.run_core(lambda: replaced_fields(field_kinds(source.fields()), staged.target,
+                                                                 dict.fromkeys(names, "real"))))
+            kept = [i for i, f in enumerate(source.fields()) if f.name() not in replaced]
+            fields = QgsFields()
+            for i in kept:
+                fields.append(source.fields().at(i))
+            for name in stored:
+                fields.append(QgsField(name, QVariant.Double))
+            wkb_type, make_multi = geometry_type(source)
+            if QgsWkbTypes.hasM(wkb_type) and staged.driver and not measures_supported(staged.driver):
+                feedback.pushWarning(f"The M (measure) values of the parcels are not written: {staged.driver} files "
+                                     "cannot hold them. Write a .gpkg, .shp, .fgb or .csv file to keep them.")
+            sink, _ = staged.create(fields, wkb_type, crs)
+            for i, feature in enumerate(features):
+                if feedback.isCanceled():
+                    del sink
+                    raise QgsProcessingException("Cancelled: nothing was written.")
+                out = QgsFeature(fields)
+                geometry = feature.geometry()
+                if make_multi and not geometry.isNull():
+                    geometry.convertToMultiType()
+                out.setGeometry(geometry)
+                attributes = feature.attributes()
+                out.setAttributes([attributes[k] for k in kept] + [float(v) if np.isfinite(v) else None for v in gdd[i]])
+                if not sink.addFeature(out, QgsFeatureSink.FastInsert):
+                    raise QgsProcessingException(f"Writing feature {feature.id()} failed: {sink.lastError()}")
+            del sink  # closes a file output before it is checked and published
+            dest_id = staged.commit(len(features))
         feedback.setProgress(100)
         return {"OUTPUT": dest_id}

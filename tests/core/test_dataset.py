@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from thermocrop.core.dataset import DatasetWriter, PixelSets, open_dataset, save_dataset
-from thermocrop.core.errors import DatasetError
+from thermocrop.core.errors import DatasetError, OutputError
 
 T, C, S = 4, 10, 6
 DATES = np.array(["2023-04-01", "2023-05-01", "2023-06-01", "2023-07-01"], dtype="datetime64[D]")
@@ -61,7 +61,7 @@ def test_save_and_open_round_trip_and_bad_rows(tmp_path):
     back = open_dataset(tmp_path / "ds", mmap=False)
     np.testing.assert_array_equal(back.pixels, ps.pixels)
     np.testing.assert_array_equal(back.parcel_ids, ps.parcel_ids)
-    with pytest.raises(DatasetError, match="already exists"):
+    with pytest.raises(OutputError, match="already exists"):
         save_dataset(ps, tmp_path / "ds")
     with DatasetWriter(tmp_path / "other", 7, DATES, ps.day_of_season, S) as writer:
         with pytest.raises(DatasetError, match=r"0\.\.6"):

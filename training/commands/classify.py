@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._options import add_season_option, bounded
+
 HELP = "classify parcels with a model bundle and write them with crop_pred, crop_conf and crop_status"
 
 
@@ -14,40 +16,57 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weather", required=True, help="daily temperatures: E-OBS / CF NetCDF or station CSV")
     parser.add_argument("--model", help="model bundle (default: the shipped model)")
     parser.add_argument("--out", required=True, help="output vector file; the format follows the extension")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing output (even the input)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing output (even the parcel file; in a GeoPackage only the "
+                             "written layer is replaced, its other layers stay)")
+    parser.add_argument("--out-layer", help="output layer name in a GeoPackage (default: the parcel layer's name "
+                                            "when writing into the parcel file, else the output file's name)")
     parser.add_argument("--id-field", help="field holding parcel ids (default: parcel_id, else row number)")
     parser.add_argument("--label-field", default="crop_pred", help="output field for the class (default crop_pred)")
     parser.add_argument("--conf-field", default="crop_conf", help="output field for the confidence (default crop_conf)")
     parser.add_argument("--status-field", default="crop_status",
                         help="output field for the status (default crop_status)")
-    parser.add_argument("--min-pixels", type=int, default=1,
+    parser.add_argument("--min-pixels", type=bounded("min_pixels"), default=1,
                         help="parcels covering fewer pixels get status too_small (default 1: classify every parcel)")
-    parser.add_argument("--chunk-size", type=int, default=20000, help="parcels held in memory at once")
+    parser.add_argument("--chunk-size", type=bounded("chunk_size"), default=20000, help="parcels held in memory at once")
     parser.add_argument("--level", choices=("L1C", "L2A"), help="use only products of this level")
+    add_season_option(parser)
     parser.add_argument("--band-order", help="comma-separated band order of multi-band files without descriptions")
-    parser.add_argument("--offset", type=int, help="DN offset overriding the processing baseline (e.g. -1000)")
+    parser.add_argument("--offset", type=bounded("offset"), help="DN offset overriding the processing baseline (e.g. -1000)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from ...core.classify import classify_parcels, write_classification
-    from ...core.errors import InputError
-    from ...core.scenes import find_scenes
+    from ...core.extract import require_usable
+    from ...core.preflight import check_inputs
+    from ...core.vector import check_vector_output, replaced_fields, source_field_kinds
     from ..progress_bar import progress_bar
     from .extract import scene_options
 
-    out = Path(args.out)
-    if out.exists() and not args.overwrite:
-        raise InputError(f"{out} already exists; choose another output or pass --overwrite.")
-    scenes = find_scenes(args.scenes, **scene_options(args))
-    print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products")
+    # Everything about the output is checked before any scene is read.
+    inputs = [args.parcels, args.weather, args.model]
+    target = check_vector_output(args.out, overwrite=args.overwrite, inputs=inputs, replaceable=[args.parcels],
+                                 layer=args.out_layer,
+                                 fields=[args.label_field, args.conf_field, args.status_field])
+    replaced_fields(source_field_kinds(args.parcels), target,
+                    {args.label_field: "string", args.conf_field: "real", args.status_field: "string"},
+                    source=f"The parcel layer {args.parcels}")
+    checked = check_inputs(parcels=args.parcels, fields={"id": args.id_field}, scenes=args.scenes,
+                           scene_options=scene_options(args), season=args.season, weather=args.weather,
+                           bundle=args.model, need_bundle=True)
+    scenes = checked.scenes
+    print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products "
+          f"(inputs checked in {checked.seconds:.1f} s)")
     with progress_bar("classify") as progress:
-        result = classify_parcels(args.parcels, scenes, args.weather, args.model, chunk_size=args.chunk_size,
+        result = classify_parcels(args.parcels, scenes, args.weather, checked.bundle, chunk_size=args.chunk_size,
                                   id_field=args.id_field, min_pixels=args.min_pixels, progress=progress)
-    write_classification(args.parcels, result, out, label_field=args.label_field, conf_field=args.conf_field,
-                         status_field=args.status_field, overwrite=args.overwrite)
-    print(f"wrote {out}: {len(result)} parcels")
+    require_usable(result.status, "classified", args.parcels)
+    out = write_classification(args.parcels, result, args.out, label_field=args.label_field,
+                               conf_field=args.conf_field, status_field=args.status_field,
+                               overwrite=args.overwrite, out_layer=args.out_layer, inputs=inputs)
+    names = target.fields
+    print(f"wrote {out}{f' (layer {target.layer})' if target.container else ''}: {len(result)} parcels, fields "
+          f"{names[args.label_field]}, {names[args.conf_field]}, {names[args.status_field]}")
     for key, count in sorted(result.counts().items()):
         print(f"  {key}: {count}")
     return 0

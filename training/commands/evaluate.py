@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._options import bounded
+
 HELP = "score a model bundle on labelled datasets (OA, macro F1, kappa, per class, confusion)"
 
 
@@ -13,7 +15,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", choices=("all", "test"), default="all",
                         help="all usable parcels (default) or the test blocks of the training "
                              "split (same datasets and --seed as in training)")
-    parser.add_argument("--seed", type=int, default=0, help="split seed used in training")
+    parser.add_argument("--seed", type=bounded("seed"), default=0, help="split seed used in training")
     parser.add_argument("--drop-unseen-classes", action="store_true",
                         help="leave out parcels of classes the model does not have (default: refuse them, "
                              "naming the classes)")
@@ -24,9 +26,12 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from ...core.bundle import load_bundle
+    from ...core.output import check_output, write_text
     from ...core.dataset import open_dataset
     from ..evaluate import evaluate_bundle
 
+    if args.json:
+        check_output(args.json, what="scores file", overwrite=True, inputs=[args.model, *args.data])
     bundle = load_bundle(args.model)
     result = evaluate_bundle(bundle, [open_dataset(p) for p in args.data], split=args.split,
                              seed=args.seed, unseen="drop" if args.drop_unseen_classes else "error")
@@ -45,6 +50,5 @@ def run(args: argparse.Namespace) -> int:
     for name, row in zip(result["classes"], result["confusion_matrix"]):
         print(f"{name:<{width}}" + "".join(f"{v:>{cell}d}" for v in row))
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(result, fh, indent=2)
+        write_text(args.json, json.dumps(result, indent=2), what="scores file")
     return 0

@@ -4,8 +4,9 @@ end of the weather record, written as a CSV table or as the layer with one field
 from __future__ import annotations
 
 import argparse
+from typing import Optional
 
-from ._options import add_weather_options, weather_options
+from ._options import add_season_option, add_weather_options, bounded, date, season_start, weather_options
 
 HELP = "growing degree days per parcel (and per date) from daily temperatures, to CSV or a vector file"
 
@@ -15,65 +16,82 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weather", required=True,
                         help="daily temperatures: E-OBS / CF NetCDF (tn_/tx_ files find each other) or station CSV")
     when = parser.add_mutually_exclusive_group()
-    when.add_argument("--dates", nargs="+", metavar="YYYY-MM-DD", help="dates to give GDD at")
+    when.add_argument("--dates", nargs="+", type=date, metavar="YYYY-MM-DD", help="dates to give GDD at")
     when.add_argument("--scenes", nargs="+",
                       help="Sentinel-2 scene folder(s), glob(s) or files whose acquisition dates are used")
     parser.add_argument("--out", required=True,
                         help="output: .csv (a table: parcel id and one gdd_YYYYMMDD column per date) or a "
-                             "vector file (.gpkg, .shp, ...: the parcels with those fields)")
-    parser.add_argument("--season-start", default="01-01",
+                             "vector file (.gpkg, .shp, ...: the parcels with those fields; gYYYYMMDD in a "
+                             "shapefile, whose field names keep 10 characters)")
+    parser.add_argument("--out-layer", help="output layer name in a GeoPackage (default: the parcel layer's name "
+                                            "when writing into the parcel file, else the output file's name)")
+    parser.add_argument("--season-start", type=season_start, default="01-01",
                         help="season start MM-DD, '/-1' for the previous year, e.g. 09-01/-1 (default 01-01)")
-    parser.add_argument("--t-base", type=float, default=0.0, help="base temperature in deg C (default 0)")
-    parser.add_argument("--t-cap", type=float, default=30.0, help="cap temperature in deg C (default 30)")
+    parser.add_argument("--t-base", type=bounded("t_base"), default=0.0, help="base temperature in deg C (default 0)")
+    parser.add_argument("--t-cap", type=bounded("t_cap"), default=30.0, help="cap temperature in deg C (default 30)")
     parser.add_argument("--method", choices=("paper", "average"), default="paper",
                         help="paper: clip min/max then average; average: average then clip (McMaster & "
                              "Wilhelm method 1)")
     parser.add_argument("--id-field", help="field holding parcel ids (default: parcel_id, else row number)")
+    add_season_option(parser)
     add_weather_options(parser)
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing output (even the parcel file; in a GeoPackage only the written "
+                             "layer is replaced)")
 
 
-def _dates(args: argparse.Namespace, options: dict):
+def check_args(args: argparse.Namespace) -> Optional[str]:
+    """A problem between options that their types alone cannot see (a usage error)."""
+    if args.t_cap <= args.t_base:
+        return f"--t-cap ({args.t_cap:g}) must be above --t-base ({args.t_base:g})"
+    return None
+
+
+def _dates(args: argparse.Namespace, options: dict, scenes):
     import numpy as np
 
-    from ...core.errors import InputError
     from ...core.weather import record_period
 
     if args.dates:
-        try:
-            return np.unique(np.array(args.dates, dtype="datetime64[D]"))
-        except ValueError:
-            raise InputError(f"--dates {' '.join(args.dates)}: write dates as YYYY-MM-DD") from None
-    if args.scenes:
-        from ...core.scenes import find_scenes
-
-        return np.unique(np.array([s.date for s in find_scenes(args.scenes)], dtype="datetime64[D]"))
+        return np.unique(np.array(args.dates, dtype="datetime64[D]"))
+    if scenes:
+        return np.unique(np.array([s.date for s in scenes], dtype="datetime64[D]"))
     _, last = record_period(args.weather, tmin_var=options["tmin_var"], date_var=options["date_var"])
     print(f"no --dates or --scenes: GDD at the end of the weather record, {last}")
     return np.array([last])
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     import numpy as np
 
-    from ...core.errors import InputError
+    from ...core.errors import InputError, NoUsableParcelsError
     from ...core.extract import load_parcels
-    from ...core.gdd import SeasonStart, gdd_at_points, season_bounds
-    from ...core.vector import write_with_fields
+    from ...core.gdd import gdd_at_points, season_bounds
+    from ...core.output import check_output, write_text
+    from ...core.preflight import check_inputs
+    from ...core.vector import (check_vector_output, date_field_names, output_field_names, replaced_fields,
+                                source_field_kinds, write_with_fields)
 
-    out = Path(args.out)
-    if out.exists() and not args.overwrite:
-        raise InputError(f"{out} already exists; choose another output or pass --overwrite.")
-    try:
-        season_start = SeasonStart.parse(args.season_start)
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
-    if args.t_cap <= args.t_base:
-        raise InputError("--t-cap must be above --t-base.")
+    # The output is checked before any file is read.
+    table_out = str(args.out).lower().endswith(".csv")
+    inputs = [args.parcels, args.weather, args.tmax_file]
+    if table_out:
+        out = check_output(args.out, what="GDD table", overwrite=args.overwrite, inputs=inputs)
+    else:
+        target = check_vector_output(args.out, overwrite=args.overwrite, inputs=inputs, replaceable=[args.parcels],
+                                     layer=args.out_layer)
+        out = target.path
+    season_start = args.season_start
     options = weather_options(args)
-    dates = _dates(args, options)
+    checked = check_inputs(parcels=args.parcels, fields={"id": args.id_field}, scenes=args.scenes, season=args.season,
+                           season_start=season_start, dates=args.dates, weather=args.weather,
+                           weather_options=options)
+    dates = _dates(args, options, checked.scenes)
+    names = date_field_names(dates, None if table_out else target.driver)
+    if not table_out:
+        target.fields = output_field_names(target.driver, names)
+        replaced_fields(source_field_kinds(args.parcels), target, dict.fromkeys(names, "real"),
+                        source=f"The parcel layer {args.parcels}")
     table = load_parcels(args.parcels, id_field=args.id_field)
     usable = np.array([g is not None for g in table.geometry])
     points = table.geometry[usable].representative_point()
@@ -83,21 +101,23 @@ def run(args: argparse.Namespace) -> int:
     gdd = gdd_at_points(args.weather, xs, ys, table.geometry.crs, dates, season_start=season_start,
                         t_base=args.t_base, t_cap=args.t_cap, method=args.method,
                         parcel_ids=list(table.parcel_ids), **options)
-    names = [f"gdd_{str(d).replace('-', '')}" for d in dates]
-    if out.suffix.lower() == ".csv":
+    if not np.isfinite(gdd).all(axis=1).any():
+        raise NoUsableParcelsError(
+            f"No parcel of {args.parcels} has usable temperatures in {args.weather} (no cell with data "
+            f"within {args.max_distance_km:g} km, or gaps of more than 3 days); check the parcels' CRS "
+            "and that the file covers them. Nothing was written.")
+    if table_out:
         import pandas as pd
 
         frame = pd.DataFrame(np.round(gdd, 2), columns=names)
         frame.insert(0, args.id_field or "parcel_id", table.parcel_ids)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f".{out.name}.part")
-        frame.to_csv(tmp, index=False, float_format="%.2f")
-        tmp.replace(out)
+        write_text(out, frame.to_csv(index=False, float_format="%.2f"), overwrite=args.overwrite, what="GDD table")
     else:
         write_with_fields(args.parcels, {n: np.round(gdd[:, i], 2) for i, n in enumerate(names)}, out,
-                          overwrite=args.overwrite)
+                          overwrite=args.overwrite, out_layer=args.out_layer, inputs=inputs)
     missing = int((~np.isfinite(gdd).all(axis=1)).sum())
     start, _ = season_bounds(dates, season_start)
     print(f"wrote {out}: {len(table)} parcels x {len(dates)} dates ({dates.min()} to {dates.max()}, "
-          f"GDD since {start})" + (f"; {missing} parcels without usable temperatures" if missing else ""))
+          f"GDD since {start}), fields {names[0]}{' ...' if len(names) > 1 else ''}"
+          + (f"; {missing} parcels without usable temperatures" if missing else ""))
     return 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._options import bounded
+
 HELP = "train a crop classifier (bundle, metrics.json, confusion and training-curve PNGs)"
 
 VARIANT_CHOICES = ("calendar", "no_pe", "shiftaug", "tpe_sinusoidal", "tpe_concat",
@@ -12,19 +14,19 @@ VARIANT_CHOICES = ("calendar", "no_pe", "shiftaug", "tpe_sinusoidal", "tpe_conca
 
 def add_training_flags(parser: argparse.ArgumentParser) -> None:
     """Flags shared by ``train`` and ``experiment`` (paper values as defaults)."""
-    parser.add_argument("--epochs", type=int, default=100, help="epochs (default 100)")
-    parser.add_argument("--steps-per-epoch", type=int, default=500,
+    parser.add_argument("--epochs", type=bounded("epochs"), default=100, help="epochs (default 100)")
+    parser.add_argument("--steps-per-epoch", type=bounded("steps_per_epoch"), default=500,
                         help="optimiser steps per epoch (default 500)")
-    parser.add_argument("--batch-size", type=int, default=128,
+    parser.add_argument("--batch-size", type=bounded("batch_size"), default=128,
                         help="parcels per step (default 128)")
-    parser.add_argument("--sample-pixels", type=int, default=64,
+    parser.add_argument("--sample-pixels", type=bounded("sample_pixels"), default=64,
                         help="random pixels per parcel and step, S (default 64)")
-    parser.add_argument("--sample-dates", type=int, default=30,
+    parser.add_argument("--sample-dates", type=bounded("sample_dates"), default=30,
                         help="random dates per parcel and step, T (default 30)")
-    parser.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
-    parser.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
+    parser.add_argument("--lr", type=bounded("lr"), default=1e-3, help="Adam learning rate (default 1e-3)")
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="auto (CUDA when present), cpu or cuda")
     parser.add_argument("--amp", action="store_true", help="mixed precision on CUDA")
-    parser.add_argument("--seed", type=int, default=0,
+    parser.add_argument("--seed", type=bounded("seed"), default=0,
                         help="seed of the block split, weights and sampling (default 0)")
     parser.add_argument("--classes",
                         help="comma-separated class list of the model, e.g. corn,meadow,unknown (default: every "
@@ -60,6 +62,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="validation dataset(s); default: 10%% of the spatial blocks")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the checkpoint beside --out (<stem>.ckpt)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing bundle (and its metrics and figures)")
     parser.add_argument("--devices", type=int, default=1,
                         help="train data-parallel in N processes on this machine (one per GPU "
                              "with CUDA, else an equal share of the CPU cores each); the batch "
@@ -68,11 +72,32 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_training_flags(parser)
 
 
+def check_training_outputs(out, *, overwrite: bool, inputs=()) -> None:
+    """Preflight of a training run's files: the bundle (``.tcm``) and, beside it, its metrics,
+    figures and checkpoint, which belong to it and are replaced with it."""
+    from ...core.errors import OutputError
+    from ...core.output import check_output
+    from ..train import output_paths
+
+    check_output(out, what="model bundle", suffixes=(".tcm",), overwrite=overwrite, inputs=inputs)
+    for role, path in output_paths(out).items():
+        if role != "bundle":
+            check_output(path, what=role, overwrite=True, inputs=inputs)
+    checkpoint = output_paths(out)["checkpoint"]
+    if checkpoint.exists() and not overwrite:
+        raise OutputError(f"{checkpoint} holds an unfinished training run; continue it with --resume, or start over "
+                          "with --overwrite.")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..distributed import launch, under_torchrun
 
+    from pathlib import Path
+
     if args.devices < 1:
         raise ValueError("--devices must be at least 1")
+    check_training_outputs(Path(args.out), overwrite=args.overwrite or args.resume,
+                           inputs=[*args.data, *(args.val_data or [])])
     if args.devices > 1 and not under_torchrun():
         launch(train_and_report, args.devices, args.device, args)
     else:

@@ -1,0 +1,553 @@
+"""Outputs that appear whole or not at all: a preflight check, a staging folder, a checked publish.
+
+Every file or folder ThermoCrop writes for the user goes through three steps:
+
+1. :func:`check_output` answers in milliseconds, before any scene is read: the format is known,
+   the folder exists and can be written, the path is not a folder, a device or under ``/proc``,
+   it is none of the inputs, and it does not exist unless replacing it was allowed.
+2. The output is written into a :class:`Staging` folder beside the target (same file system,
+   so that the last step is a rename) and checked there by whoever wrote it.
+3. :func:`publish` moves it into place with one rename that either fails when the target
+   appeared meanwhile (``renameat2(RENAME_NOREPLACE)``, or ``link`` for files) or replaces it
+   atomically. A killed run leaves the target as it was; its staging folder, named
+   ``.thermocrop-partial.<pid>.<start>.<random>.<host>``, is removed by the next run that writes
+   into the same folder once its process is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import fcntl
+import logging
+import os
+import shutil
+import socket
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Optional, Sequence, Union
+
+from .errors import OutputError
+
+log = logging.getLogger(__name__)
+
+PathLike = Union[str, os.PathLike]
+
+STAGING_PREFIX = ".thermocrop-partial."
+"""Name prefix of staging folders (and of the probe file of :func:`check_output`)."""
+
+FOREIGN_STAGING_AGE_S = 24 * 3600.0
+"""Staging folders of another host are removed only once this old (their owner cannot be asked)."""
+
+LOCK_TIMEOUT_S = 600.0
+
+_PSEUDO_FILESYSTEMS = ("/proc", "/sys", "/dev")
+_RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+_UNSUPPORTED = (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EPERM)
+
+
+def _libc():
+    try:
+        lib = ctypes.CDLL(None, use_errno=True)
+        return lib if hasattr(lib, "renameat2") else None
+    except OSError:  # pragma: no cover - not on Linux
+        return None
+
+
+_LIBC = _libc()
+
+
+def _renameat2(src: Path, dst: Path, flags: int) -> None:
+    """``renameat2(src, dst, flags)``; raises OSError (ENOSYS where the call is unavailable)."""
+    if _LIBC is None:
+        raise OSError(errno.ENOSYS, "renameat2 is not available")
+    if _LIBC.renameat2(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), flags) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), str(dst))
+
+
+def _path_text(path: PathLike) -> str:
+    """A path given as text, without a ``|layername=`` suffix (QGIS and GDAL layer sources)."""
+    return os.fspath(path).split("|")[0]
+
+
+def same_file(a: PathLike, b: PathLike) -> bool:
+    """True when both paths name one existing file (another path, a symlink or a hard link)."""
+    try:
+        return os.path.samefile(_path_text(a), _path_text(b))
+    except OSError:
+        return False
+
+
+def _under_pseudo_filesystem(path: str) -> Optional[str]:
+    for root in _PSEUDO_FILESYSTEMS:
+        if path == root or path.startswith(root + os.sep):
+            return root
+    return None
+
+
+# -- preflight ------------------------------------------------------------------------------
+
+def check_output(
+    path: PathLike,
+    *,
+    what: str = "output",
+    kind: str = "file",
+    suffixes: Optional[Sequence[str]] = None,
+    overwrite: bool = False,
+    inputs: Iterable[PathLike] = (),
+    replaceable: Iterable[PathLike] = (),
+    parts: Sequence[PathLike] = (),
+    replaceable_folder: Optional[Callable[[Path], bool]] = None,
+) -> Path:
+    """Check, without writing anything there, that ``path`` can receive an output.
+
+    Args:
+        path: the file or folder to write.
+        what: how messages name it ("output", "model bundle", "dataset folder", ...).
+        kind: ``"file"`` or ``"folder"``.
+        suffixes: accepted extensions (lower case, with the dot); None accepts any.
+        overwrite: replacing an existing output is allowed.
+        inputs: files the run reads; the output may be none of them.
+        replaceable: those of ``inputs`` that ``overwrite`` allows to replace (writing in place).
+        parts: further files that belong to the output (a shapefile's ``.dbf``, ``.shx``, ...).
+        replaceable_folder: for folders, whether an existing non-empty folder may be replaced
+            with ``overwrite`` (e.g. it holds a dataset); without it only empty folders are.
+
+    Returns:
+        The path to write: absolute, through a symlink to where the link points.
+
+    Raises:
+        OutputError: naming the path and what to do.
+    """
+    text = os.fspath(path) if path is not None else ""
+    if not str(text).strip():
+        raise OutputError(f"No {what} path was given; give the file or folder to write.")
+    given = Path(os.path.abspath(text))
+    target = Path(os.path.realpath(given))
+    for shown in (given, target):
+        root = _under_pseudo_filesystem(str(shown))
+        if root:
+            raise OutputError(f"The {what} {text} is under {root}, a system folder that holds no files; "
+                              "choose a folder on a disk.")
+    if suffixes is not None and target.suffix.lower() not in suffixes:
+        raise OutputError(f"Cannot tell the format of the {what} {text} from its extension "
+                          f"{target.suffix or '(none)'}; use one of {', '.join(sorted(suffixes))}.")
+    folder = target.parent
+    if not folder.exists():
+        raise OutputError(f"The folder {folder} of the {what} {text} does not exist; create it first or "
+                          "correct the path.")
+    if not folder.is_dir():
+        raise OutputError(f"{folder} is not a folder, so the {what} {text} cannot be written in it.")
+    _probe_writable(folder, what, text)
+
+    replaceable = [p for p in replaceable if p]
+    for source in inputs:
+        if not source:
+            continue
+        source_text = _path_text(source)
+        clash = [p for p in [target, *(Path(q) for q in parts)] if same_file(p, source_text)]
+        if kind == "folder" and os.path.exists(source_text) and target.is_dir():
+            inside = os.path.realpath(source_text).startswith(str(target) + os.sep)
+            clash += [target] if inside else []
+        if not clash:
+            continue
+        in_place = kind == "file" and any(same_file(source_text, r) for r in replaceable)
+        if in_place and overwrite:
+            continue
+        if in_place:
+            raise OutputError(f"The {what} {text} is the input {source_text} itself (under this or another name); "
+                              "choose another output, or allow writing into the input in place (--overwrite on "
+                              "the command line).")
+        raise OutputError(f"The {what} {text} is the input {source_text} (the same file"
+                          f"{' or folder' if kind == 'folder' else ''}, under this or another name); writing "
+                          "it would destroy the input. Choose another output.")
+    if kind == "folder":
+        if target.exists() and not target.is_dir():
+            raise OutputError(f"The {what} {text} is a file; give the name of a folder to create.")
+        if target.is_dir() and any(target.iterdir()):
+            if not overwrite:
+                raise OutputError(f"The {what} {text} already exists; choose another name, or allow replacing "
+                                  "it (--overwrite on the command line).")
+            if replaceable_folder is None or not replaceable_folder(target):
+                raise OutputError(f"The {what} {text} holds files that are not a ThermoCrop {what}; it is not "
+                                  "replaced. Choose another name.")
+    else:
+        for part in [target, *(Path(p) for p in parts)]:
+            if part.is_dir():
+                raise OutputError(f"The {what} {part} is a folder; give a file name (e.g. "
+                                  f"{part / ('result' + (suffixes[0] if suffixes else ''))}).")
+            if part.exists() and not part.is_file():
+                raise OutputError(f"The {what} {part} exists and is not a regular file (a device or a pipe); "
+                                  "choose a file name.")
+            if part.exists() and not overwrite:
+                raise OutputError(f"The {what} {part} already exists; choose another name, or allow replacing "
+                                  "it (--overwrite on the command line).")
+    return target
+
+
+def _probe_writable(folder: Path, what: str, text: str) -> None:
+    """Create and remove a file in ``folder``: the only test that read-only mounts, permissions
+    and special folders all answer truthfully (``os.access`` says yes to root on a read-only
+    mount)."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=_staging_prefix(), suffix=_host_suffix(), dir=folder)
+    except OSError as exc:
+        raise OutputError(f"Cannot write in the folder {folder} of the {what} {text} ({exc.strerror}); "
+                          "choose a folder you can write to.") from None
+    os.close(fd)
+    os.unlink(name)
+
+
+# -- staging folders --------------------------------------------------------------------------
+
+def _start_time(pid: int) -> Optional[str]:
+    """The start time of process ``pid`` (clock ticks since boot), None when there is none."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    return stat[stat.rfind(")") + 2:].split()[19]
+
+
+def _staging_prefix() -> str:
+    return f"{STAGING_PREFIX}{os.getpid()}.{_start_time(os.getpid()) or 0}."
+
+
+def _host_suffix() -> str:
+    return "." + (socket.gethostname() or "localhost").replace(os.sep, "_")
+
+
+def _owner_gone(name: str, mtime: float) -> bool:
+    """Whether the run that made staging entry ``name`` has ended (its process is gone)."""
+    try:
+        pid_text, start, _random, host = name[len(STAGING_PREFIX):].split(".", 3)
+        pid = int(pid_text)
+    except ValueError:
+        return time.time() - mtime > FOREIGN_STAGING_AGE_S
+    if "." + host != _host_suffix():
+        return time.time() - mtime > FOREIGN_STAGING_AGE_S
+    now = _start_time(pid)
+    if now is not None:
+        return now != start
+    if os.path.isdir("/proc/self"):
+        return True
+    try:  # no /proc: ask the process itself
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def cleanup_stale(folder: PathLike) -> list[Path]:
+    """Remove the staging folders and files in ``folder`` whose run has ended (killed runs).
+
+    Returns:
+        What was removed.
+    """
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(STAGING_PREFIX):
+            continue
+        try:
+            mtime = entry.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        if not _owner_gone(entry.name, mtime):
+            continue
+        path = Path(entry.path)
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        if not path.exists():
+            log.info("Removed %s, left by a run that was stopped while writing", path)
+            removed.append(path)
+    return removed
+
+
+class Staging:
+    """A private folder beside ``target`` in which an output is written and checked.
+
+    It lies in the target's folder so that publishing is a rename on one file system. Use it
+    as a context manager: the folder and whatever is still in it are removed on exit, whether
+    the output was published or not. Creating one first removes the staging folders of ended
+    runs in the same folder.
+    """
+
+    def __init__(self, target: PathLike) -> None:
+        self.target = Path(target)
+        cleanup_stale(self.target.parent)
+        try:
+            self.folder = Path(tempfile.mkdtemp(prefix=_staging_prefix(), suffix=_host_suffix(),
+                                                dir=self.target.parent))
+        except OSError as exc:
+            raise OutputError(f"Cannot write in the folder {self.target.parent} ({exc.strerror}); choose a "
+                              "folder you can write to.") from None
+
+    @property
+    def path(self) -> Path:
+        """Where to write the output: the target's name inside the staging folder."""
+        return self.folder / self.target.name
+
+    def discard(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __enter__(self) -> "Staging":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.discard()
+
+
+# -- publishing -------------------------------------------------------------------------------
+
+def _fsync(path: Path) -> None:
+    flags = os.O_RDONLY | (os.O_DIRECTORY if path.is_dir() else 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.EBADF):  # file systems without fsync on folders
+            raise
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(path: Path) -> None:
+    if path.is_dir():
+        for child in path.rglob("*"):
+            if child.is_file():
+                _fsync(child)
+    _fsync(path)
+
+
+@contextlib.contextmanager
+def directory_lock(folder: PathLike, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``folder`` itself (no lock file is left behind).
+
+    ThermoCrop runs writing into the same folder take turns at publishing; where the file
+    system has no ``flock`` (some network shares) the step runs unlocked.
+    """
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        yield
+        return
+    try:
+        deadline = time.monotonic() + timeout
+        locked = False
+        while not locked:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                locked = True
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise OutputError(f"Another ThermoCrop run has been writing in {folder} for over "
+                                      f"{timeout:.0f} s; wait for it to finish and run again.") from None
+                time.sleep(0.05)
+            except OSError as exc:
+                log.debug("No lock on %s (%s); publishing unlocked", folder, exc)
+                break
+        yield
+    finally:
+        os.close(fd)
+
+
+def _appeared(target: Path) -> OutputError:
+    return OutputError(f"{target} appeared while this run was writing it (another run writing the same output?); "
+                       "it was left as it is and this run's result was not written. Choose another output, or "
+                       "allow replacing it.")
+
+
+def _rename_noreplace(src: Path, dst: Path) -> None:
+    """Move ``src`` to ``dst``, failing with :func:`_appeared` when ``dst`` exists."""
+    try:
+        _renameat2(src, dst, _RENAME_NOREPLACE)
+        return
+    except OSError as exc:
+        if exc.errno == errno.EEXIST:
+            raise _appeared(dst) from None
+        if exc.errno not in _UNSUPPORTED:
+            raise
+    if src.is_dir():  # no atomic no-replace rename here: check and rename under the folder lock
+        if os.path.lexists(dst):
+            raise _appeared(dst)
+        os.rename(src, dst)
+        return
+    try:
+        os.link(src, dst)
+    except FileExistsError:
+        raise _appeared(dst) from None
+    os.unlink(src)
+
+
+def _replace_folder(src: Path, dst: Path, trash: Path) -> Path:
+    """Put folder ``src`` in the place of folder ``dst``; returns where the old one now is."""
+    try:
+        _renameat2(src, dst, _RENAME_EXCHANGE)  # one step: dst is never missing
+        return src
+    except OSError as exc:
+        if exc.errno not in _UNSUPPORTED:
+            raise
+    os.rename(dst, trash)
+    os.rename(src, dst)
+    return trash
+
+
+def publish(staged: PathLike, target: PathLike, *, overwrite: bool, staging: Optional[Staging] = None,
+            locked: bool = False) -> Path:
+    """Move the complete, checked ``staged`` file or folder to ``target``.
+
+    Without ``overwrite`` the move fails (``OutputError``) when ``target`` exists, even when
+    it appeared after the preflight: the check and the move are one system call. With
+    ``overwrite`` an existing file is replaced by one rename; an existing folder is exchanged
+    with the new one and then removed. An empty folder at ``target`` (as Processing creates
+    for folder outputs) counts as absent.
+
+    Args:
+        staged: the finished output, inside ``staging``'s folder.
+        target: where it goes.
+        overwrite: allow replacing an existing target.
+        staging: the staging area (receives a replaced folder before it is deleted).
+        locked: the caller holds :func:`directory_lock` on the target's folder already.
+
+    Raises:
+        OutputError: the target exists without ``overwrite``, or the move failed.
+    """
+    staged, target = Path(staged), Path(target)
+    _fsync_tree(staged)
+    try:
+        with contextlib.nullcontext() if locked else directory_lock(target.parent):
+            if staged.is_dir() and target.is_dir() and not any(target.iterdir()):
+                with contextlib.suppress(OSError):
+                    target.rmdir()
+            if not os.path.lexists(target):
+                _rename_noreplace(staged, target)
+            elif not overwrite:
+                raise _appeared(target)
+            elif staged.is_dir():
+                if not target.is_dir():
+                    raise OutputError(f"{target} is a file; a folder cannot replace it.")
+                trash = (staging.folder if staging else staged.parent) / f"replaced-{target.name}"
+                shutil.rmtree(_replace_folder(staged, target, trash), ignore_errors=True)
+            else:
+                if target.is_dir():
+                    raise OutputError(f"{target} is a folder; a file cannot replace it.")
+                os.replace(staged, target)
+    except OutputError:
+        raise
+    except OSError as exc:
+        raise OutputError(f"Could not move the finished output into place at {target} ({exc.strerror}); "
+                          "nothing there was changed.") from None
+    _fsync(target.parent)
+    return target
+
+
+def publish_parts(pairs: Sequence[tuple[PathLike, PathLike]], *, overwrite: bool,
+                  stale: Sequence[PathLike] = ()) -> None:
+    """Publish the files of a multi-file output (a shapefile's .shp, .shx, .dbf, ...) together.
+
+    Without ``overwrite`` each part is moved with a no-replace rename and the parts already
+    moved are taken back when one fails. With ``overwrite`` the parts are replaced one by one
+    (the main file last) and ``stale`` files of the old output that the new one lacks (e.g. an
+    old spatial index) are deleted. All of it happens under the folder lock, so two runs
+    never interleave their parts.
+    """
+    pairs = [(Path(a), Path(b)) for a, b in pairs]
+    for src, _ in pairs:
+        _fsync(src)
+    folder = pairs[0][1].parent
+    try:
+        with directory_lock(folder):
+            if not overwrite:
+                done: list[Path] = []
+                try:
+                    for src, dst in pairs:
+                        _rename_noreplace(src, dst)
+                        done.append(dst)
+                except BaseException:
+                    for dst in done:
+                        with contextlib.suppress(OSError):
+                            dst.unlink()
+                    raise
+            else:
+                for src, dst in pairs[1:] + pairs[:1]:
+                    os.replace(src, dst)
+                for old in stale:
+                    with contextlib.suppress(FileNotFoundError):
+                        Path(old).unlink()
+    except OutputError:
+        raise
+    except OSError as exc:
+        raise OutputError(f"Could not move the finished output into place at {pairs[0][1]} ({exc.strerror}).") \
+            from None
+    _fsync(folder)
+
+
+def _check_written(path: Path, what: str) -> None:
+    if not path.is_file():
+        raise OutputError(f"Writing the {what} {path.name} produced no file; nothing was written.")
+    if path.stat().st_size == 0:
+        raise OutputError(f"Writing the {what} {path.name} produced an empty file; nothing was written.")
+
+
+@contextlib.contextmanager
+def staged_file(path: PathLike, *, overwrite: bool = True, what: str = "output",
+                verify: Optional[Callable[[Path], None]] = None) -> Iterator[Path]:
+    """Yield a temporary path to write ``path``'s content to; publish it when the block ends.
+
+    The file is checked (it exists, is not empty, ``verify(tmp)`` passes) and then renamed to
+    ``path``; on any error nothing at ``path`` changes and the temporary file is removed.
+    Errors of the operating system while writing (a full disk, a size limit) become
+    ``OutputError``.
+
+    Example::
+
+        with staged_file(out / "metrics.json") as tmp:
+            tmp.write_text(text)
+    """
+    target = Path(path)
+    with Staging(target) as staging:
+        try:
+            yield staging.path
+            _check_written(staging.path, what)
+            if verify is not None:
+                verify(staging.path)
+        except OSError as exc:
+            raise OutputError(f"Writing the {what} {target} failed ({exc.strerror or exc}); the disk may be full. "
+                              "Nothing was written there.") from exc
+        publish(staging.path, target, overwrite=overwrite, staging=staging)
+
+
+def write_bytes(path: PathLike, data: bytes, *, overwrite: bool = True, what: str = "output") -> Path:
+    """Write ``data`` to ``path`` through :func:`staged_file`, checking the bytes that landed."""
+
+    def same_bytes(tmp: Path) -> None:
+        if tmp.stat().st_size != len(data) or tmp.read_bytes() != data:
+            raise OutputError(f"The {what} {path} did not read back as written; nothing was written.")
+
+    with staged_file(path, overwrite=overwrite, what=what, verify=same_bytes) as tmp:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+    return Path(path)
+
+
+def write_text(path: PathLike, text: str, *, overwrite: bool = True, what: str = "output") -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically; see :func:`write_bytes`."""
+    return write_bytes(path, text.encode("utf-8"), overwrite=overwrite, what=what)
