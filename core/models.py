@@ -234,7 +234,9 @@ class PixelSetEncoder(nn.Module):
                 and not pixels.requires_grad and pixels.dtype == torch.float32
                 and not torch.is_autocast_enabled("cpu")
                 and all(isinstance(layer.norm, nn.BatchNorm1d) for layer in self.mlp1)
-                and int(pixel_mask.sum()) >= 2)
+                # Data-parallel, every rank must take the same path (their collectives must
+                # match), whatever the pixels of its own slice.
+                and (self.mlp1[0].stats_group is not None or int(pixel_mask.sum()) >= 2))
 
     def _forward_folded(self, pixels: torch.Tensor, pixel_mask: torch.Tensor,
                         gdd: Optional[torch.Tensor]) -> torch.Tensor:
