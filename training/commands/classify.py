@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._options import add_cluster_options
+
 HELP = "classify parcels with a model bundle and write them with crop_pred, crop_conf and crop_status"
 
 
@@ -30,13 +32,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--level", choices=("L1C", "L2A"), help="use only products of this level")
     parser.add_argument("--band-order", help="comma-separated band order of multi-band files without descriptions")
     parser.add_argument("--offset", type=int, help="DN offset overriding the processing baseline (e.g. -1000)")
+    add_cluster_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    import time
+
     from ...core.classify import classify_parcels, write_classification
     from ...core.scenes import find_scenes
     from ...core.vector import check_vector_output, replaced_fields, source_field_kinds
-    from ..progress_bar import progress_bar
+    from ..progress_bar import partition_bar, progress_bar
+    from ._options import cluster_options, print_run_summary
     from .extract import scene_options
 
     # Everything about the output is checked before any scene is read.
@@ -47,14 +53,30 @@ def run(args: argparse.Namespace) -> int:
     replaced_fields(source_field_kinds(args.parcels), target,
                     {args.label_field: "string", args.conf_field: "real", args.status_field: "string"},
                     source=f"The parcel layer {args.parcels}")
+    cluster = cluster_options(args)
     scenes = find_scenes(args.scenes, **scene_options(args))
     print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products")
-    with progress_bar("classify") as progress:
-        result = classify_parcels(args.parcels, scenes, args.weather, args.model, chunk_size=args.chunk_size,
-                                  id_field=args.id_field, min_pixels=args.min_pixels, progress=progress)
+    if cluster is None:
+        with progress_bar("classify") as progress:
+            result = classify_parcels(args.parcels, scenes, args.weather, args.model, chunk_size=args.chunk_size,
+                                      id_field=args.id_field, min_pixels=args.min_pixels, progress=progress)
+    else:
+        from ...core.distributed import classify_partitioned, default_run_folder
+
+        start = time.perf_counter()
+        with partition_bar("classify") as bar:
+            result, summary, folder = classify_partitioned(
+                args.parcels, scenes, args.weather, args.model, cluster=cluster, resume=args.resume,
+                run_folder=args.run_folder or default_run_folder(target.path), chunk_size=args.chunk_size,
+                listener=bar, inputs=inputs, id_field=args.id_field, min_pixels=args.min_pixels)
+        print_run_summary(summary, time.perf_counter() - start)
     out = write_classification(args.parcels, result, args.out, label_field=args.label_field,
                                conf_field=args.conf_field, status_field=args.status_field,
                                overwrite=args.overwrite, out_layer=args.out_layer, inputs=inputs)
+    if cluster is not None:
+        from ...core.distributed import remove_run_folder
+
+        remove_run_folder(folder)
     names = target.fields
     print(f"wrote {out}{f' (layer {target.layer})' if target.container else ''}: {len(result)} parcels, fields "
           f"{names[args.label_field]}, {names[args.conf_field]}, {names[args.status_field]}")

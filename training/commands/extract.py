@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._options import add_cluster_options
+
 HELP = "extract per-parcel pixel sets (for training or inspection) into a dataset folder"
 
 
@@ -36,6 +38,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--offset", type=int, help="DN offset overriding the processing baseline (e.g. -1000)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing dataset folder (only a dataset folder is ever replaced)")
+    add_cluster_options(parser)
 
 
 def scene_options(args: argparse.Namespace) -> dict:
@@ -48,28 +51,42 @@ def scene_options(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    import time
+
     import numpy as np
 
     from ...core.dataset import is_dataset_folder, open_dataset
     from ...core.extract import extract_to_dataset
     from ...core.output import check_output
     from ...core.scenes import find_scenes
-    from ..progress_bar import progress_bar
+    from ..progress_bar import partition_bar, progress_bar
+    from ._options import cluster_options, print_run_summary
 
     # The output is checked before any scene is read.
     check_output(args.out, what="dataset folder", kind="folder", overwrite=args.overwrite,
                  inputs=[args.parcels, args.weather, *args.scenes], replaceable_folder=is_dataset_folder)
+    cluster = cluster_options(args)
     scenes = find_scenes(args.scenes, **scene_options(args))
     print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products")
-    with progress_bar("extract") as progress:
-        out = extract_to_dataset(
-            args.parcels, scenes, args.weather, args.out,
-            chunk_size=args.chunk_size, overwrite=args.overwrite, max_pixels=args.max_pixels, seed=args.seed,
-            id_field=args.id_field, label_field=args.label_field, block_field=args.block_field,
-            class_map=args.class_map, min_parcels=args.min_parcels,
-            season_start=args.season_start, min_valid_fraction=args.min_valid_fraction,
-            min_pixels=args.min_pixels, progress=progress,
-        )
+    options = dict(max_pixels=args.max_pixels, seed=args.seed, id_field=args.id_field, label_field=args.label_field,
+                   block_field=args.block_field, class_map=args.class_map, min_parcels=args.min_parcels,
+                   season_start=args.season_start, min_valid_fraction=args.min_valid_fraction,
+                   min_pixels=args.min_pixels)
+    if cluster is None:
+        with progress_bar("extract") as progress:
+            out = extract_to_dataset(args.parcels, scenes, args.weather, args.out, chunk_size=args.chunk_size,
+                                     overwrite=args.overwrite, progress=progress, **options)
+    else:
+        from ...core.distributed import default_run_folder, extract_partitioned, remove_run_folder
+
+        start = time.perf_counter()
+        with partition_bar("extract") as bar:
+            out, summary, folder = extract_partitioned(
+                args.parcels, scenes, args.weather, args.out, cluster=cluster, resume=args.resume,
+                run_folder=args.run_folder or default_run_folder(args.out), chunk_size=args.chunk_size,
+                overwrite=args.overwrite, listener=bar, inputs=[args.parcels, args.weather], **options)
+        print_run_summary(summary, time.perf_counter() - start)
+        remove_run_folder(folder)
     ps = open_dataset(out)
     statuses, counts = np.unique(ps.status, return_counts=True)
     print(f"wrote {out}: {len(ps)} parcels x {ps.n_dates} dates")
