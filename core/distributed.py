@@ -408,11 +408,21 @@ def check_partition(folder: RunFolder, i: int, rows: np.ndarray, got: np.ndarray
 
 # -- classification, extraction and GDD in partitions -----------------------------------------
 
+def peak_memory_mb() -> float:
+    """Peak resident memory of this process so far (VmHWM), in MiB; 0 where /proc is missing."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
 def _task_stats(i: int, parcels: PartitionParcels, wall_start: float, cpu_start: float, **extra: float) -> dict:
     import socket
 
     return {"partition": i, "parcels": len(parcels.rows), "wall_s": time.perf_counter() - wall_start,
-            "cpu_s": time.process_time() - cpu_start, "host": socket.gethostname(), "pid": os.getpid(), **extra}
+            "cpu_s": time.process_time() - cpu_start, "host": socket.gethostname(), "pid": os.getpid(),
+            "peak_mb": peak_memory_mb(), **extra}
 
 
 def _extract_stats(stats: dict) -> dict:
