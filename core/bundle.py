@@ -10,11 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
+import re
 import struct
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 import numpy as np
 import torch
@@ -38,6 +40,7 @@ __all__ = [
     "ModelBundle",
     "save_bundle",
     "load_bundle",
+    "validate_config_data",
     "default_bundle_path",
 ]
 
@@ -170,6 +173,216 @@ class BundleConfig:
         if extra:
             raise ValueError(f"unknown config keys {sorted(extra)}")
         return cls(**data)
+
+
+# --------------------------------------------------------------------------------------------
+# Validation of a bundle's config, field by field.
+#
+# The checksum only says the file is as it was written; anyone can edit the JSON and compute
+# a new one. So every field is checked for type, range and consistency before a model is
+# built from it, and a problem is reported with the field's name.
+
+_COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+_GDD_LIMITS = (-50.0, 60.0)
+"""Base and cap temperatures (degrees C) a bundle may carry: any crop model's range and more."""
+
+
+def _problem(field_name: str, message: str, note: str = "") -> BundleError:
+    return BundleError(f"field '{field_name}'{note} {message}")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _number(value: Any, name: str, *, low: Optional[float] = None, high: Optional[float] = None,
+            low_open: bool = False, high_open: bool = False, integer: bool = False,
+            note: str = "") -> float:
+    kind = "a whole number" if integer else "a finite number"
+    if not _is_number(value) or (integer and not isinstance(value, int)):
+        raise _problem(name, f"must be {kind}, not {value!r}", note)
+    if low is not None and (value < low or (low_open and value == low)):
+        raise _problem(name, f"must be {'above' if low_open else 'at least'} {low:g}, not {value!r}", note)
+    if high is not None and (value > high or (high_open and value == high)):
+        raise _problem(name, f"must be {'below' if high_open else 'at most'} {high:g}, not {value!r}", note)
+    return value
+
+
+def _mapping(value: Any, name: str) -> Mapping:
+    if not isinstance(value, dict):
+        raise _problem(name, f"must be a mapping (a JSON object), not {type(value).__name__} {value!r}"[:200])
+    return value
+
+
+def _keys(value: Mapping, name: str, required: set[str], optional: set[str] = frozenset()) -> None:
+    missing = sorted(required - set(value))
+    if missing:
+        raise _problem(name, f"lacks {', '.join(missing)}")
+    extra = sorted(set(value) - required - set(optional))
+    if extra:
+        raise _problem(name, f"has unknown entries {', '.join(map(str, extra))}")
+
+
+def _name_list(value: Any, name: str, *, minimum: int) -> list[str]:
+    if not isinstance(value, (list, tuple)):
+        raise _problem(name, f"must be a list of names, not {type(value).__name__}")
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            raise _problem(f"{name}[{i}]", f"must be a non-empty text, not {item!r}")
+    repeated = sorted({v for v in value if list(value).count(v) > 1})
+    if repeated:
+        raise _problem(name, f"names {', '.join(repeated)} more than once; each must be unique")
+    if len(value) < minimum:
+        raise _problem(name, f"holds {len(value)} names; at least {minimum} are needed")
+    return list(value)
+
+
+def _season_start(value: Any, name: str) -> None:
+    from .gdd import SeasonStart
+
+    if not isinstance(value, str):
+        raise _problem(name, f"must be a text such as '01-01' or '09-01/-1', not {value!r}")
+    try:
+        SeasonStart.parse(value)
+    except ValueError as exc:
+        raise _problem(name, str(exc)) from None
+
+
+def _check_hyperparameters(hp: Any) -> None:
+    hp = _mapping(hp, "hyperparameters")
+    spec = {f.name: f for f in fields(ModelConfig)}
+    known = set(spec) - {"variant", "num_classes"}
+    extra = sorted(set(hp) - known)
+    if extra:
+        raise _problem("hyperparameters", f"has unknown entries {', '.join(map(str, extra))}")
+    for key, value in hp.items():
+        name = f"hyperparameters.{key}"
+        if key in ("mlp1", "mlp4"):
+            if not isinstance(value, (list, tuple)) or (key == "mlp1" and not value):
+                raise _problem(name, f"must be a list of layer widths, not {value!r}")
+            for i, width in enumerate(value):
+                _number(width, f"{name}[{i}]", low=1, high=65536, integer=True)
+        elif key in ("in_channels", "mlp2", "d_model", "n_head", "d_k", "mlp3"):
+            _number(value, name, low=1, high=65536, integer=True)
+        elif key == "max_shift":
+            _number(value, name, low=0, high=366, integer=True)
+        elif key in ("dropout", "attn_dropout"):
+            _number(value, name, low=0, high=1, high_open=True)
+        elif key == "bn_momentum":
+            _number(value, name, low=0, high=1, low_open=True)
+        elif key in ("calendar_tau", "gdd_tau", "fourier_scale"):
+            _number(value, name, low=0, low_open=True)
+        else:  # any later field: the type of its default
+            default = spec[key].default
+            if default is not MISSING and _is_number(default):
+                _number(value, name, integer=isinstance(default, int))
+    d_model, n_head = hp.get("d_model", 256), hp.get("n_head", 16)
+    if d_model % n_head:
+        raise _problem("hyperparameters.d_model", f"{d_model} must be a multiple of n_head {n_head}")
+
+
+def validate_config_data(data: Any) -> None:
+    """Check every field of a bundle config as read from its JSON.
+
+    Args:
+        data: the parsed JSON object.
+
+    Raises:
+        BundleError: the first field that is missing, of the wrong type, out of range or
+            inconsistent with another, named in the message (e.g. ``field 'scaling.std'``).
+    """
+    from .gdd import METHODS
+    from .models import VARIANTS
+
+    data = _mapping(data, "config")
+    _keys(data, "config", {f.name for f in fields(BundleConfig)})
+    if data["format_version"] != FORMAT_VERSION:
+        raise _problem("format_version", f"is {data['format_version']!r}; this ThermoCrop reads "
+                                         f"version {FORMAT_VERSION}")
+    if not isinstance(data["checksum"], str) or not _HEX64.match(data["checksum"]):
+        raise _problem("checksum", "must be 64 lower-case hexadecimal digits (a sha256)")
+    if data["variant"] not in VARIANTS:
+        raise _problem("variant", f"is {data['variant']!r}; known variants are {', '.join(VARIANTS)}")
+    _check_hyperparameters(data["hyperparameters"])
+
+    classes = _name_list(data["classes"], "classes", minimum=2)
+    colours = _mapping(data["colours"], "colours")
+    for key, colour in colours.items():
+        if key not in classes:
+            raise _problem("colours", f"gives a colour to {key!r}, which is not one of the classes")
+        if not isinstance(colour, str) or not _COLOUR.match(colour):
+            raise _problem(f"colours.{key}", f"must be a colour written #rrggbb, not {colour!r}")
+
+    bands = _name_list(data["bands"], "bands", minimum=1)
+    unknown = [b for b in bands if b not in S2_BANDS]
+    if unknown:
+        raise _problem("bands", f"holds {', '.join(unknown)}, not Sentinel-2 bands ThermoCrop reads "
+                                f"({', '.join(S2_BANDS)})")
+    channels = data["hyperparameters"].get("in_channels", 10)
+    if len(bands) != channels:
+        raise _problem("bands", f"names {len(bands)} bands but the model takes {channels} "
+                                "(hyperparameters.in_channels)")
+
+    scaling = _mapping(data["scaling"], "scaling")
+    _keys(scaling, "scaling", {"quantification", "mean", "std"}, {"dn_offset"})
+    _number(scaling["quantification"], "scaling.quantification", low=0, low_open=True)
+    _number(scaling.get("dn_offset", 0.0), "scaling.dn_offset", low=-10000, high=10000)
+    for key in ("mean", "std"):
+        values = scaling[key]
+        if not isinstance(values, (list, tuple)) or len(values) != len(bands):
+            count = len(values) if isinstance(values, (list, tuple)) else type(values).__name__
+            raise _problem(f"scaling.{key}", f"must hold one number per band ({len(bands)}), not {count}")
+        for i, v in enumerate(values):
+            if key == "std":
+                _number(v, f"scaling.std[{i}]", low=0, low_open=True, note=f" (band {bands[i]})")
+            else:
+                _number(v, f"scaling.mean[{i}]", note=f" (band {bands[i]})")
+
+    gdd = _mapping(data["gdd"], "gdd")
+    _keys(gdd, "gdd", {"t_base", "t_cap", "method", "season_start"})
+    t_base = _number(gdd["t_base"], "gdd.t_base", low=_GDD_LIMITS[0], high=_GDD_LIMITS[1])
+    t_cap = _number(gdd["t_cap"], "gdd.t_cap", low=_GDD_LIMITS[0], high=_GDD_LIMITS[1])
+    if t_cap <= t_base:
+        raise _problem("gdd.t_cap", f"{t_cap:g} must be above gdd.t_base {t_base:g}")
+    if gdd["method"] not in METHODS:
+        raise _problem("gdd.method", f"is {gdd['method']!r}; known methods are {', '.join(METHODS)}")
+    _season_start(gdd["season_start"], "gdd.season_start")
+
+    calendar = _mapping(data["calendar"], "calendar")
+    _keys(calendar, "calendar", {"season_start", "offset", "max_shift"})
+    _season_start(calendar["season_start"], "calendar.season_start")
+    _number(calendar["offset"], "calendar.offset", low=0, high=366)
+    _number(calendar["max_shift"], "calendar.max_shift", low=0, high=366, integer=True)
+
+    _mapping(data["provenance"], "provenance")
+
+
+def _check_weights(config: BundleConfig, tensors: Mapping[str, torch.Tensor],
+                   expected: Mapping[str, torch.Tensor]) -> None:
+    """The weights fit the model the config describes, and hold finite numbers."""
+    out = tensors.get("decoder.out.weight")
+    if out is not None and out.ndim == 2 and out.shape[0] != len(config.classes):
+        raise _problem("classes", f"names {len(config.classes)} classes but the weights have "
+                                  f"{out.shape[0]} outputs")
+    key = "pse.mlp1.0.linear.weight"
+    first, want = tensors.get(key), expected.get(key)
+    if first is not None and want is not None and first.ndim == 2 and first.shape[1] != want.shape[1]:
+        raise _problem("bands", f"names {len(config.bands)} bands but the weights take "
+                                f"{first.shape[1]} input channels where the model expects {want.shape[1]}")
+    problems = [k for k in expected if k not in tensors]
+    problems += [f"unexpected {k}" for k in tensors if k not in expected]
+    problems += [f"{k} {tuple(tensors[k].shape)} != {tuple(v.shape)}" for k, v in expected.items()
+                 if k in tensors and tensors[k].shape != v.shape]
+    if problems:
+        raise _problem("hyperparameters", f"describe a {config.variant} model whose weights differ "
+                                          f"from those stored: {', '.join(problems[:5])}")
+    for k, v in tensors.items():
+        if v.dtype != expected[k].dtype:
+            raise BundleError(f"weight {k} is {v.dtype}, not {expected[k].dtype}")
+        if v.is_floating_point() and not bool(torch.isfinite(v).all()):
+            raise BundleError(f"weight {k} holds NaN or infinite values")
 
 
 def _checksum(config: BundleConfig, weights: bytes) -> str:
@@ -344,27 +557,28 @@ def load_bundle(path: Union[str, os.PathLike], device: str = "cpu") -> ModelBund
         raise BundleError(f"{path} is bundle format version {version}; this ThermoCrop reads "
                           f"version {FORMAT_VERSION}. Update ThermoCrop or re-export the model.")
     try:
-        config = BundleConfig.from_json(meta[_METADATA_KEY])
-        model = CropClassifier(config.model_config())
-    except (TypeError, ValueError) as exc:
-        raise BundleError(f"{path}: the bundle config does not describe a known model ({exc}).") \
-            from None
-    try:
         tensors = st_load(data)
     except Exception as exc:  # the safetensors parser has a single opaque error type
         raise BundleError(f"{path}: the weights are damaged ({exc}). Copy the file again.") \
             from None
-    if _checksum(config, st_save(tensors)) != config.checksum:
+    # The checksum of the config as stored (the JSON itself, not what it would parse into),
+    # so a damaged file is reported as damaged before its fields are looked at.
+    digest = hashlib.sha256(json.dumps({**raw, "checksum": ""}, sort_keys=True).encode("utf-8"))
+    digest.update(st_save(tensors))
+    if digest.hexdigest() != raw.get("checksum"):
         raise BundleError(f"{path}: checksum mismatch; the file was altered or damaged. "
                           "Copy it again from its source.")
-    expected = model.state_dict()
-    problems = [k for k in expected if k not in tensors]
-    problems += [k for k in tensors if k not in expected]
-    problems += [f"{k} {tuple(tensors[k].shape)} != {tuple(v.shape)}" for k, v in expected.items()
-                 if k in tensors and tensors[k].shape != v.shape]
-    if problems:
-        raise BundleError(f"{path}: weights do not fit a {config.variant} model: "
-                          f"{problems[:5]}. The bundle was written by an incompatible version.")
+    try:
+        validate_config_data(raw)
+        config = BundleConfig.from_json(meta[_METADATA_KEY])
+        model = CropClassifier(config.model_config())
+        _check_weights(config, tensors, model.state_dict())
+    except BundleError as exc:
+        raise BundleError(f"{path}: {exc}. The bundle was edited or written by another program; "
+                          "use the file as its trainer saved it.") from None
+    except (TypeError, ValueError) as exc:
+        raise BundleError(f"{path}: the bundle config does not describe a known model ({exc}).") \
+            from None
     model.load_state_dict(tensors, strict=True)
     model.to(device).eval()
     return ModelBundle(model, config)

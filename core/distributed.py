@@ -435,18 +435,25 @@ def classify_partition(i: int, folder: RunFolder, parcels: PartitionParcels, wea
                        settings: Any, bundle: Any, batch_size: int) -> None:
     """One partition of a classification: extract, predict, write ``part-i.parquet`` (row, status, p0..pK-1)."""
     from .classify import predict_chunk
-    from .extract import _extract_chunk
+    from .extract import chunk_groups
 
     wall, cpu = time.perf_counter(), time.process_time()
     model = cached_bundle(*bundle) if isinstance(bundle, tuple) else bundle
     classes = tuple(model.config.classes)
     table = parcels.table()
+    n = len(table)
     stats: dict = {}
-    ps = _extract_chunk(table, np.arange(len(table)), scenes, weather, settings, classes, {}, None, stats)
-    predict_start = time.process_time()
-    probabilities = predict_chunk(model, ps, batch_size)
-    predict_cpu = time.process_time() - predict_start
-    columns = {"row": parcels.rows, "status": ps.status.astype(str)}
+    probabilities = np.full((n, len(classes)), np.nan, dtype=np.float32)
+    status = np.empty(n, dtype=object)
+    predict_cpu = 0.0
+    # The same groups, and so the same model batches, as a one-process run's chunk.
+    for rows, ps in chunk_groups(table, np.arange(n), scenes, weather, settings, classes, {}, stats=stats):
+        status[rows] = ps.status
+        predict_start = time.process_time()
+        probabilities[rows] = predict_chunk(model, ps, batch_size)
+        predict_cpu += time.process_time() - predict_start
+        del ps
+    columns = {"row": parcels.rows, "status": status.astype(str)}
     columns.update({f"p{k}": probabilities[:, k] for k in range(probabilities.shape[1])})
     write_table(folder.part(i), columns)
     write_stats(folder, i, _task_stats(i, parcels, wall, cpu, predict_cpu_s=predict_cpu, **_extract_stats(stats)))
@@ -537,14 +544,21 @@ def classify_partitioned(
 def extract_partition(i: int, folder: RunFolder, parcels: PartitionParcels, weather: Any, *, scenes: list,
                       settings: Any, classes: tuple, meta: dict) -> None:
     """One partition of an extraction, written as the dataset folder ``part-i``."""
-    from .dataset import save_dataset
-    from .extract import _extract_chunk
+    from .dataset import DatasetWriter
+    from .extract import chunk_groups
+    from .gdd import day_of_season
 
     wall, cpu = time.perf_counter(), time.process_time()
     table = parcels.table(classes)
     stats: dict = {}
-    ps = _extract_chunk(table, np.arange(len(table)), scenes, weather, settings, classes, meta, None, stats)
-    save_dataset(ps, folder.part(i))
+    dates = np.array([sc.date for sc in scenes], dtype="datetime64[D]")
+    with DatasetWriter(folder.part(i), n_parcels=len(table), dates=dates,
+                       day_of_season=np.asarray(day_of_season(dates, settings.season_start), dtype=np.float32),
+                       max_pixels=settings.max_pixels, classes=classes, meta=meta,
+                       parcel_id_width=max(8, max(len(x) for x in table.parcel_ids))) as writer:
+        for rows, ps in chunk_groups(table, np.arange(len(table)), scenes, weather, settings, classes, meta,
+                                     full_slots=True, stats=stats):
+            writer.write_rows(rows, ps)
     write_stats(folder, i, _task_stats(i, parcels, wall, cpu, **_extract_stats(stats)))
 
 
@@ -573,7 +587,8 @@ def extract_partitioned(
     """
     from .dataset import DatasetWriter, open_dataset
     from .errors import ExtractionError, SceneError
-    from .extract import _meta, _scene_list, _settings, load_parcels, scene_grids, spatial_chunks
+    from .extract import (_meta, _scene_list, _settings, load_parcels, require_usable, scene_grids, select_season,
+                          spatial_chunks)
     from .gdd import day_of_season
 
     keys = ("max_pixels", "seed", "min_valid_fraction", "min_pixels", "season_start", "t_base", "t_cap",
@@ -591,6 +606,7 @@ def extract_partitioned(
         raise SceneError("No scenes were given.")
     if len(table) == 0:
         raise ExtractionError(f"Parcel layer {table.source} holds no parcels.")
+    select_season(scene_list, settings.season_start)  # refuses scenes of several seasons
     meta = _meta(table, scene_list, weather, settings, label_field)
     chunks = spatial_chunks(table, chunk_size, scene_grids(scene_list))
     fingerprint = {
@@ -615,6 +631,7 @@ def extract_partitioned(
                            day_of_season=np.asarray(day_of_season(dates, settings.season_start), dtype=np.float32),
                            max_pixels=settings.max_pixels, classes=table.classes, meta=meta, overwrite=overwrite,
                            parcel_id_width=max(8, max(len(x) for x in table.parcel_ids)))
+    status = np.empty(len(table), dtype=object)
     with writer:
         for i, idx in enumerate(chunks):
             try:
@@ -625,7 +642,9 @@ def extract_partitioned(
             if not np.array_equal(part.parcel_ids, table.parcel_ids[idx]):
                 check_partition(folder, i, idx, np.full(len(idx), -1))
             writer.write_rows(idx, part)
+            status[idx] = part.status
             del part
+        require_usable(status, "extracted", table.source)  # raising here leaves no dataset
     return Path(out), summary, folder
 
 

@@ -39,3 +39,8 @@ class CancelledError(ThermoCropError):
 
 class OutputError(ThermoCropError):
     """An output cannot be written where asked, or writing it failed; nothing was replaced."""
+
+
+class NoUsableParcelsError(ThermoCropError):
+    """A run finished without a single parcel it could process; the message counts the parcels
+    by status and says what each status points to."""

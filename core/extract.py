@@ -18,9 +18,9 @@ import numpy as np
 
 from .bands import S2_BANDS
 from .dataset import STATUS_OK, DatasetWriter, PixelSets
-from .errors import ExtractionError, InputError, SceneError, WeatherError
+from .errors import ExtractionError, InputError, NoUsableParcelsError, SceneError, WeatherError
 from .progress import Progress
-from .scenes import SCL_INVALID, Grid, Scene, find_scenes, to_reflectance
+from .scenes import SCL_INVALID, Grid, Scene, find_scenes, select_season, to_reflectance
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +31,44 @@ STATUS_NO_WEATHER = "no_weather"
 STATUS_INVALID_GEOMETRY = "invalid_geometry"
 STATUSES = (STATUS_OK, STATUS_OUTSIDE, STATUS_TOO_SMALL, STATUS_NO_CLEAR_DATE, STATUS_NO_WEATHER,
             STATUS_INVALID_GEOMETRY)
+
+STATUS_ADVICE = {
+    STATUS_OUTSIDE: "the parcels do not overlap the scenes: check the parcels' CRS and that the "
+                    "scenes cover them",
+    STATUS_TOO_SMALL: "the parcels cover fewer pixels than the minimum asked for (min_pixels)",
+    STATUS_NO_CLEAR_DATE: "no date has enough clear pixels over them: check the cloud masks and "
+                          "the scenes' nodata",
+    STATUS_NO_WEATHER: "no usable temperatures: the weather file has no cell with data within "
+                       "reach (check the parcels' CRS, the file's extent, the maximum distance) or "
+                       "gaps of more than 3 days",
+    STATUS_INVALID_GEOMETRY: "the geometries are empty or not polygons",
+}
+"""What each failure status points to, for summaries of runs."""
+
+
+def status_summary(status: Sequence[str]) -> str:
+    """Parcels counted by status, most frequent first, each failure with what it points to,
+    e.g. ``150 parcels: 150 no_weather (no usable temperatures: ...)``."""
+    names, counts = np.unique(np.asarray(status, dtype=str), return_counts=True)
+    parts = []
+    for name, count in sorted(zip(names, counts), key=lambda nc: (-nc[1], nc[0])):
+        advice = STATUS_ADVICE.get(str(name))
+        parts.append(f"{count} {name}" + (f" ({advice})" if advice else ""))
+    return f"{len(status)} parcels: {'; '.join(parts)}"
+
+
+def require_usable(status: Sequence[str], what: str, source: str) -> None:
+    """Raise ``NoUsableParcelsError`` when no parcel has the status ``ok``.
+
+    Args:
+        status: ``(P,)`` statuses of the run.
+        what: what the run did, e.g. ``"classified"``.
+        source: the parcel layer, for the message.
+    """
+    status = np.asarray(status, dtype=str)
+    if not (status == STATUS_OK).any():
+        raise NoUsableParcelsError(f"No parcel of {source} could be {what}: {status_summary(status)}.")
+
 
 BLOCK_SIZE = 1024
 """Window edge in pixels: a multiple of the usual GeoTIFF/COG tile sizes (256, 512)."""
@@ -90,6 +128,18 @@ class ExtractionSettings:
     weather_options: dict[str, Any] = field(default_factory=dict)
 
 
+class _NullGeometryNoise(logging.Filter):
+    """Drops GDAL's complaint about features without geometry (``Pointer 'hGeom' is NULL``),
+    which fiona relays as an ERROR per feature: such parcels are handled (status
+    ``invalid_geometry``) and counted in one warning."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Pointer 'hGeom' is NULL" not in record.getMessage()
+
+
+logging.getLogger("fiona._env").addFilter(_NullGeometryNoise())
+
+
 def _read_layer(parcels: ParcelSource, layer: Optional[str] = None):
     import geopandas as gpd
 
@@ -103,6 +153,45 @@ def _read_layer(parcels: ParcelSource, layer: Optional[str] = None):
     except Exception as exc:  # fiona raises its own hierarchy
         raise InputError(f"Cannot read parcel layer {path}: {exc}") from exc
     return gdf, str(path)
+
+
+def crs_problem(crs: Any) -> Optional[str]:
+    """Why ``crs`` cannot place parcels on Earth, or None when it can.
+
+    Refused: no CRS; a GeoPackage's undefined systems (srs_id 0 "Undefined geographic SRS",
+    -1 "Undefined Cartesian SRS"); engineering (local) systems; a datum or ellipsoid that is
+    unknown. Each would put the parcels somewhere arbitrary relative to scenes and weather.
+
+    Args:
+        crs: a pyproj CRS, WKT, ``"EPSG:..."`` text, or None.
+    """
+    if crs is None or (isinstance(crs, str) and not crs.strip()):
+        return "has no coordinate reference system"
+    from pyproj import CRS
+    from pyproj.exceptions import CRSError
+
+    try:
+        crs = CRS.from_user_input(crs)
+    except CRSError as exc:
+        return f"has a coordinate reference system ThermoCrop cannot read ({exc})"
+    name = crs.name or ""
+    if name.lower().startswith("undefined") or name.lower() in ("unknown", "unnamed"):
+        return f"has an undefined coordinate reference system ({name!r})"
+    if crs.type_name.startswith("Engineering") or not (crs.is_geographic or crs.is_projected):
+        return f"has a local coordinate reference system ({name!r}, {crs.type_name}) not tied to the Earth"
+    datum = crs.datum.name if crs.datum is not None else ""
+    ellipsoid = crs.ellipsoid.name if crs.ellipsoid is not None else ""
+    if datum.lower() in ("", "unknown", "undefined") and ellipsoid.lower() in ("", "unknown", "undefined"):
+        return f"has a coordinate reference system ({name!r}) whose datum and ellipsoid are unknown"
+    return None
+
+
+def check_crs(crs: Any, source: str) -> None:
+    """Raise ``InputError`` when ``crs`` cannot place the parcels of ``source`` (see ``crs_problem``)."""
+    problem = crs_problem(crs)
+    if problem:
+        raise InputError(f"Parcel layer {source} {problem}; assign the right one first (in QGIS: "
+                         "Layer Properties > Source, or Assign projection; a shapefile needs its .prj).")
 
 
 def repair_geometries(geoms) -> tuple[Any, np.ndarray]:
@@ -172,8 +261,7 @@ def load_parcels(
         InputError: unreadable file, no CRS, a named field that does not exist, or a bad class map.
     """
     gdf, source = _read_layer(parcels, layer)
-    if gdf.crs is None:
-        raise InputError(f"Parcel layer {source} has no coordinate reference system; assign one first.")
+    check_crs(gdf.crs, source)
     fields = [c for c in gdf.columns if c != gdf.geometry.name]
 
     def need(name: str, what: str) -> None:
@@ -387,10 +475,102 @@ def _gdd_for_parcels(table: ParcelTable, idx: np.ndarray, weather: Any, dates: n
     return np.where(ok[:, None], gdd, 0.0).astype(np.float32), ok
 
 
+DENSE_BYTES = 64 * 1024 * 1024
+"""Largest ``(n, T, C, S)`` pixel array built at a time from a chunk's compact buffers."""
+
+
+@dataclass
+class _ChunkPixels:
+    """The pixels of a chunk's parcels, stored compactly: parcel ``i`` owns the rows
+    ``offsets[i]:offsets[i + 1]`` of ``values`` and ``valid``, one per pixel slot it has, so
+    memory follows the pixels parcels really cover (two for a tiny field, up to S for a large
+    one) rather than S per parcel."""
+
+    values: np.ndarray  # (N, T, C) uint16
+    valid: np.ndarray  # (N, T) bool
+    offsets: np.ndarray  # (n + 1,) int64
+    date_mask: np.ndarray  # (n, T) bool
+    gdd: np.ndarray  # (n, T) float32
+    status: np.ndarray  # (n,) str
+    idx: np.ndarray  # (n,) rows of the table
+
+    @property
+    def slots(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def dense(self, rows: np.ndarray, slots: Optional[int] = None) -> tuple[np.ndarray, np.ndarray]:
+        """``pixels (m, T, C, S)`` and ``pixel_mask (m, T, S)`` of the chunk's parcels ``rows``,
+        S the largest slot count among them (or ``slots``)."""
+        count = self.slots[rows]
+        s = int(slots if slots is not None else max(1, int(count.max()) if len(rows) else 1))
+        t, c = self.values.shape[1], self.values.shape[2]
+        pixels = np.zeros((len(rows), t, c, s), dtype=np.uint16)
+        mask = np.zeros((len(rows), t, s), dtype=bool)
+        if count.sum():
+            local = np.repeat(np.arange(len(rows)), count)
+            slot = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+            source = np.repeat(self.offsets[rows], count) + slot
+            pixels[local, :, :, slot] = self.values[source]
+            mask[local, :, slot] = self.valid[source]
+        return pixels, mask
+
+
+def _pixel_sets(chunk: _ChunkPixels, rows: np.ndarray, table: ParcelTable, dates: np.ndarray,
+                settings: ExtractionSettings, classes: Sequence[str], meta: dict[str, Any],
+                slots: Optional[int] = None) -> PixelSets:
+    """The ``PixelSets`` of the chunk's parcels ``rows``."""
+    from .gdd import day_of_season
+
+    pixels, pixel_mask = chunk.dense(rows, slots)
+    idx = chunk.idx[rows]
+    return PixelSets(
+        pixels=pixels,
+        pixel_mask=pixel_mask,
+        date_mask=chunk.date_mask[rows] & (chunk.status[rows] == STATUS_OK)[:, None],
+        gdd=chunk.gdd[rows],
+        dates=dates,
+        day_of_season=np.asarray(day_of_season(dates, settings.season_start), dtype=np.float32),
+        parcel_ids=table.parcel_ids[idx],
+        status=chunk.status[rows].astype(str),
+        labels=table.labels[idx],
+        blocks=table.blocks[idx],
+        classes=tuple(classes),
+        bands=S2_BANDS,
+        meta=meta,
+    )
+
+
+def _slot_groups(slots: np.ndarray, t_count: int, fixed: Optional[int]) -> list[np.ndarray]:
+    """Chunk rows in groups whose dense pixel arrays stay within ``DENSE_BYTES``; rows are
+    grouped by slot count, so a group of tiny parcels is built with few slots."""
+    order = np.argsort(slots, kind="stable")
+    per_slot = t_count * len(S2_BANDS) * 2
+    groups, start = [], 0
+    while start < len(order):
+        stop = start + 1
+        while stop < len(order):
+            s = fixed or max(1, int(slots[order[stop]]))
+            if (stop - start + 1) * s * per_slot > DENSE_BYTES:
+                break
+            stop += 1
+        groups.append(np.sort(order[start:stop]))
+        start = stop
+    return groups
+
+
 def _extract_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weather: Any,
                    settings: ExtractionSettings, classes: Sequence[str], meta: dict[str, Any],
-                   progress: Optional[Progress], stats: Optional[dict[str, float]] = None) -> PixelSets:
-    """Pixel sets of the parcels ``idx`` of ``table`` (in that order).
+                   progress: Optional[Progress]) -> PixelSets:
+    """Pixel sets of the parcels ``idx`` of ``table`` (in that order), ``max_pixels`` slots each."""
+    chunk = _read_chunk(table, idx, scenes, weather, settings, progress)
+    dates = np.array([sc.date for sc in scenes], dtype="datetime64[D]")
+    return _pixel_sets(chunk, np.arange(len(idx)), table, dates, settings, classes, meta, settings.max_pixels)
+
+
+def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weather: Any,
+                settings: ExtractionSettings, progress: Optional[Progress],
+                stats: Optional[dict[str, float]] = None) -> _ChunkPixels:
+    """Read the pixels, masks and GDD of the parcels ``idx`` of ``table`` into compact buffers.
 
     ``stats``, when given, receives what the chunk cost: ``windows`` read, ``window_pixels``
     decoded (per band), ``read_cpu_s`` spent decoding and converting them and ``cpu_s`` in all.
@@ -430,31 +610,33 @@ def _extract_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], wea
     status[active & (covered == 0)] = STATUS_OUTSIDE
     status[active & (covered > 0) & (covered < settings.min_pixels)] = STATUS_TOO_SMALL
     readable = status == ""
-    n_slots = np.minimum(covered, s)
+    n_slots = np.where(readable, np.minimum(covered, s), 0)
+    offsets = np.r_[0, np.cumsum(n_slots)].astype(np.int64)
 
     passes = []  # per preference rank: per grid (parcel, slot, windows)
     for r in range(len(selections)):
         per_grid = []
         for k, sel in enumerate(selections):
             keep = readable[sel.parcel] & (rank[k, sel.parcel] == r)
-            parcel, slot = sel.parcel[keep], sel.slot[keep]
-            per_grid.append((parcel, slot, _windows_of(sel.flat[keep], grids[k], settings.block_size)))
+            position = offsets[sel.parcel[keep]] + sel.slot[keep]  # row in the compact buffers
+            per_grid.append((position, _windows_of(sel.flat[keep], grids[k], settings.block_size)))
         passes.append(per_grid)
 
-    pixels = np.zeros((n, t_count, c_count, s), dtype=np.uint16)
-    pixel_mask = np.zeros((n, t_count, s), dtype=bool)
+    total = int(offsets[-1])
+    pixels = np.zeros((total, t_count, c_count), dtype=np.uint16)
+    pixel_mask = np.zeros((total, t_count), dtype=bool)
     read_progress = progress.sub(0.1, 0.9)
     for t, scene in enumerate(scenes):
         for per_grid in passes:
             for k, grid in enumerate(grids):
-                parcel, slot, windows = per_grid[k]
+                position, windows = per_grid[k]
                 products = [p for p in scene.products if p.grid == grid]
-                if len(parcel) == 0 or not products:
+                if len(position) == 0 or not products:
                     continue
                 for product in products:
                     with product.open() as reader:
                         for window, pos, rr, cc in windows:
-                            if pixel_mask[parcel[pos], t, slot[pos]].all():
+                            if pixel_mask[position[pos], t].all():
                                 continue
                             read_start = time.process_time()
                             dn, scl = reader.read(window)
@@ -465,18 +647,23 @@ def _extract_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], wea
                             n_windows += 1
                             window_pixels += int(window.width) * int(window.height)
                             # Earlier products and preferred grids win: fill only empty slots.
-                            fill = valid & ~pixel_mask[parcel[pos], t, slot[pos]]
-                            p_f, s_f = parcel[pos][fill], slot[pos][fill]
-                            pixels[p_f, t, :, s_f] = values[:, fill].T
-                            pixel_mask[p_f, t, s_f] = True
+                            fill = valid & ~pixel_mask[position[pos], t]
+                            p_f = position[pos][fill]
+                            pixels[p_f, t, :] = values[:, fill].T
+                            pixel_mask[p_f, t] = True
         read_progress((t + 1) / max(t_count, 1))
 
-    valid_count = pixel_mask.sum(axis=2)
+    valid_count = np.zeros((n, t_count), dtype=np.int64)
+    has = np.flatnonzero(n_slots > 0)
+    if len(has):
+        valid_count[has] = np.add.reduceat(pixel_mask, offsets[has], axis=0, dtype=np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
         fraction = valid_count / np.maximum(n_slots, 1)[:, None]
     date_mask = readable[:, None] & (valid_count > 0) & (fraction >= settings.min_valid_fraction)
-    pixel_mask &= date_mask[:, :, None]
-    pixels[~date_mask] = 0
+    owner_dates = date_mask[np.repeat(np.arange(n), n_slots)]
+    pixel_mask &= owner_dates
+    pixels[~owner_dates] = 0
+    del owner_dates
     status[readable & ~date_mask.any(axis=1)] = STATUS_NO_CLEAR_DATE
 
     gdd = np.zeros((n, t_count), dtype=np.float32)
@@ -492,24 +679,7 @@ def _extract_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], wea
     if stats is not None:
         stats.update(windows=n_windows, window_pixels=window_pixels, read_cpu_s=read_cpu,
                      cpu_s=time.process_time() - cpu_start, parcel_dates=n * t_count)
-
-    from .gdd import day_of_season
-
-    return PixelSets(
-        pixels=pixels,
-        pixel_mask=pixel_mask,
-        date_mask=date_mask & (status == STATUS_OK)[:, None],
-        gdd=gdd,
-        dates=dates,
-        day_of_season=np.asarray(day_of_season(dates, settings.season_start), dtype=np.float32),
-        parcel_ids=table.parcel_ids[idx],
-        status=status.astype(str),
-        labels=table.labels[idx],
-        blocks=table.blocks[idx],
-        classes=tuple(classes),
-        bands=S2_BANDS,
-        meta=meta,
-    )
+    return _ChunkPixels(pixels, pixel_mask, offsets, date_mask, gdd, status.astype(str), np.asarray(idx))
 
 
 def _settings(max_pixels: int, seed: int, min_valid_fraction: float, min_pixels: int, season_start: Any,
@@ -660,6 +830,7 @@ def extract_pixel_sets(
     scene_list = _scene_list(scenes)
     if not scene_list:
         raise SceneError("No scenes were given.")
+    select_season(scene_list, settings.season_start)  # refuses scenes of several seasons
     meta = _meta(table, scene_list, weather, settings, label_field)
     return _extract_chunk(table, np.arange(len(table)), scene_list, weather, settings, table.classes, meta,
                           progress)
@@ -667,13 +838,38 @@ def extract_pixel_sets(
 
 def iter_chunks(table: ParcelTable, scenes: list[Scene], weather: Any, settings: ExtractionSettings,
                 classes: Sequence[str], meta: dict[str, Any], chunk_size: int,
-                progress: Optional[Progress] = None):
-    """Yield ``(indices, PixelSets)`` for spatial chunks of at most ``chunk_size`` parcels."""
+                progress: Optional[Progress] = None, full_slots: bool = False):
+    """Yield ``(indices, PixelSets)`` for the parcels of spatial chunks of at most
+    ``chunk_size`` parcels.
+
+    A chunk is read into compact buffers sized by the pixels its parcels cover, then handed
+    out in groups of parcels with similar pixel counts, each group's arrays within
+    ``DENSE_BYTES``: S is the largest slot count of the group, or ``max_pixels`` with
+    ``full_slots`` (as a dataset on disk stores them).
+    """
     progress = progress or Progress()
+    select_season(scenes, settings.season_start)  # refuses scenes of several seasons
     chunks = spatial_chunks(table, chunk_size, scene_grids(scenes))
     for i, idx in enumerate(chunks):
-        yield idx, _extract_chunk(table, idx, scenes, weather, settings, classes, meta,
-                                  progress.sub(i / len(chunks), (i + 1) / len(chunks)))
+        yield from chunk_groups(table, idx, scenes, weather, settings, classes, meta,
+                                progress.sub(i / len(chunks), (i + 1) / len(chunks)), full_slots)
+
+
+def chunk_groups(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weather: Any,
+                 settings: ExtractionSettings, classes: Sequence[str], meta: dict[str, Any],
+                 progress: Optional[Progress] = None, full_slots: bool = False,
+                 stats: Optional[dict[str, float]] = None):
+    """Yield ``(indices, PixelSets)`` for the groups of one chunk ``idx`` (see :func:`iter_chunks`).
+
+    A partitioned run (``core.distributed``) calls it for one chunk per task, so that its
+    groups, and so every model batch, are those of a one-process run.
+    """
+    dates = np.array([sc.date for sc in scenes], dtype="datetime64[D]")
+    fixed = settings.max_pixels if full_slots else None
+    chunk = _read_chunk(table, idx, scenes, weather, settings, progress, stats)
+    for rows in _slot_groups(chunk.slots, len(dates), fixed):
+        yield idx[rows], _pixel_sets(chunk, rows, table, dates, settings, classes, meta, fixed)
+    del chunk
 
 
 def extract_to_dataset(
@@ -736,10 +932,13 @@ def extract_to_dataset(
         overwrite=overwrite,
         parcel_id_width=max(8, max(len(x) for x in table.parcel_ids)),
     )
+    status = np.empty(len(table), dtype=object)
     with writer:
         for idx, chunk in iter_chunks(table, scene_list, weather, settings, table.classes, meta, chunk_size,
-                                      progress):
+                                      progress, full_slots=True):
             writer.write_rows(idx, chunk)
+            status[idx] = chunk.status
+        require_usable(status, "extracted", table.source)  # raising here leaves no dataset
     counts = {s: int(n) for s, n in zip(*np.unique(open_status(out), return_counts=True))}
     log.info("Extracted %d parcels into %s: %s", len(table), out, counts)
     return Path(out)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
 
@@ -104,6 +104,30 @@ class SeasonStart:
         return np.datetime64(f"{year + self.year_offset:04d}-{self.month:02d}-{self.day:02d}", "D")
 
 
+def season_of(dates: Sequence, season_start: SeasonStart = SeasonStart()) -> np.ndarray:
+    """The season each date belongs to, named by its harvest year, shape (T,) int.
+
+    A season runs from ``season_start.start_for(Y)`` up to the day before
+    ``season_start.start_for(Y + 1)``: with ``09-01/-1``, 2016-10-05 and 2017-07-01 both belong
+    to season 2017 (1 September 2016 to 31 August 2017).
+    """
+    days = np.asarray(dates, dtype="datetime64[D]").ravel()
+    out = np.empty(days.size, dtype=np.int64)
+    for i, day in enumerate(days):
+        year = int(str(day)[:4]) - season_start.year_offset
+        while season_start.start_for(year) > day:
+            year -= 1
+        while season_start.start_for(year + 1) <= day:
+            year += 1
+        out[i] = year
+    return out
+
+
+def season_span(year: int, season_start: SeasonStart = SeasonStart()) -> tuple[np.datetime64, np.datetime64]:
+    """First and last day of the season named ``year``."""
+    return season_start.start_for(year), season_start.start_for(year + 1) - np.timedelta64(1, "D")
+
+
 def _season_start_date(dates: np.ndarray, season_start: SeasonStart) -> np.datetime64:
     # The season is named after its last acquisition's year (the harvest year); step back
     # a year while the start would fall after the first acquisition (spanning New Year).
@@ -129,11 +153,14 @@ def season_bounds(acquisition_dates: Sequence, season_start: SeasonStart = Seaso
     return _season_start_date(dates, season_start), dates.max()
 
 
-def _fill_gaps(values: np.ndarray, dates: np.ndarray, what: str, parcel_ids, missing: str) -> np.ndarray:
+def _fill_gaps(values: np.ndarray, dates: np.ndarray, what: str, parcel_ids, missing: str,
+               gaps: Optional[list] = None) -> np.ndarray:
     """Fill NaN runs of at most 3 days linearly along the last axis of ``(P, D)``.
 
     A longer run, or one touching the first or last day, raises ``GDDGapError`` naming the
-    dates (``missing="raise"``) or makes the whole row NaN (``missing="mask"``).
+    dates (``missing="raise"``) or makes the whole row NaN (``missing="mask"``); then, when
+    ``gaps`` is a list, ``(what, first_day, last_day, rows)`` is appended to it for each
+    distinct unfillable gap (the first of each row), so a warning can name the dates.
     """
     values = np.array(values, dtype=np.result_type(values, np.float32))
     holed = np.flatnonzero(np.isnan(values).any(axis=1))
@@ -149,6 +176,15 @@ def _fill_gaps(values: np.ndarray, dates: np.ndarray, what: str, parcel_ids, mis
     bad = nan & ((before < 0) | (after >= n_days) | (after - before - 1 > MAX_FILLED_GAP_DAYS))
     unusable = bad.any(axis=1)
     if unusable.any() and missing == "mask":
+        if gaps is not None:
+            rows = np.flatnonzero(unusable)
+            first_bad = bad[rows].argmax(axis=1)
+            s = before[rows, first_bad] + 1
+            e = np.minimum(after[rows, first_bad], n_days) - 1
+            runs = np.stack([s, e], axis=1)
+            for run in np.unique(runs, axis=0):
+                members = holed[rows[(runs == run).all(axis=1)]]
+                gaps.append((what, dates[run[0]], dates[run[1]], members))
         part[unusable] = np.nan
         nan[unusable] = False
     elif unusable.any():
@@ -180,6 +216,7 @@ def gdd_at_dates(
     method: str = "paper",
     parcel_ids: Sequence[str] | None = None,
     missing: str = "raise",
+    gaps: Optional[list] = None,
 ) -> np.ndarray:
     """GDD since season start at each acquisition date (that day included).
 
@@ -193,6 +230,8 @@ def gdd_at_dates(
         parcel_ids: names of the P series for error messages.
         missing: what a series with a gap longer than 3 days does: ``"raise"`` a
             ``GDDGapError`` naming the dates, or ``"mask"``: its row comes out NaN.
+        gaps: with ``missing="mask"``, a list that receives ``(variable, first_day, last_day,
+            rows)`` for each distinct gap too long to fill.
 
     Returns:
         Array (P, T) float32 in degree days.
@@ -218,8 +257,8 @@ def gdd_at_dates(
     if not np.array_equal(wd[span], needed):  # an unsorted record: pick the days one by one
         order = np.argsort(wd, kind="stable")
         span = order[np.searchsorted(wd[order], needed)]
-    tmin = _fill_gaps(np.asarray(weather.tmin)[:, span], needed, "tmin", parcel_ids, missing)
-    tmax = _fill_gaps(np.asarray(weather.tmax)[:, span], needed, "tmax", parcel_ids, missing)
+    tmin = _fill_gaps(np.asarray(weather.tmin)[:, span], needed, "tmin", parcel_ids, missing, gaps)
+    tmax = _fill_gaps(np.asarray(weather.tmax)[:, span], needed, "tmax", parcel_ids, missing, gaps)
     daily = daily_degree_days(tmin, tmax, t_base=t_base, t_cap=t_cap, method=method)
     # Sum the days between consecutive acquisitions, then accumulate those sums (in float64):
     # the cumulative sum over every day read at the acquisitions, in a third of the time.
@@ -264,12 +303,27 @@ def gdd_at_points(
         start, end = season_bounds(dates, season_start)
         weather = read_daily_temperature(weather, points_x, points_y, crs, start, end,
                                          parcel_ids=parcel_ids, missing="mask", **weather_options)
+    gaps: list = []
     gdd = gdd_at_dates(weather, dates, season_start=season_start, t_base=t_base, t_cap=t_cap,
-                       method=method, parcel_ids=parcel_ids, missing="mask")
-    lost = np.flatnonzero(~np.isfinite(gdd).all(axis=1))
-    if lost.size:
-        names = [str(parcel_ids[i]) if parcel_ids is not None else f"#{i}" for i in lost[:10]]
-        logger.warning("%d of %d parcels have no usable temperatures in %s (no cell with data "
-                       "within reach, or a gap of more than %d days): %s", lost.size, len(gdd),
-                       weather.source, MAX_FILLED_GAP_DAYS, ", ".join(names))
+                       method=method, parcel_ids=parcel_ids, missing="mask", gaps=gaps)
+
+    def names(rows) -> str:
+        shown = [str(parcel_ids[i]) if parcel_ids is not None else f"#{i}" for i in rows[:10]]
+        return ", ".join(shown) + (f" and {len(rows) - 10} more" if len(rows) > 10 else "")
+
+    unfound = np.zeros(len(gdd), dtype=bool) if weather.found is None else ~np.asarray(weather.found)
+    if unfound.any():
+        logger.warning("%d of %d parcels have no temperature cell with data within reach in %s: %s",
+                       int(unfound.sum()), len(gdd), weather.source, names(np.flatnonzero(unfound)))
+    # The warning names each gap's dates (a parcel listed under tmin is not listed again).
+    told = unfound.copy()
+    for what, first, last, rows in gaps:
+        rows = rows[~told[rows]]
+        if rows.size:
+            told[rows] = True
+            days = (np.datetime64(last) - np.datetime64(first)).astype(int) + 1
+            logger.warning("%d of %d parcels have %s missing from %s to %s (%d days) in %s; gaps of "
+                           "more than %d days (or at the season's ends) are not filled, so they get no "
+                           "GDD: %s", rows.size, len(gdd), what, first, last, days, weather.source,
+                           MAX_FILLED_GAP_DAYS, names(rows))
     return gdd

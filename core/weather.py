@@ -40,6 +40,13 @@ TMAX_NAMES = ("tx", "tasmax", "mx2t", "tmax", "t2m_max", "tmx", "maxt")
 _KELVIN = {"k", "kelvin", "kelvins", "degk"}
 _CELSIUS = {"c", "degc", "celsius", "degcelsius", "°c"}
 _FAHRENHEIT = {"f", "degf", "fahrenheit", "degfahrenheit", "°f"}
+PLAUSIBLE_CELSIUS = (-90.0, 60.0)
+"""Daily minimum/maximum temperatures any place on Earth has had (records: -89.2 and 56.7 C)."""
+
+KELVIN_WITHOUT_UNITS = (183.0, 333.0)
+"""Values a variable without units must all lie within to be read as Kelvin (-90 .. 60 C):
+no value there is a plausible daily temperature in degrees C, so the reading is unambiguous."""
+
 _LATITUDE_UNITS = {"degrees_north", "degree_north", "degrees_n", "degree_n", "degreesn", "degreen"}
 _LONGITUDE_UNITS = {"degrees_east", "degree_east", "degrees_e", "degree_e", "degreese", "degreee"}
 
@@ -131,6 +138,24 @@ def _read_station_csv(path: Path, n_points: int, start, end, tmin_col: str, tmax
     dates = _station_days([r[date_col] or "" for r in rows], path, date_col)
     tmin = np.array([number(r, tmin_col, i + 2) for i, r in enumerate(rows)], dtype=np.float32)
     tmax = np.array([number(r, tmax_col, i + 2) for i, r in enumerate(rows)], dtype=np.float32)
+    _check_duplicate_days(path, dates, tmin, tmax)
+    seen = _value_range(np.concatenate([tmin, tmax]))
+    if seen is not None and KELVIN_WITHOUT_UNITS[0] <= seen[0] and seen[1] <= KELVIN_WITHOUT_UNITS[1]:
+        logger.warning("%s: columns %s and %s run %s, which are Kelvin (no place has such daily "
+                       "temperatures in degrees C); converted to degrees C. Station CSVs should "
+                       "give degrees C", path, tmin_col, tmax_col, _describe_range(seen))
+        tmin -= np.float32(273.15)
+        tmax -= np.float32(273.15)
+    for values, col in ((tmin, tmin_col), (tmax, tmax_col)):
+        with np.errstate(invalid="ignore"):
+            wrong = np.flatnonzero(np.isfinite(values) & ((values < PLAUSIBLE_CELSIUS[0])
+                                                          | (values > PLAUSIBLE_CELSIUS[1])))
+        if wrong.size:
+            check_plausible(values, f"column {col!r} of {path}", units="degrees C (station CSVs are)",
+                            where=f"line {wrong[0] + 2} ({dates[wrong[0]]}: {values[wrong[0]]:g})")
+    check_min_max(tmin, tmax, dates, f"column {tmin_col!r} of {path}", f"column {tmax_col!r}",
+                  f"Swap the column names in the file's header, or give --tmin-var {tmax_col} "
+                  f"--tmax-var {tmin_col}.")
     want = _check_coverage(dates, start, end, str(path))
     first = {d: i for i, d in reversed(list(enumerate(dates)))}
     pick = np.array([first[d] for d in want])
@@ -140,6 +165,33 @@ def _read_station_csv(path: Path, n_points: int, start, end, tmin_col: str, tmax
         np.broadcast_to(tmin[pick][None, :], (n_points, want.size)),
         np.broadcast_to(tmax[pick][None, :], (n_points, want.size)),
         str(path),
+    )
+
+
+def _check_duplicate_days(path: Path, dates: np.ndarray, tmin: np.ndarray, tmax: np.ndarray) -> None:
+    """A day may appear twice in a station CSV only with the same values."""
+    if dates.size == np.unique(dates).size:
+        return
+    order = np.argsort(dates, kind="stable")
+    d, lo, hi = dates[order], tmin[order], tmax[order]
+    same_day = np.flatnonzero(d[1:] == d[:-1])
+
+    def differ(a, b):
+        return ~((a == b) | (np.isnan(a) & np.isnan(b)))
+
+    clash = same_day[differ(lo[same_day], lo[same_day + 1]) | differ(hi[same_day], hi[same_day + 1])]
+    if clash.size == 0:
+        logger.info("%s repeats %d days with the same values; each is used once", path, same_day.size)
+        return
+    days = np.unique(d[clash])
+    lines = []
+    for day in days[:3]:
+        rows = np.flatnonzero(dates == day)
+        lines.append(f"{day} on lines " + ", ".join(f"{r + 2} ({tmin[r]:g}/{tmax[r]:g})" for r in rows))
+    more = f" and {days.size - 3} more days" if days.size > 3 else ""
+    raise WeatherError(
+        f"{path} gives different temperatures for the same day: {'; '.join(lines)}{more}. Keep one "
+        "row per day (tmin/tmax shown in brackets)."
     )
 
 
@@ -158,23 +210,100 @@ def to_celsius(values: np.ndarray, units: Optional[str], what: str) -> np.ndarra
     Raises:
         WeatherError: units that are not a temperature.
     """
+    seen = _value_range(values)
     if not units:
-        logger.warning("%s has no units attribute; reading it as degrees C", what)
-        return values
-    key = _unit_key(units)
-    if key in _CELSIUS:
-        return values
-    if key in _KELVIN:
-        values -= np.float32(273.15)
-        return values
-    if key in _FAHRENHEIT:
-        values -= np.float32(32.0)
-        values *= np.float32(5.0 / 9.0)
-        return values
+        if seen is not None and KELVIN_WITHOUT_UNITS[0] <= seen[0] and seen[1] <= KELVIN_WITHOUT_UNITS[1]:
+            logger.warning("%s has no units attribute and its values run %s, which are Kelvin (no "
+                           "place has such daily temperatures in degrees C); converted to degrees C. "
+                           "Set its units attribute to 'K' to say so", what, _describe_range(seen))
+            values -= np.float32(273.15)
+        else:
+            logger.warning("%s has no units attribute; reading it as degrees C", what)
+            units = "none (read as degrees C)"
+    else:
+        key = _unit_key(units)
+        if key in _KELVIN:
+            values -= np.float32(273.15)
+        elif key in _FAHRENHEIT:
+            values -= np.float32(32.0)
+            values *= np.float32(5.0 / 9.0)
+        elif key not in _CELSIUS:
+            raise WeatherError(
+                f"{what} has units {units!r}, which is not a temperature ThermoCrop knows "
+                "(Kelvin, Celsius or Fahrenheit); fix the file's units attribute"
+            )
+    check_plausible(values, what, units=units, raw=seen)
+    return values
+
+
+def _value_range(values: np.ndarray) -> Optional[tuple[float, float]]:
+    """Smallest and largest finite value, or None when there is none."""
+    finite = values[np.isfinite(values)]
+    return (float(finite.min()), float(finite.max())) if finite.size else None
+
+
+def _describe_range(seen: tuple[float, float]) -> str:
+    return f"{seen[0]:.1f} to {seen[1]:.1f}"
+
+
+def check_plausible(values_c: np.ndarray, what: str, *, units: Optional[str] = None,
+                    raw: Optional[tuple[float, float]] = None, where: Optional[str] = None) -> None:
+    """Refuse daily temperatures (degrees C) outside what any place on Earth has had.
+
+    Args:
+        values_c: temperatures in degrees C (any shape; NaN are gaps).
+        what: the variable or column, for the message.
+        units: the units the values were read with, for the message.
+        raw: the range of the values before conversion, for the message.
+        where: a more precise place of the first implausible value (a CSV line), if known.
+
+    Raises:
+        WeatherError: naming the variable, the values seen and what to do.
+    """
+    seen = _value_range(values_c)
+    if seen is None or (PLAUSIBLE_CELSIUS[0] <= seen[0] and seen[1] <= PLAUSIBLE_CELSIUS[1]):
+        return
+    read = f" with units {units!r}" if units else ""
+    before = f" (values in the file {_describe_range(raw)})" if raw is not None and units else ""
+    at = f" at {where}" if where else ""
     raise WeatherError(
-        f"{what} has units {units!r}, which is not a temperature ThermoCrop knows "
-        "(Kelvin, Celsius or Fahrenheit); fix the file's units attribute"
+        f"{what}{read} gives daily temperatures from {seen[0]:.1f} to {seen[1]:.1f} degrees C{before}{at}, "
+        f"outside the {PLAUSIBLE_CELSIUS[0]:g} .. {PLAUSIBLE_CELSIUS[1]:g} C any place has had. Fix the "
+        "units attribute (K, degC or degF) or the values; a missing day must be left empty (or the "
+        "file's fill value), not written as a number such as -999"
     )
+
+
+def check_min_max(tmin: np.ndarray, tmax: np.ndarray, dates: np.ndarray, what_min: str, what_max: str,
+                  swap_hint: str) -> None:
+    """Check that the daily minimum is not above the maximum.
+
+    Arrays share their shape with days on the first axis. Where the minimum is above the
+    maximum on most days the two were swapped (refused); on a few days it is a flaw of the
+    record (gridded products interpolate each variable apart), which is logged with the dates.
+
+    Raises:
+        WeatherError: the minimum is above the maximum on more than half of the days.
+    """
+    both = np.isfinite(tmin) & np.isfinite(tmax)
+    if not both.any():
+        return
+    with np.errstate(invalid="ignore"):
+        above = both & (tmin > tmax)
+    share = above.sum() / both.sum()
+    if share == 0:
+        return
+    days = np.asarray(dates)[above.reshape(above.shape[0], -1).any(axis=1)]
+    i = np.unravel_index(np.argmax(above), above.shape)
+    example = (f"e.g. on {dates[i[0]]} the minimum is {float(tmin[i]):.1f} and the maximum "
+               f"{float(tmax[i]):.1f}")
+    if share > 0.5:
+        raise WeatherError(
+            f"{what_min} is above {what_max} on {share:.0%} of the days ({example}): the minimum and "
+            f"maximum look swapped. {swap_hint}"
+        )
+    logger.warning("%s is above %s on %d days (%s; %s); these days are used as they are",
+                   what_min, what_max, days.size, describe_days(days), example)
 
 
 def _companion(path: Path, token_from: str, token_to: str) -> Optional[Path]:
@@ -413,6 +542,11 @@ def _read_netcdf(path: Path, tmax_path: Optional[Path], points_x, points_y, crs,
         if tmin.shape != tmax.shape:
             raise WeatherError(f"{grids[0].what} and {grids[1].what} are on different grids; "
                                "give minimum and maximum temperatures on one grid")
+        check_min_max(tmin, tmax, want, grids[0].what, grids[1].what,
+                      f"Give {paths[1]} as the weather file and {paths[0]} as --tmax-file, or fix "
+                      "the files." if paths[0] != paths[1] else
+                      f"Name them the other way round (--tmin-var {grids[1].name} --tmax-var "
+                      f"{grids[0].name}), or fix the file.")
         cell_lat, cell_lon = grids[0].cell_centres(rows, cols)
     finally:
         for ds in opened:

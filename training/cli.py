@@ -1,4 +1,24 @@
-"""The ``thermocrop`` command line: discovers the sub-commands in ``training.commands``."""
+"""The ``thermocrop`` command line: discovers the sub-commands in ``training.commands``.
+
+Exit codes (the same for every command; ``docs/reliability.md`` says more):
+
+====  =====================  ==================================================================
+code  name                   meaning
+====  =====================  ==================================================================
+0     ``EXIT_OK``            done; every output written
+1     ``EXIT_INTERNAL``      an unexpected failure (a bug): Python's traceback is printed
+2     ``EXIT_USAGE``         the command line is wrong (unknown option, value out of range)
+3     ``EXIT_INPUT``         an input cannot be used (parcels, scenes, weather, model, dataset,
+                             checkpoint); nothing was written
+4     ``EXIT_NOTHING``       the run finished but no parcel could be classified / extracted /
+                             given GDD; nothing was written, the message counts the parcels
+                             by status
+5     ``EXIT_OUTPUT``        the output was refused or could not be written; what was there
+                             before is unchanged
+6     ``EXIT_FAILED``        processing failed for another reason ThermoCrop names
+130   ``EXIT_INTERRUPTED``   cancelled (Ctrl+C); nothing was written
+====  =====================  ==================================================================
+"""
 
 from __future__ import annotations
 
@@ -9,14 +29,52 @@ import pkgutil
 import sys
 from typing import Optional, Sequence
 
-from ..core.errors import ThermoCropError
+from ..core import errors
+from ..core.errors import CancelledError, InputError, NoUsableParcelsError, ThermoCropError
 from . import commands
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_USAGE = 2
+EXIT_INPUT = 3
+EXIT_NOTHING = 4
+EXIT_OUTPUT = 5
+EXIT_FAILED = 6
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "done",
+    EXIT_INTERNAL: "unexpected failure (a bug; the traceback says where)",
+    EXIT_USAGE: "wrong command line",
+    EXIT_INPUT: "an input cannot be used",
+    EXIT_NOTHING: "no parcel could be processed",
+    EXIT_OUTPUT: "the output was refused or could not be written",
+    EXIT_FAILED: "processing failed",
+    EXIT_INTERRUPTED: "cancelled",
+}
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code of a run that ended with ``exc``."""
+    output_error = getattr(errors, "OutputError", None)
+    if output_error is not None and isinstance(exc, output_error):
+        return EXIT_OUTPUT
+    if isinstance(exc, (CancelledError, KeyboardInterrupt)):
+        return EXIT_INTERRUPTED
+    if isinstance(exc, NoUsableParcelsError):
+        return EXIT_NOTHING
+    if isinstance(exc, InputError):
+        return EXIT_INPUT
+    if isinstance(exc, ThermoCropError):
+        return EXIT_FAILED
+    return EXIT_INTERNAL
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="thermocrop",
         description="Crop-type classification of parcels with thermal positional encoding.",
+        epilog="exit codes: " + "; ".join(f"{c} {t}" for c, t in EXIT_CODES.items()),
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log more detail")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -27,25 +85,28 @@ def build_parser() -> argparse.ArgumentParser:
         # NAME lets a command be called what no module can be (``import``, ``import-weights``).
         cmd = sub.add_parser(getattr(module, "NAME", info.name), help=module.HELP, description=module.HELP)
         module.configure(cmd)
-        cmd.set_defaults(_run=module.run)
+        cmd.set_defaults(_run=module.run, _check=getattr(module, "check_args", None), _parser=cmd)
     return parser
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args._check is not None:
+        problem = args._check(args)
+        if problem:
+            args._parser.error(problem)  # exits with EXIT_USAGE
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
-        return int(args._run(args) or 0)
-    except ThermoCropError as exc:
-        print(f"thermocrop {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"thermocrop {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return int(args._run(args) or EXIT_OK)
+    except (ThermoCropError, KeyboardInterrupt) as exc:
+        code = exit_code(exc)
+        text = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"error: {exc}"
+        print(f"thermocrop {args.command}: {text}", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

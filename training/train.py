@@ -7,6 +7,7 @@ import json
 import logging
 import sys
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
@@ -17,7 +18,7 @@ import torch
 from ..core.bundle import BundleConfig, InputScaling, save_bundle
 from ..core.crops import class_colours
 from ..core.dataset import PixelSets
-from ..core.errors import DatasetError
+from ..core.errors import DatasetError, InputError
 from ..core.models import VARIANTS, build_model
 from ..core.output import staged_file, write_text
 from ..core.progress import Progress
@@ -108,6 +109,38 @@ def output_paths(out: Path) -> dict[str, Path]:
     return {"bundle": out, "metrics": Path(f"{stem}.metrics.json"),
             "confusion": Path(f"{stem}.confusion.png"), "curve": Path(f"{stem}.curve.png"),
             "checkpoint": Path(f"{stem}.ckpt")}
+
+
+_CHECKPOINT_KEYS = ("config", "model", "optimiser", "scheduler", "history", "best_f1", "best_state",
+                    "epoch")
+
+
+def load_checkpoint(path: Path, device: Union[str, torch.device]) -> dict[str, Any]:
+    """Read a training checkpoint written by ``train_model``, never running code from it.
+
+    Only tensors and plain containers are unpickled (``weights_only``); a file holding anything
+    else (a pickle that would call a function, a foreign format) is refused.
+
+    Raises:
+        InputError: the file is not a ThermoCrop training checkpoint.
+    """
+    path = Path(path)
+    what = (f"{path} is not a ThermoCrop training checkpoint: {{}}. Resume only from the .ckpt "
+            "this command wrote beside its --out, or remove it to start over")
+    try:
+        with warnings.catch_warnings():  # e.g. "pickle protocol 4": the refusal below says enough
+            warnings.simplefilter("ignore")
+            ckpt = torch.load(path, map_location=device, weights_only=True)
+    except Exception as exc:  # noqa: BLE001 (pickle, zip and torch each raise their own)
+        # The library's own text proposes loading without the restriction; never relay it.
+        reason = "it holds objects other than tensors and numbers" if "weights_only" in str(exc) \
+            or "Unsupported global" in str(exc) else f"it cannot be read ({type(exc).__name__})"
+        raise InputError(what.format(reason)) from None
+    if not isinstance(ckpt, dict) or any(k not in ckpt for k in _CHECKPOINT_KEYS):
+        raise InputError(what.format("it lacks the entries a checkpoint has"))
+    if not isinstance(ckpt["config"], dict) or not isinstance(ckpt["epoch"], int):
+        raise InputError(what.format("its settings are not readable"))
+    return ckpt
 
 
 def _pooled_scaling(datasets: Sequence[PixelSets], rows: Sequence[np.ndarray],
@@ -218,13 +251,17 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     history: list[dict[str, Any]] = []
     best_f1, best_state, start_epoch = -1.0, None, 0
     if resume and paths["checkpoint"].exists():
-        ckpt = torch.load(paths["checkpoint"], map_location=device, weights_only=True)
-        if ckpt["config"] != asdict(config) | {"device": ckpt["config"]["device"]}:
-            raise ValueError(f"{paths['checkpoint']} was written with other settings; "
+        ckpt = load_checkpoint(paths["checkpoint"], device)
+        if ckpt["config"] != asdict(config) | {"device": ckpt["config"].get("device")}:
+            raise InputError(f"{paths['checkpoint']} was written with other settings; "
                              "use the same settings or remove the checkpoint to start over.")
-        model.load_state_dict(ckpt["model"])
-        optimiser.load_state_dict(ckpt["optimiser"])
-        scheduler.load_state_dict(ckpt["scheduler"])
+        try:
+            model.load_state_dict(ckpt["model"])
+            optimiser.load_state_dict(ckpt["optimiser"])
+            scheduler.load_state_dict(ckpt["scheduler"])
+        except (RuntimeError, ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"{paths['checkpoint']} does not fit this model ({str(exc)[:200]}); "
+                             "remove it to start over.") from None
         history, best_f1, start_epoch = ckpt["history"], ckpt["best_f1"], ckpt["epoch"]
         best_state = ckpt["best_state"]
         log.info("Resuming %s at epoch %d", paths["checkpoint"], start_epoch)

@@ -14,6 +14,7 @@ from qgis.core import (
     QgsProcessingFeedback,
     QgsProcessingParameterFile,
     QgsProcessingParameterMultipleLayers,
+    QgsProcessingParameterNumber,
     QgsRasterLayer,
 )
 from qgis.PyQt.QtGui import QIcon
@@ -80,6 +81,50 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
             from ..dependencies import describe_missing, missing_requirements
 
             raise QgsProcessingException(f"{exc}\n{describe_missing(missing_requirements())}") from exc
+
+    @staticmethod
+    def number(name: str, description: str, limit: str, default: float) -> QgsProcessingParameterNumber:
+        """A number parameter accepting the range ``core.limits.LIMITS[limit]`` (as the CLI does)."""
+        from ...core.limits import LIMITS
+
+        rule = LIMITS[limit]
+        kind = QgsProcessingParameterNumber.Integer if rule.integer else QgsProcessingParameterNumber.Double
+        low = rule.low + (1 if rule.integer else 1e-9) * rule.above
+        return QgsProcessingParameterNumber(name, description, kind, defaultValue=default, minValue=low,
+                                            maxValue=rule.high)
+
+    def check_parcel_crs(self, parameters: dict, context: QgsProcessingContext, key: str = "INPUT"
+                         ) -> tuple[bool, str]:
+        """``(ok, message)``: the parcel layer has a CRS that places it on Earth."""
+        from ...core.extract import crs_problem
+
+        source = self.parameterAsSource(parameters, key, context)
+        if source is None:
+            return True, ""  # QGIS reports an unreadable layer itself
+        crs = source.sourceCrs()
+        problem = crs_problem(crs.toWkt() if crs.isValid() else None)
+        if problem:
+            return False, (f"The parcel layer {problem}; assign the right one first (Layer Properties > "
+                           "Source, or Assign projection; a shapefile needs its .prj).")
+        return True, ""
+
+    def preflight(self, parameters: dict, context: QgsProcessingContext, feedback: QgsProcessingFeedback,
+                  **checks: Any):
+        """Run ``core.preflight.check_inputs`` for the ``INPUT`` layer and ``checks`` (weather,
+        scenes, bundle, ...), before any scene is read; its problems become a
+        ``QgsProcessingException``."""
+        from ...core.preflight import check_inputs
+
+        source = self.parameterAsSource(parameters, "INPUT", context)
+        crs, bounds = None, None
+        if source is not None:
+            crs = source.sourceCrs().toWkt() if source.sourceCrs().isValid() else None
+            extent = source.sourceExtent()
+            if not extent.isEmpty():
+                bounds = (extent.xMinimum(), extent.yMinimum(), extent.xMaximum(), extent.yMaximum())
+        checked = self.run_core(lambda: check_inputs(parcel_crs=crs or "", parcel_bounds=bounds, **checks))
+        feedback.pushInfo(f"Inputs checked in {checked.seconds:.1f} s")
+        return checked
 
     SCENES_HELP = ("Sentinel-2 scenes of one season: multi-band GeoTIFFs, per-band files or .SAFE "
                    "products, as layers or files (repeat SCENES=... on the command line).")

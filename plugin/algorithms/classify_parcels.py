@@ -93,6 +93,9 @@ class ClassifyParcels(ThermoCropAlgorithm):
                  for key in ("LABEL_FIELD", "CONFIDENCE_FIELD", "STATUS_FIELD")]
         if any(not name.strip() for name in names) or len(set(names)) < 3:
             return False, "The class, confidence and status fields need three different, non-empty names."
+        ok, message = self.check_parcel_crs(parameters, context)
+        if not ok:
+            return ok, message
         ok, message = self.check_scenes(parameters, context)
         if not ok:
             return ok, message
@@ -119,15 +122,12 @@ class ClassifyParcels(ThermoCropAlgorithm):
         conf_field = self.parameterAsString(parameters, "CONFIDENCE_FIELD", context)
         status_field = self.parameterAsString(parameters, "STATUS_FIELD", context)
 
-        def load():
-            from ...core.bundle import default_bundle_path, load_bundle
-
-            return load_bundle(model_path or default_bundle_path())
-
-        bundle = self.run_core(load)
+        checked = self.preflight(parameters, context, feedback, scenes=scenes, weather=weather, bundle=model_path,
+                                 need_bundle=True)
+        bundle, scenes = checked.bundle, checked.scenes
         feedback.pushInfo(f"Model: {bundle.config.variant}, classes {', '.join(bundle.classes)}")
         frame, fids = features_to_frame(source.getFeatures(), source.sourceCrs())
-        feedback.pushInfo(f"{len(fids)} parcels, {len(scenes)} scene files")
+        feedback.pushInfo(f"{len(fids)} parcels, {len(scenes)} scene dates")
 
         def classify():
             from ...core.classify import classify_parcels
@@ -135,6 +135,13 @@ class ClassifyParcels(ThermoCropAlgorithm):
             return classify_parcels(frame, scenes, weather, bundle, progress=self.progress(feedback, 0.0, 0.95))
 
         result = self.run_core(classify)
+
+        def require_some():
+            from ...core.extract import require_usable
+
+            require_usable(result.status, "classified", source.sourceName())
+
+        self.run_core(require_some)  # a run classifying nothing fails, with a summary by status
         for warning in result.warnings:
             feedback.pushWarning(warning)
         by_fid = {fids[row]: i for i, row in enumerate(result.rows)}

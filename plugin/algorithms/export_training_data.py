@@ -12,7 +12,6 @@ from qgis.core import (
     QgsProcessingParameterFeatureSource,
     QgsProcessingParameterFile,
     QgsProcessingParameterFolderDestination,
-    QgsProcessingParameterNumber,
     QgsProcessingParameterString,
 )
 
@@ -57,13 +56,11 @@ class ExportTrainingData(ThermoCropAlgorithm):
                                             options=list(PRESET_LABELS), defaultValue=0))
         self.add(QgsProcessingParameterFile("CLASS_MAP_FILE", "Class map file (CSV or YAML)", optional=True,
                                             fileFilter="Class maps (*.csv *.yml *.yaml)"))
-        self.add(QgsProcessingParameterNumber("MIN_PARCELS", "Minimum parcels per class", defaultValue=0,
-                                              minValue=0, maxValue=1000000))
+        self.add(self.number("MIN_PARCELS", "Minimum parcels per class", "min_parcels", 0))
         self.add_scene_parameters()
         self.add(QgsProcessingParameterFile("WEATHER", "Daily temperature file"))
         self.add(QgsProcessingParameterString("SEASON_START", "Season start", defaultValue="01-01"))
-        self.add(QgsProcessingParameterNumber("MAX_PIXELS", "Pixels per parcel", defaultValue=64, minValue=1,
-                                              maxValue=1024))
+        self.add(self.number("MAX_PIXELS", "Pixels per parcel", "max_pixels", 64))
         self.add(QgsProcessingParameterFolderDestination("OUTPUT", "Dataset folder"))
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
@@ -73,6 +70,15 @@ class ExportTrainingData(ThermoCropAlgorithm):
         ok, message = self.check_files([self.parameterAsFile(parameters, "WEATHER", context)], "temperature file")
         if not ok:
             return ok, message
+        ok, message = self.check_parcel_crs(parameters, context)
+        if not ok:
+            return ok, message
+        try:
+            from ...core.gdd import SeasonStart
+
+            SeasonStart.parse(self.parameterAsString(parameters, "SEASON_START", context))
+        except ValueError as exc:
+            return False, str(exc)
         try:
             self.class_map(parameters, context)
         except QgsProcessingException as exc:
@@ -110,6 +116,8 @@ class ExportTrainingData(ThermoCropAlgorithm):
         class_map = self.class_map(parameters, context)
         min_parcels = self.parameterAsInt(parameters, "MIN_PARCELS", context)
         out = self.parameterAsString(parameters, "OUTPUT", context)
+        checked = self.preflight(parameters, context, feedback, scenes=scenes, weather=weather, season_start=season)
+        scenes = checked.scenes
         # Processing creates the destination folder beforehand; an empty one is ours to fill.
         if os.path.isdir(out) and os.listdir(out):
             raise QgsProcessingException(f"The dataset folder {out} is not empty; choose a new folder.")

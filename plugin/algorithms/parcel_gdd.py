@@ -15,7 +15,6 @@ from qgis.core import (
     QgsProcessingParameterFeatureSink,
     QgsProcessingParameterFeatureSource,
     QgsProcessingParameterFile,
-    QgsProcessingParameterNumber,
     QgsProcessingParameterString,
     QgsWkbTypes,
 )
@@ -53,10 +52,8 @@ class ParcelGDD(ThermoCropAlgorithm):
         self.add(QgsProcessingParameterString("DATES", "Dates", optional=True))
         self.add_scene_parameters("Scenes (for their dates)")
         self.add(QgsProcessingParameterString("SEASON_START", "Season start", defaultValue="01-01"))
-        self.add(QgsProcessingParameterNumber("T_BASE", "Base temperature", QgsProcessingParameterNumber.Double,
-                                              defaultValue=0.0))
-        self.add(QgsProcessingParameterNumber("T_CAP", "Cap temperature", QgsProcessingParameterNumber.Double,
-                                              defaultValue=30.0))
+        self.add(self.number("T_BASE", "Base temperature", "t_base", 0.0))
+        self.add(self.number("T_CAP", "Cap temperature", "t_cap", 30.0))
         self.add(QgsProcessingParameterEnum("METHOD", "Method", options=list(METHODS), defaultValue=0))
         self.add(QgsProcessingParameterFeatureSink("OUTPUT", "Parcels with GDD", QgsProcessing.TypeVectorPolygon))
 
@@ -91,6 +88,15 @@ class ParcelGDD(ThermoCropAlgorithm):
         if self.parameterAsDouble(parameters, "T_CAP", context) <= self.parameterAsDouble(parameters, "T_BASE",
                                                                                            context):
             return False, "The cap temperature must be above the base temperature."
+        try:
+            from ...core.gdd import SeasonStart
+
+            SeasonStart.parse(self.parameterAsString(parameters, "SEASON_START", context))
+        except ValueError as exc:
+            return False, str(exc)
+        ok, message = self.check_parcel_crs(parameters, context)
+        if not ok:
+            return ok, message
         # The output, before any file is read: format, folder, not the input, and the fields of
         # given dates (scene dates are known only when the scenes are listed).
         names = []
@@ -116,9 +122,14 @@ class ParcelGDD(ThermoCropAlgorithm):
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         source = self.parameterAsSource(parameters, "INPUT", context)
-        dates = self._dates(parameters, context)
         weather_path = self.parameterAsFile(parameters, "WEATHER", context)
         season = self.parameterAsString(parameters, "SEASON_START", context)
+        text = self.parameterAsString(parameters, "DATES", context).strip()
+        checked = self.preflight(parameters, context, feedback, weather=weather_path, season_start=season,
+                                 scenes=None if text else self.scenes(parameters, context),
+                                 dates=self._dates(parameters, context) if text else None)
+        dates = (self._dates(parameters, context) if text else
+                 np.array(sorted({np.datetime64(s.date, "D") for s in checked.scenes})))
         t_base = self.parameterAsDouble(parameters, "T_BASE", context)
         t_cap = self.parameterAsDouble(parameters, "T_CAP", context)
         method = METHODS[self.parameterAsEnum(parameters, "METHOD", context)]

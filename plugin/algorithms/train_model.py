@@ -8,7 +8,6 @@ from qgis.core import (
     QgsProcessingException,
     QgsProcessingParameterEnum,
     QgsProcessingParameterFileDestination,
-    QgsProcessingParameterNumber,
     QgsProcessingParameterString,
 )
 
@@ -41,11 +40,9 @@ class TrainModel(ThermoCropAlgorithm):
     def initAlgorithm(self, config=None):  # noqa: N802
         self.add(QgsProcessingParameterString("DATASETS", "Dataset folders"))
         self.add(QgsProcessingParameterEnum("VARIANT", "Model variant", options=list(VARIANTS), defaultValue=0))
-        self.add(QgsProcessingParameterNumber("EPOCHS", "Epochs", defaultValue=20, minValue=1, maxValue=10000))
-        self.add(QgsProcessingParameterNumber("STEPS", "Steps per epoch", defaultValue=500, minValue=1,
-                                              maxValue=100000))
-        self.add(QgsProcessingParameterNumber("BATCH_SIZE", "Batch size", defaultValue=128, minValue=1,
-                                              maxValue=4096))
+        self.add(self.number("EPOCHS", "Epochs", "epochs", 20))
+        self.add(self.number("STEPS", "Steps per epoch", "steps_per_epoch", 500))
+        self.add(self.number("BATCH_SIZE", "Batch size", "batch_size", 128))
         self.add(QgsProcessingParameterEnum("DEVICE", "Device", options=list(DEVICES), defaultValue=0))
         self.add(QgsProcessingParameterString("CLASSES", "Classes (empty: all classes of the datasets)",
                                               optional=True))

@@ -12,7 +12,7 @@ from shapely.geometry import box
 
 from thermocrop.core.bands import S2_BANDS
 from thermocrop.core.dataset import open_dataset
-from thermocrop.training.cli import main
+from thermocrop.training.cli import EXIT_INPUT, EXIT_NOTHING, main
 
 gpd = pytest.importorskip("geopandas")
 # Growing degree days and weather reading come from core.gdd / core.weather.
@@ -70,7 +70,7 @@ def test_extract_command_writes_a_dataset_with_statuses(small_region, tmp_path, 
     # The dataset exists now: a second run refuses to replace it.
     rc = main(["extract", "--parcels", str(small_region["parcels"]), "--scenes", str(small_region["scenes"]),
                "--weather", str(small_region["weather"]), "--out", str(out)])
-    assert rc == 2
+    assert rc == EXIT_INPUT
     assert "already exists" in capsys.readouterr().err
 
 
@@ -115,24 +115,27 @@ def test_extract_command_maps_rpg_codes_with_the_france_preset(small_region, tmp
     assert "XX1 (2), XX2 (1)" in caplog.text
 
 
-def test_extract_command_marks_parcels_below_min_pixels(small_region, tmp_path):
+def test_extract_command_marks_parcels_below_min_pixels(small_region, tmp_path, capsys):
     # p1 and p2 cover 9 x 9 pixel centres each (centres at 15 .. 95 m inside 13 .. 97 m).
-    for min_pixels, expected in ((81, "ok"), (82, "too_small")):
-        out = tmp_path / f"min{min_pixels}"
-        assert main(["extract", "--parcels", str(small_region["parcels"]), "--scenes", str(small_region["scenes"]),
-                     "--weather", str(small_region["weather"]), "--min-pixels", str(min_pixels),
-                     "--out", str(out)]) == 0
-        assert open_dataset(out).status.tolist() == [expected, expected, "outside_scenes"]
+    out = tmp_path / "min81"
+    assert main(["extract", "--parcels", str(small_region["parcels"]), "--scenes", str(small_region["scenes"]),
+                 "--weather", str(small_region["weather"]), "--min-pixels", "81", "--out", str(out)]) == 0
+    assert open_dataset(out).status.tolist() == ["ok", "ok", "outside_scenes"]
+    # One pixel more and no parcel is left: a run with nothing to show writes nothing.
+    out = tmp_path / "min82"
+    assert main(["extract", "--parcels", str(small_region["parcels"]), "--scenes", str(small_region["scenes"]),
+                 "--weather", str(small_region["weather"]), "--min-pixels", "82", "--out", str(out)]) == EXIT_NOTHING
+    assert "3 parcels: 2 too_small" in capsys.readouterr().err and not out.exists()
 
 
 def test_extract_command_reports_bad_input(small_region, tmp_path, capsys):
     rc = main(["extract", "--parcels", str(small_region["parcels"]), "--scenes", str(tmp_path / "nope"),
                "--weather", str(small_region["weather"]), "--out", str(tmp_path / "d")])
-    assert rc == 2
+    assert rc == EXIT_INPUT
     assert "does not exist" in capsys.readouterr().err
     rc = main(["extract", "--parcels", str(small_region["parcels"]), "--scenes", str(small_region["scenes"]),
                "--weather", str(small_region["weather"]), "--label-field", "nope", "--out", str(tmp_path / "d")])
-    assert rc == 2
+    assert rc == EXIT_INPUT
     assert "no label field 'nope'" in capsys.readouterr().err
     assert not (tmp_path / "d").exists()
 
@@ -173,4 +176,4 @@ def test_classify_command_end_to_end_on_a_synthetic_region(tiny_region, tmp_path
     # The input is never replaced without --overwrite.
     rc = main(["classify", "--parcels", str(parcels), "--scenes", str(tiny_region / "scenes"),
                "--weather", str(weather), "--model", str(bundle), "--out", str(parcels)])
-    assert rc == 2 and parcels.read_bytes() == before
+    assert rc == EXIT_INPUT and parcels.read_bytes() == before

@@ -3,6 +3,54 @@
 from __future__ import annotations
 
 import argparse
+from typing import Callable
+
+from ...core.limits import LIMITS
+
+
+def bounded(name: str) -> Callable[[str], float]:
+    """An argparse ``type`` reading a number within ``core.limits.LIMITS[name]``.
+
+    A value out of range (or NaN, or text) is a usage error when the command line is parsed,
+    before anything is read or written.
+    """
+    limit = LIMITS[name]
+
+    def parse(text: str):
+        try:
+            value = int(text) if limit.integer else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {limit.describe()}, not {text!r}") from None
+        problem = limit.problem(value)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    parse.__name__ = name  # argparse names the type in some messages
+    return parse
+
+
+def season_start(text: str):
+    """An argparse ``type`` for ``--season-start`` (``MM-DD`` or ``MM-DD/-1``)."""
+    from ...core.gdd import SeasonStart
+
+    try:
+        return SeasonStart.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def date(text: str):
+    """An argparse ``type`` for a day written ``YYYY-MM-DD``."""
+    import numpy as np
+
+    try:
+        day = np.datetime64(text.strip(), "D")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date written YYYY-MM-DD") from None
+    if str(day) != text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date written YYYY-MM-DD")
+    return day
 
 
 def add_weather_options(parser: argparse.ArgumentParser) -> None:
@@ -15,8 +63,15 @@ def add_weather_options(parser: argparse.ArgumentParser) -> None:
                                           "ISO date-times such as 2018-01-01T00:00:00)")
     group.add_argument("--tmax-file", help="second NetCDF file holding the daily maximum (an E-OBS tn_ file "
                                            "finds its tx_ companion by itself)")
-    group.add_argument("--max-distance-km", type=float, default=25.0,
+    group.add_argument("--max-distance-km", type=bounded("max_distance_km"), default=25.0,
                        help="how far a parcel may be from the grid cell it takes temperatures from (default 25)")
+
+
+def add_season_option(parser: argparse.ArgumentParser) -> None:
+    """``--season``: which season to use when the scenes hold several."""
+    parser.add_argument("--season", type=bounded("season"), metavar="YEAR",
+                        help="use only the scenes of this season (named by its harvest year) when the "
+                             "scenes hold several; without it scenes of several seasons are refused")
 
 
 def weather_options(args: argparse.Namespace) -> dict:

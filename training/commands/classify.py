@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._options import add_cluster_options
+from ._options import add_cluster_options, add_season_option, bounded
 
 HELP = "classify parcels with a model bundle and write them with crop_pred, crop_conf and crop_status"
 
@@ -26,12 +26,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conf-field", default="crop_conf", help="output field for the confidence (default crop_conf)")
     parser.add_argument("--status-field", default="crop_status",
                         help="output field for the status (default crop_status)")
-    parser.add_argument("--min-pixels", type=int, default=1,
+    parser.add_argument("--min-pixels", type=bounded("min_pixels"), default=1,
                         help="parcels covering fewer pixels get status too_small (default 1: classify every parcel)")
-    parser.add_argument("--chunk-size", type=int, default=20000, help="parcels held in memory at once")
+    parser.add_argument("--chunk-size", type=bounded("chunk_size"), default=20000, help="parcels held in memory at once")
     parser.add_argument("--level", choices=("L1C", "L2A"), help="use only products of this level")
+    add_season_option(parser)
     parser.add_argument("--band-order", help="comma-separated band order of multi-band files without descriptions")
-    parser.add_argument("--offset", type=int, help="DN offset overriding the processing baseline (e.g. -1000)")
+    parser.add_argument("--offset", type=bounded("offset"), help="DN offset overriding the processing baseline (e.g. -1000)")
     add_cluster_options(parser)
 
 
@@ -39,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from ...core.classify import classify_parcels, write_classification
-    from ...core.scenes import find_scenes
+    from ...core.extract import require_usable
+    from ...core.preflight import check_inputs
     from ...core.vector import check_vector_output, replaced_fields, source_field_kinds
     from ..progress_bar import partition_bar, progress_bar
     from ._options import cluster_options, print_run_summary
@@ -54,22 +56,28 @@ def run(args: argparse.Namespace) -> int:
                     {args.label_field: "string", args.conf_field: "real", args.status_field: "string"},
                     source=f"The parcel layer {args.parcels}")
     cluster = cluster_options(args)
-    scenes = find_scenes(args.scenes, **scene_options(args))
-    print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products")
+    checked = check_inputs(parcels=args.parcels, fields={"id": args.id_field}, scenes=args.scenes,
+                           scene_options=scene_options(args), season=args.season, weather=args.weather,
+                           bundle=args.model, need_bundle=True)
+    scenes = checked.scenes
+    print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products "
+          f"(inputs checked in {checked.seconds:.1f} s)")
     if cluster is None:
         with progress_bar("classify") as progress:
-            result = classify_parcels(args.parcels, scenes, args.weather, args.model, chunk_size=args.chunk_size,
+            result = classify_parcels(args.parcels, scenes, args.weather, checked.bundle, chunk_size=args.chunk_size,
                                       id_field=args.id_field, min_pixels=args.min_pixels, progress=progress)
     else:
         from ...core.distributed import classify_partitioned, default_run_folder
 
         start = time.perf_counter()
+        # Workers load the model from its file (once each); a checksum of it guards --resume.
         with partition_bar("classify") as bar:
             result, summary, folder = classify_partitioned(
                 args.parcels, scenes, args.weather, args.model, cluster=cluster, resume=args.resume,
                 run_folder=args.run_folder or default_run_folder(target.path), chunk_size=args.chunk_size,
                 listener=bar, inputs=inputs, id_field=args.id_field, min_pixels=args.min_pixels)
         print_run_summary(summary, time.perf_counter() - start)
+    require_usable(result.status, "classified", args.parcels)
     out = write_classification(args.parcels, result, args.out, label_field=args.label_field,
                                conf_field=args.conf_field, status_field=args.status_field,
                                overwrite=args.overwrite, out_layer=args.out_layer, inputs=inputs)

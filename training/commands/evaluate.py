@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._options import bounded
+
 HELP = "score a model bundle on labelled datasets (OA, macro F1, kappa, per class, confusion)"
 
 
@@ -13,7 +15,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", choices=("all", "test"), default="all",
                         help="all usable parcels (default) or the test blocks of the training "
                              "split (same datasets and --seed as in training)")
-    parser.add_argument("--seed", type=int, default=0, help="split seed used in training")
+    parser.add_argument("--seed", type=bounded("seed"), default=0, help="split seed used in training")
     parser.add_argument("--drop-unseen-classes", action="store_true",
                         help="leave out parcels of classes the model does not have (default: refuse them, "
                              "naming the classes)")

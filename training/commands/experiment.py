@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ._options import bounded
 from .train import VARIANT_CHOICES, add_training_flags
 
 HELP = "leave-one-region-out over regions x variants (table.md like the paper's Table 1)"
@@ -12,11 +13,12 @@ HELP = "leave-one-region-out over regions x variants (table.md like the paper's 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--regions", required=True, nargs="+",
                         help="one labelled dataset folder per region (folder name = region)")
-    parser.add_argument("--variants", nargs="+", default=["all"],
+    parser.add_argument("--variants", nargs="+", default=["all"], choices=VARIANT_CHOICES + ("all",),
+                        metavar="VARIANT",
                         help=f"variants or 'all' ({', '.join(VARIANT_CHOICES)})")
     parser.add_argument("--out", required=True,
                         help="output folder; finished runs found there are skipped")
-    parser.add_argument("--jobs", type=int, default=1, help="runs trained at once (default 1)")
+    parser.add_argument("--jobs", type=bounded("jobs"), default=1, help="runs trained at once (default 1)")
     add_training_flags(parser)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._options import add_cluster_options
+from ._options import add_cluster_options, add_season_option, bounded, season_start
 
 HELP = "extract per-parcel pixel sets (for training or inspection) into a dataset folder"
 
@@ -20,22 +20,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--class-map",
                         help="map codes or names to classes: france, denmark or austria (the paper's LPIS code "
                              "tables), or a CSV (code,class) or YAML file; codes not in it become 'unknown'")
-    parser.add_argument("--min-parcels", type=int, default=0,
+    parser.add_argument("--min-parcels", type=bounded("min_parcels"), default=0,
                         help="classes with fewer labelled parcels become 'unknown' (default 0: keep every class)")
     parser.add_argument("--id-field", help="field holding parcel ids (default: parcel_id, else row number)")
     parser.add_argument("--block-field", default="block", help="field holding spatial split blocks (default: block)")
-    parser.add_argument("--max-pixels", type=int, default=64, help="pixels kept per parcel and date (default 64)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the pixel sampling (default 0)")
-    parser.add_argument("--season-start", default="01-01",
+    parser.add_argument("--max-pixels", type=bounded("max_pixels"), default=64, help="pixels kept per parcel and date (default 64)")
+    parser.add_argument("--seed", type=bounded("seed"), default=0, help="seed of the pixel sampling (default 0)")
+    parser.add_argument("--season-start", type=season_start, default="01-01",
                         help="GDD season start MM-DD, '/-1' for the previous year, e.g. 09-01/-1 (default 01-01)")
-    parser.add_argument("--min-valid-fraction", type=float, default=0.5,
+    parser.add_argument("--min-valid-fraction", type=bounded("min_valid_fraction"), default=0.5,
                         help="keep a date for a parcel when at least this fraction of its pixels is clear")
-    parser.add_argument("--min-pixels", type=int, default=1,
+    parser.add_argument("--min-pixels", type=bounded("min_pixels"), default=1,
                         help="parcels covering fewer pixels get status too_small (default 1: keep every parcel)")
-    parser.add_argument("--chunk-size", type=int, default=20000, help="parcels held in memory at once")
+    parser.add_argument("--chunk-size", type=bounded("chunk_size"), default=20000, help="parcels held in memory at once")
     parser.add_argument("--level", choices=("L1C", "L2A"), help="use only products of this level")
+    add_season_option(parser)
     parser.add_argument("--band-order", help="comma-separated band order of multi-band files without descriptions")
-    parser.add_argument("--offset", type=int, help="DN offset overriding the processing baseline (e.g. -1000)")
+    parser.add_argument("--offset", type=bounded("offset"), help="DN offset overriding the processing baseline (e.g. -1000)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing dataset folder (only a dataset folder is ever replaced)")
     add_cluster_options(parser)
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from ...core.dataset import is_dataset_folder, open_dataset
     from ...core.extract import extract_to_dataset
     from ...core.output import check_output
-    from ...core.scenes import find_scenes
+    from ...core.preflight import check_inputs
     from ..progress_bar import partition_bar, progress_bar
     from ._options import cluster_options, print_run_summary
 
@@ -66,8 +67,12 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.out, what="dataset folder", kind="folder", overwrite=args.overwrite,
                  inputs=[args.parcels, args.weather, *args.scenes], replaceable_folder=is_dataset_folder)
     cluster = cluster_options(args)
-    scenes = find_scenes(args.scenes, **scene_options(args))
-    print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products")
+    checked = check_inputs(parcels=args.parcels, fields={"id": args.id_field, "label": args.label_field}, scenes=args.scenes,
+                           scene_options=scene_options(args), season=args.season,
+                           season_start=args.season_start, weather=args.weather)
+    scenes = checked.scenes
+    print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products "
+          f"(inputs checked in {checked.seconds:.1f} s)")
     options = dict(max_pixels=args.max_pixels, seed=args.seed, id_field=args.id_field, label_field=args.label_field,
                    block_field=args.block_field, class_map=args.class_map, min_parcels=args.min_parcels,
                    season_start=args.season_start, min_valid_fraction=args.min_valid_fraction,

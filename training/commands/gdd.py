@@ -4,8 +4,9 @@ end of the weather record, written as a CSV table or as the layer with one field
 from __future__ import annotations
 
 import argparse
+from typing import Optional
 
-from ._options import add_cluster_options, add_weather_options, weather_options
+from ._options import add_cluster_options, add_season_option, add_weather_options, bounded, date, season_start, weather_options
 
 HELP = "growing degree days per parcel (and per date) from daily temperatures, to CSV or a vector file"
 
@@ -15,7 +16,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weather", required=True,
                         help="daily temperatures: E-OBS / CF NetCDF (tn_/tx_ files find each other) or station CSV")
     when = parser.add_mutually_exclusive_group()
-    when.add_argument("--dates", nargs="+", metavar="YYYY-MM-DD", help="dates to give GDD at")
+    when.add_argument("--dates", nargs="+", type=date, metavar="YYYY-MM-DD", help="dates to give GDD at")
     when.add_argument("--scenes", nargs="+",
                       help="Sentinel-2 scene folder(s), glob(s) or files whose acquisition dates are used")
     parser.add_argument("--out", required=True,
@@ -24,38 +25,40 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "shapefile, whose field names keep 10 characters)")
     parser.add_argument("--out-layer", help="output layer name in a GeoPackage (default: the parcel layer's name "
                                             "when writing into the parcel file, else the output file's name)")
-    parser.add_argument("--season-start", default="01-01",
+    parser.add_argument("--season-start", type=season_start, default="01-01",
                         help="season start MM-DD, '/-1' for the previous year, e.g. 09-01/-1 (default 01-01)")
-    parser.add_argument("--t-base", type=float, default=0.0, help="base temperature in deg C (default 0)")
-    parser.add_argument("--t-cap", type=float, default=30.0, help="cap temperature in deg C (default 30)")
+    parser.add_argument("--t-base", type=bounded("t_base"), default=0.0, help="base temperature in deg C (default 0)")
+    parser.add_argument("--t-cap", type=bounded("t_cap"), default=30.0, help="cap temperature in deg C (default 30)")
     parser.add_argument("--method", choices=("paper", "average"), default="paper",
                         help="paper: clip min/max then average; average: average then clip (McMaster & "
                              "Wilhelm method 1)")
     parser.add_argument("--id-field", help="field holding parcel ids (default: parcel_id, else row number)")
+    add_season_option(parser)
     add_weather_options(parser)
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing output (even the parcel file; in a GeoPackage only the written "
                              "layer is replaced)")
-    parser.add_argument("--chunk-size", type=int, default=20000,
+    parser.add_argument("--chunk-size", type=bounded("chunk_size"), default=20000,
                         help="parcels per partition of a partitioned run (--workers, --scheduler)")
     add_cluster_options(parser)
 
 
-def _dates(args: argparse.Namespace, options: dict):
+def check_args(args: argparse.Namespace) -> Optional[str]:
+    """A problem between options that their types alone cannot see (a usage error)."""
+    if args.t_cap <= args.t_base:
+        return f"--t-cap ({args.t_cap:g}) must be above --t-base ({args.t_base:g})"
+    return None
+
+
+def _dates(args: argparse.Namespace, options: dict, scenes):
     import numpy as np
 
-    from ...core.errors import InputError
     from ...core.weather import record_period
 
     if args.dates:
-        try:
-            return np.unique(np.array(args.dates, dtype="datetime64[D]"))
-        except ValueError:
-            raise InputError(f"--dates {' '.join(args.dates)}: write dates as YYYY-MM-DD") from None
-    if args.scenes:
-        from ...core.scenes import find_scenes
-
-        return np.unique(np.array([s.date for s in find_scenes(args.scenes)], dtype="datetime64[D]"))
+        return np.unique(np.array(args.dates, dtype="datetime64[D]"))
+    if scenes:
+        return np.unique(np.array([s.date for s in scenes], dtype="datetime64[D]"))
     _, last = record_period(args.weather, tmin_var=options["tmin_var"], date_var=options["date_var"])
     print(f"no --dates or --scenes: GDD at the end of the weather record, {last}")
     return np.array([last])
@@ -64,10 +67,11 @@ def _dates(args: argparse.Namespace, options: dict):
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ...core.errors import InputError
+    from ...core.errors import InputError, NoUsableParcelsError
     from ...core.extract import load_parcels
-    from ...core.gdd import SeasonStart, gdd_at_points, season_bounds
+    from ...core.gdd import gdd_at_points, season_bounds
     from ...core.output import check_output, write_text
+    from ...core.preflight import check_inputs
     from ._options import cluster_options
     from ...core.vector import (check_vector_output, date_field_names, output_field_names, replaced_fields,
                                 source_field_kinds, write_with_fields)
@@ -81,14 +85,12 @@ def run(args: argparse.Namespace) -> int:
         target = check_vector_output(args.out, overwrite=args.overwrite, inputs=inputs, replaceable=[args.parcels],
                                      layer=args.out_layer)
         out = target.path
-    try:
-        season_start = SeasonStart.parse(args.season_start)
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
-    if args.t_cap <= args.t_base:
-        raise InputError("--t-cap must be above --t-base.")
+    season_start = args.season_start
     options = weather_options(args)
-    dates = _dates(args, options)
+    checked = check_inputs(parcels=args.parcels, fields={"id": args.id_field}, scenes=args.scenes, season=args.season,
+                           season_start=season_start, dates=args.dates, weather=args.weather,
+                           weather_options=options)
+    dates = _dates(args, options, checked.scenes)
     names = date_field_names(dates, None if table_out else target.driver)
     if not table_out:
         target.fields = output_field_names(target.driver, names)
@@ -120,6 +122,11 @@ def run(args: argparse.Namespace) -> int:
                 inputs=inputs, season_start=season_start, t_base=args.t_base, t_cap=args.t_cap,
                 method=args.method, **options)
         print_run_summary(summary, time.perf_counter() - start)
+    if not np.isfinite(gdd).all(axis=1).any():
+        raise NoUsableParcelsError(
+            f"No parcel of {args.parcels} has usable temperatures in {args.weather} (no cell with data "
+            f"within {args.max_distance_km:g} km, or gaps of more than 3 days); check the parcels' CRS "
+            "and that the file covers them. Nothing was written.")
     if table_out:
         import pandas as pd
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._options import add_weather_options, weather_options
+from ._options import add_weather_options, bounded, season_start, weather_options
 
 NAME = "import"
 HELP = "import a crop-type dataset of another format (parcel tables, TimeMatch, PSE-TAE) as a dataset folder"
@@ -26,10 +26,10 @@ def _add_gdd(parser: argparse.ArgumentParser, weather_required: bool = True) -> 
     group = parser.add_argument_group("thermal time")
     group.add_argument("--weather", required=weather_required,
                        help="daily temperatures: E-OBS / CF NetCDF or station CSV")
-    group.add_argument("--season-start", default="01-01",
+    group.add_argument("--season-start", type=season_start, default="01-01",
                        help="GDD season start MM-DD, '/-1' for the previous year (default 01-01)")
-    group.add_argument("--t-base", type=float, default=0.0, help="GDD base temperature, C (default 0)")
-    group.add_argument("--t-cap", type=float, default=30.0, help="GDD upper cap, C (default 30)")
+    group.add_argument("--t-base", type=bounded("t_base"), default=0.0, help="GDD base temperature, C (default 0)")
+    group.add_argument("--t-cap", type=bounded("t_cap"), default=30.0, help="GDD upper cap, C (default 30)")
     group.add_argument("--gdd-method", choices=("paper", "average"), default="paper",
                        help="paper (clip, then average; default) or average (McMaster & Wilhelm method 1)")
     add_weather_options(parser)
@@ -59,10 +59,10 @@ def _configure_table(parser: argparse.ArgumentParser) -> None:
     shape.add_argument("--date-format", help="strftime format of text dates that are not YYYY-MM-DD, e.g. %%d.%%m.%%Y")
     shape.add_argument("--band-columns", help="band=column pairs for columns not recognised by name, "
                                               "e.g. B02=blue,B03=green")
-    shape.add_argument("--value-scale", type=float,
+    shape.add_argument("--value-scale", type=bounded("value_scale"),
                        help="the value a reflectance of 1 is written as: 10000 (digital numbers) or 1 "
                             "(default: guessed from the largest value)")
-    shape.add_argument("--offset", type=float, default=0.0,
+    shape.add_argument("--offset", type=bounded("value_offset"), default=0.0,
                        help="added to the band values first, e.g. -1000 for raw digital numbers of "
                             "processing baseline 04.00 and later (default 0)")
     shape.add_argument("--level", choices=("L1C", "L2A"), help="processing level of the reflectances (recorded)")
@@ -78,7 +78,7 @@ def _configure_table(parser: argparse.ArgumentParser) -> None:
                        help="the table's parcel ids are 0-based feature numbers of --parcels")
     attrs.add_argument("--label-field", help="field of --parcels holding the crop code or class")
     attrs.add_argument("--block-field", help="field of --parcels holding the spatial block")
-    attrs.add_argument("--block-size-km", type=float,
+    attrs.add_argument("--block-size-km", type=bounded("block_size_km"),
                        help="spatial blocks from a square grid of this size over the parcel locations")
     _add_classes(parser)
     _add_gdd(parser)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._options import bounded
+
 HELP = "train a crop classifier (bundle, metrics.json, confusion and training-curve PNGs)"
 
 VARIANT_CHOICES = ("calendar", "no_pe", "shiftaug", "tpe_sinusoidal", "tpe_concat",
@@ -12,19 +14,19 @@ VARIANT_CHOICES = ("calendar", "no_pe", "shiftaug", "tpe_sinusoidal", "tpe_conca
 
 def add_training_flags(parser: argparse.ArgumentParser) -> None:
     """Flags shared by ``train`` and ``experiment`` (paper values as defaults)."""
-    parser.add_argument("--epochs", type=int, default=100, help="epochs (default 100)")
-    parser.add_argument("--steps-per-epoch", type=int, default=500,
+    parser.add_argument("--epochs", type=bounded("epochs"), default=100, help="epochs (default 100)")
+    parser.add_argument("--steps-per-epoch", type=bounded("steps_per_epoch"), default=500,
                         help="optimiser steps per epoch (default 500)")
-    parser.add_argument("--batch-size", type=int, default=128,
+    parser.add_argument("--batch-size", type=bounded("batch_size"), default=128,
                         help="parcels per step (default 128)")
-    parser.add_argument("--sample-pixels", type=int, default=64,
+    parser.add_argument("--sample-pixels", type=bounded("sample_pixels"), default=64,
                         help="random pixels per parcel and step, S (default 64)")
-    parser.add_argument("--sample-dates", type=int, default=30,
+    parser.add_argument("--sample-dates", type=bounded("sample_dates"), default=30,
                         help="random dates per parcel and step, T (default 30)")
-    parser.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
-    parser.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
+    parser.add_argument("--lr", type=bounded("lr"), default=1e-3, help="Adam learning rate (default 1e-3)")
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="auto (CUDA when present), cpu or cuda")
     parser.add_argument("--amp", action="store_true", help="mixed precision on CUDA")
-    parser.add_argument("--seed", type=int, default=0,
+    parser.add_argument("--seed", type=bounded("seed"), default=0,
                         help="seed of the block split, weights and sampling (default 0)")
     parser.add_argument("--classes",
                         help="comma-separated class list of the model, e.g. corn,meadow,unknown (default: every "

@@ -1,0 +1,209 @@
+"""Quick checks of a run's inputs, made before any scene pixel is read.
+
+The command line, the Toolbox algorithms and the dock call ``check_inputs`` first, so that a
+missing weather file, a parcel layer without a CRS, a damaged model or scenes of two seasons
+are reported at once instead of after minutes of extraction. What it loaded (the model, the
+scenes) is handed back for the run to use.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from .errors import InputError, WeatherError
+
+log = logging.getLogger(__name__)
+
+SAMPLE_POINTS = 9
+"""Points of the parcels' extent at which the weather file is read in the preflight."""
+
+
+@dataclass
+class Preflight:
+    """What the preflight found.
+
+    Attributes:
+        bundle: the loaded model bundle (None when none was asked for).
+        scenes: the scenes found, of one season (None when none were given).
+        season_start: the season start used (the bundle's for classification).
+        parcel_count: features in the parcel layer (None for layers not read from a file).
+        seconds: how long the checks took.
+        notes: things worth telling the user (e.g. the weather sample's range).
+    """
+
+    bundle: Any = None
+    scenes: Optional[list] = None
+    season_start: Any = None
+    parcel_count: Optional[int] = None
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+def parcel_layer_info(path: Any, layer: Optional[str] = None) -> dict[str, Any]:
+    """CRS, field names, feature count and extent of a vector file, without reading its features.
+
+    Raises:
+        InputError: the file does not exist or cannot be opened as a vector layer.
+    """
+    import fiona
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"Parcel file {path} does not exist.")
+    try:
+        with fiona.open(path, layer=layer) as src:
+            return {"crs": src.crs_wkt or None, "fields": list(src.schema["properties"]),
+                    "count": len(src), "bounds": tuple(src.bounds)}
+    except Exception as exc:  # fiona raises its own hierarchy
+        raise InputError(f"Cannot read parcel layer {path}: {exc}") from None
+
+
+def _sample_points(bounds: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    xmin, ymin, xmax, ymax = bounds
+    xs, ys = np.meshgrid(np.linspace(xmin, xmax, 3), np.linspace(ymin, ymax, 3))
+    return xs.ravel(), ys.ravel()
+
+
+def check_weather(weather: Any, *, crs: Any, bounds: Optional[Sequence[float]], dates: Optional[np.ndarray],
+                  season_start: Any, weather_options: Optional[dict] = None) -> Optional[str]:
+    """Read the weather file at a few points of the parcels' extent for the season's days.
+
+    This finds a missing or unreadable file, missing variables, days not covered, units that
+    are not a temperature, implausible values and swapped minimum/maximum, all before the run.
+
+    Returns:
+        A note on what was read, or None.
+
+    Raises:
+        WeatherError: any of the problems above.
+    """
+    from .gdd import SeasonStart, season_bounds
+    from .weather import read_daily_temperature, record_period
+
+    if weather is None:
+        return None
+    if not isinstance(weather, (str, os.PathLike)):
+        return None  # temperatures already read
+    path = Path(weather)
+    if not path.is_file():
+        raise WeatherError(f"Weather file {path} does not exist"
+                           + (" (it is a folder)" if path.is_dir() else "") + "; give a NetCDF or station CSV file.")
+    if not os.access(path, os.R_OK):
+        raise WeatherError(f"Weather file {path} cannot be read (permission denied).")
+    options = dict(weather_options or {})
+    if dates is None or len(dates) == 0:
+        first, last = record_period(path, tmin_var=options.get("tmin_var"), date_var=options.get("date_var"))
+        dates = np.array([last])
+    start, end = season_bounds(dates, season_start or SeasonStart())
+    if bounds is None or crs is None or not np.all(np.isfinite(bounds)):
+        record_period(path, tmin_var=options.get("tmin_var"), date_var=options.get("date_var"))
+        return None
+    xs, ys = _sample_points(bounds)
+    sample = read_daily_temperature(path, xs, ys, crs, start, end, missing="mask", **options)
+    return f"weather {sample.source}: {start} to {end} readable"
+
+
+def check_inputs(
+    *,
+    parcels: Any = None,
+    layer: Optional[str] = None,
+    parcel_crs: Any = None,
+    parcel_bounds: Optional[Sequence[float]] = None,
+    fields: Optional[dict[str, Optional[str]]] = None,
+    scenes: Any = None,
+    scene_options: Optional[dict] = None,
+    season: Optional[int] = None,
+    season_start: Any = None,
+    dates: Optional[Sequence] = None,
+    weather: Any = None,
+    weather_options: Optional[dict] = None,
+    bundle: Any = None,
+    need_bundle: bool = False,
+) -> Preflight:
+    """Check a run's inputs quickly, before any pixel is read.
+
+    Args:
+        parcels: parcel file (its CRS, fields and extent are read, not its features); or None
+            when the layer is held elsewhere (QGIS) and ``parcel_crs`` / ``parcel_bounds`` say
+            what is needed.
+        layer: layer name inside ``parcels``.
+        parcel_crs, parcel_bounds: CRS (WKT or pyproj input) and extent of a layer given otherwise.
+        fields: the fields the run reads from the parcels, by role (``{"id": ..., "label": ...}``;
+            None values are skipped).
+        scenes: scene source for ``find_scenes`` (or scenes already found).
+        scene_options: keyword arguments of ``find_scenes``.
+        season: keep only the scenes of this season (harvest year).
+        season_start: the season start of the run (ignored when a bundle gives it).
+        dates: dates asked for without scenes (GDD at given dates).
+        weather: weather file (or temperatures already read).
+        weather_options: keyword arguments of ``read_daily_temperature``.
+        bundle: model bundle path or ``ModelBundle``; with ``need_bundle`` None is the shipped one.
+        need_bundle: the run classifies, so a model is loaded and validated.
+
+    Returns:
+        A :class:`Preflight` holding the loaded model and scenes.
+
+    Raises:
+        InputError (or a subclass): the first problem found, naming the file, layer or field.
+    """
+    from .extract import check_crs
+    from .gdd import SeasonStart
+
+    t0 = time.perf_counter()
+    result = Preflight()
+
+    if need_bundle or bundle is not None:
+        from .bundle import default_bundle_path, load_bundle
+
+        if bundle is None or isinstance(bundle, (str, os.PathLike)):
+            bundle = load_bundle(bundle or default_bundle_path())
+        result.bundle = bundle
+        season_start = bundle.config.gdd.get("season_start", "01-01")
+    if isinstance(season_start, str):
+        try:
+            season_start = SeasonStart.parse(season_start)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+    result.season_start = season_start = season_start or SeasonStart()
+
+    crs, bounds, source = parcel_crs, parcel_bounds, "the parcel layer"
+    if parcels is not None and isinstance(parcels, (str, os.PathLike)):
+        info = parcel_layer_info(parcels, layer)
+        crs, bounds, source = info["crs"], info["bounds"], str(parcels)
+        result.parcel_count = info["count"]
+        for role, name in (fields or {}).items():
+            if name and name not in info["fields"]:
+                raise InputError(f"Parcel layer {parcels} has no {role} field {name!r}; its fields are "
+                                 f"{info['fields']}.")
+        if info["count"] == 0:
+            raise InputError(f"Parcel layer {parcels} holds no features.")
+    if parcels is not None or parcel_crs is not None:
+        check_crs(crs, source)
+
+    scene_dates = None
+    if scenes is not None:
+        from .scenes import Scene, find_scenes, select_season
+
+        if isinstance(scenes, (list, tuple)) and scenes and all(isinstance(s, Scene) for s in scenes):
+            found = list(scenes)
+        else:
+            found = find_scenes(scenes, **(scene_options or {}))
+        result.scenes = select_season(found, season_start, season)
+        scene_dates = np.array([s.date for s in result.scenes], dtype="datetime64[D]")
+    if dates is not None:
+        scene_dates = np.asarray(dates, dtype="datetime64[D]")
+
+    note = check_weather(weather, crs=crs, bounds=bounds, dates=scene_dates, season_start=season_start,
+                         weather_options=weather_options)
+    if note:
+        result.notes.append(note)
+    result.seconds = time.perf_counter() - t0
+    log.info("Inputs checked in %.2f s", result.seconds)
+    return result

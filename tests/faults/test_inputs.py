@@ -1,0 +1,372 @@
+"""Fault cases on the input side: implausible temperatures, parcels without a usable CRS, scenes
+of two seasons, numeric options out of range, runs that classify nothing, and checks made
+before any scene is read. Files are small and written here."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+import rasterio
+from rasterio.transform import from_origin
+from shapely.geometry import Point, box
+
+from thermocrop.core.bands import S2_BANDS
+from thermocrop.core.errors import InputError, SceneError, WeatherError
+from thermocrop.training import cli
+from thermocrop.training.cli import main
+
+gpd = pytest.importorskip("geopandas")
+xr = pytest.importorskip("xarray")
+
+CRS = "EPSG:32632"
+X0, Y0 = 600000.0, 5400000.0  # about 48.7 N, 10.4 E
+LON, LAT = 10.36, 48.74
+
+
+def _scene(folder: Path, day: str, value: int = 2500) -> None:
+    compact = day.replace("-", "")
+    path = folder / f"S2A_MSIL1C_{compact}T103021_N0205_R108_T32UPU_{compact}T103021.tif"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with rasterio.open(path, "w", driver="GTiff", width=20, height=20, count=10, dtype="uint16", crs=CRS,
+                       transform=from_origin(X0, Y0, 10, 10), nodata=0) as ds:
+        ds.write(np.full((10, 20, 20), value, np.uint16))
+        for i, b in enumerate(S2_BANDS, start=1):
+            ds.set_band_description(i, b)
+
+
+def _parcels(path: Path, crs=CRS) -> Path:
+    gpd.GeoDataFrame({"parcel_id": ["a", "b"]},
+                     geometry=[box(X0 + 10, Y0 - 90, X0 + 90, Y0 - 10), box(X0 + 110, Y0 - 190, X0 + 190, Y0 - 110)],
+                     crs=crs).to_file(path)
+    return path
+
+
+def _weather_nc(path: Path, tmin_c, tmax_c, *, units="degC", lat_shift=0.0, year=2021) -> Path:
+    days = np.arange(np.datetime64(f"{year}-01-01"), np.datetime64(f"{year}-12-31") + 1)
+    lat = np.array([LAT - 0.1, LAT, LAT + 0.1]) + lat_shift
+    lon = np.array([LON - 0.1, LON, LON + 0.1])
+    shape = (days.size, 3, 3)
+    attrs = {"units": units} if units else {}
+    ds = xr.Dataset({"tn": (("time", "latitude", "longitude"), np.broadcast_to(np.asarray(tmin_c, np.float32)[..., None, None] if np.ndim(tmin_c) else np.float32(tmin_c), shape).astype(np.float32), attrs),
+                     "tx": (("time", "latitude", "longitude"), np.broadcast_to(np.asarray(tmax_c, np.float32)[..., None, None] if np.ndim(tmax_c) else np.float32(tmax_c), shape).astype(np.float32), attrs)},
+                    coords={"time": days.astype("datetime64[ns]"), "latitude": lat, "longitude": lon})
+    ds.to_netcdf(path)
+    return path
+
+
+def _csv(path: Path, rows) -> Path:
+    path.write_text("date,tmin,tmax\n" + "".join(f"{d},{lo},{hi}\n" for d, lo, hi in rows), encoding="utf-8")
+    return path
+
+
+def _year(year=2021):
+    return np.arange(np.datetime64(f"{year}-01-01"), np.datetime64(f"{year}-12-31") + 1)
+
+
+# -- item 7: temperatures -------------------------------------------------------------------
+
+
+def test_kelvin_without_units_is_converted_and_said(tmp_path, caplog):
+    from thermocrop.core.weather import read_daily_temperature
+
+    seasonal = 5 + 10 * np.sin(np.arange(365) / 365 * 2 * np.pi)
+    celsius = _weather_nc(tmp_path / "c.nc", seasonal - 4, seasonal + 4)
+    kelvin = _weather_nc(tmp_path / "k.nc", seasonal - 4 + 273.15, seasonal + 4 + 273.15, units=None)
+    args = ([X0 + 50], [Y0 - 50], CRS, "2021-01-01", "2021-12-31")
+    with caplog.at_level(logging.WARNING, logger="thermocrop.core.weather"):
+        from_k = read_daily_temperature(kelvin, *args)
+    from_c = read_daily_temperature(celsius, *args)
+    np.testing.assert_allclose(from_k.tmin, from_c.tmin, atol=1e-3)
+    np.testing.assert_allclose(from_k.tmax, from_c.tmax, atol=1e-3)
+    text = caplog.text
+    assert "variable 'tn'" in text and "Kelvin" in text
+    assert f"{seasonal.min() - 4 + 273.15:.1f}" in text  # the values seen
+
+
+def test_kelvin_labelled_as_celsius_is_refused_naming_the_values(tmp_path):
+    from thermocrop.core.weather import read_daily_temperature
+
+    path = _weather_nc(tmp_path / "w.nc", 275.0, 290.0, units="degC")
+    with pytest.raises(WeatherError, match=r"variable 'tn'.*units 'degC'.*275\.0 to 275\.0 degrees C"):
+        read_daily_temperature(path, [X0 + 50], [Y0 - 50], CRS, "2021-03-01", "2021-03-31")
+
+
+def test_swapped_netcdf_variables_are_refused(tmp_path):
+    from thermocrop.core.weather import read_daily_temperature
+
+    path = _weather_nc(tmp_path / "w.nc", 12.0, 2.0)
+    with pytest.raises(WeatherError, match=r"variable 'tn'.*above.*look swapped.*--tmin-var tx --tmax-var tn"):
+        read_daily_temperature(path, [X0 + 50], [Y0 - 50], CRS, "2021-03-01", "2021-03-31")
+
+
+def test_swapped_csv_columns_are_refused_and_a_few_odd_days_only_warned(tmp_path, caplog):
+    from thermocrop.core.weather import read_daily_temperature
+
+    swapped = _csv(tmp_path / "s.csv", [(d, 12.0, 2.0) for d in _year()])
+    with pytest.raises(WeatherError, match=r"column 'tmin'.*100% of the days.*swapped.*--tmin-var tmax"):
+        read_daily_temperature(swapped, [0.0], [0.0], CRS, "2021-01-01", "2021-06-30")
+    odd = _csv(tmp_path / "o.csv", [(d, 12.0 if str(d) == "2021-02-03" else 2.0, 10.0) for d in _year()])
+    with caplog.at_level(logging.WARNING, logger="thermocrop.core.weather"):
+        weather = read_daily_temperature(odd, [0.0], [0.0], CRS, "2021-01-01", "2021-06-30")
+    assert "2021-02-03" in caplog.text and weather.tmin[0, 33] == 12.0
+
+
+def test_conflicting_duplicate_csv_days_are_refused_naming_lines(tmp_path):
+    from thermocrop.core.weather import read_daily_temperature
+
+    rows = [(d, 2.0, 12.0) for d in _year()]
+    same = _csv(tmp_path / "same.csv", rows + [(np.datetime64("2021-03-05"), 2.0, 12.0)])
+    assert read_daily_temperature(same, [0.0], [0.0], CRS, "2021-03-01", "2021-03-31").tmin.shape == (1, 31)
+    clash = _csv(tmp_path / "clash.csv", rows + [(np.datetime64("2021-03-05"), 5.0, 12.0)])
+    # 2021-03-05 is line 65 (header, then Jan 1 on line 2); the repeat is the last line, 367.
+    with pytest.raises(WeatherError, match=r"2021-03-05 on lines 65 \(2/12\), 367 \(5/12\)"):
+        read_daily_temperature(clash, [0.0], [0.0], CRS, "2021-03-01", "2021-03-31")
+
+
+def test_a_missing_value_written_as_a_number_is_refused(tmp_path):
+    from thermocrop.core.weather import read_daily_temperature
+
+    rows = [(d, -999 if str(d) == "2021-03-10" else 2.0, 12.0) for d in _year()]
+    with pytest.raises(WeatherError, match=r"line 70 \(2021-03-10: -999\).*left empty"):
+        read_daily_temperature(_csv(tmp_path / "w.csv", rows), [0.0], [0.0], CRS, "2021-03-01", "2021-03-31")
+
+
+def test_the_gap_warning_names_the_dates(tmp_path, caplog):
+    from thermocrop.core.gdd import gdd_at_points
+
+    rows = [(d, "" if "2021-03-01" <= str(d) <= "2021-03-10" else 2.0, 12.0) for d in _year()]
+    with caplog.at_level(logging.WARNING, logger="thermocrop.core.gdd"):
+        gdd = gdd_at_points(_csv(tmp_path / "w.csv", rows), [0.0], [0.0], CRS, ["2021-05-01"],
+                            parcel_ids=["a"])
+    assert np.isnan(gdd).all()
+    assert "tmin missing from 2021-03-01 to 2021-03-10 (10 days)" in caplog.text and ": a" in caplog.text
+
+
+# -- item 8: CRS ----------------------------------------------------------------------------
+
+
+def test_a_geopackage_with_an_undefined_crs_is_refused(tmp_path, capsys):
+    from thermocrop.core.extract import crs_problem, load_parcels
+
+    path = _parcels(tmp_path / "nocrs.gpkg", crs=None)  # GeoPackage srs_id 0
+    assert gpd.read_file(path).crs is not None  # GDAL reports "Undefined geographic SRS"
+    with pytest.raises(InputError, match=r"nocrs.gpkg has an undefined coordinate reference system"):
+        load_parcels(path)
+    assert crs_problem('LOCAL_CS["Undefined Cartesian SRS",UNIT["metre",1]]')
+    assert crs_problem(None) and crs_problem("EPSG:32632") is None and crs_problem("EPSG:4326") is None
+    _scene(tmp_path / "scenes", "2021-05-01")
+    rc = main(["classify", "--parcels", str(path), "--scenes", str(tmp_path / "scenes"), "--weather",
+               str(_csv(tmp_path / "w.csv", [(d, 2, 12) for d in _year()])), "--out", str(tmp_path / "o.gpkg")])
+    assert rc == cli.EXIT_INPUT and "undefined coordinate reference system" in capsys.readouterr().err
+    assert not (tmp_path / "o.gpkg").exists()
+
+
+# -- item 9: seasons ------------------------------------------------------------------------
+
+
+def test_scenes_of_two_seasons_are_refused_naming_the_years(tmp_path):
+    from thermocrop.core.gdd import SeasonStart
+    from thermocrop.core.scenes import find_scenes, select_season
+
+    for day in ("2017-04-01", "2017-06-01", "2018-04-01", "2018-05-01", "2018-06-01"):
+        _scene(tmp_path / "s", day)
+    scenes = find_scenes(tmp_path / "s")
+    with pytest.raises(SceneError, match=r"2 seasons.*2017 \(2 dates, 2017-04-01 to 2017-06-01\) and 2018 "
+                                         r"\(3 dates.*--season 2018"):
+        select_season(scenes)
+    assert [str(s.date) for s in select_season(scenes, season=2017)] == ["2017-04-01", "2017-06-01"]
+    with pytest.raises(SceneError, match="No scene falls in season 2019"):
+        select_season(scenes, season=2019)
+    # A winter-crop season from the autumn before: one season counted from 1 September.
+    autumn = tmp_path / "autumn"
+    for day in ("2016-10-05", "2017-03-01", "2017-07-01"):
+        _scene(autumn, day)
+    found = find_scenes(autumn)
+    assert len(select_season(found, SeasonStart.parse("09-01/-1"))) == 3
+    with pytest.raises(SceneError, match=r"2016 \(1 dates.*and 2017.*09-01/-1"):
+        select_season(found, SeasonStart.parse("01-01"))
+
+
+def test_the_cli_refuses_mixed_seasons_and_takes_season(tmp_path, capsys):
+    for day in ("2020-05-01", "2021-05-01"):
+        _scene(tmp_path / "s", day)
+    parcels = _parcels(tmp_path / "p.gpkg")
+    days = np.arange(np.datetime64("2020-01-01"), np.datetime64("2021-12-31") + 1)
+    weather = _csv(tmp_path / "w.csv", [(d, 2, 12) for d in days])
+    common = ["gdd", "--parcels", str(parcels), "--weather", str(weather), "--scenes", str(tmp_path / "s")]
+    assert main(common + ["--out", str(tmp_path / "a.csv")]) == cli.EXIT_INPUT
+    assert "2020 (1 dates" in capsys.readouterr().err and not (tmp_path / "a.csv").exists()
+    assert main(common + ["--season", "2021", "--out", str(tmp_path / "b.csv")]) == 0
+    table = np.genfromtxt(tmp_path / "b.csv", delimiter=",", dtype=None, names=True, encoding="utf-8")
+    assert table.dtype.names == ("parcel_id", "gdd_20210501")
+    assert np.allclose(table["gdd_20210501"], 7.0 * 121)  # Jan 1 to May 1 2021 at (12 + 2) / 2
+
+
+# -- item 10: numeric options ---------------------------------------------------------------
+
+
+BAD_OPTIONS = [
+    ["classify", "--chunk-size", "-5"], ["classify", "--chunk-size", "0"], ["classify", "--min-pixels", "0"],
+    ["classify", "--offset", "1e9"], ["classify", "--season", "18"],
+    ["extract", "--max-pixels", "0"], ["extract", "--max-pixels", "5000"], ["extract", "--seed", "-1"],
+    ["extract", "--min-valid-fraction", "1.5"], ["extract", "--min-valid-fraction", "nan"],
+    ["extract", "--chunk-size", "2.5"], ["extract", "--season-start", "13-01"],
+    ["gdd", "--t-base", "nan"], ["gdd", "--t-cap", "inf"], ["gdd", "--t-base", "20", "--t-cap", "10"],
+    ["gdd", "--max-distance-km", "0"], ["gdd", "--max-distance-km", "-3"], ["gdd", "--dates", "2021-02-30"],
+    ["train", "--epochs", "0"], ["train", "--batch-size", "-1"], ["train", "--lr", "0"], ["train", "--lr", "nan"],
+    ["train", "--sample-dates", "0"], ["train", "--device", "gpu"],
+    ["evaluate", "--seed", "-3"], ["experiment", "--jobs", "0"], ["experiment", "--steps-per-epoch", "0"],
+    ["synth", "--parcels", "3"], ["synth", "--size", "-10"], ["synth", "--year", "99999"],
+]
+REQUIRED = {
+    "classify": ["--parcels", "p", "--scenes", "s", "--weather", "w", "--out", "o"],
+    "extract": ["--parcels", "p", "--scenes", "s", "--weather", "w", "--out", "o"],
+    "gdd": ["--parcels", "p", "--weather", "w", "--out", "o"],
+    "train": ["--data", "d", "--out", "o"],
+    "evaluate": ["--model", "m", "--data", "d"],
+    "experiment": ["--regions", "r", "--out", "o"],
+    "synth": ["--region", "FR2", "--out", "o"],
+}
+
+
+@pytest.mark.parametrize("argv", BAD_OPTIONS, ids=[" ".join(a) for a in BAD_OPTIONS])
+def test_numeric_options_out_of_range_are_usage_errors(argv, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # nothing may be created, here or anywhere
+    with pytest.raises(SystemExit) as info:
+        main([argv[0]] + REQUIRED[argv[0]] + argv[1:])
+    assert info.value.code == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert argv[-2] in err or "--t-cap" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_toolbox_and_command_line_share_the_ranges():
+    from thermocrop.core.limits import LIMITS
+    from thermocrop.training.commands._options import bounded
+
+    for name, limit in LIMITS.items():
+        parse = bounded(name)
+        assert parse(str(limit.high)) == limit.high
+        with pytest.raises(Exception):
+            parse(str(limit.high + 1))
+
+
+# -- item 11: nothing classified, exit code and summary ---------------------------------------
+
+
+def test_a_weather_grid_far_away_classifies_nothing_and_exits_4(tmp_path, capsys):
+    _scene(tmp_path / "s", "2021-05-01")
+    _scene(tmp_path / "s", "2021-06-01")
+    parcels = _parcels(tmp_path / "p.gpkg")
+    weather = _weather_nc(tmp_path / "far.nc", 2.0, 12.0, lat_shift=20.0)
+    out = tmp_path / "out.gpkg"
+    rc = main(["classify", "--parcels", str(parcels), "--scenes", str(tmp_path / "s"), "--weather", str(weather),
+               "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == cli.EXIT_NOTHING and "2 parcels: 2 no_weather (no usable temperatures" in err
+    assert not out.exists()
+
+
+def test_a_point_layer_classifies_nothing_and_exits_4(tmp_path, capsys):
+    _scene(tmp_path / "s", "2021-05-01")
+    parcels = tmp_path / "points.gpkg"
+    gpd.GeoDataFrame({"parcel_id": ["a", "b"]}, geometry=[Point(X0 + 50, Y0 - 50), Point(X0 + 150, Y0 - 150)],
+                     crs=CRS).to_file(parcels)
+    rc = main(["classify", "--parcels", str(parcels), "--scenes", str(tmp_path / "s"), "--weather",
+               str(_csv(tmp_path / "w.csv", [(d, 2, 12) for d in _year()])), "--out", str(tmp_path / "o.gpkg")])
+    assert rc == cli.EXIT_NOTHING and "2 invalid_geometry" in capsys.readouterr().err
+
+
+# -- item 14: checked before any scene is read ------------------------------------------------
+
+
+@pytest.mark.parametrize("problem", ["missing weather", "kelvin as celsius", "damaged model", "no id field"])
+def test_problems_are_found_before_any_scene_is_read(problem, tmp_path, capsys, monkeypatch):
+    from thermocrop.core import extract, scenes
+
+    def never(*args, **kwargs):
+        raise AssertionError("a scene was read before the inputs were checked")
+
+    monkeypatch.setattr(extract, "_read_chunk", never)
+    monkeypatch.setattr(scenes.ProductReader, "read", never)
+    _scene(tmp_path / "s", "2021-05-01")
+    weather = _weather_nc(tmp_path / "w.nc", 2.0, 12.0)
+    argv = ["classify", "--parcels", str(_parcels(tmp_path / "p.gpkg")), "--scenes", str(tmp_path / "s"),
+            "--out", str(tmp_path / "o.gpkg")]
+    if problem == "missing weather":
+        argv += ["--weather", str(tmp_path / "nope.nc")]
+    elif problem == "kelvin as celsius":
+        argv += ["--weather", str(_weather_nc(tmp_path / "k.nc", 275.0, 290.0))]
+    elif problem == "damaged model":
+        (tmp_path / "m.tcm").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}")
+        argv += ["--weather", str(weather), "--model", str(tmp_path / "m.tcm")]
+    else:
+        argv += ["--weather", str(weather), "--id-field", "lpis_id"]
+    assert main(argv) == cli.EXIT_INPUT
+    err = capsys.readouterr().err
+    assert {"missing weather": "nope.nc does not exist", "kelvin as celsius": "units 'degC'",
+            "damaged model": "m.tcm", "no id field": "no id field 'lpis_id'"}[problem] in err
+
+
+# -- smaller: null geometries, memory ------------------------------------------------------
+
+
+def test_null_geometries_make_no_library_noise(tmp_path, capfd, caplog):
+    from thermocrop.core.extract import load_parcels
+
+    path = tmp_path / "nulls.gpkg"
+    gpd.GeoDataFrame({"parcel_id": ["a", "b", "c"]}, geometry=[box(X0, Y0 - 50, X0 + 50, Y0), None, None],
+                     crs=CRS).to_file(path)
+    with caplog.at_level(logging.DEBUG):
+        table = load_parcels(path)
+    assert table.status.tolist() == ["", "invalid_geometry", "invalid_geometry"]
+    assert "hGeom" not in caplog.text and "hGeom" not in "".join(capfd.readouterr())
+    assert "2 parcels have unusable geometries" in caplog.text
+
+
+def test_chunk_buffers_follow_the_pixels_parcels_cover(tmp_path, monkeypatch):
+    from thermocrop.core import extract
+    from thermocrop.core.extract import (_settings, extract_pixel_sets, iter_chunks, load_parcels)
+    from thermocrop.core.scenes import find_scenes
+
+    for k, day in enumerate(("2021-05-01", "2021-06-01")):
+        _scene(tmp_path / "s", day, value=2000 + 100 * k)
+    # A field of 64 pixel centres and two of one pixel each.
+    gpd.GeoDataFrame({"parcel_id": ["big", "t1", "t2"]},
+                     geometry=[box(X0 + 10, Y0 - 90, X0 + 90, Y0 - 10), box(X0 + 101, Y0 - 109, X0 + 109, Y0 - 101),
+                               box(X0 + 121, Y0 - 129, X0 + 129, Y0 - 121)], crs=CRS).to_file(tmp_path / "p.gpkg")
+    weather = _csv(tmp_path / "w.csv", [(d, 2, 12) for d in _year()])
+    whole = extract_pixel_sets(tmp_path / "p.gpkg", tmp_path / "s", weather, max_pixels=16)
+    settings = _settings(16, 0, 0.5, 1, None, 0.0, 30.0, "paper", (), None)
+    table = load_parcels(tmp_path / "p.gpkg")
+    # Room for two one-slot parcels (2 dates x 10 bands x 2 bytes each) per dense array.
+    monkeypatch.setattr(extract, "DENSE_BYTES", 2 * 1 * 2 * 10 * 2)
+    groups = list(iter_chunks(table, find_scenes(tmp_path / "s"), weather, settings, (), {}, 100))
+    shapes = {tuple(table.parcel_ids[idx]): ps.pixels.shape for idx, ps in groups}
+    # Grouped by pixel count: the two tiny fields take one slot each, the large one 16.
+    assert shapes == {("t1", "t2"): (2, 2, 10, 1), ("big",): (1, 2, 10, 16)}
+    for idx, ps in groups:
+        s = ps.pixels.shape[3]
+        np.testing.assert_array_equal(ps.pixels, whole.pixels[idx][..., :s])
+        np.testing.assert_array_equal(ps.pixel_mask, whole.pixel_mask[idx][..., :s])
+        assert not whole.pixel_mask[idx][..., s:].any()
+        np.testing.assert_array_equal(ps.gdd, whole.gdd[idx])
+        assert ps.status.tolist() == whole.status[idx].tolist() == ["ok"] * len(idx)
+
+
+def test_every_kind_of_failure_has_its_exit_code(monkeypatch):
+    from thermocrop.core import errors
+
+    class OutputError(errors.ThermoCropError):
+        """As the writers raise for a refused output."""
+
+    monkeypatch.setattr(errors, "OutputError", OutputError, raising=False)
+    cases = {errors.WeatherError("x"): cli.EXIT_INPUT, errors.BundleError("x"): cli.EXIT_INPUT,
+             errors.NoUsableParcelsError("x"): cli.EXIT_NOTHING, OutputError("x"): cli.EXIT_OUTPUT,
+             errors.ExtractionError("x"): cli.EXIT_FAILED, errors.CancelledError("x"): cli.EXIT_INTERRUPTED,
+             KeyboardInterrupt(): cli.EXIT_INTERRUPTED, RuntimeError("x"): cli.EXIT_INTERNAL}
+    assert {type(e).__name__: cli.exit_code(e) for e in cases} == {type(e).__name__: c for e, c in cases.items()}
+    assert len(set(cases.values())) == 6 and cli.EXIT_USAGE not in cases.values()
