@@ -280,7 +280,8 @@ def run_partitions(task: Callable[..., dict], arguments: Sequence[tuple], folder
         else:
             from distributed import as_completed
 
-            shared_futures = {k: client.scatter(v, broadcast=True) for k, v in shared.items()}
+            # Wrapped in a list: scatter would take a dict or a tuple apart into several futures.
+            shared_futures = {k: client.scatter([v], broadcast=True)[0] for k, v in shared.items()}
             futures = {client.submit(task, i, folder, *arguments[i], **shared_futures, pure=False,
                                      key=f"thermocrop-partition-{i:05d}-{os.getpid()}-{time.monotonic_ns()}"): i
                        for i in todo}

@@ -20,7 +20,7 @@ from thermocrop.core.dataset import open_dataset
 from thermocrop.core.distributed import (ClusterOptions, PartitionListener, classify_partitioned,
                                          default_run_folder)
 from thermocrop.core.errors import CancelledError, OutputError
-from thermocrop.training.cli import main
+from thermocrop.training.cli import EXIT_OUTPUT, main
 
 gpd = pytest.importorskip("geopandas")
 distributed = pytest.importorskip("distributed")
@@ -223,6 +223,6 @@ def test_cli_refuses_a_run_folder_left_by_an_interrupted_run(region, tmp_path, c
     run = default_run_folder(tmp_path / "out.gpkg")
     run.mkdir()
     (run / "run.json").write_text('{"format": "thermocrop-run", "version": 1, "partitions": 8}', encoding="utf-8")
-    assert _cli(region, "classify", tmp_path / "out.gpkg", "--workers", "2") == 2
+    assert _cli(region, "classify", tmp_path / "out.gpkg", "--workers", "2") == EXIT_OUTPUT
     assert "--resume" in capsys.readouterr().err
     assert not (tmp_path / "out.gpkg").exists()
