@@ -183,6 +183,8 @@ def open_run_folder(path: PathLike, *, fingerprint: dict, chunks: Sequence[np.nd
     header = {"format": RUN_FORMAT, "version": RUN_VERSION, "partitions": len(chunks),
               "fingerprint": json.loads(json.dumps(fingerprint, default=str))}
     run_json = path / "run.json"
+    if path.is_dir() and not any(path.iterdir()):
+        path.rmdir()  # an empty folder given as --run-folder: used as it is
     if path.exists():
         try:
             old = json.loads(run_json.read_text(encoding="utf-8"))
