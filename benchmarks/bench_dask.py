@@ -98,8 +98,11 @@ def main() -> int:
     one = min(ones, key=lambda r: r["seconds"])
     many = min(dasks, key=lambda r: r["seconds"])
     a, b = np.load(tmp / "one.npz"), np.load(tmp / "dask.npz")
-    same = np.array_equal(a["status"], b["status"]) and np.array_equal(a["probabilities"], b["probabilities"],
-                                                                       equal_nan=True)
+    same = np.array_equal(a["status"], b["status"]) and np.array_equal(
+        np.nan_to_num(a["probabilities"], nan=-1).argmax(axis=1), np.nan_to_num(b["probabilities"], nan=-1).argmax(axis=1))
+    # Probabilities are equal bit for bit with the same torch thread count; one process uses
+    # every core, a worker one thread, which changes the order of float additions.
+    diff = float(np.nanmax(np.abs(a["probabilities"] - b["probabilities"]), initial=0.0))
     load_after = os.getloadavg()
 
     print(f"{'run':40s} {'seconds':>9s} {'peak MB':>26s}")
@@ -108,7 +111,8 @@ def main() -> int:
     label = f"--workers {args.workers} (LocalCluster, {many['partitions']} partitions)"
     print(f"{label:40s} {many['seconds']:9.1f} {('workers ' + peaks):>26s}   (client {many['client_peak_mb']:.0f})")
     print(f"speed-up: {one['seconds'] / many['seconds']:.2f}x (aim >= 1.7x); largest worker peak / one process: "
-          f"{max(many['worker_peak_mb']) / one['peak_mb']:.2f} (aim <= 1.0); same values: {same}")
+          f"{max(many['worker_peak_mb']) / one['peak_mb']:.2f} (aim <= 1.0)")
+    print(f"same statuses and labels: {same}; largest difference of a probability: {diff:.2g}")
     print(f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after (1-minute)")
 
     # The cost model, from the partitions' own records.
