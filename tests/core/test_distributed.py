@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -80,21 +82,30 @@ def assert_same_result(a, b):
 
 
 class KillBusyWorker(PartitionListener):
-    """Kills the process of a worker that is computing a partition, once the first partition is in."""
+    """Kills the process of the first worker seen computing a partition (from a thread that
+    watches the scheduler from the moment the partitions are submitted)."""
 
     def __init__(self, client):
         self.client, self.killed, self.total, self.done = client, None, 0, 0
 
     def started(self, total, done, dashboard):
         self.total, self.dashboard = total, dashboard
-        self.pids = self.client.run(os.getpid)  # worker address -> pid
+        pids = self.client.run(os.getpid)  # worker address -> pid
+
+        def watch():
+            deadline = time.monotonic() + 120
+            while self.killed is None and time.monotonic() < deadline:
+                busy = [w for w, tasks in self.client.processing().items() if tasks and w in pids]
+                if busy:
+                    self.killed = pids[busy[0]]
+                    os.kill(self.killed, signal.SIGKILL)
+                time.sleep(0.01)
+
+        self.watcher = threading.Thread(target=watch, daemon=True)
+        self.watcher.start()
 
     def finished(self, index):
         self.done += 1
-        if self.killed is None:
-            busy = [w for w, tasks in self.client.processing().items() if tasks]
-            self.killed = self.pids[busy[0]]
-            os.kill(self.killed, signal.SIGKILL)
 
 
 def test_partitions_survive_a_killed_worker_and_equal_one_process(region, cluster, one_process, tmp_path):
@@ -102,6 +113,7 @@ def test_partitions_survive_a_killed_worker_and_equal_one_process(region, cluste
     result, summary, folder = classify_partitioned(
         region["parcels"], region["scenes"], region["weather"], chunk_size=CHUNK, run_folder=tmp_path / "run",
         cluster=ClusterOptions(scheduler=cluster.scheduler.address), listener=listener)
+    listener.watcher.join()
     assert listener.killed is not None
     with pytest.raises(ProcessLookupError):
         os.kill(listener.killed, 0)  # the worker process is gone; its partitions ran elsewhere
@@ -130,12 +142,11 @@ class StopAfter(PartitionListener):
 def test_an_interrupted_run_resumes_from_its_partitions(region, cluster, one_process, tmp_path):
     run = tmp_path / "run"
     options = ClusterOptions(scheduler=cluster.scheduler.address)
-    stop = StopAfter(3)
+    stop = StopAfter(1)
     with pytest.raises(CancelledError):
         classify_partitioned(region["parcels"], region["scenes"], region["weather"], chunk_size=CHUNK,
                              run_folder=run, cluster=options, listener=stop, cancelled=stop.cancelled)
-    # Partitions running when the run stopped may still land (each appears whole or not at all).
-    assert len(list(run.glob("part-*.parquet"))) >= 3
+    assert (run / "run.json").exists() and list(run.glob("part-*.parquet"))  # kept for --resume
     # Without --resume the folder is not taken over; with other settings it is refused.
     with pytest.raises(OutputError, match="--resume"):
         classify_partitioned(region["parcels"], region["scenes"], region["weather"], chunk_size=CHUNK,
@@ -143,12 +154,24 @@ def test_an_interrupted_run_resumes_from_its_partitions(region, cluster, one_pro
     with pytest.raises(OutputError, match="other inputs or settings"):
         classify_partitioned(region["parcels"], region["scenes"], region["weather"], chunk_size=CHUNK,
                              run_folder=run, cluster=options, resume=True, min_pixels=2)
+    # Partitions still running when a run stops may land afterwards, so the count is checked on
+    # a second run folder holding exactly three partitions, as a run stopped there leaves it.
+    other = tmp_path / "other"
+    classify_partitioned(region["parcels"], region["scenes"], region["weather"], chunk_size=CHUNK,
+                         run_folder=other, cluster=options)
+    for part in sorted(other.glob("part-*.parquet"))[3:]:
+        part.unlink()
     again = StopAfter(99)
     result, summary, _ = classify_partitioned(region["parcels"], region["scenes"], region["weather"],
-                                              chunk_size=CHUNK, run_folder=run, cluster=options, resume=True,
+                                              chunk_size=CHUNK, run_folder=other, cluster=options, resume=True,
                                               listener=again)
-    assert 3 <= again.resumed == summary.resumed < 8
-    assert summary.computed == again.done == 8 - summary.resumed
+    assert again.resumed == summary.resumed == 3
+    assert summary.computed == again.done == 5
+    assert_same_result(result, one_process)
+    # The interrupted run itself finishes with --resume too.
+    result, summary, _ = classify_partitioned(region["parcels"], region["scenes"], region["weather"],
+                                              chunk_size=CHUNK, run_folder=run, cluster=options, resume=True)
+    assert summary.resumed >= 1 and summary.resumed + summary.computed == 8
     assert_same_result(result, one_process)
 
 
