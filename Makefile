@@ -7,7 +7,7 @@ STAMP_PIP := $(VENV)/.stamp-pip
 
 DEBIAN_PACKAGES := qgis python3-qgis qgis-providers python3-gdal python3-rasterio python3-geopandas \
 	python3-xarray python3-netcdf4 python3-scipy python3-matplotlib python3-yaml python3-openpyxl \
-	python3-dask python3-distributed python3-venv xvfb
+	python3-dask python3-distributed python3-venv xvfb pyqt5-dev-tools qttools5-dev-tools
 
 # What QGIS, Qt and pyproj need when run from the venv and headless.
 export QT_QPA_PLATFORM := offscreen
@@ -17,7 +17,7 @@ export XDG_RUNTIME_DIR := /tmp/runtime-thermocrop
 # Debian's qgis_process wrapper passes an option QGIS 3.22 rejects; the binary does not.
 export QGIS_PROCESS := /usr/bin/qgis_process.bin
 
-.PHONY: setup test demo bench default-model experiment clean-venv
+.PHONY: setup test demo bench default-model experiment translations screenshots package clean-venv
 
 setup: $(STAMP_PIP) $(QGIS_PLUGINPATH)/thermocrop
 
@@ -56,6 +56,30 @@ default-model: setup
 
 experiment: setup
 	PY=$(PY) scripts/run_experiment.sh runs/experiment
+
+# The translation template i18n/thermocrop.ts from every tr() text (pylupdate5 files bare tr()
+# calls under @default; at run time they are looked up in the ThermoCrop context), then one .qm
+# per translation i18n/thermocrop_<lang>.ts.
+translations: setup
+	@mkdir -p $(XDG_RUNTIME_DIR) && chmod 700 $(XDG_RUNTIME_DIR)
+	$(PY) scripts/i18n_strings.py i18n/algorithm_strings.py
+	pylupdate5 -noobsolete plugin/*.py plugin/algorithms/*.py i18n/algorithm_strings.py \
+		-ts i18n/thermocrop.ts $(wildcard i18n/thermocrop_*.ts)
+	sed -i 's|<name>@default</name>|<name>ThermoCrop</name>|' i18n/thermocrop*.ts
+	@for ts in $(wildcard i18n/thermocrop_*.ts); do lrelease -silent $$ts -qm $${ts%.ts}.qm || exit 1; done
+
+# The dock and dialog pictures of docs/img/, from real runs on a synthetic region.
+screenshots: setup
+	@mkdir -p $(XDG_RUNTIME_DIR) && chmod 700 $(XDG_RUNTIME_DIR)
+	$(PY) scripts/dock_screenshot.py
+
+# The installable plugin zip (stdlib only, no setup needed). For an upload to plugins.qgis.org give
+# the project's public URLs and address: make package REPOSITORY=... TRACKER=... EMAIL=... RELEASE=1
+DIST ?= dist
+package:
+	@python3 scripts/package_plugin.py --out "$(DIST)" $(if $(EMAIL),--email "$(EMAIL)") \
+		$(if $(REPOSITORY),--repository "$(REPOSITORY)") $(if $(TRACKER),--tracker "$(TRACKER)") \
+		$(if $(HOMEPAGE),--homepage "$(HOMEPAGE)") $(if $(RELEASE),--release)
 
 clean-venv:
 	rm -rf $(VENV) $(QGIS_PLUGINPATH)

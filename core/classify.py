@@ -28,7 +28,8 @@ from .extract import (
 )
 from .progress import Progress
 from .vector import feature_count, write_with_fields
-from .scenes import SCL_INVALID
+from .scenes import SCL_INVALID, check_missing_scl
+from .uncertainty import uncertainty_fields
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +138,7 @@ def classify_parcels(
     scl_invalid: Sequence[int] = SCL_INVALID,
     weather_options: Optional[dict[str, Any]] = None,
     batch_size: int = 256,
+    missing_scl: str = "warn",
 ) -> ClassificationResult:
     """Predict the crop of every parcel.
 
@@ -153,6 +155,8 @@ def classify_parcels(
         max_pixels, seed, min_valid_fraction, min_pixels, scl_invalid, weather_options: see
             ``extract_pixel_sets``; GDD settings come from the bundle.
         batch_size: parcels per model batch.
+        missing_scl: L2A products without SCL: ``"warn"`` (use them unmasked, with a warning in
+            the result), ``"bands"`` (brightness cloud test) or ``"refuse"``.
 
     Returns:
         A :class:`ClassificationResult` in layer order.
@@ -160,7 +164,8 @@ def classify_parcels(
     progress = progress or Progress()
     job = prepare_classification(parcels, scenes, weather, bundle, selected_ids=selected_ids, id_field=id_field,
                                  max_pixels=max_pixels, seed=seed, min_valid_fraction=min_valid_fraction,
-                                 min_pixels=min_pixels, scl_invalid=scl_invalid, weather_options=weather_options)
+                                 min_pixels=min_pixels, scl_invalid=scl_invalid, weather_options=weather_options,
+                                 missing_scl=missing_scl)
     n, k = len(job.table), len(job.classes)
     probabilities = np.full((n, k), np.nan, dtype=np.float32)
     status = np.empty(n, dtype=object)
@@ -200,12 +205,13 @@ def prepare_classification(
     min_pixels: int = 1,
     scl_invalid: Sequence[int] = SCL_INVALID,
     weather_options: Optional[dict[str, Any]] = None,
+    missing_scl: str = "warn",
 ) -> ClassificationJob:
     """Load the model and the parcels and find the scenes (arguments as :func:`classify_parcels`)."""
     model = _bundle(bundle)
     classes = tuple(model.config.classes)
     settings = _settings(max_pixels, seed, min_valid_fraction, min_pixels, scl_invalid=scl_invalid,
-                         weather_options=weather_options, **_gdd_settings(model))
+                         weather_options=weather_options, missing_scl=missing_scl, **_gdd_settings(model))
     table = parcels if isinstance(parcels, ParcelTable) else load_parcels(
         parcels, id_field=id_field, block_field=None, selected_ids=selected_ids)
     if len(table) == 0:
@@ -215,7 +221,7 @@ def prepare_classification(
     if not scene_list:
         raise SceneError("No scenes were given.")
     meta = _meta(table, scene_list, weather, settings, None)
-    warnings = [w for w in (level_mismatch(model, scene_list),) if w]
+    warnings = [w for w in (level_mismatch(model, scene_list), check_missing_scl(scene_list, missing_scl)) if w]
     for w in warnings:
         log.warning(w)
     return ClassificationJob(model, classes, settings, table, scene_list, meta, tuple(warnings))
@@ -266,16 +272,19 @@ def write_classification(
     layer: Optional[str] = None,
     out_layer: Optional[str] = None,
     inputs: Sequence[Union[str, os.PathLike]] = (),
+    probabilities: bool = False,
 ) -> Path:
     """Write the parcels with their predictions, in any OGR format chosen by extension.
 
     Every feature and attribute of the input is kept; the three fields are added (or replace
     fields of the same name). Parcels that were not classified get NULL as class and
-    confidence; those not selected get the status ``not_selected``. The output is written
-    beside the target, read back and counted, and only then takes its name; an existing
-    file (the input included) is replaced only with ``overwrite``, and in a GeoPackage only
-    the written layer is. Field names are those ``vector.output_field_names`` gives for the
-    format (shapefiles keep 10 characters: ``crop_statu``).
+    confidence; those not selected get the status ``not_selected``. With ``probabilities`` the
+    fields of :func:`~thermocrop.core.uncertainty.uncertainty_fields` follow (``p_<class>`` per
+    class, ``crop_margin``, ``crop_entropy``). The output is written beside the target, read
+    back and counted, and only then takes its name; an existing file (the input included) is
+    replaced only with ``overwrite``, and in a GeoPackage only the written layer is. Field
+    names are those ``vector.output_field_names`` gives for the format (shapefiles keep 10
+    characters: ``crop_statu``).
 
     Raises:
         OutputError: unknown extension, an unusable or existing output without ``overwrite``,
@@ -293,7 +302,12 @@ def write_classification(
     labels[result.rows] = np.where(ok, result.labels.astype(object), None)
     confidence[result.rows] = np.where(ok, result.confidence, np.nan)
     status[result.rows] = result.status
-    out = write_with_fields(parcels, {label_field: labels, conf_field: confidence, status_field: status}, out,
-                            overwrite=overwrite, layer=layer, out_layer=out_layer, inputs=inputs)
+    values = {label_field: labels, conf_field: confidence, status_field: status}
+    if probabilities:
+        full = np.full((n, len(result.classes)), np.nan, dtype=np.float32)
+        full[result.rows] = result.probabilities
+        values.update(uncertainty_fields(full, result.classes))
+    out = write_with_fields(parcels, values, out, overwrite=overwrite, layer=layer, out_layer=out_layer,
+                            inputs=inputs)
     log.info("Wrote %d parcels to %s", n, out)
     return out

@@ -590,26 +590,27 @@ def extract_partitioned(
     """
     from .dataset import DatasetWriter, open_dataset
     from .errors import ExtractionError, SceneError
-    from .extract import (_meta, _scene_list, _settings, load_parcels, require_usable, scene_grids, select_season,
-                          spatial_chunks)
+    from .extract import (ParcelTable, _meta, _say_missing_scl, _scene_list, _settings, load_parcels, require_usable, scene_grids,
+                          select_season, spatial_chunks)
     from .gdd import day_of_season
 
     keys = ("max_pixels", "seed", "min_valid_fraction", "min_pixels", "season_start", "t_base", "t_cap",
-            "gdd_method", "scl_invalid", "weather_options")
+            "gdd_method", "scl_invalid", "weather_options", "missing_scl")
     defaults = {"max_pixels": 64, "seed": 0, "min_valid_fraction": 0.5, "min_pixels": 1, "season_start": None,
-                "t_base": 0.0, "t_cap": 30.0, "gdd_method": "paper", "weather_options": None}
+                "t_base": 0.0, "t_cap": 30.0, "gdd_method": "paper", "weather_options": None, "missing_scl": "warn"}
     from .scenes import SCL_INVALID
 
     defaults["scl_invalid"] = SCL_INVALID
     settings = _settings(*(options.pop(k, defaults[k]) for k in keys))
     label_field = options.get("label_field")
-    table = load_parcels(parcels, **options)
+    table = parcels if isinstance(parcels, ParcelTable) else load_parcels(parcels, **options)
     scene_list = _scene_list(scenes)
     if not scene_list:
         raise SceneError("No scenes were given.")
     if len(table) == 0:
         raise ExtractionError(f"Parcel layer {table.source} holds no parcels.")
     select_season(scene_list, settings.season_start)  # refuses scenes of several seasons
+    _say_missing_scl(scene_list, settings)
     meta = _meta(table, scene_list, weather, settings, label_field)
     chunks = spatial_chunks(table, chunk_size, scene_grids(scene_list))
     fingerprint = {

@@ -33,6 +33,10 @@ class BundleError(InputError):
     """A model bundle is corrupt, truncated, of another version or does not fit its model."""
 
 
+class DependencyError(ThermoCropError):
+    """A Python package ThermoCrop needs, or the interpreter to install it with, cannot be had."""
+
+
 class CancelledError(ThermoCropError):
     """The user cancelled a long-running job; nothing was written."""
 

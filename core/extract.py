@@ -20,7 +20,9 @@ from .bands import S2_BANDS
 from .dataset import STATUS_OK, DatasetWriter, PixelSets
 from .errors import ExtractionError, InputError, NoUsableParcelsError, SceneError, WeatherError
 from .progress import Progress
-from .scenes import SCL_INVALID, Grid, Scene, find_scenes, select_season, to_reflectance
+from .remote import RemoteProduct
+from .scenes import (SCL_INVALID, Grid, Scene, bright_cloud_mask, check_missing_scl, find_scenes, select_season,
+                     to_reflectance)
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +128,7 @@ class ExtractionSettings:
     gdd_method: str = "paper"
     block_size: int = BLOCK_SIZE
     weather_options: dict[str, Any] = field(default_factory=dict)
+    missing_scl: str = "warn"
 
 
 class _NullGeometryNoise(logging.Filter):
@@ -323,6 +326,19 @@ def _hash64(values: np.ndarray, seed: int) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
+def _lattice_index(flat: np.ndarray, grid: Grid) -> np.ndarray:
+    """Pixel indices of a grid -> one index per pixel of the CRS-wide lattice of that pixel size.
+
+    A pixel keeps its index (and so its sampling key) whichever raster it is read from: a
+    local clip of a scene or the whole remote tile, whose grids differ only in extent.
+    """
+    t = grid.transform
+    row0, col0 = int(round(t.f / t.e)), int(round(t.c / t.a))
+    rows = flat // grid.width + (row0 + 2**31)
+    cols = flat % grid.width + (col0 + 2**31)
+    return (rows.astype(np.uint64) << np.uint64(32)) | cols.astype(np.uint64)
+
+
 def _keep_smallest(parcel: np.ndarray, key: np.ndarray, flat: np.ndarray, s: int):
     """Per parcel, the ``s`` entries with the smallest keys, and their rank (0..s-1)."""
     order = np.lexsort((key, parcel))
@@ -349,8 +365,9 @@ class _Selection:
 def _sample_pixels(geoms, active: np.ndarray, grid: Grid, s: int, seed: int, block: int) -> _Selection:
     """Rasterise the parcels window by window and draw up to ``s`` pixels per parcel.
 
-    Pixels are drawn by the smallest seeded hash of their grid index, which gives the same
-    sample whatever the window size and however the parcels are chunked.
+    Pixels are drawn by the smallest seeded hash of their lattice index, which gives the same
+    sample whatever the window size, however the parcels are chunked and whichever raster
+    extent (a clip or the whole tile) the same pixels are read from.
     """
     from rasterio.features import rasterize
     from rasterio.windows import Window
@@ -392,7 +409,7 @@ def _sample_pixels(geoms, active: np.ndarray, grid: Grid, s: int, seed: int, blo
             parcel = burnt.ravel()[nz] - 1
             flat = (r0 + nz // w).astype(np.int64) * grid.width + (c0 + nz % w)
             counts += np.bincount(parcel, minlength=n)
-            p, k, f, _ = _keep_smallest(parcel, _hash64(flat, seed), flat, s)
+            p, k, f, _ = _keep_smallest(parcel, _hash64(_lattice_index(flat, grid), seed), flat, s)
             kept.append((p, k, f))
     if kept:
         p, k, f = (np.concatenate(a) for a in zip(*kept))
@@ -613,7 +630,7 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
     n_slots = np.where(readable, np.minimum(covered, s), 0)
     offsets = np.r_[0, np.cumsum(n_slots)].astype(np.int64)
 
-    passes = []  # per preference rank: per grid (parcel, slot, windows)
+    passes = []  # per preference rank: per grid (buffer rows, windows)
     for r in range(len(selections)):
         per_grid = []
         for k, sel in enumerate(selections):
@@ -626,11 +643,18 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
     pixels = np.zeros((total, t_count, c_count), dtype=np.uint16)
     pixel_mask = np.zeros((total, t_count), dtype=bool)
     read_progress = progress.sub(0.1, 0.9)
+    unreadable = set()  # products (STAC items) that could not be fetched whole: never half-used
+    if passes and any(isinstance(p, RemoteProduct) for sc in scenes for p in sc.products):
+        from .remote import prefetch_chunk
+
+        windows_by_grid = [[w for per_grid in passes for w, *_ in per_grid[k][1]] for k in range(len(grids))]
+        unreadable = prefetch_chunk(scenes, grids, windows_by_grid, progress.sub(0.1, 0.6))
+        read_progress = progress.sub(0.6, 0.9)
     for t, scene in enumerate(scenes):
         for per_grid in passes:
             for k, grid in enumerate(grids):
                 position, windows = per_grid[k]
-                products = [p for p in scene.products if p.grid == grid]
+                products = [p for p in scene.products if p.grid == grid and id(p) not in unreadable]
                 if len(position) == 0 or not products:
                     continue
                 for product in products:
@@ -646,6 +670,8 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
                             read_cpu += time.process_time() - read_start
                             n_windows += 1
                             window_pixels += int(window.width) * int(window.height)
+                            if scl is None and product.level == "L2A" and settings.missing_scl == "bands":
+                                valid &= ~bright_cloud_mask(values)
                             # Earlier products and preferred grids win: fill only empty slots.
                             fill = valid & ~pixel_mask[position[pos], t]
                             p_f = position[pos][fill]
@@ -684,7 +710,7 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
 
 def _settings(max_pixels: int, seed: int, min_valid_fraction: float, min_pixels: int, season_start: Any,
               t_base: float, t_cap: float, gdd_method: str, scl_invalid: Sequence[int],
-              weather_options: Optional[dict[str, Any]]) -> ExtractionSettings:
+              weather_options: Optional[dict[str, Any]], missing_scl: str = "warn") -> ExtractionSettings:
     from .gdd import SeasonStart
 
     if max_pixels < 1:
@@ -698,16 +724,18 @@ def _settings(max_pixels: int, seed: int, min_valid_fraction: float, min_pixels:
     return ExtractionSettings(max_pixels=max_pixels, seed=seed, min_valid_fraction=min_valid_fraction,
                               min_pixels=min_pixels, scl_invalid=tuple(scl_invalid), season_start=season_start,
                               t_base=t_base, t_cap=t_cap, gdd_method=gdd_method,
-                              weather_options=dict(weather_options or {}))
+                              weather_options=dict(weather_options or {}), missing_scl=missing_scl)
 
 
 def _meta(table: ParcelTable, scenes: list[Scene], weather: Any, settings: ExtractionSettings,
           label_field: Optional[str]) -> dict[str, Any]:
+    # Absolute paths: a dataset is opened from other working directories than it was made in.
     return {
-        "parcels": table.source,
-        "scenes": [f for sc in scenes for f in sc.files],
+        "parcels": os.path.abspath(table.source) if os.path.exists(table.source) else table.source,
+        "scenes": [os.path.abspath(f) for sc in scenes for f in sc.files],
         "levels": sorted({sc.level for sc in scenes if sc.level}),
-        "weather": str(weather) if isinstance(weather, (str, os.PathLike)) else getattr(weather, "source", None),
+        "weather": (os.path.abspath(weather) if isinstance(weather, (str, os.PathLike))
+                    else getattr(weather, "source", None)),
         "label_field": label_field,
         **({"labels": table.class_summary} if table.class_summary else {}),
         "max_pixels": settings.max_pixels,
@@ -718,6 +746,7 @@ def _meta(table: ParcelTable, scenes: list[Scene], weather: Any, settings: Extra
         "t_cap": settings.t_cap,
         "gdd_method": settings.gdd_method,
         "scl_invalid": list(settings.scl_invalid),
+        "missing_scl": settings.missing_scl,
     }
 
 
@@ -797,6 +826,7 @@ def extract_pixel_sets(
     min_pixels: int = 1,
     scl_invalid: Sequence[int] = SCL_INVALID,
     weather_options: Optional[dict[str, Any]] = None,
+    missing_scl: str = "warn",
     progress: Optional[Progress] = None,
 ) -> PixelSets:
     """Extract per-parcel pixel sets in memory (for a whole layer at once).
@@ -817,13 +847,15 @@ def extract_pixel_sets(
         min_pixels: parcels covering fewer pixels get status ``too_small``.
         scl_invalid: SCL classes treated as invalid.
         weather_options: extra keyword arguments of ``read_daily_temperature``.
+        missing_scl: L2A products without SCL: ``"warn"`` (use them unmasked, say so),
+            ``"bands"`` (mask clouds by :func:`core.scenes.bright_cloud_mask`) or ``"refuse"``.
         progress: progress and cancellation.
 
     Returns:
         :class:`PixelSets` with P = the layer's parcels in layer order, T = all scene dates.
     """
     settings = _settings(max_pixels, seed, min_valid_fraction, min_pixels, season_start, t_base, t_cap,
-                         gdd_method, scl_invalid, weather_options)
+                         gdd_method, scl_invalid, weather_options, missing_scl)
     table = parcels if isinstance(parcels, ParcelTable) else load_parcels(
         parcels, id_field=id_field, label_field=label_field, classes=classes, block_field=block_field,
         class_map=class_map, min_parcels=min_parcels)
@@ -831,9 +863,18 @@ def extract_pixel_sets(
     if not scene_list:
         raise SceneError("No scenes were given.")
     select_season(scene_list, settings.season_start)  # refuses scenes of several seasons
+    _say_missing_scl(scene_list, settings)
     meta = _meta(table, scene_list, weather, settings, label_field)
     return _extract_chunk(table, np.arange(len(table)), scene_list, weather, settings, table.classes, meta,
                           progress)
+
+
+def _say_missing_scl(scenes: list[Scene], settings: ExtractionSettings) -> Optional[str]:
+    """Log what :func:`core.scenes.check_missing_scl` says (it raises when asked to refuse)."""
+    note = check_missing_scl(scenes, settings.missing_scl)
+    if note:
+        log.warning("%s", note)
+    return note
 
 
 def iter_chunks(table: ParcelTable, scenes: list[Scene], weather: Any, settings: ExtractionSettings,
@@ -896,6 +937,7 @@ def extract_to_dataset(
     min_pixels: int = 1,
     scl_invalid: Sequence[int] = SCL_INVALID,
     weather_options: Optional[dict[str, Any]] = None,
+    missing_scl: str = "warn",
     progress: Optional[Progress] = None,
 ) -> Path:
     """Extract pixel sets chunk by chunk straight into a dataset folder (bounded memory).
@@ -908,13 +950,14 @@ def extract_to_dataset(
         The dataset folder.
     """
     settings = _settings(max_pixels, seed, min_valid_fraction, min_pixels, season_start, t_base, t_cap,
-                         gdd_method, scl_invalid, weather_options)
+                         gdd_method, scl_invalid, weather_options, missing_scl)
     table = parcels if isinstance(parcels, ParcelTable) else load_parcels(
         parcels, id_field=id_field, label_field=label_field, classes=classes, block_field=block_field,
         class_map=class_map, min_parcels=min_parcels)
     scene_list = _scene_list(scenes)
     if not scene_list:
         raise SceneError("No scenes were given.")
+    _say_missing_scl(scene_list, settings)
     if len(table) == 0:
         raise ExtractionError(f"Parcel layer {table.source} holds no parcels.")
     meta = _meta(table, scene_list, weather, settings, label_field)

@@ -66,6 +66,10 @@ LIMITS: dict[str, Limit] = {
     "max_distance_km": Limit(0.0, 1000.0, above=True, unit="km"),
     "season": Limit(1900, 2100, integer=True),
     "min_parcels": Limit(0, 10_000_000, integer=True),
+    # catalogues
+    "max_requests": Limit(1, 64, integer=True),
+    "max_cloud": Limit(0.0, 100.0, unit="%"),
+    "max_items": Limit(1, 1_000_000, integer=True),
     # imported tables
     "value_scale": Limit(0.0, 1_000_000.0, above=True),
     "value_offset": Limit(-10_000.0, 10_000.0),

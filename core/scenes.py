@@ -29,6 +29,14 @@ SCL_INVALID: tuple[int, ...] = (0, 1, 3, 8, 9, 10, 11)
 """SCL classes masked out: no data, defective, cloud shadow, clouds (medium, high), cirrus
 and snow. Snow is masked too because a snow-covered field shows nothing of its crop."""
 
+BRIGHT_CLOUD = 2000
+"""Reflectance x 10000 (0.2) from which a pixel bright in blue (B02) and in the mean of B02, B03
+and B04 counts as cloud or snow, for L2A products without SCL (``missing_scl="bands"``)."""
+
+MISSING_SCL = ("refuse", "warn", "bands")
+"""What to do with L2A products without SCL: refuse them, use them unmasked with a warning, or
+mask clouds with the brightness test :func:`bright_cloud_mask`."""
+
 RASTER_SUFFIXES = (".tif", ".tiff", ".jp2", ".vrt", ".img")
 
 # Names used by STAC catalogues (Earth Search) for the Sentinel-2 assets.
@@ -370,6 +378,47 @@ def to_reflectance(
     return values, valid
 
 
+def bright_cloud_mask(values: np.ndarray) -> np.ndarray:
+    """``(...)`` bool: pixels bright in blue and across the visible bands, i.e. thick cloud or snow.
+
+    A fallback for surface reflectance without SCL: on the synthetic L2A regions it flags every
+    pixel SCL calls high-probability cloud and about half of medium-probability cloud, but no thin
+    cirrus and no cloud shadow (docs/extraction.md).
+
+    Args:
+        values: ``(C, ...)`` reflectance x 10000 in ``S2_BANDS`` order (B02, B03, B04 first).
+    """
+    visible = values[:3].astype(np.int32)
+    return (visible[0] >= BRIGHT_CLOUD) & (visible.mean(axis=0) >= BRIGHT_CLOUD)
+
+
+def check_missing_scl(scenes: Sequence["Scene"], missing_scl: str = "warn") -> Optional[str]:
+    """What the user must know about L2A products without SCL among ``scenes``, or None.
+
+    Raises:
+        SceneError: there are such products and ``missing_scl`` is ``"refuse"``, or
+            ``missing_scl`` is not one of :data:`MISSING_SCL`.
+    """
+    if missing_scl not in MISSING_SCL:
+        raise SceneError(f"Unknown missing_scl {missing_scl!r}; use one of {', '.join(MISSING_SCL)}.")
+    products = [p for sc in scenes for p in sc.products if p.level == "L2A" and p.scl is None]
+    if not products:
+        return None
+    total = sum(1 for sc in scenes for p in sc.products if p.level == "L2A")
+    names = ", ".join(p.name for p in products[:3]) + (", ..." if len(products) > 3 else "")
+    head = (f"{len(products)} of {total} L2A products have no scene classification (SCL) to mask clouds with "
+            f"({names})")
+    if missing_scl == "refuse":
+        raise SceneError(f"{head}. Put each product's SCL raster beside it (<name>_SCL.tif, or an SCL band), or "
+                         "choose what to do: --missing-scl bands masks clouds by a brightness test (thick "
+                         "clouds and snow only), --missing-scl warn uses the products unmasked.")
+    if missing_scl == "bands":
+        return (f"{head}: their clouds are masked by a brightness test (blue and visible reflectance of 0.2 or "
+                "more), which finds thick clouds and snow but not thin clouds or cloud shadows.")
+    return (f"{head}: their clouds are not masked, so cloudy pixels enter the pixel sets. Add the SCL rasters, "
+            "or mask by a brightness test (missing_scl='bands', --missing-scl bands).")
+
+
 def _first(*values):
     """The first value that is not None (a datetime64 of 1970-01-01 is falsy, so no ``or``)."""
     return next((v for v in values if v is not None), None)
@@ -691,6 +740,9 @@ def find_scenes(
         SceneError: nothing found, or a product that cannot be understood (the message names it).
     """
     paths = _expand_source(source)
+    stac_files = [p for p in paths if _is_stac_file(p)]
+    if stac_files:
+        return _with_stac_scenes(stac_files, [p for p in paths if p not in stac_files], band_order, level, offset)
     safes, rasters = _walk(paths)
     parts: list[_Part] = []
     seen: set[str] = set()
@@ -793,3 +845,27 @@ def select_season(scenes: Sequence["Scene"], season_start: Any = None,
             f"command line --season {years.max()} picks one).{autumn}"
         )
     return scenes
+
+
+# --------------------------------------------------------------------------------------------
+# STAC item collections (``core.stac``) among the sources
+
+
+def _is_stac_file(path: Path) -> bool:
+    from .stac import is_item_collection_file
+
+    return path.suffix.lower() in (".json", ".geojson") and is_item_collection_file(path)
+
+
+def _with_stac_scenes(stac_files: list[Path], others: list[Path], band_order, level, offset) -> list[Scene]:
+    """Scenes of saved STAC item collections, merged by date with those of local files."""
+    from .stac import scenes_from_files
+
+    scenes = {sc.date: sc for sc in scenes_from_files(stac_files, level=level, offset=offset)}
+    if others:
+        for sc in find_scenes(others, band_order=band_order, level=level, offset=offset):
+            if sc.date in scenes:
+                scenes[sc.date].products.extend(sc.products)
+            else:
+                scenes[sc.date] = sc
+    return [scenes[d] for d in sorted(scenes)]

@@ -1,25 +1,92 @@
 """Checks the Python packages ThermoCrop needs and installs missing ones into a plugin-owned folder.
 
 Nothing here touches the network until the user asks for the installer; the check only looks
-for importable modules, so QGIS starts fast even without torch.
+for importable modules, so QGIS starts fast even without torch. The installer runs pip with the
+interpreter QGIS itself runs on (found from ``sys.prefix`` and the known layouts of OSGeo4W, the
+macOS bundle and Linux packages, never from the PATH), into a folder named after that Python's
+version, so that a QGIS upgrade to another Python starts from an empty folder instead of
+importing packages built for the old one. See docs/install.md for what goes where per platform.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import os
+import platform
+import queue
+import re
 import shutil
 import site
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
+
+from ..core.errors import DependencyError
 
 log = logging.getLogger(__name__)
 
 DEPENDENCY_FOLDER_NAME = "thermocrop-packages"
+MARKER_NAME = "thermocrop-install.json"
+MIN_PYTHON = (3, 9)
+
+# -- torch for this Python -----------------------------------------------------------------------
+
+TESTED_TORCH = "2.13.0"
+"""The torch version the project is developed and tested with (pyproject.toml)."""
+
+# The newest torch with CPython wheels on PyPI per case, where it is older than TESTED_TORCH
+# (looked up with `pip index versions torch --python-version X --platform Y`): torch 2.8.0 is the
+# last release for Python 3.9 (QGIS 3.22-3.30 on Windows ship Python 3.9); Intel Macs end at
+# torch 2.2.2 (Python 3.9-3.12); for Apple silicon, wheels after 2.11.0 need macOS 14.
+TORCH_PYTHON39 = "2.8.0"
+TORCH_MACOS_INTEL = "2.2.2"
+TORCH_MACOS_BEFORE_14 = "2.11.0"
+
+
+def torch_requirement(python: tuple[int, int] = sys.version_info[:2], system: Optional[str] = None,
+                      machine: Optional[str] = None, macos: Optional[tuple[int, int]] = None) -> str:
+    """The pip requirement of a torch with wheels for this interpreter and platform.
+
+    Args:
+        python: (major, minor) of the interpreter pip runs on.
+        system: ``platform.system()`` (Windows, Darwin, Linux); default: this machine's.
+        machine: ``platform.machine()`` (AMD64, x86_64, arm64, aarch64); default: this machine's.
+        macos: (major, minor) of macOS; default: this machine's when on macOS.
+
+    Raises:
+        DependencyError: no torch wheels exist for this Python and platform.
+    """
+    system = system or platform.system()
+    machine = (machine or platform.machine()).lower()
+    if python < MIN_PYTHON:
+        raise DependencyError(f"ThermoCrop needs Python 3.9 or newer; this QGIS runs Python "
+                              f"{python[0]}.{python[1]}. Install QGIS 3.22 or newer.")
+    if system == "Windows" and machine in ("arm64", "aarch64"):
+        raise DependencyError("PyTorch publishes no wheels for Windows on ARM; run QGIS for x86-64 "
+                              "(it runs emulated on Windows on ARM).")
+    if system == "Darwin":
+        if machine == "x86_64":
+            if python > (3, 12):
+                raise DependencyError(f"PyTorch's last release for Intel Macs (torch {TORCH_MACOS_INTEL}) "
+                                      f"has no wheels for Python {python[0]}.{python[1]}.")
+            return f"torch=={TORCH_MACOS_INTEL}"
+        if macos is None:
+            release = platform.mac_ver()[0]
+            macos = tuple(int(p) for p in release.split(".")[:2]) if release else (14, 0)
+            macos = macos if len(macos) == 2 else (macos[0], 0)
+        if python == (3, 9):
+            return f"torch=={TORCH_PYTHON39}"
+        if macos < (14, 0):
+            return f"torch=={TORCH_MACOS_BEFORE_14}"
+    if python == (3, 9):
+        return f"torch=={TORCH_PYTHON39}"
+    return f"torch=={TESTED_TORCH}"
 
 
 @dataclass(frozen=True)
@@ -28,7 +95,8 @@ class Requirement:
 
     Attributes:
         module: the name to import.
-        pip: the pinned pip requirement, or "" when it must come from the system (QGIS's GDAL).
+        pip: the pip requirement, or "" when it must come from QGIS's installer or the system
+            (packages linked to GDAL must use QGIS's own GDAL).
         system_hint: how to get it when pip is not the way.
     """
 
@@ -37,16 +105,51 @@ class Requirement:
     system_hint: str = ""
 
 
-REQUIREMENTS: tuple[Requirement, ...] = (
-    Requirement("torch", "torch==2.13.0"),
-    Requirement("safetensors", "safetensors>=0.4"),
-    Requirement("numpy", "", "numpy comes with QGIS"),
-    Requirement("rasterio", "", "install rasterio built on QGIS's GDAL (Debian: apt install python3-rasterio)"),
-    Requirement("geopandas", "", "Debian: apt install python3-geopandas"),
-    Requirement("xarray", "", "Debian: apt install python3-xarray"),
-    Requirement("netCDF4", "", "Debian: apt install python3-netcdf4"),
-    Requirement("matplotlib", "", "Debian: apt install python3-matplotlib"),
-)
+def _system_hint(module: str, system: str) -> str:
+    """How to get a GDAL-linked package (or one QGIS ships) on this platform."""
+    osgeo4w = {"rasterio": "python3-rasterio", "geopandas": "python3-geopandas",
+               "numpy": "python3-numpy", "matplotlib": "python3-matplotlib",
+               "netCDF4": "python3-netcdf4"}
+    debian = {"rasterio": "python3-rasterio", "geopandas": "python3-geopandas", "numpy": "python3-numpy",
+              "xarray": "python3-xarray", "netCDF4": "python3-netcdf4", "matplotlib": "python3-matplotlib"}
+    if system == "Windows":
+        return (f"install the OSGeo4W package {osgeo4w.get(module, 'python3-' + module.lower())} (built on "
+                "QGIS's GDAL) with the OSGeo4W setup of your QGIS: run its bin\\setup.bat (or the OSGeo4W "
+                "network installer, Advanced Install) as administrator, e.g. setup.bat -q -k -P "
+                f"{osgeo4w.get(module, 'python3-' + module.lower())}")
+    if system == "Darwin":
+        return ("it comes with the official QGIS macOS package; reinstall QGIS from qgis.org (a QGIS "
+                "built with Homebrew or MacPorts needs its own package, e.g. py3-" + module.lower() + ")")
+    return f"Debian/Ubuntu: apt install {debian.get(module, 'python3-' + module.lower())}"
+
+
+def requirements_for(system: Optional[str] = None, python: tuple[int, int] = sys.version_info[:2],
+                     machine: Optional[str] = None) -> tuple[Requirement, ...]:
+    """What ThermoCrop needs on ``system``: pip requirements for packages that link no GDAL,
+    the platform's route for those that do (rasterio, geopandas) or that QGIS ships (numpy)."""
+    system = system or platform.system()
+    try:
+        torch = torch_requirement(python, system, machine)
+    except DependencyError as exc:
+        torch_req = Requirement("torch", "", str(exc))
+    else:
+        torch_req = Requirement("torch", torch)
+    # On Windows and macOS xarray, netCDF4 (self-contained wheels) and matplotlib install from
+    # PyPI when QGIS lacks them; on Linux the distribution's packages match its libraries.
+    pip_ok = system in ("Windows", "Darwin")
+    return (
+        torch_req,
+        Requirement("safetensors", "safetensors>=0.4"),
+        Requirement("numpy", "", "numpy comes with QGIS; reinstall QGIS"),
+        Requirement("rasterio", "", _system_hint("rasterio", system)),
+        Requirement("geopandas", "", _system_hint("geopandas", system)),
+        Requirement("xarray", "xarray>=0.20" if pip_ok else "", _system_hint("xarray", system)),
+        Requirement("netCDF4", "netCDF4>=1.5" if pip_ok else "", _system_hint("netCDF4", system)),
+        Requirement("matplotlib", "matplotlib>=3.3" if pip_ok else "", _system_hint("matplotlib", system)),
+    )
+
+
+REQUIREMENTS: tuple[Requirement, ...] = requirements_for()
 
 
 def _importable(module: str) -> bool:
@@ -64,8 +167,15 @@ def missing_requirements(requirements: Sequence[Requirement] = REQUIREMENTS) -> 
             or not _importable(req.module)]
 
 
-def dependency_folder(profile_dir: Optional[str] = None) -> Path:
-    """The plugin-owned package folder inside the QGIS profile (not created here)."""
+# -- the package folder --------------------------------------------------------------------------
+
+def version_folder_name(python: tuple[int, int] = sys.version_info[:2]) -> str:
+    """``python3.9``: the sub-folder for one Python version."""
+    return f"python{python[0]}.{python[1]}"
+
+
+def dependency_root(profile_dir: Optional[str] = None) -> Path:
+    """``<profile>/python/thermocrop-packages`` (holds one folder per Python version)."""
     if profile_dir is None:
         from qgis.core import QgsApplication
 
@@ -73,32 +183,190 @@ def dependency_folder(profile_dir: Optional[str] = None) -> Path:
     return Path(profile_dir) / "python" / DEPENDENCY_FOLDER_NAME
 
 
+def dependency_folder(profile_dir: Optional[str] = None,
+                      python: tuple[int, int] = sys.version_info[:2]) -> Path:
+    """The plugin-owned package folder for this Python inside the QGIS profile (not created here):
+    ``<profile>/python/thermocrop-packages/python3.X``."""
+    return dependency_root(profile_dir) / version_folder_name(python)
+
+
+def other_dependency_folders(profile_dir: Optional[str] = None) -> list[Path]:
+    """What this QGIS does not use under ``thermocrop-packages`` and may be deleted: the folders of
+    other Python versions, and files installed straight into ``thermocrop-packages`` by ThermoCrop
+    0.1 (before the folders were named after the Python version)."""
+    root = dependency_root(profile_dir)
+    if not root.is_dir():
+        return []
+    current = version_folder_name()
+    return [p for p in sorted(root.iterdir())
+            if p.name != current and not (p.is_dir() and re.fullmatch(r"python\d+\.\d+", p.name)
+                                          and not any(p.iterdir()))]
+
+
 def activate_dependency_folder(folder: Optional[Path] = None) -> bool:
-    """Make packages installed by :class:`InstallTask` importable; True when the folder exists.
+    """Make packages installed by the installer importable; True when the folder exists.
 
     ``site.addsitedir`` is the standard way to add a package folder (it also honours ``.pth``
-    files that torch's wheels rely on); it is only done for the plugin's own folder.
+    files that torch's wheels rely on); it is only done for the plugin's own folder. A folder
+    whose marker names another Python version is not used.
     """
     folder = folder or dependency_folder()
     if not folder.is_dir():
         return False
+    marker = folder / MARKER_NAME
+    if marker.is_file():
+        try:
+            installed_for = tuple(json.loads(marker.read_text())["python"][:2])
+        except (ValueError, KeyError, TypeError):
+            installed_for = None
+        if installed_for and installed_for != tuple(sys.version_info[:2]):
+            log.warning("%s holds packages for Python %s, not %s; it is not used.", folder,
+                        ".".join(map(str, installed_for)), platform.python_version())
+            return False
     if str(folder) not in sys.path:
         site.addsitedir(str(folder))
         importlib.invalidate_caches()
     return True
 
 
+# -- the interpreter QGIS runs on ------------------------------------------------------------------
+
+def _is_store_stub(path: Path) -> bool:
+    # The Microsoft Store's python.exe placeholders live in ...\Microsoft\WindowsApps.
+    return any(part.lower() == "windowsapps" for part in path.parts)
+
+
+def interpreter_candidates(system: str, executable: Path, prefix: Path, base_prefix: Path,
+                           python: tuple[int, int], environ: Optional[dict] = None) -> list[Path]:
+    """Where the interpreter of the embedded Python can be, most likely first.
+
+    Inside QGIS ``sys.executable`` is often QGIS itself (``qgis-bin.exe``, ``QGIS.app/Contents/
+    MacOS/QGIS``, ``/usr/bin/qgis``); ``sys.prefix`` still points at its Python: OSGeo4W's
+    ``<root>\\apps\\Python39``, the bundle's ``Python.framework/Versions/3.9`` (or
+    ``Contents/Resources/python``), ``/usr`` on Linux.
+    """
+    major, minor = python
+    environ = os.environ if environ is None else environ
+    candidates: list[Path] = []
+    if executable.name.lower().startswith("python"):
+        candidates.append(executable)
+    if system == "Windows":
+        roots = [prefix, base_prefix]
+        # OSGeo4W / the standalone installers: <root>\bin\qgis-bin.exe and <root>\apps\Python39.
+        qgis_root = executable.parent.parent
+        roots.append(qgis_root / "apps" / f"Python{major}{minor}")
+        if environ.get("OSGEO4W_ROOT"):
+            roots.append(Path(environ["OSGEO4W_ROOT"]) / "apps" / f"Python{major}{minor}")
+        for root in roots:
+            candidates += [root / "python.exe", root / f"python{major}.exe"]
+    elif system == "Darwin":
+        roots = [prefix, base_prefix]
+        contents = next((p for p in [executable, *executable.parents] if p.name == "Contents"), None)
+        if contents is not None:
+            roots += [contents / "Frameworks" / "Python.framework" / "Versions" / f"{major}.{minor}",
+                      contents / "MacOS"]
+        for root in roots:
+            candidates += [root / "bin" / f"python{major}.{minor}", root / "bin" / f"python{major}"]
+    else:
+        for root in (prefix, base_prefix):
+            candidates += [root / "bin" / f"python{major}.{minor}", root / "bin" / f"python{major}"]
+    seen, unique = set(), []
+    for path in candidates:
+        if path not in seen and not _is_store_stub(path):
+            seen.add(path)
+            unique.append(path)
+    return unique
+
+
+def interpreter_version(executable: Path, timeout: float = 60.0) -> Optional[tuple[int, int]]:
+    """(major, minor) reported by running ``executable``, or None when it does not run."""
+    try:
+        proc = subprocess.run([str(executable), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                              capture_output=True, text=True, timeout=timeout, **_no_window())
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r"(\d+)\.(\d+)", proc.stdout) if proc.returncode == 0 else None
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def find_interpreter(system: Optional[str] = None, executable: Optional[Path] = None,
+                     prefix: Optional[Path] = None, base_prefix: Optional[Path] = None,
+                     python: Optional[tuple[int, int]] = None, environ: Optional[dict] = None) -> Path:
+    """The Python interpreter QGIS runs on, checked to report the embedded Python's version.
+
+    Raises:
+        DependencyError: no candidate exists or none runs as the same Python version.
+    """
+    system = system or platform.system()
+    executable = Path(executable or sys.executable)
+    prefix = Path(prefix or sys.prefix)
+    base_prefix = Path(base_prefix or sys.base_prefix)
+    python = tuple(python or sys.version_info[:2])
+    tried = []
+    for candidate in interpreter_candidates(system, executable, prefix, base_prefix, python, environ):
+        if not candidate.is_file():
+            continue
+        found = interpreter_version(candidate)
+        if found == python:
+            return candidate
+        tried.append(f"{candidate} ({'does not run' if found is None else 'Python %d.%d' % found})")
+    detail = "; tried " + ", ".join(tried) if tried else f" under {prefix}"
+    raise DependencyError(f"Cannot find the Python {python[0]}.{python[1]} interpreter QGIS runs on{detail}. "
+                          "Install the packages by hand (see docs/install.md).")
+
+
 def python_executable() -> str:
-    """The Python interpreter QGIS runs on (inside QGIS ``sys.executable`` may be QGIS itself)."""
-    exe = Path(sys.executable)
-    if exe.name.startswith("python"):
-        return str(exe)
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for name in (version, "python3"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return str(Path(sys.base_prefix) / "bin" / "python3")
+    """The interpreter QGIS runs on (see :func:`find_interpreter`)."""
+    return str(find_interpreter())
+
+
+def _no_window() -> dict:
+    # On Windows a console window would flash up for every subprocess started from QGIS.
+    if sys.platform == "win32":
+        return {"creationflags": getattr(subprocess, "CREATE_NO_WINDOW", 0)}
+    return {}
+
+
+# -- pip -----------------------------------------------------------------------------------------
+
+def pip_version(executable: str, timeout: float = 120.0) -> Optional[tuple[int, ...]]:
+    """The version of ``executable -m pip``, or None when pip is not there."""
+    try:
+        proc = subprocess.run([executable, "-m", "pip", "--version"], capture_output=True, text=True,
+                              timeout=timeout, **_no_window())
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.match(r"pip (\d+(?:\.\d+)*)", proc.stdout.strip()) if proc.returncode == 0 else None
+    return tuple(int(p) for p in match.group(1).split(".")) if match else None
+
+
+def ensure_pip(executable: str, on_output: Optional[Callable[[str], None]] = None) -> tuple[int, ...]:
+    """pip's version, bootstrapping pip with ``ensurepip`` (into the user's site folder, since
+    QGIS's own folder is often read-only) when the interpreter lacks it.
+
+    Raises:
+        DependencyError: pip is missing and ensurepip cannot provide it.
+    """
+    version = pip_version(executable)
+    if version is not None:
+        return version
+    say = on_output or (lambda line: None)
+    output = []
+    for extra in (["--user"], []):
+        say(f"pip is missing; running {executable} -m ensurepip {' '.join(extra)}".rstrip())
+        try:
+            proc = subprocess.run([executable, "-m", "ensurepip", "--upgrade", *extra], capture_output=True,
+                                  text=True, timeout=600, **_no_window())
+            output.append(proc.stdout + proc.stderr)
+        except (OSError, subprocess.SubprocessError) as exc:
+            output.append(str(exc))
+            continue
+        version = pip_version(executable)
+        if version is not None:
+            return version
+    raise DependencyError(
+        f"{executable} has no pip and ensurepip could not install it ({output[-1].strip()[-300:]}). "
+        "Windows: add the OSGeo4W package python3-pip; Debian/Ubuntu: apt install python3-pip.")
 
 
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -120,8 +388,13 @@ def pip_options(missing: Sequence[Requirement], gpu: Optional[bool] = None) -> l
     return []
 
 
-def install_command(missing: Sequence[Requirement], folder: Path,
-                    gpu: Optional[bool] = None) -> tuple[list[str], str]:
+RAW_PROGRESS = (24, 1)
+"""pip versions from here on print 'Progress N of M' lines with ``--progress-bar raw``."""
+
+
+def install_command(missing: Sequence[Requirement], folder: Path, gpu: Optional[bool] = None,
+                    executable: Optional[str] = None, pip: Optional[tuple[int, ...]] = None
+                    ) -> tuple[list[str], str]:
     """The pip command installing the pip-installable ``missing`` packages into ``folder``.
 
     numpy is pinned to the version QGIS already uses so that pip never replaces it.
@@ -133,8 +406,9 @@ def install_command(missing: Sequence[Requirement], folder: Path,
 
     specs = [req.pip for req in missing if req.pip]
     constraints = folder / "constraints.txt"
-    return [python_executable(), "-m", "pip", "install", "--disable-pip-version-check",
-            "--no-input", "--upgrade-strategy", "only-if-needed", "--target", str(folder),
+    progress = ["--progress-bar", "raw"] if pip is not None and pip >= RAW_PROGRESS else []
+    return [executable or python_executable(), "-m", "pip", "install", "--disable-pip-version-check",
+            "--no-input", "--upgrade-strategy", "only-if-needed", *progress, "--target", str(folder),
             "-c", str(constraints), *pip_options(missing, gpu), *specs], f"numpy=={numpy.__version__}\n"
 
 
@@ -153,50 +427,137 @@ def describe_missing(missing: Sequence[Requirement], folder: Optional[Path] = No
     if pip_specs:
         target = f" --target {folder}" if folder else ""
         options = "".join(f" {o}" for o in pip_options(missing))
-        lines.append("Install them from the ThermoCrop dock ('Install missing packages'), or run: "
-                     f"python3 -m pip install{target}{options} {' '.join(pip_specs)}")
+        lines.append("Install them from the ThermoCrop dock ('Install missing packages'), or run with "
+                     f"QGIS's Python: python -m pip install{target}{options} {' '.join(pip_specs)}")
     return "\n".join(lines)
 
 
-def run_install(missing: Sequence[Requirement], folder: Path, cancelled=lambda: False) -> tuple[int, str]:
-    """Run pip into ``folder``; polls ``cancelled`` and stops pip when it returns True.
+_PROGRESS_RE = re.compile(r"^Progress (\d+) of (\d+)$")
+_DOWNLOAD_RE = re.compile(r"^\s*Downloading (\S+)")
+
+
+class PipProgress:
+    """Turns pip's output lines into a fraction: each download's 'Progress N of M' lines (pip 24.1+
+    with ``--progress-bar raw``) move it, weighted by the sizes seen so far."""
+
+    def __init__(self) -> None:
+        self.done_bytes = 0
+        self.current = (0, 0)
+        self.files: list[str] = []
+
+    @staticmethod
+    def is_progress(line: str) -> bool:
+        return _PROGRESS_RE.match(line.strip()) is not None
+
+    def feed(self, line: str) -> Optional[float]:
+        """The fraction of the bytes of the downloads seen so far after ``line``; None for lines
+        that move nothing (other lines, or a download of unknown size)."""
+        match = _PROGRESS_RE.match(line.strip())
+        if match:
+            current, total = int(match.group(1)), int(match.group(2))
+            if current < self.current[0]:  # the next download started
+                self.done_bytes += self.current[1]
+            self.current = (current, total)
+            seen = self.done_bytes + total
+            return (self.done_bytes + current) / seen if seen else None
+        download = _DOWNLOAD_RE.match(line)
+        if download:
+            self.files.append(download.group(1))
+        return None
+
+
+def run_install(missing: Sequence[Requirement], folder: Path, cancelled=lambda: False,
+                on_output: Optional[Callable[[str], None]] = None,
+                on_progress: Optional[Callable[[float], None]] = None,
+                executable: Optional[str] = None) -> tuple[int, str]:
+    """Run pip into ``folder``, passing each output line to ``on_output`` as it comes and download
+    fractions to ``on_progress``; polls ``cancelled`` and stops pip when it returns True.
 
     Returns:
-        pip's exit status (-1 when cancelled) and its combined output.
+        pip's exit status (-1 when cancelled, -2 when no interpreter or pip could be found) and
+        its combined output.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    command, constraints = install_command(missing, folder)
+    say = on_output or (lambda line: None)
+    try:
+        executable = executable or python_executable()
+        version = ensure_pip(executable, say)
+    except DependencyError as exc:
+        say(str(exc))
+        return -2, str(exc)
+    command, constraints = install_command(missing, folder, executable=executable, pip=version)
     (folder / "constraints.txt").write_text(constraints)
-    env = dict(os.environ, PIP_NO_WARN_SCRIPT_LOCATION="1")
+    env = dict(os.environ, PIP_NO_WARN_SCRIPT_LOCATION="1", PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8")
     log.info("Installing %s", " ".join(command))
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    while True:
+    say("$ " + " ".join(command))
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            encoding="utf-8", errors="replace", bufsize=1, **_no_window())
+    lines: "queue.Queue[Optional[str]]" = queue.Queue()
+
+    def read() -> None:
+        for line in proc.stdout:
+            lines.put(line.rstrip("\r\n"))
+        lines.put(None)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    output, progress, finished = [], PipProgress(), False
+    while not finished:
         try:
-            output, _ = proc.communicate(timeout=0.5)
-            return proc.returncode, output
-        except subprocess.TimeoutExpired:
-            if cancelled():
-                proc.kill()
-                output, _ = proc.communicate()
-                return -1, output
+            line = lines.get(timeout=0.25)
+        except queue.Empty:
+            line = ""
+        if line is None:
+            finished = True
+        elif line:
+            fraction = progress.feed(line)
+            if progress.is_progress(line):
+                if fraction is not None and on_progress is not None:
+                    on_progress(fraction)
+            else:
+                output.append(line)
+                say(line)
+        if cancelled() and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+            reader.join(timeout=5)
+            return -1, "\n".join(output)
+    returncode = proc.wait()
+    reader.join(timeout=5)
+    if returncode == 0:
+        (folder / MARKER_NAME).write_text(json.dumps({
+            "python": list(sys.version_info[:3]), "interpreter": executable,
+            "packages": [req.pip for req in missing if req.pip],
+            "installed": time.strftime("%Y-%m-%d %H:%M:%S")}, indent=2))
+    return returncode, "\n".join(output)
 
 
 def make_install_task(missing: Sequence[Requirement], folder: Path, on_done=None):
     """A ``QgsTask`` running :func:`run_install` in the background.
 
     ``on_done(returncode, output)`` is called in the main thread when it ends; set the task's
-    ``on_done`` attribute to None to stop that (a closing dock does).
+    ``on_done`` attribute to None to stop that (a closing dock does). While pip runs, every line
+    it prints goes to the task's ``outputLine(str)`` signal and the QGIS message log ("ThermoCrop"),
+    and download progress (pip 24.1+) to ``progressChanged``.
     """
-    from qgis.core import QgsTask
+    from qgis.core import Qgis, QgsMessageLog, QgsTask
+    from qgis.PyQt.QtCore import pyqtSignal
 
     class InstallTask(QgsTask):
+        outputLine = pyqtSignal(str)  # noqa: N815 (Qt naming)
+
         def __init__(self) -> None:
             super().__init__("Installing ThermoCrop packages", QgsTask.CanCancel)
             self.returncode, self.output = None, ""
             self.on_done = on_done
 
+        def _line(self, line: str) -> None:
+            QgsMessageLog.logMessage(line, "ThermoCrop", Qgis.Info)
+            self.outputLine.emit(line)
+
         def run(self) -> bool:
-            self.returncode, self.output = run_install(missing, folder, self.isCanceled)
+            self.returncode, self.output = run_install(missing, folder, self.isCanceled, on_output=self._line,
+                                                       on_progress=lambda f: self.setProgress(100.0 * f))
             return self.returncode == 0
 
         def finished(self, ok: bool) -> None:

@@ -1,29 +1,42 @@
-"""The ThermoCrop dock: choose parcels, scenes, weather and model, classify in the background,
-write the result as one undoable edit, and explain one parcel's prediction."""
+"""The ThermoCrop dock: choose parcels, scenes, weather and model, classify in the background into a
+new layer file (or the parcel layer's own fields), and explain one parcel's prediction.
+
+The status (Classify / Cancel, progress, messages, the install button and the class counts) sits
+below the tabs and never scrolls away; failures and completions also reach the QGIS message bar
+and the ThermoCrop tab of the message log.
+"""
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 from pathlib import Path
 from typing import Callable, Optional
 
 from qgis.core import (
+    Qgis,
     QgsApplication,
-    QgsFeature,
+    QgsExpression,
     QgsFeatureRequest,
     QgsField,
     QgsMapLayerProxyModel,
+    QgsMessageLog,
     QgsProject,
     QgsRasterLayer,
+    QgsSettings,
     QgsVectorDataProvider,
     QgsVectorLayer,
+    QgsVectorLayerFeatureSource,
 )
 from qgis.gui import QgsDockWidget, QgsFileWidget, QgsMapLayerComboBox
 from qgis.PyQt.QtCore import Qt, QVariant
 from qgis.PyQt.QtGui import QColor, QIcon, QPixmap
 from qgis.PyQt.QtWidgets import (
+    QButtonGroup,
     QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
     QFrame,
@@ -36,6 +49,7 @@ from qgis.PyQt.QtWidgets import (
     QMessageBox,
     QProgressBar,
     QPushButton,
+    QRadioButton,
     QScrollArea,
     QSizePolicy,
     QTabWidget,
@@ -47,11 +61,23 @@ from qgis.PyQt.QtWidgets import (
 
 from ..core.crops import class_colours, colour_list
 from .dependencies import describe_missing, dependency_folder, make_install_task, missing_requirements
-from .layers import features_to_frame
-from .styles import UNCLASSIFIED_COLOUR, apply_class_style
-from .task import ClassificationParameters, ClassificationTask
+from .i18n import tr
+from .layers import scene_candidate
+from .styles import UNCLASSIFIED_COLOUR, apply_class_style, confidence_renderer, save_style_beside
+from .task import (  # noqa: F401 (ndvi_series is part of the dock's API)
+    ClassificationParameters,
+    ClassificationTask,
+    ExplainTask,
+    LayerSnapshot,
+    ndvi_series,
+)
 
 log = logging.getLogger(__name__)
+
+LOG_TAG = "ThermoCrop"
+SETTINGS_GROUP = "thermocrop/dock"
+CONFIDENCE_STYLE = "ThermoCrop confidence"
+NEW_FILE, IN_PLACE = "new_file", "in_place"
 
 
 def layer_is_writable(layer: QgsVectorLayer) -> bool:
@@ -61,88 +87,137 @@ def layer_is_writable(layer: QgsVectorLayer) -> bool:
     return not layer.readOnly() and (caps & needed) == needed
 
 
-def write_result_to_layer(layer: QgsVectorLayer, fids: list, result, label_field: str, conf_field: str,
-                          confirm_overwrite: Callable[[list], bool]) -> Optional[QgsVectorLayer]:
-    """Write labels and confidences into ``layer`` as one undoable edit, or into a new layer.
+def result_values(result, fids: list, label_field: str, conf_field: str, status_field: Optional[str] = None,
+                  probabilities: bool = False) -> dict:
+    """The fields to write, as ``{name: (QVariant type, {fid: value})}`` in writing order."""
+    from ..core.uncertainty import uncertainty_fields
 
-    A layer that cannot be edited gets a new memory layer (a copy with the two fields) instead.
-    Existing fields are overwritten only when ``confirm_overwrite(names)`` returns True.
+    def number(v):
+        return None if v is None or math.isnan(float(v)) else float(v)
+
+    ok = [s == "ok" for s in result.status]
+    row_fids = [fids[row] for row in result.rows]
+    fields = {
+        label_field: (QVariant.String, {fid: str(lab) if good else None
+                                        for fid, lab, good in zip(row_fids, result.labels, ok)}),
+        conf_field: (QVariant.Double, {fid: number(c) for fid, c in zip(row_fids, result.confidence)}),
+    }
+    if status_field:
+        fields[status_field] = (QVariant.String, {fid: str(s) for fid, s in zip(row_fids, result.status)})
+    if probabilities:
+        for name, values in uncertainty_fields(result.probabilities, result.classes).items():
+            fields[name] = (QVariant.Double, {fid: number(v) for fid, v in zip(row_fids, values)})
+    return fields
+
+
+def field_type_problems(layer: QgsVectorLayer, wanted: dict) -> list:
+    """Existing fields of ``layer`` whose type cannot hold what would be written there."""
+    problems = []
+    for name, kind in wanted.items():
+        index = layer.fields().indexOf(name)
+        if index < 0:
+            continue
+        have = layer.fields().at(index)
+        text_ok = kind == QVariant.String and have.type() == QVariant.String
+        number_ok = kind == QVariant.Double and have.type() == QVariant.Double
+        if not (text_ok or number_ok):
+            problems.append(tr("{field} is of type {have} but ThermoCrop writes {want} there").format(
+                field=name, have=have.typeName(), want=tr("text") if kind == QVariant.String else tr("decimals")))
+    return problems
+
+
+SHAPEFILE_NAME_LENGTH = 10
+
+
+def field_name_problems(layer: QgsVectorLayer, names: list, probabilities: bool) -> list:
+    """Field names ``layer``'s format would cut short (a shapefile keeps 10 characters)."""
+    if layer.dataProvider().storageType() != "ESRI Shapefile":
+        return []
+    problems = [tr("{field} is longer than a shapefile field name may be ({n} characters)").format(
+        field=name, n=SHAPEFILE_NAME_LENGTH) for name in names if len(name) > SHAPEFILE_NAME_LENGTH]
+    if probabilities:
+        problems.append(tr("the probability fields (p_<class>, crop_margin, crop_entropy) do not fit shapefile "
+                           "field names"))
+    return problems
+
+
+def write_result_to_layer(layer: QgsVectorLayer, fids: list, result, label_field: str, conf_field: str,
+                          confirm_overwrite: Callable[[list], bool], status_field: Optional[str] = None,
+                          probabilities: bool = False) -> Optional[QgsVectorLayer]:
+    """Write the result into ``layer``'s fields as one edit command.
+
+    A layer that was not being edited is saved at once and left out of edit mode; in a layer the
+    user is editing, the result is one more undoable edit of that session. Existing fields are
+    overwritten only when ``confirm_overwrite(names)`` returns True.
 
     Returns:
-        The layer that received the result, or None when the user declined to overwrite.
-    """
-    values = {}
-    for i, row in enumerate(result.rows):
-        ok = result.status[i] == "ok"
-        conf = float(result.confidence[i])
-        values[fids[row]] = (str(result.labels[i]) if ok else None, None if math.isnan(conf) else conf)
+        ``layer``, or None when the user declined to overwrite.
 
+    Raises:
+        ValueError: the layer cannot be edited, or saving it failed (the edit is rolled back).
+    """
     if not layer_is_writable(layer):
-        return _result_layer(layer, values, label_field, conf_field)
-    existing = [n for n in (label_field, conf_field) if layer.fields().indexOf(n) >= 0]
+        raise ValueError(tr("{layer} cannot be edited; write a new layer file instead.").format(layer=layer.name()))
+    fields = result_values(result, fids, label_field, conf_field, status_field, probabilities)
+    existing = [n for n in fields if layer.fields().indexOf(n) >= 0]
     if existing and not confirm_overwrite(existing):
         return None
-    if not layer.isEditable():
+    was_editing = layer.isEditable()
+    if not was_editing:
         layer.startEditing()
-    layer.beginEditCommand("ThermoCrop classification")
+    layer.beginEditCommand(tr("ThermoCrop classification"))
     try:
-        for name, kind in ((label_field, QVariant.String), (conf_field, QVariant.Double)):
+        for name, (kind, _) in fields.items():
             if layer.fields().indexOf(name) < 0:
                 layer.addAttribute(QgsField(name, kind, len=40 if kind == QVariant.String else 0))
-        label_idx, conf_idx = layer.fields().indexOf(label_field), layer.fields().indexOf(conf_field)
-        for fid, (label, conf) in values.items():
-            layer.changeAttributeValues(fid, {label_idx: label, conf_idx: conf})
+        indexes = {name: layer.fields().indexOf(name) for name in fields}
+        for fid in fields[label_field][1]:
+            layer.changeAttributeValues(fid, {indexes[name]: values[fid] for name, (_, values) in fields.items()})
     except Exception:
         layer.destroyEditCommand()
+        if not was_editing:
+            layer.rollBack()
         raise
     layer.endEditCommand()
+    if not was_editing and not layer.commitChanges():
+        errors = "; ".join(layer.commitErrors())
+        layer.rollBack()
+        raise ValueError(tr("Saving {layer} failed: {errors}").format(layer=layer.name(), errors=errors))
     return layer
 
 
-def _result_layer(layer: QgsVectorLayer, values: dict, label_field: str, conf_field: str) -> QgsVectorLayer:
-    from qgis.core import QgsWkbTypes
-
-    uri = f"{QgsWkbTypes.displayString(layer.wkbType())}?crs={layer.crs().authid() or 'EPSG:4326'}"
-    out = QgsVectorLayer(uri, f"{layer.name()} (classified)", "memory")
-    if not layer.crs().authid():
-        out.setCrs(layer.crs())
-    fields = layer.fields()
-    for name, kind in ((label_field, QVariant.String), (conf_field, QVariant.Double)):
-        if fields.indexOf(name) < 0:
-            fields.append(QgsField(name, kind))
-    out.dataProvider().addAttributes(fields.toList())
-    out.updateFields()
-    label_idx, conf_idx = out.fields().indexOf(label_field), out.fields().indexOf(conf_field)
-    features = []
-    for feature in layer.getFeatures():
-        new = QgsFeature(out.fields())
-        new.setGeometry(feature.geometry())
-        attrs = feature.attributes() + [None] * (out.fields().count() - len(feature.attributes()))
-        label, conf = values.get(feature.id(), (None, None))
-        attrs[label_idx], attrs[conf_idx] = label, conf
-        new.setAttributes(attrs)
-        features.append(new)
-    out.dataProvider().addFeatures(features)
-    out.updateExtents()
-    return out
+def default_output_path(layer: QgsVectorLayer) -> Optional[str]:
+    """``<parcel file>_classified.gpkg`` beside a file layer (``_2``, ``_3``... if taken), else None."""
+    if layer is None or layer.providerType() != "ogr":
+        return None
+    source = Path(layer.source().split("|")[0])
+    if not source.is_file():
+        return None
+    for n in range(1, 1000):
+        path = source.with_name(f"{source.stem}_classified{'' if n == 1 else f'_{n}'}.gpkg")
+        if not path.exists():
+            return str(path)
+    return None
 
 
-def ndvi_series(ps, parcel: int = 0):
-    """Mean NDVI per date of one parcel, ``(T,)`` with NaN on unusable dates.
+def output_problem(path: str) -> Optional[str]:
+    """Why a new layer file cannot be written at ``path`` (checked before any scene is read), or None."""
+    from ..core.errors import InputError
+    from ..core.vector import ogr_driver
 
-    NDVI = (B08 - B04) / (B08 + B04) over the parcel's valid pixels.
-    """
-    import numpy as np
-
-    bands = list(ps.bands)
-    red = np.asarray(ps.pixels[parcel, :, bands.index("B04")], dtype=np.float64)
-    nir = np.asarray(ps.pixels[parcel, :, bands.index("B08")], dtype=np.float64)
-    mask = np.asarray(ps.pixel_mask[parcel])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ndvi = np.where(mask, (nir - red) / (nir + red), np.nan)
-        series = np.nanmean(np.where(mask.any(axis=1, keepdims=True), ndvi, 0.0), axis=1)
-    series[~np.asarray(ps.date_mask[parcel])] = np.nan
-    return series
+    try:
+        ogr_driver(path)
+    except InputError as exc:
+        return str(exc)
+    target = Path(path)
+    if target.is_dir():
+        return tr("{path} is a folder; choose a file name.").format(path=path)
+    folder = target.parent
+    if not folder.is_dir():
+        return tr("The folder {folder} does not exist; choose an existing folder.").format(folder=folder)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return tr("The folder {folder} cannot be written to; choose another folder.").format(folder=folder)
+    return None
 
 
 def _layer_alive(layer) -> bool:
@@ -156,23 +231,70 @@ def _layer_alive(layer) -> bool:
     return True
 
 
+def month_locator(first, last, max_ticks: int = 4):
+    """A matplotlib month locator with at most ``max_ticks`` ticks between two dates."""
+    from matplotlib.dates import MonthLocator
+
+    months = max((last.year - first.year) * 12 + last.month - first.month + 1, 1)
+    return MonthLocator(interval=max(1, math.ceil(months / max_ticks)))
+
+
+class ElidedLabel(QLabel):
+    """A small grey label showing a long text (a path) whole, elided in the middle to fit its width."""
+
+    def __init__(self, text: str = "") -> None:
+        super().__init__()
+        self._full = text
+        self.setStyleSheet("color: #606060;")
+        self.setMinimumWidth(40)
+        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+        font = self.font()
+        font.setPointSizeF(font.pointSizeF() * 0.9)
+        self.setFont(font)
+        self.setFullText(text)
+
+    def setFullText(self, text: str) -> None:  # noqa: N802 (Qt style)
+        self._full = text or ""
+        self.setToolTip(self._full)
+        self.setVisible(bool(self._full))
+        self._elide()
+
+    def fullText(self) -> str:  # noqa: N802
+        return self._full
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        self.setText(self.fontMetrics().elidedText(self._full, Qt.ElideMiddle, max(self.width(), 40)))
+
+
 class ThermoCropDock(QgsDockWidget):
     """Interactive classification of the parcels of a project layer."""
 
-    def __init__(self, iface=None, parent=None) -> None:
-        super().__init__("ThermoCrop", parent)
+    def __init__(self, iface=None, parent=None, restore: bool = True) -> None:
+        super().__init__(tr("ThermoCrop"), parent)
         self.setObjectName("ThermoCropDock")
         self.iface = iface
         self.task: Optional[ClassificationTask] = None
+        self.explain_task: Optional[ExplainTask] = None
         self.install_task = None
         self.last_result = None
         self.last_fids: list = []
         self.last_bundle = None
+        self.last_explanation = None
         self.output_layer: Optional[QgsVectorLayer] = None
         self.target_layer: Optional[QgsVectorLayer] = None
-        # Replaced in tests; asks the user before fields are overwritten.
+        self._layer_removed = False
+        self._base_subset: Optional[str] = None
+        self._class_style = ""
+        self.left_out: dict = {}
+        # Replaced in tests; asks the user before fields or files are overwritten.
         self.confirm_overwrite: Callable[[list], bool] = self._ask_overwrite
         self._build()
+        if restore:
+            self.restore_settings()
         self.refresh_rasters()
         QgsProject.instance().layersAdded.connect(self.refresh_rasters)
         QgsProject.instance().layersRemoved.connect(self.refresh_rasters)
@@ -180,16 +302,47 @@ class ThermoCropDock(QgsDockWidget):
 
     # ----- layout
     def _build(self) -> None:
-        tabs = QTabWidget()
+        self.tabs = QTabWidget()
         # A scroll area keeps every control reachable when the dock is short.
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.NoFrame)
         scroll.setWidget(self._build_classify_page())
-        tabs.addTab(scroll, "Classify")
-        tabs.addTab(self._build_explain_page(), "Explain")
-        self.setWidget(tabs)
+        self.tabs.addTab(scroll, tr("Classify"))
+        self.tabs.addTab(self._build_explain_page(), tr("Explain"))
+        self._add_accuracy_tab()
+        self.tabs.currentChanged.connect(self._tab_changed)
+
+        container = QWidget()
+        layout = QVBoxLayout(container)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(4)
+        layout.addWidget(self.tabs, 1)
+        layout.addWidget(self._build_status_panel())
+        self.setWidget(container)
         self.show_model_card()
+        self._tab_changed(0)
+
+    def _add_accuracy_tab(self) -> None:
+        """The accuracy assessment tab, when the plugin has the accuracy widget."""
+        self.accuracy_widget = None
+        try:
+            from .accuracy_widget import AccuracyWidget
+        except ImportError:
+            return
+        self.accuracy_widget = AccuracyWidget()
+        self.accuracy_widget.failed.connect(
+            lambda message: self.say(tr("Accuracy assessment: {message}").format(message=message), Qgis.Warning,
+                                     bar=True))
+        self.accuracy_widget.reportReady.connect(
+            lambda report: self.say(tr("Accuracy assessment finished; the report is on the Accuracy tab."),
+                                    Qgis.Success, bar=True))
+        # In a scroll area too, so that its report never makes the dock taller than the screen.
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.NoFrame)
+        scroll.setWidget(self.accuracy_widget)
+        self.tabs.addTab(scroll, tr("Accuracy"))
 
     @staticmethod
     def _form(box: QGroupBox) -> QFormLayout:
@@ -204,62 +357,118 @@ class ThermoCropDock(QgsDockWidget):
         widget.setFilter(filter_text)
         # Without this the form hands spare height to the file rows and their labels float.
         widget.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
+        # The full path, whatever part of it the field has room for.
+        widget.fileChanged.connect(lambda path, w=widget: w.lineEdit().setToolTip(path))
         return widget
+
+    def _path_changed(self, widget: QgsFileWidget, caption: "ElidedLabel") -> None:
+        """Show a path from its left end; the caption below shows it whole, elided in the middle."""
+        widget.lineEdit().setCursorPosition(0)
+        caption.setFullText(widget.filePath())
 
     def _build_classify_page(self) -> QWidget:
         page = QWidget()
         layout = QVBoxLayout(page)
 
-        inputs = QGroupBox("Input")
+        inputs = QGroupBox(tr("Input"))
         form = self._form(inputs)
         self.layer_combo = QgsMapLayerComboBox()
         self.layer_combo.setFilters(QgsMapLayerProxyModel.PolygonLayer)
-        self.layer_combo.setToolTip("Polygon layer of the project whose parcels are classified")
-        form.addRow("Parcels", self.layer_combo)
-        self.selected_only = QCheckBox("Selected features only")
+        self.layer_combo.setToolTip(tr("Polygon layer of the project whose parcels are classified"))
+        self.layer_combo.layerChanged.connect(self._layer_changed)
+        form.addRow(tr("Parcels"), self.layer_combo)
+        self.selected_only = QCheckBox(tr("Selected features only"))
         form.addRow("", self.selected_only)
         self.scene_list = QListWidget()
         self.scene_list.setMinimumHeight(60)
         self.scene_list.setMaximumHeight(110)
-        self.scene_list.setToolTip("Ticked scenes are used: the project's raster layers and added files or folders")
-        form.addRow("Scenes", self.scene_list)
+        # Long names are shortened in the middle rather than scrolled sideways; the tooltip has them whole.
+        self.scene_list.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.scene_list.setTextElideMode(Qt.ElideMiddle)
+        self.scene_list.setToolTip(tr("Ticked scenes are used: the project's Sentinel-2 rasters and added "
+                                      "files or folders"))
+        form.addRow(tr("Scenes"), self.scene_list)
         buttons = QHBoxLayout()
-        self.add_files = QPushButton("Add files…")
-        self.add_folder = QPushButton("Add folder…")
+        self.add_files = QPushButton(tr("Add files…"))
+        self.add_folder = QPushButton(tr("Add folder…"))
         self.add_files.clicked.connect(self._pick_files)
         self.add_folder.clicked.connect(self._pick_folder)
         buttons.addWidget(self.add_files)
         buttons.addWidget(self.add_folder)
         form.addRow("", buttons)
-        self.weather = self._file_widget("Temperatures (*.nc *.nc4 *.csv);;All files (*)")
-        self.weather.setToolTip("Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV")
-        form.addRow("Weather", self.weather)
+        self.left_out_note = QLabel()
+        self.left_out_note.setWordWrap(True)
+        self.left_out_note.setTextFormat(Qt.RichText)
+        self.left_out_note.setVisible(False)
+        form.addRow(self.left_out_note)
+        self.weather = self._file_widget(tr("Temperatures (*.nc *.nc4 *.csv);;All files (*)"))
+        self.weather.setToolTip(tr("Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV"))
+        # Label above the field: the path gets the dock's whole width.
+        form.addRow(QLabel(tr("Weather")))
+        form.addRow(self.weather)
+        self.weather_caption = ElidedLabel()
+        form.addRow(self.weather_caption)
+        self.weather.fileChanged.connect(lambda *_: self._path_changed(self.weather, self.weather_caption))
         layout.addWidget(inputs)
 
-        model_box = QGroupBox("Model")
+        model_box = QGroupBox(tr("Model"))
         form = self._form(model_box)
-        self.model = self._file_widget("ThermoCrop model (*.tcm)")
-        self.model.lineEdit().setPlaceholderText("empty: the shipped model")
+        self.model = self._file_widget(tr("ThermoCrop model (*.tcm)"))
+        self.model.lineEdit().setPlaceholderText(tr("empty: the shipped model"))
         self.model.fileChanged.connect(self.show_model_card)
-        form.addRow("Bundle", self.model)
+        form.addRow(self.model)
         self.model_card = QLabel()
         self.model_card.setWordWrap(True)
         self.model_card.setTextFormat(Qt.RichText)
         form.addRow(self.model_card)
         layout.addWidget(model_box)
 
-        output_box = QGroupBox("Output fields")
+        output_box = QGroupBox(tr("Output"))
         form = self._form(output_box)
+        self.to_new_file = QRadioButton(tr("New layer file"))
+        self.to_new_file.setToolTip(tr("Write the parcels with the result fields to a new file; the parcel "
+                                       "layer is not changed"))
+        self.in_place = QRadioButton(tr("Fields of the parcel layer"))
+        self.in_place.setToolTip(tr("Add the result fields to the parcel layer and save it (in a running edit "
+                                    "session: one undoable edit)"))
+        self.output_mode = QButtonGroup(self)
+        self.output_mode.addButton(self.to_new_file)
+        self.output_mode.addButton(self.in_place)
+        self.to_new_file.setChecked(True)
+        form.addRow(self.to_new_file)
+        self.output_file = QgsFileWidget()
+        self.output_file.setStorageMode(QgsFileWidget.SaveFile)
+        self.output_file.setFilter(tr("GeoPackage (*.gpkg);;Shapefile (*.shp);;GeoJSON (*.geojson);;"
+                                      "FlatGeobuf (*.fgb)"))
+        self.output_file.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
+        self.output_file.setConfirmOverwrite(True)
+        form.addRow(self.output_file)
+        form.addRow(self.in_place)
+        self.to_new_file.toggled.connect(self.output_file.setEnabled)
         self.label_field = QLineEdit("crop_pred")
         self.conf_field = QLineEdit("crop_conf")
-        form.addRow("Class", self.label_field)
-        form.addRow("Confidence", self.conf_field)
+        self.status_field = QLineEdit("crop_status")
+        form.addRow(tr("Class field"), self.label_field)
+        form.addRow(tr("Confidence field"), self.conf_field)
+        form.addRow(tr("Status field"), self.status_field)
+        self.probabilities = QCheckBox(tr("Class probabilities, margin and entropy"))
+        self.probabilities.setToolTip(tr("Also write p_<class> for every class, crop_margin (best minus second "
+                                         "best probability) and crop_entropy (0 sure .. 1 undecided)"))
+        form.addRow(self.probabilities)
         layout.addWidget(output_box)
+        layout.addStretch(1)
+        return page
 
+    def _build_status_panel(self) -> QWidget:
+        panel = QFrame()
+        panel.setFrameShape(QFrame.StyledPanel)
+        layout = QVBoxLayout(panel)
+        layout.setContentsMargins(6, 4, 6, 4)
+        layout.setSpacing(4)
         row = QHBoxLayout()
-        self.run_button = QPushButton("Classify")
+        self.run_button = QPushButton(tr("Classify"))
         self.run_button.setDefault(True)
-        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button = QPushButton(tr("Cancel"))
         self.cancel_button.setEnabled(False)
         self.run_button.clicked.connect(self.start)
         self.cancel_button.clicked.connect(self.cancel)
@@ -267,46 +476,93 @@ class ThermoCropDock(QgsDockWidget):
         row.addWidget(self.cancel_button)
         layout.addLayout(row)
         self.progress = QProgressBar()
+        self.progress.setMaximumHeight(18)
         layout.addWidget(self.progress)
         self.message = QLabel()
         self.message.setWordWrap(True)
         self.message.setTextInteractionFlags(Qt.TextSelectableByMouse)
         layout.addWidget(self.message)
-        self.install_button = QPushButton("Install missing packages")
+        self.install_button = QPushButton(tr("Install missing packages"))
         self.install_button.clicked.connect(self.install_missing)
         self.install_button.setVisible(False)
         layout.addWidget(self.install_button)
 
-        counts_box = QGroupBox("Parcels per class")
-        counts_layout = QVBoxLayout(counts_box)
+        self.results_box = QGroupBox(tr("Parcels per class"))
+        results = QVBoxLayout(self.results_box)
+        results.setContentsMargins(4, 4, 4, 4)
         self.counts = QTreeWidget()
         self.counts.setColumnCount(3)
-        self.counts.setHeaderLabels(["Class", "Parcels", "Share"])
+        self.counts.setHeaderLabels([tr("Class"), tr("Parcels"), tr("Share")])
         self.counts.setRootIsDecorated(False)
-        self.counts.setMinimumHeight(80)
-        self.counts.setMaximumHeight(190)
-        counts_layout.addWidget(self.counts)
-        layout.addWidget(counts_box)
-        layout.addStretch(1)
-        return page
+        results.addWidget(self.counts)
+        row = QHBoxLayout()
+        self.colour_by = QComboBox()
+        self.colour_by.addItems([tr("colour by class"), tr("colour by confidence")])
+        self.colour_by.setToolTip(tr("The result layer's style: class colours, or red (unsure) to green (sure)"))
+        self.colour_by.currentIndexChanged.connect(self._colour_by_changed)
+        row.addWidget(self.colour_by, 1)
+        self.low_confidence = QCheckBox(tr("only below"))
+        self.low_confidence.setToolTip(tr("Show only the parcels whose confidence is below the threshold "
+                                          "(a filter on the result layer; untick to show all)"))
+        self.threshold = QDoubleSpinBox()
+        self.threshold.setRange(0.05, 1.0)
+        self.threshold.setSingleStep(0.05)
+        self.threshold.setDecimals(2)
+        self.threshold.setValue(0.6)
+        self.low_confidence.toggled.connect(self.apply_confidence_filter)
+        self.threshold.valueChanged.connect(self.apply_confidence_filter)
+        row.addWidget(self.low_confidence)
+        row.addWidget(self.threshold)
+        results.addLayout(row)
+        self.results_box.setVisible(False)
+        layout.addWidget(self.results_box)
+        return panel
 
     def _build_explain_page(self) -> QWidget:
         page = QWidget()
         layout = QVBoxLayout(page)
-        self.explain_button = QPushButton("Explain the selected parcel")
-        self.explain_button.setToolTip("Select one parcel on the map, then press this button")
+        row = QHBoxLayout()
+        self.explain_button = QPushButton(tr("Explain the selected parcel"))
+        self.explain_button.setToolTip(tr("Select one parcel on the map, then press this button"))
         self.explain_button.clicked.connect(self.explain_selected)
-        layout.addWidget(self.explain_button)
-        self.explain_message = QLabel("Select one parcel of the classified layer to see its NDVI series "
-                                      "against the calendar and against growing degree days, and the "
-                                      "model's class probabilities.")
+        row.addWidget(self.explain_button, 1)
+        layout.addLayout(row)
+        self.explain_message = QLabel(tr("Select one parcel of the classified layer to see its NDVI series "
+                                         "against the calendar and against growing degree days, and the "
+                                         "model's class probabilities."))
         self.explain_message.setWordWrap(True)
         layout.addWidget(self.explain_message)
-        self.explain_box = QGroupBox("NDVI and class probabilities")
+        self.explain_box = QWidget()
         self.explain_layout = QVBoxLayout(self.explain_box)
-        layout.addWidget(self.explain_box, 1)
+        self.explain_layout.setContentsMargins(0, 0, 0, 0)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.NoFrame)
+        scroll.setWidget(self.explain_box)
+        layout.addWidget(scroll, 1)
         self.figure_canvas = None
         return page
+
+    def _tab_changed(self, index: int) -> None:
+        # The counts belong to the Classify tab; elsewhere their room goes to the plot.
+        self.results_box.setVisible(index == 0 and self.last_result is not None)
+
+    # ----- status
+    def say(self, text: str, level: Optional[int] = None, bar: bool = False) -> None:
+        """Show ``text`` in the status panel; log it, and push it to the message bar when ``bar``.
+
+        ``level``: ``Qgis.Info``, ``Qgis.Warning``, ``Qgis.Critical`` or ``Qgis.Success``; None only
+        shows the text (hints while filling in the form).
+        """
+        colour = {Qgis.Critical: "#b71c1c", Qgis.Warning: "#8a5a00"}.get(level)
+        self.message.setStyleSheet(f"color: {colour};" if colour else "")
+        self.message.setText(text)
+        if level is None:
+            return
+        QgsMessageLog.logMessage(text, LOG_TAG, Qgis.Info if level == Qgis.Success else level)
+        if bar and self.iface is not None:
+            self.iface.messageBar().pushMessage(LOG_TAG, text.splitlines()[0], level,
+                                                0 if level == Qgis.Critical else 8)
 
     def show_counts(self, counts: dict, colours: dict) -> None:
         """List parcels per class with the class colour; not-classified statuses come last."""
@@ -322,31 +578,54 @@ class ThermoCropDock(QgsDockWidget):
             self.counts.addTopLevelItem(item)
         for column in range(3):
             self.counts.resizeColumnToContents(column)
+        # Tall enough for every row up to ten, so the counts need no scrolling.
+        rows = min(self.counts.topLevelItemCount(), 10)
+        row_height = self.counts.sizeHintForRow(0) if rows else 0
+        self.counts.setFixedHeight(self.counts.header().sizeHint().height() + rows * row_height
+                                   + 2 * self.counts.frameWidth() + 2)
 
     def counts_text(self) -> str:
         """The class counts as ``class: parcels`` lines (what the list shows)."""
         items = [self.counts.topLevelItem(i) for i in range(self.counts.topLevelItemCount())]
         return "\n".join(f"{item.text(0)}: {item.text(1)}" for item in items)
 
+    # ----- scenes
     def refresh_rasters(self, *args) -> None:
-        """List the project's raster layers (checked) before any files added by hand."""
+        """List the project's rasters that can be Sentinel-2 before files added by hand.
+
+        Rasters read as whole Sentinel-2 products are ticked; ones that could be part of one (a
+        single band file) are listed unticked; the rest (web maps, DEMs...) are left out and named
+        in a note with the reason.
+        """
         files = [self.scene_list.item(i).data(Qt.UserRole) for i in range(self.scene_list.count())
                  if self.scene_list.item(i).data(Qt.UserRole + 1) == "file"]
-        checked = {self.scene_list.item(i).data(Qt.UserRole) for i in range(self.scene_list.count())
-                   if self.scene_list.item(i).checkState() == Qt.Checked}
+        states = {self.scene_list.item(i).data(Qt.UserRole): self.scene_list.item(i).checkState() == Qt.Checked
+                  for i in range(self.scene_list.count())}
         self.scene_list.clear()
+        self.left_out = {}
         for layer in QgsProject.instance().mapLayers().values():
-            if isinstance(layer, QgsRasterLayer):
-                path = layer.source().split("|")[0]
-                self._add_scene(layer.name(), path, "layer", path in checked or not checked)
+            if not isinstance(layer, QgsRasterLayer):
+                continue
+            verdict = scene_candidate(layer.providerType(), layer.source())
+            if verdict.use == "no":
+                self.left_out[layer.name()] = verdict.reason
+                continue
+            path = layer.source().split("|")[0]
+            self._add_scene(f"{layer.name()} ({verdict.reason})" if verdict.use == "scene" else layer.name(),
+                            path, "layer", states.get(path, verdict.use == "scene"),
+                            tooltip=path if verdict.use == "scene" else f"{path}\n{verdict.reason}")
         for path in files:
-            self._add_scene(Path(path).name, path, "file", path in checked)
+            self._add_scene(Path(path).name, path, "file", states.get(path, True))
+        self.left_out_note.setVisible(bool(self.left_out))
+        if self.left_out:
+            names = "; ".join(f"<b>{name}</b>: {reason}" for name, reason in sorted(self.left_out.items()))
+            self.left_out_note.setText(f"<small>{tr('Not offered as scenes')}: {names}</small>")
 
-    def _add_scene(self, text: str, path: str, kind: str, checked: bool = True) -> None:
+    def _add_scene(self, text: str, path: str, kind: str, checked: bool = True, tooltip: str = "") -> None:
         icon = "/mIconRasterLayer.svg" if kind == "layer" else (
             "/mIconFolder.svg" if Path(path).is_dir() else "/mIconFile.svg")
         item = QListWidgetItem(QgsApplication.getThemeIcon(icon), text)
-        item.setToolTip(path)
+        item.setToolTip(tooltip or path)
         item.setData(Qt.UserRole, path)
         item.setData(Qt.UserRole + 1, kind)
         item.setFlags(item.flags() | Qt.ItemIsUserCheckable)
@@ -354,27 +633,65 @@ class ThermoCropDock(QgsDockWidget):
         self.scene_list.addItem(item)
 
     def add_scene_paths(self, paths: list) -> None:
-        """Add scene files or folders to the list, checked."""
+        """Add scene files or folders to the list, checked (a path already listed is not repeated)."""
+        listed = {self.scene_list.item(i).data(Qt.UserRole) for i in range(self.scene_list.count())}
         for path in paths:
-            self._add_scene(Path(path).name, str(path), "file")
+            if str(path) not in listed:
+                self._add_scene(Path(path).name, str(path), "file")
+                listed.add(str(path))
 
     def _pick_files(self) -> None:
-        paths, _ = QFileDialog.getOpenFileNames(self, "Sentinel-2 scenes", "", "Rasters (*.tif *.tiff *.jp2);;All (*)")
+        paths, _ = QFileDialog.getOpenFileNames(self, tr("Sentinel-2 scenes"), "",
+                                                tr("Rasters (*.tif *.tiff *.jp2);;All (*)"))
         self.add_scene_paths(paths)
 
     def _pick_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Folder of Sentinel-2 scenes")
+        folder = QFileDialog.getExistingDirectory(self, tr("Folder of Sentinel-2 scenes"))
         if folder:
             self.add_scene_paths([folder])
 
     def scene_paths(self) -> list:
         """The checked scenes; files inside a checked folder are left to the folder."""
-        import os
-
         paths = [self.scene_list.item(i).data(Qt.UserRole) for i in range(self.scene_list.count())
                  if self.scene_list.item(i).checkState() == Qt.Checked]
         folders = [os.path.abspath(p) + os.sep for p in paths if os.path.isdir(p)]
         return [p for p in paths if not any(os.path.abspath(p).startswith(f) for f in folders)]
+
+    # ----- settings
+    def save_settings(self) -> None:
+        """Remember the scenes added by hand (and which are ticked), the weather, model and output."""
+        settings = QgsSettings()
+        settings.beginGroup(SETTINGS_GROUP)
+        items = [self.scene_list.item(i) for i in range(self.scene_list.count())]
+        settings.setValue("scenes", [i.data(Qt.UserRole) for i in items if i.data(Qt.UserRole + 1) == "file"])
+        settings.setValue("unticked", [i.data(Qt.UserRole) for i in items if i.checkState() != Qt.Checked])
+        settings.setValue("weather", self.weather.filePath())
+        settings.setValue("model", self.model.filePath())
+        settings.setValue("output_mode", NEW_FILE if self.to_new_file.isChecked() else IN_PLACE)
+        settings.setValue("probabilities", self.probabilities.isChecked())
+        settings.endGroup()
+
+    def restore_settings(self) -> None:
+        """Fill the form with what the last run used (paths that no longer exist are skipped)."""
+        settings = QgsSettings()
+        settings.beginGroup(SETTINGS_GROUP)
+
+        def paths(key):
+            value = settings.value(key, []) or []
+            return [value] if isinstance(value, str) else list(value)
+
+        unticked = set(paths("unticked"))
+        for path in paths("scenes"):
+            if os.path.exists(path):
+                self._add_scene(Path(path).name, path, "file", path not in unticked)
+        for key, widget in (("weather", self.weather), ("model", self.model)):
+            path = settings.value(key, "") or ""
+            if path and os.path.isfile(path):
+                widget.setFilePath(path)
+        self.in_place.setChecked(settings.value("output_mode", NEW_FILE) == IN_PLACE)
+        self.to_new_file.setChecked(settings.value("output_mode", NEW_FILE) != IN_PLACE)
+        self.probabilities.setChecked(settings.value("probabilities", False, type=bool))
+        settings.endGroup()
 
     # ----- model card and dependencies
     def show_model_card(self, *args) -> None:
@@ -384,14 +701,15 @@ class ThermoCropDock(QgsDockWidget):
 
             path = self.model.filePath() or str(default_bundle_path())
             if not Path(path).is_file():
-                self.model_card.setText(f"<i>No model at {path}; choose a .tcm file.</i>")
+                self.model_card.setText("<i>" + tr("No model at {path}; choose a .tcm file.").format(path=path)
+                                        + "</i>")
                 return
             config = load_bundle(path).config
         except Exception as exc:  # missing torch or a bad file: the card says so
-            self.model_card.setText(f"<i>Model not available: {exc}</i>")
+            self.model_card.setText("<i>" + tr("Model not available: {error}").format(error=exc) + "</i>")
             return
         prov = config.provenance or {}
-        regions = prov.get("train_regions") or prov.get("regions") or prov.get("datasets") or "not recorded"
+        regions = prov.get("train_regions") or prov.get("regions") or prov.get("datasets") or tr("not recorded")
         if isinstance(regions, (list, tuple)):
             regions = ", ".join(map(str, regions))
         if prov.get("data"):
@@ -400,75 +718,152 @@ class ThermoCropDock(QgsDockWidget):
         scores = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in sorted(flat.items())
                            if isinstance(v, float) and any(w in k for w in ("f1", "accuracy", "kappa", "oa")))
         self.model_card.setText(
-            f"<small><b>{Path(path).name}</b>: {config.variant}<br>classes: {', '.join(config.classes)}<br>"
-            f"trained on: {regions}<br>scores: {scores or 'not recorded'}</small>")
+            f"<small><b>{Path(path).name}</b>: {config.variant}<br>{tr('classes')}: {', '.join(config.classes)}"
+            f"<br>{tr('trained on')}: {regions}<br>{tr('scores')}: {scores or tr('not recorded')}</small>")
 
     def check_dependencies(self) -> list:
         missing = missing_requirements()
         self.install_button.setVisible(any(r.pip for r in missing))
         if missing:
-            self.message.setText(describe_missing(missing, dependency_folder()))
+            self.say(describe_missing(missing, dependency_folder()), Qgis.Warning)
         self.run_button.setEnabled(not missing)
         return missing
 
     def install_missing(self) -> None:
         missing = missing_requirements()
         folder = dependency_folder()
-        self.message.setText(f"Installing into {folder} …")
+        self.say(tr("Installing into {folder} …").format(folder=folder), Qgis.Info)
 
         def done(code, output):
             self.install_task = None
-            self.message.setText("Packages installed." if code == 0 else f"pip failed ({code}):\n{output[-800:]}")
+            if code == 0:
+                self.say(tr("Packages installed."), Qgis.Success, bar=True)
+            else:
+                QgsMessageLog.logMessage(output, LOG_TAG, Qgis.Critical)
+                self.say(tr("pip failed ({code}); its output is in the ThermoCrop log:\n{tail}").format(
+                    code=code, tail=output[-600:]), Qgis.Critical, bar=True)
             self.check_dependencies()
 
         self.install_task = make_install_task(missing, folder, done)
         QgsApplication.taskManager().addTask(self.install_task)
 
     # ----- run
+    def _layer_changed(self, layer) -> None:
+        path = default_output_path(layer)
+        self.output_file.lineEdit().setPlaceholderText(
+            tr("empty: {name} beside the parcels").format(name=Path(path).name) if path
+            else tr("choose a file (.gpkg, .shp, .geojson, .fgb)"))
+
+    def _fields(self) -> Optional[tuple]:
+        names = tuple(w.text().strip() for w in (self.label_field, self.conf_field, self.status_field))
+        if any(not n for n in names) or len(set(names)) < 3:
+            return None
+        return names
+
     def parameters(self) -> Optional[ClassificationParameters]:
-        """Gather the form into plain parameters (reads the layer in the main thread)."""
+        """Check the form (a preflight of inputs and output, before any scene is read) and gather it.
+
+        Returns None, with the reason shown, when something must be fixed first.
+        """
         layer = self.layer_combo.currentLayer()
         if layer is None:
-            self.message.setText("Choose a parcel layer.")
+            self.say(tr("Choose a parcel layer."), Qgis.Warning)
             return None
         if self.selected_only.isChecked() and layer.selectedFeatureCount() == 0:
-            self.message.setText(f"No feature of {layer.name()} is selected; select parcels or untick "
-                                 "'Selected features only'.")
+            self.say(tr("No feature of {layer} is selected; select parcels or untick 'Selected features "
+                        "only'.").format(layer=layer.name()), Qgis.Warning)
             return None
         scenes = self.scene_paths()
         if not scenes:
-            self.message.setText("Tick or add at least one Sentinel-2 scene.")
+            self.say(tr("Tick or add at least one Sentinel-2 scene."), Qgis.Warning)
+            return None
+        missing = [p for p in scenes if not os.path.exists(p)]
+        if missing:
+            self.say(tr("The scene {path} does not exist; untick it or add it again.").format(path=missing[0]),
+                     Qgis.Warning)
             return None
         weather = self.weather.filePath()
         if not weather:
-            self.message.setText("Choose a daily temperature file.")
+            self.say(tr("Choose a daily temperature file."), Qgis.Warning)
             return None
         if not Path(weather).is_file():
-            self.message.setText(f"The temperature file {weather} does not exist; choose an existing file.")
+            self.say(tr("The temperature file {path} does not exist; choose an existing file.").format(path=weather),
+                     Qgis.Warning)
             return None
-        label, conf = self.label_field.text().strip(), self.conf_field.text().strip()
-        if not label or not conf or label == conf:
-            self.message.setText("The class and confidence fields need two different names.")
+        model = self.model.filePath() or None
+        if model and not Path(model).is_file():
+            self.say(tr("The model {path} does not exist; choose a .tcm file or leave the field empty.").format(
+                path=model), Qgis.Warning)
             return None
-        # Read last: the other checks are instant, reading a large layer is not.
-        features = layer.getSelectedFeatures() if self.selected_only.isChecked() else \
-            layer.getFeatures(QgsFeatureRequest())
-        frame, fids = features_to_frame(features, layer.crs())
-        return ClassificationParameters(frame, fids, scenes, weather,
-                                        self.model.filePath() or None, label, conf)
+        names = self._fields()
+        if names is None:
+            self.say(tr("The class, confidence and status fields need three different names."), Qgis.Warning)
+            return None
+        label, conf, status = names
+        output, overwrite = None, False
+        if self.to_new_file.isChecked():
+            output = self.output_file.filePath() or default_output_path(layer)
+            if not output:
+                self.say(tr("{layer} is not a file layer; choose the new layer file.").format(layer=layer.name()),
+                         Qgis.Warning)
+                return None
+            problem = output_problem(output)
+            if problem:
+                self.say(problem, Qgis.Warning)
+                return None
+            if Path(output).exists():
+                if not self.confirm_overwrite([output]):
+                    self.say(tr("Not started: {path} exists and is not to be replaced.").format(path=output))
+                    return None
+                overwrite = True
+        else:
+            if not layer_is_writable(layer):
+                self.say(tr("{layer} is read-only; choose 'New layer file' to write the result.").format(
+                    layer=layer.name()), Qgis.Warning)
+                return None
+            wanted = {label: QVariant.String, conf: QVariant.Double, status: QVariant.String}
+            problems = field_name_problems(layer, list(wanted), self.probabilities.isChecked())
+            problems += field_type_problems(layer, wanted)
+            if problems:
+                self.say(tr("Cannot write into {layer}: {problems}. Choose other field names or a new layer "
+                            "file.").format(layer=layer.name(), problems="; ".join(problems)), Qgis.Warning)
+                return None
+            existing = [n for n in wanted if layer.fields().indexOf(n) >= 0]
+            if existing and not self.confirm_overwrite(existing):
+                self.say(tr("Not started: the fields exist and are not to be overwritten."))
+                return None
+        selected = list(layer.selectedFeatureIds()) if self.selected_only.isChecked() else None
+        snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(),
+                                 layer.fields().names(), selected)
+        return ClassificationParameters(snapshot, [], scenes, weather, model, label, conf, status,
+                                        self.probabilities.isChecked(), output, overwrite)
 
     def start(self) -> Optional[ClassificationTask]:
         params = self.parameters()
         if params is None:
             return None
+        self.save_settings()
         self.target_layer = self.layer_combo.currentLayer()
+        self._layer_removed = False
+        self.target_layer.willBeDeleted.connect(self._target_removed)
         self.task = ClassificationTask(params, self._finished)
         self.task.progressChanged.connect(self._show_progress)
         self.run_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
-        self.message.setText(f"Classifying {len(params.fids)} parcels …")
+        self.progress.setValue(0)
+        # The counts and filters belonged to the last result; this run may not give one.
+        self.last_result = None
+        self._tab_changed(self.tabs.currentIndex())
+        selected = params.parcels.selected
+        count = len(selected) if selected is not None else self.target_layer.featureCount()
+        self.say(tr("Classifying {n} parcels of {layer} …").format(n=count, layer=self.target_layer.name()))
         QgsApplication.taskManager().addTask(self.task)
         return self.task
+
+    def _target_removed(self) -> None:
+        self._layer_removed = True
+        if self.task is not None:
+            self.task.cancel()
 
     def _show_progress(self, percent: float) -> None:
         self.progress.setValue(int(percent))
@@ -481,135 +876,267 @@ class ThermoCropDock(QgsDockWidget):
         self.run_button.setEnabled(True)
         self.cancel_button.setEnabled(False)
         self.task = None
+        layer = self.target_layer
+        if _layer_alive(layer):
+            try:
+                layer.willBeDeleted.disconnect(self._target_removed)
+            except TypeError:
+                pass
+        if self._layer_removed or not _layer_alive(layer):
+            self.say(tr("The parcel layer was removed while classifying; nothing was written."), Qgis.Warning,
+                     bar=True)
+            return
         if task.cancelled:
-            self.message.setText("Cancelled; the layer was not changed.")
+            self.say(tr("Cancelled; nothing was written and the layer was not changed."), Qgis.Info)
             return
         if task.result is None:
-            self.message.setText(f"Classification failed: {task.error}")
+            self.say(tr("Classification failed: {error}").format(error=task.error), Qgis.Critical, bar=True)
             return
-        layer = self.target_layer
         params = task.params
-        if not _layer_alive(layer):
-            self.message.setText("The parcel layer was removed while classifying; nothing was written.")
+        try:
+            if params.output:
+                out = QgsVectorLayer(task.written, tr("{layer} (classified)").format(layer=layer.name()), "ogr")
+                if not out.isValid():
+                    raise ValueError(tr("QGIS cannot open the written file {path}.").format(path=task.written))
+                where = tr("the new layer {name}").format(name=Path(task.written).name)
+            else:
+                out = write_result_to_layer(layer, task.fids, task.result, params.label_field,
+                                            params.confidence_field, lambda names: True, params.status_field,
+                                            params.probabilities)
+                where = tr("{layer} (saved)").format(layer=layer.name()) if not layer.isEditable() else \
+                    tr("{layer} (one edit of the running edit session; Undo reverts it)").format(layer=layer.name())
+        except Exception as exc:
+            log.exception("Writing the result failed")
+            self.say(tr("Writing the result failed: {error}").format(error=exc), Qgis.Critical, bar=True)
             return
-        out = write_result_to_layer(layer, params.fids, task.result, params.label_field, params.confidence_field,
-                                    self.confirm_overwrite)
-        if out is None:
-            self.message.setText("Not written: the fields exist and were not to be overwritten.")
-            return
-        if out is not layer:
-            QgsProject.instance().addMapLayer(out)
-        apply_class_style(out, params.label_field, task.bundle.classes)
+        if params.output:
+            self._add_above(out, layer)
         self.output_layer = out
-        self.last_result, self.last_fids, self.last_bundle = task.result, params.fids, task.bundle
+        self.last_result, self.last_fids, self.last_bundle = task.result, task.fids, task.bundle
+        style_note = self._style_output(out, params, own_file=bool(params.output))
+        if self.accuracy_widget is not None:
+            self.accuracy_widget.set_layer(out, params.label_field)
         self.show_counts(task.result.counts(), class_colours(task.bundle.classes))
-        where = "a new layer (the parcel layer is read-only)" if out is not layer else \
-            f"{layer.name()} (one edit; Undo reverts it)"
+        self._tab_changed(self.tabs.currentIndex())
+        done = int((task.result.status == "ok").sum())
+        text = tr("Classified {done} of {n} parcels into {where}.").format(done=done, n=len(task.result),
+                                                                          where=where)
+        if style_note:
+            text += " " + style_note
         warnings = "".join(f"\n{w}" for w in task.result.warnings)
-        self.message.setText(f"Classified {len(task.result)} parcels into {where}.{warnings}")
+        self.say(text + warnings, Qgis.Warning if task.result.warnings or done == 0 else Qgis.Success, bar=True)
+        self.message.setToolTip(task.written or layer.source())
         self.progress.setValue(100)
 
+    @staticmethod
+    def _add_above(new: QgsVectorLayer, below: QgsVectorLayer) -> None:
+        """Add ``new`` to the project right above ``below`` in the layer tree, so that it shows."""
+        project = QgsProject.instance()
+        project.addMapLayer(new, False)
+        node = project.layerTreeRoot().findLayer(below.id())
+        group = node.parent() if node is not None else project.layerTreeRoot()
+        index = group.children().index(node) if node is not None else 0
+        group.insertLayer(index, new)
+
+    def _style_output(self, layer: QgsVectorLayer, params, own_file: bool) -> str:
+        """Class style (current) and confidence style (in the layer's style list); save a .qml."""
+        bundle = self.last_bundle
+        manager = layer.styleManager()
+        if manager.currentStyle() == CONFIDENCE_STYLE:
+            manager.setCurrentStyle(next(s for s in manager.styles() if s != CONFIDENCE_STYLE))
+        if CONFIDENCE_STYLE in manager.styles():
+            manager.removeStyle(CONFIDENCE_STYLE)
+        layer.setRenderer(confidence_renderer(params.confidence_field, self._confidence_labels()))
+        manager.addStyleFromLayer(CONFIDENCE_STYLE)
+        apply_class_style(layer, params.label_field, bundle.classes)
+        self._class_style = manager.currentStyle()
+        self._base_subset = layer.subsetString()
+        self.colour_by.blockSignals(True)
+        self.colour_by.setCurrentIndex(0)
+        self.colour_by.blockSignals(False)
+        self.low_confidence.blockSignals(True)
+        self.low_confidence.setChecked(False)
+        self.low_confidence.blockSignals(False)
+        source = layer.source().split("|")[0]
+        qml = Path(source).with_suffix(".qml")
+        if not Path(source).is_file():
+            return ""
+        if not own_file and qml.exists():
+            return tr("{qml} exists and was left as it is.").format(qml=qml.name)
+        saved = save_style_beside(layer, source)
+        return tr("Style saved to {qml}.").format(qml=saved.name) if saved else ""
+
+    @staticmethod
+    def _confidence_labels() -> list:
+        return [tr("below 0.4"), tr("0.4 to 0.6"), tr("0.6 to 0.8"), tr("0.8 and above"), tr("not classified")]
+
+    def _colour_by_changed(self, index: int) -> None:
+        layer = self.output_layer
+        if not _layer_alive(layer):
+            return
+        manager = layer.styleManager()
+        name = CONFIDENCE_STYLE if index == 1 else self._class_style
+        if name in manager.styles():
+            manager.setCurrentStyle(name)
+        layer.triggerRepaint()
+
+    def apply_confidence_filter(self, *args) -> int:
+        """Filter the result layer to parcels whose confidence is below the threshold (or undo it).
+
+        Returns:
+            The number of features the layer shows afterwards (-1 without a result layer).
+        """
+        layer = self.output_layer
+        if not _layer_alive(layer) or self.last_result is None:
+            return -1
+        base = self._base_subset or ""
+        if self.low_confidence.isChecked():
+            column = QgsExpression.quotedColumnRef(self.conf_field.text().strip() or "crop_conf")
+            condition = f"{column} < {self.threshold.value():.4f}"
+            subset = f"({base}) AND {condition}" if base else condition
+        else:
+            subset = base
+        if layer.isEditable():
+            self.say(tr("{layer} is being edited; save or discard the edits to filter it.").format(
+                layer=layer.name()), Qgis.Warning)
+            return -1
+        if not layer.setSubsetString(subset):
+            self.say(tr("{layer} cannot be filtered by its provider.").format(layer=layer.name()), Qgis.Warning)
+            return -1
+        layer.triggerRepaint()
+        return layer.featureCount()
+
     def _ask_overwrite(self, names: list) -> bool:
-        answer = QMessageBox.question(self, "ThermoCrop", f"The layer already has {', '.join(names)}. "
-                                      "Overwrite their values?", QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
+        answer = QMessageBox.question(self, tr("ThermoCrop"), tr("{names} already exist(s). Overwrite?").format(
+            names=", ".join(names)), QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
         return answer == QMessageBox.Yes
 
     # ----- explain
-    def explain(self, fid: int):
-        """Draw the NDVI series of parcel ``fid`` against date and GDD, and its probabilities.
+    def explain(self, fid: int) -> Optional[ExplainTask]:
+        """Explain parcel ``fid`` of the explained layer in the background; ``draw_explanation`` follows.
 
         Returns:
-            ``(figure, ndvi, probabilities)``: the matplotlib figure, the ``(T,)`` mean NDVI per
-            date (NaN where unusable) and the ``(K,)`` class probabilities (NaN when the parcel
-            could not be classified).
+            The running task (its ``explanation`` holds the data once it ends), or None when no
+            layer is there to explain.
         """
+        layer = self._explained_layer()
+        if layer is None:
+            return None
+        snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(),
+                                 layer.fields().names())
+        bundle = self.last_bundle if self.last_bundle is not None else (self.model.filePath() or None)
+        self.explain_task = ExplainTask(snapshot, fid, self.scene_paths(), self.weather.filePath(), bundle,
+                                        self._explained)
+        self._explaining_layer = layer
+        self.explain_button.setEnabled(False)
+        self.explain_message.setText(tr("Reading the parcel's pixels …"))
+        QgsApplication.taskManager().addTask(self.explain_task)
+        return self.explain_task
+
+    def _explained(self, task: ExplainTask) -> None:
+        self.explain_task = None
+        self.explain_button.setEnabled(True)
+        if task.cancelled:
+            self.explain_message.setText(tr("Explaining was cancelled."))
+            return
+        if task.explanation is None:
+            self.explain_message.setText(tr("Cannot explain this parcel: {error}").format(error=task.error))
+            QgsMessageLog.logMessage(self.explain_message.text(), LOG_TAG, Qgis.Warning)
+            return
+        self.last_explanation = task.explanation
+        self.draw_explanation(task.explanation)
+
+    def draw_explanation(self, ex):
+        """Draw NDVI against date and against GDD, and the class probabilities; returns the figure."""
         import numpy as np
         from matplotlib.backends.backend_qt5agg import FigureCanvasQTAgg
-        from matplotlib.dates import AutoDateLocator, DateFormatter
+        from matplotlib.dates import DateFormatter
         from matplotlib.figure import Figure
 
-        from ..core.classify import _gdd_settings
-        from ..core.extract import extract_pixel_sets
-
-        layer = self._explained_layer()
-        feature = layer.getFeature(fid)
-        frame, _ = features_to_frame([feature], layer.crs())
-        bundle = self.last_bundle
-        if bundle is None:
-            from ..core.bundle import default_bundle_path, load_bundle
-
-            bundle = load_bundle(self.model.filePath() or default_bundle_path())
-        ps = extract_pixel_sets(frame, self.scene_paths(), self.weather.filePath(), block_field=None,
-                                **_gdd_settings(bundle))
-        ndvi = ndvi_series(ps)
-        probs = bundle.predict(ps)[0] if ps.status[0] == "ok" else np.full(len(bundle.classes), np.nan)
-        figure = Figure(figsize=(4, 6), tight_layout=True)
-        ax1, ax2, ax3 = figure.subplots(3, 1, gridspec_kw={"height_ratios": (1, 1, 1.1)})
-        dates = ps.dates.astype("datetime64[D]").astype(object)
-        ax1.plot(dates, ndvi, "o-", color="#2e7d32", markersize=4)
+        bundle = ex.bundle
+        k = len(bundle.classes)
+        # The bars get about 16 px a class, so that the names written on them do not overlap.
+        height = 300 + 16 * k
+        figure = Figure(figsize=(4, height / 100), tight_layout=True)
+        ax1, ax2, ax3 = figure.subplots(3, 1, gridspec_kw={"height_ratios": (1, 1, max(1.1, k / 6))})
+        dates = ex.dates.astype("datetime64[D]").astype(object)
+        ax1.plot(dates, ex.ndvi, "o-", color="#2e7d32", markersize=4)
         ax1.set_ylabel("NDVI")
-        ax1.set_title("against calendar date", fontsize=10)
-        ax1.xaxis.set_major_locator(AutoDateLocator(maxticks=7))
+        ax1.set_title(tr("against calendar date"), fontsize=10)
+        if len(dates):
+            ax1.xaxis.set_major_locator(month_locator(dates[0], dates[-1]))
         ax1.xaxis.set_major_formatter(DateFormatter("%b"))
-        ax2.plot(np.asarray(ps.gdd[0]), ndvi, "o-", color="#c62828", markersize=4)
-        ax2.set_xlabel("growing degree days (°C·d)")
+        ax2.plot(ex.gdd, ex.ndvi, "o-", color="#c62828", markersize=4)
+        ax2.set_xlabel(tr("growing degree days (°C·d)"))
         ax2.set_ylabel("NDVI")
-        ax2.set_title("against thermal time", fontsize=10)
+        ax2.set_title(tr("against thermal time"), fontsize=10)
         colours = colour_list(bundle.classes)
-        shown = np.nan_to_num(probs)
+        probs = ex.probabilities
         rows = np.arange(len(bundle.classes))
-        ax3.barh(rows, shown, color=colours, edgecolor="#404040", linewidth=0.4)
+        ax3.barh(rows, np.nan_to_num(probs), color=colours, edgecolor="#404040", linewidth=0.4)
         # Names inside the plot: tick labels this long would squeeze the two NDVI plots above.
         for row, (name_k, p) in enumerate(zip(bundle.classes, probs)):
-            text = f"{name_k}  {p:.2f}" if np.isfinite(p) else name_k
-            ax3.text(0.01, row, text, va="center", fontsize=8)
+            ax3.text(0.01, row, f"{name_k}  {p:.2f}" if np.isfinite(p) else name_k, va="center", fontsize=8)
         ax3.set_yticks([])
         ax3.invert_yaxis()  # classes read top-down in the model's order
         ax3.set_xlim(0, 1)
-        ax3.set_xlabel("class probability")
-        name = feature["parcel_id"] if feature.fields().indexOf("parcel_id") >= 0 else fid
+        ax3.set_xlabel(tr("class probability"))
         best = int(np.nanargmax(probs)) if np.isfinite(probs).any() else None
-        verdict = f"{bundle.classes[best]} ({probs[best]:.2f})" if best is not None else str(ps.status[0])
+        verdict = f"{bundle.classes[best]} ({probs[best]:.2f})" if best is not None else ex.status
         if self.figure_canvas is not None:
             self.explain_layout.removeWidget(self.figure_canvas)
             self.figure_canvas.deleteLater()
         self.figure_canvas = FigureCanvasQTAgg(figure)
+        self.figure_canvas.setMinimumHeight(height)
         self.explain_layout.addWidget(self.figure_canvas)
-        self.explain_message.setText(f"<b>Parcel {name}</b> of {layer.name()}: {verdict}")
-        return figure, ndvi, probs
+        layer = getattr(self, "_explaining_layer", None)
+        where = tr(" of {layer}").format(layer=layer.name()) if _layer_alive(layer) else ""
+        self.explain_message.setText(f"<b>{tr('Parcel')} {ex.name}</b>{where}: {verdict}")
+        return figure
 
     def _explained_layer(self) -> Optional[QgsVectorLayer]:
         """The layer of the last result (it may be a new layer), else the chosen parcel layer."""
         return self.output_layer if _layer_alive(self.output_layer) else self.layer_combo.currentLayer()
 
-    def explain_selected(self) -> None:
+    def explain_selected(self) -> Optional[ExplainTask]:
         layer = self._explained_layer()
         if layer is None or layer.selectedFeatureCount() != 1:
-            what = f"of {layer.name()} " if layer is not None else ""
-            self.explain_message.setText(f"Select exactly one parcel {what}to explain "
-                                         f"({0 if layer is None else layer.selectedFeatureCount()} selected).")
-            return
+            count = 0 if layer is None else layer.selectedFeatureCount()
+            text = tr("Select exactly one parcel of {layer} to explain ({n} selected).").format(
+                layer=layer.name(), n=count) if layer is not None else \
+                tr("Select exactly one parcel to explain ({n} selected).").format(n=count)
+            self.explain_message.setText(text)
+            return None
         if not self.scene_paths() or not self.weather.filePath():
-            self.explain_message.setText("Choose the scenes and the weather file on the Classify tab first.")
-            return
-        try:
-            self.explain(layer.selectedFeatureIds()[0])
-        except Exception as exc:  # a bad file or a parcel outside the scenes: say so, keep the dock
-            log.exception("Explain failed")
-            self.explain_message.setText(f"Cannot explain this parcel: {exc}")
+            self.explain_message.setText(tr("Choose the scenes and the weather file on the Classify tab first."))
+            return None
+        if self.explain_task is not None:
+            return self.explain_task
+        return self.explain(layer.selectedFeatureIds()[0])
 
     def shutdown(self) -> None:
         """Stop running work and disconnect from the project (called by unload)."""
-        if self.task is not None:
+        for attr, slot in (("task", self._show_progress), ("explain_task", None)):
+            task = getattr(self, attr)
+            if task is None:
+                continue
             # The task may end after the dock is gone; it must not call back into it.
-            self.task.on_done = lambda task: None
+            task.on_done = lambda task: None
             try:
-                self.task.progressChanged.disconnect(self._show_progress)
-                self.task.cancel()
+                if slot is not None:
+                    task.progressChanged.disconnect(slot)
+                task.cancel()
             except (TypeError, RuntimeError):  # already disconnected, or the task has ended
                 pass
             # The task manager owns the task now; the dock forgets it.
-            self.task = None
+            setattr(self, attr, None)
+        if _layer_alive(self.target_layer):
+            try:
+                self.target_layer.willBeDeleted.disconnect(self._target_removed)
+            except TypeError:
+                pass
+        if self.accuracy_widget is not None:
+            self.accuracy_widget.shutdown()
         if self.install_task is not None:
             # pip is left to finish (killing it could leave a half-installed package) but
             # must not report into a dock that no longer exists.

@@ -1,31 +1,59 @@
-"""Turns QGIS features into the GeoDataFrames core reads, remembering which feature is which row."""
+"""Turns QGIS features into the GeoDataFrames core reads, remembering which feature is which row,
+and tells which raster layers of a project can be Sentinel-2 scenes."""
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
 
 from qgis.core import QgsCoordinateReferenceSystem, QgsFeature
+
+from .i18n import tr
 
 ID_COLUMN = "parcel_id"
 
 
+def python_value(value):
+    """A QGIS attribute value as plain Python: NULL -> None, QDate/QDateTime/QTime -> datetime."""
+    if value is None:
+        return None
+    if hasattr(value, "isNull") and callable(value.isNull) and value.isNull():
+        return None
+    for method in ("toPyDateTime", "toPyDate", "toPyTime"):
+        if hasattr(value, method):
+            return getattr(value, method)()
+    if type(value).__name__ == "QVariant":
+        return value.value()
+    if isinstance(value, (list, dict)):
+        return str(value)
+    return value
+
+
 def features_to_frame(features: Iterable[QgsFeature], crs: QgsCoordinateReferenceSystem,
-                      label_field: Optional[str] = None):
+                      label_field: Optional[str] = None, attributes: Optional[Sequence[str]] = None):
     """A GeoDataFrame of the features' geometries, with the feature ids as parcel ids.
+
+    Safe in a worker thread when ``features`` come from a ``QgsVectorLayerFeatureSource``.
 
     Args:
         features: the parcels, in the order the result rows will follow.
         crs: their CRS.
         label_field: attribute copied as column ``label_field`` (for training data), or None.
+        attributes: field names to copy as they are (for writing the layer out again); None
+            copies none. The frame then has these columns only (no ``parcel_id`` added).
 
     Returns:
         ``(frame, fids)``: the GeoDataFrame (column ``parcel_id`` = feature id as text, rows in
-        feature order) and the ``(P,)`` list of feature ids.
+        feature order, unless ``attributes`` are asked for) and the ``(P,)`` list of feature ids.
     """
     import geopandas as gpd
     from shapely import wkb
 
     fids, geoms, labels = [], [], []
+    columns = {name: [] for name in attributes or ()}
+    indexes, kinds = None, {}
     for feature in features:
         geometry = feature.geometry()
         fids.append(feature.id())
@@ -33,8 +61,107 @@ def features_to_frame(features: Iterable[QgsFeature], crs: QgsCoordinateReferenc
         if label_field:
             value = feature[label_field]
             labels.append(None if value is None or str(value) == "NULL" else str(value))
-    data = {ID_COLUMN: [str(fid) for fid in fids]}
+        if columns:
+            if indexes is None:  # looked up once: every feature of a source has the same fields
+                indexes = [(columns[name], feature.fields().indexOf(name)) for name in columns]
+                kinds = {name: feature.fields().field(name).type() for name in columns}
+            values = feature.attributes()
+            for column, index in indexes:
+                column.append(python_value(values[index]))
+    if attributes is not None:
+        data = {name: _typed(values, kinds[name] if indexes else None) for name, values in columns.items()}
+    else:
+        data = {ID_COLUMN: [str(fid) for fid in fids]}
     if label_field:
         data[label_field] = labels
     frame = gpd.GeoDataFrame(data, geometry=geoms, crs=crs.toWkt() if crs.isValid() else None)
     return frame, fids
+
+
+def _typed(values: list, kind):
+    """A pandas column keeping the QGIS field type through a write (integers with NULLs stay integers)."""
+    import pandas as pd
+    from qgis.PyQt.QtCore import QVariant
+
+    if kind in (QVariant.Int, QVariant.UInt, QVariant.LongLong, QVariant.ULongLong):
+        return pd.array(values, dtype="Int64")
+    if kind == QVariant.Double:
+        return pd.array([float("nan") if v is None else v for v in values], dtype="float64")
+    if kind == QVariant.Bool:
+        return pd.array(values, dtype="boolean")
+    if kind in (QVariant.Date, QVariant.DateTime):
+        return pd.to_datetime(pd.Series(values, dtype=object))
+    return pd.Series([v if v is None or isinstance(v, str) else str(v) for v in values], dtype=object)
+
+
+@dataclass(frozen=True)
+class SceneCandidate:
+    """What the dock makes of one raster layer.
+
+    Attributes:
+        use: ``"scene"`` (a Sentinel-2 product ThermoCrop reads: listed and ticked), ``"maybe"``
+            (could be part of one, e.g. a single band file: listed, not ticked) or ``"no"``
+            (left out of the list).
+        reason: a short phrase for the user (the date and level, or why it was left out).
+    """
+
+    use: str
+    reason: str
+
+
+_CACHE: dict = {}
+
+
+def scene_candidate(provider: str, source: str) -> SceneCandidate:
+    """Whether the raster layer with ``provider`` and ``source`` can be a Sentinel-2 scene.
+
+    Web and database layers (XYZ, WMS, WCS, ...) are never scenes; a local file is a scene when
+    ``find_scenes`` reads it as a whole product, may be one when some band is a Sentinel-2 band
+    (a per-band file, a multi-band file without band descriptions) and is not one otherwise
+    (a DEM, a classification, an RGB picture). Answers are cached by path and modification time.
+    """
+    if provider != "gdal":
+        return SceneCandidate("no", tr("a {provider} web or database layer, not a file").format(provider=provider))
+    path = source.split("|")[0]
+    if not os.path.exists(path):
+        return SceneCandidate("no", tr("not a local file"))
+    key = (path, os.path.getmtime(path))
+    if key not in _CACHE:
+        _CACHE[key] = _judge_file(Path(path))
+    return _CACHE[key]
+
+
+def _judge_file(path: Path) -> SceneCandidate:
+    from ..core.bands import S2_BANDS
+    from ..core.errors import ThermoCropError
+    from ..core.scenes import band_name, find_scenes
+
+    try:
+        scenes = find_scenes([path])
+        scene = scenes[0]
+        level = f" {scene.level}" if scene.level else ""
+        return SceneCandidate("scene", f"{scene.date}{level}")
+    except ThermoCropError as exc:
+        problem = str(exc)
+    except Exception as exc:  # an unreadable file is no scene; say why
+        return SceneCandidate("no", tr("cannot be read: {error}").format(error=exc))
+    try:
+        import rasterio
+
+        with rasterio.open(path) as ds:
+            count, descriptions = ds.count, list(ds.descriptions)
+    except Exception as exc:
+        return SceneCandidate("no", tr("cannot be read: {error}").format(error=exc))
+    named = {band_name(d or "") for d in descriptions}
+    named |= {band_name(token) for token in path.stem.replace("-", "_").split("_")}
+    s2 = sorted(named & set(S2_BANDS))
+    if s2:
+        return SceneCandidate("maybe", tr("holds only {bands}: tick it together with the product's other "
+                                          "band files").format(bands=", ".join(s2)))
+    if count >= len(S2_BANDS) and not any(descriptions):
+        return SceneCandidate("maybe", tr("{count} bands without band names: {problem}").format(
+            count=count, problem=problem))
+    if "SCL" in named:
+        return SceneCandidate("no", tr("a scene classification (SCL) file; it is read with its scene"))
+    return SceneCandidate("no", tr("{count} band(s), none of them a Sentinel-2 band (a DEM or another "
+                                   "raster?)").format(count=count))

@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 
 from qgis.core import QgsApplication, QgsMessageLog, Qgis
+from qgis.PyQt.QtCore import QCoreApplication
 from qgis.PyQt.QtGui import QIcon
 from qgis.PyQt.QtWidgets import QAction
 
 from .algorithms.base import ICON
 from .dependencies import activate_dependency_folder, describe_missing, missing_requirements
+from .i18n import install_translator, tr
 
 log = logging.getLogger(__name__)
 
@@ -23,11 +25,17 @@ class ThermoCropPlugin:
         self.dock = None
         self.action = None
         self.missing = []
+        self.translator = None
 
     def initProcessing(self) -> None:  # noqa: N802 (QGIS API)
         """Register the provider; qgis_process calls only this, the desktop calls it from initGui."""
         if self.provider is not None:  # a second call must not register a second provider
             return
+        if self.translator is None:
+            try:
+                self.translator = install_translator()
+            except Exception as exc:  # a broken translation file must not stop the plugin
+                log.warning("Could not load the ThermoCrop translation: %s", exc)
         activate_dependency_folder_safely()
         self.missing = missing_requirements()
         if self.missing:
@@ -39,16 +47,16 @@ class ThermoCropPlugin:
 
     def initGui(self) -> None:  # noqa: N802
         self.initProcessing()
-        self.action = QAction(QIcon(str(ICON)), "ThermoCrop", self.iface.mainWindow())
+        self.action = QAction(QIcon(str(ICON)), tr("ThermoCrop"), self.iface.mainWindow())
         self.action.setCheckable(True)
-        self.action.setToolTip("Classify parcels with ThermoCrop")
+        self.action.setToolTip(tr("Classify parcels with ThermoCrop"))
         self.action.toggled.connect(self._toggle_dock)
-        self.iface.addPluginToMenu("&ThermoCrop", self.action)
+        self.iface.addPluginToMenu(tr("&ThermoCrop"), self.action)
         self.iface.addToolBarIcon(self.action)
         if self.missing:
             self.iface.messageBar().pushMessage(
-                "ThermoCrop", "Missing Python packages: " + ", ".join(r.module for r in self.missing)
-                + ". Open the ThermoCrop dock to install them.", Qgis.Warning, 15)
+                "ThermoCrop", tr("Missing Python packages: {names}. Open the ThermoCrop dock to install them.").format(
+                    names=", ".join(r.module for r in self.missing)), Qgis.Warning, 15)
 
     def _toggle_dock(self, visible: bool) -> None:
         if self.dock is None:
@@ -69,13 +77,16 @@ class ThermoCropPlugin:
             self.dock.deleteLater()
             self.dock = None
         if self.action is not None:
-            self.iface.removePluginMenu("&ThermoCrop", self.action)
+            self.iface.removePluginMenu(tr("&ThermoCrop"), self.action)
             self.iface.removeToolBarIcon(self.action)
             self.action.deleteLater()
             self.action = None
         if self.provider is not None:
             QgsApplication.processingRegistry().removeProvider(self.provider)
             self.provider = None
+        if self.translator is not None:
+            QCoreApplication.removeTranslator(self.translator)
+            self.translator = None
 
 
 def activate_dependency_folder_safely() -> None:

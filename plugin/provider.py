@@ -5,6 +5,7 @@ from __future__ import annotations
 from qgis.core import QgsProcessingProvider
 from qgis.PyQt.QtGui import QIcon
 
+from .algorithms.accuracy_assessment import AccuracyAssessment
 from .algorithms.base import ICON
 from .algorithms.classify_parcels import ClassifyParcels
 from .algorithms.export_training_data import ExportTrainingData
@@ -13,7 +14,7 @@ from .algorithms.train_model import TrainModel
 
 
 class ThermoCropProvider(QgsProcessingProvider):
-    """Provides classifyparcels, parcelgdd, exporttrainingdata and trainmodel."""
+    """Provides classifyparcels, parcelgdd, exporttrainingdata, trainmodel and accuracyassessment."""
 
     def id(self) -> str:
         return "thermocrop"
@@ -25,5 +26,6 @@ class ThermoCropProvider(QgsProcessingProvider):
         return QIcon(str(ICON))
 
     def loadAlgorithms(self) -> None:  # noqa: N802 (QGIS API)
-        for algorithm in (ClassifyParcels(), ParcelGDD(), ExportTrainingData(), TrainModel()):
+        for algorithm in (ClassifyParcels(), ParcelGDD(), ExportTrainingData(), TrainModel(),
+                          AccuracyAssessment()):
             self.addAlgorithm(algorithm)

@@ -69,3 +69,32 @@ def save_style_beside(layer: QgsVectorLayer, path: str) -> Optional[Path]:
         if error:
             log.warning("Could not store the style in %s: %s", file_path, error)
     return qml
+
+
+CONFIDENCE_BREAKS = ((0.0, 0.4, "#d7191c"), (0.4, 0.6, "#fdae61"), (0.6, 0.8, "#a6d96a"), (0.8, 1.0, "#1a9641"))
+"""Confidence ranges and their colours (red: unsure .. green: sure)."""
+
+
+def confidence_renderer(field: str, labels: Sequence[str] = ()):
+    """A rule-based renderer colouring parcels by the value of the confidence ``field``.
+
+    One rule per range of ``CONFIDENCE_BREAKS`` (the last one includes 1.0) and a grey ELSE rule
+    for parcels without a confidence. ``labels`` overrides the legend texts, one per range.
+    """
+    from qgis.core import QgsExpression, QgsRuleBasedRenderer
+
+    column = QgsExpression.quotedColumnRef(field)
+    root = QgsRuleBasedRenderer.Rule(None)
+    for i, (low, high, colour) in enumerate(CONFIDENCE_BREAKS):
+        symbol = QgsFillSymbol.createSimple({"outline_color": "#404040", "outline_width": "0.2"})
+        symbol.setColor(QColor(colour))
+        upper = "<=" if i == len(CONFIDENCE_BREAKS) - 1 else "<"
+        label = labels[i] if i < len(labels) else f"{low:.1f} – {high:.1f}"
+        root.appendChild(QgsRuleBasedRenderer.Rule(symbol, 0, 0, f"{column} >= {low} AND {column} {upper} {high}",
+                                                   label))
+    symbol = QgsFillSymbol.createSimple({"outline_color": "#404040", "outline_width": "0.2"})
+    symbol.setColor(QColor(UNCLASSIFIED_COLOUR))
+    else_rule = QgsRuleBasedRenderer.Rule(symbol, 0, 0, "ELSE", labels[len(CONFIDENCE_BREAKS)]
+                                          if len(labels) > len(CONFIDENCE_BREAKS) else "not classified")
+    root.appendChild(else_rule)
+    return QgsRuleBasedRenderer(root)

@@ -1,4 +1,10 @@
-"""Background classification for the dock: plain parameters in, a ``QgsTask`` running core."""
+"""Background work for the dock: reading the layer, classifying, writing a new layer file and
+explaining one parcel, each in a ``QgsTask`` so that QGIS stays responsive.
+
+The dock takes a ``QgsVectorLayerFeatureSource`` of the parcel layer on the main thread (QGIS's
+way of reading a layer from another thread); the tasks read features only through it and touch
+no other QGIS object, so removing the layer meanwhile harms nothing.
+"""
 
 from __future__ import annotations
 
@@ -6,22 +12,56 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from qgis.core import QgsTask
+from qgis.core import QgsFeatureRequest, QgsTask
+
+from .i18n import tr
+from .layers import ID_COLUMN, features_to_frame
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
-class ClassificationParameters:
-    """What the dock hands to the task; no QGIS objects, so the worker thread touches none.
+class LayerSnapshot:
+    """A parcel layer as the worker thread may read it.
 
     Attributes:
-        parcels: GeoDataFrame of the parcels to classify (column ``parcel_id``).
-        fids: ``(P,)`` feature ids of the parcels, in frame order.
+        source: ``QgsVectorLayerFeatureSource`` made on the main thread.
+        crs: the layer's ``QgsCoordinateReferenceSystem``.
+        name: the layer's name (for messages).
+        field_names: the layer's fields, copied into a new layer file.
+        selected: feature ids to classify, or None for every feature.
+    """
+
+    source: Any
+    crs: Any
+    name: str
+    field_names: list
+    selected: Optional[list] = None
+
+    def read(self, attributes: bool = False, only_selected: bool = True):
+        """``(frame, fids)`` as :func:`~thermocrop.plugin.layers.features_to_frame` gives them."""
+        request = QgsFeatureRequest()
+        if only_selected and self.selected is not None:
+            request.setFilterFids(list(self.selected))
+        features = self.source.getFeatures(request)
+        return features_to_frame(features, self.crs, attributes=self.field_names if attributes else None)
+
+
+@dataclass
+class ClassificationParameters:
+    """What the dock hands to the task (plain values and a layer snapshot).
+
+    Attributes:
+        parcels: a :class:`LayerSnapshot`, or a GeoDataFrame with a ``parcel_id`` column.
+        fids: ``(P,)`` feature ids of a GeoDataFrame's rows (filled from the snapshot otherwise).
         scenes: scene files or folders.
         weather: temperature file.
         model: model bundle path, or None for the shipped default.
-        label_field, confidence_field: output field names.
+        label_field, confidence_field, status_field: output field names.
+        probabilities: also write ``p_<class>``, margin and entropy fields.
+        output: a new layer file to write (through ``core.classify.write_classification``), or
+            None to write the fields into the parcel layer.
+        overwrite: the user agreed to replace an existing ``output``.
     """
 
     parcels: Any
@@ -31,22 +71,30 @@ class ClassificationParameters:
     model: Optional[str] = None
     label_field: str = "crop_pred"
     confidence_field: str = "crop_conf"
+    status_field: str = "crop_status"
+    probabilities: bool = False
+    output: Optional[str] = None
+    overwrite: bool = False
     extra: dict = field(default_factory=dict)
 
 
 class ClassificationTask(QgsTask):
-    """Runs ``classify_parcels`` off the main thread; ``on_done(task)`` runs in the main thread.
+    """Reads the parcels, runs ``classify_parcels`` and writes a new layer file off the main thread.
 
-    After it ends, ``result`` holds the ``ClassificationResult`` and ``bundle`` the model, or
-    ``error`` the message of what went wrong (``cancelled`` tells a user stop from a failure).
+    ``on_done(task)`` runs in the main thread. After it ends, ``result`` holds the
+    ``ClassificationResult``, ``bundle`` the model, ``fids`` the feature id of each frame row and
+    ``written`` the new file (new-layer mode); or ``error`` says what went wrong (``cancelled``
+    tells a user stop from a failure).
     """
 
     def __init__(self, params: ClassificationParameters, on_done: Callable[["ClassificationTask"], None]):
-        super().__init__("ThermoCrop: classify parcels", QgsTask.CanCancel)
+        super().__init__(tr("ThermoCrop: classify parcels"), QgsTask.CanCancel)
         self.params = params
         self.on_done = on_done
         self.result = None
         self.bundle = None
+        self.fids: list = list(params.fids)
+        self.written: Optional[str] = None
         self.error: Optional[str] = None
         self.cancelled = False
 
@@ -56,13 +104,38 @@ class ClassificationTask(QgsTask):
 
         progress = Progress(lambda f: self.setProgress(100.0 * f), self.isCanceled)
         try:
-            from ..core.bundle import default_bundle_path, load_bundle
-            from ..core.classify import classify_parcels
+            import geopandas as gpd
 
-            self.bundle = load_bundle(self.params.model or default_bundle_path())
-            progress.check()
-            self.result = classify_parcels(self.params.parcels, self.params.scenes, self.params.weather,
-                                           self.bundle, progress=progress, **self.params.extra)
+            from ..core.bundle import default_bundle_path, load_bundle
+            from ..core.classify import classify_parcels, write_classification
+
+            p = self.params
+            selected = None
+            table = p.parcels
+            if isinstance(p.parcels, LayerSnapshot):
+                # A new file gets every feature (unselected ones marked not_selected).
+                whole = p.output is not None
+                table, self.fids = p.parcels.read(attributes=whole, only_selected=not whole)
+                if whole and p.parcels.selected is not None:
+                    selected = [str(fid) for fid in p.parcels.selected]
+            progress(0.03)
+            frame = table
+            if isinstance(p.parcels, LayerSnapshot) and p.output:
+                # The user's own fields (a parcel_id among them) are kept apart from the ids core
+                # reads: each row's feature id.
+                frame = gpd.GeoDataFrame({ID_COLUMN: [str(fid) for fid in self.fids]},
+                                         geometry=table.geometry.values, crs=table.crs)
+            self.bundle = load_bundle(p.model or default_bundle_path())
+            progress(0.05)
+            self.result = classify_parcels(frame, p.scenes, p.weather, self.bundle, id_field=ID_COLUMN,
+                                           selected_ids=selected, progress=progress.sub(0.05, 0.95),
+                                           **p.extra)
+            if p.output:
+                progress.check()
+                self.written = str(write_classification(
+                    table, self.result, p.output, label_field=p.label_field, conf_field=p.confidence_field,
+                    status_field=p.status_field, overwrite=p.overwrite, probabilities=p.probabilities))
+            progress(1.0)
             return True
         except CancelledError:
             self.cancelled = True
@@ -72,6 +145,107 @@ class ClassificationTask(QgsTask):
             return False
         except Exception as exc:  # a worker thread must report, not crash QGIS
             log.exception("Classification failed")
+            self.error = f"{type(exc).__name__}: {exc}"
+            return False
+
+    def finished(self, ok: bool) -> None:
+        if self.isCanceled():
+            self.cancelled = True
+        self.on_done(self)
+
+
+def ndvi_series(ps, parcel: int = 0):
+    """Mean NDVI per date of one parcel, ``(T,)`` with NaN on unusable dates.
+
+    NDVI = (B08 - B04) / (B08 + B04) over the parcel's valid pixels.
+    """
+    import numpy as np
+
+    bands = list(ps.bands)
+    red = np.asarray(ps.pixels[parcel, :, bands.index("B04")], dtype=np.float64)
+    nir = np.asarray(ps.pixels[parcel, :, bands.index("B08")], dtype=np.float64)
+    mask = np.asarray(ps.pixel_mask[parcel])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ndvi = np.where(mask, (nir - red) / (nir + red), np.nan)
+        series = np.nanmean(np.where(mask.any(axis=1, keepdims=True), ndvi, 0.0), axis=1)
+    series[~np.asarray(ps.date_mask[parcel])] = np.nan
+    return series
+
+
+@dataclass
+class Explanation:
+    """One parcel's inputs and prediction, ready to draw.
+
+    Attributes:
+        fid: the feature id; name: its ``parcel_id`` attribute or the id.
+        dates: ``(T,)`` datetime64[D]; gdd: ``(T,)`` growing degree days; ndvi: ``(T,)`` mean NDVI
+            (NaN where unusable); probabilities: ``(K,)`` (NaN when not classified);
+            status: ``"ok"`` or why not; bundle: the model.
+    """
+
+    fid: int
+    name: str
+    dates: Any
+    gdd: Any
+    ndvi: Any
+    probabilities: Any
+    status: str
+    bundle: Any
+
+
+class ExplainTask(QgsTask):
+    """Extracts one parcel's pixels and predicts its class off the main thread.
+
+    ``explanation`` holds the :class:`Explanation` afterwards, or ``error`` what went wrong.
+    """
+
+    def __init__(self, snapshot: LayerSnapshot, fid: int, scenes: list, weather: str, bundle: Any,
+                 on_done: Callable[["ExplainTask"], None]):
+        super().__init__(tr("ThermoCrop: explain a parcel"), QgsTask.CanCancel)
+        self.snapshot, self.fid, self.scenes, self.weather, self.bundle = snapshot, fid, scenes, weather, bundle
+        self.on_done = on_done
+        self.explanation: Optional[Explanation] = None
+        self.error: Optional[str] = None
+        self.cancelled = False
+
+    def run(self) -> bool:
+        from ..core.errors import CancelledError, ThermoCropError
+        from ..core.progress import Progress
+
+        progress = Progress(lambda f: self.setProgress(100.0 * f), self.isCanceled)
+        try:
+            import numpy as np
+
+            from ..core.bundle import default_bundle_path, load_bundle
+            from ..core.classify import _gdd_settings
+            from ..core.extract import extract_pixel_sets
+
+            features = list(self.snapshot.source.getFeatures(QgsFeatureRequest(self.fid)))
+            if not features:
+                raise ThermoCropError(tr("Feature {fid} is no longer in {layer}.").format(
+                    fid=self.fid, layer=self.snapshot.name))
+            feature = features[0]
+            frame, _ = features_to_frame(features, self.snapshot.crs)
+            bundle = self.bundle if self.bundle is not None and not isinstance(self.bundle, str) else \
+                load_bundle(self.bundle or default_bundle_path())
+            progress(0.1)
+            ps = extract_pixel_sets(frame, self.scenes, self.weather, block_field=None,
+                                    progress=progress.sub(0.1, 0.9), **_gdd_settings(bundle))
+            ok = ps.status[0] == "ok"
+            probs = bundle.predict(ps)[0] if ok else np.full(len(bundle.classes), np.nan)
+            name = feature["parcel_id"] if feature.fields().indexOf("parcel_id") >= 0 else self.fid
+            self.explanation = Explanation(self.fid, str(name), np.asarray(ps.dates), np.asarray(ps.gdd[0]),
+                                           ndvi_series(ps), np.asarray(probs), str(ps.status[0]), bundle)
+            progress(1.0)
+            return True
+        except CancelledError:
+            self.cancelled = True
+            return False
+        except ThermoCropError as exc:
+            self.error = str(exc)
+            return False
+        except Exception as exc:
+            log.exception("Explain failed")
             self.error = f"{type(exc).__name__}: {exc}"
             return False
 

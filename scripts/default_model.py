@@ -18,6 +18,7 @@ from thermocrop.core.bundle import load_bundle
 from thermocrop.core.dataset import open_dataset
 from thermocrop.training.experiment import (PAPER_TABLE1, REGIONS, VARIANT_NAMES,
                                             prepare_regions)
+from thermocrop.training.realdata import bavaria_card_section, find_realdata, update_model_card
 from thermocrop.training.train import TrainingConfig, train_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,6 +125,8 @@ def main() -> int:
                f"{args.sample_pixels} --sample-dates {args.sample_dates} --seed {args.seed}")
     card = model_card(args.out, result.metrics, command, [args.work / "results", args.work / "results-seed1"])
     (args.out.parent / "MODEL_CARD.md").write_text(card)
+    if find_realdata() is not None:  # scores on real parcels (also: scripts/real_data_card.py)
+        update_model_card(args.out.parent / "MODEL_CARD.md", bavaria_card_section(args.out, args.work))
     print(f"{args.out} ({args.out.stat().st_size / 1e6:.2f} MB), card "
           f"{args.out.parent / 'MODEL_CARD.md'}")
     return 0

@@ -32,6 +32,7 @@ from typing import Optional, Sequence
 from ..core import errors
 from ..core.errors import CancelledError, InputError, NoUsableParcelsError, ThermoCropError
 from . import commands
+from .progress_bar import configure_logging
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -96,10 +97,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         problem = args._check(args)
         if problem:
             args._parser.error(problem)  # exits with EXIT_USAGE
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    # Log lines go through tqdm so they never run into a progress bar.
+    configure_logging(logging.DEBUG if args.verbose else logging.INFO)
     try:
         return int(args._run(args) or EXIT_OK)
     except (ThermoCropError, KeyboardInterrupt) as exc:

@@ -140,7 +140,12 @@ def split_blocks(datasets: Sequence[PixelSets], num_classes: int, seed: int = 0,
             in_test = np.array([(d, int(b)) in test for b in blocks], dtype=bool)
             out.append((rows[~in_val & ~in_test], rows[in_val], rows[in_test]))
         return out
-    log.warning("Fewer than three spatial blocks: splitting parcels at random instead.")
+    names = ", ".join(sorted({ps.name for ps in datasets}))
+    log.warning("%s: %d spatial block(s), fewer than three, so parcels are split into training, validation and "
+                "test at random; neighbouring parcels then fall on both sides and the scores come out "
+                "optimistic. Give the parcels blocks when extracting: a field of block numbers (thermocrop "
+                "extract --block-field FIELD; in QGIS a field named 'block') or a grid (thermocrop extract "
+                "--block-size-km 10 for 10 km cells).", names, len(keys))
     for rows in usable:
         perm = rows[rng.permutation(len(rows))]
         a = int(round(fractions[0] * len(rows)))

@@ -4,7 +4,7 @@ their own class lists, on every parcel or on the test blocks of the training spl
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -55,6 +55,9 @@ def evaluate_bundle(bundle: ModelBundle, datasets: Sequence[PixelSets], split: s
             raise DatasetError(
                 f"{ps.name} was extracted with GDD settings {settings} but the "
                 f"model was trained with {model_gdd}; extract it again with the model's settings.")
+    level_warning = dataset_level_mismatch(bundle, datasets)
+    if level_warning:
+        log.warning("%s", level_warning)
     k = len(classes)
     if split == "test":
         chosen = [t for _, _, t in split_blocks(datasets, k, seed)]
@@ -74,5 +77,17 @@ def evaluate_bundle(bundle: ModelBundle, datasets: Sequence[PixelSets], split: s
     result = scores(cm, classes)
     result["confusion_matrix"] = cm.tolist()
     result["classes"] = list(classes)
+    result["warnings"] = [level_warning] if level_warning else []
     result["left_out"] = dict(sorted(left_out.items()))
     return result
+
+
+def dataset_level_mismatch(bundle: ModelBundle, datasets: Sequence[PixelSets]) -> Optional[str]:
+    """The processing-level warning of classification (``core.classify.level_mismatch``) for
+    datasets: the levels their scenes had (``dataset.json``) against the model's."""
+    from types import SimpleNamespace
+
+    from ..core.classify import level_mismatch
+
+    levels = {lv for ps in datasets for lv in (ps.meta or {}).get("levels", [])}
+    return level_mismatch(bundle, [SimpleNamespace(level=lv) for lv in sorted(levels)])

@@ -1,12 +1,42 @@
-"""A tqdm progress bar behind core's two progress callables, for the command line."""
+"""A tqdm progress bar behind core's two progress callables, and a logging handler that keeps
+log lines and progress bars apart, for the command line."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
-from typing import Iterator
+from typing import IO, Iterator, Optional
 
 from ..core.progress import Progress
+
+LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
+
+
+class TqdmLoggingHandler(logging.Handler):
+    """Writes each record with ``tqdm.write``: a progress bar on the same stream is cleared, the
+    line written on a line of its own, and the bar drawn again below it, so a log line never lands
+    in the middle of a bar (``classify:  12%|##  INFO numexpr.utils: ...``)."""
+
+    def __init__(self, stream: Optional[IO[str]] = None) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            from tqdm import tqdm
+
+            tqdm.write(self.format(record), file=self.stream or sys.stderr)
+        except Exception:  # logging must never raise into the program
+            self.handleError(record)
+
+
+def configure_logging(level: int = logging.INFO, stream: Optional[IO[str]] = None) -> None:
+    """``logging.basicConfig`` with :class:`TqdmLoggingHandler` and ThermoCrop's line format (like
+    basicConfig, it leaves a root logger that already has handlers alone)."""
+    handler = TqdmLoggingHandler(stream)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    logging.basicConfig(level=level, handlers=[handler])
 
 
 @contextlib.contextmanager

@@ -247,7 +247,9 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
                                                            eta_min=0.0)
     loss_fn = FocalLoss(config.gamma)
     use_amp = config.amp and device.type == "cuda"
-    scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+    # torch.amp.GradScaler came with torch 2.3; Intel Macs end at torch 2.2.2 (docs/install.md).
+    scaler = (torch.amp.GradScaler("cuda", enabled=use_amp) if hasattr(torch.amp, "GradScaler")
+              else torch.cuda.amp.GradScaler(enabled=use_amp))
     history: list[dict[str, Any]] = []
     best_f1, best_state, start_epoch = -1.0, None, 0
     if resume and paths["checkpoint"].exists():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Optional
 
 from qgis.core import (
     QgsFeature,
@@ -13,6 +14,7 @@ from qgis.core import (
     QgsProcessing,
     QgsProcessingException,
     QgsProcessingLayerPostProcessorInterface,
+    QgsProcessingParameterBoolean,
     QgsProcessingOutputNumber,
     QgsProcessingParameterFeatureSink,
     QgsProcessingParameterFeatureSource,
@@ -60,6 +62,9 @@ class ClassifyParcels(ThermoCropAlgorithm):
         "LABEL_FIELD": "Name of the output field with the predicted class.",
         "CONFIDENCE_FIELD": "Name of the output field with the predicted class's probability (0-1).",
         "STATUS_FIELD": "Name of the output field saying 'ok' or why a parcel was not classified.",
+        "PROBABILITIES": "Also write each class's probability (p_<class>), the margin between the two likeliest "
+                         "classes (crop_margin) and the normalised entropy of the probabilities (crop_entropy, "
+                         "0 sure .. 1 undecided).",
         "OUTPUT": "Classified parcels, styled by class; the style is saved beside file outputs.",
     }
 
@@ -74,6 +79,8 @@ class ClassifyParcels(ThermoCropAlgorithm):
         self.add(QgsProcessingParameterString("LABEL_FIELD", "Class field", defaultValue="crop_pred"))
         self.add(QgsProcessingParameterString("CONFIDENCE_FIELD", "Confidence field", defaultValue="crop_conf"))
         self.add(QgsProcessingParameterString("STATUS_FIELD", "Status field", defaultValue="crop_status"))
+        self.add(QgsProcessingParameterBoolean("PROBABILITIES", "Class probabilities, margin and entropy fields",
+                                               defaultValue=False))
         self.add(QgsProcessingParameterFeatureSink("OUTPUT", "Classified parcels",
                                                    QgsProcessing.TypeVectorPolygon))
         self.addOutput(QgsProcessingOutputNumber("CLASSIFIED", "Parcels classified"))
@@ -121,13 +128,14 @@ class ClassifyParcels(ThermoCropAlgorithm):
         label_field = self.parameterAsString(parameters, "LABEL_FIELD", context)
         conf_field = self.parameterAsString(parameters, "CONFIDENCE_FIELD", context)
         status_field = self.parameterAsString(parameters, "STATUS_FIELD", context)
+        with_probabilities = self.parameterAsBoolean(parameters, "PROBABILITIES", context)
 
         checked = self.preflight(parameters, context, feedback, scenes=scenes, weather=weather, bundle=model_path,
                                  need_bundle=True)
         bundle, scenes = checked.bundle, checked.scenes
         feedback.pushInfo(f"Model: {bundle.config.variant}, classes {', '.join(bundle.classes)}")
         frame, fids = features_to_frame(source.getFeatures(), source.sourceCrs())
-        feedback.pushInfo(f"{len(fids)} parcels, {len(scenes)} scene dates")
+        feedback.pushInfo(f"{len(fids)} parcels, {self.describe_scenes(scenes)}")
 
         def classify():
             from ...core.classify import classify_parcels
@@ -146,9 +154,15 @@ class ClassifyParcels(ThermoCropAlgorithm):
             feedback.pushWarning(warning)
         by_fid = {fids[row]: i for i, row in enumerate(result.rows)}
 
+        extra = {}
+        if with_probabilities:
+            from ...core.uncertainty import uncertainty_fields
+
+            extra = uncertainty_fields(result.probabilities, result.classes)
         with StagedSink(self, parameters, context, inputs=self._inputs(parameters, context),
-                        fields=[label_field, conf_field, status_field]) as staged:
-            dest_id = self._write(source, staged, result, by_fid, (label_field, conf_field, status_field), feedback)
+                        fields=[label_field, conf_field, status_field, *extra]) as staged:
+            dest_id = self._write(source, staged, result, by_fid, (label_field, conf_field, status_field), feedback,
+                                  extra)
         label_field = staged.field_names[label_field]
         counts = result.counts()
         for key in sorted(counts):
@@ -156,13 +170,17 @@ class ClassifyParcels(ThermoCropAlgorithm):
         self._style = (dest_id, label_field, tuple(bundle.classes))
         return {"OUTPUT": dest_id, "CLASSIFIED": int((result.status == "ok").sum())}
 
-    def _write(self, source, staged: StagedSink, result, by_fid: dict, requested: tuple, feedback) -> str:
-        """Write the input's features plus label, confidence and status into ``staged``."""
+    def _write(self, source, staged: StagedSink, result, by_fid: dict, requested: tuple, feedback,
+               extra: Optional[dict] = None) -> str:
+        """Write the input's features plus label, confidence and status (and the ``extra`` fields:
+        name -> one value per classified parcel) into ``staged``."""
         from ...core.vector import measures_supported, replaced_fields
 
+        extra = extra or {}
         names = [staged.field_names[n] for n in requested]
-        replaced = set(self.run_core(lambda: replaced_fields(field_kinds(source.fields()), staged.target,
-                                                             dict(zip(requested, ("string", "real", "string"))))))
+        kinds = dict(zip(requested, ("string", "real", "string")))
+        kinds.update(dict.fromkeys(extra, "real"))
+        replaced = set(self.run_core(lambda: replaced_fields(field_kinds(source.fields()), staged.target, kinds)))
         if replaced:
             feedback.pushInfo(f"Fields {', '.join(sorted(replaced))} of the input are replaced by the new values.")
         if names != list(requested):
@@ -173,6 +191,8 @@ class ClassifyParcels(ThermoCropAlgorithm):
             fields.append(source.fields().at(i))
         for name, kind, length in zip(names, (QVariant.String, QVariant.Double, QVariant.String), (40, 0, 40)):
             fields.append(QgsField(name, kind, len=length))
+        for name in extra:
+            fields.append(QgsField(staged.field_names[name], QVariant.Double))
         wkb_type, make_multi = geometry_type(source)
         if QgsWkbTypes.hasM(wkb_type) and staged.driver and not measures_supported(staged.driver):
             feedback.pushWarning(f"The M (measure) values of the parcels are not written: {staged.driver} files "
@@ -195,7 +215,8 @@ class ClassifyParcels(ThermoCropAlgorithm):
             out.setAttributes([attributes[k] for k in kept] + [
                 str(result.labels[i]) if ok else None,
                 float(result.confidence[i]) if ok and not math.isnan(result.confidence[i]) else None,
-                "not_classified" if i is None else str(result.status[i])])
+                "not_classified" if i is None else str(result.status[i])]
+                + [None if i is None or math.isnan(values[i]) else float(values[i]) for values in extra.values()])
             if not sink.addFeature(out, QgsFeatureSink.FastInsert):
                 raise QgsProcessingException(f"Writing feature {feature.id()} failed: {sink.lastError()}")
             written += 1

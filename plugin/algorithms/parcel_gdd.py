@@ -30,6 +30,7 @@ class ParcelGDD(ThermoCropAlgorithm):
     """Adds one GDD field per date (``gdd_YYYYMMDD``) to the parcels."""
 
     NAME = "parcelgdd"
+    SCENES_REQUIRED = False  # DATES may give the dates instead
     DISPLAY = "Growing degree days per parcel"
     SUMMARY = ("Accumulates growing degree days (GDD) from the season start at each parcel's "
                "centroid, from daily temperatures, and adds one field per date.")

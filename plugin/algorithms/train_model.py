@@ -11,7 +11,7 @@ from qgis.core import (
     QgsProcessingParameterString,
 )
 
-from .base import ThermoCropAlgorithm
+from .base import WIDGETS_MODULE, ThermoCropAlgorithm
 
 VARIANTS = ("tpe_recurrent", "tpe_sinusoidal", "tpe_concat", "tpe_fourier", "calendar", "shiftaug", "no_pe")
 DEVICES = ("auto", "cpu", "cuda")
@@ -26,7 +26,8 @@ class TrainModel(ThermoCropAlgorithm):
                "datasets written by Export training data, and saves a model bundle (.tcm) that "
                "Classify parcels and the dock can use.")
     HELP = {
-        "DATASETS": "Dataset folders, separated by ';' (from Export training data).",
+        "DATASETS": "Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder "
+                    "dialog.",
         "VARIANT": "Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none.",
         "EPOCHS": "Training epochs (the paper trains 100).",
         "STEPS": "Optimiser steps per epoch (the paper uses 500).",
@@ -38,7 +39,10 @@ class TrainModel(ThermoCropAlgorithm):
     }
 
     def initAlgorithm(self, config=None):  # noqa: N802
-        self.add(QgsProcessingParameterString("DATASETS", "Dataset folders"))
+        datasets = QgsProcessingParameterString("DATASETS", "Dataset folders")
+        # A folder picker in the dialog; the value stays folders separated by ';' for qgis_process.
+        datasets.setMetadata({"widget_wrapper": {"class": f"{WIDGETS_MODULE}.DatasetFoldersWrapper"}})
+        self.add(datasets)
         self.add(QgsProcessingParameterEnum("VARIANT", "Model variant", options=list(VARIANTS), defaultValue=0))
         self.add(self.number("EPOCHS", "Epochs", "epochs", 20))
         self.add(self.number("STEPS", "Steps per epoch", "steps_per_epoch", 500))

@@ -258,10 +258,11 @@ def test_classifyparcels_parameters_and_defaults(provider):
     algorithm = provider.algorithm("classifyparcels")
     names = [p.name() for p in algorithm.parameterDefinitions()]
     assert names == ["INPUT", "SCENES", "SCENE_FOLDER", "WEATHER", "MODEL", "LABEL_FIELD", "CONFIDENCE_FIELD",
-                     "STATUS_FIELD", "OUTPUT"]
+                     "STATUS_FIELD", "PROBABILITIES", "OUTPUT"]
     definition = algorithm.parameterDefinition
     assert definition("LABEL_FIELD").defaultValue() == "crop_pred"
     assert definition("CONFIDENCE_FIELD").defaultValue() == "crop_conf"
+    assert definition("PROBABILITIES").defaultValue() is False
     optional = {p.name() for p in algorithm.parameterDefinitions()
                 if p.flags() & p.FlagOptional}
     assert optional == {"SCENES", "SCENE_FOLDER", "MODEL"}

@@ -26,6 +26,16 @@ def parcels_layer(qgis_app, tiny_region, tmp_path):
     QgsProject.instance().removeAllMapLayers()
 
 
+@pytest.fixture(autouse=True)
+def fresh_settings(qgis_app):
+    """Each test starts without what an earlier dock remembered."""
+    from qgis.core import QgsSettings
+
+    QgsSettings().remove("thermocrop/dock")
+    yield
+    QgsSettings().remove("thermocrop/dock")
+
+
 @pytest.fixture
 def dock(qgis_app, tiny_region, region_weather, small_bundle):
     from thermocrop.plugin.dock import ThermoCropDock
@@ -34,50 +44,154 @@ def dock(qgis_app, tiny_region, region_weather, small_bundle):
     widget.add_scene_paths([str(tiny_region / "scenes")])
     widget.weather.setFilePath(str(region_weather))
     widget.model.setFilePath(str(small_bundle))
+    widget.confirm_overwrite = lambda names: True
     yield widget
     widget.shutdown()
     widget.deleteLater()
 
 
-def _wait(dock, timeout=300):
+def _wait(dock, timeout=300, attr="task"):
     from qgis.core import QgsApplication
 
     end = time.monotonic() + timeout
-    while dock.task is not None:
+    while getattr(dock, attr) is not None:
         QgsApplication.processEvents()
         time.sleep(0.02)
-        assert time.monotonic() < end, "the classification task did not finish"
+        assert time.monotonic() < end, "the task did not finish"
 
 
 def _values(layer, field):
     return {f["parcel_id"]: f[field] for f in layer.getFeatures()}
 
 
-@pytest.mark.slow
-def test_run_writes_one_undoable_edit(dock, parcels_layer, tiny_region, region_weather, small_bundle):
+def _core_result(tiny_region, region_weather, small_bundle):
     from thermocrop.core.classify import classify_parcels
+
+    return classify_parcels(tiny_region / "parcels.gpkg", tiny_region / "scenes", region_weather,
+                            str(small_bundle), id_field="parcel_id")
+
+
+def _text(value):
+    return value if value not in ("", None) and str(value) != "NULL" else None
+
+
+@pytest.mark.slow
+def test_run_writes_a_new_styled_layer_file_by_default(dock, parcels_layer, tiny_region, region_weather,
+                                                       small_bundle, tmp_path):
+    from qgis.core import QgsProject, QgsVectorLayer
 
     dock.layer_combo.setLayer(parcels_layer)
     fields_before = parcels_layer.fields().names()
+    assert dock.to_new_file.isChecked() and not dock.in_place.isChecked()
+    dock.progress.setValue(100)  # as a previous run leaves it
     assert dock.start() is not None
+    assert dock.progress.value() == 0
     _wait(dock)
-    assert "crop_pred" in parcels_layer.fields().names()
-    core = classify_parcels(tiny_region / "parcels.gpkg", tiny_region / "scenes", region_weather,
-                            str(small_bundle), id_field="parcel_id")
-    expected = {pid: (label or None) for pid, label in zip(core.parcel_ids, core.labels)}
-    got = {str(k): (v if v not in ("", None) and str(v) != "NULL" else None)
-           for k, v in _values(parcels_layer, "crop_pred").items()}
-    assert got == expected
-    conf = _values(parcels_layer, "crop_conf")
-    ok = core.status == "ok"
-    np.testing.assert_allclose([conf[p] for p in core.parcel_ids[ok]], core.confidence[ok], rtol=1e-4)
-    assert parcels_layer.renderer().type() == "categorizedSymbol"
+    out_path = tmp_path / "parcels_classified.gpkg"
+    assert out_path.is_file() and (tmp_path / "parcels_classified.qml").is_file()
+    # The parcel layer is untouched and was never put in edit mode.
+    assert parcels_layer.fields().names() == fields_before
+    assert not parcels_layer.isEditable() and not parcels_layer.isModified()
+    out = dock.output_layer
+    assert out.id() in QgsProject.instance().mapLayers() and out.source().startswith(str(out_path))
+    assert not out.isEditable() and out.renderer().type() == "categorizedSymbol"
+    core = _core_result(tiny_region, region_weather, small_bundle)
+    reopened = QgsVectorLayer(str(out_path), "check", "ogr")
+    assert reopened.featureCount() == parcels_layer.featureCount()
+    got = {str(f["parcel_id"]): (_text(f["crop_pred"]), f["crop_status"]) for f in reopened.getFeatures()}
+    assert got == {pid: (label or None, status) for pid, label, status in zip(core.parcel_ids, core.labels,
+                                                                               core.status)}
+    # Every attribute of the input is kept.
+    assert set(fields_before) <= set(reopened.fields().names())
     counts = core.counts()
     assert all(f"{k}: {v}" in dock.counts_text().splitlines() for k, v in counts.items())
+    assert "Classified" in dock.message.text() and out_path.name in dock.message.text()
+    assert dock.message.toolTip() == str(out_path)
+    # Right above the parcel layer in the layer tree, so that it shows on the map.
+    names = [n.name() for n in QgsProject.instance().layerTreeRoot().children()]
+    assert names.index(out.name()) == names.index(parcels_layer.name()) - 1
 
+    # Low-confidence filter: the layer shows exactly the parcels below the threshold.
+    conf = {str(f["parcel_id"]): f["crop_conf"] for f in reopened.getFeatures()}
+    dock.threshold.setValue(0.7)
+    dock.low_confidence.setChecked(True)
+    below = sum(1 for c in core.confidence[core.status == "ok"] if c < 0.7)
+    assert out.featureCount() == below > 0
+    assert all(f["crop_conf"] < 0.7 for f in out.getFeatures())
+    dock.low_confidence.setChecked(False)
+    assert out.featureCount() == len(conf) and out.subsetString() == ""
+    # The second style colours by confidence with one rule per range; back to classes after.
+    dock.colour_by.setCurrentIndex(1)
+    assert out.renderer().type() == "RuleRenderer"
+    rules = out.renderer().rootRule().children()
+    assert [r.filterExpression().startswith('"crop_conf" >=') for r in rules[:4]] == [True] * 4
+    assert rules[-1].isElse()
+    dock.colour_by.setCurrentIndex(0)
+    assert out.renderer().type() == "categorizedSymbol"
+
+    # The next dock starts with what this run used.
+    from thermocrop.plugin.dock import ThermoCropDock
+
+    again = ThermoCropDock()
+    try:
+        assert again.weather.filePath() == dock.weather.filePath()
+        assert again.model.filePath() == dock.model.filePath()
+        assert again.scene_paths() == dock.scene_paths() and again.to_new_file.isChecked()
+    finally:
+        again.shutdown()
+
+
+@pytest.mark.slow
+def test_in_place_is_saved_and_never_left_in_edit_mode(dock, parcels_layer, tiny_region, region_weather,
+                                                       small_bundle):
+    from qgis.core import QgsVectorLayer
+
+    from qgis.core import QgsApplication
+    from qgis.gui import QgsMessageBar
+
+    bar = QgsMessageBar()
+    dock.iface = SimpleNamespace(messageBar=lambda: bar)
+    logged = []
+    QgsApplication.messageLog().messageReceived.connect(lambda message, tag, level: logged.append((tag, message)))
+    dock.layer_combo.setLayer(parcels_layer)
+    dock.in_place.setChecked(True)
+    dock.probabilities.setChecked(True)
+    assert dock.start() is not None
+    _wait(dock)
+    # The completion reaches the message bar and the ThermoCrop log, not only the dock.
+    assert bar.currentItem() is not None and bar.currentItem().text().startswith("Classified")
+    assert any(tag == "ThermoCrop" and message.startswith("Classified") for tag, message in logged)
+    assert not parcels_layer.isEditable() and not parcels_layer.isModified()
+    core = _core_result(tiny_region, region_weather, small_bundle)
+    reopened = QgsVectorLayer(parcels_layer.source(), "check", "ogr")
+    names = reopened.fields().names()
+    assert {"crop_pred", "crop_conf", "crop_status", "crop_margin", "crop_entropy"} <= set(names)
+    assert {f"p_{c}" for c in core.classes} <= set(names)
+    by_id = {str(f["parcel_id"]): f for f in reopened.getFeatures()}
+    ok = np.flatnonzero(core.status == "ok")
+    for i in ok[:10]:
+        f = by_id[core.parcel_ids[i]]
+        assert f["crop_pred"] == core.labels[i] and f["crop_status"] == "ok"
+        probs = np.sort(core.probabilities[i])[::-1]
+        assert f["crop_margin"] == pytest.approx(probs[0] - probs[1], abs=1e-5)
+        assert f[f"p_{core.classes[0]}"] == pytest.approx(core.probabilities[i, 0], abs=1e-5)
+    bad = [i for i in range(len(core)) if core.status[i] != "ok"]
+    assert all(by_id[core.parcel_ids[i]]["crop_status"] == core.status[i] for i in bad)
+
+
+@pytest.mark.slow
+def test_in_a_running_edit_session_the_result_is_one_undoable_edit(dock, parcels_layer):
+    dock.layer_combo.setLayer(parcels_layer)
+    dock.in_place.setChecked(True)
+    parcels_layer.startEditing()
+    fields_before = parcels_layer.fields().names()
+    assert dock.start() is not None
+    _wait(dock)
+    assert parcels_layer.isEditable() and "crop_status" in parcels_layer.fields().names()
     assert parcels_layer.undoStack().count() == 1
     parcels_layer.undoStack().undo()
     assert parcels_layer.fields().names() == fields_before
+    parcels_layer.rollBack()
 
 
 @pytest.mark.slow
@@ -100,21 +214,45 @@ def test_cancel_mid_run_leaves_the_layer_unchanged(dock, parcels_layer):
     assert not parcels_layer.isModified() and parcels_layer.undoStack().count() == 0
 
 
-@pytest.mark.slow
-def test_read_only_layer_gets_a_new_layer(dock, parcels_layer):
-    from qgis.core import QgsProject
-
+def test_read_only_layer_in_place_is_refused_before_the_run(dock, parcels_layer):
     parcels_layer.setReadOnly(True)
     dock.layer_combo.setLayer(parcels_layer)
-    fields_before = parcels_layer.fields().names()
-    dock.start()
-    _wait(dock)
-    assert parcels_layer.fields().names() == fields_before
-    out = dock.output_layer
-    assert out is not parcels_layer and out.id() in QgsProject.instance().mapLayers()
-    assert out.featureCount() == parcels_layer.featureCount()
-    assert {f["parcel_id"] for f in out.getFeatures()} == {f["parcel_id"] for f in parcels_layer.getFeatures()}
-    assert sum(1 for f in out.getFeatures() if f["crop_pred"]) > 0
+    dock.in_place.setChecked(True)
+    assert dock.start() is None and dock.task is None
+    assert "read-only" in dock.message.text() and "New layer file" in dock.message.text()
+
+
+def test_names_a_shapefile_would_cut_are_refused_before_the_run(dock, tmp_path):
+    import geopandas as gpd
+    from qgis.core import QgsProject, QgsVectorLayer
+    from shapely.geometry import box
+
+    gpd.GeoDataFrame({"name": ["a"]}, geometry=[box(0, 0, 50, 50)], crs="EPSG:32631").to_file(tmp_path / "p.shp")
+    layer = QgsVectorLayer(str(tmp_path / "p.shp"), "shp", "ogr")
+    QgsProject.instance().addMapLayer(layer)
+    try:
+        dock.layer_combo.setLayer(layer)
+        dock.in_place.setChecked(True)
+        assert dock.start() is None
+        assert "crop_status is longer than a shapefile field name" in dock.message.text()
+        dock.status_field.setText("crop_stat")
+        dock.probabilities.setChecked(True)
+        assert dock.start() is None and "probability fields" in dock.message.text()
+        assert layer.fields().names() == ["name"]
+    finally:
+        QgsProject.instance().removeMapLayer(layer.id())
+
+
+def test_an_existing_field_of_another_type_is_refused_before_the_run(dock, parcels_layer):
+    from qgis.core import QgsField
+    from qgis.PyQt.QtCore import QVariant
+
+    parcels_layer.dataProvider().addAttributes([QgsField("crop_conf", QVariant.String)])
+    parcels_layer.updateFields()
+    dock.layer_combo.setLayer(parcels_layer)
+    dock.in_place.setChecked(True)
+    assert dock.start() is None and dock.task is None
+    assert "crop_conf is of type" in dock.message.text()
 
 
 def test_existing_fields_are_kept_unless_the_user_agrees(qgis_app):
@@ -138,13 +276,22 @@ def test_existing_fields_are_kept_unless_the_user_agrees(qgis_app):
                              labels=np.array(["corn", ""]), confidence=np.array([0.75, np.nan]))
     asked = []
     assert write_result_to_layer(layer, fids, result, "crop_pred", "crop_conf",
-                                 lambda names: asked.append(names) or False) is None
+                                 lambda names: asked.append(names) or False, "crop_status") is None
     assert asked == [["crop_pred"]] and [f["crop_pred"] for f in layer.getFeatures()] == ["old", "old"]
-    assert write_result_to_layer(layer, fids, result, "crop_pred", "crop_conf", lambda names: True) is layer
+    assert not layer.isEditable()
+    # In the user's edit session: one undoable edit, the session left running.
+    layer.startEditing()
+    assert write_result_to_layer(layer, fids, result, "crop_pred", "crop_conf", lambda names: True,
+                                 "crop_status") is layer
     assert [f["crop_pred"] for f in layer.getFeatures()] == ["corn", None]
+    assert [f["crop_status"] for f in layer.getFeatures()] == ["ok", "too_small"]
     assert [f["crop_conf"] for f in layer.getFeatures()][0] == pytest.approx(0.75)
     layer.undoStack().undo()
     assert [f["crop_pred"] for f in layer.getFeatures()] == ["old", "old"]
+    layer.rollBack()
+    # Outside an edit session: saved at once, not left editable.
+    assert write_result_to_layer(layer, fids, result, "crop_pred", "crop_conf", lambda names: True) is layer
+    assert not layer.isEditable() and [f["crop_pred"] for f in layer.getFeatures()] == ["corn", None]
 
 
 def test_ndvi_series_by_hand():
@@ -163,28 +310,92 @@ def test_ndvi_series_by_hand():
 
 
 @pytest.mark.slow
-def test_explain_draws_ndvi_and_probabilities(dock, parcels_layer):
+def test_explain_runs_in_a_task_and_draws_ndvi_and_probabilities(dock, parcels_layer):
+    from qgis.core import QgsTask
+
     dock.layer_combo.setLayer(parcels_layer)
     fid = next(f.id() for f in parcels_layer.getFeatures() if f.geometry().area() > 20000)
-    figure, ndvi, probs = dock.explain(fid)
-    assert len(figure.axes) == 3
-    assert np.isfinite(ndvi).sum() > 5 and np.nanmax(ndvi) <= 1
-    assert probs.sum() == pytest.approx(1.0, abs=1e-4)
-    assert dock.figure_canvas is not None
+    task = dock.explain(fid)
+    assert isinstance(task, QgsTask) and dock.explain_task is task
+    assert not dock.explain_button.isEnabled()  # the UI thread is free, the button waits
+    _wait(dock, attr="explain_task")
+    ex = dock.last_explanation
+    assert ex is not None and ex.fid == fid
+    assert np.isfinite(ex.ndvi).sum() > 5 and np.nanmax(ex.ndvi) <= 1
+    assert ex.probabilities.sum() == pytest.approx(1.0, abs=1e-4)
+    assert dock.figure_canvas is not None and len(dock.figure_canvas.figure.axes) == 3
+    assert dock.explain_button.isEnabled()
 
 
 @pytest.mark.slow
-def test_selected_features_only(dock, parcels_layer):
+def test_explain_survives_the_layer_being_removed_and_can_be_cancelled(dock, parcels_layer):
+    from qgis.core import QgsProject, QgsVectorLayer
+
+    source = parcels_layer.source()
+    dock.layer_combo.setLayer(parcels_layer)
+    dock.explain(next(iter(parcels_layer.allFeatureIds())))
+    QgsProject.instance().removeMapLayer(parcels_layer.id())
+    _wait(dock, attr="explain_task")
+    # The task reads through its own snapshot; the message no longer names the removed layer.
+    assert dock.last_explanation is not None and " of parcels" not in dock.explain_message.text()
+
+    again = QgsVectorLayer(source, "parcels again", "ogr")
+    QgsProject.instance().addMapLayer(again)
+    dock.layer_combo.setLayer(again)
+    task = dock.explain(next(iter(again.allFeatureIds())))
+    task.cancel()
+    _wait(dock, attr="explain_task")
+    assert "cancelled" in dock.explain_message.text() and dock.explain_button.isEnabled()
+
+
+def test_month_labels_do_not_run_together(qgis_app):
+    from types import SimpleNamespace as NS
+
+    from thermocrop.plugin.dock import ThermoCropDock
+
+    widget = ThermoCropDock(restore=False)
+    try:
+        dates = np.arange(np.datetime64("2017-01-05"), np.datetime64("2017-12-20"), 9)
+        bundle = NS(classes=("corn", "meadow"), config=NS(colours={"corn": "#f28e2b"}))
+        ex = NS(dates=dates, gdd=np.linspace(0, 3000, len(dates)), ndvi=np.linspace(0.2, 0.8, len(dates)),
+                probabilities=np.array([0.3, 0.7]), status="ok", name="7", bundle=bundle)
+        figure = widget.draw_explanation(ex)
+        figure.set_size_inches(3.2, 6)  # a narrow dock
+        figure.canvas.draw()
+        renderer = figure.canvas.get_renderer()
+        boxes = [t.get_window_extent(renderer) for t in figure.axes[0].get_xticklabels() if t.get_text()]
+        assert len(boxes) >= 3
+        assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:])), "month labels overlap"
+    finally:
+        widget.shutdown()
+
+
+@pytest.mark.slow
+def test_selected_features_only(dock, parcels_layer, tmp_path):
+    from qgis.core import QgsVectorLayer
+
     chosen = [f.id() for f in parcels_layer.getFeatures()][:5]
     parcels_layer.selectByIds(chosen)
     dock.layer_combo.setLayer(parcels_layer)
     dock.selected_only.setChecked(True)
     task = dock.start()
-    assert len(task.params.fids) == 5
+    assert sorted(task.params.parcels.selected) == sorted(chosen)
+    _wait(dock)
+    assert "of 5 parcels" in dock.message.text()
+    # The new file holds every parcel; those not selected say so.
+    out = QgsVectorLayer(str(tmp_path / "parcels_classified.gpkg"), "out", "ogr")
+    assert out.featureCount() == parcels_layer.featureCount()
+    statuses = {f.id(): f["crop_status"] for f in out.getFeatures()}
+    assert all(statuses[fid] != "not_selected" for fid in chosen)
+    assert sum(s == "not_selected" for s in statuses.values()) == parcels_layer.featureCount() - 5
+
+    # In place, only the selected features get values.
+    dock.in_place.setChecked(True)
+    dock.start()
     _wait(dock)
     written = {f.id() for f in parcels_layer.getFeatures()
-               if f["crop_conf"] is not None and str(f["crop_conf"]) != "NULL"}
-    assert written and written <= set(chosen)
+               if f["crop_status"] is not None and str(f["crop_status"]) != "NULL"}
+    assert written == set(chosen)
 
 
 def test_project_rasters_are_listed_and_files_in_a_checked_folder_are_not_doubled(qgis_app, tiny_region):
@@ -194,11 +405,48 @@ def test_project_rasters_are_listed_and_files_in_a_checked_folder_are_not_double
 
     tif = sorted(p for p in (tiny_region / "scenes").glob("*.tif") if "_SCL" not in p.name)[0]
     QgsProject.instance().addMapLayer(QgsRasterLayer(str(tif), "one scene"))
-    widget = ThermoCropDock()
+    widget = ThermoCropDock(restore=False)
     try:
         assert widget.scene_paths() == [str(tif)]
         widget.add_scene_paths([str(tiny_region / "scenes")])
         assert widget.scene_paths() == [str(tiny_region / "scenes")]
+    finally:
+        widget.shutdown()
+        QgsProject.instance().removeAllMapLayers()
+
+
+def test_only_rasters_that_can_be_sentinel2_are_offered(qgis_app, tiny_region, tmp_path):
+    import rasterio
+    from qgis.core import QgsProject, QgsRasterLayer
+    from qgis.PyQt.QtCore import Qt
+
+    from thermocrop.plugin.dock import ThermoCropDock
+
+    scene = sorted(p for p in (tiny_region / "scenes").glob("*.tif") if "_SCL" not in p.name)[0]
+    with rasterio.open(scene) as src:
+        crs, transform = src.crs, src.transform
+    profile = dict(driver="GTiff", width=8, height=8, crs=crs, transform=transform)
+    dem = tmp_path / "dem.tif"
+    with rasterio.open(dem, "w", count=1, dtype="float32", **profile) as dst:
+        dst.write(np.full((1, 8, 8), 312.5, dtype=np.float32))
+    band = tmp_path / "T31TCJ_20170301_B04.tif"
+    with rasterio.open(band, "w", count=1, dtype="uint16", **profile) as dst:
+        dst.write(np.full((1, 8, 8), 1200, dtype=np.uint16))
+    xyz = QgsRasterLayer("type=xyz&url=http://127.0.0.1:9/{z}/{x}/{y}.png&zmax=19&zmin=0", "Basemap", "wms")
+    layers = [QgsRasterLayer(str(scene), "scene"), QgsRasterLayer(str(dem), "DEM"),
+              QgsRasterLayer(str(band), "red band"), xyz]
+    QgsProject.instance().addMapLayers(layers, False)
+    widget = ThermoCropDock(restore=False)
+    try:
+        items = {widget.scene_list.item(i).data(Qt.UserRole): widget.scene_list.item(i)
+                 for i in range(widget.scene_list.count())}
+        assert set(items) == {str(scene), str(band)}
+        assert widget.scene_paths() == [str(scene)]  # the band file is offered, not ticked
+        assert "2017" in items[str(scene)].text()
+        assert set(widget.left_out) == {"DEM", "Basemap"}
+        assert "wms" in widget.left_out["Basemap"] and "none of them a Sentinel-2 band" in widget.left_out["DEM"]
+        note = widget.left_out_note.text()
+        assert "DEM" in note and "Basemap" in note and not widget.left_out_note.isHidden()
     finally:
         widget.shutdown()
         QgsProject.instance().removeAllMapLayers()
@@ -246,7 +494,7 @@ def test_shutdown_while_classifying_leaves_the_layer_and_the_dock_alone(dock, pa
 
 
 @pytest.mark.slow
-def test_parcel_layer_removed_while_classifying(dock, parcels_layer):
+def test_parcel_layer_removed_while_classifying(dock, parcels_layer, tmp_path):
     from qgis.core import QgsProject
 
     dock.layer_combo.setLayer(parcels_layer)
@@ -255,13 +503,14 @@ def test_parcel_layer_removed_while_classifying(dock, parcels_layer):
     _wait(dock)
     assert "removed while classifying" in dock.message.text()
     assert dock.output_layer is None and QgsProject.instance().mapLayers() == {}
+    assert not (tmp_path / "parcels_classified.gpkg").exists()
 
 
 def test_counts_list_classes_in_their_colours_and_statuses_last(qgis_app):
     from thermocrop.plugin.dock import ThermoCropDock
     from thermocrop.plugin.styles import UNCLASSIFIED_COLOUR
 
-    widget = ThermoCropDock()
+    widget = ThermoCropDock(restore=False)
     try:
         widget.show_counts({"(too_small)": 1, "meadow": 6, "corn": 3}, {"corn": "#f28e2b", "meadow": "#59a14f"})
         assert widget.counts_text().splitlines() == ["corn: 3", "meadow: 6", "(too_small): 1"]
@@ -276,7 +525,7 @@ def test_counts_list_classes_in_their_colours_and_statuses_last(qgis_app):
 def test_explain_asks_for_one_selected_parcel(qgis_app, parcels_layer):
     from thermocrop.plugin.dock import ThermoCropDock
 
-    widget = ThermoCropDock()
+    widget = ThermoCropDock(restore=False)
     try:
         widget.layer_combo.setLayer(parcels_layer)
         widget.explain_selected()

@@ -63,7 +63,7 @@ def test_class_factory_init_and_unload_leave_nothing_behind(qgis_app):
     provider = registry.providerById("thermocrop")
     assert provider is not None
     assert {a.name() for a in provider.algorithms()} == {
-        "classifyparcels", "parcelgdd", "exporttrainingdata", "trainmodel"}
+        "classifyparcels", "parcelgdd", "exporttrainingdata", "trainmodel", "accuracyassessment"}
     assert len(iface.menu) == 1 and len(iface.toolbar) == 1
     plugin.action.setChecked(True)
     assert len(iface.docks) == 1
@@ -76,7 +76,7 @@ def test_every_parameter_has_help(provider):
     for algorithm in provider.algorithms():
         for parameter in algorithm.parameterDefinitions():
             assert parameter.help(), f"{algorithm.id()} {parameter.name()} has no help text"
-            assert parameter.name() in algorithm.shortHelpString()
+            assert parameter.description() in algorithm.shortHelpString()
 
 
 def test_plugin_loads_and_reports_when_torch_is_missing(tmp_path):
@@ -158,7 +158,8 @@ def test_dependency_folder_is_inside_the_qgis_profile(qgis_app):
 
     folder = dependency_folder()
     assert Path(QgsApplication.qgisSettingsDirPath()) in folder.parents
-    assert folder.name == "thermocrop-packages"
+    assert folder.parent.name == "thermocrop-packages"
+    assert folder.name == f"python{sys.version_info[0]}.{sys.version_info[1]}"
 
 
 def test_installer_stops_when_cancelled(tmp_path):

@@ -12,7 +12,7 @@ from shapely.geometry import box
 
 from thermocrop.core.bands import S2_BANDS
 from thermocrop.core.dataset import open_dataset
-from thermocrop.training.cli import EXIT_INPUT, EXIT_NOTHING, main
+from thermocrop.training.cli import EXIT_INPUT, EXIT_NOTHING, EXIT_OUTPUT, main
 
 gpd = pytest.importorskip("geopandas")
 # Growing degree days and weather reading come from core.gdd / core.weather.
@@ -70,8 +70,9 @@ def test_extract_command_writes_a_dataset_with_statuses(small_region, tmp_path, 
     # The dataset exists now: a second run refuses to replace it.
     rc = main(["extract", "--parcels", str(small_region["parcels"]), "--scenes", str(small_region["scenes"]),
                "--weather", str(small_region["weather"]), "--out", str(out)])
-    assert rc == EXIT_INPUT
-    assert "already exists" in capsys.readouterr().err
+    assert rc == EXIT_OUTPUT
+    err = capsys.readouterr().err
+    assert "already exists" in err and "--overwrite" in err
 
 
 def test_extract_command_maps_rpg_codes_with_the_france_preset(small_region, tmp_path, capsys, caplog):
@@ -176,4 +177,22 @@ def test_classify_command_end_to_end_on_a_synthetic_region(tiny_region, tmp_path
     # The input is never replaced without --overwrite.
     rc = main(["classify", "--parcels", str(parcels), "--scenes", str(tiny_region / "scenes"),
                "--weather", str(weather), "--model", str(bundle), "--out", str(parcels)])
-    assert rc == EXIT_INPUT and parcels.read_bytes() == before
+    assert rc == EXIT_OUTPUT and parcels.read_bytes() == before
+
+
+def test_extract_command_grid_blocks_and_absolute_paths(small_region, tmp_path, monkeypatch):
+    # Run from the data folder with relative paths; dataset.json must still find the files later.
+    monkeypatch.chdir(small_region["root"])
+    out = tmp_path / "grid"
+    assert main(["extract", "--parcels", "parcels.gpkg", "--scenes", "scenes", "--weather", "weather.csv",
+                 "--block-size-km", "1", "--max-pixels", "4", "--out", str(out)]) == 0
+    ps = open_dataset(out)
+    meta = ps.meta
+    assert meta["parcels"] == str(small_region["parcels"]) and Path(meta["weather"]).is_file()
+    assert all(Path(f).is_absolute() and Path(f).is_file() for f in meta["scenes"])
+    # Blocks by hand: 1 km cells of the parcel centroids in the layer's (projected) CRS, EPSG:3035.
+    centroids = gpd.read_file(small_region["parcels"]).geometry.centroid
+    cells = list(zip((centroids.x // 1000).astype(int), (centroids.y // 1000).astype(int)))
+    same_cell = [[a == b for b in cells] for a in cells]
+    assert [[x == y for y in ps.blocks] for x in ps.blocks] == same_cell
+    assert (ps.blocks >= 0).all() and len(set(cells)) == len(set(ps.blocks.tolist()))

@@ -4,13 +4,20 @@ evaluate command on a trained bundle."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
 
 from thermocrop.core.dataset import save_dataset
 from thermocrop.training.cli import main
-from thermocrop.training.experiment import run_experiment
+from thermocrop.core.progress import Progress
+from thermocrop.training.experiment import (
+    estimate_experiment,
+    load_finished_runs,
+    run_experiment,
+    write_outputs,
+)
 from thermocrop.training.train import TrainingConfig
 
 from test_train import make_pixel_sets
@@ -31,8 +38,13 @@ def test_experiment_writes_the_table_and_skips_finished_runs(regions, tmp_path):
     cfg = TrainingConfig(epochs=1, steps_per_epoch=2, batch_size=8, sample_pixels=4,
                          sample_dates=5, device="cpu")
     out = tmp_path / "exp"
-    records = run_experiment(regions, ["calendar", "tpe_recurrent"], out, cfg)
+    seen = []
+    records = run_experiment(regions, ["calendar", "tpe_recurrent"], out, cfg,
+                             progress=Progress(report=seen.append))
     assert len(records) == 6
+    # Progress moves within runs (the first run reports before it ends) and ends at 1.
+    assert seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
+    assert any(0 < f < 1 / 6 for f in seen)
     data = json.loads((out / "results.json").read_text())
     assert data["regions"] == ["R1", "R2", "R3"]
     cal = [r for r in data["runs"] if r["variant"] == "calendar"]
@@ -70,3 +82,89 @@ def test_train_and_evaluate_commands(regions, tmp_path, capsys):
     assert cm.sum() == 39
     assert result["overall_accuracy"] == pytest.approx(np.trace(cm) / cm.sum())
     assert f"OA {result['overall_accuracy']:.4f}" in text
+
+
+def _record(variant, held, f1, oa, **training):
+    return {"variant": variant, "held_out": held, "train_regions": [], "macro_f1": f1,
+            "overall_accuracy": oa, "training": {**TrainingConfig().__dict__, **training, "variant": variant}}
+
+
+def test_table_keeps_the_runs_of_earlier_calls(tmp_path):
+    out = tmp_path / "exp"
+    # An earlier call left calendar runs (one with other settings) and a region of its own.
+    for rec in (_record("calendar", "R1", 0.5, 0.7), _record("calendar", "R2", 0.6, 0.8, epochs=3),
+                _record("calendar", "R9", 0.4, 0.6)):
+        (out / rec["variant"] / rec["held_out"]).mkdir(parents=True)
+        (out / rec["variant"] / rec["held_out"] / "result.json").write_text(json.dumps(rec))
+    now = [_record("tpe_recurrent", "R1", 0.9, 0.95), _record("tpe_recurrent", "R2", 0.7, 0.85)]
+    write_outputs(now, ["tpe_recurrent"], [tmp_path / "R1", tmp_path / "R2"], out, TrainingConfig())
+    data = json.loads((out / "results.json").read_text())
+    assert data["variants"] == ["tpe_recurrent", "calendar"]
+    assert data["regions"] == ["R1", "R2", "R9"]
+    assert len(data["runs"]) == 5 and len(load_finished_runs(out)) == 3
+    assert data["summary"]["calendar"]["mean_macro_f1"] == pytest.approx(50.0)
+    assert data["summary"]["tpe_recurrent"]["complete"] is False      # no run held out R9
+    assert data["other_settings"] == ["calendar/R2"]
+    table = (out / "table.md").read_text()
+    row = next(line for line in table.splitlines() if line.startswith("| Calendar PE"))
+    assert "50.0 / 70.0" in row and "40.0 / 60.0" in row and "50.0 / 70.0 |" in row
+    assert "other settings than the last call's: calendar/R2" in table
+
+
+@pytest.mark.slow
+def test_paper_scale_on_a_cpu_is_estimated_and_warned(regions, tmp_path, caplog):
+    caplog.set_level("INFO", logger="thermocrop.training.experiment")
+    paper = TrainingConfig(device="cpu")                       # 100 epochs x 500 steps x 128
+    records = run_experiment(regions, ["calendar"], tmp_path / "exp", paper, estimate_only=True)
+    assert records == [] and not (tmp_path / "exp").exists()   # nothing trained or written
+    text = caplog.text
+    assert "Estimate: 3 runs x 50,000 steps" in text
+    assert "--epochs 20 --steps-per-epoch 25" in text
+    small = TrainingConfig(epochs=2, steps_per_epoch=3, batch_size=8, sample_pixels=4, sample_dates=5,
+                           device="cpu")
+    estimate = estimate_experiment(regions, ["calendar"], small, runs=4, jobs=2)
+    # Two parcels sets of 39 usable train, one held out: scored 10 % each epoch, 20 % + held once.
+    scored = 2 * 0.1 * 78 + (0.2 * 78 + 39)
+    assert estimate.run_s == pytest.approx(6 * estimate.step_s + scored * estimate.predict_s)
+    assert estimate.total_s == pytest.approx(2 * estimate.run_s)
+    assert not estimate.long_on_cpu
+
+
+@pytest.mark.slow
+def test_parallel_runs_log_through_the_parent_with_their_logger(tmp_path, caplog):
+    # Datasets without spatial blocks: every run warns, from its worker process.
+    paths = []
+    for i, name in enumerate(("A", "B")):
+        save_dataset(make_pixel_sets(n=30, seed=20 + i, blocks=1), tmp_path / name)
+        paths.append(tmp_path / name)
+    caplog.set_level("INFO")
+    cfg = TrainingConfig(epochs=1, steps_per_epoch=2, batch_size=8, sample_pixels=4, sample_dates=5,
+                         device="cpu")
+    seen = []
+    records = run_experiment(paths, ["no_pe"], tmp_path / "exp", cfg, jobs=2,
+                             progress=Progress(report=seen.append))
+    assert len(records) == 2
+    warnings = [r for r in caplog.records if r.name == "thermocrop.training.datasets"
+                and "fewer than three" in r.getMessage()]
+    assert len(warnings) == 2 and all(r.process != os.getpid() for r in warnings)
+    assert "--block-size-km 10" in warnings[0].getMessage()
+    assert any(r.name == "thermocrop.training.train" and "epoch 1" in r.getMessage() for r in caplog.records)
+    assert seen[-1] == pytest.approx(1.0)
+
+
+def test_evaluate_warns_about_another_processing_level(tmp_path, caplog, capsys):
+    from dataclasses import replace as dc_replace
+
+    from thermocrop.training.train import train_model
+
+    l1c = dc_replace(make_pixel_sets(n=40, seed=31, blocks=6), meta={"levels": ["L1C"]})
+    model = train_model([l1c], tmp_path / "m.tcm", TrainingConfig(
+        epochs=1, steps_per_epoch=2, batch_size=8, sample_pixels=4, sample_dates=5, device="cpu"),
+        show_progress=False).bundle_path
+    for levels, warned in ((["L1C"], False), (["L2A"], True)):
+        path = tmp_path / levels[0]
+        save_dataset(dc_replace(make_pixel_sets(n=20, seed=32, blocks=6), meta={"levels": levels}), path)
+        caplog.clear()
+        assert main(["evaluate", "--model", str(model), "--data", str(path)]) == 0
+        said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert any("trained on L1C scenes but these are L2A" in m for m in said) is warned

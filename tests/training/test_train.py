@@ -13,7 +13,7 @@ from safetensors.torch import load_file
 from thermocrop.core.bundle import InputScaling, load_bundle
 from thermocrop.core.crops import CROP_CLASSES
 from thermocrop.core.dataset import PixelSets, open_dataset, save_dataset
-from thermocrop.core.errors import CancelledError
+from thermocrop.core.errors import CancelledError, InputError
 from thermocrop.core.models import VARIANTS, build_model
 from thermocrop.core.progress import Progress
 from thermocrop.training.losses import FocalLoss
@@ -183,7 +183,7 @@ def test_resume_refuses_a_checkpoint_of_other_settings(dataset_dir, tmp_path):
     cfg = TrainingConfig(variant="no_pe", epochs=1, steps_per_epoch=2, batch_size=8,
                          sample_pixels=4, sample_dates=5, device="cpu")
     train_model([ps], tmp_path / "m.tcm", cfg, show_progress=False)
-    with pytest.raises(ValueError, match="other settings"):
+    with pytest.raises(InputError, match="other settings"):
         train_model([ps], tmp_path / "m.tcm", TrainingConfig(**{**cfg.__dict__, "epochs": 2}),
                     show_progress=False, resume=True)
 

@@ -124,3 +124,111 @@ def print_run_summary(summary, wall_s: float) -> None:
         line += (f": {cost['windows']:.0f} scene windows ({cost['window_pixels'] / 1e6:.1f} Mpx per band) decoded in "
                  f"{cost['read_cpu_s']:.1f} CPU s, {cost['parcel_dates']:.0f} parcel-dates")
     print(line)
+# --------------------------------------------------------------------------------------------
+# Scenes from STAC catalogues and temperatures from weather services
+
+
+def add_stac_options(parser: argparse.ArgumentParser) -> None:
+    """Options that take scenes from a STAC catalogue instead of files (``--scenes``)."""
+    group = parser.add_argument_group("scenes from a STAC catalogue (instead of --scenes)")
+    group.add_argument("--stac", nargs="+", metavar="ITEMS_JSON",
+                       help="STAC item collection(s) saved by 'thermocrop scenes search'")
+    add_search_options(group)
+    group.add_argument("--cache", help="folder for fetched blocks and weather files (default: $THERMOCROP_CACHE "
+                                       "or ~/.cache/thermocrop)")
+    group.add_argument("--max-requests", type=bounded("max_requests"), default=8,
+                       help="assets read at the same time (default 8)")
+
+
+def add_search_options(group) -> None:
+    group.add_argument("--catalog", help="search this catalogue: earth-search, planetary-computer, cdse or the URL "
+                                         "of a STAC API")
+    group.add_argument("--collection", help="collection id (default: the catalogue's Sentinel-2 L2A collection)")
+    if "--season" not in group._option_string_actions:  # commands that pick a season already have it
+        group.add_argument("--season", type=bounded("season"), help="year to search (1 January to 31 December)")
+    group.add_argument("--start", help="first day to search, YYYY-MM-DD (narrows or replaces --season)")
+    group.add_argument("--end", help="last day to search, YYYY-MM-DD")
+    group.add_argument("--max-cloud", type=bounded("max_cloud"), default=60.0, help="largest eo:cloud_cover kept, percent (default 60)")
+
+
+def _stats_printer():
+    """A callback printing the fetch progress (bytes and dates) every few seconds."""
+    import sys
+    import time
+
+    last = [0.0]
+
+    def show(stats) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 5.0:
+            last[0] = now
+            from tqdm import tqdm
+
+            tqdm.write(f"  {stats.describe()}", file=sys.stderr)
+
+    return show
+
+
+def _items(args: argparse.Namespace, parcels):
+    """The STAC items of ``--stac`` files or of a ``--catalog`` search."""
+    from ...core.errors import InputError
+    from ...core.stac import load_items, search_items
+
+    if args.stac:
+        import pystac
+
+        loaded = [load_items(p) for p in args.stac]
+        return pystac.ItemCollection([i for c in loaded for i in c], extra_fields=dict(loaded[0].extra_fields))
+    if parcels is None:
+        raise InputError("A catalogue search needs the parcels (--parcels).")
+    items = search_items(parcels, season=args.season, start=args.start, end=args.end, catalog=args.catalog,
+                         collection=args.collection, max_cloud=args.max_cloud)
+    print(f"{len(items)} items found in {args.catalog}")
+    return items
+
+
+def scene_dates(args: argparse.Namespace, parcels=None):
+    """The acquisition dates of ``--scenes`` / ``--stac`` / ``--catalog`` (items are not opened)."""
+    import numpy as np
+
+    if getattr(args, "scenes", None):
+        from ...core.scenes import find_scenes
+
+        return np.unique(np.array([s.date for s in find_scenes(args.scenes)], dtype="datetime64[D]"))
+    from ...core.stac import summarize
+
+    return np.unique(np.array([s.date for s in summarize(_items(args, parcels))], dtype="datetime64[D]"))
+
+
+def resolve_scenes(args: argparse.Namespace, parcels=None, **find_options) -> list:
+    """The scenes asked for by ``--scenes``, ``--stac`` or the search options."""
+    from ...core.errors import InputError
+
+    stac = getattr(args, "stac", None)
+    catalog = getattr(args, "catalog", None)
+    scenes = getattr(args, "scenes", None)
+    given = [name for name, value in (("--scenes", scenes), ("--stac", stac), ("--catalog", catalog)) if value]
+    if len(given) != 1:
+        raise InputError("Give exactly one of --scenes (files), --stac (saved STAC items) or --catalog (a STAC "
+                         f"search){'; got ' + ' and '.join(given) if given else ''}.")
+    if scenes:
+        from ...core.scenes import find_scenes
+
+        return find_scenes(scenes, **find_options)
+    from ...core.stac import reader_for, scenes_from_items
+
+    items = _items(args, parcels)
+    reader = reader_for(items, cache_dir=args.cache, max_requests=args.max_requests, on_stats=_stats_printer())
+    return scenes_from_items(items, reader=reader, level=find_options.get("level"), offset=find_options.get("offset"))
+
+
+def resolve_weather(args: argparse.Namespace, table, dates, season_start) -> str:
+    """``--weather`` as a file path: a service name (open-meteo, cds:e-obs, cds:era5-land)
+    is fetched for the parcels' cells and season and cached first."""
+    from ...core.weather_services import fetch_for_parcels, is_weather_service
+
+    if not is_weather_service(args.weather):
+        return args.weather
+    path = fetch_for_parcels(args.weather, table.geometry, dates, season_start, cache_dir=getattr(args, "cache", None))
+    print(f"temperatures from {args.weather}: {path}")
+    return str(path)

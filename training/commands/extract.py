@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import argparse
 
-from ._options import add_cluster_options, add_season_option, bounded, season_start
+from ._options import add_cluster_options, add_season_option, add_stac_options, bounded, season_start
 
 HELP = "extract per-parcel pixel sets (for training or inspection) into a dataset folder"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--parcels", required=True, help="parcel layer (any OGR format, any CRS)")
-    parser.add_argument("--scenes", required=True, nargs="+",
-                        help="scene folder(s), glob(s) or files: multi-band GeoTIFFs, per-band files or .SAFE")
-    parser.add_argument("--weather", required=True, help="daily temperatures: E-OBS / CF NetCDF or station CSV")
+    parser.add_argument("--scenes", nargs="+",
+                        help="scene folder(s), glob(s) or files: multi-band GeoTIFFs, per-band files or .SAFE "
+                             "(or give --stac / --catalog below)")
+    parser.add_argument("--weather", required=True, help="daily temperatures: E-OBS / CF NetCDF or station CSV, "
+                                                         "or a service: open-meteo, cds:e-obs, cds:era5-land")
     parser.add_argument("--out", required=True, help="dataset folder to create")
     parser.add_argument("--label-field",
                         help="field holding the crop labels (for training data): class names or crop codes, any values")
@@ -24,6 +26,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="classes with fewer labelled parcels become 'unknown' (default 0: keep every class)")
     parser.add_argument("--id-field", help="field holding parcel ids (default: parcel_id, else row number)")
     parser.add_argument("--block-field", default="block", help="field holding spatial split blocks (default: block)")
+    parser.add_argument("--block-size-km", type=bounded("block_size_km"),
+                        help="spatial split blocks from a square grid of cells of this size (km) over the parcel "
+                             "centroids, instead of --block-field (e.g. 10)")
     parser.add_argument("--max-pixels", type=bounded("max_pixels"), default=64, help="pixels kept per parcel and date (default 64)")
     parser.add_argument("--seed", type=bounded("seed"), default=0, help="seed of the pixel sampling (default 0)")
     parser.add_argument("--season-start", type=season_start, default="01-01",
@@ -40,6 +45,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing dataset folder (only a dataset folder is ever replaced)")
     add_cluster_options(parser)
+    add_stac_options(parser)
+    add_missing_scl_option(parser)
+
+
+def add_missing_scl_option(parser: argparse.ArgumentParser) -> None:
+    """``--missing-scl``: what to do with L2A products that have no SCL raster to mask clouds with."""
+    parser.add_argument("--missing-scl", choices=("refuse", "warn", "bands"), default="refuse",
+                        help="L2A products without an SCL raster: refuse them (default), use them unmasked with "
+                             "a warning (warn), or mask thick clouds and snow by a brightness test (bands)")
 
 
 def scene_options(args: argparse.Namespace) -> dict:
@@ -51,8 +65,28 @@ def scene_options(args: argparse.Namespace) -> dict:
     }
 
 
+def grid_block_table(args: argparse.Namespace):
+    """The parcels as a ``ParcelTable`` whose blocks are the cells of a ``--block-size-km`` grid."""
+    import logging
+    from dataclasses import replace
+
+    import numpy as np
+
+    from ...core.extract import load_parcels
+    from ..importers.common import grid_blocks, locations_from_geometries
+
+    table = load_parcels(args.parcels, id_field=args.id_field, label_field=args.label_field, block_field=None,
+                         class_map=args.class_map, min_parcels=args.min_parcels)
+    blocks = grid_blocks(locations_from_geometries(table.geometry), args.block_size_km * 1000.0)
+    logging.getLogger("thermocrop.extract").info(
+        "%s: %d spatial blocks from a %g km grid", table.source, len(np.unique(blocks[blocks >= 0])),
+        args.block_size_km)
+    return replace(table, blocks=blocks)
+
+
 def run(args: argparse.Namespace) -> int:
     import time
+    from pathlib import Path
 
     import numpy as np
 
@@ -60,26 +94,36 @@ def run(args: argparse.Namespace) -> int:
     from ...core.extract import extract_to_dataset
     from ...core.output import check_output
     from ...core.preflight import check_inputs
+    from ...core.weather_services import is_weather_service
     from ..progress_bar import partition_bar, progress_bar
-    from ._options import cluster_options, print_run_summary
+    from ._options import cluster_options, print_run_summary, resolve_scenes, resolve_weather
 
     # The output is checked before any scene is read.
+    service = is_weather_service(args.weather)
     check_output(args.out, what="dataset folder", kind="folder", overwrite=args.overwrite,
-                 inputs=[args.parcels, args.weather, *args.scenes], replaceable_folder=is_dataset_folder)
+                 inputs=[args.parcels, None if service else args.weather, *(args.scenes or [])],
+                 replaceable_folder=is_dataset_folder)
     cluster = cluster_options(args)
-    checked = check_inputs(parcels=args.parcels, fields={"id": args.id_field, "label": args.label_field}, scenes=args.scenes,
-                           scene_options=scene_options(args), season=args.season,
-                           season_start=args.season_start, weather=args.weather)
+    checked = check_inputs(parcels=args.parcels, fields={"id": args.id_field, "label": args.label_field},
+                           scenes=resolve_scenes(args, args.parcels, **scene_options(args)), season=args.season,
+                           season_start=args.season_start, weather=None if service else args.weather)
     scenes = checked.scenes
     print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products "
           f"(inputs checked in {checked.seconds:.1f} s)")
+    parcels = grid_block_table(args) if args.block_size_km else args.parcels
+    weather = args.weather
+    if service:
+        from ...core.extract import load_parcels
+
+        weather = resolve_weather(args, load_parcels(args.parcels, id_field=args.id_field, block_field=None),
+                                  [s.date for s in scenes], args.season_start)
     options = dict(max_pixels=args.max_pixels, seed=args.seed, id_field=args.id_field, label_field=args.label_field,
                    block_field=args.block_field, class_map=args.class_map, min_parcels=args.min_parcels,
                    season_start=args.season_start, min_valid_fraction=args.min_valid_fraction,
-                   min_pixels=args.min_pixels)
+                   min_pixels=args.min_pixels, missing_scl=args.missing_scl)
     if cluster is None:
         with progress_bar("extract") as progress:
-            out = extract_to_dataset(args.parcels, scenes, args.weather, args.out, chunk_size=args.chunk_size,
+            out = extract_to_dataset(parcels, scenes, weather, args.out, chunk_size=args.chunk_size,
                                      overwrite=args.overwrite, progress=progress, **options)
     else:
         from ...core.distributed import default_run_folder, extract_partitioned, remove_run_folder
@@ -87,9 +131,10 @@ def run(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         with partition_bar("extract") as bar:
             out, summary, folder = extract_partitioned(
-                args.parcels, scenes, args.weather, args.out, cluster=cluster, resume=args.resume,
+                parcels, scenes, weather, args.out, cluster=cluster, resume=args.resume,
                 run_folder=args.run_folder or default_run_folder(args.out), chunk_size=args.chunk_size,
-                overwrite=args.overwrite, listener=bar, inputs=[args.parcels, args.weather], **options)
+                overwrite=args.overwrite, listener=bar, inputs=[args.parcels, None if service else args.weather],
+                **options)
         print_run_summary(summary, time.perf_counter() - start)
         remove_run_folder(folder)
     ps = open_dataset(out)

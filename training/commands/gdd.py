@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Optional
 
-from ._options import add_cluster_options, add_season_option, add_weather_options, bounded, date, season_start, weather_options
+from ._options import (add_cluster_options, add_season_option, add_stac_options, add_weather_options, bounded, date,
+                       season_start, weather_options)
 
 HELP = "growing degree days per parcel (and per date) from daily temperatures, to CSV or a vector file"
 
@@ -14,7 +15,8 @@ HELP = "growing degree days per parcel (and per date) from daily temperatures, t
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--parcels", required=True, help="parcel layer (any OGR format, any CRS)")
     parser.add_argument("--weather", required=True,
-                        help="daily temperatures: E-OBS / CF NetCDF (tn_/tx_ files find each other) or station CSV")
+                        help="daily temperatures: E-OBS / CF NetCDF (tn_/tx_ files find each other) or station CSV, "
+                             "or a service: open-meteo, cds:e-obs, cds:era5-land (then give the dates)")
     when = parser.add_mutually_exclusive_group()
     when.add_argument("--dates", nargs="+", type=date, metavar="YYYY-MM-DD", help="dates to give GDD at")
     when.add_argument("--scenes", nargs="+",
@@ -35,6 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--id-field", help="field holding parcel ids (default: parcel_id, else row number)")
     add_season_option(parser)
     add_weather_options(parser)
+    add_stac_options(parser)
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing output (even the parcel file; in a GeoPackage only the written "
                              "layer is replaced)")
@@ -59,6 +62,15 @@ def _dates(args: argparse.Namespace, options: dict, scenes):
         return np.unique(np.array(args.dates, dtype="datetime64[D]"))
     if scenes:
         return np.unique(np.array([s.date for s in scenes], dtype="datetime64[D]"))
+    if getattr(args, "stac", None) or getattr(args, "catalog", None):
+        from ._options import scene_dates
+
+        return scene_dates(args, args.parcels)
+    from ...core.errors import InputError
+    from ...core.weather_services import is_weather_service
+
+    if is_weather_service(args.weather):
+        raise InputError(f"--weather {args.weather} needs the dates: give --dates, --scenes, --stac or --catalog.")
     _, last = record_period(args.weather, tmin_var=options["tmin_var"], date_var=options["date_var"])
     print(f"no --dates or --scenes: GDD at the end of the weather record, {last}")
     return np.array([last])
@@ -76,9 +88,12 @@ def run(args: argparse.Namespace) -> int:
     from ...core.vector import (check_vector_output, date_field_names, output_field_names, replaced_fields,
                                 source_field_kinds, write_with_fields)
 
+    from ...core.weather_services import is_weather_service
+
     # The output is checked before any file is read.
+    service = is_weather_service(args.weather)
     table_out = str(args.out).lower().endswith(".csv")
-    inputs = [args.parcels, args.weather, args.tmax_file]
+    inputs = [args.parcels, None if service else args.weather, args.tmax_file]
     if table_out:
         out = check_output(args.out, what="GDD table", overwrite=args.overwrite, inputs=inputs)
     else:
@@ -88,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     season_start = args.season_start
     options = weather_options(args)
     checked = check_inputs(parcels=args.parcels, fields={"id": args.id_field}, scenes=args.scenes, season=args.season,
-                           season_start=season_start, dates=args.dates, weather=args.weather,
+                           season_start=season_start, dates=args.dates, weather=None if service else args.weather,
                            weather_options=options)
     dates = _dates(args, options, checked.scenes)
     names = date_field_names(dates, None if table_out else target.driver)
@@ -98,13 +113,16 @@ def run(args: argparse.Namespace) -> int:
                         source=f"The parcel layer {args.parcels}")
     cluster = cluster_options(args)
     table = load_parcels(args.parcels, id_field=args.id_field)
+    from ._options import resolve_weather
+
+    weather = resolve_weather(args, table, dates, season_start)
     if cluster is None:
         usable = np.array([g is not None for g in table.geometry])
         points = table.geometry[usable].representative_point()
         xs = np.full(len(table), np.nan)
         ys = np.full(len(table), np.nan)
         xs[usable], ys[usable] = points.x.to_numpy(), points.y.to_numpy()
-        gdd = gdd_at_points(args.weather, xs, ys, table.geometry.crs, dates, season_start=season_start,
+        gdd = gdd_at_points(weather, xs, ys, table.geometry.crs, dates, season_start=season_start,
                             t_base=args.t_base, t_cap=args.t_cap, method=args.method,
                             parcel_ids=list(table.parcel_ids), **options)
     else:
@@ -117,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         with partition_bar("gdd") as bar:
             gdd, summary, folder = gdd_partitioned(
-                table, args.weather, dates, cluster=cluster, resume=args.resume,
+                table, weather, dates, cluster=cluster, resume=args.resume,
                 run_folder=args.run_folder or default_run_folder(out), chunk_size=args.chunk_size, listener=bar,
                 inputs=inputs, season_start=season_start, t_base=args.t_base, t_cap=args.t_cap,
                 method=args.method, **options)

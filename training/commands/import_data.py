@@ -107,9 +107,81 @@ def _run_table(args: argparse.Namespace) -> str:
         offset=args.offset, level=args.level, **_gdd_options(args))
 
 
+def _configure_timematch(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("root", metavar="ROOT",
+                        help="TimeMatch folder (holding dataset_split.json and <country>/<tile>/<year>/)")
+    parser.add_argument("--tile", required=True,
+                        help="country/tile/year, e.g. denmark/32VNH/2017, or the paper's name AT1, DK1, FR1, FR2")
+    _add_output(parser)
+    parser.add_argument("--max-pixels", type=bounded("max_pixels"), default=64,
+                        help="pixels kept per parcel, a seeded random subset of larger parcels (default 64)")
+    parser.add_argument("--seed", type=bounded("seed"), default=0, help="seed of the pixel subsets (default 0)")
+    group = parser.add_argument_group("classes")
+    group.add_argument("--class-map", help="CSV of 'code,class' rows or a preset name (default: the preset "
+                                           "named after the tile's country, e.g. denmark)")
+    group.add_argument("--classes", help="comma-separated class list, or 'tile' for the tile's list in "
+                                         "dataset_classes.json (default: the paper's nine classes); parcels "
+                                         "of other classes stay unlabelled, as in the reference")
+
+
+def _run_timematch(args: argparse.Namespace) -> str:
+    from ..importers.timematch import import_timematch
+    from ..progress_bar import progress_bar
+
+    classes = "tile" if args.classes == "tile" else _classes(args)
+    with progress_bar("import") as progress:
+        return import_timematch(args.root, args.tile, args.out, class_map=args.class_map, classes=classes,
+                                max_pixels=args.max_pixels, seed=args.seed, overwrite=args.overwrite,
+                                progress=progress)
+
+
+def _configure_psetae(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("folder", metavar="FOLDER", help="folder holding DATA/<id>.npy and META/labels.json, dates.json")
+    _add_output(parser)
+    parser.add_argument("--nomenclature", help="labelling of META/labels.json to use (needed when it has several)")
+    parser.add_argument("--band-order", default=",".join(("B02", "B03", "B04", "B05", "B06", "B07", "B08", "B8A",
+                                                          "B11", "B12")),
+                        help="bands of the arrays' channel axis in order (default B02,...,B08,B8A,B11,B12)")
+    parser.add_argument("--value-scale", type=bounded("value_scale"), default=10000.0,
+                        help="the value a reflectance of 1 is written as (default 10000)")
+    parser.add_argument("--level", choices=("L1C", "L2A"), help="processing level of the source (recorded)")
+    parser.add_argument("--max-pixels", type=bounded("max_pixels"), default=64,
+                        help="pixels kept per parcel, a seeded random subset of larger parcels (default 64)")
+    parser.add_argument("--seed", type=bounded("seed"), default=0, help="seed of the pixel subsets (default 0)")
+    where = parser.add_argument_group("locations and blocks")
+    where.add_argument("--parcels", help="parcel layer whose --join-field holds the ids (locations, blocks)")
+    where.add_argument("--parcels-layer", help="layer name inside --parcels")
+    where.add_argument("--join-field", help="field of --parcels holding the parcel ids")
+    where.add_argument("--point", nargs=2, type=float, metavar=("LON", "LAT"),
+                       help="one location (WGS 84) for every parcel, for gridded weather without a layer")
+    where.add_argument("--block-field", help="field of --parcels holding the spatial block")
+    where.add_argument("--block-size-km", type=bounded("block_size_km"), help="spatial blocks from a grid of this size")
+    _add_classes(parser)
+    _add_gdd(parser)
+
+
+def _run_psetae(args: argparse.Namespace) -> str:
+    from ..importers.psetae import import_psetae
+    from ..progress_bar import progress_bar
+
+    with progress_bar("import") as progress:
+        return import_psetae(
+            args.folder, args.out, nomenclature=args.nomenclature, band_order=args.band_order.split(","),
+            value_scale=args.value_scale, class_map=args.class_map, classes=_classes(args),
+            parcels=args.parcels, parcels_layer=args.parcels_layer, join_field=args.join_field,
+            point=tuple(args.point) if args.point else None, block_field=args.block_field,
+            block_size_m=args.block_size_km * 1000.0 if args.block_size_km else None, level=args.level,
+            max_pixels=args.max_pixels, seed=args.seed, overwrite=args.overwrite, progress=progress,
+            **_gdd_options(args))
+
+
 FORMATS = {
     "table": ("per-parcel band values per date (CSV, Parquet, Excel; long or wide) as S = 1 pixel sets",
               _configure_table, _run_table),
+    "timematch": ("a tile of the TimeMatch dataset with its weather extension (the thermal positional "
+                  "encoding paper's data)", _configure_timematch, _run_timematch),
+    "psetae": ("a PSE-TAE pixel-set folder (DATA/<id>.npy, META/labels.json, META/dates.json)",
+               _configure_psetae, _run_psetae),
 }
 
 

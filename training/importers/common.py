@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,6 @@ from ...core.errors import InputError
 
 log = logging.getLogger(__name__)
 
-UNKNOWN = "unknown"
 PathLike = Union[str, os.PathLike]
 
 
@@ -26,126 +26,49 @@ PathLike = Union[str, os.PathLike]
 
 
 def code_key(value: Any) -> Optional[str]:
-    """A crop code or class name as class maps compare it: None for a missing value, whole
-    numbers without a decimal part (``451``, ``451.0`` and ``"451"`` all give ``"451"``)."""
-    if value is None:
-        return None
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "replace")
-    if isinstance(value, str):
-        return value.strip() or None
-    if isinstance(value, (bool, np.bool_)):
-        return str(bool(value))
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    if isinstance(value, (float, np.floating)):
-        if math.isnan(value):
-            return None
-        return str(int(value)) if float(value).is_integer() else str(float(value))
-    try:
-        import pandas as pd
+    """An id or code as text, the way class maps compare codes (``451.0`` -> ``"451"``)."""
+    from ...core.classmap import normalise_code
 
-        if pd.isna(value):
-            return None
-    except (TypeError, ValueError):
-        pass
-    return str(value).strip() or None
+    return normalise_code(value)
 
 
-def _read_class_map_csv(path: Path) -> dict[str, str]:
-    import csv
+def class_map_spec(spec: Union[PathLike, Mapping, None]):
+    """A class map argument: a mapping, a file, a preset of ``core.classmap``, or the name of any
+    CSV in ``resources/classmaps/`` (such as ``bavaria``)."""
+    from ...core.classmap import PRESETS, ClassMap, preset_path
 
-    mapping: dict[str, str] = {}
-    with open(path, newline="", encoding="utf-8") as fh:
-        rows = [r for r in csv.reader(fh) if r and not r[0].lstrip().startswith("#")]
-    if rows and [c.strip().lower() for c in rows[0][:2]] == ["code", "class"]:
-        rows = rows[1:]
-    for line, row in enumerate(rows, start=1):
-        if len(row) < 2 or not row[0].strip() or not row[1].strip():
-            raise InputError(f"class map {path}: row {line} ({','.join(row)!r}) is not 'code,class'")
-        code, name = code_key(row[0]), row[1].strip()
-        if code in mapping and mapping[code] != name:
-            raise InputError(f"class map {path}: code {code} maps to both {mapping[code]} and {name}")
-        mapping[code] = name
-    if not mapping:
-        raise InputError(f"class map {path} holds no 'code,class' rows")
-    return mapping
-
-
-def class_map_presets() -> dict[str, Path]:
-    """Class maps shipped with ThermoCrop (``resources/classmaps/<name>.csv``) by name."""
-    folder = Path(__file__).resolve().parents[2] / "resources" / "classmaps"
-    return {p.stem: p for p in sorted(folder.glob("*.csv"))}
-
-
-def load_class_map(spec: Union[PathLike, Mapping[Any, str]]) -> dict[str, str]:
-    """``code -> class name`` from a CSV file ``code,class``, a preset name or a mapping."""
+    if spec is None or isinstance(spec, ClassMap):
+        return spec
     if isinstance(spec, Mapping):
-        return {code_key(k): str(v) for k, v in spec.items()}
-    presets = class_map_presets()
-    path = presets.get(str(spec), Path(spec))
-    if not path.is_file():
-        raise InputError(f"class map {spec} is neither a file nor one of the presets "
-                         f"({', '.join(presets) or 'none'}); give a CSV file of 'code,class' rows")
-    return _read_class_map_csv(path)
+        return ClassMap.from_mapping(spec, source="the given class map")
+    text = str(spec)
+    if text.lower() not in PRESETS and not Path(text).is_file() and re.fullmatch(r"[A-Za-z0-9_-]+", text):
+        if preset_path(text.lower()).is_file():
+            return ClassMap.from_csv(preset_path(text.lower()), source=f"preset {text.lower()}")
+    return spec
 
 
 def assign_labels(values: Sequence[Any], *, class_map: Union[PathLike, Mapping, None] = None,
-                  classes: Optional[Sequence[str]] = None, source: str = "the labels"
-                  ) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Class indices of the parcels' label values.
+                  classes: Optional[Sequence[str]] = None, missing: Optional[str] = None,
+                  source: str = "the labels") -> tuple[np.ndarray, tuple[str, ...], dict[str, Any]]:
+    """Class indices of the parcels' label values (``core.classmap.assign_classes``).
 
     Args:
-        values: ``(P,)`` crop codes (with ``class_map``) or class names; missing values
-            (None, NaN, empty) leave the parcel unlabelled.
-        class_map: codes -> class names; codes it lacks become ``unknown`` (counted per code).
-        classes: the class list; by default the sorted names that occur.
+        values: ``(P,)`` crop codes (with ``class_map``) or class names.
+        class_map: codes -> classes (a file, a preset name, or a mapping); codes it lacks
+            become ``unknown``, counted per code in the log.
+        classes: a fixed class list; labels of other classes are left unlabelled.
+        missing: the class of missing values (None, NaN, empty); default unlabelled.
         source: where the values come from, for messages.
 
     Returns:
-        ``labels (P,)`` int16 (-1 unlabelled) and the class list. A name outside an explicit
-        ``classes`` list becomes ``unknown`` when that is a class, else unlabelled.
+        ``labels (P,)`` int16 (-1 unlabelled), the class list, and what was folded or left
+        out (for the dataset's provenance).
     """
-    keys = [code_key(v) for v in values]
-    if class_map is not None:
-        mapping = load_class_map(class_map)
-        names: list[Optional[str]] = []
-        unmapped: Counter = Counter()
-        for k in keys:
-            if k is None:
-                names.append(None)
-            elif k in mapping:
-                names.append(mapping[k])
-            else:
-                unmapped[k] += 1
-                names.append(UNKNOWN)
-        if unmapped:
-            listed = ", ".join(f"{c} ({n})" for c, n in unmapped.most_common(20))
-            log.warning("%s: %d parcels have codes the class map lacks and count as %s: %s",
-                        source, sum(unmapped.values()), UNKNOWN, listed)
-    else:
-        names = keys
-    if classes is None:
-        classes = sorted({n for n in names if n is not None})
-    classes = tuple(classes)
-    lookup = {c: i for i, c in enumerate(classes)}
-    labels = np.full(len(names), -1, dtype=np.int16)
-    outside: Counter = Counter()
-    for i, name in enumerate(names):
-        if name is None:
-            continue
-        if name in lookup:
-            labels[i] = lookup[name]
-        else:
-            outside[name] += 1
-            if UNKNOWN in lookup:
-                labels[i] = lookup[UNKNOWN]
-    if outside:
-        fate = UNKNOWN if UNKNOWN in lookup else "unlabelled"
-        log.warning("%s: %d parcels have classes outside %s and count as %s: %s", source,
-                    sum(outside.values()), list(classes), fate,
-                    ", ".join(f"{c} ({n})" for c, n in outside.most_common(20)))
-    return labels, classes
+    from ...core.classmap import assign_classes
+
+    result = assign_classes(values, class_map_spec(class_map), classes=classes, missing=missing, source=source)
+    return result.labels, tuple(result.classes), result.summary()
 
 
 # --------------------------------------------------------------------------------------------

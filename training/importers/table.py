@@ -390,8 +390,10 @@ def table_pixel_sets(
         join_by_row: the table's parcel ids are 0-based feature numbers of the layer.
         label_field, block_field: label and block fields of the layer.
         block_size_m: blocks from a square grid of this size over the parcel locations.
-        class_map: codes -> classes (CSV file ``code,class`` or a preset name).
-        classes: the class list (default: the sorted classes that occur).
+        class_map: codes -> classes (CSV ``code,class[,name]``, YAML, or a preset name such as
+            ``france`` or ``bavaria``); codes it lacks become ``unknown``.
+        classes: the class list (default: the sorted classes that occur); labels of other
+            classes are left unlabelled.
         value_scale, offset: see ``to_dn``.
         level: processing level of the source reflectances (``L1C`` or ``L2A``), recorded.
         season_start, t_base, t_cap, gdd_method: thermal time settings.
@@ -483,9 +485,10 @@ def table_pixel_sets(
     if label_field is not None:
         label_values, label_source = layer_values(label_field), f"{parcels} field {label_field}"
     if label_values is not None:
-        labels, classes = assign_labels(label_values, class_map=class_map, classes=classes, source=label_source)
+        labels, classes, label_summary = assign_labels(label_values, class_map=class_map, classes=classes,
+                                                       source=label_source)
     else:
-        labels, classes = np.full(n, -1, dtype=np.int16), tuple(classes or ())
+        labels, classes, label_summary = np.full(n, -1, dtype=np.int16), tuple(classes or ()), {}
 
     blocks = np.full(n, -1, dtype=np.int32)
     block_values = layer_values(block_field) if block_field is not None else series.attributes.get("block")
@@ -519,7 +522,7 @@ def table_pixel_sets(
         "importer": "table", "source": source, **origin, "value_scale": scale, "offset": offset,
         "parcels": str(parcels) if parcels is not None else None,
         "label_field": label_field or label_column, "class_map": None if class_map is None or
-        isinstance(class_map, Mapping) else str(class_map),
+        isinstance(class_map, Mapping) else str(class_map), "labels": label_summary,
         "weather": str(weather), "levels": [level] if level else [],
         "season_start": str(season), "t_base": t_base, "t_cap": t_cap, "gdd_method": gdd_method,
         "max_pixels": 1, "pixels": "per-parcel mean (S = 1)",

@@ -1,0 +1,753 @@
+"""Accuracy of a classified map against reference labels: the confusion matrix and its scores,
+and area-adjusted accuracy and class areas with 95 % confidence intervals from a stratified
+sample (Olofsson et al. 2014, "Good practices for estimating area and assessing accuracy of
+land change", Remote Sensing of Environment 148, 42-57; equation numbers below are theirs).
+
+The map's classes are the strata: every reference unit (parcel, point or pixel) counts once in
+the stratum of the class the map gave it, and the stratum weights are the shares of the map
+(its area, or its number of parcels) each class covers. The layout follows the paper: rows of
+the matrix are map classes, columns reference classes.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import logging
+import math
+import os
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from .crops import CROP_CLASSES
+from .errors import InputError
+
+log = logging.getLogger(__name__)
+
+Z_95 = 1.96
+"""Normal quantile of a two-sided 95 % interval, as the paper uses it (eq. 13)."""
+
+
+def _is_missing(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    text = str(value).strip()
+    return text == "" or text == "NULL"
+
+
+def class_label(value: Any) -> Optional[str]:
+    """The class name of one attribute value: stripped text, integral floats as integers
+    (``3.0`` -> ``"3"``, as codes read from a shapefile can be), None when missing."""
+    if _is_missing(value):
+        return None
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def order_classes(names: Iterable[str]) -> tuple[str, ...]:
+    """ThermoCrop's classes in their usual order, then any others alphabetically."""
+    names = set(names)
+    known = [c for c in CROP_CLASSES if c in names]
+    return tuple(known + sorted(names - set(known)))
+
+
+def confusion_matrix(mapped: Sequence[str], reference: Sequence[str],
+                     classes: Sequence[str]) -> np.ndarray:
+    """``(K, K)`` int64 sample counts ``n_ij``: rows = map class i, columns = reference class j.
+
+    Args:
+        mapped: ``(N,)`` map (predicted) class names of the reference units.
+        reference: ``(N,)`` reference class names.
+        classes: the K class names; every name above must be among them.
+    """
+    index = {name: i for i, name in enumerate(classes)}
+    k = len(classes)
+    matrix = np.zeros((k, k), dtype=np.int64)
+    for m, r in zip(mapped, reference):
+        matrix[index[m], index[r]] += 1
+    return matrix
+
+
+@dataclass(frozen=True)
+class SampleScores:
+    """Scores of the sample counts, each unit weighted equally (no area adjustment).
+
+    Attributes:
+        n: reference units.
+        overall_accuracy: correct / n.
+        kappa: Cohen's kappa of the count matrix.
+        users_accuracy: ``(K,)`` n_ii / n_i. (1 - commission error); NaN for a class never mapped.
+        producers_accuracy: ``(K,)`` n_jj / n_.j (1 - omission error); NaN for a class absent
+            from the reference.
+        f1: ``(K,)`` harmonic mean of the two (0 when both are 0; NaN when either is NaN).
+        macro_f1: mean F1 over the classes present in the map or the reference sample.
+    """
+
+    n: int
+    overall_accuracy: float
+    kappa: float
+    users_accuracy: np.ndarray
+    producers_accuracy: np.ndarray
+    f1: np.ndarray
+    macro_f1: float
+
+
+def _f1(users: np.ndarray, producers: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        total = users + producers
+        f1 = np.where(total > 0, 2.0 * users * producers / np.where(total > 0, total, 1.0), 0.0)
+    return np.where(np.isnan(users) | np.isnan(producers), np.nan, f1)
+
+
+def sample_scores(matrix: np.ndarray) -> SampleScores:
+    """Overall accuracy, kappa and per-class user's / producer's accuracy and F1 of counts.
+
+    Args:
+        matrix: ``(K, K)`` counts, rows = map, columns = reference.
+    """
+    counts = np.asarray(matrix, dtype=np.float64)
+    n = counts.sum()
+    diagonal = np.diag(counts)
+    rows, cols = counts.sum(axis=1), counts.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        users = np.where(rows > 0, diagonal / np.where(rows > 0, rows, 1.0), np.nan)
+        producers = np.where(cols > 0, diagonal / np.where(cols > 0, cols, 1.0), np.nan)
+    f1 = _f1(users, producers)
+    oa = float(diagonal.sum() / n) if n else float("nan")
+    chance = float((rows * cols).sum() / n ** 2) if n else float("nan")
+    kappa = (oa - chance) / (1.0 - chance) if n and chance < 1.0 else float("nan")
+    present = (rows > 0) | (cols > 0)
+    f1_present = np.nan_to_num(f1[present], nan=0.0)
+    return SampleScores(int(n), oa, float(kappa), users, producers, f1,
+                        float(f1_present.mean()) if present.any() else float("nan"))
+
+
+@dataclass(frozen=True)
+class StratifiedEstimates:
+    """Area-adjusted accuracy and class areas of a stratified sample (strata = map classes).
+
+    Standard errors are NaN where a term needs a stratum of one unit (n_i. - 1 = 0).
+
+    Attributes:
+        weights: ``(K,)`` W_i, the share of the map in map class i (0 for a class the map
+            does not have).
+        proportions: ``(K, K)`` p_ij = W_i n_ij / n_i., the estimated error matrix in
+            proportions of area (eq. 4).
+        overall_accuracy, overall_accuracy_se: eq. 1 and the root of eq. 5.
+        users_accuracy, users_accuracy_se: ``(K,)`` eq. 2 and the root of eq. 6.
+        producers_accuracy, producers_accuracy_se: ``(K,)`` eq. 3 and the root of eq. 7.
+        f1: ``(K,)`` harmonic mean of the estimated user's and producer's accuracies.
+        area_proportion, area_proportion_se: ``(K,)`` p_.k (eq. 9) and its standard error
+            (eq. 10).
+        total_area: the map's total area (or parcel count) the weights came from.
+        area, area_se: ``(K,)`` total_area x the two above (eqs. 11 and 12).
+    """
+
+    weights: np.ndarray
+    proportions: np.ndarray
+    overall_accuracy: float
+    overall_accuracy_se: float
+    users_accuracy: np.ndarray
+    users_accuracy_se: np.ndarray
+    producers_accuracy: np.ndarray
+    producers_accuracy_se: np.ndarray
+    f1: np.ndarray
+    area_proportion: np.ndarray
+    area_proportion_se: np.ndarray
+    total_area: float
+    area: np.ndarray
+    area_se: np.ndarray
+
+    @staticmethod
+    def ci(se: Union[float, np.ndarray]) -> Union[float, np.ndarray]:
+        """Half-width of the 95 % confidence interval of an estimate with standard error ``se``."""
+        return Z_95 * se
+
+
+def stratified_estimates(matrix: np.ndarray, map_area: Sequence[float]) -> StratifiedEstimates:
+    """Olofsson et al. (2014) estimators for a stratified random sample whose strata are the map
+    classes (also valid, as post-stratified estimators, for simple random or systematic samples).
+
+    Args:
+        matrix: ``(K, K)`` sample counts n_ij, rows = map class (stratum), columns = reference.
+        map_area: ``(K,)`` A_m,i, the map's area of each class (any unit: hectares, pixels,
+            parcels); 0 for a class only the reference has.
+
+    Raises:
+        ValueError: shapes differ, an area is negative or all are zero, or a class the map
+            covers has no reference unit (its stratum cannot be estimated).
+    """
+    n_ij = np.asarray(matrix, dtype=np.float64)
+    a_m = np.asarray(map_area, dtype=np.float64)
+    k = n_ij.shape[0]
+    if n_ij.shape != (k, k) or a_m.shape != (k,):
+        raise ValueError(f"matrix {n_ij.shape} and map areas {a_m.shape} do not fit")
+    if (a_m < 0).any() or not a_m.sum() > 0:
+        raise ValueError("map areas must be non-negative and not all zero")
+    n_i = n_ij.sum(axis=1)
+    if ((a_m > 0) & (n_i == 0)).any():
+        raise ValueError("every map class with area needs at least one reference unit")
+    total = float(a_m.sum())
+    w = a_m / total
+    mapped = a_m > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(n_i[:, None] > 0, n_ij / np.where(n_i > 0, n_i, 1.0)[:, None], 0.0)
+        # 1 / (n_i. - 1): a stratum of one unit has no variance estimate (NaN spreads to every
+        # figure it enters).
+        inv_dof = np.where(n_i > 1, 1.0 / np.where(n_i > 1, n_i - 1.0, 1.0), np.nan)
+    # Per stratum and reference class: (n_ij / n_i.)(1 - n_ij / n_i.) / (n_i. - 1), zero for
+    # classes the map does not have (no stratum).
+    spread = np.where(mapped[:, None], share * (1.0 - share) * inv_dof[:, None], 0.0)
+    p = w[:, None] * share                                     # eq. 4
+    oa = float(np.trace(p))                                    # eq. 1
+    diag_share = np.diag(share)
+    diag_spread = np.diag(spread)
+    users = np.where(mapped, diag_share, np.nan)               # eq. 2: p_ii / p_i. = n_ii / n_i.
+    var_users = np.where(mapped, diag_spread, np.nan)          # eq. 6
+    var_oa = float((w ** 2 * diag_spread).sum())               # eq. 5
+    p_col = p.sum(axis=0)                                      # eq. 9
+    var_col = (w[:, None] ** 2 * spread).sum(axis=0)           # eq. 10
+    with np.errstate(invalid="ignore", divide="ignore"):
+        producers = np.where(p_col > 0, np.diag(p) / np.where(p_col > 0, p_col, 1.0), np.nan)
+        # eq. 7, with N_i. the map area of stratum i and N^_.j = sum_i N_i. / n_i. * n_ij the
+        # estimated reference area of class j.
+        n_ref = (a_m[:, None] * share).sum(axis=0)
+        own = a_m ** 2 * (1.0 - producers) ** 2 * diag_spread
+        others = np.where(np.eye(k, dtype=bool), 0.0, a_m[:, None] ** 2 * spread).sum(axis=0)
+        var_producers = np.where(n_ref > 0, (own + producers ** 2 * others)
+                                 / np.where(n_ref > 0, n_ref, 1.0) ** 2, np.nan)
+    return StratifiedEstimates(
+        weights=w, proportions=p,
+        overall_accuracy=oa, overall_accuracy_se=math.sqrt(var_oa),
+        users_accuracy=users, users_accuracy_se=np.sqrt(var_users),
+        producers_accuracy=producers, producers_accuracy_se=np.sqrt(var_producers),
+        f1=_f1(users, producers),
+        area_proportion=p_col, area_proportion_se=np.sqrt(var_col),
+        total_area=total, area=total * p_col, area_se=total * np.sqrt(var_col))
+
+
+@dataclass
+class AccuracyReport:
+    """Everything an accuracy assessment found, ready for :func:`report_html` / :func:`write_csv`.
+
+    Attributes:
+        classes: the K class names (map and reference classes together).
+        matrix: ``(K, K)`` sample counts, rows = map, columns = reference.
+        sample: scores of the counts.
+        map_area: ``(K,)`` the map's area (or parcels) per class, or None without weights.
+        area_unit: unit of ``map_area`` (``"ha"``, ``"parcels"`` or as given).
+        estimates: area-adjusted figures, or None without map areas.
+        unmapped_area: area of the map without a map class (not classified), not in the strata.
+        dropped_area: ``{class: area}`` of map classes left out for want of reference units.
+        n_unusable: units with a reference label but no map class.
+        title: what was assessed (layer and fields), for the report's heading.
+        warnings: things the reader must know (strata left out, units skipped, ...).
+    """
+
+    classes: tuple[str, ...]
+    matrix: np.ndarray
+    sample: SampleScores
+    map_area: Optional[np.ndarray] = None
+    area_unit: str = "ha"
+    estimates: Optional[StratifiedEstimates] = None
+    unmapped_area: float = 0.0
+    dropped_area: dict[str, float] = field(default_factory=dict)
+    n_unusable: int = 0
+    title: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain numbers (NaN as None) for JSON."""
+        def clean(x):
+            if isinstance(x, np.ndarray):
+                return [clean(v) for v in x.tolist()]
+            if isinstance(x, (list, tuple)):
+                return [clean(v) for v in x]
+            if isinstance(x, float) and math.isnan(x):
+                return None
+            return x
+
+        s = self.sample
+        out: dict[str, Any] = {
+            "title": self.title, "classes": list(self.classes), "matrix": self.matrix.tolist(),
+            "n": s.n, "overall_accuracy": clean(s.overall_accuracy), "kappa": clean(s.kappa),
+            "macro_f1": clean(s.macro_f1), "users_accuracy": clean(s.users_accuracy),
+            "producers_accuracy": clean(s.producers_accuracy), "f1": clean(s.f1),
+            "warnings": list(self.warnings),
+        }
+        if self.estimates is not None:
+            e = self.estimates
+            out["area_adjusted"] = {
+                "area_unit": self.area_unit, "map_area": clean(self.map_area),
+                "weights": clean(e.weights), "proportions": clean(e.proportions),
+                "overall_accuracy": clean(e.overall_accuracy),
+                "overall_accuracy_ci95": clean(e.ci(e.overall_accuracy_se)),
+                "users_accuracy": clean(e.users_accuracy),
+                "users_accuracy_ci95": clean(e.ci(e.users_accuracy_se)),
+                "producers_accuracy": clean(e.producers_accuracy),
+                "producers_accuracy_ci95": clean(e.ci(e.producers_accuracy_se)),
+                "f1": clean(e.f1), "area": clean(e.area), "area_ci95": clean(e.ci(e.area_se)),
+                "area_proportion": clean(e.area_proportion),
+                "area_proportion_ci95": clean(e.ci(e.area_proportion_se)),
+                "unmapped_area": self.unmapped_area, "dropped_area": dict(self.dropped_area),
+            }
+        return out
+
+
+def assess_accuracy(mapped: Sequence[Any], reference: Sequence[Any], *,
+                    map_area: Optional[Mapping[str, float]] = None, area_unit: str = "ha",
+                    unmapped_area: float = 0.0, classes: Optional[Sequence[str]] = None,
+                    title: str = "") -> AccuracyReport:
+    """Compare map and reference labels unit by unit; with the map's class areas, also estimate
+    area-adjusted accuracy and class areas (Olofsson et al. 2014).
+
+    Units without a reference label are not in the sample and are ignored; units with a reference
+    label but no map class (not classified) are counted in ``n_unusable`` and left out.
+
+    Args:
+        mapped: ``(N,)`` map class of each unit (None / empty where not classified).
+        reference: ``(N,)`` reference class (None / empty where the unit was not checked).
+        map_area: the whole map's area per map class (e.g. hectares of every parcel of the
+            layer by predicted class, or pixel counts); None for sample scores only. A map class
+            with area but no reference unit is left out of the strata with a warning.
+        area_unit: unit of ``map_area`` for the report.
+        unmapped_area: area of the map with no class (reported, not a stratum).
+        classes: class order (default: ThermoCrop's classes, then others alphabetically).
+        title: heading of the report.
+
+    Raises:
+        InputError: the lengths differ, no unit has both labels, map and reference share no
+            class name, or a map class of the sample is missing from ``map_area``.
+    """
+    if len(mapped) != len(reference):
+        raise InputError(f"{len(mapped)} map labels but {len(reference)} reference labels.")
+    pairs = [(class_label(m), class_label(r)) for m, r in zip(mapped, reference)]
+    with_reference = [(m, r) for m, r in pairs if r is not None]
+    sample = [(m, r) for m, r in with_reference if m is not None]
+    n_unusable = len(with_reference) - len(sample)
+    if not sample:
+        raise InputError(
+            "No unit has both a map class and a reference class"
+            + (f" ({n_unusable} reference units are not classified)" if n_unusable else "")
+            + "; fill the reference field for a sample of classified parcels.")
+    map_names = {m for m, _ in sample}
+    ref_names = {r for _, r in sample}
+    if not map_names & ref_names:
+        raise InputError(
+            f"The map classes ({', '.join(sorted(map_names)[:6])}) and the reference classes "
+            f"({', '.join(sorted(ref_names)[:6])}) share no name; the reference field must use "
+            "the classifier's class names.")
+    names = set(map_names) | ref_names
+    if map_area is not None:
+        areas = {class_label(k): float(v) for k, v in map_area.items() if class_label(k) is not None}
+        missing = sorted(map_names - set(areas))
+        if missing:
+            raise InputError(f"The map areas lack the classes {', '.join(missing)} found in the "
+                             "sample; give the area of every map class.")
+        negative = sorted(k for k, v in areas.items() if not v >= 0)
+        if negative:
+            raise InputError(f"The map area of {', '.join(negative)} is negative or not a number.")
+        if not sum(areas.get(m, 0.0) for m in map_names) > 0:
+            raise InputError(f"The map classes of the sample have no {area_unit or 'area'} in the map "
+                             "(points or lines have no area); weight the classes by parcel count or give "
+                             "their areas.")
+        names |= {k for k, v in areas.items() if v > 0}
+    if classes is not None:
+        extra = sorted(names - set(classes))
+        order = tuple(classes) + tuple(extra)
+    else:
+        order = order_classes(names)
+    matrix = confusion_matrix([m for m, _ in sample], [r for _, r in sample], order)
+    report = AccuracyReport(classes=order, matrix=matrix, sample=sample_scores(matrix),
+                            area_unit=area_unit, unmapped_area=float(unmapped_area),
+                            n_unusable=n_unusable, title=title)
+    if n_unusable:
+        report.warnings.append(f"{n_unusable} reference units have no map class (not classified) "
+                               "and are left out.")
+    if map_area is None:
+        return report
+    a_m = np.array([areas.get(c, 0.0) for c in order])
+    report.map_area = a_m
+    n_i = matrix.sum(axis=1)
+    strata = a_m.copy()
+    for i, c in enumerate(order):
+        if a_m[i] > 0 and n_i[i] == 0:
+            report.dropped_area[c] = float(a_m[i])
+            strata[i] = 0.0
+    if report.dropped_area:
+        share = sum(report.dropped_area.values()) / a_m.sum()
+        report.warnings.append(
+            f"Map classes without any reference unit ({', '.join(report.dropped_area)}; "
+            f"{100 * share:.1f} % of the mapped {area_unit}) are left out of the area-adjusted "
+            "figures, which cover the rest of the map; add reference units in these classes.")
+    if not strata.sum() > 0:
+        report.warnings.append("No map area is left for area-adjusted figures.")
+        return report
+    small = [c for i, c in enumerate(order) if strata[i] > 0 and n_i[i] == 1]
+    if small:
+        report.warnings.append(
+            f"Map classes with a single reference unit ({', '.join(small)}): a stratum needs two "
+            "units for a variance, so the confidence intervals that depend on them (overall "
+            "accuracy and every class area among them) cannot be estimated (n/a); add reference "
+            "units in these classes.")
+    if unmapped_area > 0:
+        report.warnings.append(
+            f"{unmapped_area:,.1f} {area_unit} of the map are not classified and are not part of "
+            "the strata.")
+    report.estimates = stratified_estimates(matrix, strata)
+    return report
+
+
+# Reading a layer -------------------------------------------------------------------------------
+
+WEIGHTINGS = ("area", "count", "none")
+"""How map class weights are taken from a classified layer: parcel areas (ha), parcel counts,
+or none (sample scores only)."""
+
+
+def geodesic_areas_ha(geometries: Any) -> np.ndarray:
+    """``(N,)`` area of each polygon on the WGS 84 ellipsoid, in hectares (0 for empty ones).
+
+    Args:
+        geometries: a GeoSeries (or GeoDataFrame) with a CRS.
+
+    Raises:
+        InputError: the geometries have no CRS.
+    """
+    from pyproj import Geod
+
+    if geometries.crs is None:
+        raise InputError("The layer has no coordinate reference system, so its areas cannot be "
+                         "measured; set its CRS, or weight the map classes by parcel count.")
+    series = geometries.geometry if hasattr(geometries, "geometry") else geometries
+    if not series.crs.equals("EPSG:4326"):
+        series = series.to_crs("EPSG:4326")
+    geod = Geod(ellps="WGS84")
+    areas = np.zeros(len(series))
+    for i, geom in enumerate(series.values):
+        if geom is not None and not geom.is_empty:
+            areas[i] = abs(geod.geometry_area_perimeter(geom)[0])
+    return areas / 10_000.0
+
+
+def map_class_weights(mapped: Sequence[Any], sizes: Optional[np.ndarray] = None
+                      ) -> tuple[dict[str, float], float]:
+    """The map's total size per class: sum of ``sizes`` (areas) or parcel counts without.
+
+    Returns:
+        ``({class: size}, size of the units without a class)``.
+    """
+    sizes = np.ones(len(mapped)) if sizes is None else np.asarray(sizes, dtype=np.float64)
+    totals: dict[str, float] = {}
+    unmapped = 0.0
+    for value, size in zip(mapped, sizes):
+        name = class_label(value)
+        if name is None:
+            unmapped += float(size)
+        else:
+            totals[name] = totals.get(name, 0.0) + float(size)
+    return totals, unmapped
+
+
+def read_class_areas(path: Union[str, os.PathLike]) -> dict[str, float]:
+    """Map class areas from a CSV with a header: the first column the class, the second its area
+    (e.g. ``class,area_ha`` or ``class,pixels``).
+
+    Raises:
+        InputError: the file is missing, has fewer than two columns, a class twice or an area
+            that is not a non-negative number.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"The class-area table {path} does not exist; give a CSV of class,area.")
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        rows = [row for row in csv.reader(fh) if row and any(cell.strip() for cell in row)]
+    if len(rows) < 2 or len(rows[0]) < 2:
+        raise InputError(f"{path}: expected a header and one row per class with two columns, "
+                         "class and area (e.g. 'class,area_ha').")
+    areas: dict[str, float] = {}
+    for line, row in enumerate(rows[1:], start=2):
+        name = class_label(row[0])
+        if name is None:
+            raise InputError(f"{path}, line {line}: the class name is empty.")
+        if name in areas:
+            raise InputError(f"{path}, line {line}: class {name!r} is listed twice.")
+        try:
+            value = float(row[1])
+        except (ValueError, IndexError):
+            raise InputError(f"{path}, line {line}: the area of {name!r} is not a number.") from None
+        if not value >= 0:
+            raise InputError(f"{path}, line {line}: the area of {name!r} is negative.")
+        areas[name] = value
+    return areas
+
+
+def assess_layer(frame: Any, mapped_field: str, reference_field: str, *,
+                 weighting: str = "area", class_areas: Optional[Mapping[str, float]] = None,
+                 area_unit: Optional[str] = None, title: str = "") -> AccuracyReport:
+    """Assess a classified parcel layer: the map is every feature's ``mapped_field``, the sample
+    the features whose ``reference_field`` is filled.
+
+    Args:
+        frame: a (Geo)DataFrame of the layer (geometry needed for ``weighting="area"``).
+        mapped_field: field of the map (predicted) class.
+        reference_field: field of the reference class (empty where not checked).
+        weighting: ``"area"`` (map classes weighted by their parcels' geodesic area, ha),
+            ``"count"`` (by their number of parcels) or ``"none"``; ignored with ``class_areas``.
+        class_areas: the map's class areas given by the user (e.g. of a larger map).
+        area_unit: unit of ``class_areas`` for the report (default "map units").
+        title: heading of the report.
+
+    Raises:
+        InputError: a field is missing, or see :func:`assess_accuracy`.
+    """
+    for name, what in ((mapped_field, "map (predicted) class"), (reference_field, "reference class")):
+        if name not in frame.columns:
+            fields = ", ".join(c for c in frame.columns if c != "geometry")
+            raise InputError(f"The layer has no field {name!r} for the {what}; its fields are {fields}.")
+    if mapped_field == reference_field:
+        raise InputError("The map and the reference field are the same field; choose the field "
+                         "holding the reference (ground truth) classes.")
+    mapped = list(frame[mapped_field])
+    reference = list(frame[reference_field])
+    unmapped = 0.0
+    if class_areas is not None:
+        map_area, unit = dict(class_areas), area_unit or "map units"
+    elif weighting == "none":
+        map_area, unit = None, ""
+    elif weighting == "count":
+        map_area, unmapped = map_class_weights(mapped)
+        unit = "parcels"
+    elif weighting == "area":
+        map_area, unmapped = map_class_weights(mapped, geodesic_areas_ha(frame))
+        unit = "ha"
+    else:
+        raise InputError(f"Unknown weighting {weighting!r}; use one of {', '.join(WEIGHTINGS)}.")
+    return assess_accuracy(mapped, reference, map_area=map_area, area_unit=unit,
+                           unmapped_area=unmapped, title=title)
+
+
+# Writing the report ----------------------------------------------------------------------------
+
+def _fmt(value: float, digits: int = 3) -> str:
+    return "n/a" if value is None or not np.isfinite(value) else f"{value:.{digits}f}"
+
+
+def format_estimate(value: float, se: float, digits: int = 3) -> str:
+    """``"0.947 ± 0.018"``: an estimate and the half-width of its 95 % interval (n/a where
+    either cannot be estimated)."""
+    if not np.isfinite(value):
+        return "n/a"
+    half = Z_95 * se
+    return f"{value:.{digits}f} ± {_fmt(half, digits)}"
+
+
+def _fmt_area(value: float) -> str:
+    if not np.isfinite(value):
+        return "n/a"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}"
+
+
+def _heat(share: float, diagonal: bool) -> str:
+    """Background colour of a matrix cell: blue for agreement, orange for confusion, by share."""
+    if not share > 0:
+        return "#ffffff"
+    base = (33, 102, 172) if diagonal else (214, 96, 77)
+    t = 0.15 + 0.85 * min(share, 1.0)
+    r, g, b = (round(255 + (c - 255) * t) for c in base)
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+_CSS = """
+body { font-family: sans-serif; font-size: 10pt; color: #222; margin: 12px; }
+h1 { font-size: 14pt; } h2 { font-size: 12pt; margin-top: 18px; }
+table { border-collapse: collapse; margin: 6px 0; }
+th, td { border: 1px solid #bbb; padding: 3px 6px; text-align: right; }
+th { background: #eee; } td.name, th.name { text-align: left; }
+p.note { color: #555; font-size: 9pt; } ul.warn { color: #8a4b00; }
+"""
+
+
+def report_html(report: AccuracyReport) -> str:
+    """The report as one self-contained HTML page (inline style, no scripts, no external files);
+    the confusion matrix is a heat map coloured by each cell's share of its map class."""
+    e, s, classes = report.estimates, report.sample, report.classes
+    esc = html.escape
+    out = ["<!DOCTYPE html>", "<html><head><meta charset=\"utf-8\">",
+           f"<title>{esc(report.title or 'Accuracy assessment')}</title>",
+           f"<style>{_CSS}</style></head><body>",
+           f"<h1>Accuracy assessment{': ' + esc(report.title) if report.title else ''}</h1>",
+           f"<p class=\"note\">ThermoCrop, {datetime.now():%Y-%m-%d %H:%M}</p>"]
+    if report.warnings:
+        out.append("<ul class=\"warn\">" + "".join(f"<li>{esc(w)}</li>" for w in report.warnings)
+                   + "</ul>")
+    summary = [("Reference units", f"{s.n:,}"), ("Overall accuracy", _fmt(s.overall_accuracy)),
+               ("Kappa", _fmt(s.kappa)), ("Macro F1", _fmt(s.macro_f1))]
+    if e is not None:
+        summary.append(("Area-adjusted overall accuracy (95 % CI)",
+                        format_estimate(e.overall_accuracy, e.overall_accuracy_se)))
+    out.append("<h2>Summary</h2><table>" + "".join(
+        f"<tr><th class=\"name\">{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in summary) + "</table>")
+
+    # Heat map of the counts.
+    counts = report.matrix
+    row_tot, col_tot = counts.sum(axis=1), counts.sum(axis=0)
+    out.append("<h2>Confusion matrix (reference units)</h2>")
+    out.append("<p class=\"note\">Rows: map (predicted) class; columns: reference class. Colour: "
+               "the cell's share of its row (blue: agreement, orange: confusion).</p>")
+    head = "".join(f"<th>{esc(c)}</th>" for c in classes)
+    rows = [f"<tr><th class=\"name\">map \\ reference</th>{head}<th>total</th><th>user's</th></tr>"]
+    for i, c in enumerate(classes):
+        cells = []
+        for j in range(len(classes)):
+            share = counts[i, j] / row_tot[i] if row_tot[i] else 0.0
+            colour = _heat(share, i == j)
+            ink = "#ffffff" if share > 0.6 else "#222222"
+            cells.append(f"<td bgcolor=\"{colour}\" style=\"background-color:{colour};color:{ink}\">"
+                         f"{counts[i, j]}</td>")
+        rows.append(f"<tr><th class=\"name\">{esc(c)}</th>{''.join(cells)}<td>{row_tot[i]}</td>"
+                    f"<td>{_fmt(s.users_accuracy[i])}</td></tr>")
+    rows.append("<tr><th class=\"name\">total</th>" + "".join(f"<td>{v}</td>" for v in col_tot)
+                + f"<td>{counts.sum()}</td><td></td></tr>")
+    rows.append("<tr><th class=\"name\">producer's</th>" + "".join(
+        f"<td>{_fmt(v)}</td>" for v in s.producers_accuracy) + "<td></td><td></td></tr>")
+    out.append("<table>" + "".join(rows) + "</table>")
+
+    out.append("<h2>Per class (reference units, unweighted)</h2><table><tr><th class=\"name\">class"
+               "</th><th>mapped</th><th>reference</th><th>correct</th><th>user's accuracy</th>"
+               "<th>producer's accuracy</th><th>F1</th></tr>")
+    for i, c in enumerate(classes):
+        out.append(f"<tr><td class=\"name\">{esc(c)}</td><td>{row_tot[i]}</td><td>{col_tot[i]}</td>"
+                   f"<td>{counts[i, i]}</td><td>{_fmt(s.users_accuracy[i])}</td>"
+                   f"<td>{_fmt(s.producers_accuracy[i])}</td><td>{_fmt(s.f1[i])}</td></tr>")
+    out.append("</table>")
+
+    if e is not None:
+        unit = esc(report.area_unit)
+        out.append("<h2>Area-adjusted accuracy and class areas (stratified estimators, 95 % "
+                   "confidence intervals)</h2><table><tr><th class=\"name\">class</th>"
+                   f"<th>mapped ({unit})</th><th>weight W<sub>i</sub></th>"
+                   "<th>user's accuracy</th><th>producer's accuracy</th><th>F1</th>"
+                   f"<th>estimated area ({unit})</th><th>area share</th></tr>")
+        for i, c in enumerate(classes):
+            out.append(
+                f"<tr><td class=\"name\">{esc(c)}</td><td>{_fmt_area(report.map_area[i])}</td>"
+                f"<td>{_fmt(e.weights[i], 4)}</td>"
+                f"<td>{format_estimate(e.users_accuracy[i], e.users_accuracy_se[i])}</td>"
+                f"<td>{format_estimate(e.producers_accuracy[i], e.producers_accuracy_se[i])}</td>"
+                f"<td>{_fmt(e.f1[i])}</td>"
+                f"<td>{_fmt_area(e.area[i])} ± {_fmt_area(Z_95 * e.area_se[i])}</td>"
+                f"<td>{format_estimate(e.area_proportion[i], e.area_proportion_se[i], 4)}</td></tr>")
+        out.append(f"<tr><td class=\"name\">total</td><td>{_fmt_area(e.total_area)}</td><td>1</td>"
+                   "<td></td><td></td><td></td>"
+                   f"<td>{_fmt_area(e.area.sum())}</td><td>1</td></tr></table>")
+        out.append("<h2>Estimated error matrix (proportions of mapped area)</h2><table>"
+                   f"<tr><th class=\"name\">map \\ reference</th>{head}<th>total</th></tr>")
+        for i, c in enumerate(classes):
+            out.append(f"<tr><th class=\"name\">{esc(c)}</th>" + "".join(
+                f"<td>{_fmt(v, 4)}</td>" for v in e.proportions[i])
+                + f"<td>{_fmt(e.proportions[i].sum(), 4)}</td></tr>")
+        out.append("<tr><th class=\"name\">total</th>" + "".join(
+            f"<td>{_fmt(v, 4)}</td>" for v in e.area_proportion) + "<td>1</td></tr></table>")
+        out.append(
+            "<p class=\"note\">Stratified estimators of Olofsson et al. (2014), Remote Sensing of "
+            "Environment 148, 42-57 (eqs. 1-13), with the map classes as strata: each reference "
+            "unit counts once in the stratum of its map class, weighted by the map's share W<sub>i"
+            "</sub> of that class. They are unbiased for a random sample within each map class "
+            "(or a simple random / systematic sample of the map). With parcels as units and area "
+            "weights, every sampled parcel stands for an equal share of its stratum's area.</p>")
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def write_html(report: AccuracyReport, path: Union[str, os.PathLike]) -> Path:
+    """Write :func:`report_html` to ``path`` (atomically) and return the path."""
+    return _write_text(Path(path), report_html(report))
+
+
+CSV_COLUMNS = (
+    "class", "n_mapped", "n_reference", "n_correct", "users_accuracy", "producers_accuracy", "f1",
+    "overall_accuracy", "kappa", "map_area", "area_unit", "weight", "adj_users_accuracy",
+    "adj_users_accuracy_ci95", "adj_producers_accuracy", "adj_producers_accuracy_ci95", "adj_f1",
+    "adj_overall_accuracy", "adj_overall_accuracy_ci95", "estimated_area", "estimated_area_ci95",
+)
+"""Columns of :func:`write_csv`: one row per class, then a row ``overall``; ``adj_`` columns
+are the area-adjusted estimates, ``_ci95`` the half-widths of their 95 % intervals."""
+
+
+def report_rows(report: AccuracyReport) -> list[dict[str, Any]]:
+    """The rows of :func:`write_csv` as dicts (numbers, or "" where a value does not apply)."""
+    s, e, counts = report.sample, report.estimates, report.matrix
+
+    def num(x):
+        return "" if x is None or not np.isfinite(x) else float(x)
+
+    rows = []
+    for i, c in enumerate(report.classes):
+        row = {"class": c, "n_mapped": int(counts[i].sum()), "n_reference": int(counts[:, i].sum()),
+               "n_correct": int(counts[i, i]), "users_accuracy": num(s.users_accuracy[i]),
+               "producers_accuracy": num(s.producers_accuracy[i]), "f1": num(s.f1[i])}
+        if e is not None:
+            row.update({
+                "map_area": num(report.map_area[i]), "area_unit": report.area_unit,
+                "weight": num(e.weights[i]), "adj_users_accuracy": num(e.users_accuracy[i]),
+                "adj_users_accuracy_ci95": num(Z_95 * e.users_accuracy_se[i]),
+                "adj_producers_accuracy": num(e.producers_accuracy[i]),
+                "adj_producers_accuracy_ci95": num(Z_95 * e.producers_accuracy_se[i]),
+                "adj_f1": num(e.f1[i]), "estimated_area": num(e.area[i]),
+                "estimated_area_ci95": num(Z_95 * e.area_se[i])})
+        rows.append(row)
+    overall = {"class": "overall", "n_mapped": s.n, "n_reference": s.n,
+               "n_correct": int(np.trace(counts)), "f1": num(s.macro_f1),
+               "overall_accuracy": num(s.overall_accuracy), "kappa": num(s.kappa)}
+    if e is not None:
+        overall.update({"map_area": num(e.total_area), "area_unit": report.area_unit, "weight": 1.0,
+                        "adj_overall_accuracy": num(e.overall_accuracy),
+                        "adj_overall_accuracy_ci95": num(Z_95 * e.overall_accuracy_se),
+                        "estimated_area": num(e.area.sum())})
+    rows.append(overall)
+    return rows
+
+
+def write_csv(report: AccuracyReport, path: Union[str, os.PathLike]) -> Path:
+    """Per-class table (columns :data:`CSV_COLUMNS`) as CSV, written atomically."""
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, restval="", lineterminator="\n")
+    writer.writeheader()
+    for row in report_rows(report):
+        writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
+    return _write_text(Path(path), buffer.getvalue())
+
+
+def write_matrix_csv(report: AccuracyReport, path: Union[str, os.PathLike]) -> Path:
+    """The count matrix as CSV: first column the map class, one column per reference class."""
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["map \\ reference", *report.classes])
+    for name, row in zip(report.classes, report.matrix):
+        writer.writerow([name, *(int(v) for v in row)])
+    return _write_text(Path(path), buffer.getvalue())
+
+
+def _write_text(path: Path, text: str) -> Path:
+    if path.parent and not path.parent.is_dir():
+        raise InputError(f"The folder of {path} does not exist; create it or choose another path.")
+    part = path.with_name(path.name + ".part")
+    try:
+        part.write_text(text, encoding="utf-8")
+        os.replace(part, path)
+    finally:
+        if part.exists():
+            part.unlink()
+    return path

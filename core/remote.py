@@ -1,0 +1,741 @@
+"""Windowed reads of remote raster assets (HTTP(S), S3) through GDAL's range reads.
+
+Only the internal blocks (COG / JPEG 2000 tiles) under the windows that hold parcels are
+fetched, a bounded number of assets at a time (``concurrent.futures``), with GDAL's own
+retries for HTTP 429/5xx (``GDAL_HTTP_MAX_RETRY`` / ``GDAL_HTTP_RETRY_DELAY``) and a retry
+with exponential backoff around each asset for what GDAL does not retry (a connection dropped
+half-way through a body). Every fetched block is kept on disk, decoded and compressed, and is
+written under its final name only once complete, so a second run reads nothing over the
+network and nothing half-read is ever used.
+
+Credentials come from the environment only: GDAL reads ``AWS_ACCESS_KEY_ID`` /
+``AWS_SECRET_ACCESS_KEY`` for S3 itself, and Planetary Computer's optional
+``PC_SDK_SUBSCRIPTION_KEY`` goes with its SAS token requests.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import json
+import logging
+import os
+import random
+import re
+import tempfile
+import threading
+import time
+import urllib.parse
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+import numpy as np
+
+from .bands import S2_BANDS
+from .errors import SceneError
+from .progress import Progress
+from .scenes import Grid, Product
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_REQUESTS = 8
+"""Assets read at the same time (each holds one HTTP connection at a time)."""
+
+DEFAULT_RETRIES = 4
+"""Retries of an asset after an error GDAL did not retry itself (dropped connection...)."""
+
+PC_TOKEN_URL = "https://planetarycomputer.microsoft.com/api/sas/v1/token"
+
+# Messages of GDAL errors that no retry will cure.
+_PERMANENT = re.compile(r"HTTP response code: (400|401|403|404|410)|does not exist|No such file|"
+                        r"not recognized as a supported file format|Access Denied|AccessDenied", re.IGNORECASE)
+
+
+class RemoteAssetError(SceneError):
+    """A remote asset could not be opened or read (after retries where retrying made sense)."""
+
+    def __init__(self, message: str, href: str, permanent: bool) -> None:
+        super().__init__(message)
+        self.href = href
+        self.permanent = permanent
+
+
+def default_cache_dir() -> Path:
+    """``$THERMOCROP_CACHE``, else ``$XDG_CACHE_HOME/thermocrop``, else ``~/.cache/thermocrop``."""
+    if os.environ.get("THERMOCROP_CACHE"):
+        return Path(os.environ["THERMOCROP_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "thermocrop"
+
+
+def is_remote(href: str) -> bool:
+    """True for ``http(s)://``, ``s3://`` and GDAL ``/vsicurl/`` or ``/vsis3/`` paths."""
+    return bool(re.match(r"^(https?|s3)://|^/vsi(curl|s3)/", href or "", re.IGNORECASE))
+
+
+def strip_signature(href: str) -> str:
+    """The href without its query string (where signed URLs keep their tokens)."""
+    parts = urllib.parse.urlsplit(href)
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+
+
+def asset_key(href: str) -> str:
+    """A stable cache key for an asset: a hash of its unsigned href."""
+    return hashlib.sha256(strip_signature(href).encode()).hexdigest()[:40]
+
+
+@dataclass(frozen=True)
+class AssetRef:
+    """One band of a remote raster asset.
+
+    Attributes:
+        href: the asset's href as the catalogue gives it (unsigned).
+        band: the Sentinel-2 band it holds (``"B04"``, ``"SCL"``).
+        index: 1-based band index inside the file.
+        collection: the STAC collection (Planetary Computer signs per collection).
+        nodata: the no-data value the catalogue declares, if any.
+        grid: the asset's grid from the item's projection metadata, when complete.
+    """
+
+    href: str
+    band: str
+    index: int = 1
+    collection: Optional[str] = None
+    nodata: Optional[float] = None
+    grid: Optional[Grid] = None
+
+    @property
+    def key(self) -> str:
+        return asset_key(self.href)
+
+
+@dataclass
+class AssetInfo:
+    """What opening an asset told: its grid, data type and internal block size."""
+
+    width: int
+    height: int
+    count: int
+    dtype: str
+    block_width: int
+    block_height: int
+    crs: str
+    transform: tuple[float, ...]
+    nodata: Optional[float]
+
+    @property
+    def grid(self) -> Grid:
+        from affine import Affine
+        from rasterio.crs import CRS
+
+        return Grid(CRS.from_wkt(self.crs), Affine(*self.transform[:6]), self.width, self.height)
+
+    def block_shape(self, row: int, col: int) -> tuple[int, int]:
+        return (min(self.block_height, self.height - row * self.block_height),
+                min(self.block_width, self.width - col * self.block_width))
+
+    def blocks_of(self, window) -> list[tuple[int, int]]:
+        """Blocks ``(row, col)`` that a window (already inside the raster) touches."""
+        r0, c0 = int(window.row_off), int(window.col_off)
+        r1, c1 = r0 + int(window.height) - 1, c0 + int(window.width) - 1
+        return [(r, c) for r in range(r0 // self.block_height, r1 // self.block_height + 1)
+                for c in range(c0 // self.block_width, c1 // self.block_width + 1)]
+
+
+@dataclass
+class FetchStats:
+    """What a reader has done so far, for progress reports."""
+
+    bytes_fetched: int = 0
+    blocks_fetched: int = 0
+    blocks_cached: int = 0
+    assets_opened: int = 0
+    dates_done: int = 0
+    dates_total: int = 0
+    failed: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        text = (f"{self.bytes_fetched / 1e6:.1f} MB fetched in {self.blocks_fetched} blocks, "
+                f"{self.blocks_cached} blocks from the cache")
+        if self.dates_total:
+            text += f", {self.dates_done} of {self.dates_total} dates"
+        return text
+
+
+class BlockCache:
+    """Decoded blocks of remote assets on disk: ``<root>/blocks/<key>/b<band>_<row>_<col>.z``
+    (zlib-compressed raw values) beside ``info.json``. Files appear only once complete."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def folder(self, key: str) -> Path:
+        return self.root / "blocks" / key[:2] / key
+
+    def _write(self, path: Path, data: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+
+    def load_info(self, key: str) -> Optional[AssetInfo]:
+        path = self.folder(key) / "info.json"
+        try:
+            return AssetInfo(**json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def store_info(self, key: str, href: str, info: AssetInfo) -> None:
+        data = dict(info.__dict__)
+        data["transform"] = list(info.transform)
+        self._write(self.folder(key) / "info.json", json.dumps(data).encode())
+        self._write(self.folder(key) / "href.txt", strip_signature(href).encode())
+
+    def block_path(self, key: str, index: int, row: int, col: int) -> Path:
+        return self.folder(key) / f"b{index}_{row}_{col}.z"
+
+    def has(self, key: str, index: int, row: int, col: int) -> bool:
+        return self.block_path(key, index, row, col).exists()
+
+    def load(self, key: str, index: int, row: int, col: int, shape: tuple[int, int], dtype: str) -> Optional[np.ndarray]:
+        try:
+            raw = zlib.decompress(self.block_path(key, index, row, col).read_bytes())
+        except (OSError, zlib.error):
+            return None
+        if len(raw) != shape[0] * shape[1] * np.dtype(dtype).itemsize:
+            return None
+        return np.frombuffer(raw, dtype=dtype).reshape(shape)
+
+    def store(self, key: str, index: int, row: int, col: int, block: np.ndarray) -> None:
+        self._write(self.block_path(key, index, row, col), zlib.compress(np.ascontiguousarray(block).tobytes(), 1))
+
+
+class PlanetaryComputerSigner:
+    """Appends Planetary Computer SAS tokens to asset hrefs, one token per collection, renewed
+    before it expires. ``PC_SDK_SUBSCRIPTION_KEY`` from the environment goes with the request."""
+
+    def __init__(self, token_url: str = PC_TOKEN_URL, subscription_key: Optional[str] = None,
+                 timeout: float = 30.0) -> None:
+        self.token_url = token_url.rstrip("/")
+        self.subscription_key = subscription_key if subscription_key is not None else os.environ.get(
+            "PC_SDK_SUBSCRIPTION_KEY")
+        self.timeout = timeout
+        self._tokens: dict[str, tuple[str, float]] = {}
+        self._lock = threading.Lock()
+        self._session = None
+
+    def _token(self, collection: str) -> str:
+        with self._lock:
+            token, expires = self._tokens.get(collection, ("", 0.0))
+            if token and expires - time.time() > 300:
+                return token
+            from .http_session import session_with_retries
+
+            if self._session is None:
+                self._session = session_with_retries()
+            headers = {"Ocp-Apim-Subscription-Key": self.subscription_key} if self.subscription_key else {}
+            url = f"{self.token_url}/{collection}"
+            try:
+                response = self._session.get(url, headers=headers, timeout=self.timeout)
+                response.raise_for_status()
+                answer = response.json()
+                token = answer["token"]
+            except Exception as exc:  # requests' and JSON errors alike
+                raise SceneError(f"Could not get a Planetary Computer SAS token from {url}: {exc}") from exc
+            expiry = answer.get("msft:expiry")
+            try:
+                import datetime as dt
+
+                expires = dt.datetime.fromisoformat(str(expiry).replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                expires = time.time() + 1800
+            self._tokens[collection] = (token, expires)
+            return token
+
+    def forget(self) -> None:
+        """Drop the tokens held, so that the next href is signed with a fresh one."""
+        with self._lock:
+            self._tokens.clear()
+
+    def sign(self, href: str, collection: Optional[str]) -> str:
+        if not href.lower().startswith("http") or "sig=" in href:
+            return href
+        token = self._token(collection or "sentinel-2-l2a")
+        return f"{href}{'&' if '?' in href else '?'}{token}"
+
+
+def _gdal_network_bytes() -> int:
+    from osgeo import gdal
+
+    try:
+        stats = json.loads(gdal.NetworkStatsGetAsSerializedJSON() or "{}")
+    except ValueError:
+        return 0
+    return int(sum(m.get("downloaded_bytes", 0) for m in (stats.get("methods") or {}).values()))
+
+
+class RemoteReader:
+    """Reads blocks of remote raster assets through GDAL, caching every block on disk.
+
+    Args:
+        cache_dir: where fetched blocks and asset descriptions are kept
+            (default :func:`default_cache_dir`).
+        max_requests: assets read at the same time.
+        retries: retries of an asset after an error GDAL did not retry itself; the waits
+            double from ``retry_delay`` seconds (with jitter).
+        retry_delay: first wait, and GDAL's ``GDAL_HTTP_RETRY_DELAY``.
+        timeout: seconds before GDAL gives up on a stalled request.
+        signer: adds access tokens to hrefs (e.g. :class:`PlanetaryComputerSigner`).
+        gdal_options: extra GDAL configuration options (e.g. ``AWS_S3_ENDPOINT``).
+        on_stats: called with :class:`FetchStats` as blocks arrive (progress in bytes and dates).
+    """
+
+    def __init__(self, cache_dir=None, *, max_requests: int = DEFAULT_MAX_REQUESTS,
+                 retries: int = DEFAULT_RETRIES, retry_delay: float = 0.5, timeout: float = 60.0,
+                 signer: Optional[PlanetaryComputerSigner] = None, gdal_options: Optional[dict] = None,
+                 on_stats: Optional[Callable[[FetchStats], None]] = None) -> None:
+        if max_requests < 1:
+            raise SceneError(f"max_requests must be at least 1, got {max_requests}.")
+        self.cache = BlockCache(Path(cache_dir) if cache_dir else default_cache_dir())
+        self.max_requests = max_requests
+        self.retries = retries
+        self.retry_delay = retry_delay
+        self.timeout = timeout
+        self.signer = signer
+        self.extra_options = dict(gdal_options or {})
+        self.on_stats = on_stats
+        self.stats = FetchStats()
+        self._lock = threading.Lock()
+        self._infos: dict[str, AssetInfo] = {}
+
+    # -- GDAL set-up ---------------------------------------------------------------------
+    def gdal_options(self) -> dict[str, Any]:
+        options = {
+            "GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",
+            "GDAL_HTTP_MAX_RETRY": str(max(self.retries, 1)),
+            "GDAL_HTTP_RETRY_DELAY": str(self.retry_delay),
+            "GDAL_HTTP_TIMEOUT": str(int(self.timeout)),
+            "GDAL_HTTP_CONNECTTIMEOUT": str(int(min(self.timeout, 30))),
+            "GDAL_HTTP_USERAGENT": "ThermoCrop",
+            "CPL_VSIL_CURL_USE_HEAD": "YES",
+            # No probing for side-car files (.aux.xml, .msk, .ovr): one request each, per asset.
+            "CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif,.tiff,.TIF,.TIFF,.jp2,.JP2",
+            "GDAL_PAM_ENABLED": "NO",
+            "CPL_VSIL_NETWORK_STATS_ENABLED": "YES",
+            # Headers and blocks of many assets stay in GDAL's in-process cache across handles.
+            "CPL_VSIL_CURL_CACHE_SIZE": str(128 * 1024 * 1024),
+        }
+        options.update(self.extra_options)
+        return options
+
+    def gdal_path(self, asset: AssetRef) -> str:
+        href = asset.href
+        if href.startswith("/vsi"):
+            return href
+        if href.lower().startswith("s3://"):
+            return "/vsis3/" + href[len("s3://"):]
+        if href.lower().startswith(("http://", "https://")):
+            if self.signer is not None:
+                href = self.signer.sign(href, asset.collection)
+            return "/vsicurl/" + href
+        return href
+
+    def _report(self) -> None:
+        if self.on_stats is not None:
+            try:
+                self.on_stats(self.stats)
+            except Exception:  # a progress display must not stop the reading
+                log.debug("progress callback failed", exc_info=True)
+
+    def _clear_gdal_cache(self, path: str) -> None:
+        from osgeo import gdal
+
+        try:
+            gdal.VSICurlPartialClearCache(path)  # what GDAL kept of a broken transfer must go
+        except Exception:  # older bindings: nothing to clear
+            pass
+
+    def _attempts(self, asset: AssetRef, work: Callable[[Any], Any], what: str) -> Any:
+        """Open the asset and run ``work(dataset)``, retrying with backoff on transient errors."""
+        import rasterio
+
+        delay = self.retry_delay
+        last: Optional[Exception] = None
+        for attempt in range(self.retries + 1):
+            path = self.gdal_path(asset)
+            try:
+                with rasterio.open(path) as ds:
+                    return work(ds)
+            except (rasterio.errors.RasterioError, rasterio.errors.RasterioIOError) as exc:
+                last = exc
+                message = str(exc)
+                if _PERMANENT.search(message):
+                    if "403" in message and self.signer is not None and attempt == 0:
+                        self.signer.forget()  # an expired token: ask for a new one once
+                    else:
+                        raise RemoteAssetError(f"{what} {strip_signature(asset.href)} failed: "
+                                               f"{strip_signature(message)}", asset.href, True) from None
+                self._clear_gdal_cache(path)
+                if attempt < self.retries:
+                    wait = delay * (1.0 + 0.25 * random.random())
+                    log.info("Reading %s failed (%s); retrying in %.1f s", strip_signature(asset.href),
+                             strip_signature(message), wait)
+                    time.sleep(wait)
+                    delay *= 2
+        raise RemoteAssetError(f"{what} {strip_signature(asset.href)} failed after {self.retries + 1} attempts: "
+                               f"{strip_signature(str(last))}", asset.href, False)
+
+    # -- asset descriptions ----------------------------------------------------------------
+    def info(self, asset: AssetRef) -> AssetInfo:
+        """The asset's grid, type and block size: from the cache, else by opening it."""
+        key = asset.key
+        info = self._infos.get(key) or self.cache.load_info(key)
+        if info is None:
+            def describe(ds) -> AssetInfo:
+                bh, bw = ds.block_shapes[0]
+                return AssetInfo(ds.width, ds.height, ds.count, ds.dtypes[0], int(bw), int(bh),
+                                 ds.crs.to_wkt() if ds.crs else "", tuple(ds.transform)[:6], ds.nodata)
+
+            info = self._attempts(asset, describe, "Opening")
+            if not info.crs:
+                raise RemoteAssetError(f"{strip_signature(asset.href)} has no coordinate reference system.",
+                                       asset.href, True)
+            if asset.index > info.count:
+                raise RemoteAssetError(f"{strip_signature(asset.href)} has {info.count} bands, not "
+                                       f"band {asset.index}.", asset.href, True)
+            self.cache.store_info(key, asset.href, info)
+            with self._lock:
+                self.stats.assets_opened += 1
+        self._infos[key] = info
+        return info
+
+    def check(self, assets: Sequence[AssetRef], progress: Optional[Progress] = None
+              ) -> dict[str, RemoteAssetError]:
+        """Open every asset not yet described in the cache, in parallel.
+
+        Returns:
+            Asset key -> the error, for the assets that could not be opened.
+        """
+        import rasterio
+
+        progress = progress or Progress()
+        unique = list({a.key: a for a in assets}.values())
+        todo = [a for a in unique if a.key not in self._infos and self.cache.load_info(a.key) is None]
+        for a in unique:
+            if a not in todo:
+                self.info(a)
+        failures: dict[str, RemoteAssetError] = {}
+        if not todo:
+            progress(1.0)
+            return failures
+        with rasterio.Env(**self.gdal_options()):
+            from osgeo import gdal
+
+            gdal.NetworkStatsReset()
+            base = self.stats.bytes_fetched
+            with concurrent.futures.ThreadPoolExecutor(max_workers=self.max_requests) as pool:
+                futures = {pool.submit(self.info, a): a for a in todo}
+                try:
+                    for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
+                        asset = futures[future]
+                        try:
+                            future.result()
+                        except RemoteAssetError as exc:
+                            failures[asset.key] = exc
+                        self.stats.bytes_fetched = base + _gdal_network_bytes()
+                        self._report()
+                        progress(done / len(futures))
+                except BaseException:
+                    for f in futures:
+                        f.cancel()
+                    raise
+        return failures
+
+    # -- blocks ----------------------------------------------------------------------------
+    def _fetch_blocks(self, asset: AssetRef, blocks: Sequence[tuple[int, int]]) -> None:
+        info = self.info(asset)
+        todo = [b for b in blocks if not self.cache.has(asset.key, asset.index, *b)]
+        with self._lock:
+            self.stats.blocks_cached += len(blocks) - len(todo)
+        if not todo:
+            return
+
+        def read(ds) -> None:
+            from rasterio.windows import Window
+
+            for row, col in todo:
+                if self.cache.has(asset.key, asset.index, row, col):
+                    continue
+                h, w = info.block_shape(row, col)
+                data = ds.read(asset.index, window=Window(col * info.block_width, row * info.block_height, w, h))
+                self.cache.store(asset.key, asset.index, row, col, data)
+                with self._lock:
+                    self.stats.blocks_fetched += 1
+
+        self._attempts(asset, read, "Reading")
+
+    def fetch(self, requests: Sequence[tuple[AssetRef, Sequence[tuple[int, int]], Any]],
+              progress: Optional[Progress] = None) -> dict[str, RemoteAssetError]:
+        """Fetch blocks into the cache, a bounded number of assets at a time.
+
+        Args:
+            requests: ``(asset, blocks, group)``; a group (e.g. an acquisition date) counts as
+                done in the statistics once all its requests are.
+            progress: progress and cancellation (checked between assets).
+
+        Returns:
+            Asset key -> the error, for assets that could not be read.
+        """
+        import rasterio
+
+        progress = progress or Progress()
+        failures: dict[str, RemoteAssetError] = {}
+        if not requests:
+            progress(1.0)
+            return failures
+        pending: dict[Any, int] = {}
+        for _, _, group in requests:
+            pending[group] = pending.get(group, 0) + 1
+        self.stats.dates_total, self.stats.dates_done = len(pending), 0
+        with rasterio.Env(**self.gdal_options()):
+            from osgeo import gdal
+
+            gdal.NetworkStatsReset()
+            base = self.stats.bytes_fetched
+            with concurrent.futures.ThreadPoolExecutor(max_workers=self.max_requests) as pool:
+                futures = {pool.submit(self._fetch_blocks, a, list(b)): (a, g) for a, b, g in requests}
+                try:
+                    for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
+                        asset, group = futures[future]
+                        try:
+                            future.result()
+                        except RemoteAssetError as exc:
+                            failures[asset.key] = exc
+                        pending[group] -= 1
+                        if pending[group] == 0:
+                            self.stats.dates_done += 1
+                        self.stats.bytes_fetched = base + _gdal_network_bytes()
+                        self._report()
+                        progress(done / len(futures))
+                except BaseException:
+                    for f in futures:
+                        f.cancel()
+                    raise
+        return failures
+
+    def read(self, asset: AssetRef, window) -> np.ndarray:
+        """The asset's values in ``window`` (on its own grid, inside it), from cached blocks;
+        missing blocks are fetched first."""
+        info = self.info(asset)
+        blocks = info.blocks_of(window)
+        if any(not self.cache.has(asset.key, asset.index, *b) for b in blocks):
+            import rasterio
+
+            with rasterio.Env(**self.gdal_options()):
+                self._fetch_blocks(asset, blocks)
+        r0, c0 = int(window.row_off), int(window.col_off)
+        h, w = int(window.height), int(window.width)
+        out = np.zeros((h, w), dtype=info.dtype)
+        for row, col in blocks:
+            shape = info.block_shape(row, col)
+            block = self.cache.load(asset.key, asset.index, row, col, shape, info.dtype)
+            if block is None:
+                raise RemoteAssetError(f"The cached block {row},{col} of {strip_signature(asset.href)} is "
+                                       f"damaged; delete {self.cache.folder(asset.key)} and run again.",
+                                       asset.href, False)
+            br0, bc0 = row * info.block_height, col * info.block_width
+            ys, ye = max(r0, br0), min(r0 + h, br0 + shape[0])
+            xs, xe = max(c0, bc0), min(c0 + w, bc0 + shape[1])
+            out[ys - r0:ye - r0, xs - c0:xe - c0] = block[ys - br0:ye - br0, xs - bc0:xe - bc0]
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# Products whose bands are remote assets
+
+
+def source_window(src: Grid, dst: Grid, window, margin: int):
+    """The window of grid ``src`` under ``window`` of grid ``dst`` (same CRS), widened by
+    ``margin`` source pixels for resampling kernels and cut to the source raster; None when
+    they do not overlap."""
+    from rasterio.windows import Window
+
+    t, s = dst.transform, src.transform
+    x0 = t.c + t.a * window.col_off
+    x1 = x0 + t.a * window.width
+    y0 = t.f + t.e * window.row_off
+    y1 = y0 + t.e * window.height
+    c0 = int(np.floor((min(x0, x1) - s.c) / s.a + 1e-9)) - margin
+    c1 = int(np.ceil((max(x0, x1) - s.c) / s.a - 1e-9)) + margin
+    r0 = int(np.floor((max(y0, y1) - s.f) / s.e + 1e-9)) - margin
+    r1 = int(np.ceil((min(y0, y1) - s.f) / s.e - 1e-9)) + margin
+    c0, r0 = max(c0, 0), max(r0, 0)
+    c1, r1 = min(c1, src.width), min(r1, src.height)
+    if c1 <= c0 or r1 <= r0:
+        return None
+    return Window(c0, r0, c1 - c0, r1 - r0)
+
+
+@dataclass
+class RemoteProduct(Product):
+    """A product whose band files are remote assets read through a :class:`RemoteReader`.
+
+    Attributes (beyond :class:`Product`'s):
+        assets: band name -> asset, for every band of ``S2_BANDS``.
+        scl_asset: the scene classification asset, or None.
+        reader: the reader (cache, retries, signing) the assets are read through.
+        item_id: the STAC item the product came from.
+    """
+
+    assets: dict[str, AssetRef] = field(default_factory=dict)
+    scl_asset: Optional[AssetRef] = None
+    reader: Optional[RemoteReader] = None
+    item_id: str = ""
+
+    def open(self) -> "RemoteProductReader":
+        return RemoteProductReader(self)
+
+    def all_assets(self) -> list[AssetRef]:
+        return [self.assets[b] for b in S2_BANDS] + ([self.scl_asset] if self.scl_asset else [])
+
+    def source_windows(self, window) -> list[tuple[AssetRef, Any]]:
+        """Per asset, the window of its own grid that reading ``window`` of the product needs."""
+        out = []
+        for asset in self.all_assets():
+            grid = self.reader.info(asset).grid
+            margin = 0 if grid == self.grid else 1  # bilinear needs one neighbour each side
+            win = source_window(grid, self.grid, window, margin)
+            if win is not None:
+                out.append((asset, win))
+        return out
+
+
+class RemoteProductReader:
+    """``read(window)`` of a :class:`RemoteProduct`, as ``ProductReader`` does for files.
+
+    Bands on another grid (20 m) are resampled onto the product grid as ``ProductReader``
+    does (bilinear for reflectance, nearest for SCL, 0 as no data), from the blocks under
+    the window plus one source pixel around it.
+    """
+
+    def __init__(self, product: RemoteProduct) -> None:
+        self.product = product
+
+    def __enter__(self) -> "RemoteProductReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def _band(self, asset: AssetRef, window, resampling: str) -> np.ndarray:
+        from rasterio.enums import Resampling
+        from rasterio.warp import reproject
+        from rasterio.windows import transform as window_transform
+
+        reader, grid = self.product.reader, self.product.grid
+        info = reader.info(asset)
+        src_grid = info.grid
+        h, w = int(window.height), int(window.width)
+        nodata = _foreign(asset.nodata if asset.nodata is not None else info.nodata)
+        if src_grid == grid:
+            values = reader.read(asset, window)
+        else:
+            src_window = source_window(src_grid, grid, window, 1)
+            values = np.zeros((h, w), dtype=info.dtype)
+            if src_window is None:
+                return values
+            source = reader.read(asset, src_window)
+            if nodata is not None:
+                source = np.where(source == nodata, 0, source).astype(info.dtype)
+                nodata = None
+            reproject(source, values, src_transform=window_transform(src_window, src_grid.transform),
+                      src_crs=src_grid.crs, dst_transform=window_transform(window, grid.transform),
+                      dst_crs=grid.crs, resampling=getattr(Resampling, resampling), src_nodata=0, dst_nodata=0)
+        if nodata is not None:
+            values = np.where(values == nodata, 0, values)
+        return values
+
+    def read(self, window) -> tuple[np.ndarray, Optional[np.ndarray]]:
+        """``dn (C, h, w)`` uint16 in ``S2_BANDS`` order and ``scl (h, w)`` uint8 or None."""
+        product = self.product
+        h, w = int(window.height), int(window.width)
+        dn = np.empty((len(S2_BANDS), h, w), dtype=np.uint16)
+        try:
+            for c, band in enumerate(S2_BANDS):
+                dn[c] = np.clip(self._band(product.assets[band], window, "bilinear"), 0, 65535)
+            scl = None
+            if product.scl_asset is not None:
+                scl = self._band(product.scl_asset, window, "nearest").astype(np.uint8)
+        except RemoteAssetError:
+            raise
+        except Exception as exc:  # rasterio raises several classes
+            raise SceneError(f"Reading product {product.name} failed: {exc}") from exc
+        return dn, scl
+
+
+def _foreign(nodata: Optional[float]) -> Optional[int]:
+    """A no-data value other than Sentinel-2's 0 that a digital number could hold (see scenes)."""
+    if nodata is None or not np.isfinite(nodata) or nodata != int(nodata) or not 0 < nodata <= 65535:
+        return None
+    return int(nodata)
+
+
+def prefetch_chunk(scenes: Sequence[Any], grids: Sequence[Grid], windows_by_grid: Sequence[Sequence[Any]],
+                   progress: Optional[Progress] = None) -> set[int]:
+    """Fetch, in parallel, the blocks that reading ``windows_by_grid`` from every remote product
+    of ``scenes`` needs.
+
+    Args:
+        scenes: the scenes of an extraction chunk.
+        grids: the grids the windows are on.
+        windows_by_grid: per grid, the windows that hold parcels.
+        progress: progress and cancellation.
+
+    Returns:
+        ``id()`` of the products that could not be read whole: they must not be used (a
+        warning names each one and the asset at fault).
+    """
+    progress = progress or Progress()
+    by_reader: dict[int, tuple[RemoteReader, list]] = {}
+    for scene in scenes:
+        for product in scene.products:
+            if not isinstance(product, RemoteProduct) or product.grid not in grids:
+                continue
+            windows = windows_by_grid[list(grids).index(product.grid)]
+            if not windows:
+                continue
+            need: dict[str, tuple[AssetRef, set]] = {}
+            for window in windows:
+                for asset, win in product.source_windows(window):
+                    info = product.reader.info(asset)
+                    need.setdefault(asset.key, (asset, set()))[1].update(info.blocks_of(win))
+            entry = by_reader.setdefault(id(product.reader), (product.reader, []))
+            for asset, blocks in need.values():
+                entry[1].append((asset, sorted(blocks), (scene.date, product)))
+    failed: set[int] = set()
+    for k, (reader, requests) in enumerate(by_reader.values()):
+        # Requests of one date stay together, so that dates complete one after another.
+        requests.sort(key=lambda r: (r[2][0], r[2][1].name))
+        failures = reader.fetch([(a, b, date) for a, b, (date, _) in requests],
+                                progress.sub(k / len(by_reader), (k + 1) / len(by_reader)))
+        for asset, _, (date, product) in requests:
+            error = failures.get(asset.key)
+            if error is not None and id(product) not in failed:
+                failed.add(id(product))
+                reader.stats.failed.append(strip_signature(asset.href))
+                log.warning("Leaving out %s of %s: %s", product.name, date, error)
+    progress(1.0)
+    return failed

@@ -1,0 +1,81 @@
+"""Reads a classified QGIS layer into the frame ``core.accuracy`` assesses; shared by the accuracy
+algorithm and the accuracy widget so both give the same numbers as ``thermocrop accuracy``."""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Mapping, Optional
+
+from qgis.core import QgsCoordinateReferenceSystem, QgsFeature
+
+from ..core.errors import CancelledError
+
+WEIGHTING_LABELS = {
+    "area": "Map class areas: parcel areas of the layer (ha)",
+    "count": "Map class areas: parcel counts of the layer",
+    "none": "No area weighting (reference units only)",
+}
+"""User-facing names of ``core.accuracy.WEIGHTINGS``, in that order."""
+
+
+def _value(value):
+    # PyQt returns NULL attributes as a null QVariant, which is neither None nor empty text.
+    if value is None or (hasattr(value, "isNull") and value.isNull()):
+        return None
+    return value
+
+
+def attribute_frame(features: Iterable[QgsFeature], crs: QgsCoordinateReferenceSystem,
+                    fields: Iterable[str], with_geometry: bool = True,
+                    cancelled: Optional[Callable[[], bool]] = None):
+    """A GeoDataFrame of ``fields`` (and the geometry) of the features, in feature order.
+
+    Raises:
+        CancelledError: ``cancelled()`` returned True while reading.
+    """
+    import geopandas as gpd
+    from shapely import wkb
+
+    fields = list(fields)
+    columns: dict[str, list] = {name: [] for name in fields}
+    geometries = []
+    for n, feature in enumerate(features):
+        if cancelled is not None and n % 2000 == 0 and cancelled():
+            raise CancelledError("Cancelled by the user.")
+        for name in fields:
+            columns[name].append(_value(feature[name]))
+        if with_geometry:
+            geometry = feature.geometry()
+            geometries.append(None if geometry.isNull() else wkb.loads(bytes(geometry.asWkb())))
+    crs_wkt = crs.toWkt() if crs is not None and crs.isValid() else None
+    if not with_geometry:
+        geometries = [None] * len(columns[fields[0]]) if fields else []
+    return gpd.GeoDataFrame(columns, geometry=geometries, crs=crs_wkt)
+
+
+def assess_features(features: Iterable[QgsFeature], crs: QgsCoordinateReferenceSystem,
+                    predicted_field: str, reference_field: str, weighting: str = "area",
+                    class_areas: Optional[Mapping[str, float]] = None,
+                    area_unit: Optional[str] = None, title: str = "",
+                    cancelled: Optional[Callable[[], bool]] = None):
+    """``core.accuracy.assess_layer`` on QGIS features (geometries read only when areas are needed)."""
+    from ..core.accuracy import assess_layer
+
+    need_geometry = class_areas is None and weighting == "area"
+    frame = attribute_frame(features, crs, [predicted_field, reference_field], need_geometry, cancelled)
+    return assess_layer(frame, predicted_field, reference_field, weighting=weighting,
+                        class_areas=class_areas, area_unit=area_unit, title=title)
+
+
+REFERENCE_FIELD_GUESSES = ("reference", "ref", "truth", "crop_ref", "crop_true", "crop", "label",
+                           "class", "ground_truth")
+PREDICTED_FIELD_GUESSES = ("crop_pred", "prediction", "predicted", "pred")
+
+
+def guess_fields(names: Iterable[str]) -> tuple[Optional[str], Optional[str]]:
+    """Likely ``(predicted, reference)`` field names among a layer's fields (None when unsure)."""
+    names = list(names)
+    lower = {n.lower(): n for n in names}
+    predicted = next((lower[g] for g in PREDICTED_FIELD_GUESSES if g in lower), None)
+    reference = next((lower[g] for g in REFERENCE_FIELD_GUESSES if g in lower and lower[g] != predicted),
+                     None)
+    return predicted, reference

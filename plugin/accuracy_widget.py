@@ -1,0 +1,321 @@
+"""A self-contained accuracy-assessment panel: a classified layer, its map and reference fields,
+the map class weighting; assesses in a background task and shows the HTML report."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Optional
+
+from qgis.core import (
+    Qgis,
+    QgsApplication,
+    QgsFeatureRequest,
+    QgsMapLayerProxyModel,
+    QgsMessageLog,
+    QgsTask,
+    QgsVectorLayer,
+    QgsVectorLayerFeatureSource,
+    QgsWkbTypes,
+)
+from qgis.gui import QgsFieldComboBox, QgsFileWidget, QgsMapLayerComboBox
+from qgis.PyQt.QtCore import pyqtSignal
+from qgis.PyQt.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .accuracy import WEIGHTING_LABELS, assess_features, guess_fields
+
+log = logging.getLogger(__name__)
+
+TABLE = "table"
+"""Weighting key of a user-given class-area table."""
+
+
+class AccuracyTask(QgsTask):
+    """Reads the layer (through a feature source made in the main thread) and assesses it.
+
+    After it ends, ``report`` holds the ``AccuracyReport`` or ``error`` the message.
+    """
+
+    def __init__(self, layer: QgsVectorLayer, predicted: str, reference: str, weighting: str,
+                 class_areas_path: Optional[str], on_done):
+        super().__init__(f"ThermoCrop: accuracy of {layer.name()}", QgsTask.CanCancel)
+        self.source = QgsVectorLayerFeatureSource(layer)
+        self.crs = layer.crs()
+        self.title = f"{layer.name()} ({predicted} against {reference})"
+        self.predicted, self.reference = predicted, reference
+        self.weighting, self.class_areas_path = weighting, class_areas_path
+        self.needs_geometry = weighting == "area"
+        fields = layer.fields()
+        self.request = QgsFeatureRequest().setSubsetOfAttributes(
+            [fields.indexOf(predicted), fields.indexOf(reference)])
+        if not self.needs_geometry:
+            self.request.setFlags(QgsFeatureRequest.NoGeometry)
+        self.on_done = on_done
+        self.report = None
+        self.error: Optional[str] = None
+
+    def run(self) -> bool:
+        from ..core.accuracy import read_class_areas
+        from ..core.errors import CancelledError, ThermoCropError
+
+        try:
+            areas = read_class_areas(self.class_areas_path) if self.weighting == TABLE else None
+            self.report = assess_features(
+                self.source.getFeatures(self.request), self.crs, self.predicted, self.reference,
+                weighting="none" if self.weighting == TABLE else self.weighting, class_areas=areas,
+                area_unit="map units (table)" if areas is not None else None, title=self.title,
+                cancelled=self.isCanceled)
+            return True
+        except CancelledError:
+            return False
+        except ThermoCropError as exc:
+            self.error = str(exc)
+            return False
+        except Exception as exc:  # a worker thread must report, not crash QGIS
+            log.exception("Accuracy assessment failed")
+            self.error = f"{type(exc).__name__}: {exc}"
+            return False
+
+    def finished(self, ok: bool) -> None:
+        if self.on_done is not None:
+            self.on_done(self)
+
+
+class AccuracyWidget(QWidget):
+    """Accuracy assessment of a classified layer against a reference field.
+
+    Use: ``set_layer(layer, predicted_field, reference_field)`` (or let the user pick), then
+    ``assess()`` (or the *Assess* button) runs in a ``QgsTask``; ``reportReady(report)`` or
+    ``failed(message)`` follows and the report shows in the panel. ``save_report(path)`` (or
+    *Save report…*) writes ``path`` (HTML) and, beside it, ``<stem>.csv`` and
+    ``<stem>_matrix.csv``. Call ``shutdown()`` before the widget goes away.
+
+    Signals:
+        reportReady(object): the ``core.accuracy.AccuracyReport`` of a finished assessment.
+        failed(str): what went wrong (cancellation says "Cancelled").
+    """
+
+    reportReady = pyqtSignal(object)  # noqa: N815 (Qt naming)
+    failed = pyqtSignal(str)
+
+    def __init__(self, parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.task: Optional[AccuracyTask] = None
+        self.report = None
+
+        self.layer_combo = QgsMapLayerComboBox()
+        self.layer_combo.setFilters(QgsMapLayerProxyModel.VectorLayer)
+        self.layer_combo.setAllowEmptyLayer(True)
+        self.layer_combo.setToolTip("The classified layer: every feature is part of the map; "
+                                    "features with a reference class are the sample.")
+        self.predicted_combo = QgsFieldComboBox()
+        self.predicted_combo.setToolTip("Field with the map's (predicted) class, e.g. crop_pred.")
+        self.reference_combo = QgsFieldComboBox()
+        self.reference_combo.setToolTip("Field with the reference (ground truth) class; empty where "
+                                        "a parcel was not checked.")
+        self.weighting_combo = QComboBox()
+        for key, label in WEIGHTING_LABELS.items():
+            self.weighting_combo.addItem(label, key)
+        self.weighting_combo.addItem("Map class areas: from a table (CSV class,area)", TABLE)
+        self.weighting_combo.setToolTip(
+            "Where the map's class areas (the strata weights of the area-adjusted estimates) "
+            "come from: the layer's parcel areas or counts, a table of class areas (e.g. of a "
+            "larger map), or none (sample scores only).")
+        self.areas_file = QgsFileWidget()
+        self.areas_file.setFilter("CSV (*.csv);;All files (*)")
+        self.areas_file.setToolTip("CSV with a header; first column the class, second its area.")
+        self.areas_file.setEnabled(False)
+
+        self.assess_button = QPushButton("Assess")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.save_button = QPushButton("Save report…")
+        self.save_button.setEnabled(False)
+        self.status = QLabel("Choose the classified layer, its class field and the reference field.")
+        self.status.setWordWrap(True)
+        self.browser = QTextBrowser()
+        self.browser.setOpenLinks(False)
+
+        form = QFormLayout()
+        form.addRow("Classified layer", self.layer_combo)
+        form.addRow("Map (predicted) class", self.predicted_combo)
+        form.addRow("Reference class", self.reference_combo)
+        form.addRow("Weighting", self.weighting_combo)
+        form.addRow("Class-area table", self.areas_file)
+        buttons = QHBoxLayout()
+        for button in (self.assess_button, self.cancel_button, self.save_button):
+            buttons.addWidget(button)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addLayout(buttons)
+        layout.addWidget(self.status)
+        layout.addWidget(self.browser, 1)
+
+        self.layer_combo.layerChanged.connect(self._layer_changed)
+        self.weighting_combo.currentIndexChanged.connect(
+            lambda _: self.areas_file.setEnabled(self.weighting() == TABLE))
+        self.assess_button.clicked.connect(self.assess)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.save_button.clicked.connect(self._ask_save)
+        self._layer_changed(self.layer_combo.currentLayer())
+
+    # -- inputs --------------------------------------------------------------------------------
+
+    def set_layer(self, layer: Optional[QgsVectorLayer], predicted_field: Optional[str] = None,
+                  reference_field: Optional[str] = None) -> None:
+        """Show ``layer`` (a project layer) with these fields chosen (guessed when None)."""
+        self.layer_combo.setLayer(layer)
+        self._layer_changed(layer)
+        if predicted_field:
+            self.predicted_combo.setField(predicted_field)
+        if reference_field:
+            self.reference_combo.setField(reference_field)
+
+    def layer(self) -> Optional[QgsVectorLayer]:
+        return self.layer_combo.currentLayer()
+
+    def weighting(self) -> str:
+        """``"area"``, ``"count"``, ``"none"`` or ``"table"``."""
+        return self.weighting_combo.currentData()
+
+    def set_weighting(self, key: str, table: Optional[str] = None) -> None:
+        """Choose the weighting by key; ``table`` is the CSV for ``"table"``."""
+        index = self.weighting_combo.findData(key)
+        if index < 0:
+            raise ValueError(f"unknown weighting {key!r}")
+        self.weighting_combo.setCurrentIndex(index)
+        if table is not None:
+            self.areas_file.setFilePath(str(table))
+
+    def _layer_changed(self, layer) -> None:
+        self.predicted_combo.setLayer(layer)
+        self.reference_combo.setLayer(layer)
+        if layer is not None:
+            predicted, reference = guess_fields(layer.fields().names())
+            self.predicted_combo.setField(predicted or "")
+            self.reference_combo.setField(reference or "")
+        self.assess_button.setEnabled(layer is not None and self.task is None)
+
+    # -- running -------------------------------------------------------------------------------
+
+    def check(self) -> Optional[str]:
+        """What is missing before an assessment can start, or None."""
+        layer = self.layer()
+        if layer is None or not layer.isValid():
+            return "Choose the classified layer."
+        predicted, reference = self.predicted_combo.currentField(), self.reference_combo.currentField()
+        if not predicted or not reference:
+            return "Choose both the map (predicted) class field and the reference class field."
+        if predicted == reference:
+            return "The map and reference fields are the same; choose the reference (ground truth) field."
+        if self.weighting() == "area" and layer.geometryType() != QgsWkbTypes.PolygonGeometry:
+            return ("Parcel areas need a polygon layer; weight by parcel count, give a class-area "
+                    "table or choose no weighting.")
+        if self.weighting() == TABLE and not Path(self.areas_file.filePath()).is_file():
+            return "Choose the CSV table of map class areas (class,area)."
+        return None
+
+    def assess(self) -> Optional[AccuracyTask]:
+        """Start the assessment in the background; None (with the reason shown) when it cannot."""
+        if self.task is not None:
+            return None
+        problem = self.check()
+        if problem:
+            self._fail(problem)
+            return None
+        layer = self.layer()
+        self.task = AccuracyTask(layer, self.predicted_combo.currentField(),
+                                 self.reference_combo.currentField(), self.weighting(),
+                                 self.areas_file.filePath() or None, self._finished)
+        self.assess_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        self.status.setText(f"Assessing {layer.name()}…")
+        self.status.setStyleSheet("")
+        QgsApplication.taskManager().addTask(self.task)
+        return self.task
+
+    def cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+
+    def shutdown(self) -> None:
+        """Cancel a running assessment and forget it (the widget is going away)."""
+        if self.task is not None:
+            self.task.on_done = None
+            self.task.cancel()
+            self.task = None
+
+    def _finished(self, task: AccuracyTask) -> None:
+        self.task = None
+        self.cancel_button.setEnabled(False)
+        self.assess_button.setEnabled(self.layer() is not None)
+        if task.report is None:
+            self._fail(task.error or "Cancelled: the assessment was stopped.")
+            return
+        self.show_report(task.report)
+
+    def show_report(self, report) -> None:
+        """Display ``report`` (a ``core.accuracy.AccuracyReport``) and allow saving it."""
+        from ..core.accuracy import report_html
+
+        self.report = report
+        self.browser.setHtml(report_html(report))
+        s = report.sample
+        text = (f"{s.n} reference parcels: overall accuracy {s.overall_accuracy:.3f}, "
+                f"kappa {s.kappa:.3f}")
+        if report.estimates is not None:
+            from ..core.accuracy import format_estimate
+
+            e = report.estimates
+            text += f"; area-adjusted {format_estimate(e.overall_accuracy, e.overall_accuracy_se)}"
+        self.status.setText(text + ".")
+        self.status.setStyleSheet("")
+        self.save_button.setEnabled(True)
+        QgsMessageLog.logMessage(f"Accuracy of {report.title}: {text}", "ThermoCrop", Qgis.Info)
+        self.reportReady.emit(report)
+
+    def _fail(self, message: str) -> None:
+        self.status.setText(message)
+        self.status.setStyleSheet("color: #b00020")
+        QgsMessageLog.logMessage(f"Accuracy assessment: {message}", "ThermoCrop", Qgis.Warning)
+        self.failed.emit(message)
+
+    # -- saving --------------------------------------------------------------------------------
+
+    def save_report(self, html_path) -> list[Path]:
+        """Write the shown report: ``html_path`` and, beside it, ``<stem>.csv`` and
+        ``<stem>_matrix.csv``. Returns the three paths."""
+        from ..core.accuracy import write_csv, write_html, write_matrix_csv
+
+        if self.report is None:
+            raise RuntimeError("No report to save yet; run the assessment first.")
+        html_path = Path(html_path)
+        if html_path.suffix.lower() not in (".html", ".htm"):
+            html_path = html_path.with_suffix(".html")
+        stem = html_path.with_suffix("")
+        return [write_html(self.report, html_path), write_csv(self.report, f"{stem}.csv"),
+                write_matrix_csv(self.report, f"{stem}_matrix.csv")]
+
+    def _ask_save(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save the accuracy report", "accuracy.html",
+                                              "HTML report (*.html)")
+        if not path:
+            return
+        from ..core.errors import ThermoCropError
+
+        try:
+            written = self.save_report(path)
+        except (ThermoCropError, OSError) as exc:
+            self._fail(f"The report could not be saved: {exc}")
+            return
+        self.status.setText("Saved " + ", ".join(str(p) for p in written))

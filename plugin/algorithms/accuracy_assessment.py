@@ -1,0 +1,164 @@
+"""``thermocrop:accuracyassessment``: a classified layer against its reference field, as an HTML
+report (the confusion matrix as a heat map) and CSV tables."""
+
+from __future__ import annotations
+
+import os
+
+from qgis.core import (
+    QgsFeatureRequest,
+    QgsProcessing,
+    QgsProcessingException,
+    QgsProcessingOutputNumber,
+    QgsProcessingParameterEnum,
+    QgsProcessingParameterFeatureSource,
+    QgsProcessingParameterField,
+    QgsProcessingParameterFile,
+    QgsProcessingParameterFileDestination,
+    QgsWkbTypes,
+)
+
+from ..accuracy import WEIGHTING_LABELS, assess_features
+from .base import ThermoCropAlgorithm
+
+WEIGHTINGS = tuple(WEIGHTING_LABELS)
+
+
+class AccuracyAssessment(ThermoCropAlgorithm):
+    """Confusion matrix, overall accuracy, kappa, per-class accuracies and F1, and area-adjusted
+    accuracy and class areas with 95 % confidence intervals."""
+
+    NAME = "accuracyassessment"
+    DISPLAY = "Accuracy assessment"
+    SUMMARY = (
+        "Compares the classes of a classified layer with reference (ground truth) classes: "
+        "confusion matrix, overall accuracy, kappa, and per class the user's accuracy "
+        "(1 - commission error), the producer's accuracy (1 - omission error) and F1. With the "
+        "map's class areas as strata weights it also gives area-adjusted accuracies and each "
+        "class's estimated area with 95 % confidence intervals (stratified estimators of "
+        "Olofsson et al. 2014, 'Good practices for estimating area and assessing accuracy of "
+        "land change'). Every feature is part of the map; the features whose reference field is "
+        "filled are the sample, which should be a random sample within each map class (or of "
+        "the whole map). Writes an HTML report with the matrix as a heat map and a CSV table.")
+    HELP = {
+        "INPUT": "The classified layer (e.g. the output of Classify parcels), with the reference "
+                 "class filled on the sampled features and empty elsewhere.",
+        "PREDICTED_FIELD": "Field holding the map's (predicted) class.",
+        "REFERENCE_FIELD": "Field holding the reference (ground truth) class, with the same "
+                           "class names as the map; empty where a feature was not checked.",
+        "WEIGHTING": "Where the map's class areas (strata weights) come from when no class-area "
+                     "table is given: the summed ellipsoidal area of the layer's features per "
+                     "predicted class (hectares; polygons only), their number, or no weighting "
+                     "(scores of the reference sample only).",
+        "CLASS_AREAS": "Optional CSV table of the map's class areas (header, then one row per "
+                       "class: class name, area in any unit, e.g. of a larger map the layer "
+                       "samples). Overrides WEIGHTING.",
+        "OUTPUT_HTML": "The report: summary, confusion matrix as a heat map, per-class and "
+                       "area-adjusted tables (one self-contained file).",
+        "OUTPUT_CSV": "Per-class table: counts, user's / producer's accuracy, F1, and the "
+                      "area-adjusted figures with the half-widths of their 95 % intervals; "
+                      "a last row 'overall'.",
+        "OUTPUT_MATRIX": "Optional CSV of the confusion matrix (rows map, columns reference).",
+    }
+
+    def initAlgorithm(self, config=None):  # noqa: N802
+        self.add(QgsProcessingParameterFeatureSource("INPUT", "Classified layer",
+                                                     [QgsProcessing.TypeVector]))
+        self.add(QgsProcessingParameterField("PREDICTED_FIELD", "Map (predicted) class field",
+                                             defaultValue="crop_pred", parentLayerParameterName="INPUT"))
+        self.add(QgsProcessingParameterField("REFERENCE_FIELD", "Reference class field",
+                                             parentLayerParameterName="INPUT"))
+        self.add(QgsProcessingParameterEnum("WEIGHTING", "Map class areas",
+                                            options=list(WEIGHTING_LABELS.values()), defaultValue=0))
+        self.add(QgsProcessingParameterFile("CLASS_AREAS", "Table of map class areas (CSV)",
+                                            fileFilter="CSV (*.csv);;All files (*)", optional=True))
+        self.add(QgsProcessingParameterFileDestination("OUTPUT_HTML", "Accuracy report",
+                                                       "HTML files (*.html)"))
+        self.add(QgsProcessingParameterFileDestination("OUTPUT_CSV", "Per-class table", "CSV files (*.csv)"))
+        self.add(QgsProcessingParameterFileDestination("OUTPUT_MATRIX", "Confusion matrix table",
+                                                       "CSV files (*.csv)", optional=True,
+                                                       createByDefault=False))
+        for name, label in (("OVERALL_ACCURACY", "Overall accuracy"), ("KAPPA", "Kappa"),
+                            ("ADJUSTED_OVERALL_ACCURACY", "Area-adjusted overall accuracy"),
+                            ("SAMPLE_SIZE", "Reference units")):
+            self.addOutput(QgsProcessingOutputNumber(name, label))
+
+    def checkParameterValues(self, parameters, context):  # noqa: N802
+        ok, message = super().checkParameterValues(parameters, context)
+        if not ok:
+            return ok, message
+        predicted = self.parameterAsString(parameters, "PREDICTED_FIELD", context)
+        reference = self.parameterAsString(parameters, "REFERENCE_FIELD", context)
+        if not predicted or not reference:
+            return False, "Choose both the map (predicted) class field and the reference class field."
+        if predicted == reference:
+            return False, ("The map and reference fields are the same field; choose the field holding "
+                           "the reference (ground truth) classes.")
+        table = self.parameterAsFile(parameters, "CLASS_AREAS", context)
+        if table and not os.path.isfile(table):
+            return False, f"The class-area table {table!r} does not exist; choose a CSV file or leave it empty."
+        return True, ""
+
+    def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
+        source = self.parameterAsSource(parameters, "INPUT", context)
+        if source is None:
+            raise QgsProcessingException("The classified layer could not be read; check INPUT.")
+        predicted = self.parameterAsString(parameters, "PREDICTED_FIELD", context)
+        reference = self.parameterAsString(parameters, "REFERENCE_FIELD", context)
+        fields = source.fields()
+        for name, what in ((predicted, "PREDICTED_FIELD"), (reference, "REFERENCE_FIELD")):
+            if fields.indexOf(name) < 0:
+                raise QgsProcessingException(f"The layer has no field {name!r} ({what}); its fields are "
+                                             f"{', '.join(fields.names())}.")
+        weighting = WEIGHTINGS[self.parameterAsEnum(parameters, "WEIGHTING", context)]
+        table = self.parameterAsFile(parameters, "CLASS_AREAS", context) or None
+        if (table is None and weighting == "area"
+                and QgsWkbTypes.geometryType(source.wkbType()) != QgsWkbTypes.PolygonGeometry):
+            raise QgsProcessingException("Map class areas from the layer need polygons; choose the parcel "
+                                         "count weighting, give CLASS_AREAS or choose no weighting.")
+        html_path = self.parameterAsFileOutput(parameters, "OUTPUT_HTML", context)
+        csv_path = self.parameterAsFileOutput(parameters, "OUTPUT_CSV", context)
+        matrix_path = self.parameterAsFileOutput(parameters, "OUTPUT_MATRIX", context)
+        request = QgsFeatureRequest().setSubsetOfAttributes([fields.indexOf(predicted),
+                                                             fields.indexOf(reference)])
+        if table is not None or weighting != "area":
+            request.setFlags(QgsFeatureRequest.NoGeometry)
+
+        def assess():
+            from ...core.accuracy import read_class_areas
+
+            areas = read_class_areas(table) if table else None
+            return assess_features(source.getFeatures(request), source.sourceCrs(), predicted, reference,
+                                   weighting=weighting, class_areas=areas,
+                                   area_unit="map units (table)" if areas is not None else None,
+                                   title=f"{source.sourceName()} ({predicted} against {reference})",
+                                   cancelled=feedback.isCanceled)
+
+        report = self.run_core(assess)
+        for warning in report.warnings:
+            feedback.pushWarning(warning)
+        s, e = report.sample, report.estimates
+        feedback.pushInfo(f"{s.n} reference units: overall accuracy {s.overall_accuracy:.4f}, "
+                          f"kappa {s.kappa:.4f}, macro F1 {s.macro_f1:.4f}")
+        if e is not None:
+            from ...core.accuracy import format_estimate
+
+            feedback.pushInfo("Area-adjusted overall accuracy "
+                              f"{format_estimate(e.overall_accuracy, e.overall_accuracy_se, 4)} (95 %)")
+
+        def write():
+            from ...core.accuracy import write_csv, write_html, write_matrix_csv
+
+            write_html(report, html_path)
+            write_csv(report, csv_path)
+            if matrix_path:
+                write_matrix_csv(report, matrix_path)
+
+        self.run_core(write)
+        results = {"OUTPUT_HTML": html_path, "OUTPUT_CSV": csv_path,
+                   "OVERALL_ACCURACY": s.overall_accuracy, "KAPPA": s.kappa,
+                   "ADJUSTED_OVERALL_ACCURACY": e.overall_accuracy if e is not None else None,
+                   "SAMPLE_SIZE": s.n}
+        if matrix_path:
+            results["OUTPUT_MATRIX"] = matrix_path
+        return results

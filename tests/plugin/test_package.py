@@ -1,0 +1,207 @@
+"""``make package``: the plugin zip's contents, the plugin repository's checks, and the zip installed
+into a fresh QGIS profile running its algorithms headless."""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import http.server
+import importlib.util
+import os
+import subprocess
+import sys
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load_packager():
+    spec = importlib.util.spec_from_file_location("package_plugin", ROOT / "scripts" / "package_plugin.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+packager = _load_packager()
+
+
+@pytest.fixture(scope="module")
+def plugin_zip(tmp_path_factory):
+    return packager.build_package(tmp_path_factory.mktemp("dist"))
+
+
+def test_zip_holds_only_what_the_plugin_runs_on(plugin_zip, tmp_path):
+    version = configparser.ConfigParser()
+    version.read(ROOT / "metadata.txt")
+    assert plugin_zip.name == f"thermocrop-{version['general']['version']}.zip"
+    names = zipfile.ZipFile(plugin_zip).namelist()
+    assert all(n.startswith("thermocrop/") for n in names)
+    inside = [n.removeprefix("thermocrop/") for n in names]
+    for excluded in ("tests/", "benchmarks/", "docs/img/", "scripts/", "training/commands/", "training/synth/"):
+        assert not any(n.startswith(excluded) for n in inside), excluded
+    assert not any(n.endswith(".pyc") or "__pycache__" in n for n in inside)
+    # Of the docs only the pages the plugin opens or names in its messages.
+    assert sorted(n for n in inside if n.endswith(".md")) == ["docs/accuracy.md", "docs/install.md",
+                                                              "docs/plugin.md"]
+    for needed in ("__init__.py", "metadata.txt", "LICENSE", "plugin/main.py", "plugin/provider.py",
+                   "plugin/algorithms/accuracy_assessment.py", "core/accuracy.py", "core/models.py",
+                   "training/train.py", "resources/models/default.tcm", "resources/icons/thermocrop.png"):
+        assert needed in inside, needed
+    # Every module a packaged module imports relatively is packaged too.
+    archive = zipfile.ZipFile(plugin_zip)
+    for name in (n for n in names if n.endswith(".py")):
+        tree = ast.parse(archive.read(name).decode("utf-8"))
+        package = name.split("/")[1:-1]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package[:len(package) - node.level + 1] if node.level > 1 else package
+                target = "/".join(["thermocrop", *base, *(node.module or "").split(".")]).rstrip("/")
+                assert f"{target}.py" in names or f"{target}/__init__.py" in names, (name, node.module)
+    assert "GNU GENERAL PUBLIC LICENSE" in archive.read("thermocrop/LICENSE").decode()
+    assert "or (at your option) any later version" in archive.read("thermocrop/LICENSE").decode()
+    # The same tree gives the same bytes.
+    again = packager.build_package(tmp_path)
+    assert again.read_bytes() == plugin_zip.read_bytes()
+
+
+def test_zip_passes_the_repository_checks(plugin_zip):
+    result = packager.check_package(plugin_zip)
+    assert result.errors == []
+    meta = result.metadata
+    assert meta["category"] in packager.CATEGORIES
+    assert "example.invalid" not in str(meta) and "repository" not in meta and "tracker" not in meta
+    # Without a public home, what the repository needs besides is listed, and a release refuses.
+    assert any(item.startswith("repository") for item in result.to_upload)
+    assert any(item.startswith("tracker") for item in result.to_upload)
+    assert not packager.check_package(plugin_zip, release=True).ok
+
+
+def _rewrite(source: Path, target: Path, change):
+    """Copy a zip, passing each (name, data) through ``change`` (None drops it, a list adds)."""
+    with zipfile.ZipFile(source) as src, zipfile.ZipFile(target, "w") as dst:
+        for name in src.namelist():
+            out = change(name, src.read(name))
+            for item in ([] if out is None else out if isinstance(out, list) else [out]):
+                dst.writestr(*item)
+    return target
+
+
+def _meta_change(old: str, new: str):
+    def change(name, data):
+        if name.endswith("metadata.txt"):
+            return name, data.decode().replace(old, new).encode()
+        return name, data
+    return change
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda n, d: None if n.endswith("LICENSE") else (n, d), "LICENSE is missing"),
+    (lambda n, d: [(n, d), ("thermocrop/core/__pycache__/x.cpython-311.pyc", b"")] if n.endswith("errors.py")
+     else (n, d), "compiled Python"),
+    (lambda n, d: [(n, d), ("other/readme.txt", b"")] if n.endswith("LICENSE") else (n, d), "one plugin folder"),
+    (lambda n, d: [(n, d), ("thermocrop/../evil.py", b"")] if n.endswith("LICENSE") else (n, d), "inside"),
+    (_meta_change("category=Vector", "category=Analysis"), "category 'Analysis'"),
+    (_meta_change("icon=resources/icons/thermocrop.png", "icon=resources/icons/thermocrop.svg"),
+     "PNG or JPEG"),
+    (_meta_change("icon=resources/icons/thermocrop.png", "icon=icon.png"), "not in the zip"),
+    (_meta_change("author=ThermoCrop developers", "author=a/b"), "slash"),
+    (_meta_change("[general]", "[general]\nrepository=http://repo"), "not a valid http(s) URL"),
+    (_meta_change("email=", "email=not-an-address\nold="), "not a valid address"),
+    (_meta_change("version=0.1.0", "version=first"), "dotted notation"),
+])
+def test_checks_catch_what_the_repository_refuses(plugin_zip, tmp_path, change, message):
+    bad = _rewrite(plugin_zip, tmp_path / "bad.zip", change)
+    result = packager.check_package(bad)
+    assert any(message in e for e in result.errors), result.errors
+
+
+class _Answers(http.server.BaseHTTPRequestHandler):
+    def do_HEAD(self):  # noqa: N802 (http.server API)
+        self.send_response(200 if self.path.startswith("/thermocrop") else 404)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_release_check_asks_each_url_on_a_local_server(plugin_zip, tmp_path):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answers)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_port}"
+    try:
+        assert packager.url_answers(f"{base}/thermocrop") and not packager.url_answers(f"{base}/gone")
+        good = packager.build_package(tmp_path / "good", overrides={
+            "email": "maintainers@thermocrop-plugin.eu", "repository": f"{base}/thermocrop",
+            "tracker": f"{base}/thermocrop/issues", "homepage": None})
+        result = packager.check_package(good, release=True, check_urls=True)
+        assert result.ok, result.errors
+        assert result.metadata["repository"] == f"{base}/thermocrop"
+        gone = packager.build_package(tmp_path / "gone", overrides={
+            "email": "maintainers@thermocrop-plugin.eu", "repository": f"{base}/thermocrop",
+            "tracker": f"{base}/gone"})
+        errors = packager.check_package(gone, release=True, check_urls=True).errors
+        assert errors == [f"tracker {base}/gone does not answer"]
+    finally:
+        server.shutdown()
+
+
+def test_make_package_writes_the_zip(tmp_path):
+    proc = subprocess.run(["make", "-s", "package", f"DIST={tmp_path}"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(list(tmp_path.glob("thermocrop-*.zip"))) == 1
+    assert "before uploading to plugins.qgis.org: repository" in proc.stdout
+
+
+@pytest.mark.qgis
+@pytest.mark.slow
+def test_zip_installed_in_a_fresh_profile_runs_headless(plugin_zip, tiny_region, tmp_path):
+    """Unpack the zip where QGIS's plugin manager puts plugins, with no other copy of ThermoCrop in
+    reach (no QGIS_PLUGINPATH, no editable install on the path), then classify with the shipped
+    model and assess the result through qgis_process."""
+    import csv
+    import sysconfig
+
+    import geopandas as gpd
+
+    from thermocrop.plugin.headless import qgis_process_program
+
+    config = tmp_path / "qgis-config"
+    plugins = config / "profiles" / "default" / "python" / "plugins"
+    plugins.mkdir(parents=True)
+    zipfile.ZipFile(plugin_zip).extractall(plugins)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("QGIS_PLUGINPATH", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+    # torch lives in the virtual environment; a PYTHONPATH entry does not run its .pth files,
+    # so the editable install of the checkout stays out of reach.
+    env.update(QGIS_CUSTOM_CONFIG_PATH=str(config), PYTHONPATH=sysconfig.get_paths()["purelib"],
+               QT_QPA_PLATFORM="offscreen")
+    program = qgis_process_program()
+
+    def qgis_process(*args, timeout=600):
+        proc = subprocess.run([program, *args], env=env, capture_output=True, text=True, timeout=timeout)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return proc.stdout
+
+    qgis_process("plugins", "enable", "thermocrop")
+    classified = tmp_path / "classified.gpkg"
+    qgis_process("run", "thermocrop:classifyparcels", "--", f"INPUT={tiny_region / 'parcels.gpkg'}",
+                 f"SCENE_FOLDER={tiny_region / 'scenes'}", f"WEATHER={tiny_region / 'weather.nc'}",
+                 f"OUTPUT={classified}")
+    out = qgis_process("run", "thermocrop:accuracyassessment", "--", f"INPUT={classified}",
+                       "PREDICTED_FIELD=crop_pred", "REFERENCE_FIELD=crop",
+                       f"OUTPUT_HTML={tmp_path / 'report.html'}", f"OUTPUT_CSV={tmp_path / 'report.csv'}")
+    # The modules ran from the unpacked zip: Python left its caches there.
+    assert list((plugins / "thermocrop" / "core").glob("__pycache__/accuracy*.pyc"))
+    frame = gpd.read_file(classified)
+    ok = frame["crop_status"] == "ok"
+    expected_oa = float((frame.loc[ok, "crop_pred"] == frame.loc[ok, "crop"]).mean())
+    rows = {r["class"]: r for r in csv.DictReader(open(tmp_path / "report.csv", newline=""))}
+    assert float(rows["overall"]["overall_accuracy"]) == pytest.approx(expected_oa, abs=1e-6)
+    assert int(rows["overall"]["n_mapped"]) == ok.sum()
+    assert "OVERALL_ACCURACY" in out

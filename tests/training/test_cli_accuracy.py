@@ -1,0 +1,83 @@
+"""``thermocrop accuracy`` on a GeoPackage written here."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from thermocrop.core.errors import InputError
+from thermocrop.training.cli import EXIT_INPUT, main
+
+gpd = pytest.importorskip("geopandas")
+
+
+@pytest.fixture
+def layer(tmp_path):
+    from shapely.geometry import box
+
+    # Map: 4 wheat parcels of 1 ha and 2 corn parcels of 4 ha; reference on five of them.
+    geoms = [box(i * 500, 0, i * 500 + 100, 100) for i in range(4)]
+    geoms += [box(3000 + i * 500, 0, 3000 + i * 500 + 200, 200) for i in range(2)]
+    frame = gpd.GeoDataFrame({"crop_pred": ["winter_wheat"] * 4 + ["corn"] * 2,
+                              "truth": ["winter_wheat", "winter_wheat", "corn", None, "corn", "corn"]},
+                             geometry=geoms, crs="EPSG:3035")
+    path = tmp_path / "classified.gpkg"
+    frame.to_file(path)
+    return path
+
+
+def test_accuracy_command_writes_reports(layer, tmp_path, capsys):
+    html = tmp_path / "report.html"
+    assert main(["accuracy", "--layer", str(layer), "--reference", "truth", "--html", str(html),
+                 "--matrix-csv", str(tmp_path / "m.csv"), "--json", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    assert "reference units 5  OA 0.8000" in out
+    rows = {r["class"]: r for r in csv.DictReader(open(tmp_path / "report.csv", newline=""))}
+    # Wheat stratum (4 ha of 12): 2 of 3 units wheat; corn (8 ha): 2 of 2 corn.
+    # Wheat area = 12 * (4/12 * 2/3) = 2.667 ha; corn = 12 - 2.667.
+    assert float(rows["winter_wheat"]["estimated_area"]) == pytest.approx(8 / 3, rel=1e-3)
+    assert float(rows["corn"]["estimated_area"]) == pytest.approx(12 - 8 / 3, rel=1e-3)
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["matrix"] == [[2, 0], [1, 2]] and data["classes"] == ["corn", "winter_wheat"]
+    assert html.read_text().startswith("<!DOCTYPE html>")
+    # An existing report is not replaced without --overwrite.
+    with pytest.raises(InputError, match="--overwrite"):
+        _run_raw(["accuracy", "--layer", str(layer), "--reference", "truth", "--html", str(html)])
+    assert main(["accuracy", "--layer", str(layer), "--reference", "truth", "--html", str(html),
+                 "--weighting", "count", "--overwrite"]) == 0
+    rows = {r["class"]: r for r in csv.DictReader(open(tmp_path / "report.csv", newline=""))}
+    assert float(rows["corn"]["map_area"]) == 2 and rows["corn"]["area_unit"] == "parcels"
+
+
+def _run_raw(argv):
+    """Run a command without main()'s error handling, so the exception itself is seen."""
+    from thermocrop.training.cli import build_parser
+
+    args = build_parser().parse_args(argv)
+    return args._run(args)
+
+
+def test_accuracy_command_errors(layer, tmp_path, capsys):
+    assert main(["accuracy", "--layer", str(tmp_path / "none.gpkg"), "--reference", "truth",
+                 "--html", str(tmp_path / "r.html")]) != 0
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["accuracy", "--layer", str(layer), "--reference", "crop",
+                 "--html", str(tmp_path / "r.html")]) != 0
+    err = capsys.readouterr().err
+    assert "no field 'crop'" in err and "truth" in err
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_points_need_count_weights(tmp_path, capsys):
+    from shapely.geometry import Point
+
+    path = tmp_path / "points.gpkg"
+    gpd.GeoDataFrame({"crop_pred": ["corn", "corn", "meadow"], "truth": ["corn", "meadow", "meadow"]},
+                     geometry=[Point(0, 0), Point(10, 0), Point(20, 0)], crs="EPSG:3035").to_file(path)
+    assert main(["accuracy", "--layer", str(path), "--reference", "truth", "--html", str(tmp_path / "a.html")]) == EXIT_INPUT
+    assert "weight the classes by parcel count" in capsys.readouterr().err
+    assert main(["accuracy", "--layer", str(path), "--reference", "truth", "--weighting", "count",
+                 "--html", str(tmp_path / "a.html")]) == 0
+    assert "reference units 3  OA 0.6667" in capsys.readouterr().out

@@ -1,0 +1,164 @@
+"""TimeMatch tiles built here from the format's description, imported and checked value by
+value: pixels (channels reordered by name, dates sorted, large parcels subsampled), day
+positions, GDD, labels (reference semantics), blocks and folds; hostile and broken files."""
+
+import os
+import pickle
+
+import numpy as np
+import pytest
+from fake_timematch import TM_BANDS, gdd_by_hand, make_tile, pixel_value
+
+from thermocrop.core.bands import S2_BANDS
+from thermocrop.core.crops import CROP_CLASSES
+from thermocrop.core.dataset import open_dataset
+from thermocrop.core.errors import InputError
+from thermocrop.training.cli import main
+from thermocrop.training.importers.safe_pickle import UnsafePickleError, safe_load
+from thermocrop.training.importers.timematch import import_timematch
+
+TILE = "denmark/32VNH/2017"
+DATES = [20170320, 20170105, 20170611]  # metadata order, not sorted
+SIZES = [3, 70, 1, 5]
+LABELS = [np.float64(1.0), np.float64("nan"), np.float64(7.0), np.float64(99.0)]
+BLOCKS = [4, 9, 4, 17]
+FOLDS = [{"train": [4, 17], "val": [9], "test": []}, {"train": [9], "val": [4], "test": [17]}]
+
+
+def series(i, days=200):
+    d = np.arange(days)
+    tmin = -6.0 + 0.1 * d + 0.5 * i
+    tmax = tmin + 7.0 + 0.05 * d
+    return tmin, tmax
+
+
+@pytest.fixture
+def tm_root(tmp_path):
+    root = tmp_path / "timematch"
+    tmin, tmax = zip(*(series(i) for i in range(4)))
+    tmin = [a.copy() for a in tmin]
+    tmax = [a.copy() for a in tmax]
+    tmin[1][30:33] = -9999.0  # a 3-day E-OBS gap: filled
+    tmax[3][150:156] = -9999.0  # 6 days missing before the last date: no weather
+    make_tile(root, TILE, dates=DATES, labels=LABELS, blocks=BLOCKS, sizes=SIZES, tmin=tmin, tmax=tmax,
+              folds=FOLDS)
+    (tmp_path / "dk.csv").write_text("code,class\n1,corn\n7,spring_oat\n3,winter_wheat\n")
+    return root
+
+
+def test_tile_equals_the_format_description(tm_root, tmp_path, capsys):
+    out = tmp_path / "DK1"
+    rc = main(["import", "timematch", str(tm_root), "--tile", "DK1", "--class-map", str(tmp_path / "dk.csv"),
+               "--out", str(out)])
+    assert rc == 0
+    assert "4 parcels x 3 dates x 64 pixel slots" in capsys.readouterr().out
+    ps = open_dataset(out)
+    sorted_dates = sorted(DATES)
+    assert [str(d) for d in ps.dates] == ["2017-01-05", "2017-03-20", "2017-06-11"]
+    positions = [4, 78, 161]  # days after 2017-01-01
+    assert ps.day_of_season.tolist() == positions
+    assert ps.parcel_ids.tolist() == ["1000", "1001", "1002", "1003"]
+    assert ps.bands == S2_BANDS and ps.classes == CROP_CLASSES
+    # corn; NaN code -> unknown; spring_oat is not among the nine -> dropped; 99 unmapped -> unknown
+    assert ps.labels.tolist() == [CROP_CLASSES.index("corn"), CROP_CLASSES.index("unknown"), -1,
+                                  CROP_CLASSES.index("unknown")]
+    assert ps.blocks.tolist() == BLOCKS
+    assert ps.meta["splits"] == FOLDS and ps.meta["tile"] == TILE
+    for i, s in enumerate(SIZES[:3]):  # parcel 3 has no weather (below)
+        for t_new, date in enumerate(sorted_dates):
+            t_old = DATES.index(date)
+            expect = np.array([[pixel_value(i, t_old, TM_BANDS.index(b), p) for p in range(s)] for b in S2_BANDS])
+            if s <= 64:
+                assert (ps.pixels[i, t_new, :, :s] == expect).all()
+                assert ps.pixel_mask[i, t_new, :s].all() and not ps.pixel_mask[i, t_new, s:].any()
+                assert (ps.pixels[i, t_new, :, s:] == 0).all()
+            else:  # 64 distinct pixels of the 70, the same ones on every date
+                got = ps.pixels[i, t_new]
+                cols = [int(np.flatnonzero((expect == got[:, [k]]).all(axis=0))[0]) for k in range(64)]
+                assert len(set(cols)) == 64 and ps.pixel_mask[i, t_new].all()
+                if t_new == 0:
+                    first = cols
+                assert cols == first
+    for i in range(3):
+        tmin, tmax = series(i)
+        if i == 1:
+            tmin = tmin.copy()
+            tmin[30:33] = np.interp([30, 31, 32], [29, 33], tmin[[29, 33]])
+        expect = [gdd_by_hand(tmin, tmax, p) for p in positions]
+        np.testing.assert_allclose(ps.gdd[i], expect, rtol=1e-5)
+        assert ps.status[i] == "ok" and ps.date_mask[i].all()
+    assert ps.status[3] == "no_weather" and not ps.date_mask[3].any() and not ps.pixel_mask[3].any()
+    assert (ps.pixels[3] == 0).all() and (ps.gdd[3] == 0).all()
+
+
+def test_numpy2_pickles_tile_classes_and_pixel_cap(tmp_path):
+    root = tmp_path / "tm"
+    tmin, tmax = zip(*(series(i) for i in range(2)))
+    make_tile(root, "france/31TCJ/2017", dates=[20170110, 20170301], labels=["BTH", "XYZ"], blocks=[0, 1],
+              sizes=[5, 2], tmin=tmin, tmax=tmax, numpy2=True)
+    assert b"numpy._core.multiarray" in (root / "france/31TCJ/2017/meta/metadata.pkl").read_bytes()
+    (root / "dataset_classes.json").write_text('{"france/31TCJ/2017": ["sunflowers", "unknown", "winter_wheat"]}')
+    out = import_timematch(root, "FR2", tmp_path / "FR2", class_map={"BTH": "winter_wheat"}, classes="tile",
+                           max_pixels=3, seed=5)
+    ps = open_dataset(out)
+    assert ps.classes == ("sunflowers", "unknown", "winter_wheat")
+    assert ps.labels.tolist() == [2, 1]
+    assert ps.pixels.shape == (2, 2, 10, 3)
+    assert ps.pixel_mask[1].sum(axis=1).tolist() == [2, 2]
+    again = open_dataset(import_timematch(root, "FR2", tmp_path / "FR2b", class_map={"BTH": "winter_wheat"},
+                                          classes="tile", max_pixels=3, seed=5))
+    assert (again.pixels[:] == ps.pixels[:]).all()  # same seed, same pixels
+
+
+class Hostile:
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_hostile_pickle_is_refused_before_anything_runs(tm_root, tmp_path):
+    marker = tmp_path / "ran"
+    Hostile.marker = marker
+    path = tm_root / TILE / "meta" / "metadata.pkl"
+    path.write_bytes(pickle.dumps({"dates": [20170105], "parcels": [Hostile()]}, protocol=2))
+    with pytest.raises(UnsafePickleError, match="system"):
+        safe_load(path)
+    with pytest.raises(InputError, match="refused"):
+        import_timematch(tm_root, TILE, tmp_path / "out", class_map=tmp_path / "dk.csv")
+    assert not marker.exists() and not (tmp_path / "out").exists()
+    for proto in (0, 4, 5):
+        path.write_bytes(pickle.dumps([1, Hostile()], protocol=proto))
+        with pytest.raises(UnsafePickleError):
+            safe_load(path)
+    assert not marker.exists()
+    path.write_bytes(b"\x80\x02}q\x00")  # truncated
+    with pytest.raises(InputError, match="cannot be read as a pickle"):
+        safe_load(path)
+
+
+def test_broken_stores_are_named_and_leave_nothing(tm_root, tmp_path):
+    store = tm_root / TILE / "data" / "2.zarr"
+    for f in store.iterdir():
+        f.unlink() if f.is_file() else None
+    (store / "zarr.json").write_text('{"zarr_format": 3}')
+    with pytest.raises(InputError, match="2.zarr is a zarr format 3 store"):
+        import_timematch(tm_root, TILE, tmp_path / "out", class_map=tmp_path / "dk.csv")
+    assert not (tmp_path / "out").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]
+    (store / "zarr.json").unlink()
+    store.rmdir()
+    with pytest.raises(InputError, match="2.zarr is missing"):
+        import_timematch(tm_root, TILE, tmp_path / "out", class_map=tmp_path / "dk.csv")
+    with pytest.raises(InputError, match="does not exist"):
+        import_timematch(tm_root, "austria/33UVP/2017", tmp_path / "out", class_map=tmp_path / "dk.csv")
+
+
+def test_country_preset_is_the_default_class_map(tmp_path):
+    root = tmp_path / "tm"
+    tmin, tmax = zip(*(series(i) for i in range(4)))
+    codes = [np.float64(1.0), np.float64("nan"), np.float64(3.0), np.float64(11.0)]  # Danish afgkode
+    make_tile(root, TILE, dates=[20170110, 20170301], labels=codes, blocks=[0, 0, 1, 1], sizes=[2, 2, 2, 2],
+              tmin=tmin, tmax=tmax)
+    ps = open_dataset(import_timematch(root, "DK1", tmp_path / "DK1"))
+    # 1 spring barley, NaN unknown, 3 spring oats (not among the nine: left out), 11 winter wheat
+    names = [CROP_CLASSES[i] if i >= 0 else None for i in ps.labels]
+    assert names == ["spring_barley", "unknown", None, "winter_wheat"]
