@@ -1,7 +1,7 @@
 """Partitioned runs on a Dask cluster: classification, extraction and GDD of large layers.
 
 The parcels are cut into partitions by tile and spatial strip (``extract.spatial_chunks``, the
-same chunks a one-process run makes, so the results are the same value for value). Each
+same chunks a one-process run makes, so the results are the same). Each
 partition runs as one Dask task on any worker and writes its result as a file of its own in
 a run folder (a Parquet table, or a dataset folder for extraction), atomically; at the end the
 client merges the partitions into the output in parcel order and publishes it whole.
@@ -496,8 +496,9 @@ def classify_partitioned(
             ``min_pixels``, ``scl_invalid``, ``weather_options`` as for ``classify_parcels``.
 
     Returns:
-        The :class:`ClassificationResult` (the same, value for value, as ``classify_parcels``
-        with the same ``chunk_size``), the run's summary and its folder.
+        The :class:`ClassificationResult` (the same as ``classify_parcels`` with the same
+        ``chunk_size``; probabilities bit for bit when torch runs on as many threads here as
+        on a worker, one), the run's summary and its folder.
     """
     from dataclasses import asdict
 
