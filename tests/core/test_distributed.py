@@ -193,14 +193,15 @@ def test_an_interrupted_run_resumes_from_its_partitions(region, cluster, one_pro
 
 def test_one_process_resume_without_a_cluster(region, one_process, tmp_path):
     stop = StopAfter(2)
-    with pytest.raises(CancelledError):
+    with one_thread(), pytest.raises(CancelledError):
         classify_partitioned(region["parcels"], region["scenes"], region["weather"], chunk_size=CHUNK,
                              run_folder=tmp_path / "run", cluster=ClusterOptions(), cancelled=stop.cancelled,
                              listener=stop)
     assert len(list((tmp_path / "run").glob("part-*.parquet"))) == 2
-    result, summary, _ = classify_partitioned(region["parcels"], region["scenes"], region["weather"],
-                                              chunk_size=CHUNK, run_folder=tmp_path / "run",
-                                              cluster=ClusterOptions(), resume=True)
+    with one_thread():  # partitions run here, in this process
+        result, summary, _ = classify_partitioned(region["parcels"], region["scenes"], region["weather"],
+                                                  chunk_size=CHUNK, run_folder=tmp_path / "run",
+                                                  cluster=ClusterOptions(), resume=True)
     assert (summary.resumed, summary.computed) == (2, 6)
     assert_same_result(result, one_process)
 
