@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from typing import IO, Iterator, Optional
+from typing import IO, Any, Iterator, Optional
 
 from ..core.progress import Progress
 
@@ -62,7 +62,7 @@ def progress_bar(description: str, unit: str = "%") -> Iterator[Progress]:
 
 
 @contextlib.contextmanager
-def partition_bar(description: str) -> Iterator["PartitionBar"]:
+def partition_bar(description: str) -> Iterator[Any]:
     """A tqdm bar counting the partitions of a partitioned run (``core.distributed``)."""
     from tqdm import tqdm
 

@@ -84,7 +84,7 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     """Options of partitioned runs on a Dask cluster (``core.distributed``)."""
     group = parser.add_argument_group("partitioned runs (Dask)")
     where = group.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=int, default=1,
+    where.add_argument("--workers", type=bounded("workers"), default=1,
                        help="worker processes of a Dask LocalCluster on this machine (default 1: one process, "
                             "no Dask)")
     where.add_argument("--scheduler", metavar="tcp://HOST:PORT",

@@ -72,7 +72,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="continue from the checkpoint beside --out (<stem>.ckpt)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing bundle (and its metrics and figures)")
-    parser.add_argument("--devices", type=int, default=1,
+    parser.add_argument("--devices", type=bounded("devices"), default=1,
                         help="train data-parallel in N processes on this machine (one per GPU "
                              "with CUDA, else an equal share of the CPU cores each); the batch "
                              "size stays the global batch (default 1; under torchrun, torchrun "
@@ -102,8 +102,6 @@ def run(args: argparse.Namespace) -> int:
 
     from pathlib import Path
 
-    if args.devices < 1:
-        raise ValueError("--devices must be at least 1")
     check_training_outputs(Path(args.out), overwrite=args.overwrite or args.resume,
                            inputs=[*args.data, *(args.val_data or [])])
     if args.devices > 1 and not under_torchrun():
