@@ -162,6 +162,52 @@ def classify_parcels(
         A :class:`ClassificationResult` in layer order.
     """
     progress = progress or Progress()
+    job = prepare_classification(parcels, scenes, weather, bundle, selected_ids=selected_ids, id_field=id_field,
+                                 max_pixels=max_pixels, seed=seed, min_valid_fraction=min_valid_fraction,
+                                 min_pixels=min_pixels, scl_invalid=scl_invalid, weather_options=weather_options,
+                                 missing_scl=missing_scl)
+    n, k = len(job.table), len(job.classes)
+    probabilities = np.full((n, k), np.nan, dtype=np.float32)
+    status = np.empty(n, dtype=object)
+    for idx, ps in iter_chunks(job.table, job.scenes, weather, job.settings, job.classes, job.meta, chunk_size,
+                               progress.sub(0.0, 0.95)):
+        status[idx] = ps.status
+        probabilities[idx] = predict_chunk(job.model, ps, batch_size, progress)
+        del ps
+    progress(1.0)
+    return assemble_result(job, status, probabilities)
+
+
+@dataclass
+class ClassificationJob:
+    """Everything a classification run needs besides the weather: checked once, before any scene is read."""
+
+    model: Any
+    classes: tuple[str, ...]
+    settings: Any
+    table: ParcelTable
+    scenes: list
+    meta: dict[str, Any]
+    warnings: tuple[str, ...]
+
+
+def prepare_classification(
+    parcels: Union[ParcelSource, ParcelTable],
+    scenes: SceneSource,
+    weather: Any,
+    bundle: Any = None,
+    *,
+    selected_ids: Optional[Sequence[Any]] = None,
+    id_field: Optional[str] = None,
+    max_pixels: int = 64,
+    seed: int = 0,
+    min_valid_fraction: float = 0.5,
+    min_pixels: int = 1,
+    scl_invalid: Sequence[int] = SCL_INVALID,
+    weather_options: Optional[dict[str, Any]] = None,
+    missing_scl: str = "warn",
+) -> ClassificationJob:
+    """Load the model and the parcels and find the scenes (arguments as :func:`classify_parcels`)."""
     model = _bundle(bundle)
     classes = tuple(model.config.classes)
     settings = _settings(max_pixels, seed, min_valid_fraction, min_pixels, scl_invalid=scl_invalid,
@@ -178,34 +224,37 @@ def classify_parcels(
     warnings = [w for w in (level_mismatch(model, scene_list), check_missing_scl(scene_list, missing_scl)) if w]
     for w in warnings:
         log.warning(w)
+    return ClassificationJob(model, classes, settings, table, scene_list, meta, tuple(warnings))
 
-    n, k = len(table), len(classes)
-    probabilities = np.full((n, k), np.nan, dtype=np.float32)
-    status = np.empty(n, dtype=object)
-    for idx, ps in iter_chunks(table, scene_list, weather, settings, classes, meta, chunk_size,
-                               progress.sub(0.0, 0.95)):
-        status[idx] = ps.status
-        ok = np.flatnonzero(ps.status == STATUS_OK)
-        for start in range(0, len(ok), PREDICT_BATCH):
-            part = ok[start:start + PREDICT_BATCH]
-            probabilities[idx[part]] = model.predict(ps.subset(part), batch_size=batch_size)
+
+def predict_chunk(model: Any, ps: Any, batch_size: int = 256, progress: Optional[Progress] = None) -> np.ndarray:
+    """Class probabilities ``(n, K)`` float32 of a chunk's pixel sets, NaN rows where not ``ok``."""
+    probabilities = np.full((len(ps), len(model.config.classes)), np.nan, dtype=np.float32)
+    ok = np.flatnonzero(ps.status == STATUS_OK)
+    for start in range(0, len(ok), PREDICT_BATCH):
+        part = ok[start:start + PREDICT_BATCH]
+        probabilities[part] = model.predict(ps.subset(part), batch_size=batch_size)
+        if progress is not None:
             progress.check()
-        del ps
-    progress(1.0)
+    return probabilities
 
+
+def assemble_result(job: ClassificationJob, status: np.ndarray, probabilities: np.ndarray) -> ClassificationResult:
+    """The :class:`ClassificationResult` of a whole layer from its statuses and probabilities."""
+    n, classes = len(job.table), job.classes
     ok = status == STATUS_OK
     best = np.where(ok, np.nan_to_num(probabilities, nan=-1.0).argmax(axis=1), 0)
     labels = np.where(ok, np.asarray(classes, dtype=object)[best], "")
     confidence = np.where(ok, probabilities[np.arange(n), best], np.nan).astype(np.float32)
     result = ClassificationResult(
-        parcel_ids=np.asarray(table.parcel_ids, dtype=str),
+        parcel_ids=np.asarray(job.table.parcel_ids, dtype=str),
         labels=labels.astype(str),
         confidence=confidence,
         probabilities=probabilities,
         status=status.astype(str),
         classes=classes,
-        rows=np.asarray(table.rows, dtype=np.int64),
-        warnings=tuple(warnings),
+        rows=np.asarray(job.table.rows, dtype=np.int64),
+        warnings=job.warnings,
     )
     log.info("Classified %d parcels: %s", n, result.counts())
     return result

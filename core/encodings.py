@@ -101,6 +101,9 @@ class RecurrentEncoding(nn.Module):
         """Encode ``(B, T)`` GDD (valid dates first, ``date_mask`` a prefix) to ``(B, T, 256)``."""
         pe = sinusoid(positions, self.width, self.tau)
         lengths = date_mask.sum(dim=1).clamp(min=1).cpu()
+        if bool((lengths == pe.shape[1]).all()):  # no padding: packing would change nothing
+            hidden, _ = self.gru(pe)
+            return self.out(hidden).repeat(1, 1, self.repeats)
         packed = nn.utils.rnn.pack_padded_sequence(pe, lengths, batch_first=True,
                                                    enforce_sorted=False)
         hidden, _ = self.gru(packed)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
@@ -584,9 +585,17 @@ def _extract_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], wea
 
 
 def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weather: Any,
-                settings: ExtractionSettings, progress: Optional[Progress]) -> _ChunkPixels:
-    """Read the pixels, masks and GDD of the parcels ``idx`` of ``table`` into compact buffers."""
+                settings: ExtractionSettings, progress: Optional[Progress],
+                stats: Optional[dict[str, float]] = None) -> _ChunkPixels:
+    """Read the pixels, masks and GDD of the parcels ``idx`` of ``table`` into compact buffers.
+
+    ``stats``, when given, receives what the chunk cost: ``windows`` read, ``window_pixels``
+    decoded (per band), ``read_cpu_s`` spent decoding and converting them and ``cpu_s`` in all.
+    """
     progress = progress or Progress()
+    cpu_start = time.process_time()
+    read_cpu = 0.0
+    n_windows = window_pixels = 0
     n, t_count, c_count, s = len(idx), len(scenes), len(S2_BANDS), settings.max_pixels
     dates = np.array([sc.date for sc in scenes], dtype="datetime64[D]")
     status = table.status[idx].copy()
@@ -653,10 +662,14 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
                         for window, pos, rr, cc in windows:
                             if pixel_mask[position[pos], t].all():
                                 continue
+                            read_start = time.process_time()
                             dn, scl = reader.read(window)
                             values, valid = to_reflectance(dn[:, rr, cc], product.offset,
                                                            None if scl is None else scl[rr, cc],
                                                            settings.scl_invalid)
+                            read_cpu += time.process_time() - read_start
+                            n_windows += 1
+                            window_pixels += int(window.width) * int(window.height)
                             if scl is None and product.level == "L2A" and settings.missing_scl == "bands":
                                 valid &= ~bright_cloud_mask(values)
                             # Earlier products and preferred grids win: fill only empty slots.
@@ -689,6 +702,9 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
         status[need] = STATUS_NO_WEATHER
     progress(1.0)
     status[status == ""] = STATUS_OK
+    if stats is not None:
+        stats.update(windows=n_windows, window_pixels=window_pixels, read_cpu_s=read_cpu,
+                     cpu_s=time.process_time() - cpu_start, parcel_dates=n * t_count)
     return _ChunkPixels(pixels, pixel_mask, offsets, date_mask, gdd, status.astype(str), np.asarray(idx))
 
 
@@ -734,21 +750,59 @@ def _meta(table: ParcelTable, scenes: list[Scene], weather: Any, settings: Extra
     }
 
 
-def spatial_chunks(table: ParcelTable, chunk_size: int) -> list[np.ndarray]:
-    """Split the parcels into chunks of nearby parcels (north-to-south strips).
+def _tiles_of(table: ParcelTable, usable: np.ndarray, grids: Sequence[Grid]) -> np.ndarray:
+    """``(len(usable),)`` index of the first grid whose footprint holds each parcel's bounding-box
+    centre; ``len(grids)`` for parcels on none."""
+    from rasterio.warp import transform_bounds
+
+    bounds = table.geometry.iloc[usable].bounds
+    cx = ((bounds["minx"] + bounds["maxx"]) / 2).to_numpy()
+    cy = ((bounds["miny"] + bounds["maxy"]) / 2).to_numpy()
+    tile = np.full(len(usable), len(grids), dtype=np.int64)
+    for k in reversed(range(len(grids))):  # the first grid wins where footprints overlap
+        t, g = grids[k].transform, grids[k]
+        left, right = sorted((t.c, t.c + t.a * g.width))
+        bottom, top = sorted((t.f, t.f + t.e * g.height))
+        x0, y0, x1, y1 = transform_bounds(g.crs, table.geometry.crs, left, bottom, right, top)
+        tile[(cx >= x0) & (cx <= x1) & (cy >= y0) & (cy <= y1)] = k
+    return tile
+
+
+def spatial_chunks(table: ParcelTable, chunk_size: int, grids: Sequence[Grid] = ()) -> list[np.ndarray]:
+    """Split the parcels into chunks of nearby parcels: by tile, then north-to-south strips.
 
     Nearby parcels share reading windows, so chunking in strips keeps the total decoding
-    close to one pass over each scene.
+    close to one pass over each scene; with several scene grids (tiles), a chunk holds the
+    parcels of one tile only, so that it reads the windows of that tile alone. Each chunk's
+    indices are sorted (layer order). The chunks depend only on the parcels, the grids and
+    ``chunk_size``, so every run (one process or partitioned) makes the same ones.
     """
     n = len(table)
     if n <= chunk_size:
         return [np.arange(n)]
     y = np.zeros(n)
+    tile = np.zeros(n, dtype=np.int64)
     usable = np.flatnonzero(table.status == "")
     if len(usable):
         y[usable] = table.geometry.iloc[usable].bounds["maxy"].to_numpy()
-    order = np.argsort(-y, kind="stable")
-    return [np.sort(order[i:i + chunk_size]) for i in range(0, n, chunk_size)]
+        if len(grids) > 1:
+            tile[usable] = _tiles_of(table, usable, grids)
+    chunks = []
+    for k in np.unique(tile):
+        members = np.flatnonzero(tile == k)
+        order = members[np.argsort(-y[members], kind="stable")]
+        chunks += [np.sort(order[i:i + chunk_size]) for i in range(0, len(order), chunk_size)]
+    return chunks
+
+
+def scene_grids(scenes: Sequence[Scene]) -> list[Grid]:
+    """The distinct grids (tiles) of ``scenes``, in the order they first appear."""
+    grids: list[Grid] = []
+    for sc in scenes:
+        for g in sc.grids:
+            if g not in grids:
+                grids.append(g)
+    return grids
 
 
 def extract_pixel_sets(
@@ -836,15 +890,27 @@ def iter_chunks(table: ParcelTable, scenes: list[Scene], weather: Any, settings:
     """
     progress = progress or Progress()
     select_season(scenes, settings.season_start)  # refuses scenes of several seasons
+    chunks = spatial_chunks(table, chunk_size, scene_grids(scenes))
+    for i, idx in enumerate(chunks):
+        yield from chunk_groups(table, idx, scenes, weather, settings, classes, meta,
+                                progress.sub(i / len(chunks), (i + 1) / len(chunks)), full_slots)
+
+
+def chunk_groups(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weather: Any,
+                 settings: ExtractionSettings, classes: Sequence[str], meta: dict[str, Any],
+                 progress: Optional[Progress] = None, full_slots: bool = False,
+                 stats: Optional[dict[str, float]] = None):
+    """Yield ``(indices, PixelSets)`` for the groups of one chunk ``idx`` (see :func:`iter_chunks`).
+
+    A partitioned run (``core.distributed``) calls it for one chunk per task, so that its
+    groups, and so every model batch, are those of a one-process run.
+    """
     dates = np.array([sc.date for sc in scenes], dtype="datetime64[D]")
     fixed = settings.max_pixels if full_slots else None
-    chunks = spatial_chunks(table, chunk_size)
-    for i, idx in enumerate(chunks):
-        chunk = _read_chunk(table, idx, scenes, weather, settings,
-                            progress.sub(i / len(chunks), (i + 1) / len(chunks)))
-        for rows in _slot_groups(chunk.slots, len(dates), fixed):
-            yield idx[rows], _pixel_sets(chunk, rows, table, dates, settings, classes, meta, fixed)
-        del chunk
+    chunk = _read_chunk(table, idx, scenes, weather, settings, progress, stats)
+    for rows in _slot_groups(chunk.slots, len(dates), fixed):
+        yield idx[rows], _pixel_sets(chunk, rows, table, dates, settings, classes, meta, fixed)
+    del chunk
 
 
 def extract_to_dataset(

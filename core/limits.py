@@ -81,7 +81,11 @@ LIMITS: dict[str, Limit] = {
     "sample_pixels": Limit(1, 1024, integer=True),
     "sample_dates": Limit(1, 366, integer=True),
     "lr": Limit(0.0, 10.0, above=True),
+    "mean_pixel_share": Limit(0.0, 1.0),
+    "season_window_share": Limit(0.0, 1.0),
     "jobs": Limit(1, 256, integer=True),
+    "devices": Limit(1, 1024, integer=True),
+    "workers": Limit(1, 4096, integer=True),
     # synthetic regions
     "parcels": Limit(9, 10_000_000, integer=True),
     "size": Limit(16, 100_000, integer=True, unit="pixels"),

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .encodings import FourierEncoding, RecurrentEncoding, SinusoidalEncoding
+from .pse_training import blocked_pixel_set_features, sum_over_ranks
 
 __all__ = [
     "VARIANTS",
@@ -30,6 +31,7 @@ __all__ = [
     "fast_inference_model",
     "shift_positions",
     "compact_valid_dates",
+    "set_statistics_group",
 ]
 
 VARIANTS: tuple[str, ...] = (
@@ -99,6 +101,9 @@ class LinearLayer(nn.Module):
 
     In training mode with a mask, the batch statistics come from the valid rows only, so the
     zero-filled slots of small parcels do not drag the mean and variance toward zero.
+    With ``stats_group`` set (a ``torch.distributed`` process group, see
+    ``set_statistics_group``) the training statistics are those of the batch of every rank
+    together, so data-parallel training computes the function of one process's global batch.
     After ``fold()`` the BatchNorm is merged into the linear layer (eval use only).
     """
 
@@ -106,13 +111,16 @@ class LinearLayer(nn.Module):
         super().__init__()
         self.linear = nn.Linear(in_features, out_features, bias=False)
         self.norm: nn.Module = nn.BatchNorm1d(out_features, momentum=momentum)
+        self.stats_group = None
 
     def forward(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Apply the layer; ``mask`` (same leading shape as ``x`` minus C) marks valid rows."""
         y = self.linear(x)
         norm = self.norm
         if isinstance(norm, nn.BatchNorm1d):
-            if self.training and mask is not None:
+            if self.training and self.stats_group is not None:
+                y = self._synced_batch_norm(y, mask, norm, self.stats_group)
+            elif self.training and mask is not None:
                 y = self._masked_batch_norm(y, mask, norm)
             else:
                 y = norm(y.reshape(-1, y.shape[-1])).reshape(y.shape)
@@ -134,6 +142,27 @@ class LinearLayer(nn.Module):
             m = norm.momentum if norm.momentum is not None else 0.1
             norm.running_mean.mul_(1 - m).add_(m * mean.detach())
             norm.running_var.mul_(1 - m).add_(m * var.detach() * n / max(n - 1, 1))
+            norm.num_batches_tracked += 1
+        return (y - mean) * torch.rsqrt(var + norm.eps) * norm.weight + norm.bias
+
+    @staticmethod
+    def _synced_batch_norm(y: torch.Tensor, mask: Optional[torch.Tensor], norm: nn.BatchNorm1d,
+                           group) -> torch.Tensor:
+        # Sums over the rows of every rank (differentiable), centred in a second reduction as
+        # a single process's variance is.
+        valid = (y[mask] if mask is not None else y.reshape(-1, y.shape[-1])).float()
+        count = torch.tensor([float(valid.shape[0])], dtype=torch.float64, device=y.device)
+        torch.distributed.all_reduce(count, group=group)
+        n = float(count.item())
+        if n < 2:  # nothing to learn from on any rank: running statistics
+            return F.batch_norm(y.reshape(-1, y.shape[-1]), norm.running_mean, norm.running_var,
+                                norm.weight, norm.bias, False, 0.0, norm.eps).reshape(y.shape)
+        mean = sum_over_ranks(valid.sum(dim=0), group) / n
+        var = sum_over_ranks((valid - mean).square().sum(dim=0), group) / n
+        with torch.no_grad():
+            m = norm.momentum if norm.momentum is not None else 0.1
+            norm.running_mean.mul_(1 - m).add_(m * mean.detach())
+            norm.running_var.mul_(1 - m).add_(m * var.detach() * n / (n - 1))
             norm.num_batches_tracked += 1
         return (y - mean) * torch.rsqrt(var + norm.eps) * norm.weight + norm.bias
 
@@ -178,6 +207,9 @@ class PixelSetEncoder(nn.Module):
             LinearLayer(a, b, cfg.bn_momentum) for a, b in zip(widths[:-1], widths[1:]))
         self.concat_gdd = concat_gdd
         self.fold_chunk = 128
+        # Training on the CPU runs the per-pixel layers block by block (core.pse_training);
+        # False keeps the plain autograd path (same function, slower).
+        self.blocked_training = True
         self.mlp2 = LinearLayer(2 * widths[-1] + int(concat_gdd), cfg.mlp2, cfg.bn_momentum)
 
     def forward(self, pixels: torch.Tensor, pixel_mask: torch.Tensor,
@@ -185,15 +217,26 @@ class PixelSetEncoder(nn.Module):
         """Encode ``pixels (N, C, S)``, ``pixel_mask (N, S)`` (``gdd (N,)``) to ``(N, mlp2)``."""
         if all(isinstance(layer.norm, nn.Identity) for layer in self.mlp1):
             return self._forward_folded(pixels, pixel_mask, gdd)
-        x = pixels.transpose(1, 2)
-        for layer in self.mlp1:
-            x = layer(x, pixel_mask)
-        mean, std = masked_mean_std(x, pixel_mask)
-        parts = [mean, std]
+        if self._use_blocked(pixels, pixel_mask):
+            parts = [blocked_pixel_set_features(self.mlp1, pixels, pixel_mask,
+                                                group=self.mlp1[0].stats_group)]
+        else:
+            x = pixels.transpose(1, 2)
+            for layer in self.mlp1:
+                x = layer(x, pixel_mask)
+            parts = list(masked_mean_std(x, pixel_mask))
         if self.concat_gdd:
-            parts.append(gdd.to(x.dtype).unsqueeze(-1))
+            parts.append(gdd.to(pixels.dtype).unsqueeze(-1))
         return self.mlp2(torch.cat(parts, dim=-1))
 
+    def _use_blocked(self, pixels: torch.Tensor, pixel_mask: torch.Tensor) -> bool:
+        return (self.training and self.blocked_training and pixels.device.type == "cpu"
+                and not pixels.requires_grad and pixels.dtype == torch.float32
+                and not torch.is_autocast_enabled("cpu")
+                and all(isinstance(layer.norm, nn.BatchNorm1d) for layer in self.mlp1)
+                # Data-parallel, every rank must take the same path (their collectives must
+                # match), whatever the pixels of its own slice.
+                and (self.mlp1[0].stats_group is not None or int(pixel_mask.sum()) >= 2))
 
     def _forward_folded(self, pixels: torch.Tensor, pixel_mask: torch.Tensor,
                         gdd: Optional[torch.Tensor]) -> torch.Tensor:
@@ -338,16 +381,28 @@ class CropClassifier(nn.Module):
         Returns:
             ``(B, K)`` logits.
         """
-        date_mask, pixels, pixel_mask, day_of_season, gdd = compact_valid_dates(
-            date_mask.bool(), pixels, pixel_mask.bool(), day_of_season, gdd)
+        date_mask, pixel_mask = date_mask.bool(), pixel_mask.bool()
+        # Every date valid (the usual training batch): the compaction and selection below are
+        # the identity, and views instead of gathers save copies of the pixels.
+        every_date = bool(date_mask.all())
+        if not every_date:
+            date_mask, pixels, pixel_mask, day_of_season, gdd = compact_valid_dates(
+                date_mask, pixels, pixel_mask, day_of_season, gdd)
         b, t = date_mask.shape
         # Only valid dates go through the per-date layers, so padding never enters
         # BatchNorm statistics and costs no compute.
-        sel_pixels, sel_mask = pixels[date_mask], pixel_mask[date_mask]
-        sel_gdd = gdd[date_mask] if self.pse.concat_gdd else None
+        if every_date:
+            sel_pixels, sel_mask = pixels.flatten(0, 1), pixel_mask.flatten(0, 1)
+            sel_gdd = gdd.flatten() if self.pse.concat_gdd else None
+        else:
+            sel_pixels, sel_mask = pixels[date_mask], pixel_mask[date_mask]
+            sel_gdd = gdd[date_mask] if self.pse.concat_gdd else None
         emb = self.ltae.in_projection(self.pse(sel_pixels, sel_mask, sel_gdd))
-        h = emb.new_zeros((b, t, emb.shape[-1]))
-        h[date_mask] = emb
+        if every_date:
+            h = emb.view(b, t, emb.shape[-1])
+        else:
+            h = emb.new_zeros((b, t, emb.shape[-1]))
+            h[date_mask] = emb
         if self.positional is not None:
             positions = day_of_season if self.uses_calendar else gdd
             pe = self.positional(positions, date_mask)
@@ -387,6 +442,15 @@ def shift_positions(day_of_season: torch.Tensor, max_shift: int = 60,
     shift = torch.randint(-max_shift, max_shift + 1, (day_of_season.shape[0], 1),
                           generator=generator, device="cpu").to(day_of_season.device)
     return day_of_season + shift.to(day_of_season.dtype)
+
+
+def set_statistics_group(model: nn.Module, group) -> None:
+    """Make every ``LinearLayer`` of ``model`` take its training BatchNorm statistics over
+    the batches of all ranks of ``group`` (a ``torch.distributed`` process group; None:
+    this process's batch only)."""
+    for module in model.modules():
+        if isinstance(module, LinearLayer):
+            module.stats_group = group
 
 
 def fast_inference_model(model: CropClassifier) -> CropClassifier:

@@ -71,6 +71,26 @@ def _sample_points(bounds: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     return xs.ravel(), ys.ravel()
 
 
+def check_weather_file(weather: Any) -> Optional[Path]:
+    """The weather file exists and can be read (a stat; checked first, before slower checks).
+
+    Returns:
+        The path, or None when ``weather`` is not a path (temperatures already read).
+
+    Raises:
+        WeatherError: the file is missing, a folder, or not readable.
+    """
+    if weather is None or not isinstance(weather, (str, os.PathLike)):
+        return None
+    path = Path(weather)
+    if not path.is_file():
+        raise WeatherError(f"Weather file {path} does not exist"
+                           + (" (it is a folder)" if path.is_dir() else "") + "; give a NetCDF or station CSV file.")
+    if not os.access(path, os.R_OK):
+        raise WeatherError(f"Weather file {path} cannot be read (permission denied).")
+    return path
+
+
 def check_weather(weather: Any, *, crs: Any, bounds: Optional[Sequence[float]], dates: Optional[np.ndarray],
                   season_start: Any, weather_options: Optional[dict] = None) -> Optional[str]:
     """Read the weather file at a few points of the parcels' extent for the season's days.
@@ -91,12 +111,7 @@ def check_weather(weather: Any, *, crs: Any, bounds: Optional[Sequence[float]], 
         return None
     if not isinstance(weather, (str, os.PathLike)):
         return None  # temperatures already read
-    path = Path(weather)
-    if not path.is_file():
-        raise WeatherError(f"Weather file {path} does not exist"
-                           + (" (it is a folder)" if path.is_dir() else "") + "; give a NetCDF or station CSV file.")
-    if not os.access(path, os.R_OK):
-        raise WeatherError(f"Weather file {path} cannot be read (permission denied).")
+    path = check_weather_file(weather)
     options = dict(weather_options or {})
     if dates is None or len(dates) == 0:
         first, last = record_period(path, tmin_var=options.get("tmin_var"), date_var=options.get("date_var"))
@@ -158,6 +173,8 @@ def check_inputs(
 
     t0 = time.perf_counter()
     result = Preflight()
+    # A missing weather file is found by a stat; no need to load the model or list scenes first.
+    check_weather_file(weather)
 
     if need_bundle or bundle is not None:
         from .bundle import default_bundle_path, load_bundle

@@ -200,6 +200,12 @@ def check_vector_output(
         OutputError: unknown format, unusable path, an input, an existing output without
             ``overwrite``, an existing GeoPackage that is not one, or clashing field names.
     """
+    from .geoparquet import PARQUET_SUFFIX, is_parquet
+
+    if is_parquet(out):  # written through pyarrow, not OGR (GDAL 3.6 has no Parquet driver)
+        path = check_output(out, what="output", suffixes=(PARQUET_SUFFIX,), overwrite=overwrite, inputs=inputs)
+        return VectorTarget(path=path, driver="Parquet", layer=layer or path.stem,
+                            fields=output_field_names("Parquet", list(fields)), overwrite=overwrite)
     driver = ogr_driver(out)
     replaceable = [r for r in replaceable if r]
     candidate = Path(os.path.realpath(os.fspath(out)))
@@ -740,6 +746,10 @@ def write_with_fields(
     """
     import geopandas as gpd
 
+    from .geoparquet import is_parquet, write_geoparquet
+
+    if is_parquet(out):
+        return write_geoparquet(parcels, fields, out, overwrite=overwrite, layer=layer, inputs=inputs)
     frame = parcels if isinstance(parcels, gpd.GeoDataFrame) else None
     source = None if frame is not None else Path(parcels)
     source_layer = layer

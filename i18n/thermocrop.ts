@@ -159,58 +159,113 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="124"/>
-        <source>{field} is of type {have} but ThermoCrop writes {want} there</source>
+        <location filename="../plugin/dependencies.py" line="69"/>
+        <source>ThermoCrop needs Python 3.9 or newer; this QGIS runs Python {version}. Install QGIS 3.22 or newer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="124"/>
-        <source>text</source>
+        <location filename="../plugin/dependencies.py" line="72"/>
+        <source>PyTorch publishes no wheels for Windows on ARM; run QGIS for x86-64 (it runs emulated on Windows on ARM).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="124"/>
-        <source>decimals</source>
+        <location filename="../plugin/dependencies.py" line="77"/>
+        <source>PyTorch&apos;s last release for Intel Macs (torch {torch}) has no wheels for Python {version}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="136"/>
+        <location filename="../plugin/dependencies.py" line="118"/>
+        <source>install the OSGeo4W package {package} (built on QGIS&apos;s GDAL) with the OSGeo4W setup of your QGIS: run its bin\setup.bat (or the OSGeo4W network installer, Advanced Install) as administrator, e.g. setup.bat -q -k -P {package}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="123"/>
+        <source>it comes with the official QGIS macOS package; reinstall QGIS from qgis.org (a QGIS built with Homebrew or MacPorts needs its own package, e.g. {package})</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="126"/>
+        <source>Debian/Ubuntu: apt install {package}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="143"/>
+        <source>numpy comes with QGIS; reinstall QGIS</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="316"/>
+        <source>; tried {candidates}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="317"/>
+        <source> under {prefix}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="318"/>
+        <source>Cannot find the Python {version} interpreter QGIS runs on{detail}. Install the packages by hand (see docs/install.md).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="361"/>
+        <source>pip is missing; running {command}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="373"/>
+        <source>{python} has no pip and ensurepip could not install it ({output}). Windows: add the OSGeo4W package python3-pip; Debian/Ubuntu: apt install python3-pip.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="425"/>
+        <source>All ThermoCrop requirements are installed.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="426"/>
+        <source>ThermoCrop cannot classify yet; these Python packages are missing:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="437"/>
+        <source>Install them from the ThermoCrop dock (&apos;Install missing packages&apos;), or run with QGIS&apos;s Python: {command}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="558"/>
+        <source>Installing ThermoCrop packages</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="121"/>
         <source>{field} is longer than a shapefile field name may be ({n} characters)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="139"/>
+        <location filename="../plugin/dock.py" line="124"/>
         <source>the probability fields (p_&lt;class&gt;, crop_margin, crop_entropy) do not fit shapefile field names</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="160"/>
+        <location filename="../plugin/dock.py" line="145"/>
         <source>{layer} cannot be edited; write a new layer file instead.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="168"/>
+        <location filename="../plugin/dock.py" line="153"/>
         <source>ThermoCrop classification</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="185"/>
+        <location filename="../plugin/dock.py" line="170"/>
         <source>Saving {layer} failed: {errors}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="214"/>
-        <source>{path} is a folder; choose a file name.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="217"/>
-        <source>The folder {folder} does not exist; choose an existing folder.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="219"/>
-        <source>The folder {folder} cannot be written to; choose another folder.</source>
+        <location filename="../plugin/dock.py" line="222"/>
+        <source>The parcel layer {layer}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -219,127 +274,127 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="465"/>
+        <location filename="../plugin/dock.py" line="477"/>
         <source>Classify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="312"/>
+        <location filename="../plugin/dock.py" line="315"/>
         <source>Explain</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="334"/>
+        <location filename="../plugin/dock.py" line="337"/>
         <source>Accuracy assessment: {message}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="337"/>
+        <location filename="../plugin/dock.py" line="340"/>
         <source>Accuracy assessment finished; the report is on the Accuracy tab.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="340"/>
+        <location filename="../plugin/dock.py" line="352"/>
         <source>Accuracy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="368"/>
+        <location filename="../plugin/dock.py" line="380"/>
         <source>Input</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="372"/>
+        <location filename="../plugin/dock.py" line="384"/>
         <source>Polygon layer of the project whose parcels are classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="491"/>
+        <location filename="../plugin/dock.py" line="503"/>
         <source>Parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="375"/>
+        <location filename="../plugin/dock.py" line="387"/>
         <source>Selected features only</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="383"/>
+        <location filename="../plugin/dock.py" line="395"/>
         <source>Ticked scenes are used: the project&apos;s Sentinel-2 rasters and added files or folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="385"/>
+        <location filename="../plugin/dock.py" line="397"/>
         <source>Scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="387"/>
+        <location filename="../plugin/dock.py" line="399"/>
         <source>Add files…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="388"/>
+        <location filename="../plugin/dock.py" line="400"/>
         <source>Add folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="400"/>
+        <location filename="../plugin/dock.py" line="412"/>
         <source>Temperatures (*.nc *.nc4 *.csv);;All files (*)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="401"/>
+        <location filename="../plugin/dock.py" line="413"/>
         <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="403"/>
+        <location filename="../plugin/dock.py" line="415"/>
         <source>Weather</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="410"/>
+        <location filename="../plugin/dock.py" line="422"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="412"/>
+        <location filename="../plugin/dock.py" line="424"/>
         <source>ThermoCrop model (*.tcm)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="413"/>
+        <location filename="../plugin/dock.py" line="425"/>
         <source>empty: the shipped model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="422"/>
+        <location filename="../plugin/dock.py" line="434"/>
         <source>Output</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="424"/>
+        <location filename="../plugin/dock.py" line="436"/>
         <source>New layer file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="425"/>
+        <location filename="../plugin/dock.py" line="437"/>
         <source>Write the parcels with the result fields to a new file; the parcel layer is not changed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="427"/>
+        <location filename="../plugin/dock.py" line="439"/>
         <source>Fields of the parcel layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="428"/>
+        <location filename="../plugin/dock.py" line="440"/>
         <source>Add the result fields to the parcel layer and save it (in a running edit session: one undoable edit)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="437"/>
+        <location filename="../plugin/dock.py" line="449"/>
         <source>GeoPackage (*.gpkg);;Shapefile (*.shp);;GeoJSON (*.geojson);;FlatGeobuf (*.fgb)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -359,363 +414,363 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="450"/>
+        <location filename="../plugin/dock.py" line="462"/>
         <source>Class probabilities, margin and entropy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="451"/>
+        <location filename="../plugin/dock.py" line="463"/>
         <source>Also write p_&lt;class&gt; for every class, crop_margin (best minus second best probability) and crop_entropy (0 sure .. 1 undecided)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="467"/>
+        <location filename="../plugin/dock.py" line="479"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="481"/>
+        <location filename="../plugin/dock.py" line="493"/>
         <source>Install missing packages</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="486"/>
+        <location filename="../plugin/dock.py" line="498"/>
         <source>Parcels per class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="491"/>
+        <location filename="../plugin/dock.py" line="503"/>
         <source>Class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="491"/>
+        <location filename="../plugin/dock.py" line="503"/>
         <source>Share</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="496"/>
+        <location filename="../plugin/dock.py" line="508"/>
         <source>colour by class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="496"/>
+        <location filename="../plugin/dock.py" line="508"/>
         <source>colour by confidence</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="497"/>
+        <location filename="../plugin/dock.py" line="509"/>
         <source>The result layer&apos;s style: class colours, or red (unsure) to green (sure)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="500"/>
+        <location filename="../plugin/dock.py" line="512"/>
         <source>only below</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="501"/>
+        <location filename="../plugin/dock.py" line="513"/>
         <source>Show only the parcels whose confidence is below the threshold (a filter on the result layer; untick to show all)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="521"/>
+        <location filename="../plugin/dock.py" line="533"/>
         <source>Explain the selected parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="522"/>
+        <location filename="../plugin/dock.py" line="534"/>
         <source>Select one parcel on the map, then press this button</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="526"/>
+        <location filename="../plugin/dock.py" line="538"/>
         <source>Select one parcel of the classified layer to see its NDVI series against the calendar and against growing degree days, and the model&apos;s class probabilities.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="640"/>
+        <location filename="../plugin/dock.py" line="652"/>
         <source>Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="640"/>
+        <location filename="../plugin/dock.py" line="652"/>
         <source>Rasters (*.tif *.tiff *.jp2);;All (*)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="645"/>
+        <location filename="../plugin/dock.py" line="657"/>
         <source>Folder of Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="720"/>
+        <location filename="../plugin/dock.py" line="732"/>
         <source>No model at {path}; choose a .tcm file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="725"/>
+        <location filename="../plugin/dock.py" line="737"/>
         <source>Model not available: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="728"/>
+        <location filename="../plugin/dock.py" line="740"/>
         <source>not recorded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="751"/>
+        <location filename="../plugin/dock.py" line="763"/>
         <source>Installing into {folder} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="756"/>
+        <location filename="../plugin/dock.py" line="768"/>
         <source>Packages installed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="759"/>
+        <location filename="../plugin/dock.py" line="771"/>
         <source>pip failed ({code}); its output is in the ThermoCrop log:
 {tail}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="769"/>
+        <location filename="../plugin/dock.py" line="781"/>
         <source>empty: {name} beside the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="769"/>
+        <location filename="../plugin/dock.py" line="781"/>
         <source>choose a file (.gpkg, .shp, .geojson, .fgb)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="786"/>
+        <location filename="../plugin/dock.py" line="805"/>
         <source>Choose a parcel layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="789"/>
+        <location filename="../plugin/dock.py" line="808"/>
         <source>No feature of {layer} is selected; select parcels or untick &apos;Selected features only&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="794"/>
+        <location filename="../plugin/dock.py" line="813"/>
         <source>Search the catalogue first (Search), or untick &apos;Search a catalogue&apos; to use scene files.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="798"/>
+        <location filename="../plugin/dock.py" line="817"/>
         <source>Tick or add at least one Sentinel-2 scene.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="802"/>
-        <source>The scene {path} does not exist; untick it or add it again.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="807"/>
+        <location filename="../plugin/dock.py" line="821"/>
         <source>Choose a daily temperature file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="810"/>
-        <source>The temperature file {path} does not exist; choose an existing file.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="815"/>
-        <source>The model {path} does not exist; choose a .tcm file or leave the field empty.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="820"/>
+        <location filename="../plugin/dock.py" line="826"/>
         <source>The class, confidence and status fields need three different names.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="827"/>
+        <location filename="../plugin/dock.py" line="834"/>
         <source>{layer} is not a file layer; choose the new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="836"/>
-        <source>Not started: {path} exists and is not to be replaced.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="841"/>
+        <location filename="../plugin/dock.py" line="839"/>
         <source>{layer} is read-only; choose &apos;New layer file&apos; to write the result.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="848"/>
+        <location filename="../plugin/dock.py" line="844"/>
         <source>Cannot write into {layer}: {problems}. Choose other field names or a new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="853"/>
-        <source>Not started: the fields exist and are not to be overwritten.</source>
+        <location filename="../plugin/dock.py" line="855"/>
+        <source>The scene {path} does not exist; untick it or add it again.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="858"/>
+        <source>Checking the inputs …</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="874"/>
+        <source>Not started: {reason}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="879"/>
+        <source>Not started: {path} exists and is not to be replaced.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../plugin/dock.py" line="885"/>
+        <source>Not started: the fields exist and are not to be overwritten.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="940"/>
         <source>Classifying {n} parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="912"/>
+        <location filename="../plugin/dock.py" line="967"/>
         <source>The parcel layer was removed while classifying; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="916"/>
+        <location filename="../plugin/dock.py" line="971"/>
         <source>Cancelled; nothing was written and the layer was not changed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="919"/>
+        <location filename="../plugin/dock.py" line="974"/>
         <source>Classification failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="924"/>
+        <location filename="../plugin/dock.py" line="979"/>
         <source>{layer} (classified)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="926"/>
+        <location filename="../plugin/dock.py" line="981"/>
         <source>QGIS cannot open the written file {path}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="927"/>
+        <location filename="../plugin/dock.py" line="982"/>
         <source>the new layer {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="932"/>
+        <location filename="../plugin/dock.py" line="987"/>
         <source>{layer} (saved)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="933"/>
+        <location filename="../plugin/dock.py" line="988"/>
         <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="936"/>
+        <location filename="../plugin/dock.py" line="991"/>
         <source>Writing the result failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="948"/>
+        <location filename="../plugin/dock.py" line="1003"/>
         <source>Classified {done} of {n} parcels into {where}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="991"/>
+        <location filename="../plugin/dock.py" line="1046"/>
         <source>{qml} exists and was left as it is.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="993"/>
+        <location filename="../plugin/dock.py" line="1048"/>
         <source>Style saved to {qml}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="997"/>
+        <location filename="../plugin/dock.py" line="1052"/>
         <source>below 0.4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="997"/>
+        <location filename="../plugin/dock.py" line="1052"/>
         <source>0.4 to 0.6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="997"/>
+        <location filename="../plugin/dock.py" line="1052"/>
         <source>0.6 to 0.8</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="997"/>
+        <location filename="../plugin/dock.py" line="1052"/>
         <source>0.8 and above</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="997"/>
+        <location filename="../plugin/dock.py" line="1052"/>
         <source>not classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1026"/>
+        <location filename="../plugin/dock.py" line="1081"/>
         <source>{layer} is being edited; save or discard the edits to filter it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1030"/>
+        <location filename="../plugin/dock.py" line="1085"/>
         <source>{layer} cannot be filtered by its provider.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1036"/>
+        <location filename="../plugin/dock.py" line="1091"/>
         <source>{names} already exist(s). Overwrite?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1058"/>
+        <location filename="../plugin/dock.py" line="1113"/>
         <source>Reading the parcel's pixels …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1066"/>
+        <location filename="../plugin/dock.py" line="1121"/>
         <source>Explaining was cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1069"/>
+        <location filename="../plugin/dock.py" line="1124"/>
         <source>Cannot explain this parcel: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1091"/>
+        <location filename="../plugin/dock.py" line="1146"/>
         <source>against calendar date</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1096"/>
+        <location filename="../plugin/dock.py" line="1151"/>
         <source>growing degree days (°C·d)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1098"/>
+        <location filename="../plugin/dock.py" line="1153"/>
         <source>against thermal time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1109"/>
+        <location filename="../plugin/dock.py" line="1164"/>
         <source>class probability</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1119"/>
+        <location filename="../plugin/dock.py" line="1174"/>
         <source> of {layer}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1131"/>
+        <location filename="../plugin/dock.py" line="1186"/>
         <source>Select exactly one parcel of {layer} to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1133"/>
+        <location filename="../plugin/dock.py" line="1188"/>
         <source>Select exactly one parcel to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1137"/>
+        <location filename="../plugin/dock.py" line="1192"/>
         <source>Choose the scenes and the weather file on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -770,17 +825,22 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="94"/>
+        <location filename="../plugin/task.py" line="98"/>
         <source>ThermoCrop: classify parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="212"/>
+        <location filename="../plugin/task.py" line="176"/>
+        <source>the parcels</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/task.py" line="226"/>
         <source>ThermoCrop: explain a parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="233"/>
+        <location filename="../plugin/task.py" line="247"/>
         <source>Feature {fid} is no longer in {layer}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -800,6 +860,46 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="94"/>
+        <source>Choose both the map (predicted) class field and the reference class field.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="96"/>
+        <source>The map and reference fields are the same field; choose the field holding the reference (ground truth) classes.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="100"/>
+        <source>The class-area table {table!r} does not exist; choose a CSV file or leave it empty.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="107"/>
+        <source>The classified layer could not be read; check INPUT.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="113"/>
+        <source>The layer has no field {name!r} ({what}); its fields are {fields}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="120"/>
+        <source>Map class areas from the layer need polygons; choose the parcel count weighting, give CLASS_AREAS or choose no weighting.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="144"/>
+        <source>{n} reference units: overall accuracy {oa}, kappa {kappa}, macro F1 {f1}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="149"/>
+        <source>Area-adjusted overall accuracy {estimate} (95 %)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <location filename="algorithm_strings.py" line="3"/>
         <source>Crop classification</source>
         <translation type="unfinished"></translation>
@@ -815,6 +915,16 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
+        <location filename="../plugin/algorithms/base.py" line="170"/>
+        <source>The parcel layer {problem}; assign the right one first (Layer Properties &gt; Source, or Assign projection; a shapefile needs its .prj).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/base.py" line="189"/>
+        <source>Inputs checked in {seconds} s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <location filename="../plugin/algorithms/base.py" line="257"/>
         <source>Give either the temperature file {path!r} or the weather service {service}, not both.</source>
         <translation type="unfinished"></translation>
@@ -822,6 +932,11 @@
     <message>
         <location filename="../plugin/algorithms/base.py" line="262"/>
         <source>Give a daily temperature file (WEATHER), or choose a weather service (WEATHER_SERVICE).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/base.py" line="264"/>
+        <source>temperature file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -855,8 +970,148 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="398"/>
+        <location filename="../plugin/algorithms/base.py" line="383"/>
+        <source>The M (measure) values of the parcels are not written: {driver} files cannot hold them. Write a .gpkg, .shp, .fgb or .csv file to keep them.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/base.py" line="389"/>
+        <source>Writing feature {fid} failed: {error}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/base.py" line="409"/>
         <source>The {what} {path!r} does not exist; choose an existing file or folder.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="97"/>
+        <source>The model bundle {model!r} does not exist; choose a .tcm file or leave it empty.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="102"/>
+        <source>The class, confidence and status fields need three different, non-empty names.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="124"/>
+        <source>The parcel layer could not be read; check INPUT.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="137"/>
+        <source>Model: {variant}, classes {classes}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="140"/>
+        <source>{n} parcels, {scenes}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="189"/>
+        <source>Fields {fields} of the input are replaced by the new values.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="192"/>
+        <source>Field names as stored in this format: {names}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="198"/>
+        <source>Cancelled: nothing was written.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="238"/>
+        <source>Style saved to {qml}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/export_training_data.py" line="102"/>
+        <source>Give either the {preset} code table or the class map file {path}, not both.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/export_training_data.py" line="126"/>
+        <source>The dataset folder {out} is not empty; choose a new folder.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/export_training_data.py" line="146"/>
+        <source>{n} classes (labelled parcels with data):</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/export_training_data.py" line="150"/>
+        <source>Codes not in the class map, counted as unknown: {codes}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/export_training_data.py" line="153"/>
+        <source>Classes with fewer than {n} parcels, counted as unknown: {classes}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="71"/>
+        <source>Cannot read the dates {text!r}: write them as YYYY-MM-DD, separated by commas.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="97"/>
+        <source>Give either DATES or scenes, so that there are dates to compute GDD at.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="101"/>
+        <source>The cap temperature must be above the base temperature.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="164"/>
+        <source>GDD of {n} parcels at {dates} dates from {weather}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="176"/>
+        <source>{n} parcels have no usable temperatures (no grid cell with data within 25 km, or a gap of more than 3 days); their GDD fields stay empty. Features: {features}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/train_model.py" line="66"/>
+        <source>Give at least one dataset folder (separate several with &apos;;&apos;).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/train_model.py" line="67"/>
+        <source>dataset folder</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/train_model.py" line="80"/>
+        <source>{out} already exists; choose a new model file.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/train_model.py" line="94"/>
+        <source>No CUDA GPU is available to this QGIS; choose the cpu or auto device.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/train_model.py" line="99"/>
+        <source>Training {variant} on {n} parcels, {epochs} epochs of {steps} steps, device {device}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/train_model.py" line="103"/>
+        <source>Classes of the datasets: {classes}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/train_model.py" line="107"/>
+        <source>Model classes ({n}): {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>

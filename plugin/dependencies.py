@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from ..core.errors import DependencyError
+from .i18n import tr
 
 log = logging.getLogger(__name__)
 
@@ -65,16 +66,17 @@ def torch_requirement(python: tuple[int, int] = sys.version_info[:2], system: Op
     system = system or platform.system()
     machine = (machine or platform.machine()).lower()
     if python < MIN_PYTHON:
-        raise DependencyError(f"ThermoCrop needs Python 3.9 or newer; this QGIS runs Python "
-                              f"{python[0]}.{python[1]}. Install QGIS 3.22 or newer.")
+        raise DependencyError(tr("ThermoCrop needs Python 3.9 or newer; this QGIS runs Python {version}. "
+                                 "Install QGIS 3.22 or newer.").format(version=f"{python[0]}.{python[1]}"))
     if system == "Windows" and machine in ("arm64", "aarch64"):
-        raise DependencyError("PyTorch publishes no wheels for Windows on ARM; run QGIS for x86-64 "
-                              "(it runs emulated on Windows on ARM).")
+        raise DependencyError(tr("PyTorch publishes no wheels for Windows on ARM; run QGIS for x86-64 "
+                                 "(it runs emulated on Windows on ARM)."))
     if system == "Darwin":
         if machine == "x86_64":
             if python > (3, 12):
-                raise DependencyError(f"PyTorch's last release for Intel Macs (torch {TORCH_MACOS_INTEL}) "
-                                      f"has no wheels for Python {python[0]}.{python[1]}.")
+                raise DependencyError(tr("PyTorch's last release for Intel Macs (torch {torch}) has no wheels "
+                                         "for Python {version}.").format(torch=TORCH_MACOS_INTEL,
+                                                                         version=f"{python[0]}.{python[1]}"))
             return f"torch=={TORCH_MACOS_INTEL}"
         if macos is None:
             release = platform.mac_ver()[0]
@@ -113,14 +115,15 @@ def _system_hint(module: str, system: str) -> str:
     debian = {"rasterio": "python3-rasterio", "geopandas": "python3-geopandas", "numpy": "python3-numpy",
               "xarray": "python3-xarray", "netCDF4": "python3-netcdf4", "matplotlib": "python3-matplotlib"}
     if system == "Windows":
-        return (f"install the OSGeo4W package {osgeo4w.get(module, 'python3-' + module.lower())} (built on "
-                "QGIS's GDAL) with the OSGeo4W setup of your QGIS: run its bin\\setup.bat (or the OSGeo4W "
-                "network installer, Advanced Install) as administrator, e.g. setup.bat -q -k -P "
-                f"{osgeo4w.get(module, 'python3-' + module.lower())}")
+        return tr("install the OSGeo4W package {package} (built on QGIS's GDAL) with the OSGeo4W setup of your "
+                  "QGIS: run its bin\\setup.bat (or the OSGeo4W network installer, Advanced Install) as "
+                  "administrator, e.g. setup.bat -q -k -P {package}").format(
+            package=osgeo4w.get(module, "python3-" + module.lower()))
     if system == "Darwin":
-        return ("it comes with the official QGIS macOS package; reinstall QGIS from qgis.org (a QGIS "
-                "built with Homebrew or MacPorts needs its own package, e.g. py3-" + module.lower() + ")")
-    return f"Debian/Ubuntu: apt install {debian.get(module, 'python3-' + module.lower())}"
+        return tr("it comes with the official QGIS macOS package; reinstall QGIS from qgis.org (a QGIS built "
+                  "with Homebrew or MacPorts needs its own package, e.g. {package})").format(
+            package="py3-" + module.lower())
+    return tr("Debian/Ubuntu: apt install {package}").format(package=debian.get(module, "python3-" + module.lower()))
 
 
 def requirements_for(system: Optional[str] = None, python: tuple[int, int] = sys.version_info[:2],
@@ -140,7 +143,7 @@ def requirements_for(system: Optional[str] = None, python: tuple[int, int] = sys
     return (
         torch_req,
         Requirement("safetensors", "safetensors>=0.4"),
-        Requirement("numpy", "", "numpy comes with QGIS; reinstall QGIS"),
+        Requirement("numpy", "", tr("numpy comes with QGIS; reinstall QGIS")),
         Requirement("rasterio", "", _system_hint("rasterio", system)),
         Requirement("geopandas", "", _system_hint("geopandas", system)),
         Requirement("xarray", "xarray>=0.20" if pip_ok else "", _system_hint("xarray", system)),
@@ -309,10 +312,12 @@ def find_interpreter(system: Optional[str] = None, executable: Optional[Path] = 
         found = interpreter_version(candidate)
         if found == python:
             return candidate
-        tried.append(f"{candidate} ({'does not run' if found is None else 'Python %d.%d' % found})")
-    detail = "; tried " + ", ".join(tried) if tried else f" under {prefix}"
-    raise DependencyError(f"Cannot find the Python {python[0]}.{python[1]} interpreter QGIS runs on{detail}. "
-                          "Install the packages by hand (see docs/install.md).")
+        tried.append(f"{candidate} ({tr('does not run') if found is None else 'Python %d.%d' % found})")
+    detail = tr("; tried {candidates}").format(candidates=", ".join(tried)) if tried else \
+        tr(" under {prefix}").format(prefix=prefix)
+    raise DependencyError(tr("Cannot find the Python {version} interpreter QGIS runs on{detail}. Install the "
+                             "packages by hand (see docs/install.md).").format(
+        version=f"{python[0]}.{python[1]}", detail=detail))
 
 
 def python_executable() -> str:
@@ -353,7 +358,8 @@ def ensure_pip(executable: str, on_output: Optional[Callable[[str], None]] = Non
     say = on_output or (lambda line: None)
     output = []
     for extra in (["--user"], []):
-        say(f"pip is missing; running {executable} -m ensurepip {' '.join(extra)}".rstrip())
+        say(tr("pip is missing; running {command}").format(
+            command=f"{executable} -m ensurepip {' '.join(extra)}".rstrip()))
         try:
             proc = subprocess.run([executable, "-m", "ensurepip", "--upgrade", *extra], capture_output=True,
                                   text=True, timeout=600, **_no_window())
@@ -364,9 +370,10 @@ def ensure_pip(executable: str, on_output: Optional[Callable[[str], None]] = Non
         version = pip_version(executable)
         if version is not None:
             return version
-    raise DependencyError(
-        f"{executable} has no pip and ensurepip could not install it ({output[-1].strip()[-300:]}). "
-        "Windows: add the OSGeo4W package python3-pip; Debian/Ubuntu: apt install python3-pip.")
+    raise DependencyError(tr(
+        "{python} has no pip and ensurepip could not install it ({output}). Windows: add the OSGeo4W package "
+        "python3-pip; Debian/Ubuntu: apt install python3-pip.").format(python=executable,
+                                                                      output=output[-1].strip()[-300:]))
 
 
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -415,8 +422,8 @@ def install_command(missing: Sequence[Requirement], folder: Path, gpu: Optional[
 def describe_missing(missing: Sequence[Requirement], folder: Optional[Path] = None) -> str:
     """A message saying what is missing and how to install it."""
     if not missing:
-        return "All ThermoCrop requirements are installed."
-    lines = ["ThermoCrop cannot classify yet; these Python packages are missing:"]
+        return tr("All ThermoCrop requirements are installed.")
+    lines = [tr("ThermoCrop cannot classify yet; these Python packages are missing:")]
     pip_specs = []
     for req in missing:
         if req.pip:
@@ -427,8 +434,9 @@ def describe_missing(missing: Sequence[Requirement], folder: Optional[Path] = No
     if pip_specs:
         target = f" --target {folder}" if folder else ""
         options = "".join(f" {o}" for o in pip_options(missing))
-        lines.append("Install them from the ThermoCrop dock ('Install missing packages'), or run with "
-                     f"QGIS's Python: python -m pip install{target}{options} {' '.join(pip_specs)}")
+        lines.append(tr("Install them from the ThermoCrop dock ('Install missing packages'), or run with "
+                        "QGIS's Python: {command}").format(
+            command=f"python -m pip install{target}{options} {' '.join(pip_specs)}"))
     return "\n".join(lines)
 
 
@@ -547,7 +555,7 @@ def make_install_task(missing: Sequence[Requirement], folder: Path, on_done=None
         outputLine = pyqtSignal(str)  # noqa: N815 (Qt naming)
 
         def __init__(self) -> None:
-            super().__init__("Installing ThermoCrop packages", QgsTask.CanCancel)
+            super().__init__(tr("Installing ThermoCrop packages"), QgsTask.CanCancel)
             self.returncode, self.output = None, ""
             self.on_done = on_done
 

@@ -63,6 +63,7 @@ from ..core.crops import class_colours, colour_list
 from .dependencies import describe_missing, dependency_folder, make_install_task, missing_requirements
 from .i18n import tr
 from .layers import scene_candidate
+from .outputs import layer_file
 from .styles import UNCLASSIFIED_COLOUR, apply_class_style, confidence_renderer, save_style_beside
 from .task import (  # noqa: F401 (ndvi_series is part of the dock's API)
     ClassificationParameters,
@@ -108,22 +109,6 @@ def result_values(result, fids: list, label_field: str, conf_field: str, status_
         for name, values in uncertainty_fields(result.probabilities, result.classes).items():
             fields[name] = (QVariant.Double, {fid: number(v) for fid, v in zip(row_fids, values)})
     return fields
-
-
-def field_type_problems(layer: QgsVectorLayer, wanted: dict) -> list:
-    """Existing fields of ``layer`` whose type cannot hold what would be written there."""
-    problems = []
-    for name, kind in wanted.items():
-        index = layer.fields().indexOf(name)
-        if index < 0:
-            continue
-        have = layer.fields().at(index)
-        text_ok = kind == QVariant.String and have.type() == QVariant.String
-        number_ok = kind == QVariant.Double and have.type() == QVariant.Double
-        if not (text_ok or number_ok):
-            problems.append(tr("{field} is of type {have} but ThermoCrop writes {want} there").format(
-                field=name, have=have.typeName(), want=tr("text") if kind == QVariant.String else tr("decimals")))
-    return problems
 
 
 SHAPEFILE_NAME_LENGTH = 10
@@ -200,24 +185,42 @@ def default_output_path(layer: QgsVectorLayer) -> Optional[str]:
     return None
 
 
-def output_problem(path: str) -> Optional[str]:
-    """Why a new layer file cannot be written at ``path`` (checked before any scene is read), or None."""
-    from ..core.errors import InputError
-    from ..core.vector import ogr_driver
+def check_new_layer_file(path: str, layer: QgsVectorLayer, inputs: list, kinds: dict):
+    """Preflight of a new layer file (milliseconds, nothing written): ``core.vector``'s checks.
 
-    try:
-        ogr_driver(path)
-    except InputError as exc:
-        return str(exc)
-    target = Path(path)
-    if target.is_dir():
-        return tr("{path} is a folder; choose a file name.").format(path=path)
-    folder = target.parent
-    if not folder.is_dir():
-        return tr("The folder {folder} does not exist; choose an existing folder.").format(folder=folder)
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return tr("The folder {folder} cannot be written to; choose another folder.").format(folder=folder)
-    return None
+    The extension names a format, the folder exists and a file can be created in it, the path
+    is no folder, device or system path and none of the run's ``inputs`` (under any name), and
+    no field of ``layer`` (copied into the file) has a name of ``kinds`` with another kind.
+
+    Returns:
+        The checked ``core.vector.VectorTarget`` (an existing file is allowed; the dock asks).
+
+    Raises:
+        OutputError: what is wrong, naming the path or field.
+    """
+    from ..core.vector import check_vector_output, replaced_fields
+    from .outputs import field_kinds
+
+    target = check_vector_output(path, overwrite=True, inputs=[p for p in inputs if p], fields=list(kinds))
+    replaced_fields(field_kinds(layer.fields()), target, kinds,
+                    source=tr("The parcel layer {layer}").format(layer=layer.name()))
+    return target
+
+
+def check_layer_fields(layer: QgsVectorLayer, kinds: dict) -> None:
+    """Existing fields of ``layer`` named as in ``kinds`` must hold that kind (``core.vector``).
+
+    Raises:
+        OutputError: a field of the same name and another type, naming it.
+    """
+    from ..core.vector import VectorTarget, output_field_names, replaced_fields
+    from .outputs import field_kinds
+
+    driver = layer.dataProvider().storageType() or "Memory"
+    target = VectorTarget(path=Path(), driver=driver, layer=layer.name(),
+                          fields=output_field_names(driver, list(kinds)))
+    replaced_fields(field_kinds(layer.fields()), target, kinds,
+                    source=tr("The parcel layer {layer}").format(layer=layer.name()))
 
 
 def _layer_alive(layer) -> bool:
@@ -337,7 +340,16 @@ class ThermoCropDock(QgsDockWidget):
         self.accuracy_widget.reportReady.connect(
             lambda report: self.say(tr("Accuracy assessment finished; the report is on the Accuracy tab."),
                                     Qgis.Success, bar=True))
-        self.tabs.addTab(self.accuracy_widget, tr("Accuracy"))
+        # In a scroll area too, so that its report never makes the dock taller than the screen.
+        # Combo boxes sized by their longest item would make the page wider than the dock.
+        for combo in self.accuracy_widget.findChildren(QComboBox):
+            combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(8)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.NoFrame)
+        scroll.setWidget(self.accuracy_widget)
+        self.tabs.addTab(scroll, tr("Accuracy"))
 
     @staticmethod
     def _form(box: QGroupBox) -> QFormLayout:
@@ -777,10 +789,17 @@ class ThermoCropDock(QgsDockWidget):
         return names
 
     def parameters(self) -> Optional[ClassificationParameters]:
-        """Check the form (a preflight of inputs and output, before any scene is read) and gather it.
+        """Check the form and run the preflight (inputs and output, before any scene is read); gather it.
+
+        First what the form must hold, then the output (``core.vector``'s checks: format, folder,
+        not an input, field types; milliseconds), then the inputs (``core.preflight.check_inputs``:
+        the layer's CRS, the scenes of one season, the model loaded and validated, the weather read
+        at a few points; about a second). What they load (model, scenes) goes to the task.
 
         Returns None, with the reason shown, when something must be fixed first.
         """
+        from ..core.errors import ThermoCropError
+
         layer = self.layer_combo.currentLayer()
         if layer is None:
             self.say(tr("Choose a parcel layer."), Qgis.Warning)
@@ -797,70 +816,106 @@ class ThermoCropDock(QgsDockWidget):
         if not scenes:
             self.say(tr("Tick or add at least one Sentinel-2 scene."), Qgis.Warning)
             return None
-        missing = [p for p in scenes if not os.path.exists(p)]
-        if missing:
-            self.say(tr("The scene {path} does not exist; untick it or add it again.").format(path=missing[0]),
-                     Qgis.Warning)
-            return None
         weather = self.weather.filePath()
         if not weather:
             self.say(tr("Choose a daily temperature file."), Qgis.Warning)
             return None
-        if not Path(weather).is_file():
-            self.say(tr("The temperature file {path} does not exist; choose an existing file.").format(path=weather),
-                     Qgis.Warning)
-            return None
         model = self.model.filePath() or None
-        if model and not Path(model).is_file():
-            self.say(tr("The model {path} does not exist; choose a .tcm file or leave the field empty.").format(
-                path=model), Qgis.Warning)
-            return None
         names = self._fields()
         if names is None:
             self.say(tr("The class, confidence and status fields need three different names."), Qgis.Warning)
             return None
         label, conf, status = names
-        output, overwrite = None, False
+        kinds = {label: "string", conf: "real", status: "string"}
+        output = None
         if self.to_new_file.isChecked():
             output = self.output_file.filePath() or default_output_path(layer)
             if not output:
                 self.say(tr("{layer} is not a file layer; choose the new layer file.").format(layer=layer.name()),
                          Qgis.Warning)
                 return None
-            problem = output_problem(output)
-            if problem:
-                self.say(problem, Qgis.Warning)
-                return None
-            if Path(output).exists():
-                if not self.confirm_overwrite([output]):
-                    self.say(tr("Not started: {path} exists and is not to be replaced.").format(path=output))
-                    return None
-                overwrite = True
         else:
             if not layer_is_writable(layer):
                 self.say(tr("{layer} is read-only; choose 'New layer file' to write the result.").format(
                     layer=layer.name()), Qgis.Warning)
                 return None
-            wanted = {label: QVariant.String, conf: QVariant.Double, status: QVariant.String}
-            problems = field_name_problems(layer, list(wanted), self.probabilities.isChecked())
-            problems += field_type_problems(layer, wanted)
+            problems = field_name_problems(layer, list(kinds), self.probabilities.isChecked())
             if problems:
                 self.say(tr("Cannot write into {layer}: {problems}. Choose other field names or a new layer "
                             "file.").format(layer=layer.name(), problems="; ".join(problems)), Qgis.Warning)
                 return None
-            existing = [n for n in wanted if layer.fields().indexOf(n) >= 0]
+        missing = [p for p in scenes if not os.path.exists(p)]
+        try:
+            # The output first: it costs milliseconds, the inputs about a second.
+            if output:
+                check_new_layer_file(output, layer, [layer_file(layer), weather, model], kinds)
+            else:
+                check_layer_fields(layer, kinds)
+            if missing:
+                self.say(tr("The scene {path} does not exist; untick it or add it again.").format(path=missing[0]),
+                         Qgis.Warning)
+                return None
+            self.say(tr("Checking the inputs …"))
+            self.message.repaint()  # the check holds the UI thread for about a second
+            # Items found in a catalogue are opened by the task (over the network, with the
+            # chosen credentials), never here on the UI thread.
+            from_catalog = self.catalog.in_use()
+            checked = self.check_inputs(layer, None if from_catalog else scenes, weather, model)
+            if self.probabilities.isChecked():
+                from ..core.uncertainty import ENTROPY_FIELD, MARGIN_FIELD, probability_field_names
+
+                extra = [*probability_field_names(checked.bundle.classes), MARGIN_FIELD, ENTROPY_FIELD]
+                kinds.update(dict.fromkeys(extra, "real"))
+                if output:
+                    check_new_layer_file(output, layer, [layer_file(layer), weather, model], kinds)
+                else:
+                    check_layer_fields(layer, kinds)
+        except ThermoCropError as exc:
+            self.say(tr("Not started: {reason}").format(reason=exc), Qgis.Critical, bar=True)
+            return None
+        overwrite = False
+        if output and Path(output).exists():
+            if not self.confirm_overwrite([output]):
+                self.say(tr("Not started: {path} exists and is not to be replaced.").format(path=output))
+                return None
+            overwrite = True
+        if not output:
+            existing = [n for n in kinds if layer.fields().indexOf(n) >= 0]
             if existing and not self.confirm_overwrite(existing):
                 self.say(tr("Not started: the fields exist and are not to be overwritten."))
                 return None
         selected = list(layer.selectedFeatureIds()) if self.selected_only.isChecked() else None
         snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(),
                                  layer.fields().names(), selected)
-        return ClassificationParameters(snapshot, [], scenes, weather, model, label, conf, status,
-                                        self.probabilities.isChecked(), output, overwrite)
+        return ClassificationParameters(snapshot, [], scenes if from_catalog else checked.scenes, weather, model,
+                                        label, conf, status,
+                                        self.probabilities.isChecked(), output, overwrite, bundle=checked.bundle,
+                                        inputs=[p for p in (layer_file(layer), weather, model) if p])
+
+    @staticmethod
+    def check_inputs(layer: QgsVectorLayer, scenes: Optional[list], weather: str, model: Optional[str]):
+        """``core.preflight.check_inputs`` for a project layer: its CRS and extent, the scenes, the
+        weather and the model (loaded and validated). Returns the ``Preflight``.
+
+        Raises:
+            ThermoCropError: the first problem, naming the file, layer or variable.
+        """
+        from ..core.preflight import check_inputs
+
+        crs = layer.crs()
+        extent = layer.extent()
+        bounds = None if extent.isEmpty() else (extent.xMinimum(), extent.yMinimum(), extent.xMaximum(),
+                                                extent.yMaximum())
+        checked = check_inputs(parcel_crs=crs.toWkt() if crs.isValid() else "", parcel_bounds=bounds, scenes=scenes,
+                               weather=weather, bundle=model, need_bundle=True)
+        log.info("Dock preflight of %s took %.2f s", layer.name(), checked.seconds)
+        return checked
 
     def start(self) -> Optional[ClassificationTask]:
         params = self.parameters()
         if params is None:
+            # Nothing runs: the bar must not show the last run's 100 % beside the reason.
+            self.progress.setValue(0)
             return None
         if self.catalog.in_use():
             try:

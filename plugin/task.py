@@ -54,7 +54,7 @@ class ClassificationParameters:
     Attributes:
         parcels: a :class:`LayerSnapshot`, or a GeoDataFrame with a ``parcel_id`` column.
         fids: ``(P,)`` feature ids of a GeoDataFrame's rows (filled from the snapshot otherwise).
-        scenes: scene files or folders.
+        scenes: scene files or folders, or the ``Scene`` list the preflight found.
         weather: temperature file.
         model: model bundle path, or None for the shipped default.
         label_field, confidence_field, status_field: output field names.
@@ -62,6 +62,8 @@ class ClassificationParameters:
         output: a new layer file to write (through ``core.classify.write_classification``), or
             None to write the fields into the parcel layer.
         overwrite: the user agreed to replace an existing ``output``.
+        bundle: the ``ModelBundle`` the preflight loaded (else ``model`` is loaded in the task).
+        inputs: files the run reads (parcel file, weather, model), which ``output`` may not be.
         credentials: for reading saved STAC items (``scenes``) from QGIS's authentication manager
             (``catalog.auth_credentials``); empty: the environment's. Held in memory only.
     """
@@ -78,6 +80,8 @@ class ClassificationParameters:
     output: Optional[str] = None
     overwrite: bool = False
     extra: dict = field(default_factory=dict)
+    bundle: Any = None
+    inputs: list = field(default_factory=list)
     credentials: dict = field(default_factory=dict)
 
 
@@ -111,6 +115,7 @@ class ClassificationTask(QgsTask):
 
             from ..core.bundle import default_bundle_path, load_bundle
             from ..core.classify import classify_parcels, write_classification
+            from ..core.extract import require_usable
 
             p = self.params
             selected = None
@@ -128,21 +133,25 @@ class ClassificationTask(QgsTask):
                 # reads: each row's feature id.
                 frame = gpd.GeoDataFrame({ID_COLUMN: [str(fid) for fid in self.fids]},
                                          geometry=table.geometry.values, crs=table.crs)
-            self.bundle = load_bundle(p.model or default_bundle_path())
+            self.bundle = p.bundle if p.bundle is not None else load_bundle(p.model or default_bundle_path())
             progress(0.05)
             scenes = p.scenes
             if p.credentials:  # saved STAC items read with keys from QGIS's authentication manager
                 from .catalog import stac_scenes
 
                 scenes = stac_scenes(p.scenes, credentials=p.credentials, progress=progress.sub(0.05, 0.1))
-            self.result = classify_parcels(frame, scenes, p.weather, self.bundle, id_field=ID_COLUMN,
-                                           selected_ids=selected, progress=progress.sub(0.05, 0.95),
-                                           **p.extra)
+            result = classify_parcels(frame, scenes, p.weather, self.bundle, id_field=ID_COLUMN,
+                                      selected_ids=selected, progress=progress.sub(0.05, 0.95), **p.extra)
+            # A run that classified no parcel fails, with the parcels counted by status, and
+            # writes nothing (no empty-handed new file, no in-place edit).
+            require_usable(result.status, "classified", _parcels_name(p.parcels))
+            self.result = result
             if p.output:
                 progress.check()
                 self.written = str(write_classification(
                     table, self.result, p.output, label_field=p.label_field, conf_field=p.confidence_field,
-                    status_field=p.status_field, overwrite=p.overwrite, probabilities=p.probabilities))
+                    status_field=p.status_field, overwrite=p.overwrite, probabilities=p.probabilities,
+                    inputs=p.inputs))
             progress(1.0)
             return True
         except CancelledError:
@@ -160,6 +169,11 @@ class ClassificationTask(QgsTask):
         if self.isCanceled():
             self.cancelled = True
         self.on_done(self)
+
+
+def _parcels_name(parcels) -> str:
+    """How messages name the parcels: the layer's name, or "the parcels" for a table."""
+    return parcels.name if isinstance(parcels, LayerSnapshot) else tr("the parcels")
 
 
 def ndvi_series(ps, parcel: int = 0):

@@ -160,7 +160,14 @@ def run():
     shot("dock-explain.png")
 
     if getattr(dock, "accuracy_widget", None) is not None:
+        # The result layer against the region's reference classes (its "crop" field), weighted by
+        # parcel areas, as a user would assess a classification.
+        accuracy = dock.accuracy_widget
         dock.tabs.setCurrentIndex(2)
+        accuracy.set_layer(layer, label, CONFIG.get("reference_field", "crop"))
+        accuracy.assess()
+        wait_for(lambda: accuracy.task is None)
+        note(f"accuracy: {accuracy.status.text()}")
         shot("dock-accuracy.png")
 
     dock.tabs.setCurrentIndex(0)

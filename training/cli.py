@@ -29,8 +29,7 @@ import pkgutil
 import sys
 from typing import Optional, Sequence
 
-from ..core import errors
-from ..core.errors import CancelledError, InputError, NoUsableParcelsError, ThermoCropError
+from ..core.errors import CancelledError, InputError, NoUsableParcelsError, OutputError, ThermoCropError
 from . import commands
 from .progress_bar import configure_logging
 
@@ -57,8 +56,7 @@ EXIT_CODES: dict[int, str] = {
 
 def exit_code(exc: BaseException) -> int:
     """The exit code of a run that ended with ``exc``."""
-    output_error = getattr(errors, "OutputError", None)
-    if output_error is not None and isinstance(exc, output_error):
+    if isinstance(exc, OutputError):
         return EXIT_OUTPUT
     if isinstance(exc, (CancelledError, KeyboardInterrupt)):
         return EXIT_INTERRUPTED

@@ -517,6 +517,7 @@ def prepare_regions(out: Path, parcels: int, seed: int, max_pixels: int) -> list
     if todo:
         subprocess.run(tc + ["synth", "--region", *REGIONS, "--out", str(regions),
                              "--parcels", str(parcels), "--seed", str(seed)], check=True)
+    datasets.mkdir(parents=True, exist_ok=True)  # extract writes only into an existing folder
     paths = []
     for r in REGIONS:
         target = datasets / r

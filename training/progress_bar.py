@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from typing import IO, Iterator, Optional
+from typing import IO, Any, Iterator, Optional
 
 from ..core.progress import Progress
 
@@ -59,3 +59,34 @@ def progress_bar(description: str, unit: str = "%") -> Iterator[Progress]:
         yield Progress(report=report)
         if bar.n < 100:
             bar.update(100 - bar.n)
+
+
+@contextlib.contextmanager
+def partition_bar(description: str) -> Iterator[Any]:
+    """A tqdm bar counting the partitions of a partitioned run (``core.distributed``)."""
+    from tqdm import tqdm
+
+    from ..core.distributed import PartitionListener
+
+    interval = 0.2 if sys.stderr.isatty() else 15.0
+
+    class PartitionBar(PartitionListener):
+        def __init__(self) -> None:
+            self.bar = tqdm(total=0, desc=description, unit="partition", mininterval=interval)
+
+        def started(self, total: int, done: int, dashboard) -> None:
+            if dashboard:
+                print(f"Dask dashboard: {dashboard}", flush=True)
+            if done:
+                print(f"resuming: {done} of {total} partitions already written", flush=True)
+            self.bar.reset(total=total)
+            self.bar.update(done)
+
+        def finished(self, index: int) -> None:
+            self.bar.update(1)
+
+    listener = PartitionBar()
+    try:
+        yield listener
+    finally:
+        listener.bar.close()

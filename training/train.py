@@ -19,9 +19,10 @@ from ..core.bundle import BundleConfig, InputScaling, save_bundle
 from ..core.crops import class_colours
 from ..core.dataset import PixelSets
 from ..core.errors import DatasetError, InputError
-from ..core.models import VARIANTS, build_model
+from ..core.models import VARIANTS, build_model, set_statistics_group
 from ..core.output import staged_file, write_text
 from ..core.progress import Progress
+from .distributed import join
 from .datasets import align_classes, check_bands, gdd_settings, model_classes, split_blocks
 from .losses import FocalLoss
 from .metrics import scores
@@ -46,12 +47,20 @@ class TrainingConfig:
         weight_decay: Adam weight decay.
         gamma: focal loss gamma.
         max_shift: ShiftAug range in days (used by the "shiftaug" variant only).
+        mean_pixel_share: share of training samples whose pixels all equal the parcel mean of
+            their date, so that the model also meets per-parcel mean inputs (S = 1); 0 in
+            the paper's recipe.
+        season_window_share: share of training samples cut to a random part of the season
+            (from the first third to the second half of the dates), so that partial seasons
+            are met too; 0 in the paper's recipe.
         seed: seed of the split, the initial weights and the sampling.
         device: "auto" (CUDA when present), "cpu" or "cuda".
         amp: mixed precision on CUDA.
         classes: the model's class list; None takes the union of the training datasets'
             classes. With a list, parcels of other classes are left out of training and
             validation.
+        model_settings: ``core.models.ModelConfig`` fields other than the defaults, e.g.
+            ``{"dropout": 0.0}``; stored in the bundle with the rest of the model config.
     """
 
     variant: str = "tpe_recurrent"
@@ -64,10 +73,13 @@ class TrainingConfig:
     weight_decay: float = 1e-4
     gamma: float = 1.0
     max_shift: int = 60
+    mean_pixel_share: float = 0.0
+    season_window_share: float = 0.0
     seed: int = 0
     device: str = "auto"
     amp: bool = False
     classes: Optional[tuple[str, ...]] = None
+    model_settings: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.classes is not None:
@@ -77,6 +89,9 @@ class TrainingConfig:
         for name in ("epochs", "steps_per_epoch", "batch_size", "sample_pixels", "sample_dates"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
+        for name in ("mean_pixel_share", "season_window_share"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must lie between 0 and 1")
 
 
 @dataclass
@@ -182,7 +197,7 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
                 val_datasets: Optional[Sequence[PixelSets]] = None,
                 resume: bool = False, show_progress: bool = True,
                 provenance: Optional[dict[str, Any]] = None,
-                progress: Optional[Progress] = None) -> TrainingResult:
+                progress: Optional[Progress] = None) -> Optional[TrainingResult]:
     """Train one model and write its bundle, metrics, figures and checkpoint.
 
     Splits: without ``val_datasets`` the parcels of ``datasets`` are split 70/10/20 by
@@ -205,8 +220,12 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
         provenance: extra facts to store in the bundle and metrics.
         progress: progress and cancellation (checked every step).
 
+    Data-parallel: called in every process of a ``torch.distributed`` run (see
+    ``training.distributed``), each process trains on its slice of every global batch of
+    ``config.batch_size``; only rank 0 validates, writes and returns a result.
+
     Returns:
-        A ``TrainingResult``.
+        A ``TrainingResult``; None on ranks other than 0 of a data-parallel run.
     """
     out = Path(out)
     paths = output_paths(out)
@@ -234,12 +253,34 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     if sum(len(r) for r in val_rows) == 0:
         raise DatasetError("The validation split is empty; give --val-data or more blocks.")
     device = resolve_device(config.device)
+    # In a data-parallel run (--devices N or torchrun) every process runs this function on
+    # the same data and seed: each draws the same global batch and trains on its own slice,
+    # BatchNorm statistics and gradients are reduced over all, and rank 0 validates and
+    # writes the outputs.
+    ranks = join(device)
+    if ranks is not None:
+        device = ranks.device
+        if config.batch_size % ranks.world_size:
+            raise ValueError(f"The batch size {config.batch_size} must be a multiple of the "
+                             f"{ranks.world_size} training processes.")
+    rank, world = (ranks.rank, ranks.world_size) if ranks else (0, 1)
+    main = rank == 0
     torch.manual_seed(config.seed)
     scaling = _pooled_scaling(datasets, train_rows, config.seed)
-    model = build_model(config.variant, k).to(device)
+    model = build_model(config.variant, k, **config.model_settings).to(device)
+    net: torch.nn.Module = model
+    if ranks is not None:
+        set_statistics_group(model, ranks.stats_group)
+        # Buffers (running statistics) stay equal on every rank: their updates come from the
+        # reduced statistics, so DDP need not broadcast them.
+        net = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None,
+            forward_sync_buffers=False)
     shift = config.max_shift if model.config.shift_augment else 0
     sampler = BatchSampler(datasets, train_rows, scaling, config.sample_pixels,
-                           config.sample_dates, max_shift=shift)
+                           config.sample_dates, max_shift=shift,
+                           mean_pixel_share=config.mean_pixel_share,
+                           season_window_share=config.season_window_share)
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr,
                                  weight_decay=config.weight_decay)
     total_steps = config.epochs * config.steps_per_epoch
@@ -269,7 +310,7 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
         log.info("Resuming %s at epoch %d", paths["checkpoint"], start_epoch)
 
     bar = None
-    if show_progress:
+    if show_progress and main:
         from tqdm import tqdm
         # Few redraws when the bar goes to a log file rather than a terminal.
         bar = tqdm(total=total_steps, initial=start_epoch * config.steps_per_epoch,
@@ -280,29 +321,33 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
         for epoch in range(start_epoch, config.epochs):
             # Seeding per epoch makes a resumed run draw the same batches as an unbroken one.
             rng = np.random.default_rng([config.seed, epoch])
-            torch.manual_seed(config.seed * 100_003 + epoch)
+            torch.manual_seed(config.seed * 100_003 + epoch + 1_000_003 * rank)
             model.train()
             losses = []
             for step in range(config.steps_per_epoch):
                 progress((epoch * config.steps_per_epoch + step) / total_steps)
-                b = sampler.sample(config.batch_size, rng)
+                b = sampler.sample(config.batch_size, rng, rank, world)
                 inputs = [torch.from_numpy(a).to(device, non_blocking=True) for a in
                           (b.pixels, b.pixel_mask, b.date_mask, b.day_of_season, b.gdd)]
                 target = torch.from_numpy(b.labels).to(device)
                 with torch.autocast(device.type, enabled=use_amp):
-                    loss = loss_fn(model(*inputs), target)
+                    loss = loss_fn(net(*inputs), target)
                 optimiser.zero_grad(set_to_none=True)
                 scaler.scale(loss).backward()
                 scaler.step(optimiser)
                 scaler.update()
                 scheduler.step()
-                losses.append(float(loss.detach()))
-                samples += len(target)
+                losses.append(float(loss.detach()) if ranks is None
+                              else ranks.mean(float(loss.detach())))
+                samples += len(target) * world
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix(loss=f"{losses[-1]:.3f}",
                                     f1=f"{history[-1]['val_macro_f1']:.3f}" if history else "-",
                                     refresh=False)
+            if not main:
+                ranks.barrier()  # rank 0 validates and writes the checkpoint
+                continue
             val_f1, _ = score_rows(model, scaling, val_sets, val_rows, device, k)
             history.append({"epoch": epoch + 1, "loss": float(np.mean(losses)),
                             "val_macro_f1": val_f1, "lr": scheduler.get_last_lr()[0]})
@@ -316,10 +361,14 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
                             "optimiser": optimiser.state_dict(), "scheduler": scheduler.state_dict(),
                             "history": history, "best_f1": best_f1, "best_state": best_state,
                             "epoch": epoch + 1}, tmp)
+            if ranks is not None:
+                ranks.barrier()
     finally:
         if bar is not None:
             bar.close()
     elapsed = time.perf_counter() - t0
+    if not main:
+        return None
     model.load_state_dict(best_state)
     model.eval()
     levels = sorted({lv for ps in datasets for lv in (ps.meta or {}).get("levels", [])})

@@ -19,6 +19,7 @@ from qgis.core import (
 )
 
 from ..accuracy import WEIGHTING_LABELS, assess_features
+from ..i18n import tr
 from .base import ThermoCropAlgorithm
 
 WEIGHTINGS = tuple(WEIGHTING_LABELS)
@@ -90,32 +91,34 @@ class AccuracyAssessment(ThermoCropAlgorithm):
         predicted = self.parameterAsString(parameters, "PREDICTED_FIELD", context)
         reference = self.parameterAsString(parameters, "REFERENCE_FIELD", context)
         if not predicted or not reference:
-            return False, "Choose both the map (predicted) class field and the reference class field."
+            return False, tr("Choose both the map (predicted) class field and the reference class field.")
         if predicted == reference:
-            return False, ("The map and reference fields are the same field; choose the field holding "
-                           "the reference (ground truth) classes.")
+            return False, tr("The map and reference fields are the same field; choose the field holding "
+                             "the reference (ground truth) classes.")
         table = self.parameterAsFile(parameters, "CLASS_AREAS", context)
         if table and not os.path.isfile(table):
-            return False, f"The class-area table {table!r} does not exist; choose a CSV file or leave it empty."
+            return False, tr("The class-area table {table!r} does not exist; choose a CSV file or leave it "
+                             "empty.").format(table=table)
         return True, ""
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         source = self.parameterAsSource(parameters, "INPUT", context)
         if source is None:
-            raise QgsProcessingException("The classified layer could not be read; check INPUT.")
+            raise QgsProcessingException(tr("The classified layer could not be read; check INPUT."))
         predicted = self.parameterAsString(parameters, "PREDICTED_FIELD", context)
         reference = self.parameterAsString(parameters, "REFERENCE_FIELD", context)
         fields = source.fields()
         for name, what in ((predicted, "PREDICTED_FIELD"), (reference, "REFERENCE_FIELD")):
             if fields.indexOf(name) < 0:
-                raise QgsProcessingException(f"The layer has no field {name!r} ({what}); its fields are "
-                                             f"{', '.join(fields.names())}.")
+                raise QgsProcessingException(tr("The layer has no field {name!r} ({what}); its fields are "
+                                                "{fields}.").format(name=name, what=what,
+                                                                    fields=", ".join(fields.names())))
         weighting = WEIGHTINGS[self.parameterAsEnum(parameters, "WEIGHTING", context)]
         table = self.parameterAsFile(parameters, "CLASS_AREAS", context) or None
         if (table is None and weighting == "area"
                 and QgsWkbTypes.geometryType(source.wkbType()) != QgsWkbTypes.PolygonGeometry):
-            raise QgsProcessingException("Map class areas from the layer need polygons; choose the parcel "
-                                         "count weighting, give CLASS_AREAS or choose no weighting.")
+            raise QgsProcessingException(tr("Map class areas from the layer need polygons; choose the parcel "
+                                            "count weighting, give CLASS_AREAS or choose no weighting."))
         html_path = self.parameterAsFileOutput(parameters, "OUTPUT_HTML", context)
         csv_path = self.parameterAsFileOutput(parameters, "OUTPUT_CSV", context)
         matrix_path = self.parameterAsFileOutput(parameters, "OUTPUT_MATRIX", context)
@@ -138,13 +141,13 @@ class AccuracyAssessment(ThermoCropAlgorithm):
         for warning in report.warnings:
             feedback.pushWarning(warning)
         s, e = report.sample, report.estimates
-        feedback.pushInfo(f"{s.n} reference units: overall accuracy {s.overall_accuracy:.4f}, "
-                          f"kappa {s.kappa:.4f}, macro F1 {s.macro_f1:.4f}")
+        feedback.pushInfo(tr("{n} reference units: overall accuracy {oa}, kappa {kappa}, macro F1 {f1}").format(
+            n=s.n, oa=f"{s.overall_accuracy:.4f}", kappa=f"{s.kappa:.4f}", f1=f"{s.macro_f1:.4f}"))
         if e is not None:
             from ...core.accuracy import format_estimate
 
-            feedback.pushInfo("Area-adjusted overall accuracy "
-                              f"{format_estimate(e.overall_accuracy, e.overall_accuracy_se, 4)} (95 %)")
+            feedback.pushInfo(tr("Area-adjusted overall accuracy {estimate} (95 %)").format(
+                estimate=format_estimate(e.overall_accuracy, e.overall_accuracy_se, 4)))
 
         def write():
             from ...core.accuracy import write_csv, write_html, write_matrix_csv

@@ -167,8 +167,8 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
         crs = source.sourceCrs()
         problem = crs_problem(crs.toWkt() if crs.isValid() else None)
         if problem:
-            return False, (f"The parcel layer {problem}; assign the right one first (Layer Properties > "
-                           "Source, or Assign projection; a shapefile needs its .prj).")
+            return False, tr("The parcel layer {problem}; assign the right one first (Layer Properties > "
+                             "Source, or Assign projection; a shapefile needs its .prj).").format(problem=problem)
         return True, ""
 
     def preflight(self, parameters: dict, context: QgsProcessingContext, feedback: QgsProcessingFeedback,
@@ -186,7 +186,7 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
             if not extent.isEmpty():
                 bounds = (extent.xMinimum(), extent.yMinimum(), extent.xMaximum(), extent.yMaximum())
         checked = self.run_core(lambda: check_inputs(parcel_crs=crs or "", parcel_bounds=bounds, **checks))
-        feedback.pushInfo(f"Inputs checked in {checked.seconds:.1f} s")
+        feedback.pushInfo(tr("Inputs checked in {seconds} s").format(seconds=f"{checked.seconds:.1f}"))
         return checked
 
     SCENES_HELP = ("Sentinel-2 scenes of one season: multi-band GeoTIFFs, per-band files or .SAFE "
@@ -261,7 +261,7 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
         if not path:
             return False, tr("Give a daily temperature file (WEATHER), or choose a weather service "
                              "(WEATHER_SERVICE).")
-        return self.check_files([path], "temperature file")
+        return self.check_files([path], tr("temperature file"))
 
     def fetch_weather(self, parameters: dict, context: QgsProcessingContext, feedback: QgsProcessingFeedback,
                       frame, dates, season_start) -> str:
@@ -376,6 +376,17 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
             else:
                 paths.append(str(item))
         return paths
+
+    @staticmethod
+    def measures_dropped(driver: str) -> str:
+        """The warning for M values a format cannot hold."""
+        return tr("The M (measure) values of the parcels are not written: {driver} files cannot hold them. "
+                  "Write a .gpkg, .shp, .fgb or .csv file to keep them.").format(driver=driver)
+
+    @staticmethod
+    def write_failed(fid: int, error: str) -> str:
+        """The error for a feature the sink refused."""
+        return tr("Writing feature {fid} failed: {error}").format(fid=fid, error=error)
 
     @staticmethod
     def check_output_file(path: str, **check) -> tuple[bool, str]:

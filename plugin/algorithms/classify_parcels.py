@@ -25,6 +25,7 @@ from qgis.core import (
 )
 from qgis.PyQt.QtCore import QVariant
 
+from ..i18n import tr
 from ..layers import features_to_frame
 from ..outputs import StagedSink, check_sink, field_kinds, geometry_type, layer_file
 from ..styles import apply_class_style, save_style_beside
@@ -93,11 +94,12 @@ class ClassifyParcels(ThermoCropAlgorithm):
             return ok, message
         model = self.parameterAsFile(parameters, "MODEL", context)
         if model and not os.path.isfile(model):
-            return False, f"The model bundle {model!r} does not exist; choose a .tcm file or leave it empty."
+            return False, tr("The model bundle {model!r} does not exist; choose a .tcm file or leave it "
+                             "empty.").format(model=model)
         names = [self.parameterAsString(parameters, key, context)
                  for key in ("LABEL_FIELD", "CONFIDENCE_FIELD", "STATUS_FIELD")]
         if any(not name.strip() for name in names) or len(set(names)) < 3:
-            return False, "The class, confidence and status fields need three different, non-empty names."
+            return False, tr("The class, confidence and status fields need three different, non-empty names.")
         ok, message = self.check_parcel_crs(parameters, context)
         if not ok:
             return ok, message
@@ -119,7 +121,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         source = self.parameterAsSource(parameters, "INPUT", context)
         if source is None:
-            raise QgsProcessingException("The parcel layer could not be read; check INPUT.")
+            raise QgsProcessingException(tr("The parcel layer could not be read; check INPUT."))
         scenes = (self.stac_scenes(parameters, context, feedback) if self.stac_items(parameters, context)
                   else self.scenes(parameters, context))
         weather = self.parameterAsFile(parameters, "WEATHER", context) or None
@@ -132,9 +134,10 @@ class ClassifyParcels(ThermoCropAlgorithm):
         checked = self.preflight(parameters, context, feedback, scenes=scenes, weather=weather, bundle=model_path,
                                  need_bundle=True)
         bundle, scenes = checked.bundle, checked.scenes
-        feedback.pushInfo(f"Model: {bundle.config.variant}, classes {', '.join(bundle.classes)}")
+        feedback.pushInfo(tr("Model: {variant}, classes {classes}").format(variant=bundle.config.variant,
+                                                                         classes=", ".join(bundle.classes)))
         frame, fids = features_to_frame(source.getFeatures(), source.sourceCrs())
-        feedback.pushInfo(f"{len(fids)} parcels, {self.describe_scenes(scenes)}")
+        feedback.pushInfo(tr("{n} parcels, {scenes}").format(n=len(fids), scenes=self.describe_scenes(scenes)))
         weather = self.fetch_weather(parameters, context, feedback, frame, [s.date for s in scenes],
                                      checked.season_start)
 
@@ -183,9 +186,10 @@ class ClassifyParcels(ThermoCropAlgorithm):
         kinds.update(dict.fromkeys(extra, "real"))
         replaced = set(self.run_core(lambda: replaced_fields(field_kinds(source.fields()), staged.target, kinds)))
         if replaced:
-            feedback.pushInfo(f"Fields {', '.join(sorted(replaced))} of the input are replaced by the new values.")
+            feedback.pushInfo(tr("Fields {fields} of the input are replaced by the new values.").format(
+                fields=", ".join(sorted(replaced))))
         if names != list(requested):
-            feedback.pushInfo(f"Field names as stored in this format: {', '.join(names)}")
+            feedback.pushInfo(tr("Field names as stored in this format: {names}").format(names=", ".join(names)))
         kept = [i for i, f in enumerate(source.fields()) if f.name() not in replaced]
         fields = QgsFields()
         for i in kept:
@@ -196,15 +200,14 @@ class ClassifyParcels(ThermoCropAlgorithm):
             fields.append(QgsField(staged.field_names[name], QVariant.Double))
         wkb_type, make_multi = geometry_type(source)
         if QgsWkbTypes.hasM(wkb_type) and staged.driver and not measures_supported(staged.driver):
-            feedback.pushWarning(f"The M (measure) values of the parcels are not written: {staged.driver} files "
-                                 "cannot hold them. Write a .gpkg, .shp, .fgb or .csv file to keep them.")
+            feedback.pushWarning(self.measures_dropped(staged.driver))
         sink, dest_id = staged.create(fields, wkb_type, source.sourceCrs())
         total = max(source.featureCount(), 1)
         written = 0
         for n, feature in enumerate(source.getFeatures()):
             if feedback.isCanceled():
                 del sink
-                raise QgsProcessingException("Cancelled: nothing was written.")
+                raise QgsProcessingException(tr("Cancelled: nothing was written."))
             i = by_fid.get(feature.id())
             out = QgsFeature(fields)
             geometry = feature.geometry()
@@ -219,7 +222,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
                 "not_classified" if i is None else str(result.status[i])]
                 + [None if i is None or math.isnan(values[i]) else float(values[i]) for values in extra.values()])
             if not sink.addFeature(out, QgsFeatureSink.FastInsert):
-                raise QgsProcessingException(f"Writing feature {feature.id()} failed: {sink.lastError()}")
+                raise QgsProcessingException(self.write_failed(feature.id(), sink.lastError()))
             written += 1
             feedback.setProgress(95.0 + 5.0 * n / total)
         del sink  # flushes and closes a file output before it is checked and published
@@ -232,7 +235,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
             apply_class_style(layer, field, classes)
             qml = save_style_beside(layer, layer.source())
             if qml is not None:
-                feedback.pushInfo(f"Style saved to {qml}")
+                feedback.pushInfo(tr("Style saved to {qml}").format(qml=qml))
         if context.willLoadLayerOnCompletion(dest_id):
             processor = _StyleLoadedLayer(field, classes)
             _POST_PROCESSORS.append(processor)

@@ -15,6 +15,7 @@ from qgis.core import (
     QgsProcessingParameterString,
 )
 
+from ..i18n import tr
 from ..layers import features_to_frame
 from .base import ThermoCropAlgorithm
 
@@ -98,8 +99,8 @@ class ExportTrainingData(ThermoCropAlgorithm):
         preset = PRESETS[self.parameterAsEnum(parameters, "CLASS_MAP", context)]
         path = self.parameterAsFile(parameters, "CLASS_MAP_FILE", context)
         if preset and path:
-            raise QgsProcessingException(f"Give either the {preset} code table or the class map file {path}, "
-                                         "not both.")
+            raise QgsProcessingException(tr("Give either the {preset} code table or the class map file {path}, "
+                                            "not both.").format(preset=preset, path=path))
         if not preset and not path:
             return None
         try:
@@ -122,7 +123,8 @@ class ExportTrainingData(ThermoCropAlgorithm):
         scenes = checked.scenes
         # Processing creates the destination folder beforehand; an empty one is ours to fill.
         if os.path.isdir(out) and os.listdir(out):
-            raise QgsProcessingException(f"The dataset folder {out} is not empty; choose a new folder.")
+            raise QgsProcessingException(tr("The dataset folder {out} is not empty; choose a new folder.").format(
+                out=out))
         if os.path.isdir(out):
             os.rmdir(out)
         frame, _ = features_to_frame(source.getFeatures(), source.sourceCrs(), label_field=label_field)
@@ -141,13 +143,13 @@ class ExportTrainingData(ThermoCropAlgorithm):
 
         ps = open_dataset(path)
         labels = ps.meta.get("labels", {})
-        feedback.pushInfo(f"{len(ps.classes)} classes (labelled parcels with data):")
+        feedback.pushInfo(tr("{n} classes (labelled parcels with data):").format(n=len(ps.classes)))
         for name, n in ps.class_counts().items():
             feedback.pushInfo(f"  {name}: {n}")
         if labels.get("unmapped_codes"):
-            feedback.pushWarning("Codes not in the class map, counted as unknown: " + ", ".join(
-                f"{code} ({n})" for code, n in labels["unmapped_codes"].items()))
+            feedback.pushWarning(tr("Codes not in the class map, counted as unknown: {codes}").format(
+                codes=", ".join(f"{code} ({n})" for code, n in labels["unmapped_codes"].items())))
         if labels.get("rare_classes"):
-            feedback.pushWarning(f"Classes with fewer than {min_parcels} parcels, counted as unknown: " + ", ".join(
-                f"{c} ({n})" for c, n in labels["rare_classes"].items()))
+            feedback.pushWarning(tr("Classes with fewer than {n} parcels, counted as unknown: {classes}").format(
+                n=min_parcels, classes=", ".join(f"{c} ({n})" for c, n in labels["rare_classes"].items())))
         return {"OUTPUT": str(path)}

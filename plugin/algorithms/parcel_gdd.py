@@ -20,6 +20,7 @@ from qgis.core import (
 )
 from qgis.PyQt.QtCore import QVariant
 
+from ..i18n import tr
 from ..outputs import StagedSink, check_sink, destination_driver, field_kinds, geometry_type, layer_file
 from .base import ThermoCropAlgorithm
 
@@ -67,8 +68,8 @@ class ParcelGDD(ThermoCropAlgorithm):
             try:
                 return np.array(sorted({np.datetime64(d.strip(), "D") for d in text.split(",") if d.strip()}))
             except ValueError as exc:
-                raise QgsProcessingException(f"Cannot read the dates {text!r}: write them as YYYY-MM-DD, "
-                                             "separated by commas.") from exc
+                raise QgsProcessingException(tr("Cannot read the dates {text!r}: write them as YYYY-MM-DD, "
+                                                "separated by commas.").format(text=text)) from exc
         scenes = self.scenes(parameters, context)
         stac = self.stac_items(parameters, context)
 
@@ -93,10 +94,11 @@ class ParcelGDD(ThermoCropAlgorithm):
         if not self.parameterAsString(parameters, "DATES", context).strip():
             ok, message = self.check_scenes(parameters, context)
             if not ok:
-                return False, "Give either DATES or scenes, so that there are dates to compute GDD at. " + message
+                return False, tr("Give either DATES or scenes, so that there are dates to compute GDD at.") + " " \
+                    + message
         if self.parameterAsDouble(parameters, "T_CAP", context) <= self.parameterAsDouble(parameters, "T_BASE",
                                                                                            context):
-            return False, "The cap temperature must be above the base temperature."
+            return False, tr("The cap temperature must be above the base temperature.")
         try:
             from ...core.gdd import SeasonStart
 
@@ -159,7 +161,8 @@ class ParcelGDD(ThermoCropAlgorithm):
         def compute():
             from ...core.gdd import SeasonStart, gdd_at_points
 
-            feedback.pushInfo(f"GDD of {len(features)} parcels at {len(dates)} dates from {weather_path}")
+            feedback.pushInfo(tr("GDD of {n} parcels at {dates} dates from {weather}").format(
+                n=len(features), dates=len(dates), weather=weather_path))
             return gdd_at_points(weather_path, xs, ys, crs.toWkt(), dates, season_start=SeasonStart.parse(season),
                                  t_base=t_base, t_cap=t_cap, method=method,
                                  parcel_ids=[str(f.id()) for f in features])
@@ -170,9 +173,10 @@ class ParcelGDD(ThermoCropAlgorithm):
         feedback.setProgress(50)
         lost = [str(features[i].id()) for i in np.flatnonzero(~np.isfinite(gdd).all(axis=1))]
         if lost:
-            feedback.pushWarning(f"{len(lost)} parcels have no usable temperatures (no grid cell with data within "
-                                 f"25 km, or a gap of more than 3 days); their GDD fields stay empty. Features: "
-                                 f"{', '.join(lost[:10])}{' ...' if len(lost) > 10 else ''}")
+            feedback.pushWarning(tr("{n} parcels have no usable temperatures (no grid cell with data within 25 km, "
+                                    "or a gap of more than 3 days); their GDD fields stay empty. Features: "
+                                    "{features}").format(n=len(lost), features=", ".join(lost[:10])
+                                                         + (" ..." if len(lost) > 10 else "")))
         names = self._field_names(dates, parameters, context)
         with StagedSink(self, parameters, context, inputs=self._inputs(parameters, context), fields=names) as staged:
             stored = [staged.field_names[n] for n in names]
@@ -186,13 +190,12 @@ class ParcelGDD(ThermoCropAlgorithm):
                 fields.append(QgsField(name, QVariant.Double))
             wkb_type, make_multi = geometry_type(source)
             if QgsWkbTypes.hasM(wkb_type) and staged.driver and not measures_supported(staged.driver):
-                feedback.pushWarning(f"The M (measure) values of the parcels are not written: {staged.driver} files "
-                                     "cannot hold them. Write a .gpkg, .shp, .fgb or .csv file to keep them.")
+                feedback.pushWarning(self.measures_dropped(staged.driver))
             sink, _ = staged.create(fields, wkb_type, crs)
             for i, feature in enumerate(features):
                 if feedback.isCanceled():
                     del sink
-                    raise QgsProcessingException("Cancelled: nothing was written.")
+                    raise QgsProcessingException(tr("Cancelled: nothing was written."))
                 out = QgsFeature(fields)
                 geometry = feature.geometry()
                 if make_multi and not geometry.isNull():
@@ -201,7 +204,7 @@ class ParcelGDD(ThermoCropAlgorithm):
                 attributes = feature.attributes()
                 out.setAttributes([attributes[k] for k in kept] + [float(v) if np.isfinite(v) else None for v in gdd[i]])
                 if not sink.addFeature(out, QgsFeatureSink.FastInsert):
-                    raise QgsProcessingException(f"Writing feature {feature.id()} failed: {sink.lastError()}")
+                    raise QgsProcessingException(self.write_failed(feature.id(), sink.lastError()))
             del sink  # closes a file output before it is checked and published
             dest_id = staged.commit(len(features))
         feedback.setProgress(100)

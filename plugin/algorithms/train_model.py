@@ -11,6 +11,7 @@ from qgis.core import (
     QgsProcessingParameterString,
 )
 
+from ..i18n import tr
 from .base import WIDGETS_MODULE, ThermoCropAlgorithm
 
 VARIANTS = ("tpe_recurrent", "tpe_sinusoidal", "tpe_concat", "tpe_fourier", "calendar", "shiftaug", "no_pe")
@@ -62,8 +63,8 @@ class TrainModel(ThermoCropAlgorithm):
             return ok, message
         datasets = self._datasets(parameters, context)
         if not datasets:
-            return False, "Give at least one dataset folder (separate several with ';')."
-        ok, message = self.check_files(datasets, "dataset folder")
+            return False, tr("Give at least one dataset folder (separate several with ';').")
+        ok, message = self.check_files(datasets, tr("dataset folder"))
         if not ok:
             return ok, message
         return self.check_output_file(self.parameterAsFileOutput(parameters, "OUTPUT", context),
@@ -76,7 +77,7 @@ class TrainModel(ThermoCropAlgorithm):
         device = DEVICES[self.parameterAsEnum(parameters, "DEVICE", context)]
         out = self.parameterAsFileOutput(parameters, "OUTPUT", context)
         if os.path.exists(out):
-            raise QgsProcessingException(f"{out} already exists; choose a new model file.")
+            raise QgsProcessingException(tr("{out} already exists; choose a new model file.").format(out=out))
 
         steps = self.parameterAsInt(parameters, "STEPS", context)
         batch_size = self.parameterAsInt(parameters, "BATCH_SIZE", context)
@@ -90,18 +91,21 @@ class TrainModel(ThermoCropAlgorithm):
             from ...training.train import TrainingConfig, train_model
 
             if device == "cuda" and not torch.cuda.is_available():
-                raise QgsProcessingException("No CUDA GPU is available to this QGIS; choose the cpu or auto device.")
+                raise QgsProcessingException(tr("No CUDA GPU is available to this QGIS; choose the cpu or auto "
+                                                "device."))
             data = [open_dataset(path) for path in datasets]
             config = TrainingConfig(variant=variant, epochs=epochs, steps_per_epoch=steps, batch_size=batch_size,
                                     device=device, classes=classes)
-            feedback.pushInfo(f"Training {variant} on {sum(len(d.parcel_ids) for d in data)} parcels, "
-                              f"{epochs} epochs of {steps} steps, device {device}")
+            feedback.pushInfo(tr("Training {variant} on {n} parcels, {epochs} epochs of {steps} steps, device "
+                                 "{device}").format(variant=variant, n=sum(len(d.parcel_ids) for d in data),
+                                                    epochs=epochs, steps=steps, device=device))
             found = sorted({c for d in data for c in d.classes})
-            feedback.pushInfo(f"Classes of the datasets: {', '.join(found)}")
+            feedback.pushInfo(tr("Classes of the datasets: {classes}").format(classes=", ".join(found)))
             return train_model(data, out, config, show_progress=False, progress=self.progress(feedback))
 
         result = self.run_core(train)
-        feedback.pushInfo(f"Model classes ({len(result.metrics['classes'])}): {', '.join(result.metrics['classes'])}")
+        feedback.pushInfo(tr("Model classes ({n}): {classes}").format(n=len(result.metrics["classes"]),
+                                                                    classes=", ".join(result.metrics["classes"])))
         for key, value in result.metrics.items():
             if isinstance(value, (int, float, str)):
                 feedback.pushInfo(f"  {key}: {value}")

@@ -12,7 +12,7 @@ from thermocrop.core.bands import S2_BANDS
 from thermocrop.core.errors import SceneError
 from thermocrop.core.extract import extract_pixel_sets
 from thermocrop.core.scenes import BRIGHT_CLOUD, bright_cloud_mask, check_missing_scl, find_scenes
-from thermocrop.training.cli import main
+from thermocrop.training.cli import EXIT_INPUT, main
 
 gpd = pytest.importorskip("geopandas")
 
@@ -87,13 +87,13 @@ def test_warned_or_masked(l2a_without_scl, caplog):
 def test_commands_refuse_and_accept(l2a_without_scl, tmp_path, capsys):
     base = ["extract", "--parcels", str(l2a_without_scl / "parcels.gpkg"), "--scenes",
             str(l2a_without_scl / "scenes"), "--weather", str(l2a_without_scl / "weather.csv")]
-    assert main(base + ["--out", str(tmp_path / "a")]) == 2
+    assert main(base + ["--out", str(tmp_path / "a")]) == EXIT_INPUT
     assert "--missing-scl" in capsys.readouterr().err and not (tmp_path / "a").exists()
     assert main(base + ["--missing-scl", "bands", "--out", str(tmp_path / "b")]) == 0
     out = tmp_path / "classified.gpkg"
     assert main(["classify", "--parcels", str(l2a_without_scl / "parcels.gpkg"), "--scenes",
                  str(l2a_without_scl / "scenes"), "--weather", str(l2a_without_scl / "weather.csv"),
-                 "--out", str(out)]) == 2
+                 "--out", str(out)]) == EXIT_INPUT
     assert "no scene classification" in capsys.readouterr().err and not out.exists()
 
 

@@ -357,16 +357,24 @@ def test_chunk_buffers_follow_the_pixels_parcels_cover(tmp_path, monkeypatch):
         assert ps.status.tolist() == whole.status[idx].tolist() == ["ok"] * len(idx)
 
 
-def test_every_kind_of_failure_has_its_exit_code(monkeypatch):
+def test_every_kind_of_failure_has_its_exit_code():
     from thermocrop.core import errors
 
-    class OutputError(errors.ThermoCropError):
-        """As the writers raise for a refused output."""
-
-    monkeypatch.setattr(errors, "OutputError", OutputError, raising=False)
     cases = {errors.WeatherError("x"): cli.EXIT_INPUT, errors.BundleError("x"): cli.EXIT_INPUT,
-             errors.NoUsableParcelsError("x"): cli.EXIT_NOTHING, OutputError("x"): cli.EXIT_OUTPUT,
+             errors.NoUsableParcelsError("x"): cli.EXIT_NOTHING, errors.OutputError("x"): cli.EXIT_OUTPUT,
              errors.ExtractionError("x"): cli.EXIT_FAILED, errors.CancelledError("x"): cli.EXIT_INTERRUPTED,
              KeyboardInterrupt(): cli.EXIT_INTERRUPTED, RuntimeError("x"): cli.EXIT_INTERNAL}
     assert {type(e).__name__: cli.exit_code(e) for e in cases} == {type(e).__name__: c for e, c in cases.items()}
     assert len(set(cases.values())) == 6 and cli.EXIT_USAGE not in cases.values()
+
+
+def test_the_reliability_page_lists_the_exit_codes_of_the_cli():
+    """docs/reliability.md's table of exit codes holds exactly the codes training/cli.py defines."""
+    import re
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "reliability.md").read_text()
+    section = page.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    documented = {int(code) for code in re.findall(r"^\| (\d+) \|", section, re.M)}
+    assert documented == set(cli.EXIT_CODES)
+    assert (cli.EXIT_USAGE, cli.EXIT_INPUT, cli.EXIT_NOTHING, cli.EXIT_OUTPUT, cli.EXIT_FAILED,
+            cli.EXIT_INTERRUPTED) == (2, 3, 4, 5, 6, 130)

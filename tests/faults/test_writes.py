@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from thermocrop.training.cli import main
+from thermocrop.training.cli import EXIT_OUTPUT, main
 
 ogr = pytest.importorskip("osgeo.ogr")
 osr = pytest.importorskip("osgeo.osr")
@@ -128,14 +128,14 @@ def test_output_equal_to_input_is_refused_by_any_name(files, tmp_path, capsys):
     (tmp_path / "sub").mkdir()
     names = [parcels, tmp_path / "sub" / ".." / "parcels.gpkg", tmp_path / "link.gpkg", tmp_path / "hard.gpkg"]
     for name in names:
-        assert main(_gdd_args(parcels, files / "weather.csv", name)) == 2
+        assert main(_gdd_args(parcels, files / "weather.csv", name)) == EXIT_OUTPUT
         assert "is the input" in capsys.readouterr().err
         assert main(["classify", "--parcels", str(parcels), "--scenes", str(tmp_path / "none"), "--weather",
-                     str(files / "weather.csv"), "--out", str(name)]) == 2
+                     str(files / "weather.csv"), "--out", str(name)]) == EXIT_OUTPUT
         assert "is the input" in capsys.readouterr().err
     # Not even with --overwrite may an output replace the weather file.
     weather = Path(shutil.copy(files / "weather.csv", tmp_path / "w.csv"))
-    assert main(_gdd_args(parcels, weather, weather, "--overwrite")) == 2
+    assert main(_gdd_args(parcels, weather, weather, "--overwrite")) == EXIT_OUTPUT
     assert "is the input" in capsys.readouterr().err
     assert parcels.read_bytes() == before and weather.read_bytes() == (files / "weather.csv").read_bytes()
 
@@ -158,7 +158,7 @@ def test_full_disk_leaves_no_file_and_replaces_none(files, tmp_path):
     }
     for name, proc in runs.items():
         rc, said = _finish(proc)
-        assert rc == 2, (name, said)
+        assert rc == EXIT_OUTPUT, (name, said)
         assert "the disk may be full" in said and "Traceback" not in said, (name, said)
     assert not (tmp_path / "new.geojson").exists() and not (tmp_path / "new.gpkg").exists()
     for path, content in before.items():
@@ -175,7 +175,7 @@ def test_full_tmpfs_leaves_no_file(files, tmp_path):
         pytest.skip("mounting a tmpfs is not allowed here (the RLIMIT_FSIZE test covers the same writes)")
     try:
         rc, said = _finish(_start(_gdd_args(files / "big.gpkg", files / "weather.csv", mount / "new.geojson")))
-        assert rc == 2 and "the disk may be full" in said, said
+        assert rc == EXIT_OUTPUT and "the disk may be full" in said, said
         assert list(mount.iterdir()) == []
     finally:
         subprocess.run(["umount", str(mount)], check=True)
@@ -251,7 +251,7 @@ def test_two_runs_racing_for_one_output_one_fails_clearly(files, tmp_path):
     assert len(winners) == 1, results
     loser = next(d for d in results if d not in winners)
     rc, said = results[loser]
-    assert rc == 2 and ("already exists" in said or "appeared while this run was writing" in said), said
+    assert rc == EXIT_OUTPUT and ("already exists" in said or "appeared while this run was writing" in said), said
     fields = _fields(out, "raced")
     assert f"gdd_{winners[0].replace('-', '')}" in fields and f"gdd_{loser.replace('-', '')}" not in fields
     assert len(_features(out)) == N_BIG and _hidden(tmp_path) == []
@@ -284,7 +284,7 @@ def test_writing_a_layer_leaves_the_other_layers_alone(files, tmp_path):
     others = {name: _features(multi, name) for name in ("zeta", "roads")}
     parcels = _features(multi, "parcels")
     # In place: the parcels layer gets the field, keeps its name and place; nothing else changes.
-    assert main(_gdd_args(multi, files / "weather.csv", multi)) == 2  # not without --overwrite
+    assert main(_gdd_args(multi, files / "weather.csv", multi)) == EXIT_OUTPUT  # not without --overwrite
     assert main(["gdd", "--parcels", str(multi), "--weather", str(files / "weather.csv"), "--dates", "2023-05-01",
                  "--out", str(multi), "--overwrite"]) == 0
     # gdd reads the first layer, zeta, when none is named: it is the one written.
@@ -396,9 +396,9 @@ def test_classify_and_gdd_check_the_output_before_reading_anything(files, tmp_pa
     # The scenes and the weather do not exist: an answer about the output shows it came first.
     rc = main(["classify", "--parcels", str(parcels), "--scenes", str(tmp_path / "no-scenes"), "--weather",
                str(tmp_path / "no-weather.nc"), "--out", str(out)])
-    assert rc == 2 and said in capsys.readouterr().err
+    assert rc == EXIT_OUTPUT and said in capsys.readouterr().err
     rc = main(_gdd_args(parcels, files / "weather.csv", out))
-    assert rc == 2 and said in capsys.readouterr().err
+    assert rc == EXIT_OUTPUT and said in capsys.readouterr().err
     assert not out.is_file()
 
 
@@ -420,19 +420,19 @@ def test_extract_train_experiment_evaluate_check_their_outputs_first(tmp_path, c
           str(tmp_path / "folder.tcm")], "is a folder"),
     ]
     for args, said in cases:
-        assert main(args) == 2, args
+        assert main(args) == EXIT_OUTPUT, args
         assert said in capsys.readouterr().err, args
     # An existing folder that is not a dataset is never replaced, even with --overwrite.
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "mine.txt").write_text("keep me")
-    assert main(["extract", *missing, "--out", str(tmp_path / "notes"), "--overwrite"]) == 2
+    assert main(["extract", *missing, "--out", str(tmp_path / "notes"), "--overwrite"]) == EXIT_OUTPUT
     assert "not a ThermoCrop dataset folder" in capsys.readouterr().err
     # A bundle, or the checkpoint of an unfinished run, is replaced only when asked.
     (tmp_path / "m.tcm").write_bytes(b"bundle")
-    assert main(["train", "--data", str(tmp_path / "no"), "--out", str(tmp_path / "m.tcm")]) == 2
+    assert main(["train", "--data", str(tmp_path / "no"), "--out", str(tmp_path / "m.tcm")]) == EXIT_OUTPUT
     assert "already exists" in capsys.readouterr().err
     (tmp_path / "n.ckpt").write_bytes(b"checkpoint")
-    assert main(["train", "--data", str(tmp_path / "no"), "--out", str(tmp_path / "n.tcm")]) == 2
+    assert main(["train", "--data", str(tmp_path / "no"), "--out", str(tmp_path / "n.tcm")]) == EXIT_OUTPUT
     assert "--resume" in capsys.readouterr().err
 
 
@@ -449,7 +449,7 @@ def test_a_read_only_folder_is_reported_before_any_work(files, tmp_path):
                                *_gdd_args(folder / "parcels.gpkg", folder / "weather.csv", folder / "out.gpkg")],
                               capture_output=True, text=True, user=user, cwd="/",
                               env={**os.environ, "HOME": "/tmp"})
-        assert proc.returncode == 2 and "Cannot write in the folder" in proc.stderr, proc.stderr
+        assert proc.returncode == EXIT_OUTPUT and "Cannot write in the folder" in proc.stderr, proc.stderr
         assert "Traceback" not in proc.stderr and sorted(p.name for p in folder.iterdir()) == ["parcels.gpkg",
                                                                                               "weather.csv"]
     finally:

@@ -252,7 +252,7 @@ def test_an_existing_field_of_another_type_is_refused_before_the_run(dock, parce
     dock.layer_combo.setLayer(parcels_layer)
     dock.in_place.setChecked(True)
     assert dock.start() is None and dock.task is None
-    assert "crop_conf is of type" in dock.message.text()
+    assert "parcels already has a field 'crop_conf' of type string" in dock.message.text()
 
 
 def test_existing_fields_are_kept_unless_the_user_agrees(qgis_app):

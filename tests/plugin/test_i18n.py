@@ -20,7 +20,9 @@ TEMPLATE = ROOT / "i18n" / "thermocrop.ts"
 # Calls whose string arguments a user reads.
 _SHOWN = {"QLabel", "QPushButton", "QCheckBox", "QRadioButton", "QGroupBox", "QAction", "setText",
           "setToolTip", "setPlaceholderText", "addTab", "addRow", "setHeaderLabels", "addItems", "say",
-          "pushMessage", "setWindowTitle", "QgsProcessingException", "setTitle"}
+          "pushMessage", "setWindowTitle", "QgsProcessingException", "setTitle",
+          # Runtime messages of the Processing algorithms and the installer.
+          "pushInfo", "pushWarning", "reportError", "setProgressText", "DependencyError", "say"}
 
 
 def _literal_texts(node):
@@ -37,16 +39,25 @@ def _literal_texts(node):
                     yield ast.unparse(item)
 
 
-def test_widget_texts_of_the_dock_and_plugin_go_through_tr():
+def _checked_files() -> list:
+    names = ("dock.py", "main.py", "widgets.py", "task.py", "layers.py", "dependencies.py", "catalog.py",
+             "catalog_widget.py")
+    return [ROOT / "plugin" / name for name in names] + sorted((ROOT / "plugin" / "algorithms").glob("*.py"))
+
+
+def test_widget_texts_and_runtime_messages_of_the_plugin_go_through_tr():
     untranslated = []
-    for path in [ROOT / "plugin" / name for name in ("dock.py", "main.py", "widgets.py", "task.py", "layers.py",
-                                                         "catalog.py", "catalog_widget.py")]:
+    for path in _checked_files():
         for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and len(node.value.elts) == 2 \
+                    and isinstance(node.value.elts[0], ast.Constant) and node.value.elts[0].value is False:
+                # checkParameterValues / canExecute answers: (False, message)
+                node = ast.Call(func=ast.Name(id="say"), args=[node.value.elts[1]], keywords=[], lineno=node.lineno)
             if not isinstance(node, ast.Call):
                 continue
             name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
             if name in _SHOWN:
-                untranslated += [f"{path.name}:{node.lineno} {text!r}" for text in _literal_texts(node)
+                untranslated += [f"{path.relative_to(ROOT)}:{node.lineno} {text!r}" for text in _literal_texts(node)
                                  if text not in ("ThermoCrop",)]
     assert untranslated == []
 

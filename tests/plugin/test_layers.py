@@ -11,7 +11,7 @@ def test_attributes_keep_their_types_and_nulls_in_a_written_file(qgis_app, tmp_p
     from qgis.core import QgsFeature, QgsGeometry, QgsVectorLayer
     from qgis.PyQt.QtCore import QDate
 
-    from thermocrop.core.vector import write_layer
+    from thermocrop.core.vector import write_with_fields
     from thermocrop.plugin.layers import features_to_frame
 
     layer = QgsVectorLayer("Polygon?crs=EPSG:32631&field=name:string&field=n:integer&field=x:double"
@@ -26,7 +26,7 @@ def test_attributes_keep_their_types_and_nulls_in_a_written_file(qgis_app, tmp_p
     layer.dataProvider().addFeatures(features)
     frame, fids = features_to_frame(layer.getFeatures(), layer.crs(), attributes=["name", "n", "x", "d", "b"])
     assert fids == [f.id() for f in layer.getFeatures()]
-    out = write_layer(frame, tmp_path / "out.gpkg")
+    out = write_with_fields(frame, {}, tmp_path / "out.gpkg")
     back = QgsVectorLayer(str(out), "back", "ogr")
     types = {f.name(): f.typeName() for f in back.fields()}
     assert types["n"].startswith("Integer") and types["x"] == "Real" and types["b"] == "Boolean"

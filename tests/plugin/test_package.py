@@ -62,6 +62,11 @@ def test_zip_holds_only_what_the_plugin_runs_on(plugin_zip, tmp_path):
                 base = package[:len(package) - node.level + 1] if node.level > 1 else package
                 target = "/".join(["thermocrop", *base, *(node.module or "").split(".")]).rstrip("/")
                 assert f"{target}.py" in names or f"{target}/__init__.py" in names, (name, node.module)
+    # The dialogs' Help opens docs/plugin.md#processing-algorithms beside the plugin's modules
+    # (plugin/algorithms/base.py: DOCS); the page and its section are in the zip.
+    base = archive.read("thermocrop/plugin/algorithms/base.py").decode()
+    assert 'parents[2] / "docs" / "plugin.md"' in base and 'setFragment("processing-algorithms")' in base
+    assert "\n## Processing algorithms\n" in archive.read("thermocrop/docs/plugin.md").decode()
     assert "GNU GENERAL PUBLIC LICENSE" in archive.read("thermocrop/LICENSE").decode()
     assert "or (at your option) any later version" in archive.read("thermocrop/LICENSE").decode()
     # The same tree gives the same bytes.

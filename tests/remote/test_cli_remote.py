@@ -8,7 +8,7 @@ import json
 import geopandas as gpd
 import numpy as np
 
-from thermocrop.training.cli import main
+from thermocrop.training.cli import EXIT_INPUT, main
 
 ES = dict(dates=6, cloud_cover=(5, 70, 20, 90, 10, 40))
 
@@ -63,7 +63,7 @@ def test_gdd_at_the_dates_of_a_catalogue_search_and_a_clear_error_without_scenes
                  "--season", "2017", "--max-cloud", "100", "--cache", str(tmp_path / "c"), "--out", str(out)]) == 0
     header = out.read_text().splitlines()[0].split(",")
     assert header[1:] == [f"gdd_{i['properties']['datetime'][:10].replace('-', '')}" for i in items]
-    assert main(["gdd", "--parcels", str(parcels), "--weather", "open-meteo", "--out", str(tmp_path / "x.csv")]) == 2
+    assert main(["gdd", "--parcels", str(parcels), "--weather", "open-meteo", "--out", str(tmp_path / "x.csv")]) == EXIT_INPUT
     assert "needs the dates" in capsys.readouterr().err
-    assert main(["classify", "--parcels", str(parcels), "--weather", "w.nc", "--out", str(tmp_path / "y.gpkg")]) == 2
+    assert main(["classify", "--parcels", str(parcels), "--weather", "w.nc", "--out", str(tmp_path / "y.gpkg")]) == EXIT_INPUT
     assert "exactly one of --scenes" in capsys.readouterr().err

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from thermocrop.core.errors import InputError
-from thermocrop.training.cli import main
+from thermocrop.training.cli import EXIT_INPUT, main
 
 gpd = pytest.importorskip("geopandas")
 
@@ -76,7 +76,7 @@ def test_points_need_count_weights(tmp_path, capsys):
     path = tmp_path / "points.gpkg"
     gpd.GeoDataFrame({"crop_pred": ["corn", "corn", "meadow"], "truth": ["corn", "meadow", "meadow"]},
                      geometry=[Point(0, 0), Point(10, 0), Point(20, 0)], crs="EPSG:3035").to_file(path)
-    assert main(["accuracy", "--layer", str(path), "--reference", "truth", "--html", str(tmp_path / "a.html")]) == 2
+    assert main(["accuracy", "--layer", str(path), "--reference", "truth", "--html", str(tmp_path / "a.html")]) == EXIT_INPUT
     assert "weight the classes by parcel count" in capsys.readouterr().err
     assert main(["accuracy", "--layer", str(path), "--reference", "truth", "--weighting", "count",
                  "--html", str(tmp_path / "a.html")]) == 0

@@ -9,7 +9,7 @@ from rasterio.transform import from_origin
 from shapely.geometry import box
 
 from thermocrop.core.bands import S2_BANDS
-from thermocrop.training.cli import EXIT_INPUT, main
+from thermocrop.training.cli import EXIT_INPUT, EXIT_OUTPUT, main
 
 gpd = pytest.importorskip("geopandas")
 
@@ -66,7 +66,7 @@ def test_scene_dates_to_a_geopackage_keeping_the_attributes(files, tmp_path):
     # Season from Jan 1 2021: Mar 15 is day 74, Jun 1 day 152 (not a leap year), 10 a day.
     assert np.allclose(gdf["gdd_20210315"], 740.0) and np.allclose(gdf["gdd_20210601"], 1520.0)
     assert main(["gdd", "--parcels", str(files / "parcels.gpkg"), "--weather", str(files / "weather.csv"),
-                 "--scenes", str(files / "scenes"), "--out", str(out)]) == EXIT_INPUT  # exists: refused
+                 "--scenes", str(files / "scenes"), "--out", str(out)]) == EXIT_OUTPUT  # exists: refused
 
 
 def test_without_dates_the_end_of_the_record(files, tmp_path, capsys):

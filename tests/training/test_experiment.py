@@ -144,7 +144,7 @@ def test_parallel_runs_log_through_the_parent_with_their_logger(tmp_path, caplog
     records = run_experiment(paths, ["no_pe"], tmp_path / "exp", cfg, jobs=2,
                              progress=Progress(report=seen.append))
     assert len(records) == 2
-    warnings = [r for r in caplog.records if r.name == "thermocrop.training.evaluate"
+    warnings = [r for r in caplog.records if r.name == "thermocrop.training.datasets"
                 and "fewer than three" in r.getMessage()]
     assert len(warnings) == 2 and all(r.process != os.getpid() for r in warnings)
     assert "--block-size-km 10" in warnings[0].getMessage()

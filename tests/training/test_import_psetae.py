@@ -12,7 +12,7 @@ from shapely.geometry import box
 from thermocrop.core.bands import S2_BANDS
 from thermocrop.core.dataset import open_dataset
 from thermocrop.core.errors import InputError
-from thermocrop.training.cli import main
+from thermocrop.training.cli import EXIT_INPUT, main
 from thermocrop.training.importers.psetae import import_psetae
 
 ORDER = ("B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12")  # of the arrays
@@ -64,7 +64,7 @@ def test_folder_values_dates_labels_and_cli(tmp_path, capsys):
     tn, tx = write_weather(tmp_path / "w.nc")
     args = ["import", "psetae", str(folder), "--weather", str(tmp_path / "w.nc"), "--point", "4.45", "45.05",
             "--band-order", ",".join(ORDER), "--max-pixels", "16", "--out", str(tmp_path / "ds")]
-    assert main(args) == 2  # two nomenclatures: which one?
+    assert main(args) == EXIT_INPUT  # two nomenclatures: which one?
     assert "choose one with --nomenclature" in capsys.readouterr().err
     (tmp_path / "map.csv").write_text("code,class\nBTH,winter_wheat\nMIE,corn\n")
     assert main(args + ["--nomenclature", "CODE_GROUP", "--class-map", str(tmp_path / "map.csv")]) == 0

@@ -171,9 +171,19 @@ def test_baseline_offset_and_toa(tmp_path):
         assert np.array_equal(valid, y[0] > 0)
         # Baseline 04.00 adds 1000 to every valid DN (fact sheet, data formats).
         assert np.all(y[:, valid] - x[:, valid] == 1000)
-        # Top of atmosphere: blue brighter by ~0.03-0.05 (fact sheet section 4).
-        blue = (z[0][valid] - x[0][valid]).mean() / 10000
-        assert 0.015 < blue < 0.07
+        # Top of atmosphere: the darkest land is lifted by the path reflectance (the real
+        # Bavarian L1C parcels' darkest 1 % in blue: 0.085, against under 0.03 for dense
+        # vegetation at the surface); haze varies from scene to scene.
+        clear = valid & (x[0] < 2000)
+        lift = (np.percentile(z[0][clear], 1) - np.percentile(x[0][clear], 1)) / 10000
+        assert 0.03 < lift < 0.15
+        assert np.percentile(z[0][clear], 1) / 10000 > 0.06
+        # NDVI over green fields is lower at the top of the atmosphere.
+        green = clear & ((x[6] - x[2]) / np.maximum(x[6] + x[2], 1) > 0.7)
+        if green.sum() > 100:
+            ndvi_surface = ((x[6] - x[2]) / (x[6] + x[2]))[green].mean()
+            ndvi_toa = ((z[6] - z[2]) / np.maximum(z[6] + z[2], 1))[green].mean()
+            assert 0.04 < ndvi_surface - ndvi_toa < 0.3
 
 
 def test_rejects_bad_arguments(tmp_path):

@@ -310,3 +310,51 @@ def test_meadow_mowing_regimes_show_in_the_scenes(four_regions):
     assert drops["intensive"] >= 2.5
     assert drops["extensive"] <= 2.0
     assert drops["intensive"] > drops["extensive"] + 1.0
+
+
+def test_snow_lies_in_continental_winters_and_rarely_in_france():
+    # The snow pack of 30 simulated winters at one point per region.
+    from thermocrop.training.synth import get_region
+    from thermocrop.training.synth.climate import simulate_weather
+    from thermocrop.training.synth.snow import snow_cover, wet_days
+
+    days = {}
+    for name in ("AT1", "DK1", "FR1", "FR2"):
+        region = get_region(name)
+        rng = np.random.default_rng(2)
+        grid = simulate_weather(region, (10.0, 10.2), (48.0, 48.2), np.datetime64("1991-07-01"),
+                                np.datetime64("2021-06-30"), rng)
+        wet, rain = wet_days(len(grid.dates), region.wet_days, rng)
+        assert abs(wet.mean() - region.wet_days) < 0.02
+        # Wet days come in spells: a wet day follows a wet day more often than on average.
+        assert wet[1:][wet[:-1]].mean() > wet.mean() + 0.1
+        cover = snow_cover(grid.tmin[:, 1, 1][None], grid.tmax[:, 1, 1][None], rain)[0]
+        month = grid.dates.astype("datetime64[M]").astype(int) % 12 + 1
+        assert cover[(month >= 5) & (month <= 9)].max() == 0.0  # no snow from May to September
+        days[name] = (cover > 0.5).sum() / 30.0
+    # Linz and Karup see weeks of snow cover a year, Nantes and Montauban a day or two.
+    assert days["AT1"] > 15 and days["DK1"] > 15
+    assert days["FR1"] < 6 and days["FR2"] < 6
+
+
+def test_snow_is_bright_dark_in_the_swir_and_flagged(four_regions):
+    import json
+
+    import rasterio
+
+    folder = four_regions["DK1"]
+    truth = json.loads((folder / "truth.json").read_text())
+    snowy = [s for s in truth["scenes"] if s["snow_fraction"] > 0.3]
+    assert snowy, "DK1 (seed 0) has snow on its January and February scenes"
+    assert all(s["date"][5:7] in ("01", "02", "03", "11", "12") for s in snowy)
+    for s in snowy[:2]:
+        with rasterio.open(folder / s["file"]) as ds:
+            x = ds.read().astype(float) / 10000
+        with rasterio.open(folder / s["scl"]) as f:
+            scl = f.read(1)
+        flagged = scl == 11
+        assert flagged.mean() > 0.2
+        # Snow as on the real snow-covered date of the Bavarian parcels: bright from blue to NIR
+        # (0.45-0.65 at the top of the atmosphere there), dark in the SWIR (under 0.1).
+        assert np.median(x[0][flagged]) > 0.4 and np.median(x[1][flagged]) > 0.4
+        assert np.median(x[8][flagged]) < 0.2

@@ -13,7 +13,7 @@ from safetensors.torch import load_file
 from thermocrop.core.bundle import InputScaling, load_bundle
 from thermocrop.core.crops import CROP_CLASSES
 from thermocrop.core.dataset import PixelSets, open_dataset, save_dataset
-from thermocrop.core.errors import CancelledError
+from thermocrop.core.errors import CancelledError, InputError
 from thermocrop.core.models import VARIANTS, build_model
 from thermocrop.core.progress import Progress
 from thermocrop.training.losses import FocalLoss
@@ -101,6 +101,61 @@ def test_batch_sampler_gathers_the_right_parcels_and_shifts_each_sample(dataset_
     assert (b.pixels.transpose(0, 1, 3, 2)[~b.pixel_mask] == 0).all()
 
 
+def test_season_windows_keep_one_stretch_from_the_first_third_to_the_second_half():
+    from thermocrop.training.sampling import season_windows
+
+    rng = np.random.default_rng(3)
+    dos = np.arange(0, 360, 10, dtype=float)  # 36 dates over a year
+    mask = np.ones((400, 36), bool)
+    mask[-1, 2:] = False  # two dates only: too few to cut
+    chosen = np.arange(400) % 2 == 0
+    out = season_windows(mask, np.broadcast_to(dos, mask.shape), chosen, rng)
+    assert np.array_equal(out[~chosen], mask[~chosen])
+    assert np.array_equal(out[-1], mask[-1])
+    for row in out[chosen][:-1]:
+        days = dos[row]
+        assert len(days) >= 3
+        assert np.all(np.diff(np.flatnonzero(row)) == 1)  # one stretch
+        # Windows start in the first third and end in the second half (dates 10 days apart).
+        assert days[0] < 350 / 3 + 10 and days[-1] > 350 / 2 - 10
+    # Windows vary: some start late in winter, some end in summer.
+    firsts = np.array([dos[r].min() for r in out[chosen][:-1]])
+    lasts = np.array([dos[r].max() for r in out[chosen][:-1]])
+    assert firsts.max() > 80 and lasts.min() < 200
+
+
+def test_parcel_means_replace_every_valid_pixel_by_the_date_mean():
+    from thermocrop.training.sampling import parcel_means
+
+    pixels = np.zeros((2, 1, 2, 3), np.uint16)
+    pixels[0, 0, 0] = [100, 200, 0]
+    pixels[0, 0, 1] = [10, 21, 0]
+    pixels[1, 0, 0] = [5, 6, 7]
+    mask = np.array([[[True, True, False]], [[True, True, True]]])
+    out = parcel_means(pixels, mask, np.array([True, False]))
+    assert out[0, 0, 0].tolist() == [150, 150, 0]
+    assert out[0, 0, 1].tolist() == [16, 16, 0]  # 15.5 rounds to even
+    assert np.array_equal(out[1], pixels[1])
+    assert pixels[0, 0, 0].tolist() == [100, 200, 0]  # the input is not changed
+
+
+def test_sampler_shares_of_zero_draw_the_same_batches(dataset_dir):
+    ps = open_dataset(dataset_dir)
+    rows = [np.arange(len(ps) - 2)]
+    scaling = InputScaling.from_pixel_sets(ps)
+    plain = BatchSampler([ps], rows, scaling, 8, 10).sample(32, np.random.default_rng(5))
+    zero = BatchSampler([ps], rows, scaling, 8, 10, mean_pixel_share=0.0,
+                        season_window_share=0.0).sample(32, np.random.default_rng(5))
+    assert np.array_equal(plain.pixels, zero.pixels) and np.array_equal(plain.gdd, zero.gdd)
+    means = BatchSampler([ps], rows, scaling, 8, 10, mean_pixel_share=1.0).sample(32, np.random.default_rng(5))
+    # Every valid pixel of a sample equals every other of its date.
+    x = np.where(means.pixel_mask[:, :, None, :], means.pixels, np.nan)
+    spread = np.nanmax(x, axis=3) - np.nanmin(x, axis=3)
+    assert np.nanmax(spread) < 1e-5
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        TrainingConfig(mean_pixel_share=1.5)
+
+
 def test_focal_loss_matches_the_formula_and_cross_entropy_at_gamma_zero():
     logits = torch.tensor([[2.0, 0.0, -1.0], [0.5, 0.5, 0.0]])
     target = torch.tensor([0, 2])
@@ -183,7 +238,7 @@ def test_resume_refuses_a_checkpoint_of_other_settings(dataset_dir, tmp_path):
     cfg = TrainingConfig(variant="no_pe", epochs=1, steps_per_epoch=2, batch_size=8,
                          sample_pixels=4, sample_dates=5, device="cpu")
     train_model([ps], tmp_path / "m.tcm", cfg, show_progress=False)
-    with pytest.raises(ValueError, match="other settings"):
+    with pytest.raises(InputError, match="other settings"):
         train_model([ps], tmp_path / "m.tcm", TrainingConfig(**{**cfg.__dict__, "epochs": 2}),
                     show_progress=False, resume=True)
 

@@ -80,6 +80,50 @@ def weather_options(args: argparse.Namespace) -> dict:
             "max_distance_m": args.max_distance_km * 1000.0, "date_var": args.date_var}
 
 
+def add_cluster_options(parser: argparse.ArgumentParser) -> None:
+    """Options of partitioned runs on a Dask cluster (``core.distributed``)."""
+    group = parser.add_argument_group("partitioned runs (Dask)")
+    where = group.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=bounded("workers"), default=1,
+                       help="worker processes of a Dask LocalCluster on this machine (default 1: one process, "
+                            "no Dask)")
+    where.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                       help="run the partitions on this Dask scheduler's cluster (dask-jobqueue, Kubernetes, ...); "
+                            "the run folder and the input files must be on a file system every worker sees")
+    group.add_argument("--run-folder",
+                       help="where the partitions are written (default: the output's name + .parts, beside it); "
+                            "removed once the output is written")
+    group.add_argument("--resume", action="store_true",
+                       help="continue an interrupted run from the partitions its run folder holds")
+
+
+def cluster_options(args: argparse.Namespace):
+    """``core.distributed.ClusterOptions`` from the options above, or None for a one-process run."""
+    from ...core.distributed import ClusterOptions
+    from ...core.errors import InputError
+
+    if args.workers < 1:
+        raise InputError(f"--workers must be at least 1, got {args.workers}.")
+    options = ClusterOptions(workers=args.workers, scheduler=args.scheduler)
+    if not (options.partitioned or args.resume or args.run_folder):
+        return None
+    import logging
+
+    # Dask's own INFO lines (workers starting and stopping) would drown the progress bar.
+    for name in ("distributed", "bokeh", "tornado"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    return options
+
+
+def print_run_summary(summary, wall_s: float) -> None:
+    """What a partitioned run computed and what it cost (the cost model's figures for this run)."""
+    cost = summary.cost()
+    line = (f"{summary.partitions} partitions ({summary.computed} computed now, {summary.resumed} from the interrupted "
+            f"run) in {wall_s:.1f} s; partitions took {cost['cpu_s']:.1f} CPU s in all")
+    if cost["windows"]:
+        line += (f": {cost['windows']:.0f} scene windows ({cost['window_pixels'] / 1e6:.1f} Mpx per band) decoded in "
+                 f"{cost['read_cpu_s']:.1f} CPU s, {cost['parcel_dates']:.0f} parcel-dates")
+    print(line)
 # --------------------------------------------------------------------------------------------
 # Scenes from STAC catalogues and temperatures from weather services
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._options import add_season_option, add_stac_options, bounded
+from ._options import add_cluster_options, add_season_option, add_stac_options, bounded
 from .extract import add_missing_scl_option
 
 HELP = "classify parcels with a model bundle and write them with crop_pred, crop_conf and crop_status"
@@ -39,18 +39,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_season_option(parser)
     parser.add_argument("--band-order", help="comma-separated band order of multi-band files without descriptions")
     parser.add_argument("--offset", type=bounded("offset"), help="DN offset overriding the processing baseline (e.g. -1000)")
+    add_cluster_options(parser)
     add_stac_options(parser)
     add_missing_scl_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    import time
+
     from ...core.classify import classify_parcels, write_classification
     from ...core.extract import require_usable
     from ...core.preflight import check_inputs
     from ...core.vector import check_vector_output, replaced_fields, source_field_kinds
     from ...core.weather_services import is_weather_service
-    from ..progress_bar import progress_bar
-    from ._options import resolve_scenes, resolve_weather
+    from ..progress_bar import partition_bar, progress_bar
+    from ._options import cluster_options, print_run_summary, resolve_scenes, resolve_weather
     from .extract import scene_options
 
     # Everything about the output is checked before any scene is read.
@@ -62,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     replaced_fields(source_field_kinds(args.parcels), target,
                     {args.label_field: "string", args.conf_field: "real", args.status_field: "string"},
                     source=f"The parcel layer {args.parcels}")
+    cluster = cluster_options(args)
     checked = check_inputs(parcels=args.parcels, fields={"id": args.id_field},
                            scenes=resolve_scenes(args, args.parcels, **scene_options(args)), season=args.season,
                            weather=None if service else args.weather, bundle=args.model, need_bundle=True)
@@ -74,15 +78,32 @@ def run(args: argparse.Namespace) -> int:
 
         weather = resolve_weather(args, load_parcels(args.parcels, id_field=args.id_field, block_field=None),
                                   [s.date for s in scenes], checked.season_start)
-    with progress_bar("classify") as progress:
-        result = classify_parcels(args.parcels, scenes, weather, checked.bundle, chunk_size=args.chunk_size,
-                                  id_field=args.id_field, min_pixels=args.min_pixels,
-                                  missing_scl=args.missing_scl, progress=progress)
+    if cluster is None:
+        with progress_bar("classify") as progress:
+            result = classify_parcels(args.parcels, scenes, weather, checked.bundle, chunk_size=args.chunk_size,
+                                      id_field=args.id_field, min_pixels=args.min_pixels,
+                                      missing_scl=args.missing_scl, progress=progress)
+    else:
+        from ...core.distributed import classify_partitioned, default_run_folder
+
+        start = time.perf_counter()
+        # Workers load the model from its file (once each); a checksum of it guards --resume.
+        with partition_bar("classify") as bar:
+            result, summary, folder = classify_partitioned(
+                args.parcels, scenes, weather, args.model, cluster=cluster, resume=args.resume,
+                run_folder=args.run_folder or default_run_folder(target.path), chunk_size=args.chunk_size,
+                listener=bar, inputs=inputs, id_field=args.id_field, min_pixels=args.min_pixels,
+                missing_scl=args.missing_scl)
+        print_run_summary(summary, time.perf_counter() - start)
     require_usable(result.status, "classified", args.parcels)
     out = write_classification(args.parcels, result, args.out, label_field=args.label_field,
                                conf_field=args.conf_field, status_field=args.status_field,
                                overwrite=args.overwrite, out_layer=args.out_layer, inputs=inputs,
                                probabilities=args.probabilities)
+    if cluster is not None:
+        from ...core.distributed import remove_run_folder
+
+        remove_run_folder(folder)
     names = target.fields
     print(f"wrote {out}{f' (layer {target.layer})' if target.container else ''}: {len(result)} parcels, fields "
           f"{names[args.label_field]}, {names[args.conf_field]}, {names[args.status_field]}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._options import add_season_option, add_stac_options, bounded, season_start
+from ._options import add_cluster_options, add_season_option, add_stac_options, bounded, season_start
 
 HELP = "extract per-parcel pixel sets (for training or inspection) into a dataset folder"
 
@@ -44,6 +44,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--offset", type=bounded("offset"), help="DN offset overriding the processing baseline (e.g. -1000)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing dataset folder (only a dataset folder is ever replaced)")
+    add_cluster_options(parser)
     add_stac_options(parser)
     add_missing_scl_option(parser)
 
@@ -84,6 +85,7 @@ def grid_block_table(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    import time
     from pathlib import Path
 
     import numpy as np
@@ -93,14 +95,15 @@ def run(args: argparse.Namespace) -> int:
     from ...core.output import check_output
     from ...core.preflight import check_inputs
     from ...core.weather_services import is_weather_service
-    from ..progress_bar import progress_bar
-    from ._options import resolve_scenes, resolve_weather
+    from ..progress_bar import partition_bar, progress_bar
+    from ._options import cluster_options, print_run_summary, resolve_scenes, resolve_weather
 
     # The output is checked before any scene is read.
     service = is_weather_service(args.weather)
     check_output(args.out, what="dataset folder", kind="folder", overwrite=args.overwrite,
                  inputs=[args.parcels, None if service else args.weather, *(args.scenes or [])],
                  replaceable_folder=is_dataset_folder)
+    cluster = cluster_options(args)
     checked = check_inputs(parcels=args.parcels, fields={"id": args.id_field, "label": args.label_field},
                            scenes=resolve_scenes(args, args.parcels, **scene_options(args)), season=args.season,
                            season_start=args.season_start, weather=None if service else args.weather)
@@ -114,15 +117,26 @@ def run(args: argparse.Namespace) -> int:
 
         weather = resolve_weather(args, load_parcels(args.parcels, id_field=args.id_field, block_field=None),
                                   [s.date for s in scenes], args.season_start)
-    with progress_bar("extract") as progress:
-        out = extract_to_dataset(
-            parcels, scenes, weather, args.out,
-            chunk_size=args.chunk_size, overwrite=args.overwrite, max_pixels=args.max_pixels, seed=args.seed,
-            id_field=args.id_field, label_field=args.label_field, block_field=args.block_field,
-            class_map=args.class_map, min_parcels=args.min_parcels,
-            season_start=args.season_start, min_valid_fraction=args.min_valid_fraction,
-            min_pixels=args.min_pixels, missing_scl=args.missing_scl, progress=progress,
-        )
+    options = dict(max_pixels=args.max_pixels, seed=args.seed, id_field=args.id_field, label_field=args.label_field,
+                   block_field=args.block_field, class_map=args.class_map, min_parcels=args.min_parcels,
+                   season_start=args.season_start, min_valid_fraction=args.min_valid_fraction,
+                   min_pixels=args.min_pixels, missing_scl=args.missing_scl)
+    if cluster is None:
+        with progress_bar("extract") as progress:
+            out = extract_to_dataset(parcels, scenes, weather, args.out, chunk_size=args.chunk_size,
+                                     overwrite=args.overwrite, progress=progress, **options)
+    else:
+        from ...core.distributed import default_run_folder, extract_partitioned, remove_run_folder
+
+        start = time.perf_counter()
+        with partition_bar("extract") as bar:
+            out, summary, folder = extract_partitioned(
+                parcels, scenes, weather, args.out, cluster=cluster, resume=args.resume,
+                run_folder=args.run_folder or default_run_folder(args.out), chunk_size=args.chunk_size,
+                overwrite=args.overwrite, listener=bar, inputs=[args.parcels, None if service else args.weather],
+                **options)
+        print_run_summary(summary, time.perf_counter() - start)
+        remove_run_folder(folder)
     ps = open_dataset(out)
     statuses, counts = np.unique(ps.status, return_counts=True)
     print(f"wrote {out}: {len(ps)} parcels x {ps.n_dates} dates")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Optional
 
-from ._options import (add_season_option, add_stac_options, add_weather_options, bounded, date, season_start,
-                       weather_options)
+from ._options import (add_cluster_options, add_season_option, add_stac_options, add_weather_options, bounded, date,
+                       season_start, weather_options)
 
 HELP = "growing degree days per parcel (and per date) from daily temperatures, to CSV or a vector file"
 
@@ -41,6 +41,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing output (even the parcel file; in a GeoPackage only the written "
                              "layer is replaced)")
+    parser.add_argument("--chunk-size", type=bounded("chunk_size"), default=20000,
+                        help="parcels per partition of a partitioned run (--workers, --scheduler)")
+    add_cluster_options(parser)
 
 
 def check_args(args: argparse.Namespace) -> Optional[str]:
@@ -81,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     from ...core.gdd import gdd_at_points, season_bounds
     from ...core.output import check_output, write_text
     from ...core.preflight import check_inputs
+    from ._options import cluster_options
     from ...core.vector import (check_vector_output, date_field_names, output_field_names, replaced_fields,
                                 source_field_kinds, write_with_fields)
 
@@ -107,18 +111,35 @@ def run(args: argparse.Namespace) -> int:
         target.fields = output_field_names(target.driver, names)
         replaced_fields(source_field_kinds(args.parcels), target, dict.fromkeys(names, "real"),
                         source=f"The parcel layer {args.parcels}")
+    cluster = cluster_options(args)
     table = load_parcels(args.parcels, id_field=args.id_field)
-    usable = np.array([g is not None for g in table.geometry])
-    points = table.geometry[usable].representative_point()
-    xs = np.full(len(table), np.nan)
-    ys = np.full(len(table), np.nan)
-    xs[usable], ys[usable] = points.x.to_numpy(), points.y.to_numpy()
     from ._options import resolve_weather
 
     weather = resolve_weather(args, table, dates, season_start)
-    gdd = gdd_at_points(weather, xs, ys, table.geometry.crs, dates, season_start=season_start,
-                        t_base=args.t_base, t_cap=args.t_cap, method=args.method,
-                        parcel_ids=list(table.parcel_ids), **options)
+    if cluster is None:
+        usable = np.array([g is not None for g in table.geometry])
+        points = table.geometry[usable].representative_point()
+        xs = np.full(len(table), np.nan)
+        ys = np.full(len(table), np.nan)
+        xs[usable], ys[usable] = points.x.to_numpy(), points.y.to_numpy()
+        gdd = gdd_at_points(weather, xs, ys, table.geometry.crs, dates, season_start=season_start,
+                            t_base=args.t_base, t_cap=args.t_cap, method=args.method,
+                            parcel_ids=list(table.parcel_ids), **options)
+    else:
+        import time
+
+        from ...core.distributed import default_run_folder, gdd_partitioned
+        from ..progress_bar import partition_bar
+        from ._options import print_run_summary
+
+        start = time.perf_counter()
+        with partition_bar("gdd") as bar:
+            gdd, summary, folder = gdd_partitioned(
+                table, weather, dates, cluster=cluster, resume=args.resume,
+                run_folder=args.run_folder or default_run_folder(out), chunk_size=args.chunk_size, listener=bar,
+                inputs=inputs, season_start=season_start, t_base=args.t_base, t_cap=args.t_cap,
+                method=args.method, **options)
+        print_run_summary(summary, time.perf_counter() - start)
     if not np.isfinite(gdd).all(axis=1).any():
         raise NoUsableParcelsError(
             f"No parcel of {args.parcels} has usable temperatures in {args.weather} (no cell with data "
@@ -133,6 +154,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         write_with_fields(args.parcels, {n: np.round(gdd[:, i], 2) for i, n in enumerate(names)}, out,
                           overwrite=args.overwrite, out_layer=args.out_layer, inputs=inputs)
+    if cluster is not None:
+        from ...core.distributed import remove_run_folder
+
+        remove_run_folder(folder)
     missing = int((~np.isfinite(gdd).all(axis=1)).sum())
     start, _ = season_bounds(dates, season_start)
     print(f"wrote {out}: {len(table)} parcels x {len(dates)} dates ({dates.min()} to {dates.max()}, "

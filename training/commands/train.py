@@ -23,6 +23,12 @@ def add_training_flags(parser: argparse.ArgumentParser) -> None:
                         help="random pixels per parcel and step, S (default 64)")
     parser.add_argument("--sample-dates", type=bounded("sample_dates"), default=30,
                         help="random dates per parcel and step, T (default 30)")
+    parser.add_argument("--mean-pixel-share", type=bounded("mean_pixel_share"), default=0.0,
+                        help="share of samples whose pixels are all the parcel mean, for models "
+                             "that will meet per-parcel mean tables (default 0)")
+    parser.add_argument("--season-window-share", type=bounded("season_window_share"), default=0.0,
+                        help="share of samples cut to a random part of the season, for partial "
+                             "seasons (default 0)")
     parser.add_argument("--lr", type=bounded("lr"), default=1e-3, help="Adam learning rate (default 1e-3)")
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="auto (CUDA when present), cpu or cuda")
     parser.add_argument("--amp", action="store_true", help="mixed precision on CUDA")
@@ -47,6 +53,8 @@ def config_from_args(args: argparse.Namespace, variant: str):
     return TrainingConfig(variant=variant, epochs=args.epochs,
                           steps_per_epoch=args.steps_per_epoch, batch_size=args.batch_size,
                           sample_pixels=args.sample_pixels, sample_dates=args.sample_dates,
+                          mean_pixel_share=args.mean_pixel_share,
+                          season_window_share=args.season_window_share,
                           lr=args.lr, seed=args.seed, device=args.device, amp=args.amp,
                           classes=parse_classes(args.classes))
 
@@ -64,6 +72,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="continue from the checkpoint beside --out (<stem>.ckpt)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing bundle (and its metrics and figures)")
+    parser.add_argument("--devices", type=bounded("devices"), default=1,
+                        help="train data-parallel in N processes on this machine (one per GPU "
+                             "with CUDA, else an equal share of the CPU cores each); the batch "
+                             "size stays the global batch (default 1; under torchrun, torchrun "
+                             "sets the number)")
     add_training_flags(parser)
 
 
@@ -85,18 +98,34 @@ def check_training_outputs(out, *, overwrite: bool, inputs=()) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..distributed import launch, under_torchrun
+
+    from pathlib import Path
+
+    check_training_outputs(Path(args.out), overwrite=args.overwrite or args.resume,
+                           inputs=[*args.data, *(args.val_data or [])])
+    if args.devices > 1 and not under_torchrun():
+        launch(train_and_report, args.devices, args.device, args)
+    else:
+        train_and_report(args)
+    return 0
+
+
+def train_and_report(args: argparse.Namespace) -> None:
+    """Train as the flags say and print the result (in every process of a data-parallel run;
+    only rank 0 has a result to print)."""
     from pathlib import Path
 
     from ...core.dataset import open_dataset
     from ..train import train_model
 
-    check_training_outputs(Path(args.out), overwrite=args.overwrite or args.resume,
-                           inputs=[*args.data, *(args.val_data or [])])
     datasets = [open_dataset(p) for p in args.data]
     val = [open_dataset(p) for p in args.val_data] if args.val_data else None
     result = train_model(datasets, Path(args.out), config_from_args(args, args.variant),
                          val_datasets=val, resume=args.resume,
                          provenance={"train_data": [str(p) for p in args.data]})
+    if result is None:
+        return
     ev = result.metrics["eval"]
     print(f"{len(result.metrics['classes'])} classes: {', '.join(result.metrics['classes'])}")
     print(f"{args.variant}: {result.metrics['eval_split']} macro F1 {ev['macro_f1']:.3f}, "
@@ -104,4 +133,3 @@ def run(args: argparse.Namespace) -> int:
           f"({result.metrics['train_samples_per_s']:.0f} samples/s)")
     for role, path in result.files.items():
         print(f"{role}: {path}")
-    return 0

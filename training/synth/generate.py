@@ -24,6 +24,7 @@ from .climate import simulate_weather
 from .geometry import PIXEL, default_size, make_layout
 from .phenology import simulate_canopy
 from .regions import Region, get_region
+from .snow import snow_cover, wet_days
 from .writers import (
     SCL_SUFFIX, product_name, scene_profile, set_band_descriptions, write_json, write_parcels,
     write_weather,
@@ -42,7 +43,14 @@ NOISE_ROWS = 256
 """Rows per random-noise block: fixed, so that the strip height does not change the output."""
 
 SCL_NODATA, SCL_SHADOW, SCL_VEGETATION, SCL_NOT_VEGETATED = 0, 3, 4, 5
-SCL_CLOUD_MEDIUM, SCL_CLOUD_HIGH, SCL_CIRRUS = 8, 9, 10
+SCL_CLOUD_MEDIUM, SCL_CLOUD_HIGH, SCL_CIRRUS, SCL_SNOW = 8, 9, 10, 11
+
+SOIL_SPREAD = 0.12
+"""Between-parcel spread (SD) of soil brightness [B: the real bare fields of spring span +-15 %
+between their quartiles]."""
+SNOW_SHOWING = {"forest": 0.3, "christmas_trees": 0.4, "urban": 0.6, "road": 0.5}
+"""Share of a snow pack that shows from above where trees or buildings stick out of it; on
+fields the green canopy hides part of it (1 - 0.6 x green cover) [E]."""
 
 
 def generate_region(
@@ -153,8 +161,8 @@ def _generate(reg: Region, out: Path, parcels: int, size: int, seed: int, level:
     """Write the region's files into ``out`` (which has an empty ``scenes`` folder)."""
     scenes_dir = out / "scenes"
     ss = np.random.SeedSequence([seed, zlib.crc32(reg.name.encode())])
-    rng_layout, rng_crop, rng_weather, rng_pheno, rng_dates = (
-        np.random.default_rng(s) for s in ss.spawn(5))
+    rng_layout, rng_crop, rng_weather, rng_pheno, rng_dates, rng_snow, rng_surface = (
+        np.random.default_rng(s) for s in ss.spawn(7))
     pixel_seed = int(ss.generate_state(1)[0])
 
     # Scene origin: the tile centre, snapped to the 10 m grid of the tile.
@@ -187,6 +195,9 @@ def _generate(reg: Region, out: Path, parcels: int, size: int, seed: int, level:
 
     acq = acquisition_dates(reg, year, rng_dates)
     canopy = simulate_canopy(reg, cover_kinds, lat, tmin, tmax, grid.dates, acq, year, rng_pheno)
+    _, rain = wet_days(len(grid.dates), reg.wet_days, rng_snow)
+    snow = snow_cover(tmin, tmax, rain)[:, np.searchsorted(grid.dates, acq)]
+    soil_factor = np.clip(rng_surface.normal(1.0, SOIL_SPREAD, len(cover_kinds)), 0.7, 1.3)
     progress(0.15)
 
     # Parcels and weather files.
@@ -217,7 +228,7 @@ def _generate(reg: Region, out: Path, parcels: int, size: int, seed: int, level:
         srng = np.random.default_rng([pixel_seed, 1, t])
         info = _write_scene(
             scenes_dir / f"{name}.tif", level, dn_offset, date, baseline, reg, labels, kinds, canopy,
-            t, transform, f"EPSG:{reg.epsg}", srng, pixel_seed,
+            t, transform, f"EPSG:{reg.epsg}", srng, pixel_seed, snow[:, t], soil_factor,
         )
         info.update(date=str(date), file=f"scenes/{name}.tif")
         if level == "L2A":
@@ -322,7 +333,7 @@ def _cloud_opacity(fields, rows, cols, threshold):
 
 
 def _write_scene(path, level, dn_offset, date, baseline, reg, labels, kinds, canopy, t, transform,
-                 crs, rng, pixel_seed) -> dict:
+                 crs, rng, pixel_seed, snow, soil_factor) -> dict:
     import rasterio
 
     size = labels.shape[0]
@@ -344,12 +355,19 @@ def _write_scene(path, level, dn_offset, date, baseline, reg, labels, kinds, can
     if rng.random() < 0.15:
         frac = rng.uniform(0.1, 0.4)
         swath = (bool(rng.random() < 0.5), size * (1 - frac), np.tan(np.deg2rad(rng.uniform(-12, 12))))
-    aerosol = float(rng.uniform(0.6, 1.4))
-    wetness = float(np.clip(0.35 + 0.35 * np.cos(2 * np.pi * (month - 1) / 12) + rng.normal(0, 0.15), 0, 1))
+    # Haze: most scenes near the mean path reflectance, one in ten hazy [B: one of the 14 real
+    # Bavarian dates has blue 0.05 brighter than its neighbours over every class, 1.7 times
+    # the path reflectance].
+    aerosol = float(np.exp(rng.normal(0.0, 0.15)))
+    if rng.random() < 0.1:
+        aerosol *= float(rng.uniform(1.4, 2.2))
+    # Soils are wettest after the winter, in February-March [B: real bare fields are darker in
+    # March-April than in May], and driest in August.
+    wetness = float(np.clip(0.4 + 0.4 * np.cos(2 * np.pi * (month - 2) / 12) + rng.normal(0, 0.15), 0, 1))
 
-    comp = _cell_components(kinds, canopy, t, wetness)
+    comp = _cell_components(kinds, canopy, t, wetness, snow, soil_factor)
     profile = scene_profile(size, size, crs, transform, 10)
-    counts = {"cloud": 0, "shadow": 0, "nodata": 0}
+    counts = {"cloud": 0, "shadow": 0, "nodata": 0, "snow": 0}
     scl_path = path.with_name(path.stem + SCL_SUFFIX + ".tif")
     tmp = path.with_name(path.name + ".part")
     scl_ds = None
@@ -380,21 +398,25 @@ def _write_scene(path, level, dn_offset, date, baseline, reg, labels, kinds, can
     n = size * size
     return {"cloud_fraction": round(counts["cloud"] / n, 4),
             "shadow_fraction": round(counts["shadow"] / n, 4),
-            "nodata_fraction": round(counts["nodata"] / n, 4), "aerosol": round(aerosol, 3),
+            "nodata_fraction": round(counts["nodata"] / n, 4),
+            "snow_fraction": round(counts["snow"] / n, 4), "aerosol": round(aerosol, 3),
             "soil_wetness": round(wetness, 3)}
 
 
-def _cell_components(kinds, canopy, t, wetness):
-    """Per-cell fractions and pure spectra at acquisition ``t``; cell 0 is roads and hedges."""
+def _cell_components(kinds, canopy, t, wetness, snow, soil_factor):
+    """Per-cell fractions and pure spectra at acquisition ``t``; cell 0 is roads and hedges.
+
+    ``snow`` (cells - 1,) is the snow cover of open ground and ``soil_factor`` (cells - 1,) the
+    soil brightness of each parcel or background cell."""
     n = len(kinds)
-    frac = np.zeros((n, 3))  # green, senescent, flower-of-green
+    frac = np.zeros((n, 4))  # green, senescent, flower-of-green, snow
     green = np.zeros((n, 10))
     sen = np.zeros((n, 10))
     soil = np.zeros((n, 10))
     wet_soil = spectra.SOIL_DRY * (1 - wetness) + spectra.SOIL_MOIST * wetness
     for i, kind in enumerate(kinds):
         if i == 0:
-            frac[i] = (0.35, 0.05, 0.0)
+            frac[i] = (0.35, 0.05, 0.0, SNOW_SHOWING["road"] * float(snow.max(initial=0.0)))
             green[i], sen[i] = spectra.canopy_spectra("grass", 0.35, 0.5)
             soil[i] = spectra.URBAN
             continue
@@ -407,14 +429,17 @@ def _cell_components(kinds, canopy, t, wetness):
             spec_kind = "rapeseed"
         elif kind in ("forest", "christmas_trees"):
             spec_kind = "forest"
+        elif kind in ("meadow", "fallow"):
+            spec_kind = "grass"
         else:
             spec_kind = "crop"
         gs, sn = spectra.canopy_spectra(spec_kind, g, maturity)
         if f > 0:
             gs = gs * (1 - f) + spectra.RAPE_FLOWER * f
         green[i], sen[i] = gs, sn
-        soil[i] = spectra.URBAN if kind == "urban" else wet_soil
-        frac[i] = (g, min(s, 1 - g), f)
+        soil[i] = spectra.URBAN if kind == "urban" else wet_soil * soil_factor[i - 1]
+        showing = SNOW_SHOWING.get(kind, 1.0 - 0.6 * g)
+        frac[i] = (g, min(s, 1 - g), f, float(snow[i - 1]) * showing)
     return frac, green, sen, soil
 
 
@@ -445,6 +470,9 @@ def _strip(lab, r0, comp, fields, threshold, shadow_shift, swath, level, aerosol
     for b in range(10):
         refl[b] = green[lab, b] * g + sen[lab, b] * s + soil[lab, b] * soil_b * bare
     refl *= (1.0 + 0.015 * _noise((pixel_seed, 2, t), r0, h, w, (10,))).astype(np.float32)
+    snowy = frac[lab, 3]
+    if snowy.any():
+        refl = (refl * (1.0 - snowy) + spectra.SNOW[:, None, None] * snowy).astype(np.float32)
 
     if np.isfinite(threshold):
         alpha = _cloud_opacity(fields, rows, cols, threshold)
@@ -471,11 +499,12 @@ def _strip(lab, r0, comp, fields, threshold, shadow_shift, swath, level, aerosol
         dn[:, nodata] = 0
 
     scl = np.where(spectra.ndvi(refl[2], refl[6]) > 0.35, SCL_VEGETATION, SCL_NOT_VEGETATED).astype(np.uint8)
+    scl[snowy > 0.5] = SCL_SNOW
     scl[shadow] = SCL_SHADOW
     scl[(alpha > 0) & (alpha < 0.25)] = SCL_CIRRUS
     scl[(alpha >= 0.25) & (alpha < 0.6)] = SCL_CLOUD_MEDIUM
     scl[alpha >= 0.6] = SCL_CLOUD_HIGH
     scl[nodata] = SCL_NODATA
     counts = {"cloud": int((cloudy & ~nodata).sum()), "shadow": int((shadow & ~nodata).sum()),
-              "nodata": int(nodata.sum())}
+              "nodata": int(nodata.sum()), "snow": int(((snowy > 0.5) & ~cloudy & ~nodata).sum())}
     return dn, scl, counts

@@ -63,25 +63,36 @@ class CropSpec:
 # degree days from 1 Jan, damped by short days until heading (photoperiod / vernalisation),
 # then plain degree days. Mild winters thus add degree days that barely advance the crop, and
 # a regional residual of ~150-300 degree days from 1 Jan remains (fact sheet section 3).
-# Winter wheat: from 1 Jan jointing ~485, heading ~790, anthesis ~950, maturity ~1700,
-# harvest ~1900 [R]; senescence from anthesis + 150 [E]. The damped heading threshold was set
-# so that AT1 heads around 11 May (the facts' date); it then falls on ~24 Apr in FR2, ~4 May
-# in FR1 and ~3 Jun in DK1 (facts: French dates ~2 weeks after 10-16 Apr, DK 6 Jun), with
-# ~1015-1035 degree days from 1 Jan in France against ~830-840 in AT1 and DK1.
-# After heading: anthesis +160, senescence +310, maturity +910, harvest +1110.
-WINTER_WHEAT = CropSpec(150, 0.40, 450, 400, 720, 1030, 1630, 1830, 0.95, damped=True)
-# Winter barley: wheat minus 100-150 [E]. Triticale ~ wheat [E].
-WINTER_BARLEY = CropSpec(150, 0.42, 400, 300, 600, 910, 1510, 1680, 0.92, damped=True)
-WINTER_TRITICALE = CropSpec(150, 0.40, 450, 420, 740, 1060, 1660, 1860, 0.94, damped=True)
-# Rapeseed: large autumn rosette (NDVI 0.72 in Nov at 31TCJ [R]); flowering for 3-4 weeks
-# [E], from 400 damped degree days after 1 Jan (d'Andrimont et al. use ~425 [R]): end of
-# March in FR2, early April FR1, mid-April AT1, early May DK1; harvest early July in France.
+# Timing [B]: the real Bavarian parcels of 2018 (west half) with the Duernast temperatures put
+# the canopy of winter wheat at its peak until ~1700 degree days from 1 Jan, half senesced at
+# ~1950 and harvested by ~2250; winter barley half senesced at ~1650-1700 and gone by ~2000;
+# rapeseed flowering in the first half of May (~800 degree days), half senesced at ~1850. The
+# PhenologyMMS thresholds of the fact sheet (heading 790, maturity 1700 from 1 Jan [R]) come
+# out two to three weeks early there, so heading and the grain-filling span were moved later:
+# run with the Duernast weather of 2018, the thresholds below reproduce those events within
+# about 100 degree days. Wheat heads at ~1180 degree days from 1 Jan there (early June),
+# senesces from heading + 600, is ripe at + 1050 and harvested at + 1200. The spring stand of
+# March is thin (real NDVI of wheat 0.27 at top of atmosphere) and the canopy grows steadily
+# from March to heading (real NDVI 0.43 mid-April, 0.56 end of April, 0.70 mid-June): autumn
+# cover 0.28, closing from 1 Jan on the damped clock.
+WINTER_WHEAT = CropSpec(150, 0.28, 450, 0, 1000, 1600, 2050, 2200, 0.92, damped=True)
+# Winter barley closes its canopy by mid-April (real NDVI 0.58) and heads ~2 weeks before
+# wheat: heading + 700 senescence, + 1150 ripe [B].
+WINTER_BARLEY = CropSpec(150, 0.32, 400, 0, 550, 1300, 1750, 1850, 0.86, damped=True)
+# Triticale ~ wheat [E]; rye and spelt (in 'unknown') a little earlier [E].
+WINTER_TRITICALE = CropSpec(150, 0.28, 450, 10, 1010, 1610, 2060, 2210, 0.94, damped=True)
+WINTER_RYE = CropSpec(150, 0.32, 450, 0, 930, 1500, 1950, 2100, 0.92, damped=True)
+# Rapeseed: large autumn rosette (NDVI 0.72 in Nov at 31TCJ [R]; 0.5-0.65 at the real
+# Bavarian parcels in March-April after a hard frost [B]); flowering for 3-4 weeks [E] from 450
+# damped degree days after 1 Jan (d'Andrimont et al. use ~425 [R]); the canopy is closed by
+# mid-April (real NDVI 0.65) and pods stay green for ~900 degree days after flowering [B].
 WINTER_RAPESEED = CropSpec(
-    150, 0.70, 650, 170, 520, 920, 1420, 1570, 0.90, damped=True,
-    flowering=(400, 500, 680, 1.0),
+    150, 0.55, 650, 0, 450, 1480, 1980, 2080, 0.90, damped=True,
+    flowering=(450, 560, 730, 1.0),
 )
-# Spring barley: emergence ~150, heading ~850, maturity ~1550 [E].
-SPRING_BARLEY = CropSpec(150, 0.0, 0, 150, 850, 1000, 1550, 1700, 0.90)
+# Spring barley: emergence ~150, heading ~950, ripe ~1800 degree days from sowing [B: the real
+# parcels, sown in mid-April 2018, are half green at ~1150 and half senesced at ~1980 from 1 Jan].
+SPRING_BARLEY = CropSpec(150, 0.0, 0, 150, 950, 1300, 1800, 1950, 0.90)
 # Faba bean: emergence 150-200, flowering onset 700-900, maturity 1700-1900 [E].
 HORSEBEANS = CropSpec(180, 0.0, 0, 180, 950, 1300, 1800, 1950, 0.88)
 # Crops inside 'unknown' (fact sheet section 3: set-aside, Christmas trees, potatoes,
@@ -98,6 +109,7 @@ ARABLE: dict[str, CropSpec] = {
     "winter_barley": WINTER_BARLEY,
     "winter_triticale": WINTER_TRITICALE,
     "winter_rapeseed": WINTER_RAPESEED,
+    "winter_rye": WINTER_RYE,
     "spring_barley": SPRING_BARLEY,
     "horsebeans": HORSEBEANS,
     "potato": POTATO,
@@ -109,12 +121,18 @@ ARABLE: dict[str, CropSpec] = {
 
 _EXTRA_SOWING = {
     # (first, last) "MM-DD" of the season year [E].
+    "winter_rye": ("09-20", "10-20"),
     "potato": ("04-05", "05-01"),
     "sugar_beet": ("03-15", "04-10"),
     "soy": ("05-01", "05-25"),
     "sunflower": ("04-10", "05-05"),
     "vegetable": ("04-01", "06-15"),
 }
+
+
+WINTER_COVER_SHARE = {"corn": 0.75, "spring_barley": 0.2}
+"""Share of spring-crop fields green with a catch crop until shortly before sowing; 0.35 for
+the crops not named."""
 
 
 @dataclass
@@ -159,7 +177,8 @@ def simulate_canopy(
     Args:
         region: the region (sowing windows, maize hybrids, summer drought).
         crops: (P,) crop per parcel: one of the nine classes, a sub-crop of 'unknown'
-            (fallow, christmas_trees, potato, sugar_beet, soy, sunflower, vegetable), or a
+            (fallow, christmas_trees, potato, sugar_beet, soy, sunflower, vegetable,
+            winter_rye), or a
             background cover (forest, urban).
         latitudes: (P,) parcel latitudes (day length).
         tmin: (P, D) daily minimum at each parcel's weather cell, degrees C.
@@ -202,7 +221,9 @@ def simulate_canopy(
 def _arable(region, crop, gdd, dl, days, year, rng):
     if crop == "corn":
         e, silk, mat, harv = region.corn
-        spec = CropSpec(e, 0.0, 0, e, silk, silk + 350, mat, harv, 0.95)
+        # The canopy stays green for half of grain filling [B: real maize is still at 90 % of
+        # its peak NDVI at 2900 degree days from 1 Jan, end of August].
+        spec = CropSpec(e, 0.0, 0, e, silk, silk + 0.5 * (mat - silk), mat, harv, 0.95)
         window = region.sowing["corn"]
     else:
         spec = ARABLE[crop]
@@ -210,15 +231,21 @@ def _arable(region, crop, gdd, dl, days, year, rng):
     variety = float(np.clip(rng.normal(1.0, 0.04), 0.9, 1.1))
     spec = spec.scaled(variety)
     spec = replace(spec, cover=float(np.clip(spec.cover + rng.normal(0, 0.03), 0.6, 0.98)))
+    if spec.flowering is not None:
+        # Seen from above, half to all of the canopy is in flower at the height of it [B: the
+        # real rapeseed's half-month composite in flower is half as yellow as THEIA's plots].
+        on, pk, end, fmax = spec.flowering
+        spec = replace(spec, flowering=(on, pk, end, fmax * rng.uniform(0.5, 1.0)))
     sow = _draw_date(window, year, rng)
     g, s, f, harvest_day = _develop(spec, gdd, dl, days, sow, year)
     meta = {"sowing": str(sow), "variety": round(variety, 3),
             "harvest": None if harvest_day is None else str(days[harvest_day])}
 
     # Before a spring crop: bare soil or the remains of a winter catch crop, destroyed before
-    # sowing (common in DK and France) [E].
+    # sowing (common in DK and France) [E]. Before maize most fields are green until April,
+    # before spring barley few [B: real NDVI in March-April 0.30-0.42 against 0.18-0.23].
     sow_i = int(np.searchsorted(days, sow))
-    if not spec.damped and rng.random() < 0.35:
+    if not spec.damped and rng.random() < WINTER_COVER_SHARE.get(crop, 0.35):
         catch = np.where(np.arange(len(days)) < sow_i - rng.integers(10, 30), rng.uniform(0.25, 0.5), 0.0)
         catch[: int(np.searchsorted(days, np.datetime64(f"{year - 1}-10-01")))] = 0.0
         g = np.maximum(g, catch)
@@ -233,6 +260,11 @@ def _arable(region, crop, gdd, dl, days, year, rng):
         if choice == "winter_rapeseed" and h_date > np.datetime64(f"{year}-08-20"):
             choice = "winter_wheat"
         meta["next"] = str(choice)
+        # Volunteers and weeds green the stubble within a month, shed rapeseed most [B: real
+        # NDVI in August 0.23-0.24 after cereals, 0.37 after rapeseed].
+        volunteers = rng.uniform(0.15, 0.4) if crop == "winter_rapeseed" else rng.uniform(0.03, 0.2)
+        after_h = np.arange(len(days)) - harvest_day
+        g = np.where(after_h > 0, np.maximum(g, volunteers * _smooth(after_h / 30.0)), g)
         if choice != "bare":
             if choice == "catch":
                 nxt_spec = CATCH_CROP
@@ -279,8 +311,9 @@ def _develop(spec: CropSpec, gdd, dl, days, sow, year):
         h = int(harvest[0])
         hday = i0 + h
         since = np.arange(len(d) - h)
-        # Stubble and straw left after the combine, worked in over a few weeks.
-        ss[h:] = 0.3 * spec.cover * np.exp(-since / 25.0)
+        # Stubble and straw left after the combine, worked in over two months [B: real cereal
+        # fields keep NDVI 0.21-0.25 and a bright SWIR through August].
+        ss[h:] = 0.45 * spec.cover * np.exp(-since / 60.0)
         gg[h:] = 0.0
     if spec.flowering is not None:
         on, pk, end, fmax = spec.flowering
@@ -318,7 +351,7 @@ def _meadow(region, gdd, days, doy, year, rng, regime):
     n = len(days)
     extensive = regime != "intensive"
     winter = rng.uniform(0.5, 0.65)
-    top = rng.uniform(0.82, 0.92) if not extensive else rng.uniform(0.65, 0.78)
+    top = rng.uniform(0.85, 0.95) if not extensive else rng.uniform(0.7, 0.82)
     # Growth restarts at a grassland temperature sum of 200 (Jan x0.5, Feb x0.75) [R, facts s.3].
     mean_t = np.maximum(gdd, 0)
     month = _month(days)
@@ -351,8 +384,10 @@ def _meadow(region, gdd, days, doy, year, rng, regime):
     for c in cuts:
         after = np.arange(n) >= c
         since = tt - tt[c]
-        low = rng.uniform(0.25, 0.4)
-        regrow = low + (top - low) * _smooth(since / 320.0)
+        # A cut leaves a green stubble of 5-8 cm that closes again within ~250 degree days
+        # [B: the real meadows' median NDVI dips by only ~0.15 at the first cut].
+        low = rng.uniform(0.35, 0.55)
+        regrow = low + (top - low) * _smooth(since / 250.0)
         g = np.where(after, np.minimum(g, regrow), g)
         # Cut grass lies on the field for a few days before it is baled.
         s = np.where(after, np.maximum(s, 0.25 * np.exp(-(np.arange(n) - c) / 4.0) * after), s)

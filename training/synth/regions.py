@@ -40,6 +40,7 @@ class Region:
             sowing, base 0; hybrids are chosen for the local climate.
         summer_drought: fraction by which meadow green cover drops in July and August.
         extensive_meadow: share of meadows mown only once or twice (the rest 3-5 times).
+        wet_days: share of days with precipitation (snowfall when it is cold enough).
     """
 
     name: str
@@ -64,6 +65,7 @@ class Region:
     # Austrian LPIS separates meadows of two uses from three and more [R, facts s.3]; the share
     # of the extensive kind is an estimate [E], the same in every region.
     extensive_meadow: float = 0.35
+    wet_days: float = 0.45
 
 
 # Sowing windows, fact sheet section 3 "Proposed generator table" [E unless tagged]:
@@ -74,7 +76,9 @@ _SOWING = {
     "AT1": {
         "winter_wheat": ("10-01", "10-25"), "winter_barley": ("09-20", "10-10"),
         "winter_triticale": ("10-01", "10-25"), "winter_rapeseed": ("08-20", "09-05"),
-        "spring_barley": ("03-05", "04-01"), "horsebeans": ("03-05", "04-05"),
+        # Spring barley into late April [B: the real Bavarian fields were bare until the end of
+        # April 2018 and emerged in early May].
+        "spring_barley": ("03-15", "04-25"), "horsebeans": ("03-05", "04-05"),
         "corn": ("04-20", "05-10"),
     },
     "DK1": {
@@ -122,7 +126,7 @@ REGIONS: dict[str, Region] = {
     # Offsets: 2017 annual anomaly (+0.36 AT, +0.13 DK, +0.22 FR1, +0.37 FR2 [D]); DK1 adds
     # +0.6 for its older 1971-2000 normals (1991-2020 about 0.5-0.8 warmer [E]).
     # Acquisition counts: section 5 table [R]. Cloudiness: winter cloudier than summer, NW
-    # France and Denmark cloudier than SW France and Austria [E].
+    # France and Denmark cloudier than SW France and Austria [E]. Wet-day shares: [E].
     "AT1": Region(
         name="AT1", tile="33UVP", epsg=32633, centre=(454860.0, 5345100.0), orbit=22,
         sensing_time="101031",
@@ -133,8 +137,11 @@ REGIONS: dict[str, Region] = {
         acquisitions=(2, 4, 2, 4, 4, 5, 9, 9, 6, 5, 4, 4),
         cloudiness=(0.35, 0.3, 0.25, 0.2, 0.2, 0.15, 0.12, 0.12, 0.15, 0.2, 0.3, 0.35),
         class_weights=_AT_WEIGHTS,
-        unknown_mix={"soy": 3, "sugar_beet": 2, "potato": 2, "vegetable": 2, "fallow": 1},
-        sowing=_SOWING["AT1"], corn=(220.0, 1450.0, 2500.0, 2750.0),
+        # Winter cereals other than the classes (rye, spelt) and set-aside are almost half each
+        # of the real Bavarian 'unknown' next door (west half: 6 and 5 of 13 parcels) [B].
+        unknown_mix={"winter_rye": 4, "fallow": 4, "soy": 2, "sugar_beet": 1, "potato": 1,
+                     "vegetable": 1},
+        sowing=_SOWING["AT1"], corn=(220.0, 1450.0, 2500.0, 2750.0), wet_days=0.45,
     ),
     "DK1": Region(
         name="DK1", tile="32VNH", epsg=32632, centre=(554860.0, 6245100.0), orbit=8,
@@ -148,10 +155,11 @@ REGIONS: dict[str, Region] = {
         class_weights=_DK_WEIGHTS,
         # Fact sheet section 3: DK 'unknown' holds set-aside/fallow (4862), Christmas trees
         # (3834), potatoes, vegetables, forest [R].
-        unknown_mix={"fallow": 5, "christmas_trees": 4, "potato": 2, "vegetable": 1},
+        unknown_mix={"fallow": 5, "christmas_trees": 4, "potato": 2, "vegetable": 1,
+                     "winter_rye": 2},
         sowing=_SOWING["DK1"],
         # Silking ~1250 degree days in DK [D]; silage harvest well before grain maturity.
-        corn=(220.0, 1250.0, 2100.0, 2200.0),
+        corn=(220.0, 1250.0, 2100.0, 2200.0), wet_days=0.5,
     ),
     "FR1": Region(
         name="FR1", tile="30TXT", epsg=32630, centre=(654860.0, 5245100.0), orbit=94,
@@ -163,8 +171,9 @@ REGIONS: dict[str, Region] = {
         acquisitions=(2, 3, 3, 6, 4, 6, 6, 7, 5, 8, 7, 5),
         cloudiness=(0.45, 0.4, 0.35, 0.3, 0.25, 0.2, 0.18, 0.18, 0.22, 0.3, 0.4, 0.45),
         class_weights=_FR_WEIGHTS,
-        unknown_mix={"fallow": 3, "vegetable": 2, "sunflower": 2, "potato": 1},
+        unknown_mix={"fallow": 3, "vegetable": 2, "sunflower": 2, "potato": 1, "winter_rye": 1},
         sowing=_SOWING["FR1"], corn=(230.0, 1550.0, 2700.0, 2900.0), summer_drought=0.15,
+        wet_days=0.45,
     ),
     "FR2": Region(
         name="FR2", tile="31TCJ", epsg=32631, centre=(354860.0, 4845100.0), orbit=51,
@@ -176,10 +185,11 @@ REGIONS: dict[str, Region] = {
         acquisitions=(1, 2, 2, 1, 3, 3, 2, 5, 4, 6, 5, 5),
         cloudiness=(0.35, 0.3, 0.3, 0.25, 0.2, 0.15, 0.1, 0.1, 0.15, 0.2, 0.3, 0.35),
         class_weights=_FR_WEIGHTS,
-        unknown_mix={"sunflower": 4, "soy": 2, "fallow": 2, "vegetable": 1},
+        # Durum wheat, grown around Toulouse, looks like the other winter cereals [E].
+        unknown_mix={"sunflower": 4, "soy": 2, "fallow": 2, "vegetable": 1, "winter_rye": 2},
         sowing=_SOWING["FR2"],
         # Silking ~1730 and grain maturity ~3100 degree days in FR2 [D].
-        corn=(240.0, 1730.0, 3000.0, 3150.0), summer_drought=0.3,
+        corn=(240.0, 1730.0, 3000.0, 3150.0), summer_drought=0.3, wet_days=0.35,
     ),
 }
 

@@ -1,7 +1,11 @@
-"""Reflectance of a pixel from its surface composition: measured endmembers, mixed linearly.
+"""Reflectance of a pixel from its surface composition: endmembers, mixed linearly, and the
+top-of-atmosphere transform of L1C.
 
-Endmembers are the THEIA L2A surface reflectances measured on field plots inside 31TCJ
-(fact sheet section 4 [R]), in band order B02 B03 B04 B05 B06 B07 B08 B8A B11 B12.
+Band order everywhere: B02 B03 B04 B05 B06 B07 B08 B8A B11 B12. Sources: THEIA L2A surface
+reflectance of field plots in 31TCJ (fact sheet section 4 [R]), and the real Bavarian parcels
+of 2018 (``realdata/bavaria2018``, per-parcel mean L1C, only the parcels west of the median
+longitude) brought to the surface with the atmosphere below [B]. docs/synthetic-data.md lists
+which figure comes from where.
 """
 
 from __future__ import annotations
@@ -10,28 +14,42 @@ import numpy as np
 
 SOIL_DRY = np.array([.101, .147, .182, .210, .241, .253, .249, .269, .283, .240])
 SOIL_MOIST = np.array([.075, .113, .127, .166, .205, .215, .210, .227, .221, .164])
-GREEN_MEAN = np.array([.021, .043, .025, .067, .255, .347, .358, .371, .117, .056])
-GREEN_DENSE = np.array([.009, .028, .008, .043, .272, .430, .447, .465, .100, .041])
+# Green crop canopies [B]: the visible bands of THEIA's mean green wheat, the red edge, NIR and
+# SWIR of the greenest tenth of the real cereal and maize parcel-dates (NDVI 0.89 at the
+# surface), which are brighter in NIR and SWIR than the THEIA plots. Dense: the greenest 5 %.
+GREEN_MEAN = np.array([.028, .050, .030, .072, .262, .375, .372, .405, .160, .075])
+GREEN_DENSE = np.array([.018, .037, .016, .055, .285, .440, .440, .470, .140, .058])
+# Grassland [B]: the greenest tenth of the real meadow parcel-dates; more green and red-edge
+# reflectance and more SWIR (litter in the sward) than a crop canopy.
+GRASS = np.array([.030, .060, .028, .092, .340, .460, .450, .492, .192, .086])
 SENESCENT = np.array([.044, .070, .082, .122, .175, .197, .208, .228, .195, .118])
-STRAW = np.array([.06, .09, .13, .17, .21, .23, .26, .28, .34, .26])  # [E] in the fact sheet
+# Ripe cereal and stubble [B]: real winter cereals after harvest (NDVI under 0.25), July-August.
+STRAW = np.array([.080, .110, .145, .160, .205, .235, .225, .255, .315, .240])
 RAPE_GREEN = np.array([.038, .060, .056, .107, .300, .351, .356, .365, .136, .073])
 RAPE_FLOWER = np.array([.048, .129, .109, .166, .412, .497, .506, .513, .149, .078])
 RAPE_PODS = np.array([.039, .075, .043, .115, .366, .436, .445, .453, .101, .052])
 # Built-up surfaces: flat and moderately bright, no red edge [E].
 URBAN = np.array([.085, .095, .105, .115, .125, .130, .140, .145, .170, .150])
 CLOUD = np.array([.42, .41, .40, .41, .42, .42, .43, .43, .33, .24])
+# Snow lying on fields [B]: the brightest tenth of the real parcels on the snow-covered date
+# (28 Feb 2018) at the surface: bright and flat from blue to NIR, dark in the SWIR.
+SNOW = np.array([.80, .78, .80, .82, .83, .83, .82, .82, .10, .09])
 
-# Top-of-atmosphere path radiance and transmission for L1C: B02 +0.03-0.05, B03 +0.01-0.02,
-# NIR 0 to -0.03, NDVI 0.03-0.08 lower than at the surface [E, fact sheet section 4].
-TOA_ADD = np.array([.040, .016, .007, .005, .003, .002, .001, .001, .000, .000])
-TOA_GAIN = np.array([1.0, 1.0, 0.99, 0.98, 0.97, 0.96, 0.955, 0.955, 0.97, 0.98])
+# L1C: top-of-atmosphere reflectance = path reflectance x haze + transmission x surface.
+# Path reflectance [B]: the darkest real parcel-dates (1st percentile: B02 0.085, B03 0.076,
+# B04 0.049, B05 0.077) minus what a dense canopy reflects there; it makes blue 0.07 brighter
+# and lowers NDVI by 0.1-0.15 over green fields. Two-way transmission [E]: Rayleigh and aerosol
+# extinction, strongest in the blue; with it the real bare soils of spring come back to the
+# THEIA moist soil within 0.01 in every band but the SWIR.
+TOA_ADD = np.array([.072, .046, .032, .028, .018, .014, .012, .010, .003, .001])
+TOA_GAIN = np.array([.80, .85, .88, .90, .93, .94, .94, .96, .95, .93])
 
 
 def canopy_spectra(kind: str, green_cover: float, maturity: float) -> tuple[np.ndarray, np.ndarray]:
     """Pure green-canopy and senescent-canopy spectra of one parcel's crop at one date.
 
     Args:
-        kind: 'rapeseed', 'forest', or anything else for a generic green canopy.
+        kind: 'rapeseed', 'grass', 'forest', or anything else for a crop canopy.
         green_cover: green cover fraction (denser canopies look like the densest measured pixel).
         maturity: 0 while senescing, 1 for ripe, dry straw.
 
@@ -41,6 +59,8 @@ def canopy_spectra(kind: str, green_cover: float, maturity: float) -> tuple[np.n
     density = float(np.clip(green_cover, 0, 1)) ** 2
     if kind == "rapeseed":
         green = RAPE_GREEN * (1 - density) + RAPE_PODS * density
+    elif kind == "grass":
+        green = GREEN_MEAN * (1 - density) + GRASS * density
     else:
         green = GREEN_MEAN * (1 - density) + GREEN_DENSE * density
     if kind == "forest":
@@ -55,12 +75,14 @@ def to_toa(reflectance: np.ndarray, aerosol: float, band_axis: int = 0) -> np.nd
 
     Args:
         reflectance: surface reflectance with the 10 bands along ``band_axis``.
-        aerosol: scene haze multiplier of the path radiance (about 0.6-1.4).
+        aerosol: scene haze multiplier of the path reflectance (about 0.7-1.3; hazy scenes
+            up to 2.5). Haze also dims the surface a little.
         band_axis: axis holding the bands.
     """
     shape = [1] * reflectance.ndim
     shape[band_axis] = 10
-    return reflectance * TOA_GAIN.reshape(shape) + aerosol * TOA_ADD.reshape(shape)
+    gain = TOA_GAIN * (1.0 - 0.1 * (1.0 - TOA_GAIN) / 0.2 * (aerosol - 1.0))
+    return reflectance * gain.reshape(shape) + aerosol * TOA_ADD.reshape(shape)
 
 
 def ndvi(b04: np.ndarray, b08: np.ndarray) -> np.ndarray:

@@ -1,0 +1,140 @@
+"""Classification in partitions on a Dask LocalCluster (``--workers 2``) against one process, on the
+extraction benchmark's region (synthetic FR2 L2A, 5,000 parcels x 39 scenes of 3,000 x 3,000 px),
+plus the cost model of ``docs/scale.md`` measured from the partitions' own records.
+
+Each run is a process of its own (peak memory is its own; the cluster's start is timed with
+it); the two runs alternate and each keeps its best. Both use the same chunks (``--chunk-size``
+parcels), so they compute the same values, which is checked.
+
+    python benchmarks/bench_dask.py [--parcels 5000] [--size 3000] [--workers 2] [--chunk-size 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_extract import _peak_mb, _weather, make_synth_region  # noqa: E402
+
+
+def worker_one(folder: Path, chunk_size: int, save: Path) -> dict:
+    from thermocrop.core.classify import classify_parcels
+    from thermocrop.core.scenes import find_scenes
+
+    t0 = time.perf_counter()
+    scenes = find_scenes(folder / "scenes")
+    result = classify_parcels(folder / "parcels.gpkg", scenes, _weather(folder), chunk_size=chunk_size)
+    seconds = time.perf_counter() - t0
+    np.savez(save, probabilities=result.probabilities, status=result.status)
+    return {"seconds": seconds, "peak_mb": _peak_mb(), "cpu_s": time.process_time()}
+
+
+def worker_dask(folder: Path, chunk_size: int, workers: int, save: Path) -> dict:
+    from thermocrop.core.distributed import ClusterOptions, classify_partitioned
+    from thermocrop.core.scenes import find_scenes
+
+    run = Path(tempfile.mkdtemp(prefix="bench-dask-")) / "run"
+    t0 = time.perf_counter()
+    scenes = find_scenes(folder / "scenes")
+    result, summary, _ = classify_partitioned(folder / "parcels.gpkg", scenes, _weather(folder), run_folder=run,
+                                              cluster=ClusterOptions(workers=workers, dashboard=":0"),
+                                              chunk_size=chunk_size)
+    seconds = time.perf_counter() - t0
+    np.savez(save, probabilities=result.probabilities, status=result.status)
+    per_worker: dict = {}
+    for s in summary.stats:
+        per_worker[s["pid"]] = max(per_worker.get(s["pid"], 0.0), s["peak_mb"])
+    return {"seconds": seconds, "client_peak_mb": _peak_mb(), "worker_peak_mb": sorted(per_worker.values()),
+            "partitions": summary.partitions, "stats": summary.stats}
+
+
+def _run(args: list[str]) -> dict:
+    out = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--size", type=int, default=3000)
+    parser.add_argument("--parcels", type=int, default=5000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--chunk-size", type=int, default=500, help="parcels per chunk / partition, both runs")
+    parser.add_argument("--repeats", type=int, default=1, help="alternating runs of each (best kept)")
+    parser.add_argument("--cache", default="/tmp/thermocrop-bench-extract")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--folder", help=argparse.SUPPRESS)
+    parser.add_argument("--save", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.worker:
+        folder, save = Path(args.folder), Path(args.save)
+        if args.worker == "one":
+            result = worker_one(folder, args.chunk_size, save)
+        else:
+            result = worker_dask(folder, args.chunk_size, args.workers, save)
+        print(json.dumps(result))
+        return 0
+
+    folder = make_synth_region(Path(args.cache) / f"synth_s{args.size}_p{args.parcels}", args.size, args.parcels)
+    n_scenes = len([p for p in (folder / "scenes").glob("*.tif") if not p.stem.endswith("_SCL")])
+    load_before = os.getloadavg()
+    print(f"region: {args.parcels} parcels, {n_scenes} scenes of {args.size} x {args.size} px ({folder}); "
+          f"{os.cpu_count()} CPUs, load average {load_before[0]:.1f} at the start")
+    tmp = Path(tempfile.mkdtemp(prefix="bench-dask-"))
+    common = ["--folder", str(folder), "--chunk-size", str(args.chunk_size), "--workers", str(args.workers)]
+    ones, dasks = [], []
+    for _ in range(args.repeats):
+        ones.append(_run(["--worker", "one", "--save", str(tmp / "one.npz"), *common]))
+        dasks.append(_run(["--worker", "dask", "--save", str(tmp / "dask.npz"), *common]))
+    one = min(ones, key=lambda r: r["seconds"])
+    many = min(dasks, key=lambda r: r["seconds"])
+    a, b = np.load(tmp / "one.npz"), np.load(tmp / "dask.npz")
+    same = np.array_equal(a["status"], b["status"]) and np.array_equal(
+        np.nan_to_num(a["probabilities"], nan=-1).argmax(axis=1), np.nan_to_num(b["probabilities"], nan=-1).argmax(axis=1))
+    # Probabilities are equal bit for bit with the same torch thread count; one process uses
+    # every core, a worker one thread, which changes the order of float additions.
+    diff = float(np.nanmax(np.abs(a["probabilities"] - b["probabilities"]), initial=0.0))
+    load_after = os.getloadavg()
+
+    print(f"{'run':40s} {'seconds':>9s} {'peak MB':>26s}")
+    print(f"{'one process':40s} {one['seconds']:9.1f} {one['peak_mb']:26.0f}")
+    peaks = ", ".join(f"{p:.0f}" for p in many["worker_peak_mb"])
+    label = f"--workers {args.workers} (LocalCluster, {many['partitions']} partitions)"
+    print(f"{label:40s} {many['seconds']:9.1f} {('workers ' + peaks):>26s}   (client {many['client_peak_mb']:.0f})")
+    print(f"speed-up: {one['seconds'] / many['seconds']:.2f}x (aim >= 1.7x); largest worker peak / one process: "
+          f"{max(many['worker_peak_mb']) / one['peak_mb']:.2f} (aim <= 1.0)")
+    print(f"same statuses and labels: {same}; largest difference of a probability: {diff:.2g}")
+    print(f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after (1-minute)")
+
+    # The cost model, from the partitions' own records.
+    stats = many["stats"]
+    total = {k: sum(s.get(k, 0) for s in stats) for k in
+             ("cpu_s", "read_cpu_s", "extract_cpu_s", "predict_cpu_s", "windows", "window_pixels", "parcel_dates",
+              "parcels")}
+    scene_bytes = sum(p.stat().st_size for p in (folder / "scenes").glob("*.tif"))
+    decoded = total["window_pixels"] * (10 * 2 + 1)  # 10 uint16 bands + the uint8 SCL per pixel
+    full = n_scenes * args.size * args.size * (10 * 2 + 1)
+    rest = total["cpu_s"] - total["read_cpu_s"]
+    print("cost model (CPU seconds summed over partitions):")
+    print(f"  scene windows read: {total['windows']:.0f}, {total['window_pixels'] / 1e6:.0f} Mpx decoded "
+          f"({total['window_pixels'] / (n_scenes * args.size ** 2):.2f}x the scenes' pixels)")
+    print(f"  decoding: {total['read_cpu_s']:.1f} s = {total['read_cpu_s'] / total['windows'] * 1e3:.1f} ms per window, "
+          f"{total['read_cpu_s'] / total['window_pixels'] * 1e6 * 1e3:.2f} ms per Mpx")
+    print(f"  the rest (rasterise, gather, GDD, model): {rest:.1f} s = {rest / total['parcel_dates'] * 1e6:.0f} us "
+          f"per parcel-date (model alone {total['predict_cpu_s'] / total['parcel_dates'] * 1e6:.0f} us)")
+    print(f"  bytes: {decoded / 2**30:.2f} GiB decoded of {full / 2**30:.2f} GiB of pixels; files on disk "
+          f"{scene_bytes / 2**30:.2f} GiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

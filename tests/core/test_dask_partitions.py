@@ -1,0 +1,269 @@
+"""Partitioned runs on a Dask LocalCluster: the same values as one process, a worker killed
+mid-run, an interrupted run resumed, and the CLI's --workers / --scheduler with GeoParquet and
+FlatGeobuf outputs. Small files written here: 4 scenes of 60 x 60 px, 40 parcels."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import rasterio
+from rasterio.transform import from_origin
+from shapely.geometry import box
+
+from thermocrop.core.bands import S2_BANDS
+from thermocrop.core.classify import classify_parcels
+from thermocrop.core.dataset import open_dataset
+from thermocrop.core.distributed import (ClusterOptions, PartitionListener, classify_partitioned,
+                                         default_run_folder)
+from thermocrop.core.errors import CancelledError, OutputError
+from thermocrop.training.cli import EXIT_OUTPUT, main
+
+gpd = pytest.importorskip("geopandas")
+distributed = pytest.importorskip("distributed")
+
+CRS = "EPSG:32631"
+X0, Y0 = 500000.0, 4800000.0
+CHUNK = 5  # 40 parcels -> 8 partitions
+
+
+@pytest.fixture(scope="module")
+def region(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("dask")
+    rng = np.random.default_rng(3)
+    for date in ("20230412", "20230524", "20230602", "20230720"):
+        path = root / "scenes" / f"S2A_MSIL1C_{date}T100031_N0509_R122_T31TCJ_{date}T110000.tif"
+        path.parent.mkdir(exist_ok=True)
+        with rasterio.open(path, "w", driver="GTiff", width=60, height=60, count=10, dtype="uint16", crs=CRS,
+                           transform=from_origin(X0, Y0, 10, 10), nodata=0) as ds:
+            ds.write(rng.integers(1200, 5000, size=(10, 60, 60), dtype=np.uint16))
+            for i, b in enumerate(S2_BANDS, start=1):
+                ds.set_band_description(i, b)
+    # 36 parcels on a 6 x 6 grid, listed column by column (so that layer order is not strip order),
+    # plus one outside the scenes, one smaller than a pixel, and two more inside.
+    geoms = [box(X0 + 100 * c + 12, Y0 - 100 * r - 88, X0 + 100 * c + 88, Y0 - 100 * r - 12)
+             for c in range(6) for r in range(6)]
+    geoms += [box(X0 - 900, Y0 + 100, X0 - 800, Y0 + 200), box(X0 + 301, Y0 - 309, X0 + 304, Y0 - 301),
+              box(X0 + 20, Y0 - 590, X0 + 580, Y0 - 560), box(X0 + 560, Y0 - 580, X0 + 590, Y0 - 20)]
+    gpd.GeoDataFrame({"parcel_id": [f"f{k:02d}" for k in range(len(geoms))], "area_ha": np.arange(len(geoms)) * 0.5},
+                     geometry=geoms, crs=CRS).to_file(root / "parcels.gpkg", driver="GPKG")
+    days = np.arange(np.datetime64("2023-01-01"), np.datetime64("2023-12-31"))
+    temps = "".join(f"{d},{2 + 6 * np.sin(i / 58):.1f},{12 + 9 * np.sin(i / 58):.1f}\n" for i, d in enumerate(days))
+    (root / "weather.csv").write_text("date,tmin,tmax\n" + temps, encoding="utf-8")
+    return {"root": root, "scenes": root / "scenes", "parcels": root / "parcels.gpkg", "weather": root / "weather.csv"}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two worker processes (one thread each); tests reach it through its scheduler address."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cl:
+        with Client(cl) as client:
+            yield client
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Run the model on one thread, as each worker does: the thread count changes the order of
+    float additions in the model (by ~1e-8), so bit-for-bit comparisons need the same one."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def one_process(region):
+    with one_thread():
+        return classify_parcels(region["parcels"], region["scenes"], region["weather"], chunk_size=CHUNK)
+
+
+def assert_same_result(a, b):
+    assert a.parcel_ids.tolist() == b.parcel_ids.tolist()
+    assert a.status.tolist() == b.status.tolist()
+    assert a.labels.tolist() == b.labels.tolist()
+    np.testing.assert_array_equal(a.confidence, b.confidence)  # NaN where not ok, in both
+    np.testing.assert_array_equal(a.probabilities, b.probabilities)
+
+
+class KillBusyWorker(PartitionListener):
+    """Kills the process of the first worker seen computing a partition (from a thread that
+    watches the scheduler from the moment the partitions are submitted)."""
+
+    def __init__(self, client):
+        self.client, self.killed, self.total, self.done = client, None, 0, 0
+
+    def started(self, total, done, dashboard):
+        self.total, self.dashboard = total, dashboard
+        pids = self.client.run(os.getpid)  # worker address -> pid
+
+        def watch():
+            deadline = time.monotonic() + 120
+            while self.killed is None and time.monotonic() < deadline:
+                busy = [w for w, tasks in self.client.processing().items() if tasks and w in pids]
+                if busy:
+                    self.killed = pids[busy[0]]
+                    os.kill(self.killed, signal.SIGKILL)
+                time.sleep(0.01)
+
+        self.watcher = threading.Thread(target=watch, daemon=True)
+        self.watcher.start()
+
+    def finished(self, index):
+        self.done += 1
+
+
+def test_partitions_survive_a_killed_worker_and_equal_one_process(region, cluster, one_process, tmp_path):
+    listener = KillBusyWorker(cluster)
+    result, summary, folder = classify_partitioned(
+        region["parcels"], region["scenes"], region["weather"], chunk_size=CHUNK, run_folder=tmp_path / "run",
+        cluster=ClusterOptions(scheduler=cluster.scheduler.address), listener=listener)
+    listener.watcher.join()
+    assert listener.killed is not None
+    with pytest.raises(ProcessLookupError):
+        os.kill(listener.killed, 0)  # the worker process is gone; its partitions ran elsewhere
+    assert summary.partitions == listener.total == listener.done == 8 and summary.computed == 8
+    assert len(list((tmp_path / "run").glob("part-*.parquet"))) == 8
+    assert_same_result(result, one_process)
+    statuses = dict(zip(result.parcel_ids, result.status))
+    assert statuses["f36"] == "outside_scenes" and statuses["f37"] == "ok"  # the sub-pixel parcel is used
+    assert summary.dashboard and summary.dashboard.startswith("http")
+
+
+class StopAfter(PartitionListener):
+    def __init__(self, n):
+        self.n, self.done, self.resumed = n, 0, None
+
+    def started(self, total, done, dashboard):
+        self.resumed = done
+
+    def finished(self, index):
+        self.done += 1
+
+    def cancelled(self):
+        return self.done >= self.n
+
+
+def test_an_interrupted_run_resumes_from_its_partitions(region, cluster, one_process, tmp_path):
+    run = tmp_path / "run"
+    options = ClusterOptions(scheduler=cluster.scheduler.address)
+    stop = StopAfter(1)
+    with pytest.raises(CancelledError):
+        classify_partitioned(region["parcels"], region["scenes"], region["weather"], chunk_size=CHUNK,
+                             run_folder=run, cluster=options, listener=stop, cancelled=stop.cancelled)
+    assert (run / "run.json").exists() and list(run.glob("part-*.parquet"))  # kept for --resume
+    # Without --resume the folder is not taken over; with other settings it is refused.
+    with pytest.raises(OutputError, match="--resume"):
+        classify_partitioned(region["parcels"], region["scenes"], region["weather"], chunk_size=CHUNK,
+                             run_folder=run, cluster=options)
+    with pytest.raises(OutputError, match="other inputs or settings"):
+        classify_partitioned(region["parcels"], region["scenes"], region["weather"], chunk_size=CHUNK,
+                             run_folder=run, cluster=options, resume=True, min_pixels=2)
+    # Partitions still running when a run stops may land afterwards, so the count is checked on
+    # a second run folder holding exactly three partitions, as a run stopped there leaves it.
+    other = tmp_path / "other"
+    classify_partitioned(region["parcels"], region["scenes"], region["weather"], chunk_size=CHUNK,
+                         run_folder=other, cluster=options)
+    for part in sorted(other.glob("part-*.parquet"))[3:]:
+        part.unlink()
+    again = StopAfter(99)
+    result, summary, _ = classify_partitioned(region["parcels"], region["scenes"], region["weather"],
+                                              chunk_size=CHUNK, run_folder=other, cluster=options, resume=True,
+                                              listener=again)
+    assert again.resumed == summary.resumed == 3
+    assert summary.computed == again.done == 5
+    assert_same_result(result, one_process)
+    # The interrupted run itself finishes with --resume too.
+    result, summary, _ = classify_partitioned(region["parcels"], region["scenes"], region["weather"],
+                                              chunk_size=CHUNK, run_folder=run, cluster=options, resume=True)
+    assert summary.resumed >= 1 and summary.resumed + summary.computed == 8
+    assert_same_result(result, one_process)
+
+
+def test_one_process_resume_without_a_cluster(region, one_process, tmp_path):
+    stop = StopAfter(2)
+    with one_thread(), pytest.raises(CancelledError):
+        classify_partitioned(region["parcels"], region["scenes"], region["weather"], chunk_size=CHUNK,
+                             run_folder=tmp_path / "run", cluster=ClusterOptions(), cancelled=stop.cancelled,
+                             listener=stop)
+    assert len(list((tmp_path / "run").glob("part-*.parquet"))) == 2
+    with one_thread():  # partitions run here, in this process
+        result, summary, _ = classify_partitioned(region["parcels"], region["scenes"], region["weather"],
+                                                  chunk_size=CHUNK, run_folder=tmp_path / "run",
+                                                  cluster=ClusterOptions(), resume=True)
+    assert (summary.resumed, summary.computed) == (2, 6)
+    assert_same_result(result, one_process)
+
+
+def nulls_as_none(column) -> list:
+    return [None if v is None or v != v else v for v in column.tolist()]
+
+
+def _cli(region, command, out, *extra):
+    args = [command, "--parcels", str(region["parcels"]), "--weather", str(region["weather"]), "--out", str(out)]
+    if command != "gdd":
+        args += ["--scenes", str(region["scenes"]), "--chunk-size", str(CHUNK)]
+    return main(args + list(extra))
+
+
+def test_cli_classify_on_a_scheduler_writes_geoparquet_and_flatgeobuf(region, cluster, tmp_path, capsys):
+    address = cluster.scheduler.address
+    with one_thread():
+        assert _cli(region, "classify", tmp_path / "one.gpkg") == 0
+    assert _cli(region, "classify", tmp_path / "many.parquet", "--scheduler", address) == 0
+    printed = capsys.readouterr()
+    assert "Dask dashboard: http" in printed.out and "8 partitions (8 computed now" in printed.out
+    assert "8/8" in printed.err  # the progress bar counts partitions
+    assert not default_run_folder(tmp_path / "many.parquet").exists()  # removed once the output is written
+    assert _cli(region, "classify", tmp_path / "many.fgb", "--scheduler", address) == 0
+    one = gpd.read_file(tmp_path / "one.gpkg")
+    for name in ("many.parquet", "many.fgb"):
+        if name.endswith(".parquet"):
+            many = gpd.read_parquet(tmp_path / name)
+        else:  # FlatGeobuf stores features in its spatial index's (Hilbert) order: match them by id
+            many = gpd.read_file(tmp_path / name).set_index("parcel_id", drop=False).loc[one["parcel_id"]]
+            many = many.reset_index(drop=True)
+        assert many.crs == one.crs
+        assert many["parcel_id"].tolist() == one["parcel_id"].tolist()
+        assert many["area_ha"].tolist() == one["area_ha"].tolist()
+        assert many["crop_status"].tolist() == one["crop_status"].tolist()
+        assert nulls_as_none(many["crop_pred"]) == nulls_as_none(one["crop_pred"])  # NULL where not ok
+        assert nulls_as_none(many["crop_pred"]).count(None) == 1
+        np.testing.assert_array_equal(many["crop_conf"].to_numpy(dtype=float), one["crop_conf"].to_numpy(dtype=float))
+        assert all(a.equals(b) for a, b in zip(many.geometry, one.geometry))
+
+
+def test_cli_extract_and_gdd_partitioned_equal_one_process(region, cluster, tmp_path, capsys):
+    address = cluster.scheduler.address
+    assert _cli(region, "extract", tmp_path / "one") == 0
+    assert _cli(region, "extract", tmp_path / "many", "--scheduler", address) == 0
+    a, b = open_dataset(tmp_path / "one"), open_dataset(tmp_path / "many")
+    for name in ("pixels", "pixel_mask", "date_mask", "gdd", "labels", "parcel_ids", "blocks", "status"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert (a.meta, a.classes) == (b.meta, b.classes)
+    dates = ["--dates", "2023-04-12", "2023-07-20"]
+    assert _cli(region, "gdd", tmp_path / "one.csv", *dates) == 0
+    # --workers 2: a LocalCluster started by the command itself.
+    assert _cli(region, "gdd", tmp_path / "many.csv", *dates, "--workers", "2", "--chunk-size", "7") == 0
+    assert (tmp_path / "many.csv").read_bytes() == (tmp_path / "one.csv").read_bytes()
+    assert "6 partitions" in capsys.readouterr().out
+
+
+def test_cli_refuses_a_run_folder_left_by_an_interrupted_run(region, tmp_path, capsys):
+    run = default_run_folder(tmp_path / "out.gpkg")
+    run.mkdir()
+    (run / "run.json").write_text('{"format": "thermocrop-run", "version": 1, "partitions": 8}', encoding="utf-8")
+    assert _cli(region, "classify", tmp_path / "out.gpkg", "--workers", "2") == EXIT_OUTPUT
+    assert "--resume" in capsys.readouterr().err
+    assert not (tmp_path / "out.gpkg").exists()
