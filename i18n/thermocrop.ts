@@ -940,6 +940,16 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
+        <location filename="../plugin/algorithms/base.py" line="280"/>
+        <source>Temperatures from {service}: {path}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/base.py" line="317"/>
+        <source>STAC items {path}: {scenes}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <location filename="../plugin/algorithms/base.py" line="337"/>
         <source>Give either scene files (&apos;{scenes}&apos;, &apos;{folder}&apos;) or saved STAC items (&apos;{stac}&apos;), not both.</source>
         <translation type="unfinished"></translation>
@@ -995,7 +1005,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="124"/>
+        <location filename="../plugin/algorithms/search_catalog.py" line="98"/>
         <source>The parcel layer could not be read; check INPUT.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1077,6 +1087,16 @@
     <message>
         <location filename="../plugin/algorithms/parcel_gdd.py" line="176"/>
         <source>{n} parcels have no usable temperatures (no grid cell with data within 25 km, or a gap of more than 3 days); their GDD fields stay empty. Features: {features}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/search_catalog.py" line="102"/>
+        <source>Searching {catalog} for {n} parcels, cloud cover at most {cloud:g} %</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/search_catalog.py" line="116"/>
+        <source>The search found no items; widen the period or the cloud limit, or check the catalogue and collection. Nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>

@@ -277,7 +277,7 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
             return fetch_for_parcels(service, frame.geometry, dates, season_start)
 
         path = str(self.run_core(fetch))
-        feedback.pushInfo(f"Temperatures from {service}: {path}")
+        feedback.pushInfo(tr("Temperatures from {service}: {path}").format(service=service, path=path))
         return path
 
     def stac_items(self, parameters: dict, context: QgsProcessingContext) -> str:
@@ -314,7 +314,7 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
             return stac_scenes([path], credentials=credentials, progress=progress, on_stats=show)
 
         found = self.run_core(scenes)
-        feedback.pushInfo(f"STAC items {path}: {self.describe_scenes(found)}")
+        feedback.pushInfo(tr("STAC items {path}: {scenes}").format(path=path, scenes=self.describe_scenes(found)))
         return found
 
     def scenes(self, parameters: dict, context: QgsProcessingContext) -> list[str]:

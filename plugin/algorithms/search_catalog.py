@@ -14,6 +14,7 @@ from qgis.core import (
 )
 
 from ..catalog import CATALOG_LABELS, CATALOGS, catalog_spec, describe_search, describe_summary
+from ..i18n import tr
 from ..layers import features_to_frame
 from .base import ThermoCropAlgorithm
 
@@ -94,12 +95,12 @@ class SearchCatalog(ThermoCropAlgorithm):
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         source = self.parameterAsSource(parameters, "INPUT", context)
         if source is None:
-            raise QgsProcessingException("The parcel layer could not be read; check INPUT.")
+            raise QgsProcessingException(tr("The parcel layer could not be read; check INPUT."))
         options = self._search_options(parameters, context)
         out = self.parameterAsFileOutput(parameters, "OUTPUT", context)
         frame, _ = features_to_frame(source.getFeatures(), source.sourceCrs())
-        feedback.pushInfo(f"Searching {options['catalog']} for {len(frame)} parcels, cloud cover at most "
-                          f"{options['max_cloud']:g} %")
+        feedback.pushInfo(tr("Searching {catalog} for {n} parcels, cloud cover at most {cloud:g} %").format(
+            catalog=options["catalog"], n=len(frame), cloud=options["max_cloud"]))
 
         def search():
             from ...core.stac import save_items, search_items, summarize
@@ -112,8 +113,8 @@ class SearchCatalog(ThermoCropAlgorithm):
 
         summaries = self.run_core(search)
         if not summaries:
-            raise QgsProcessingException("The search found no items; widen the period or the cloud limit, or check "
-                                         "the catalogue and collection. Nothing was written.")
+            raise QgsProcessingException(tr("The search found no items; widen the period or the cloud limit, or "
+                                            "check the catalogue and collection. Nothing was written."))
         for summary in summaries:
             feedback.pushInfo(f"  {describe_summary(summary)}  {summary.id}")
         feedback.pushInfo(describe_search(summaries))
