@@ -268,8 +268,9 @@ def model_card(bundle_path: Path, metrics: dict, command: str, experiments: list
             lines.append(f"| {VARIANT_NAMES.get(v, v)} | {f1:.1f} / {oa:.1f}{partial} | {p[0]} / {p[1]} |")
     lines += ["", "## Rebuild", "", "```", command, "```", "",
               "Same seed and same number of torch threads, same bytes. (This model was trained before the CPU "
-              "training step was made faster; its sums now run in another order, so a rebuild gives a model of the "
-              "same recipe whose weights differ in the last bits from this file.) The real-data scores need "
+              "training step was made faster and data-parallel: the sampler now draws its random keys per batch "
+              "and the encoder sums in another order, so a rebuild gives a model of the same recipe, not these "
+              "weights; its scores are close, not equal.) The real-data scores need "
               "`shared/realdata` beside the checkout; the script imports the Bavarian parcels with "
               "the table importer and cuts the halves by the median longitude of the parcel "
               "centroids (`thermocrop evaluate` scores every class; the card leaves out those with "
