@@ -81,7 +81,7 @@ def make_region(folder: Path, n_parcels: int, n_dates: int) -> Path:
 def extraction_loop(folder: Path) -> tuple[np.ndarray, np.ndarray]:
     """Classification's extraction loop without the model: statuses and mean reflectances."""
     from thermocrop.core import extract
-    from thermocrop.core.extract import _meta, _settings, iter_chunks, load_parcels
+    from thermocrop.core.extract import _meta, _settings, load_parcels
     from thermocrop.core.scenes import find_scenes
 
     settings = _settings(64, 0, 0.5, 1, None, 0.0, 30.0, "paper", extract.SCL_INVALID, None)

@@ -28,7 +28,7 @@ from .errors import InputError, SceneError
 from .progress import Progress
 from .remote import (PC_TOKEN_URL, AssetRef, PlanetaryComputerSigner, RemoteProduct, RemoteReader,
                      strip_signature)
-from .scenes import BandSource, Grid, Scene, band_name, level_from_name, offset_from_name
+from .scenes import BandSource, Grid, Scene, band_name, offset_from_name
 
 log = logging.getLogger(__name__)
 

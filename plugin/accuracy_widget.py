@@ -3,7 +3,6 @@ the map class weighting; assesses in a background task and shows the HTML report
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Optional
 
@@ -13,7 +12,6 @@ from qgis.core import (
     QgsFeatureRequest,
     QgsMapLayerProxyModel,
     QgsMessageLog,
-    QgsTask,
     QgsVectorLayer,
     QgsVectorLayerFeatureSource,
     QgsWkbTypes,
@@ -33,22 +31,24 @@ from qgis.PyQt.QtWidgets import (
 )
 
 from .accuracy import WEIGHTING_LABELS, assess_features, guess_fields
+from .task import ThermoCropTask
 
-log = logging.getLogger(__name__)
 
 TABLE = "table"
 """Weighting key of a user-given class-area table."""
 
 
-class AccuracyTask(QgsTask):
+class AccuracyTask(ThermoCropTask):
     """Reads the layer (through a feature source made in the main thread) and assesses it.
 
     After it ends, ``report`` holds the ``AccuracyReport`` or ``error`` the message.
     """
 
+    WHAT = "Accuracy assessment"
+
     def __init__(self, layer: QgsVectorLayer, predicted: str, reference: str, weighting: str,
                  class_areas_path: Optional[str], on_done):
-        super().__init__(f"ThermoCrop: accuracy of {layer.name()}", QgsTask.CanCancel)
+        super().__init__(f"ThermoCrop: accuracy of {layer.name()}", on_done)
         self.source = QgsVectorLayerFeatureSource(layer)
         self.crs = layer.crs()
         self.title = f"{layer.name()} ({predicted} against {reference})"
@@ -60,35 +60,17 @@ class AccuracyTask(QgsTask):
             [fields.indexOf(predicted), fields.indexOf(reference)])
         if not self.needs_geometry:
             self.request.setFlags(QgsFeatureRequest.NoGeometry)
-        self.on_done = on_done
         self.report = None
-        self.error: Optional[str] = None
 
-    def run(self) -> bool:
+    def work(self, progress) -> None:
         from ..core.accuracy import read_class_areas
-        from ..core.errors import CancelledError, ThermoCropError
 
-        try:
-            areas = read_class_areas(self.class_areas_path) if self.weighting == TABLE else None
-            self.report = assess_features(
-                self.source.getFeatures(self.request), self.crs, self.predicted, self.reference,
-                weighting="none" if self.weighting == TABLE else self.weighting, class_areas=areas,
-                area_unit="map units (table)" if areas is not None else None, title=self.title,
-                cancelled=self.isCanceled)
-            return True
-        except CancelledError:
-            return False
-        except ThermoCropError as exc:
-            self.error = str(exc)
-            return False
-        except Exception as exc:  # a worker thread must report, not crash QGIS
-            log.exception("Accuracy assessment failed")
-            self.error = f"{type(exc).__name__}: {exc}"
-            return False
-
-    def finished(self, ok: bool) -> None:
-        if self.on_done is not None:
-            self.on_done(self)
+        areas = read_class_areas(self.class_areas_path) if self.weighting == TABLE else None
+        self.report = assess_features(
+            self.source.getFeatures(self.request), self.crs, self.predicted, self.reference,
+            weighting="none" if self.weighting == TABLE else self.weighting, class_areas=areas,
+            area_unit="map units (table)" if areas is not None else None, title=self.title,
+            cancelled=self.isCanceled)
 
 
 class AccuracyWidget(QWidget):

@@ -9,16 +9,15 @@ its id; they are never read from or written to project files or item collections
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from qgis.core import QgsApplication, QgsAuthMethodConfig, QgsTask
+from qgis.core import QgsApplication, QgsAuthMethodConfig
 
 from .i18n import tr
+from .task import ThermoCropTask
 
-log = logging.getLogger(__name__)
 
 CATALOGS = ("earth-search", "planetary-computer", "cdse", "url")
 """The catalogue choices, in the order the Toolbox and the dock list them (``url``: a STAC API
@@ -126,7 +125,7 @@ class SearchParameters:
     extra: dict = field(default_factory=dict)
 
 
-class CatalogSearchTask(QgsTask):
+class CatalogSearchTask(ThermoCropTask):
     """Searches a catalogue for the items over the parcels and saves them, off the main thread.
 
     ``on_done(task)`` runs in the main thread; then ``summaries`` lists the items found
@@ -134,49 +133,27 @@ class CatalogSearchTask(QgsTask):
     wrong (``cancelled`` tells a user stop from a failure).
     """
 
+    WHAT = "Catalogue search"
+
     def __init__(self, params: SearchParameters, on_done: Callable[["CatalogSearchTask"], None]):
-        super().__init__(tr("ThermoCrop: search a catalogue"), QgsTask.CanCancel)
+        super().__init__(tr("ThermoCrop: search a catalogue"), on_done)
         self.params = params
-        self.on_done = on_done
         self.summaries: list = []
         self.path: Optional[str] = None
-        self.error: Optional[str] = None
-        self.cancelled = False
 
-    def run(self) -> bool:
-        from ..core.errors import CancelledError, ThermoCropError
-        from ..core.progress import Progress
+    def work(self, progress) -> None:
+        from ..core.stac import save_items, search_items, summarize
 
-        progress = Progress(lambda f: self.setProgress(100.0 * f), self.isCanceled)
-        try:
-            from ..core.stac import save_items, search_items, summarize
-
-            p = self.params
-            frame = p.parcels.read()[0] if hasattr(p.parcels, "read") else p.parcels
-            progress(0.1)
-            items = search_items(frame, season=p.season, start=p.start, end=p.end, catalog=p.catalog,
-                                 max_cloud=p.max_cloud, progress=progress.sub(0.1, 0.9), **p.extra)
-            progress.check()
-            self.summaries = summarize(items)
-            if self.summaries:
-                self.path = str(save_items(items, p.out, overwrite=True))
-            progress(1.0)
-            return True
-        except CancelledError:
-            self.cancelled = True
-            return False
-        except ThermoCropError as exc:
-            self.error = str(exc)
-            return False
-        except Exception as exc:  # a worker thread must report, not crash QGIS
-            log.exception("Catalogue search failed")
-            self.error = f"{type(exc).__name__}: {exc}"
-            return False
-
-    def finished(self, ok: bool) -> None:
-        if self.isCanceled():
-            self.cancelled = True
-        self.on_done(self)
+        p = self.params
+        frame = p.parcels.read()[0] if hasattr(p.parcels, "read") else p.parcels
+        progress(0.1)
+        items = search_items(frame, season=p.season, start=p.start, end=p.end, catalog=p.catalog,
+                             max_cloud=p.max_cloud, progress=progress.sub(0.1, 0.9), **p.extra)
+        progress.check()
+        self.summaries = summarize(items)
+        if self.summaries:
+            self.path = str(save_items(items, p.out, overwrite=True))
+        progress(1.0)
 
 
 def search_file(cache_dir: Optional[Path], catalog: str, season: int, max_cloud: float, layer_id: str) -> Path:

@@ -18,7 +18,6 @@ from qgis.core import (
     Qgis,
     QgsApplication,
     QgsExpression,
-    QgsFeatureRequest,
     QgsField,
     QgsMapLayerProxyModel,
     QgsMessageLog,

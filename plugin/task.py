@@ -85,25 +85,27 @@ class ClassificationParameters:
     credentials: dict = field(default_factory=dict)
 
 
-class ClassificationTask(QgsTask):
-    """Reads the parcels, runs ``classify_parcels`` and writes a new layer file off the main thread.
+class ThermoCropTask(QgsTask):
+    """A cancellable background task that reports its end instead of raising.
 
-    ``on_done(task)`` runs in the main thread. After it ends, ``result`` holds the
-    ``ClassificationResult``, ``bundle`` the model, ``fids`` the feature id of each frame row and
-    ``written`` the new file (new-layer mode); or ``error`` says what went wrong (``cancelled``
-    tells a user stop from a failure).
+    Subclasses do their work in :meth:`work`. Afterwards ``error`` holds what went wrong (a
+    ThermoCrop message, or the type and text of an unexpected exception, which is also logged
+    with its traceback) and ``cancelled`` tells a user stop from a failure; ``on_done(task)``
+    runs in the main thread.
     """
 
-    def __init__(self, params: ClassificationParameters, on_done: Callable[["ClassificationTask"], None]):
-        super().__init__(tr("ThermoCrop: classify parcels"), QgsTask.CanCancel)
-        self.params = params
+    WHAT = "ThermoCrop task"
+    """Names the task in the log when it fails unexpectedly."""
+
+    def __init__(self, description: str, on_done: Optional[Callable[[Any], None]]):
+        super().__init__(description, QgsTask.CanCancel)
         self.on_done = on_done
-        self.result = None
-        self.bundle = None
-        self.fids: list = list(params.fids)
-        self.written: Optional[str] = None
         self.error: Optional[str] = None
         self.cancelled = False
+
+    def work(self, progress) -> None:
+        """The task's work; ``progress`` is a ``core.progress.Progress`` tied to the task."""
+        raise NotImplementedError
 
     def run(self) -> bool:
         from ..core.errors import CancelledError, ThermoCropError
@@ -111,48 +113,7 @@ class ClassificationTask(QgsTask):
 
         progress = Progress(lambda f: self.setProgress(100.0 * f), self.isCanceled)
         try:
-            import geopandas as gpd
-
-            from ..core.bundle import default_bundle_path, load_bundle
-            from ..core.classify import classify_parcels, write_classification
-            from ..core.extract import require_usable
-
-            p = self.params
-            selected = None
-            table = p.parcels
-            if isinstance(p.parcels, LayerSnapshot):
-                # A new file gets every feature (unselected ones marked not_selected).
-                whole = p.output is not None
-                table, self.fids = p.parcels.read(attributes=whole, only_selected=not whole)
-                if whole and p.parcels.selected is not None:
-                    selected = [str(fid) for fid in p.parcels.selected]
-            progress(0.03)
-            frame = table
-            if isinstance(p.parcels, LayerSnapshot) and p.output:
-                # The user's own fields (a parcel_id among them) are kept apart from the ids core
-                # reads: each row's feature id.
-                frame = gpd.GeoDataFrame({ID_COLUMN: [str(fid) for fid in self.fids]},
-                                         geometry=table.geometry.values, crs=table.crs)
-            self.bundle = p.bundle if p.bundle is not None else load_bundle(p.model or default_bundle_path())
-            progress(0.05)
-            scenes = p.scenes
-            if p.credentials:  # saved STAC items read with keys from QGIS's authentication manager
-                from .catalog import stac_scenes
-
-                scenes = stac_scenes(p.scenes, credentials=p.credentials, progress=progress.sub(0.05, 0.1))
-            result = classify_parcels(frame, scenes, p.weather, self.bundle, id_field=ID_COLUMN,
-                                      selected_ids=selected, progress=progress.sub(0.05, 0.95), **p.extra)
-            # A run that classified no parcel fails, with the parcels counted by status, and
-            # writes nothing (no empty-handed new file, no in-place edit).
-            require_usable(result.status, "classified", _parcels_name(p.parcels))
-            self.result = result
-            if p.output:
-                progress.check()
-                self.written = str(write_classification(
-                    table, self.result, p.output, label_field=p.label_field, conf_field=p.confidence_field,
-                    status_field=p.status_field, overwrite=p.overwrite, probabilities=p.probabilities,
-                    inputs=p.inputs))
-            progress(1.0)
+            self.work(progress)
             return True
         except CancelledError:
             self.cancelled = True
@@ -161,14 +122,79 @@ class ClassificationTask(QgsTask):
             self.error = str(exc)
             return False
         except Exception as exc:  # a worker thread must report, not crash QGIS
-            log.exception("Classification failed")
+            log.exception("%s failed", self.WHAT)
             self.error = f"{type(exc).__name__}: {exc}"
             return False
 
     def finished(self, ok: bool) -> None:
         if self.isCanceled():
             self.cancelled = True
-        self.on_done(self)
+        if self.on_done is not None:
+            self.on_done(self)
+
+
+class ClassificationTask(ThermoCropTask):
+    """Reads the parcels, runs ``classify_parcels`` and writes a new layer file off the main thread.
+
+    ``on_done(task)`` runs in the main thread. After it ends, ``result`` holds the
+    ``ClassificationResult``, ``bundle`` the model, ``fids`` the feature id of each frame row and
+    ``written`` the new file (new-layer mode); or ``error`` says what went wrong (``cancelled``
+    tells a user stop from a failure).
+    """
+
+    WHAT = "Classification"
+
+    def __init__(self, params: ClassificationParameters, on_done: Callable[["ClassificationTask"], None]):
+        super().__init__(tr("ThermoCrop: classify parcels"), on_done)
+        self.params = params
+        self.result = None
+        self.bundle = None
+        self.fids: list = list(params.fids)
+        self.written: Optional[str] = None
+
+    def work(self, progress) -> None:
+        import geopandas as gpd
+
+        from ..core.bundle import default_bundle_path, load_bundle
+        from ..core.classify import classify_parcels, write_classification
+        from ..core.extract import require_usable
+
+        p = self.params
+        selected = None
+        table = p.parcels
+        if isinstance(p.parcels, LayerSnapshot):
+            # A new file gets every feature (unselected ones marked not_selected).
+            whole = p.output is not None
+            table, self.fids = p.parcels.read(attributes=whole, only_selected=not whole)
+            if whole and p.parcels.selected is not None:
+                selected = [str(fid) for fid in p.parcels.selected]
+        progress(0.03)
+        frame = table
+        if isinstance(p.parcels, LayerSnapshot) and p.output:
+            # The user's own fields (a parcel_id among them) are kept apart from the ids core
+            # reads: each row's feature id.
+            frame = gpd.GeoDataFrame({ID_COLUMN: [str(fid) for fid in self.fids]},
+                                     geometry=table.geometry.values, crs=table.crs)
+        self.bundle = p.bundle if p.bundle is not None else load_bundle(p.model or default_bundle_path())
+        progress(0.05)
+        scenes = p.scenes
+        if p.credentials:  # saved STAC items read with keys from QGIS's authentication manager
+            from .catalog import stac_scenes
+
+            scenes = stac_scenes(p.scenes, credentials=p.credentials, progress=progress.sub(0.05, 0.1))
+        result = classify_parcels(frame, scenes, p.weather, self.bundle, id_field=ID_COLUMN,
+                                  selected_ids=selected, progress=progress.sub(0.05, 0.95), **p.extra)
+        # A run that classified no parcel fails, with the parcels counted by status, and
+        # writes nothing (no empty-handed new file, no in-place edit).
+        require_usable(result.status, "classified", _parcels_name(p.parcels))
+        self.result = result
+        if p.output:
+            progress.check()
+            self.written = str(write_classification(
+                table, self.result, p.output, label_field=p.label_field, conf_field=p.confidence_field,
+                status_field=p.status_field, overwrite=p.overwrite, probabilities=p.probabilities,
+                inputs=p.inputs))
+        progress(1.0)
 
 
 def _parcels_name(parcels) -> str:
@@ -215,63 +241,42 @@ class Explanation:
     bundle: Any
 
 
-class ExplainTask(QgsTask):
+class ExplainTask(ThermoCropTask):
     """Extracts one parcel's pixels and predicts its class off the main thread.
 
     ``explanation`` holds the :class:`Explanation` afterwards, or ``error`` what went wrong.
     """
 
+    WHAT = "Explain"
+
     def __init__(self, snapshot: LayerSnapshot, fid: int, scenes: list, weather: str, bundle: Any,
                  on_done: Callable[["ExplainTask"], None]):
-        super().__init__(tr("ThermoCrop: explain a parcel"), QgsTask.CanCancel)
+        super().__init__(tr("ThermoCrop: explain a parcel"), on_done)
         self.snapshot, self.fid, self.scenes, self.weather, self.bundle = snapshot, fid, scenes, weather, bundle
-        self.on_done = on_done
         self.explanation: Optional[Explanation] = None
-        self.error: Optional[str] = None
-        self.cancelled = False
 
-    def run(self) -> bool:
-        from ..core.errors import CancelledError, ThermoCropError
-        from ..core.progress import Progress
+    def work(self, progress) -> None:
+        import numpy as np
 
-        progress = Progress(lambda f: self.setProgress(100.0 * f), self.isCanceled)
-        try:
-            import numpy as np
+        from ..core.bundle import default_bundle_path, load_bundle
+        from ..core.classify import _gdd_settings
+        from ..core.errors import ThermoCropError
+        from ..core.extract import extract_pixel_sets
 
-            from ..core.bundle import default_bundle_path, load_bundle
-            from ..core.classify import _gdd_settings
-            from ..core.extract import extract_pixel_sets
-
-            features = list(self.snapshot.source.getFeatures(QgsFeatureRequest(self.fid)))
-            if not features:
-                raise ThermoCropError(tr("Feature {fid} is no longer in {layer}.").format(
-                    fid=self.fid, layer=self.snapshot.name))
-            feature = features[0]
-            frame, _ = features_to_frame(features, self.snapshot.crs)
-            bundle = self.bundle if self.bundle is not None and not isinstance(self.bundle, str) else \
-                load_bundle(self.bundle or default_bundle_path())
-            progress(0.1)
-            ps = extract_pixel_sets(frame, self.scenes, self.weather, block_field=None,
-                                    progress=progress.sub(0.1, 0.9), **_gdd_settings(bundle))
-            ok = ps.status[0] == "ok"
-            probs = bundle.predict(ps)[0] if ok else np.full(len(bundle.classes), np.nan)
-            name = feature["parcel_id"] if feature.fields().indexOf("parcel_id") >= 0 else self.fid
-            self.explanation = Explanation(self.fid, str(name), np.asarray(ps.dates), np.asarray(ps.gdd[0]),
-                                           ndvi_series(ps), np.asarray(probs), str(ps.status[0]), bundle)
-            progress(1.0)
-            return True
-        except CancelledError:
-            self.cancelled = True
-            return False
-        except ThermoCropError as exc:
-            self.error = str(exc)
-            return False
-        except Exception as exc:
-            log.exception("Explain failed")
-            self.error = f"{type(exc).__name__}: {exc}"
-            return False
-
-    def finished(self, ok: bool) -> None:
-        if self.isCanceled():
-            self.cancelled = True
-        self.on_done(self)
+        features = list(self.snapshot.source.getFeatures(QgsFeatureRequest(self.fid)))
+        if not features:
+            raise ThermoCropError(tr("Feature {fid} is no longer in {layer}.").format(
+                fid=self.fid, layer=self.snapshot.name))
+        feature = features[0]
+        frame, _ = features_to_frame(features, self.snapshot.crs)
+        bundle = self.bundle if self.bundle is not None and not isinstance(self.bundle, str) else \
+            load_bundle(self.bundle or default_bundle_path())
+        progress(0.1)
+        ps = extract_pixel_sets(frame, self.scenes, self.weather, block_field=None,
+                                progress=progress.sub(0.1, 0.9), **_gdd_settings(bundle))
+        ok = ps.status[0] == "ok"
+        probs = bundle.predict(ps)[0] if ok else np.full(len(bundle.classes), np.nan)
+        name = feature["parcel_id"] if feature.fields().indexOf("parcel_id") >= 0 else self.fid
+        self.explanation = Explanation(self.fid, str(name), np.asarray(ps.dates), np.asarray(ps.gdd[0]),
+                                       ndvi_series(ps), np.asarray(probs), str(ps.status[0]), bundle)
+        progress(1.0)

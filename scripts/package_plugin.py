@@ -24,14 +24,13 @@ from __future__ import annotations
 import argparse
 import ast
 import configparser
-import io
 import re
 import sys
 import urllib.request
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "thermocrop"

@@ -149,6 +149,28 @@ def check_held_out_classes(regions: Sequence[Path], classes: Optional[Sequence[s
                            "into 'unknown' when extracting (--class-map, --min-parcels).")
 
 
+def _plan_runs(regions: Sequence[Path], variants: Sequence[str], out: Path, config: TrainingConfig, jobs: int,
+               *extra: Any, make_dirs: bool = False) -> tuple[list[dict], list[tuple]]:
+    """The records of runs finished in ``out`` before, and the job tuples of the runs still to do
+    (each held-out region x variant): ``(train regions, held out, variant, config, run folder,
+    torch threads, *extra)``."""
+    records, todo = [], []
+    threads = max(1, (os.cpu_count() or 1) // max(jobs, 1))
+    cfg = asdict(replace(config, variant=variants[0]))
+    for variant in variants:
+        for held in regions:
+            run_dir = out / variant / region_name(held)
+            done = run_dir / "result.json"
+            if done.exists():
+                records.append(json.loads(done.read_text()))
+                continue
+            if make_dirs:
+                run_dir.mkdir(parents=True, exist_ok=True)
+            todo.append(([str(r) for r in regions if r != held], str(held), variant, cfg, str(run_dir), threads,
+                         *extra))
+    return records, todo
+
+
 def run_experiment(regions: Sequence[Path], variants: Sequence[str], out: Path,
                    config: TrainingConfig = TrainingConfig(), jobs: int = 1,
                    progress: Optional[Progress] = None, estimate_only: bool = False
@@ -186,18 +208,7 @@ def run_experiment(regions: Sequence[Path], variants: Sequence[str], out: Path,
     out = Path(out)
     if not estimate_only:
         out.mkdir(parents=True, exist_ok=True)
-    records, todo = [], []
-    threads = max(1, (os.cpu_count() or 1) // max(jobs, 1))
-    cfg = asdict(replace(config, variant=variants[0]))
-    for variant in variants:
-        for held in regions:
-            run_dir = out / variant / region_name(held)
-            done = run_dir / "result.json"
-            if done.exists():
-                records.append(json.loads(done.read_text()))
-                continue
-            train = [str(r) for r in regions if r != held]
-            todo.append((train, str(held), variant, cfg, str(run_dir), threads))
+    records, todo = _plan_runs(regions, variants, out, config, jobs)
     log.info("%d runs finished before, %d to do", len(records), len(todo))
     if todo:
         estimate = estimate_experiment(regions, variants, config, len(todo), jobs)
@@ -644,19 +655,7 @@ def run_paper_protocol(data_root: Path, variants: Sequence[str], out: Path,
     out.mkdir(parents=True, exist_ok=True)
     regions = import_paper_tiles(Path(data_root), out / "datasets", class_maps=class_maps,
                                  max_pixels=max_pixels, seed=config.seed)
-    records, todo = [], []
-    threads = max(1, (os.cpu_count() or 1) // max(jobs, 1))
-    cfg = asdict(replace(config, variant=variants[0]))
-    for variant in variants:
-        for held in regions:
-            run_dir = out / variant / region_name(held)
-            done = run_dir / "result.json"
-            if done.exists():
-                records.append(json.loads(done.read_text()))
-                continue
-            run_dir.mkdir(parents=True, exist_ok=True)
-            todo.append(([str(r) for r in regions if r != held], str(held), variant, cfg, str(run_dir),
-                         threads, fold))
+    records, todo = _plan_runs(regions, variants, out, config, jobs, fold, make_dirs=True)
     log.info("paper protocol: %d runs finished before, %d to do", len(records), len(todo))
     if jobs > 1 and len(todo) > 1:
         ctx = multiprocessing.get_context("spawn")

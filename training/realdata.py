@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core.dataset import PixelSets, open_dataset
 from ..core.errors import InputError
-from .metrics import confusion_matrix, scores
+from .metrics import scores
 
 log = logging.getLogger(__name__)
 

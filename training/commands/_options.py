@@ -71,7 +71,8 @@ def add_season_option(parser: argparse.ArgumentParser) -> None:
     """``--season``: which season to use when the scenes hold several."""
     parser.add_argument("--season", type=bounded("season"), metavar="YEAR",
                         help="use only the scenes of this season (named by its harvest year) when the "
-                             "scenes hold several; without it scenes of several seasons are refused")
+                             "scenes hold several; without it scenes of several seasons are refused (with "
+                             "--catalog, also the year searched)")
 
 
 def weather_options(args: argparse.Namespace) -> dict:
@@ -100,10 +101,7 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
 def cluster_options(args: argparse.Namespace):
     """``core.distributed.ClusterOptions`` from the options above, or None for a one-process run."""
     from ...core.distributed import ClusterOptions
-    from ...core.errors import InputError
 
-    if args.workers < 1:
-        raise InputError(f"--workers must be at least 1, got {args.workers}.")
     options = ClusterOptions(workers=args.workers, scheduler=args.scheduler)
     if not (options.partitioned or args.resume or args.run_folder):
         return None
@@ -129,22 +127,24 @@ def print_run_summary(summary, wall_s: float) -> None:
 
 
 def add_stac_options(parser: argparse.ArgumentParser) -> None:
-    """Options that take scenes from a STAC catalogue instead of files (``--scenes``)."""
+    """Options that take scenes from a STAC catalogue instead of files (``--scenes``). The
+    command's ``--season`` (``add_season_option``) is also the year searched."""
     group = parser.add_argument_group("scenes from a STAC catalogue (instead of --scenes)")
     group.add_argument("--stac", nargs="+", metavar="ITEMS_JSON",
                        help="STAC item collection(s) saved by 'thermocrop scenes search'")
-    add_search_options(group)
+    add_search_options(group, season=False)
     group.add_argument("--cache", help="folder for fetched blocks and weather files (default: $THERMOCROP_CACHE "
                                        "or ~/.cache/thermocrop)")
     group.add_argument("--max-requests", type=bounded("max_requests"), default=8,
                        help="assets read at the same time (default 8)")
 
 
-def add_search_options(group) -> None:
+def add_search_options(group, season: bool = True) -> None:
+    """The search's options; ``season=False`` where the command already has ``--season``."""
     group.add_argument("--catalog", help="search this catalogue: earth-search, planetary-computer, cdse or the URL "
                                          "of a STAC API")
     group.add_argument("--collection", help="collection id (default: the catalogue's Sentinel-2 L2A collection)")
-    if "--season" not in group._option_string_actions:  # commands that pick a season already have it
+    if season:
         group.add_argument("--season", type=bounded("season"), help="year to search (1 January to 31 December)")
     group.add_argument("--start", help="first day to search, YYYY-MM-DD (narrows or replaces --season)")
     group.add_argument("--end", help="last day to search, YYYY-MM-DD")

@@ -86,7 +86,6 @@ def grid_block_table(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     import time
-    from pathlib import Path
 
     import numpy as np
 

@@ -79,7 +79,7 @@ def _dates(args: argparse.Namespace, options: dict, scenes):
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ...core.errors import InputError, NoUsableParcelsError
+    from ...core.errors import NoUsableParcelsError
     from ...core.extract import load_parcels
     from ...core.gdd import gdd_at_points, season_bounds
     from ...core.output import check_output, write_text

@@ -24,6 +24,7 @@ import numpy as np
 from ...core.bands import QUANTIFICATION_VALUE, S2_BANDS
 from ...core.dataset import STATUS_OK, DatasetWriter, PixelSets
 from ...core.errors import InputError
+from ...core.extract import STATUS_NO_WEATHER, STATUS_TOO_SMALL
 from ...core.progress import Progress
 from .common import (
     Locations,
@@ -39,9 +40,6 @@ from .common import (
 from .timematch import yyyymmdd
 
 log = logging.getLogger(__name__)
-
-STATUS_NO_WEATHER = "no_weather"
-STATUS_NO_PIXELS = "too_small"
 
 
 def _read_json(path: Path) -> Any:
@@ -215,7 +213,7 @@ def import_psetae(
                                      f"{len(S2_BANDS)} bands, pixels)")
                 s = x.shape[2]
                 if s == 0:
-                    status[k] = STATUS_NO_PIXELS
+                    status[k] = STATUS_TOO_SMALL
                     continue
                 if s > max_pixels:
                     pick = np.sort(np.random.default_rng([seed, i]).choice(s, max_pixels, replace=False))

@@ -25,6 +25,7 @@ import numpy as np
 from ...core.bands import QUANTIFICATION_VALUE, S2_BANDS
 from ...core.dataset import STATUS_OK, PixelSets, save_dataset
 from ...core.errors import InputError
+from ...core.extract import STATUS_NO_CLEAR_DATE, STATUS_NO_WEATHER
 from .common import (
     Locations,
     PathLike,
@@ -42,8 +43,6 @@ log = logging.getLogger(__name__)
 
 ID_COLUMNS = ("parcel_id", "id", "field_id", "fid")
 DATE_COLUMNS = ("date", "time", "acquisition_date", "system:time_start")
-STATUS_NO_CLEAR_DATE = "no_clear_date"
-STATUS_NO_WEATHER = "no_weather"
 
 _DATE_TOKEN = re.compile(r"(?<!\d)((?:19|20)\d\d)[-_.]?(0[1-9]|1[0-2])[-_.]?(0[1-9]|[12]\d|3[01])(?!\d)")
 

@@ -33,6 +33,7 @@ from ...core.bands import S2_BANDS
 from ...core.crops import CROP_CLASSES
 from ...core.dataset import STATUS_OK, DatasetWriter, PixelSets
 from ...core.errors import InputError
+from ...core.extract import STATUS_NO_WEATHER
 from ...core.progress import Progress
 from .common import PathLike, assign_labels
 from .safe_pickle import safe_load
@@ -46,7 +47,6 @@ TILES = {"AT1": "austria/33UVP/2017", "DK1": "denmark/32VNH/2017",
          "FR1": "france/30TXT/2017", "FR2": "france/31TCJ/2017"}
 """The paper's four tiles by the names of its Table 1."""
 
-STATUS_NO_WEATHER = "no_weather"
 _PLAUSIBLE_C = 70.0
 
 
