@@ -3,11 +3,13 @@
 same batches from the same initial weights, B=128, T=30, S=64, two torch threads.
 
     python benchmarks/bench_train_step.py [--variants calendar tpe_recurrent] [--steps 4]
-        [--rounds 3] [--threads 2] [--plain]
+        [--rounds 3] [--threads 2] [--plain] [--block-threads 1 2]
 
 The two are timed in alternation, round after round, and each keeps its best round, so a
 busy moment of a shared machine costs both alike. ``--plain`` adds ThermoCrop's own plain
 autograd path of the pixel-set encoder (the path before the blocked encoder) as a third column.
+``--block-threads`` times ThermoCrop once per value of ``core.pse_training.BLOCK_THREADS`` (Python
+threads sharing the encoder's blocks; 0 = as many as torch threads), one column each.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from thermocrop.core import pse_training
 from thermocrop.core.models import build_model
 from thermocrop.training.losses import FocalLoss
 
@@ -50,8 +53,11 @@ class Trainer:
         self.optimiser = torch.optim.Adam(model.parameters(), lr=1e-3)
         self.loss_fn = FocalLoss(1.0)
         self.best = float("inf")
+        self.block_threads: "int | None" = None
 
     def run(self, n: int) -> float:
+        if self.block_threads is not None:
+            pse_training.BLOCK_THREADS = self.block_threads
         start = time.perf_counter()
         for _ in range(n):
             inputs, target = self.batches[self.i % len(self.batches)]
@@ -74,6 +80,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3, help="steps per timed round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--block-threads", type=int, nargs="+", default=None,
+                        help="time ThermoCrop with each of these BLOCK_THREADS (0: torch's thread count)")
     parser.add_argument("--plain", action="store_true",
                         help="also time ThermoCrop's plain autograd pixel-set encoder")
     args = parser.parse_args()
@@ -84,7 +92,11 @@ def main() -> None:
     print(f"B={args.batch_size} T={args.dates} S={args.pixels}, {torch.get_num_threads()} "
           f"torch threads, {os.cpu_count()} CPUs, load average {load[0]:.1f} at the start; "
           f"best of {args.rounds} rounds of {args.steps} steps, ms per step")
-    header = f"{'variant':<16}{'reference':>11}{'ThermoCrop':>12}{'ratio':>8}"
+    block_threads = args.block_threads or [pse_training.BLOCK_THREADS]
+    header = f"{'variant':<16}{'reference':>11}"
+    for b in block_threads:
+        name = "ThermoCrop" if args.block_threads is None else f"blocks/{b or 'auto'}"
+        header += f"{name:>12}{'ratio':>8}"
     if args.plain:
         header += f"{'plain path':>12}{'ratio':>8}"
     print(header, flush=True)
@@ -93,7 +105,12 @@ def main() -> None:
         ours = build_model(variant, k)
         reference = ReferenceClassifier(variant, k)
         reference.load_state_dict(ours.state_dict())
-        trainers = {"reference": Trainer(reference, batches), "ours": Trainer(ours, batches)}
+        trainers = {"reference": Trainer(reference, batches)}
+        for b in block_threads:
+            model = build_model(variant, k)
+            model.load_state_dict(ours.state_dict())
+            trainers[f"ours{b}"] = Trainer(model, batches)
+            trainers[f"ours{b}"].block_threads = b
         if args.plain:
             plain = build_model(variant, k)
             plain.load_state_dict(ours.state_dict())
@@ -105,8 +122,11 @@ def main() -> None:
         for _ in range(args.rounds):
             for trainer in trainers.values():
                 trainer.run(args.steps)
-        ref, fast = trainers["reference"].best, trainers["ours"].best
-        line = f"{variant:<16}{ref * 1e3:>11.0f}{fast * 1e3:>12.0f}{ref / fast:>7.2f}x"
+        ref = trainers["reference"].best
+        line = f"{variant:<16}{ref * 1e3:>11.0f}"
+        for b in block_threads:
+            fast = trainers[f"ours{b}"].best
+            line += f"{fast * 1e3:>12.0f}{ref / fast:>7.2f}x"
         if args.plain:
             slow = trainers["plain"].best
             line += f"{slow * 1e3:>12.0f}{ref / slow:>7.2f}x"

@@ -11,38 +11,69 @@ and read again in backward. Here:
   BatchNorm folds into the linear weight and bias before the product, and the statistics'
   own gradient flows through a small graph of those moments;
 * the per-pixel layers and the masked mean / std pooling run on blocks of date sets that fit
-  in cache; backward recomputes each block's activations from the pixels instead of storing
-  them;
-* a block's operations run single-threaded: they are too small to split across cores, and
-  on a busy machine every parallel operation waits at a barrier for a descheduled thread
-  (measured on the shared 2-core machine: the encoder 7x slower with two threads per
-  operation). ``BLOCK_THREADS`` > 1 shares the blocks out to that many Python threads
-  instead; on the busy machine that too was slower (2x) than one thread.
+  in cache;
+* the forward pass keeps the per-pixel activations when they fit in
+  ``STORE_ACTIVATIONS_BYTES`` (about 125 MB at B=128, T=30, S=64), so backward reads them
+  instead of recomputing them (a fifth of the encoder's arithmetic); larger batches
+  recompute them block by block;
+* a block's operations run single-threaded, as they are too small to split across cores
+  (with two threads per operation the encoder ran 7x slower on the busy 2-core machine:
+  every parallel operation waits at a barrier for a descheduled thread); instead the blocks
+  are shared out to ``BLOCK_THREADS`` Python threads, by default as many as torch's thread
+  count (``torch.set_num_threads``), each running its operations single-threaded with
+  autograd off.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import torch
 from torch import nn
 
-__all__ = ["blocked_pixel_set_features", "sum_over_ranks", "BLOCK_SETS", "BLOCK_THREADS"]
+__all__ = ["blocked_pixel_set_features", "sum_over_ranks", "BLOCK_SETS", "BLOCK_THREADS",
+           "STORE_ACTIVATIONS_BYTES"]
 
 # Date sets per block: 128 sets x 64 pixels x 64 channels of float32 is 2 MiB, which keeps a
 # block's activations in a core's share of the cache.
 BLOCK_SETS = 128
-# Threads that share out the blocks, each running its operations single-threaded.
-BLOCK_THREADS = 1
+# Threads that share out the blocks, each running its operations single-threaded; 0 (or
+# None): as many as torch's thread count.
+BLOCK_THREADS = 0
+# Largest size of the activations one pass keeps for its backward; above it, backward
+# recomputes them.
+STORE_ACTIVATIONS_BYTES = 512 * 2**20
 
 
-def _activations(x: torch.Tensor, params: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-    """``[x, relu(x W1' + b1), ...]`` through the folded layers ``params = (W1', b1, ...)``."""
+def _activations(x: torch.Tensor, params: Sequence[torch.Tensor],
+                 out: Optional[Sequence[torch.Tensor]] = None) -> list[torch.Tensor]:
+    """``[x, relu(x W1' + b1), ...]`` through the folded layers ``params = (W1', b1, ...)``,
+    written into ``out`` (one tensor per layer) when given."""
     acts = [x]
     for i in range(0, len(params), 2):
-        acts.append(torch.addmm(params[i + 1], acts[-1], params[i].t()).relu_())
+        if out is None:
+            acts.append(torch.addmm(params[i + 1], acts[-1], params[i].t()).relu_())
+        else:
+            acts.append(torch.addmm(params[i + 1], acts[-1], params[i].t(), out=out[i // 2]).relu_())
     return acts
+
+
+def _storage(rows: torch.Tensor, params: Sequence[torch.Tensor]) -> Optional[list[torch.Tensor]]:
+    """Tensors for every layer's activations of all rows, or None when they would take more
+    than ``STORE_ACTIVATIONS_BYTES``."""
+    widths = [params[i].shape[0] for i in range(0, len(params), 2)]
+    if rows.shape[0] * sum(widths) * rows.element_size() > STORE_ACTIVATIONS_BYTES:
+        return None
+    return [rows.new_empty(rows.shape[0], w) for w in widths]
+
+
+def _block_activations(rows: torch.Tensor, r0: int, r1: int, params: Sequence[torch.Tensor],
+                       stored: Optional[Sequence[torch.Tensor]]) -> list[torch.Tensor]:
+    """A block's activations: the stored ones, else recomputed from its pixel rows."""
+    if stored is None:
+        return _activations(rows[r0:r1], params)
+    return [rows[r0:r1]] + [a[r0:r1] for a in stored]
 
 
 def _backward_layers(acts: list[torch.Tensor], da: torch.Tensor, params: Sequence[torch.Tensor],
@@ -69,15 +100,19 @@ def _map_blocks(work: Callable[[list], Any], n_sets: int, n_pixels: int, block: 
     """``work(share)`` for an interleaved share of the blocks in each of ``BLOCK_THREADS``
     threads, with torch operations single-threaded meanwhile."""
     blocks = list(_blocks(n_sets, n_pixels, block))
-    threads = max(1, min(BLOCK_THREADS, len(blocks)))
     previous = torch.get_num_threads()
+    threads = max(1, min(BLOCK_THREADS or previous, len(blocks)))
     # New threads take torch's thread count at their first operation: 1 while this runs.
     torch.set_num_threads(1)
     try:
         if threads == 1:
             return [work(blocks)]
+        def quiet(share):  # grad mode is per thread: off here as in the Function's own thread
+            with torch.no_grad():
+                return work(share)
+
         with ThreadPoolExecutor(threads) as pool:
-            return list(pool.map(work, [blocks[i::threads] for i in range(threads)]))
+            return list(pool.map(quiet, [blocks[i::threads] for i in range(threads)]))
     finally:
         torch.set_num_threads(previous)
 
@@ -106,32 +141,35 @@ class _ActivationMoments(torch.autograd.Function):
     @staticmethod
     def forward(ctx, rows, mask_rows, n_pixels, block, *params):
         width = params[-2].shape[0]
+        stored = _storage(rows, params)
 
         def work(share):
             s1 = torch.zeros(width, dtype=torch.float64, device=rows.device)
             s2 = torch.zeros(width, width, dtype=torch.float64, device=rows.device)
             for _, _, r0, r1 in share:
-                a = _activations(rows[r0:r1], params)[-1]
+                out = None if stored is None else [a[r0:r1] for a in stored]
+                a = _activations(rows[r0:r1], params, out)[-1]
                 am = a * mask_rows[r0:r1]
                 s1 += am.sum(dim=0).double()
                 s2 += (am.t() @ a).double()
             return s1, s2
 
         s1, s2 = _sum_parts(_map_blocks(work, rows.shape[0] // n_pixels, n_pixels, block))
-        ctx.save_for_backward(rows, mask_rows, *params)
-        ctx.n_pixels, ctx.block = n_pixels, block
+        ctx.save_for_backward(rows, mask_rows, *params, *(stored or ()))
+        ctx.n_pixels, ctx.block, ctx.n_params = n_pixels, block, len(params)
         return s1, s2
 
     @staticmethod
     def backward(ctx, g1, g2):
-        rows, mask_rows, *params = ctx.saved_tensors
+        rows, mask_rows, *rest = ctx.saved_tensors
+        params, stored = rest[:ctx.n_params], rest[ctx.n_params:] or None
         g1 = g1.to(rows.dtype)
         sym = (g2 + g2.t()).to(rows.dtype)
 
         def work(share):
             grads = [torch.zeros_like(p) for p in params]
             for _, _, r0, r1 in share:
-                acts = _activations(rows[r0:r1], params)
+                acts = _block_activations(rows, r0, r1, params, stored)
                 da = torch.addmm(g1, acts[-1], sym).mul_(mask_rows[r0:r1])
                 _backward_layers(acts, da, params, grads)
             return grads
@@ -152,10 +190,12 @@ class _PooledFeatures(torch.autograd.Function):
         out = rows.new_empty(n_sets, 2 * width)
         mask = mask_rows.view(n_sets, 1, n_pixels)
         count = mask.sum(dim=2)
+        stored = _storage(rows, params)
 
         def work(share):  # each block writes its own rows of ``out``
             for start, stop, r0, r1 in share:
-                a = _activations(rows[r0:r1], params)[-1].view(stop - start, n_pixels, width)
+                block_out = None if stored is None else [a[r0:r1] for a in stored]
+                a = _activations(rows[r0:r1], params, block_out)[-1].view(stop - start, n_pixels, width)
                 m, n = mask[start:stop], count[start:stop]
                 mean = torch.bmm(m, a).squeeze(1) / n.clamp(min=1)
                 squares = (a - mean.unsqueeze(1)).square_()
@@ -164,13 +204,14 @@ class _PooledFeatures(torch.autograd.Function):
                 out[start:stop, width:] = torch.sqrt(var + 1e-31)
 
         _map_blocks(work, n_sets, n_pixels, block)
-        ctx.save_for_backward(rows, mask_rows, out, *params)
-        ctx.n_pixels, ctx.block = n_pixels, block
+        ctx.save_for_backward(rows, mask_rows, out, *params, *(stored or ()))
+        ctx.n_pixels, ctx.block, ctx.n_params = n_pixels, block, len(params)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        rows, mask_rows, out, *params = ctx.saved_tensors
+        rows, mask_rows, out, *rest = ctx.saved_tensors
+        params, stored = rest[:ctx.n_params], rest[ctx.n_params:] or None
         n_pixels = ctx.n_pixels
         n_sets = rows.shape[0] // n_pixels
         width = params[-2].shape[0]
@@ -186,7 +227,7 @@ class _PooledFeatures(torch.autograd.Function):
         def work(share):
             grads = [torch.zeros_like(p) for p in params]
             for start, stop, r0, r1 in share:
-                acts = _activations(rows[r0:r1], params)
+                acts = _block_activations(rows, r0, r1, params, stored)
                 a = acts[-1].view(stop - start, n_pixels, width)
                 # In-place steps: a broadcasting addcmul is twice as slow here.
                 da = torch.sub(a, mean[start:stop, None]).mul_(g_centred[start:stop, None])

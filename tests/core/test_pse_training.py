@@ -30,9 +30,15 @@ def _plain_features(layers, pixels, mask):
     return torch.cat(masked_mean_std(x, mask), dim=-1)
 
 
-@pytest.mark.parametrize("block,threads", [(1, 1), (4, 1), (64, 1), (3, 2)])
-def test_blocked_features_and_gradients_equal_autograd_in_float64(block, threads, monkeypatch):
+@pytest.mark.parametrize("block,threads,store", [(1, 1, True), (4, 1, True), (64, 1, True), (3, 2, True),
+                                                 (1, 1, False), (4, 1, False), (3, 2, False)])
+def test_blocked_features_and_gradients_equal_autograd_in_float64(block, threads, store, monkeypatch):
+    """Stored activations and recomputed ones (a budget of 0 bytes) alike, on one and two threads."""
     monkeypatch.setattr(pse_training, "BLOCK_THREADS", threads)
+    monkeypatch.setattr(pse_training, "STORE_ACTIVATIONS_BYTES", 2**30 if store else 0)
+    seen = []
+    storage = pse_training._storage
+    monkeypatch.setattr(pse_training, "_storage", lambda rows, params: seen.append(storage(rows, params)) or seen[-1])
     torch.manual_seed(0)
     model = build_model("calendar", 5).double().train()
     layers = model.pse.mlp1
@@ -55,6 +61,7 @@ def test_blocked_features_and_gradients_equal_autograd_in_float64(block, threads
         assert torch.allclose(p.grad, q.grad, rtol=1e-9, atol=1e-11), name
     for a, b in zip(layers.buffers(), twin.buffers()):
         assert torch.allclose(a.double(), b.double(), rtol=1e-10, atol=1e-12)
+    assert len(seen) == 2 and all((t is not None) == store for t in seen)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
