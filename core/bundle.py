@@ -27,7 +27,7 @@ from .bands import QUANTIFICATION_VALUE, S2_BANDS
 from .crops import CLASS_COLOURS, CROP_CLASSES
 from .dataset import PixelSets
 from .errors import BundleError
-from .models import CropClassifier, ModelConfig, fast_inference_model
+from .models import CropClassifier, ModelConfig, classifier, fast_inference_model
 from .output import write_bytes
 from .progress import Progress
 
@@ -266,6 +266,8 @@ def _check_hyperparameters(hp: Any) -> None:
                 _number(width, f"{name}[{i}]", low=1, high=65536, integer=True)
         elif key in ("in_channels", "mlp2", "d_model", "n_head", "d_k", "mlp3"):
             _number(value, name, low=1, high=65536, integer=True)
+        elif key == "members":
+            _number(value, name, low=1, high=64, integer=True)
         elif key == "max_shift":
             _number(value, name, low=0, high=366, integer=True)
         elif key in ("dropout", "attn_dropout"):
@@ -399,7 +401,7 @@ class ModelBundle:
     """A classifier with its config, ready to predict on pixel sets.
 
     Args:
-        model: a ``CropClassifier`` matching ``config``.
+        model: a ``CropClassifier`` (or ``EnsembleClassifier``) matching ``config``.
         config: its ``BundleConfig``.
     """
 
@@ -571,7 +573,7 @@ def load_bundle(path: Union[str, os.PathLike], device: str = "cpu") -> ModelBund
     try:
         validate_config_data(raw)
         config = BundleConfig.from_json(meta[_METADATA_KEY])
-        model = CropClassifier(config.model_config())
+        model = classifier(config.model_config())
         _check_weights(config, tensors, model.state_dict())
     except BundleError as exc:
         raise BundleError(f"{path}: {exc}. The bundle was edited or written by another program; "

@@ -85,6 +85,7 @@ LIMITS: dict[str, Limit] = {
     "season_window_share": Limit(0.0, 1.0),
     "jobs": Limit(1, 256, integer=True),
     "devices": Limit(1, 1024, integer=True),
+    "members": Limit(1, 64, integer=True),
     "workers": Limit(1, 4096, integer=True),
     # synthetic regions
     "parcels": Limit(9, 10_000_000, integer=True),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Optional
 
 import torch
@@ -27,6 +27,8 @@ __all__ = [
     "LightweightTemporalAttentionEncoder",
     "Decoder",
     "CropClassifier",
+    "EnsembleClassifier",
+    "classifier",
     "build_model",
     "fast_inference_model",
     "shift_positions",
@@ -62,6 +64,8 @@ class ModelConfig:
         max_shift: ShiftAug's largest shift in days (used by training).
         fourier_scale: GDD divisor for TPE-Fourier.
         bn_momentum: BatchNorm running-statistics momentum.
+        members: independently trained classifiers of these settings whose class
+            probabilities are averaged (an ensemble, ``EnsembleClassifier``); 1: one.
     """
 
     variant: str
@@ -82,6 +86,7 @@ class ModelConfig:
     max_shift: int = 60
     fourier_scale: float = 10000.0
     bn_momentum: float = 0.1
+    members: int = 1
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
@@ -89,6 +94,8 @@ class ModelConfig:
         self.mlp1, self.mlp4 = tuple(self.mlp1), tuple(self.mlp4)
         if self.d_model % self.n_head:
             raise ValueError(f"d_model {self.d_model} must be a multiple of n_head {self.n_head}.")
+        if not isinstance(self.members, int) or self.members < 1:
+            raise ValueError(f"members must be a whole number of at least 1, not {self.members!r}.")
 
     @property
     def shift_augment(self) -> bool:
@@ -410,6 +417,37 @@ class CropClassifier(nn.Module):
         return self.decoder(self.ltae.attend(h, date_mask))
 
 
+class EnsembleClassifier(nn.Module):
+    """``config.members`` classifiers of one configuration (``CropClassifier``), trained
+    apart (``training.ensemble``); their class probabilities are averaged.
+
+    The output is the logarithm of the mean probability, so ``softmax`` of it is that mean
+    and it takes a classifier's place everywhere (prediction, scores, folding for inference).
+    Single models trained on synthetic regions agree on them but scatter on real fields from
+    one seed to the next; their average is steadier than any one of them.
+    """
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.config = cfg
+        self.variant = cfg.variant
+        single = replace(cfg, members=1)
+        self.members = nn.ModuleList(CropClassifier(single) for _ in range(cfg.members))
+
+    def forward(self, pixels: torch.Tensor, pixel_mask: torch.Tensor, date_mask: torch.Tensor,
+                day_of_season: torch.Tensor, gdd: torch.Tensor) -> torch.Tensor:
+        """``(B, K)``: log of the members' mean class probabilities (see ``CropClassifier``)."""
+        log_p = torch.stack([F.log_softmax(m(pixels, pixel_mask, date_mask, day_of_season, gdd), dim=-1)
+                             for m in self.members])
+        return torch.logsumexp(log_p, dim=0) - math.log(len(self.members))
+
+
+def classifier(cfg: ModelConfig) -> nn.Module:
+    """The classifier ``cfg`` describes: a ``CropClassifier``, or an ``EnsembleClassifier``
+    of ``cfg.members`` of them."""
+    return EnsembleClassifier(cfg) if cfg.members > 1 else CropClassifier(cfg)
+
+
 def build_model(variant: str, num_classes: int, **overrides) -> CropClassifier:
     """Build a classifier of one variant.
 
@@ -426,7 +464,7 @@ def build_model(variant: str, num_classes: int, **overrides) -> CropClassifier:
     unknown = set(overrides) - known
     if unknown:
         raise ValueError(f"Unknown model settings {sorted(unknown)}; known: {sorted(known)}.")
-    return CropClassifier(ModelConfig(variant=variant, num_classes=num_classes, **overrides))
+    return classifier(ModelConfig(variant=variant, num_classes=num_classes, **overrides))
 
 
 def shift_positions(day_of_season: torch.Tensor, max_shift: int = 60,

@@ -54,6 +54,10 @@ class TrainingConfig:
             (from the first third to the second half of the dates), so that partial seasons
             are met too; 0 in the paper's recipe.
         seed: seed of the split, the initial weights and the sampling.
+        split_seed: seed of the block split and the input scaling alone, when it is not
+            ``seed`` (None): an ensemble's members share one split and differ in the rest.
+        members: train this many models on one split, with seeds ``seed``, ``seed + 1``, ...,
+            and keep the average of their class probabilities (``training.ensemble``).
         device: "auto" (CUDA when present), "cpu" or "cuda".
         amp: mixed precision on CUDA.
         classes: the model's class list; None takes the union of the training datasets'
@@ -76,17 +80,24 @@ class TrainingConfig:
     mean_pixel_share: float = 0.0
     season_window_share: float = 0.0
     seed: int = 0
+    split_seed: Optional[int] = None
+    members: int = 1
     device: str = "auto"
     amp: bool = False
     classes: Optional[tuple[str, ...]] = None
     model_settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def data_seed(self) -> int:
+        """The seed of the block split and the input scaling."""
+        return self.seed if self.split_seed is None else self.split_seed
 
     def __post_init__(self) -> None:
         if self.classes is not None:
             self.classes = tuple(str(c) for c in self.classes)
         if self.variant not in VARIANTS:
             raise ValueError(f"Unknown variant {self.variant!r}; choose one of {VARIANTS}.")
-        for name in ("epochs", "steps_per_epoch", "batch_size", "sample_pixels", "sample_dates"):
+        for name in ("epochs", "steps_per_epoch", "batch_size", "sample_pixels", "sample_dates", "members"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
         for name in ("mean_pixel_share", "season_window_share"):
@@ -192,6 +203,51 @@ def _log_classes(datasets: Sequence[PixelSets], classes: Sequence[str]) -> None:
         log.warning("No training parcels of %s: the model has these classes but cannot learn them.", empty)
 
 
+@dataclass
+class TrainingSplit:
+    """The data of a run: the datasets on the model's classes and their rows by role."""
+
+    datasets: list[PixelSets]
+    classes: tuple[str, ...]
+    gdd: dict[str, Any]
+    train_rows: list[np.ndarray]
+    val_sets: list[PixelSets]
+    val_rows: list[np.ndarray]
+    test_sets: list[PixelSets]
+    test_rows: list[np.ndarray]
+
+
+def training_split(datasets: Sequence[PixelSets], config: TrainingConfig,
+                   val_datasets: Optional[Sequence[PixelSets]] = None) -> TrainingSplit:
+    """Classes, GDD settings and train / validation / test rows of a run (see ``train_model``).
+
+    Raises:
+        DatasetError: bands or GDD settings differ, or the validation split is empty.
+    """
+    check_bands(list(datasets) + list(val_datasets or []), "training")
+    classes = model_classes(datasets, config.classes)
+    # A chosen list leaves the other classes out; the union leaves nothing out of training, and
+    # validation data must not hold classes the model cannot predict.
+    datasets = align_classes(datasets, classes, unseen="drop")
+    val_datasets = align_classes(val_datasets, classes, "drop" if config.classes else "error") \
+        if val_datasets else None
+    gdd = gdd_settings(list(datasets) + list(val_datasets or []))
+    k = len(classes)
+    if val_datasets:
+        train_rows = [usable_parcels(ps, k) for ps in datasets]
+        val_sets, val_rows = list(val_datasets), [usable_parcels(ps, k) for ps in val_datasets]
+        test_sets, test_rows = [], []
+    else:
+        splits = split_blocks(datasets, k, config.data_seed)
+        train_rows = [s[0] for s in splits]
+        val_sets, val_rows = list(datasets), [s[1] for s in splits]
+        test_sets, test_rows = list(datasets), [s[2] for s in splits]
+    if sum(len(r) for r in val_rows) == 0:
+        raise DatasetError("The validation split is empty; give --val-data or more blocks.")
+    return TrainingSplit(list(datasets), tuple(classes), gdd, train_rows, val_sets, val_rows, test_sets,
+                         test_rows)
+
+
 def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
                 config: TrainingConfig = TrainingConfig(),
                 val_datasets: Optional[Sequence[PixelSets]] = None,
@@ -201,7 +257,7 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     """Train one model and write its bundle, metrics, figures and checkpoint.
 
     Splits: without ``val_datasets`` the parcels of ``datasets`` are split 70/10/20 by
-    spatial block (``split_blocks`` with ``config.seed``); the test blocks are held out and
+    spatial block (``split_blocks`` with ``config.data_seed``); the test blocks are held out and
     scored at the end. With ``val_datasets`` every usable parcel of ``datasets`` trains and
     ``val_datasets`` validate (no test split).
 
@@ -224,34 +280,27 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     ``training.distributed``), each process trains on its slice of every global batch of
     ``config.batch_size``; only rank 0 validates, writes and returns a result.
 
+    Ensembles: with ``config.members`` > 1 the members are trained one after the other
+    (``training.ensemble``) and the bundle at ``out`` holds them all.
+
     Returns:
         A ``TrainingResult``; None on ranks other than 0 of a data-parallel run.
     """
+    if config.members > 1:
+        from .ensemble import train_ensemble
+
+        return train_ensemble(datasets, out, config, val_datasets=val_datasets, resume=resume,
+                              show_progress=show_progress, provenance=provenance, progress=progress)
     out = Path(out)
     paths = output_paths(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     progress = progress or Progress()
-    check_bands(list(datasets) + list(val_datasets or []), "training")
-    classes = model_classes(datasets, config.classes)
-    # A chosen list leaves the other classes out; the union leaves nothing out of training, and
-    # validation data must not hold classes the model cannot predict.
-    datasets = align_classes(datasets, classes, unseen="drop")
-    val_datasets = align_classes(val_datasets, classes, "drop" if config.classes else "error") \
-        if val_datasets else None
-    gdd = gdd_settings(list(datasets) + list(val_datasets or []))
+    split = training_split(datasets, config, val_datasets)
+    datasets, classes, gdd = split.datasets, split.classes, split.gdd
+    train_rows, val_sets, val_rows = split.train_rows, split.val_sets, split.val_rows
+    test_sets, test_rows = split.test_sets, split.test_rows
     k = len(classes)
     _log_classes(datasets, classes)
-    if val_datasets:
-        train_rows = [usable_parcels(ps, k) for ps in datasets]
-        val_sets, val_rows = list(val_datasets), [usable_parcels(ps, k) for ps in val_datasets]
-        test_sets, test_rows = [], []
-    else:
-        splits = split_blocks(datasets, k, config.seed)
-        train_rows = [s[0] for s in splits]
-        val_sets, val_rows = list(datasets), [s[1] for s in splits]
-        test_sets, test_rows = list(datasets), [s[2] for s in splits]
-    if sum(len(r) for r in val_rows) == 0:
-        raise DatasetError("The validation split is empty; give --val-data or more blocks.")
     device = resolve_device(config.device)
     # In a data-parallel run (--devices N or torchrun) every process runs this function on
     # the same data and seed: each draws the same global batch and trains on its own slice,
@@ -266,7 +315,7 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     rank, world = (ranks.rank, ranks.world_size) if ranks else (0, 1)
     main = rank == 0
     torch.manual_seed(config.seed)
-    scaling = _pooled_scaling(datasets, train_rows, config.seed)
+    scaling = _pooled_scaling(datasets, train_rows, config.data_seed)
     model = build_model(config.variant, k, **config.model_settings).to(device)
     net: torch.nn.Module = model
     if ranks is not None:

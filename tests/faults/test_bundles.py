@@ -77,6 +77,9 @@ EDITS = [
     (_set("hyperparameters.mlp1", []), "hyperparameters.mlp1"),
     (_set("hyperparameters.n_head", 5), "hyperparameters.d_model"),
     (_set("hyperparameters.surprise", 1), "hyperparameters"),
+    (_set("hyperparameters.members", 0), "hyperparameters.members"),
+    (_set("hyperparameters.members", 1.5), "hyperparameters.members"),
+    (_set("hyperparameters.members", 2), "hyperparameters"),  # valid alone, not for one model's weights
     (_set("hyperparameters.d_model", 64), "hyperparameters"),  # valid alone, unlike the weights
     (_set("provenance", [1, 2]), "provenance"),
     (_set("scaling.mean", [0.1, 0.1, 0.1]), "scaling.mean"),

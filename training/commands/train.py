@@ -29,6 +29,10 @@ def add_training_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--season-window-share", type=bounded("season_window_share"), default=0.0,
                         help="share of samples cut to a random part of the season, for partial "
                              "seasons (default 0)")
+    parser.add_argument("--members", type=bounded("members"), default=1,
+                        help="train this many models on one split with seeds SEED, SEED+1, ... and "
+                             "ship the average of their class probabilities in one bundle (an "
+                             "ensemble; the members are kept in <out stem>.members/) (default 1)")
     parser.add_argument("--lr", type=bounded("lr"), default=1e-3, help="Adam learning rate (default 1e-3)")
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="auto (CUDA when present), cpu or cuda")
     parser.add_argument("--amp", action="store_true", help="mixed precision on CUDA")
@@ -55,7 +59,7 @@ def config_from_args(args: argparse.Namespace, variant: str):
                           sample_pixels=args.sample_pixels, sample_dates=args.sample_dates,
                           mean_pixel_share=args.mean_pixel_share,
                           season_window_share=args.season_window_share,
-                          lr=args.lr, seed=args.seed, device=args.device, amp=args.amp,
+                          lr=args.lr, seed=args.seed, members=args.members, device=args.device, amp=args.amp,
                           classes=parse_classes(args.classes))
 
 
