@@ -94,14 +94,38 @@ def dask_client(options: ClusterOptions) -> Iterator[Any]:
         finally:
             client.close()
         return
-    cluster = LocalCluster(n_workers=options.workers, threads_per_worker=1, processes=True,
-                           dashboard_address=options.dashboard)
+    import dask
+
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": worker_environment()}):
+        cluster = LocalCluster(n_workers=options.workers, threads_per_worker=1, processes=True,
+                               dashboard_address=options.dashboard)
     client = Client(cluster)
     try:
         yield client
     finally:
         client.close()
         cluster.close()
+
+
+TRIM_VARIABLE = "MALLOC_TRIM_THRESHOLD_"
+
+
+def worker_environment() -> dict[str, Any]:
+    """The environment Dask sets before it starts a local worker process, less its
+    ``MALLOC_TRIM_THRESHOLD_``.
+
+    Dask sets that to 64 KiB so that workers hand freed memory back to the system at once;
+    for ThermoCrop's partitions, which allocate and free a window's pixels for every scene,
+    glibc then gives back and faults in the same pages again and again: one worker ran a
+    partition 1.5x slower than the same process without the setting (decoding 1.25x, the
+    model 2x). Without it glibc keeps its own adaptive threshold, as in a one-process run. A
+    value the user has set in the environment is still passed on (Dask gives it precedence).
+    """
+    import dask
+
+    environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {})
+    environ.pop(TRIM_VARIABLE, None)
+    return environ
 
 
 def dashboard_link(client: Any) -> Optional[str]:

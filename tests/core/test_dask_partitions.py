@@ -9,7 +9,6 @@ import os
 import signal
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -267,3 +266,23 @@ def test_cli_refuses_a_run_folder_left_by_an_interrupted_run(region, tmp_path, c
     assert _cli(region, "classify", tmp_path / "out.gpkg", "--workers", "2") == EXIT_OUTPUT
     assert "--resume" in capsys.readouterr().err
     assert not (tmp_path / "out.gpkg").exists()
+
+
+def _worker_variables(names):
+    from thermocrop.core.distributed import dask_client
+
+    with dask_client(ClusterOptions(workers=2, dashboard=":0")) as client:
+        return list(client.run(lambda: tuple(os.environ.get(n) for n in names)).values())
+
+
+def test_local_workers_start_without_dasks_trim_setting_unless_the_user_sets_one(monkeypatch):
+    # Dask's default starts workers with MALLOC_TRIM_THRESHOLD_=65536 (and one-thread numeric
+    # libraries); ThermoCrop's local cluster keeps the latter and leaves the former out.
+    import dask
+
+    assert "MALLOC_TRIM_THRESHOLD_" in dask.config.get("distributed.nanny.pre-spawn-environ")
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    names = ("MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS")
+    assert _worker_variables(names) == [(None, "1"), (None, "1")]
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "131072")
+    assert _worker_variables(names) == [("131072", "1"), ("131072", "1")]
