@@ -24,7 +24,9 @@ from test_train import make_pixel_sets
 @pytest.fixture(scope="module")
 def dataset_dir(tmp_path_factory):
     path = tmp_path_factory.mktemp("ensemble") / "region"
-    save_dataset(make_pixel_sets(n=60, t=10, s=6), path)
+    ps = make_pixel_sets(n=60, t=10, s=6)
+    ps.meta = {**(ps.meta or {}), "levels": ["L1C"]}
+    save_dataset(ps, path)
     return path
 
 
@@ -85,6 +87,9 @@ def test_training_an_ensemble_keeps_the_split_and_the_first_member_is_the_single
     bundle = load_bundle(result.bundle_path)
     assert bundle.config.hyperparameters["members"] == 2
     assert [m["seed"] for m in bundle.config.provenance["members"]] == [3, 4]
+    # What the members recorded about their data (e.g. the scene level) the ensemble keeps.
+    assert bundle.config.provenance["scene_levels"] == m0.config.provenance["scene_levels"] == ["L1C"]
+    assert bundle.config.scene_level == "L1C"
     # The bundle predicts the mean of its members' predictions (each member's own bundle).
     probs = bundle.predict(ps)
     expected = (m0.predict(ps) + m1.predict(ps)) / 2
