@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(not default_bundle_path().exists(),
 
 def test_default_bundle_is_small_and_names_the_crop_classes():
     path = default_bundle_path()
-    assert path.stat().st_size < 2_000_000
+    assert path.stat().st_size < 4_000_000  # five members of about 0.53 MB
     bundle = load_bundle(path)
     assert bundle.classes == CROP_CLASSES
     assert bundle.config.provenance.get("data") == "synthetic"
