@@ -193,7 +193,7 @@ def real_section(scores: dict[str, Any], study: dict[str, dict[str, Any]]) -> li
     if study:
         lines += [
             "", "## Pixel sets, parcel means and the realism gap", "",
-            "The same variant and budget trained on the same synthetic regions with three recipes. "
+            "The same variant and budget trained on the same synthetic regions with other recipes. "
             "Synthetic scores are on the regions' held-out test blocks, once with every pixel "
             "(S up to 32) and once with each parcel reduced to its mean (S = 1); real scores as "
             "above. The drop from synthetic pixel sets to synthetic parcel means is the pixel-set "
