@@ -115,8 +115,9 @@ def train_ensemble(datasets: Sequence[PixelSets], out: Union[str, Path], config:
         history.append({"epoch": i + 1, "loss": float(np.mean([r["loss"] for r in rows])),
                         "val_macro_f1": float(np.mean([r["val_macro_f1"] for r in rows])),
                         "members": [{"loss": r["loss"], "val_macro_f1": r["val_macro_f1"]} for r in rows]})
-    members_record = [{"bundle": str(p), "seed": c.seed, "best_val_macro_f1": m["best_val_macro_f1"]}
-                      for p, c, m in zip(paths, configs, metrics)]
+    # Paths relative to the ensemble's folder: the same bundle bytes wherever it was trained.
+    members_record = [{"bundle": p.relative_to(out.parent).as_posix(), "seed": c.seed,
+                       "best_val_macro_f1": m["best_val_macro_f1"]} for p, c, m in zip(paths, configs, metrics)]
     samples_per_s = float(np.mean([m["train_samples_per_s"] for m in metrics]))
     # The members' own facts (scene levels, data) as train_model recorded them, then the members.
     inherited = {key: value for key, value in (first.provenance or {}).items()

@@ -87,6 +87,8 @@ def test_training_an_ensemble_keeps_the_split_and_the_first_member_is_the_single
     bundle = load_bundle(result.bundle_path)
     assert bundle.config.hyperparameters["members"] == 2
     assert [m["seed"] for m in bundle.config.provenance["members"]] == [3, 4]
+    assert [m["bundle"] for m in bundle.config.provenance["members"]] == ["m.members/member-0.tcm",
+                                                                         "m.members/member-1.tcm"]
     # What the members recorded about their data (e.g. the scene level) the ensemble keeps.
     assert bundle.config.provenance["scene_levels"] == m0.config.provenance["scene_levels"] == ["L1C"]
     assert bundle.config.scene_level == "L1C"
