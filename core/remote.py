@@ -426,32 +426,46 @@ class RemoteReader:
         Returns:
             Asset key -> the error, for the assets that could not be opened.
         """
-        import rasterio
-
         progress = progress or Progress()
         unique = list({a.key: a for a in assets}.values())
         todo = [a for a in unique if a.key not in self._infos and self.cache.load_info(a.key) is None]
         for a in unique:
             if a not in todo:
                 self.info(a)
-        failures: dict[str, RemoteAssetError] = {}
         if not todo:
             progress(1.0)
-            return failures
+            return {}
+        return self._in_parallel([(a, self.info, (a,), None) for a in todo], progress)
+
+    def _in_parallel(self, calls: Sequence[tuple[AssetRef, Callable[..., Any], tuple, Any]], progress: Progress,
+                     finished: Optional[Callable[[Any], None]] = None) -> dict[str, RemoteAssetError]:
+        """Run ``work(*args)`` for every ``(asset, work, args, tag)`` of ``calls`` on at most
+        ``max_requests`` threads inside this reader's GDAL settings, with the statistics and the
+        progress updated after each and ``finished(tag)`` called; a cancellation (or any other
+        error but an asset's own) cancels the calls not yet started.
+
+        Returns:
+            Asset key -> the error, for the calls whose asset failed.
+        """
+        import rasterio
+
+        failures: dict[str, RemoteAssetError] = {}
         with rasterio.Env(**self.gdal_options()):
             from osgeo import gdal
 
             gdal.NetworkStatsReset()
             base = self.stats.bytes_fetched
             with concurrent.futures.ThreadPoolExecutor(max_workers=self.max_requests) as pool:
-                futures = {pool.submit(self.info, a): a for a in todo}
+                futures = {pool.submit(work, *args): (asset, tag) for asset, work, args, tag in calls}
                 try:
                     for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
-                        asset = futures[future]
+                        asset, tag = futures[future]
                         try:
                             future.result()
                         except RemoteAssetError as exc:
                             failures[asset.key] = exc
+                        if finished is not None:
+                            finished(tag)
                         self.stats.bytes_fetched = base + _gdal_network_bytes()
                         self._report()
                         progress(done / len(futures))
@@ -496,42 +510,22 @@ class RemoteReader:
         Returns:
             Asset key -> the error, for assets that could not be read.
         """
-        import rasterio
-
         progress = progress or Progress()
-        failures: dict[str, RemoteAssetError] = {}
         if not requests:
             progress(1.0)
-            return failures
+            return {}
         pending: dict[Any, int] = {}
         for _, _, group in requests:
             pending[group] = pending.get(group, 0) + 1
         self.stats.dates_total, self.stats.dates_done = len(pending), 0
-        with rasterio.Env(**self.gdal_options()):
-            from osgeo import gdal
 
-            gdal.NetworkStatsReset()
-            base = self.stats.bytes_fetched
-            with concurrent.futures.ThreadPoolExecutor(max_workers=self.max_requests) as pool:
-                futures = {pool.submit(self._fetch_blocks, a, list(b)): (a, g) for a, b, g in requests}
-                try:
-                    for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
-                        asset, group = futures[future]
-                        try:
-                            future.result()
-                        except RemoteAssetError as exc:
-                            failures[asset.key] = exc
-                        pending[group] -= 1
-                        if pending[group] == 0:
-                            self.stats.dates_done += 1
-                        self.stats.bytes_fetched = base + _gdal_network_bytes()
-                        self._report()
-                        progress(done / len(futures))
-                except BaseException:
-                    for f in futures:
-                        f.cancel()
-                    raise
-        return failures
+        def finished(group) -> None:
+            pending[group] -= 1
+            if pending[group] == 0:
+                self.stats.dates_done += 1
+
+        return self._in_parallel([(a, self._fetch_blocks, (a, list(b)), g) for a, b, g in requests], progress,
+                                 finished)
 
     def read(self, asset: AssetRef, window) -> np.ndarray:
         """The asset's values in ``window`` (on its own grid, inside it), from cached blocks;

@@ -134,12 +134,17 @@ def score_bundle(bundle_path: Path, synthetic: list[Path], synthetic_means: list
                                            seed=seed),
     }
     if real:
-        results = {name: evaluate_bundle(bundle, [open_dataset(path)]) for name, path in real.items()}
-        support = np.array(results["all"]["confusion_matrix"]).sum(axis=1)
-        kept = [c for c, n in zip(results["all"]["classes"], support) if n >= MIN_REAL_PARCELS]
-        for name, result in results.items():
-            out[f"real_{name}"] = restricted(result, kept)
+        out.update(real_scores(bundle, real))
     return out
+
+
+def real_scores(bundle: Any, real: dict[str, Path]) -> dict[str, Any]:
+    """``real_all``, ``real_east``, ``real_west``: a bundle on the real parcels, over the classes
+    with at least ``MIN_REAL_PARCELS`` parcels among all of them."""
+    results = {name: evaluate_bundle(bundle, [open_dataset(path)]) for name, path in real.items()}
+    support = np.array(results["all"]["confusion_matrix"]).sum(axis=1)
+    kept = [c for c, n in zip(results["all"]["classes"], support) if n >= MIN_REAL_PARCELS]
+    return {f"real_{name}": restricted(result, kept) for name, result in results.items()}
 
 
 def _pct(x: float) -> str:
@@ -380,9 +385,7 @@ def main() -> int:
     else:
         scores = score_bundle(args.out, paths, means, real, args.seed)
         if real and args.members > 1:  # each member alone on the real parcels
-            scores["members_real"] = [
-                {k: v for k, v in score_bundle(m, paths, means, real, args.seed).items() if k.startswith("real_")}
-                for m in member_paths(target, args.members)]
+            scores["members_real"] = [real_scores(load_bundle(m), real) for m in member_paths(target, args.members)]
         stored.write_text(json.dumps(scores, indent=1))
     study: dict[str, dict[str, Any]] = {}
     for name, (_, changes) in STUDY.items():

@@ -23,8 +23,8 @@ from ..core.errors import DatasetError
 from ..core.models import build_model
 from ..core.progress import Progress
 from .predict import score_rows
-from .train import (TrainingConfig, TrainingResult, _finish, output_paths, resolve_device,
-                    train_model, training_split)
+from .train import (TrainingConfig, TrainingResult, _finish, data_provenance, output_paths,
+                    resolve_device, train_model, training_split)
 
 log = logging.getLogger(__name__)
 
@@ -119,9 +119,7 @@ def train_ensemble(datasets: Sequence[PixelSets], out: Union[str, Path], config:
     members_record = [{"bundle": p.relative_to(out.parent).as_posix(), "seed": c.seed,
                        "best_val_macro_f1": m["best_val_macro_f1"]} for p, c, m in zip(paths, configs, metrics)]
     samples_per_s = float(np.mean([m["train_samples_per_s"] for m in metrics]))
-    # The members' own facts (scene levels, data) as train_model recorded them, then the members.
-    inherited = {key: value for key, value in (first.provenance or {}).items()
-                 if key not in ("training", "best_val_macro_f1") and not key.endswith(("_macro_f1", "_overall_accuracy"))}
     return _finish(ensemble, first.scaling, split.classes, split.gdd, config, output_paths(out), history,
                    val_f1, split.test_sets, split.test_rows, split.val_sets, split.val_rows, device,
-                   samples_per_s, {**inherited, **(provenance or {}), "members": members_record})
+                   samples_per_s, {**data_provenance(split.datasets), **(provenance or {}),
+                                   "members": members_record})

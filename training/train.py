@@ -217,6 +217,12 @@ class TrainingSplit:
     test_rows: list[np.ndarray]
 
 
+def data_provenance(datasets: Sequence[PixelSets]) -> dict[str, Any]:
+    """What a bundle records about its training data: the scene levels, when the datasets name any."""
+    levels = sorted({lv for ps in datasets for lv in (ps.meta or {}).get("levels", [])})
+    return {"scene_levels": levels} if levels else {}
+
+
 def training_split(datasets: Sequence[PixelSets], config: TrainingConfig,
                    val_datasets: Optional[Sequence[PixelSets]] = None) -> TrainingSplit:
     """Classes, GDD settings and train / validation / test rows of a run (see ``train_model``).
@@ -420,8 +426,7 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
         return None
     model.load_state_dict(best_state)
     model.eval()
-    levels = sorted({lv for ps in datasets for lv in (ps.meta or {}).get("levels", [])})
-    provenance = {**({"scene_levels": levels} if levels else {}), **(provenance or {})}
+    provenance = {**data_provenance(datasets), **(provenance or {})}
     return _finish(model, scaling, classes, gdd, config, paths, history, best_f1, test_sets,
                    test_rows, val_sets, val_rows, device, samples / max(elapsed, 1e-9),
                    provenance)
