@@ -19,9 +19,10 @@ from shapely.geometry import box
 from thermocrop.core.bands import S2_BANDS
 from thermocrop.core.classify import classify_parcels
 from thermocrop.core.dataset import open_dataset
-from thermocrop.core.distributed import (ClusterOptions, PartitionListener, classify_partitioned,
-                                         default_run_folder)
-from thermocrop.core.errors import CancelledError, OutputError
+from thermocrop.core.bundle import default_bundle_path
+from thermocrop.core.distributed import (ClusterOptions, EarlyClient, PartitionListener, cached_bundle,
+                                         classify_partitioned, dask_client, default_run_folder, release_freed_memory)
+from thermocrop.core.errors import CancelledError, OutputError, ThermoCropError
 from thermocrop.training.cli import EXIT_OUTPUT, main
 
 gpd = pytest.importorskip("geopandas")
@@ -97,7 +98,7 @@ def assert_same_result(a, b):
 
 
 class KillBusyWorker(PartitionListener):
-    """Kills the process of the first worker seen computing a partition (from a thread that
+    """Kills the process of the first worker seen computing a partition (not its warm-up; from a thread that
     watches the scheduler from the moment the partitions are submitted)."""
 
     def __init__(self, client):
@@ -110,7 +111,8 @@ class KillBusyWorker(PartitionListener):
         def watch():
             deadline = time.monotonic() + 120
             while self.killed is None and time.monotonic() < deadline:
-                busy = [w for w, tasks in self.client.processing().items() if tasks and w in pids]
+                busy = [w for w, tasks in self.client.processing().items()
+                        if w in pids and any(str(t).startswith("thermocrop-partition") for t in tasks)]
                 if busy:
                     self.killed = pids[busy[0]]
                     os.kill(self.killed, signal.SIGKILL)
@@ -269,8 +271,6 @@ def test_cli_refuses_a_run_folder_left_by_an_interrupted_run(region, tmp_path, c
 
 
 def _worker_variables(names):
-    from thermocrop.core.distributed import dask_client
-
     with dask_client(ClusterOptions(workers=2, dashboard=":0")) as client:
         return list(client.run(lambda: tuple(os.environ.get(n) for n in names)).values())
 
@@ -286,3 +286,68 @@ def test_local_workers_start_without_dasks_trim_setting_unless_the_user_sets_one
     assert _worker_variables(names) == [(None, "1"), (None, "1")]
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "131072")
     assert _worker_variables(names) == [("131072", "1"), ("131072", "1")]
+
+
+def _profiling(client):
+    return sorted(client.run(lambda dask_worker: "profile" in dask_worker.periodic_callbacks).values())
+
+
+def test_local_workers_run_without_dasks_profiler():
+    # Dask's own LocalCluster samples every worker's stack every 10 ms; ThermoCrop's does not.
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cl:
+        with Client(cl) as client:
+            assert _profiling(client) == [True]
+    with dask_client(ClusterOptions(workers=2, dashboard=":0")) as client:
+        assert _profiling(client) == [False, False]
+
+
+def _children():
+    import psutil
+
+    return {p.pid for p in psutil.Process().children(recursive=True)
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE}
+
+
+def test_early_client_warms_workers_up_with_the_model_and_closes_its_cluster(region, tmp_path):
+    path = str(default_bundle_path())
+    before = _children()
+    with EarlyClient(ClusterOptions(workers=2, dashboard=":0"), warm_up=("classify", (path, os.stat(path).st_mtime))) \
+            as early:
+        client = early.client()
+        workers = list(client.scheduler_info()["workers"])
+        assert len(workers) == 2 and len(_children() - before) >= 2
+        # A worker runs one task at a time, in order: these run after its warm-up.
+        loaded = [client.submit(lambda: cached_bundle.cache_info().currsize, workers=[w], pure=False) for w in workers]
+        assert [f.result() for f in loaded] == [1, 1]
+    assert not _children() - before
+
+    # A run that fails before its partitions (here, reading the layer) closes the cluster it started.
+    with pytest.raises(ThermoCropError, match="missing.gpkg"):
+        classify_partitioned(tmp_path / "missing.gpkg", region["scenes"], region["weather"], chunk_size=CHUNK,
+                             run_folder=tmp_path / "run", cluster=ClusterOptions(workers=2, dashboard=":0"))
+    assert not _children() - before
+    assert not (tmp_path / "run").exists()
+
+
+def test_release_freed_memory_hands_freed_heap_pages_back():
+    # 64 KiB blocks stay on glibc's heap (below its mmap threshold); freeing all but the last
+    # leaves ~190 MB of free pages below a block in use, which glibc keeps until trimmed.
+    import ctypes.util
+
+    if "libc.so" not in (ctypes.util.find_library("c") or ""):
+        pytest.skip("glibc only")
+
+    def resident_mb():
+        return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    blocks = [bytearray(64 * 1024) for _ in range(3000)]
+    for b in blocks:
+        b[::4096] = b"x" * len(b[::4096])  # touch every page
+    keep = blocks[-1]
+    del blocks
+    held = resident_mb()
+    release_freed_memory()
+    assert held - resident_mb() > 100
+    assert len(keep) == 64 * 1024
