@@ -43,7 +43,7 @@ def worker_dask(folder: Path, chunk_size: int, workers: int, save: Path) -> dict
     from thermocrop.core.scenes import find_scenes
 
     run = Path(tempfile.mkdtemp(prefix="bench-dask-")) / "run"
-    t0 = time.perf_counter()
+    t0, epoch = time.perf_counter(), time.time()
     scenes = find_scenes(folder / "scenes")
     result, summary, _ = classify_partitioned(folder / "parcels.gpkg", scenes, _weather(folder), run_folder=run,
                                               cluster=ClusterOptions(workers=workers, dashboard=":0"),
@@ -54,7 +54,8 @@ def worker_dask(folder: Path, chunk_size: int, workers: int, save: Path) -> dict
     for s in summary.stats:
         per_worker[s["pid"]] = max(per_worker.get(s["pid"], 0.0), s["peak_mb"])
     return {"seconds": seconds, "client_peak_mb": _peak_mb(), "worker_peak_mb": sorted(per_worker.values()),
-            "partitions": summary.partitions, "stats": summary.stats}
+            "partitions": summary.partitions, "stats": summary.stats, "epoch": epoch,
+            "client_cpu_s": time.process_time()}
 
 
 def _run(args: list[str]) -> dict:
@@ -110,13 +111,32 @@ def main() -> int:
     peaks = ", ".join(f"{p:.0f}" for p in many["worker_peak_mb"])
     label = f"--workers {args.workers} (LocalCluster, {many['partitions']} partitions)"
     print(f"{label:40s} {many['seconds']:9.1f} {('workers ' + peaks):>26s}   (client {many['client_peak_mb']:.0f})")
+    if args.repeats > 1:
+        print("every run (seconds): one process " + ", ".join(f"{r['seconds']:.1f}" for r in ones)
+              + f"; --workers {args.workers} " + ", ".join(f"{r['seconds']:.1f}" for r in dasks))
     print(f"speed-up: {one['seconds'] / many['seconds']:.2f}x (aim >= 1.7x); largest worker peak / one process: "
           f"{max(many['worker_peak_mb']) / one['peak_mb']:.2f} (aim <= 1.0)")
     print(f"same statuses and labels: {same}; largest difference of a probability: {diff:.2g}")
     print(f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after (1-minute)")
 
-    # The cost model, from the partitions' own records.
+    # Where the partitioned run's wall time went, from the partitions' own records.
     stats = many["stats"]
+    first = min(s["start_time"] for s in stats) - many["epoch"]
+    last = max(s["end_time"] for s in stats) - many["epoch"]
+    workers = {}
+    for s in stats:
+        busy = workers.setdefault(s["pid"], [0.0, 0.0, 0.0])
+        busy[0] += s["wall_s"]
+        busy[1] += s["cpu_s"]
+        busy[2] = max(busy[2], s["end_time"] - many["epoch"])
+    print(f"one process: {one['cpu_s']:.1f} CPU s in {one['seconds']:.1f} s")
+    print(f"--workers {args.workers}: first partition started at {first:.1f} s (layer read, cluster start, warm-up), "
+          f"last ended at {last:.1f} s, result merged at {many['seconds']:.1f} s; client process "
+          f"{many['client_cpu_s']:.1f} CPU s")
+    for pid, (wall, cpu, end) in workers.items():
+        print(f"  worker {pid}: partitions {wall:.1f} s ({cpu:.1f} CPU s), its last ended at {end:.1f} s")
+
+    # The cost model, from the partitions' own records.
     total = {k: sum(s.get(k, 0) for s in stats) for k in
              ("cpu_s", "read_cpu_s", "extract_cpu_s", "predict_cpu_s", "windows", "window_pixels", "parcel_dates",
               "parcels")}

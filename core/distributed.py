@@ -227,6 +227,14 @@ def cluster_config() -> dict[str, Any]:
             "distributed.scheduler.work-stealing-interval": "1s"}
 
 
+def dask_variables() -> dict[str, str]:
+    """The settings of :func:`cluster_config` (less the workers' environment) as the ``DASK_*``
+    environment variables that give them to a scheduler or worker started elsewhere (a
+    dask-jobqueue job script, a Kubernetes pod)."""
+    return {"DASK_" + key.upper().replace(".", "__").replace("-", "_"): str(value)
+            for key, value in cluster_config().items() if key != "distributed.nanny.pre-spawn-environ"}
+
+
 def dashboard_link(client: Any) -> Optional[str]:
     """The dashboard address of ``client``'s scheduler, or None without bokeh."""
     try:

@@ -351,3 +351,25 @@ def test_release_freed_memory_hands_freed_heap_pages_back():
     release_freed_memory()
     assert held - resident_mb() > 100
     assert len(keep) == 64 * 1024
+
+
+def test_dask_variables_carry_the_local_clusters_settings_to_other_processes():
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from thermocrop.core.distributed import cluster_config, dask_variables
+
+    settings = {k: v for k, v in cluster_config().items() if k != "distributed.nanny.pre-spawn-environ"}
+    keys = sorted(settings)
+    code = "import dask, distributed, json, sys; print(json.dumps([dask.config.get(k) for k in sys.argv[1:]]))"
+    default = subprocess.run([sys.executable, "-c", code, *keys], capture_output=True, text=True, check=True)
+    assert json.loads(default.stdout) != [settings[k] for k in keys]  # Dask's own defaults differ
+    given = subprocess.run([sys.executable, "-c", code, *keys], env={**os.environ, **dask_variables()},
+                           capture_output=True, text=True, check=True)
+    assert json.loads(given.stdout) == [settings[k] for k in keys]
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "scale.md").read_text(encoding="utf-8")
+    for name, value in dask_variables().items():  # the cluster recipes list the same variables
+        assert f"{name}={value}" in docs
+        assert f"name: {name}, value: " in docs
