@@ -75,14 +75,8 @@ def dask_client(options: ClusterOptions) -> Iterator[Any]:
     Raises:
         InputError: the scheduler cannot be reached, or dask.distributed is not installed.
     """
-    if not options.partitioned:
-        yield None
-        return
-    client, cluster = _start_client(options)
-    try:
-        yield client
-    finally:
-        _close_client(client, cluster)
+    with EarlyClient(options) as early:
+        yield early.client()
 
 
 def _start_client(options: ClusterOptions) -> tuple[Any, Any]:
@@ -108,12 +102,6 @@ def _start_client(options: ClusterOptions) -> tuple[Any, Any]:
     except BaseException:
         cluster.close()
         raise
-
-
-def _close_client(client: Any, cluster: Any) -> None:
-    client.close()
-    if cluster is not None:
-        cluster.close()
 
 
 class EarlyClient:
@@ -165,9 +153,10 @@ class EarlyClient:
             self._thread.join()
         if self._started.exception() is None:
             client, cluster = self._started.result()
-            self._warming = []
             if client is not None:
-                _close_client(client, cluster)
+                client.close()
+            if cluster is not None:
+                cluster.close()
 
 
 WARM_UP_MODULES = {"gdd": ("gdd",), "extract": ("dataset", "extract"), "classify": ("dataset", "extract", "classify")}
@@ -383,15 +372,14 @@ class PartitionListener:
 
 
 def run_partitions(task: Callable[..., dict], arguments: Sequence[tuple], folder: RunFolder,
-                   options: ClusterOptions, *, listener: Optional[PartitionListener] = None,
-                   cancelled: Optional[Callable[[], bool]] = None, shared: Optional[dict] = None,
-                   early: Optional[EarlyClient] = None) -> RunSummary:
+                   early: EarlyClient, *, listener: Optional[PartitionListener] = None,
+                   cancelled: Optional[Callable[[], bool]] = None, shared: Optional[dict] = None) -> RunSummary:
     """Run ``task(i, folder, *arguments[i], **shared)`` for every partition not yet written.
 
     With a cluster each call is one Dask task (``pure=False``: a task whose worker dies is
     run again elsewhere); without, they run here one after the other. ``shared`` holds
-    keyword arguments common to every task, sent to the workers once. ``early``: a client
-    started before for ``options`` (the caller closes it); without, one is started here.
+    keyword arguments common to every task, sent to the workers once. ``early``: the run's
+    client (the caller closes it).
 
     Raises:
         CancelledError: ``cancelled()`` said to stop (the partitions written so far stay).
@@ -401,35 +389,34 @@ def run_partitions(task: Callable[..., dict], arguments: Sequence[tuple], folder
     total = len(arguments)
     todo = [i for i in range(total) if not folder.part(i).exists()]
     shared = dict(shared or {})
-    with contextlib.ExitStack() as stack:
-        client = early.client() if early is not None else stack.enter_context(dask_client(options))
-        link = dashboard_link(client) if client is not None else None
-        if link:
-            log.info("Dask dashboard: %s", link)
-        listener.started(total, total - len(todo), link)
-        if client is None:
-            for i in todo:
+    client = early.client()
+    link = dashboard_link(client) if client is not None else None
+    if link:
+        log.info("Dask dashboard: %s", link)
+    listener.started(total, total - len(todo), link)
+    if client is None:
+        for i in todo:
+            if cancelled is not None and cancelled():
+                raise CancelledError("Cancelled by the user.")
+            run_partition(task, i, folder, *arguments[i], **shared)
+            listener.finished(i)
+    else:
+        from distributed import as_completed
+
+        # Wrapped in a list: scatter would take a dict or a tuple apart into several futures.
+        shared_futures = {k: client.scatter([v], broadcast=True)[0] for k, v in shared.items()}
+        futures = {client.submit(run_partition, task, i, folder, *arguments[i], **shared_futures, pure=False,
+                                 key=f"thermocrop-partition-{i:05d}-{os.getpid()}-{time.monotonic_ns()}"): i
+                   for i in todo}
+        try:
+            for future in as_completed(list(futures)):
+                future.result()  # raises the partition's error here
+                listener.finished(futures[future])
                 if cancelled is not None and cancelled():
                     raise CancelledError("Cancelled by the user.")
-                run_partition(task, i, folder, *arguments[i], **shared)
-                listener.finished(i)
-        else:
-            from distributed import as_completed
-
-            # Wrapped in a list: scatter would take a dict or a tuple apart into several futures.
-            shared_futures = {k: client.scatter([v], broadcast=True)[0] for k, v in shared.items()}
-            futures = {client.submit(run_partition, task, i, folder, *arguments[i], **shared_futures, pure=False,
-                                     key=f"thermocrop-partition-{i:05d}-{os.getpid()}-{time.monotonic_ns()}"): i
-                       for i in todo}
-            try:
-                for future in as_completed(list(futures)):
-                    future.result()  # raises the partition's error here
-                    listener.finished(futures[future])
-                    if cancelled is not None and cancelled():
-                        raise CancelledError("Cancelled by the user.")
-            except BaseException:
-                client.cancel(list(futures))
-                raise
+        except BaseException:
+            client.cancel(list(futures))
+            raise
     return RunSummary(partitions=total, computed=len(todo), resumed=total - len(todo), dashboard=link,
                       stats=folder.stats(total))
 
@@ -578,9 +565,8 @@ def release_freed_memory() -> None:
 def _task_stats(i: int, parcels: PartitionParcels, wall_start: float, cpu_start: float, **extra: float) -> dict:
     import socket
 
-    wall = time.perf_counter() - wall_start
-    return {"partition": i, "parcels": len(parcels.rows), "wall_s": wall, "start_time": time.time() - wall,
-            "end_time": time.time(),
+    wall, end = time.perf_counter() - wall_start, time.time()
+    return {"partition": i, "parcels": len(parcels.rows), "wall_s": wall, "start_time": end - wall, "end_time": end,
             "cpu_s": time.process_time() - cpu_start, "host": socket.gethostname(), "pid": os.getpid(),
             "peak_mb": peak_memory_mb(), **extra}
 
@@ -689,9 +675,9 @@ def classify_partitioned(
         folder = open_run_folder(run_folder, fingerprint=fingerprint, chunks=chunks, n_parcels=len(table),
                                  suffix=".parquet", resume=resume, inputs=inputs)
         arguments = [(PartitionParcels.of(table, idx), weather_for(weather, idx)) for idx in chunks]
-        summary = run_partitions(classify_partition, arguments, folder, cluster, listener=listener, cancelled=cancelled,
+        summary = run_partitions(classify_partition, arguments, folder, early, listener=listener, cancelled=cancelled,
                                  shared={"scenes": job.scenes, "settings": job.settings, "bundle": bundle_ref,
-                                         "batch_size": batch_size}, early=early)
+                                         "batch_size": batch_size})
     # Merge: partition by partition into per-parcel arrays, in parcel order.
     n, k = len(table), len(job.classes)
     probabilities = np.full((n, k), np.nan, dtype=np.float32)
@@ -788,9 +774,9 @@ def extract_partitioned(
         folder = open_run_folder(run_folder, fingerprint=fingerprint, chunks=chunks, n_parcels=len(table), suffix="",
                                  resume=resume, inputs=inputs)
         arguments = [(PartitionParcels.of(table, idx), weather_for(weather, idx)) for idx in chunks]
-        summary = run_partitions(extract_partition, arguments, folder, cluster, listener=listener, cancelled=cancelled,
+        summary = run_partitions(extract_partition, arguments, folder, early, listener=listener, cancelled=cancelled,
                                  shared={"scenes": scene_list, "settings": settings,
-                                         "classes": tuple(table.classes), "meta": meta}, early=early)
+                                         "classes": tuple(table.classes), "meta": meta})
     dates = np.array([sc.date for sc in scene_list], dtype="datetime64[D]")
     writer = DatasetWriter(out, n_parcels=len(table), dates=dates,
                            day_of_season=np.asarray(day_of_season(dates, settings.season_start), dtype=np.float32),
@@ -854,9 +840,8 @@ def gdd_partitioned(table: Any, weather: Any, dates: np.ndarray, *, run_folder: 
         folder = open_run_folder(run_folder, fingerprint=fingerprint, chunks=chunks, n_parcels=len(table),
                                  suffix=".parquet", resume=resume, inputs=inputs)
         arguments = [(PartitionParcels.of(table, idx), weather_for(weather, idx)) for idx in chunks]
-        summary = run_partitions(gdd_partition, arguments, folder, cluster, listener=listener,
-                                 shared={"dates": np.asarray(dates, dtype="datetime64[D]"), "gdd_options": gdd_options},
-                                 early=early)
+        summary = run_partitions(gdd_partition, arguments, folder, early, listener=listener,
+                                 shared={"dates": np.asarray(dates, dtype="datetime64[D]"), "gdd_options": gdd_options})
     gdd = np.full((len(table), len(dates)), np.nan, dtype=np.float32)
     for i, idx in enumerate(chunks):
         part = read_table(folder.part(i))

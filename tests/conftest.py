@@ -50,3 +50,21 @@ def make_region(tmp_path_factory):
 def tiny_region(make_region):
     """Folder of a tiny FR2 L2A region: ~100 parcels, 39 scenes of 240 px, weather.nc, truth.json."""
     return make_region("FR2", "L2A", seed=0, parcels=100)
+
+
+@pytest.fixture
+def random_batch():
+    """Factory ``random_batch(b, t, s, generator)`` of model inputs drawn from ``generator``:
+    pixels (70 % valid), dates (80 % valid, the first always), days of season and GDD."""
+    import torch
+
+    def make(b, t, s, g):
+        pmask = torch.rand(b, t, s, generator=g) > 0.3
+        pixels = torch.randn(b, t, 10, s, generator=g) * pmask.unsqueeze(2)
+        dmask = torch.rand(b, t, generator=g) > 0.2
+        dmask[:, 0] = True
+        dos = torch.cumsum(torch.rand(b, t, generator=g) * 20 + 1, dim=1)
+        gdd = torch.cumsum(torch.rand(b, t, generator=g) * 200 + 5, dim=1)
+        return pixels, pmask, dmask, dos, gdd
+
+    return make

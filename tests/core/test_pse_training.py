@@ -65,20 +65,15 @@ def test_blocked_features_and_gradients_equal_autograd_in_float64(block, threads
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_training_step_loss_and_gradients_match_the_plain_path(variant):
+def test_training_step_loss_and_gradients_match_the_plain_path(variant, random_batch):
     torch.manual_seed(1)
     blocked = build_model(variant, 7).train()
     plain = copy.deepcopy(blocked)
     plain.pse.blocked_training = False
     blocked.pse.blocked_training = True
     g = torch.Generator().manual_seed(2)
-    b, t, s = 6, 5, 16
-    pmask = torch.rand(b, t, s, generator=g) > 0.3
-    pixels = torch.randn(b, t, 10, s, generator=g) * pmask.unsqueeze(2)
-    dmask = torch.rand(b, t, generator=g) > 0.2
-    dmask[:, 0] = True
-    dos = torch.cumsum(torch.rand(b, t, generator=g) * 20 + 1, dim=1)
-    gdd = torch.cumsum(torch.rand(b, t, generator=g) * 200 + 5, dim=1)
+    b = 6
+    pixels, pmask, dmask, dos, gdd = random_batch(b, 5, 16, g)
     target = torch.randint(0, 7, (b,), generator=g)
     losses = []
     for model in (blocked, plain):

@@ -30,23 +30,12 @@ def dataset_dir(tmp_path_factory):
     return path
 
 
-def _inputs(b=5, t=7, s=6, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    pmask = torch.rand(b, t, s, generator=g) > 0.3
-    pixels = torch.randn(b, t, 10, s, generator=g) * pmask.unsqueeze(2)
-    dmask = torch.rand(b, t, generator=g) > 0.2
-    dmask[:, 0] = True
-    dos = torch.cumsum(torch.rand(b, t, generator=g) * 20 + 1, dim=1)
-    gdd = torch.cumsum(torch.rand(b, t, generator=g) * 200 + 5, dim=1)
-    return pixels, pmask, dmask, dos, gdd
-
-
 @pytest.mark.parametrize("variant", ["calendar", "tpe_recurrent"])
-def test_the_ensemble_gives_the_mean_of_its_members_probabilities(variant):
+def test_the_ensemble_gives_the_mean_of_its_members_probabilities(variant, random_batch):
     torch.manual_seed(0)
     model = build_model(variant, 4, members=3).eval()
     assert isinstance(model, EnsembleClassifier) and len(model.members) == 3
-    inputs = _inputs()
+    inputs = random_batch(5, 7, 6, torch.Generator().manual_seed(0))
     with torch.no_grad():
         probs = torch.softmax(model(*inputs).double(), dim=1).numpy()
         # Second route: each member alone, softmax in numpy, averaged.
