@@ -21,7 +21,8 @@ from thermocrop.core.classify import classify_parcels
 from thermocrop.core.dataset import open_dataset
 from thermocrop.core.bundle import default_bundle_path
 from thermocrop.core.distributed import (ClusterOptions, EarlyClient, PartitionListener, cached_bundle,
-                                         classify_partitioned, dask_client, default_run_folder, release_freed_memory)
+                                         classify_partitioned, dask_client, default_run_folder, release_freed_memory,
+                                         start_fork_server)
 from thermocrop.core.errors import CancelledError, OutputError, ThermoCropError
 from thermocrop.training.cli import EXIT_OUTPUT, main
 
@@ -61,12 +62,20 @@ def region(tmp_path_factory) -> dict:
 
 @pytest.fixture(scope="module")
 def cluster():
-    """Two worker processes (one thread each); tests reach it through its scheduler address."""
+    """Two worker processes (one thread each); tests reach it through its scheduler address.
+
+    Without Dask's MALLOC_TRIM_THRESHOLD_, which its nanny would leave in this process's
+    environment, and so in the environment of every later local cluster of the session.
+    """
+    import dask
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cl:
-        with Client(cl) as client:
-            yield client
+    environ = {k: v for k, v in dask.config.get("distributed.nanny.pre-spawn-environ").items()
+               if k != "MALLOC_TRIM_THRESHOLD_"}
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):  # read as the nannies start
+        cl = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+    with cl, Client(cl) as client:
+        yield client
 
 
 @contextlib.contextmanager
@@ -292,15 +301,48 @@ def _profiling(client):
     return sorted(client.run(lambda dask_worker: "profile" in dask_worker.periodic_callbacks).values())
 
 
-def test_local_workers_run_without_dasks_profiler():
+def test_local_workers_run_without_dasks_profiler(monkeypatch):
     # Dask's own LocalCluster samples every worker's stack every 10 ms; ThermoCrop's does not.
     from distributed import Client, LocalCluster
+
+    # Dask's nanny sets its worker variables in this process's environment; undone after.
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
 
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cl:
         with Client(cl) as client:
             assert _profiling(client) == [True]
     with dask_client(ClusterOptions(workers=2, dashboard=":0")) as client:
         assert _profiling(client) == [False, False]
+
+
+def _forked_with_libraries(client):
+    """Per worker: forked from the fork server, and torch, rasterio and geopandas imported.
+
+    A lambda travels by value, so running it does not import this module (and its libraries).
+    """
+    import sys
+
+    import psutil
+
+    return list(client.run(lambda: (
+        "multiprocessing.forkserver" in " ".join(psutil.Process(os.getppid()).cmdline()),
+        all(m in sys.modules for m in ("torch", "rasterio", "geopandas")))).values())
+
+
+def test_local_workers_are_forked_from_a_server_with_the_libraries_imported(monkeypatch):
+    # Without a warm-up task, a worker has torch, rasterio and geopandas because the server it
+    # was forked from imported them; once the workers' environment changes, workers start as
+    # new interpreters (which import only what Dask needs) with the new values.
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    with dask_client(ClusterOptions(workers=2, dashboard=":0")) as client:
+        assert _forked_with_libraries(client) == [(True, True), (True, True)]
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "131072")
+    with dask_client(ClusterOptions(workers=2, dashboard=":0")) as client:
+        assert _forked_with_libraries(client) == [(False, False), (False, False)]
+        assert list(client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_")).values()) == ["131072", "131072"]
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_")
+    with dask_client(ClusterOptions(workers=2, dashboard=":0")) as client:
+        assert _forked_with_libraries(client) == [(True, True), (True, True)]
 
 
 def _children():
@@ -310,8 +352,11 @@ def _children():
             if p.is_running() and p.status() != psutil.STATUS_ZOMBIE}
 
 
-def test_early_client_warms_workers_up_with_the_model_and_closes_its_cluster(region, tmp_path):
+def test_early_client_warms_workers_up_with_the_model_and_closes_its_cluster(region, tmp_path, monkeypatch):
     path = str(default_bundle_path())
+    # The fork server (and multiprocessing's resource tracker) live as long as this process.
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    assert start_fork_server()
     before = _children()
     with EarlyClient(ClusterOptions(workers=2, dashboard=":0"), warm_up=("classify", (path, os.stat(path).st_mtime))) \
             as early:
