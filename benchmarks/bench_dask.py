@@ -3,7 +3,8 @@ extraction benchmark's region (synthetic FR2 L2A, 5,000 parcels x 39 scenes of 3
 plus the cost model of ``docs/scale.md`` measured from the partitions' own records.
 
 Each run is a process of its own (peak memory is its own; the cluster's start is timed with
-it); the two runs alternate and each keeps its best. Both use the same chunks (``--chunk-size``
+it); the two runs alternate and each keeps its best. One more untimed run of each measures the
+memory of all its processes together (client, fork server and workers). Both use the same chunks (``--chunk-size``
 parcels), so they compute the same values, which is checked.
 
     python benchmarks/bench_dask.py [--parcels 5000] [--size 3000] [--workers 2] [--chunk-size 500]
@@ -12,11 +13,13 @@ parcels), so they compute the same values, which is checked.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -26,23 +29,75 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_extract import _peak_mb, _weather, make_synth_region  # noqa: E402
 
 
-def worker_one(folder: Path, chunk_size: int, save: Path) -> dict:
+class TotalMemory:
+    """Peak of the memory this process and all its descendants hold together, sampled every half
+    second: the sum of their proportional set sizes (PSS: a page shared by n processes counts
+    1/n in each), so pages a fork server shares with its workers count once."""
+
+    def __init__(self) -> None:
+        self.peak_mb = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def now_mb() -> float:
+        import psutil
+
+        total = 0
+        for process in [psutil.Process(), *psutil.Process().children(recursive=True)]:
+            try:
+                for line in Path(f"/proc/{process.pid}/smaps_rollup").read_text().splitlines():
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1])
+            except OSError:  # ended meanwhile
+                pass
+        return total / 1024.0
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.5):
+            self.peak_mb = max(self.peak_mb, self.now_mb())
+
+    def stop(self) -> float:
+        self.peak_mb = max(self.peak_mb, self.now_mb())
+        self._stop.set()
+        self._thread.join()
+        return self.peak_mb
+
+
+def _fork_server_peak_mb() -> float:
+    """Peak resident memory of the fork server the local cluster's workers came from (0 if none)."""
+    import psutil
+
+    for process in psutil.Process().children():
+        with contextlib.suppress(psutil.Error, OSError):
+            if "multiprocessing.forkserver" in " ".join(process.cmdline()):
+                for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def worker_one(folder: Path, chunk_size: int, save: Path, sample: bool = False) -> dict:
     from thermocrop.core.classify import classify_parcels
     from thermocrop.core.scenes import find_scenes
 
+    memory = TotalMemory() if sample else None
     t0 = time.perf_counter()
     scenes = find_scenes(folder / "scenes")
     result = classify_parcels(folder / "parcels.gpkg", scenes, _weather(folder), chunk_size=chunk_size)
     seconds = time.perf_counter() - t0
     np.savez(save, probabilities=result.probabilities, status=result.status)
-    return {"seconds": seconds, "peak_mb": _peak_mb(), "cpu_s": time.process_time()}
+    return {"seconds": seconds, "peak_mb": _peak_mb(), "cpu_s": time.process_time(),
+            "total_mb": memory.stop() if memory else None}
 
 
-def worker_dask(folder: Path, chunk_size: int, workers: int, save: Path) -> dict:
+def worker_dask(folder: Path, chunk_size: int, workers: int, save: Path, sample: bool = False) -> dict:
     from thermocrop.core.distributed import ClusterOptions, classify_partitioned
     from thermocrop.core.scenes import find_scenes
 
     run = Path(tempfile.mkdtemp(prefix="bench-dask-")) / "run"
+    memory = TotalMemory() if sample else None
     t0, epoch = time.perf_counter(), time.time()
     scenes = find_scenes(folder / "scenes")
     result, summary, _ = classify_partitioned(folder / "parcels.gpkg", scenes, _weather(folder), run_folder=run,
@@ -55,7 +110,8 @@ def worker_dask(folder: Path, chunk_size: int, workers: int, save: Path) -> dict
         per_worker[s["pid"]] = max(per_worker.get(s["pid"], 0.0), s["peak_mb"])
     return {"seconds": seconds, "client_peak_mb": _peak_mb(), "worker_peak_mb": sorted(per_worker.values()),
             "partitions": summary.partitions, "stats": summary.stats, "epoch": epoch,
-            "client_cpu_s": time.process_time()}
+            "client_cpu_s": time.process_time(), "total_mb": memory.stop() if memory else None,
+            "server_peak_mb": _fork_server_peak_mb()}
 
 
 def _run(args: list[str]) -> dict:
@@ -74,14 +130,15 @@ def main() -> int:
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
     parser.add_argument("--save", help=argparse.SUPPRESS)
+    parser.add_argument("--sample-memory", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.worker:
         folder, save = Path(args.folder), Path(args.save)
         if args.worker == "one":
-            result = worker_one(folder, args.chunk_size, save)
+            result = worker_one(folder, args.chunk_size, save, args.sample_memory)
         else:
-            result = worker_dask(folder, args.chunk_size, args.workers, save)
+            result = worker_dask(folder, args.chunk_size, args.workers, save, args.sample_memory)
         print(json.dumps(result))
         return 0
 
@@ -96,6 +153,10 @@ def main() -> int:
     for _ in range(args.repeats):
         ones.append(_run(["--worker", "one", "--save", str(tmp / "one.npz"), *common]))
         dasks.append(_run(["--worker", "dask", "--save", str(tmp / "dask.npz"), *common]))
+    # Memory of all processes together, in one more run of each: sampling it costs the client
+    # CPU time (most for the cluster's four processes), so the timed runs above do not.
+    sampled = [_run(["--worker", kind, "--save", str(tmp / "sampled.npz"), "--sample-memory", *common])["total_mb"]
+               for kind in ("one", "dask")]
     one = min(ones, key=lambda r: r["seconds"])
     many = min(dasks, key=lambda r: r["seconds"])
     a, b = np.load(tmp / "one.npz"), np.load(tmp / "dask.npz")
@@ -116,6 +177,9 @@ def main() -> int:
               + f"; --workers {args.workers} " + ", ".join(f"{r['seconds']:.1f}" for r in dasks))
     print(f"speed-up: {one['seconds'] / many['seconds']:.2f}x (aim >= 1.7x); largest worker peak / one process: "
           f"{max(many['worker_peak_mb']) / one['peak_mb']:.2f} (aim <= 1.0)")
+    print(f"all processes together (PSS, peak of samples every 0.5 s, one more untimed run of each): one process "
+          f"{sampled[0]:.0f} MB, --workers {args.workers} {sampled[1]:.0f} MB (client, fork server, workers; the fork "
+          f"server's own peak {many['server_peak_mb']:.0f} MB)")
     print(f"same statuses and labels: {same}; largest difference of a probability: {diff:.2g}")
     print(f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after (1-minute)")
 
