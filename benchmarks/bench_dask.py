@@ -44,15 +44,8 @@ class TotalMemory:
     def now_mb() -> float:
         import psutil
 
-        total = 0
-        for process in [psutil.Process(), *psutil.Process().children(recursive=True)]:
-            try:
-                for line in Path(f"/proc/{process.pid}/smaps_rollup").read_text().splitlines():
-                    if line.startswith("Pss:"):
-                        total += int(line.split()[1])
-            except OSError:  # ended meanwhile
-                pass
-        return total / 1024.0
+        return sum(_proc_mb(process.pid, "smaps_rollup", "Pss:")
+                   for process in [psutil.Process(), *psutil.Process().children(recursive=True)])
 
     def _sample(self) -> None:
         while not self._stop.wait(0.5):
@@ -65,16 +58,23 @@ class TotalMemory:
         return self.peak_mb
 
 
+def _proc_mb(pid: int, name: str, field: str) -> float:
+    """The kB ``field`` of ``/proc/<pid>/<name>`` in MiB (0 once the process has ended)."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/{name}").read_text().splitlines():
+            if line.startswith(field):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
 def _fork_server_peak_mb() -> float:
     """Peak resident memory of the fork server the local cluster's workers came from (0 if none)."""
     import psutil
 
     for process in psutil.Process().children():
-        with contextlib.suppress(psutil.Error, OSError):
+        with contextlib.suppress(psutil.Error):
             if "multiprocessing.forkserver" in " ".join(process.cmdline()):
-                for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
-                    if line.startswith("VmHWM:"):
-                        return int(line.split()[1]) / 1024.0
+                return _proc_mb(process.pid, "status", "VmHWM:")
     return 0.0
 
 

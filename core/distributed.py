@@ -216,22 +216,29 @@ def start_fork_server() -> bool:
     with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
         get_mp_context()  # Dask sets its own preload list once; ours, a superset, replaces it
     multiprocessing.get_context("forkserver").set_forkserver_preload(list(PRELOAD_MODULES))
-    saved = {key: os.environ.get(key) for key in environ}
-    try:
-        for key, value in environ.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with _environment(environ):
         multiprocessing.forkserver.ensure_running()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     _fork_server_environ = environ
     return True
+
+
+def _set_environment(values: dict[str, Optional[str]]) -> None:
+    for key, value in values.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, Optional[str]]) -> Iterator[None]:
+    """This process's environment with ``values`` set (None: unset), restored on exit."""
+    saved = {key: os.environ.get(key) for key in values}
+    _set_environment(values)
+    try:
+        yield
+    finally:
+        _set_environment(saved)
 
 
 def prestart_fork_server(options: ClusterOptions) -> None:
