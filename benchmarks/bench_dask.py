@@ -3,7 +3,9 @@ extraction benchmark's region (synthetic FR2 L2A, 5,000 parcels x 39 scenes of 3
 plus the cost model of ``docs/scale.md`` measured from the partitions' own records.
 
 Each run is a process of its own (peak memory is its own; the cluster's start is timed with
-it); the two runs alternate and each keeps its best. One more untimed run of each measures the
+it); the runs alternate and each keeps its best. A third run is the one process with GDAL
+decoding on one thread (``GDAL_NUM_THREADS=1``), as one process ran before it decoded on every
+core: the speed-up of ``--workers 2`` is printed against both. One more untimed run of each measures the
 memory of all its processes together (client, fork server and workers). Both use the same chunks (``--chunk-size``
 parcels), so they compute the same values, which is checked.
 
@@ -114,8 +116,9 @@ def worker_dask(folder: Path, chunk_size: int, workers: int, save: Path, sample:
             "server_peak_mb": _fork_server_peak_mb()}
 
 
-def _run(args: list[str]) -> dict:
-    out = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, check=True)
+def _run(args: list[str], **environ: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, check=True,
+                         env={**os.environ, **environ})
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -149,19 +152,25 @@ def main() -> int:
           f"{os.cpu_count()} CPUs, load average {load_before[0]:.1f} at the start")
     tmp = Path(tempfile.mkdtemp(prefix="bench-dask-"))
     common = ["--folder", str(folder), "--chunk-size", str(args.chunk_size), "--workers", str(args.workers)]
-    ones, dasks = [], []
+    ones, singles, dasks = [], [], []
     for _ in range(args.repeats):
         ones.append(_run(["--worker", "one", "--save", str(tmp / "one.npz"), *common]))
+        # The one process as it ran before it decoded on every core: GDAL on one thread.
+        singles.append(_run(["--worker", "one", "--save", str(tmp / "single.npz"), *common], GDAL_NUM_THREADS="1"))
         dasks.append(_run(["--worker", "dask", "--save", str(tmp / "dask.npz"), *common]))
     # Memory of all processes together, in one more run of each: sampling it costs the client
     # CPU time (most for the cluster's four processes), so the timed runs above do not.
     sampled = [_run(["--worker", kind, "--save", str(tmp / "sampled.npz"), "--sample-memory", *common])["total_mb"]
                for kind in ("one", "dask")]
     one = min(ones, key=lambda r: r["seconds"])
+    single = min(singles, key=lambda r: r["seconds"])
     many = min(dasks, key=lambda r: r["seconds"])
     a, b = np.load(tmp / "one.npz"), np.load(tmp / "dask.npz")
     same = np.array_equal(a["status"], b["status"]) and np.array_equal(
         np.nan_to_num(a["probabilities"], nan=-1).argmax(axis=1), np.nan_to_num(b["probabilities"], nan=-1).argmax(axis=1))
+    # Decoding threads change no value: bit for bit, the model runs on the same threads in both.
+    same_single = all(np.array_equal(a[k], np.load(tmp / "single.npz")[k], equal_nan=k == "probabilities")
+                      for k in ("probabilities", "status"))
     # Probabilities are equal bit for bit with the same torch thread count; one process uses
     # every core, a worker one thread, which changes the order of float additions.
     diff = float(np.nanmax(np.abs(a["probabilities"] - b["probabilities"]), initial=0.0))
@@ -169,18 +178,23 @@ def main() -> int:
 
     print(f"{'run':40s} {'seconds':>9s} {'peak MB':>26s}")
     print(f"{'one process':40s} {one['seconds']:9.1f} {one['peak_mb']:26.0f}")
+    print(f"{'one process, GDAL decoding on 1 thread':40s} {single['seconds']:9.1f} {single['peak_mb']:26.0f}")
     peaks = ", ".join(f"{p:.0f}" for p in many["worker_peak_mb"])
     label = f"--workers {args.workers} (LocalCluster, {many['partitions']} partitions)"
     print(f"{label:40s} {many['seconds']:9.1f} {('workers ' + peaks):>26s}   (client {many['client_peak_mb']:.0f})")
     if args.repeats > 1:
         print("every run (seconds): one process " + ", ".join(f"{r['seconds']:.1f}" for r in ones)
+              + "; one decoding thread " + ", ".join(f"{r['seconds']:.1f}" for r in singles)
               + f"; --workers {args.workers} " + ", ".join(f"{r['seconds']:.1f}" for r in dasks))
-    print(f"speed-up: {one['seconds'] / many['seconds']:.2f}x (aim >= 1.7x); largest worker peak / one process: "
-          f"{max(many['worker_peak_mb']) / one['peak_mb']:.2f} (aim <= 1.0)")
+    print(f"speed-up: {one['seconds'] / many['seconds']:.2f}x (aim >= 1.7x); against one process decoding on one "
+          f"thread {single['seconds'] / many['seconds']:.2f}x; one process, all threads against one decoding "
+          f"thread: {single['seconds'] / one['seconds']:.2f}x")
+    print(f"largest worker peak / one process: {max(many['worker_peak_mb']) / one['peak_mb']:.2f} (aim <= 1.0)")
     print(f"all processes together (PSS, peak of samples every 0.5 s, one more untimed run of each): one process "
           f"{sampled[0]:.0f} MB, --workers {args.workers} {sampled[1]:.0f} MB (client, fork server, workers; the fork "
           f"server's own peak {many['server_peak_mb']:.0f} MB)")
-    print(f"same statuses and labels: {same}; largest difference of a probability: {diff:.2g}")
+    print(f"same statuses and labels: {same}; largest difference of a probability: {diff:.2g}; one process with one "
+          f"decoding thread equal bit for bit: {same_single}")
     print(f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after (1-minute)")
 
     # Where the partitioned run's wall time went, from the partitions' own records.
@@ -193,7 +207,8 @@ def main() -> int:
         busy[0] += s["wall_s"]
         busy[1] += s["cpu_s"]
         busy[2] = max(busy[2], s["end_time"] - many["epoch"])
-    print(f"one process: {one['cpu_s']:.1f} CPU s in {one['seconds']:.1f} s")
+    print(f"one process: {one['cpu_s']:.1f} CPU s in {one['seconds']:.1f} s; decoding on one thread "
+          f"{single['cpu_s']:.1f} CPU s in {single['seconds']:.1f} s")
     print(f"--workers {args.workers}: first partition started at {first:.1f} s (layer read, cluster start, warm-up), "
           f"last ended at {last:.1f} s, result merged at {many['seconds']:.1f} s; client process "
           f"{many['client_cpu_s']:.1f} CPU s")

@@ -21,8 +21,8 @@ from .dataset import STATUS_OK, DatasetWriter, PixelSets
 from .errors import ExtractionError, InputError, NoUsableParcelsError, SceneError, WeatherError
 from .progress import Progress
 from .remote import RemoteProduct
-from .scenes import (SCL_INVALID, Grid, Scene, bright_cloud_mask, check_missing_scl, find_scenes, select_season,
-                     to_reflectance)
+from .scenes import (SCL_INVALID, Grid, Scene, bright_cloud_mask, check_missing_scl, decoding_threads, find_scenes,
+                     select_season, to_reflectance)
 
 log = logging.getLogger(__name__)
 
@@ -650,34 +650,36 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
         windows_by_grid = [[w for per_grid in passes for w, *_ in per_grid[k][1]] for k in range(len(grids))]
         unreadable = prefetch_chunk(scenes, grids, windows_by_grid, progress.sub(0.1, 0.6))
         read_progress = progress.sub(0.6, 0.9)
-    for t, scene in enumerate(scenes):
-        for per_grid in passes:
-            for k, grid in enumerate(grids):
-                position, windows = per_grid[k]
-                products = [p for p in scene.products if p.grid == grid and id(p) not in unreadable]
-                if len(position) == 0 or not products:
-                    continue
-                for product in products:
-                    with product.open() as reader:
-                        for window, pos, rr, cc in windows:
-                            if pixel_mask[position[pos], t].all():
-                                continue
-                            read_start = time.process_time()
-                            dn, scl = reader.read(window)
-                            values, valid = to_reflectance(dn[:, rr, cc], product.offset,
-                                                           None if scl is None else scl[rr, cc],
-                                                           settings.scl_invalid)
-                            read_cpu += time.process_time() - read_start
-                            n_windows += 1
-                            window_pixels += int(window.width) * int(window.height)
-                            if scl is None and product.level == "L2A" and settings.missing_scl == "bands":
-                                valid &= ~bright_cloud_mask(values)
-                            # Earlier products and preferred grids win: fill only empty slots.
-                            fill = valid & ~pixel_mask[position[pos], t]
-                            p_f = position[pos][fill]
-                            pixels[p_f, t, :] = values[:, fill].T
-                            pixel_mask[p_f, t] = True
-        read_progress((t + 1) / max(t_count, 1))
+    # GDAL decodes the blocks of each window on several threads (one per core; one per Dask worker).
+    with decoding_threads():
+        for t, scene in enumerate(scenes):
+            for per_grid in passes:
+                for k, grid in enumerate(grids):
+                    position, windows = per_grid[k]
+                    products = [p for p in scene.products if p.grid == grid and id(p) not in unreadable]
+                    if len(position) == 0 or not products:
+                        continue
+                    for product in products:
+                        with product.open() as reader:
+                            for window, pos, rr, cc in windows:
+                                if pixel_mask[position[pos], t].all():
+                                    continue
+                                read_start = time.process_time()
+                                dn, scl = reader.read(window)
+                                values, valid = to_reflectance(dn[:, rr, cc], product.offset,
+                                                               None if scl is None else scl[rr, cc],
+                                                               settings.scl_invalid)
+                                read_cpu += time.process_time() - read_start
+                                n_windows += 1
+                                window_pixels += int(window.width) * int(window.height)
+                                if scl is None and product.level == "L2A" and settings.missing_scl == "bands":
+                                    valid &= ~bright_cloud_mask(values)
+                                # Earlier products and preferred grids win: fill only empty slots.
+                                fill = valid & ~pixel_mask[position[pos], t]
+                                p_f = position[pos][fill]
+                                pixels[p_f, t, :] = values[:, fill].T
+                                pixel_mask[p_f, t] = True
+            read_progress((t + 1) / max(t_count, 1))
 
     valid_count = np.zeros((n, t_count), dtype=np.int64)
     has = np.flatnonzero(n_slots > 0)

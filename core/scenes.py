@@ -342,6 +342,39 @@ class ProductReader:
         return dn, scl
 
 
+def decode_threads() -> str:
+    """How many threads GDAL decodes compressed blocks with during extraction (its
+    ``GDAL_NUM_THREADS``).
+
+    A window of a tiled, compressed GeoTIFF spans several blocks, and GDAL decodes them
+    in parallel when ``GDAL_NUM_THREADS`` is above one; JPEG 2000 and warped 20 m bands
+    follow the same setting. Decoding is most of an extraction's time, so one process
+    classifies on every core instead of on one. Values do not depend on the thread count.
+
+    Returns:
+        ``GDAL_NUM_THREADS`` where it is set (a number or ``ALL_CPUS``); else
+        ``OMP_NUM_THREADS`` where it is set, the variable torch follows too, which Dask sets
+        to 1 in every worker process (a cluster runs one worker per core); else the number
+        of CPUs this process may run on.
+    """
+    for name in ("GDAL_NUM_THREADS", "OMP_NUM_THREADS"):
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    try:
+        return str(len(os.sched_getaffinity(0)))
+    except AttributeError:  # no CPU affinity on this platform (Windows, macOS)
+        return str(os.cpu_count() or 1)
+
+
+def decoding_threads():
+    """A GDAL environment (``rasterio.Env``) that decodes with :func:`decode_threads` threads;
+    the previous setting returns when it closes."""
+    import rasterio
+
+    return rasterio.Env(GDAL_NUM_THREADS=decode_threads())
+
+
 def _foreign_nodata(ds) -> Optional[int]:
     """A file's no-data value when it is not Sentinel-2's 0 and a digital number could hold it.
 

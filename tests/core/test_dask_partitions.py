@@ -24,6 +24,7 @@ from thermocrop.core.distributed import (ClusterOptions, EarlyClient, PartitionL
                                          classify_partitioned, dask_client, default_run_folder, release_freed_memory,
                                          start_fork_server)
 from thermocrop.core.errors import CancelledError, OutputError, ThermoCropError
+from thermocrop.core.scenes import decode_threads
 from thermocrop.training.cli import EXIT_OUTPUT, main
 
 gpd = pytest.importorskip("geopandas")
@@ -336,6 +337,8 @@ def test_local_workers_are_forked_from_a_server_with_the_libraries_imported(monk
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
     with dask_client(ClusterOptions(workers=2, dashboard=":0")) as client:
         assert _forked_with_libraries(client) == [(True, True), (True, True)]
+        # One worker per core: each decodes its windows on one thread (Dask's OMP_NUM_THREADS).
+        assert list(client.run(decode_threads).values()) == ["1", "1"]
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "131072")
     with dask_client(ClusterOptions(workers=2, dashboard=":0")) as client:
         assert _forked_with_libraries(client) == [(False, False), (False, False)]

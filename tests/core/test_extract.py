@@ -253,6 +253,40 @@ def test_sampling_is_seeded_and_chunking_changes_nothing(region, extracted, tmp_
     assert not np.array_equal(other.pixels[i], extracted.pixels[i])
 
 
+def test_blocks_decoded_on_several_threads_give_the_same_pixel_sets(region, extracted, tmp_path, monkeypatch):
+    # DEFLATE copies of the scenes in 16 px blocks: a parcel's window spans several blocks, which
+    # GDAL decodes in parallel with GDAL_NUM_THREADS > 1 (it has no threads for uncompressed files).
+    import shutil
+
+    import rasterio.shutil
+
+    from thermocrop.core.scenes import ProductReader
+
+    scenes = tmp_path / "scenes"
+    shutil.copytree(region["scenes"], scenes)
+    for path in scenes.rglob("*.tif"):
+        rasterio.shutil.copy(path, path.with_suffix(".deflate"), driver="GTiff", compress="deflate", tiled=True,
+                             blockxsize=16, blockysize=16)
+        path.with_suffix(".deflate").replace(path)
+    seen = []
+    read = ProductReader.read
+
+    def recording(self, window):
+        seen.append(rasterio.env.get_gdal_config("GDAL_NUM_THREADS", normalize=False))
+        return read(self, window)
+
+    monkeypatch.setattr(ProductReader, "read", recording)
+    monkeypatch.delenv("GDAL_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")
+    ps = extract_pixel_sets(region["parcels"], scenes, region["weather"], max_pixels=64, seed=3,
+                            label_field="crop", classes=CROP_CLASSES)
+    assert seen and set(seen) == {"4"}
+    assert rasterio.env.get_gdal_config("GDAL_NUM_THREADS", normalize=False) is None  # the setting ends with the reads
+    for name in ("pixels", "pixel_mask", "date_mask", "gdd"):
+        np.testing.assert_array_equal(getattr(ps, name), getattr(extracted, name), err_msg=name)
+    assert ps.status.tolist() == extracted.status.tolist()
+
+
 def test_cancellation_writes_nothing(region, tmp_path):
     calls = []
 

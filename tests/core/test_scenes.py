@@ -12,7 +12,8 @@ from rasterio.windows import Window
 
 from thermocrop.core.bands import BANDS_10M, BANDS_20M, S2_BANDS
 from thermocrop.core.errors import SceneError
-from thermocrop.core.scenes import band_name, date_from_name, find_scenes, to_reflectance
+from thermocrop.core.scenes import (band_name, date_from_name, decode_threads, decoding_threads, find_scenes,
+                                    to_reflectance)
 
 CRS = "EPSG:32632"
 X0, Y0 = 500000.0, 5300000.0
@@ -161,6 +162,26 @@ def test_level_filter_and_preference(tmp_path):
               descriptions=S2_BANDS)
     assert [s.level for s in find_scenes(tmp_path)] == ["L2A"]
     assert [s.level for s in find_scenes(tmp_path, level="L1C")] == ["L1C"]
+
+
+def test_decode_threads_follow_gdal_then_omp_then_the_cpus_this_process_may_use(monkeypatch):
+    import os
+
+    monkeypatch.delenv("GDAL_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert decode_threads() == str(cpus)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # what Dask sets in each worker process
+    assert decode_threads() == "1"
+    monkeypatch.setenv("GDAL_NUM_THREADS", "ALL_CPUS")  # the user's own GDAL setting wins
+    assert decode_threads() == "ALL_CPUS"
+    # The setting holds inside the environment only, and what was there before comes back.
+    monkeypatch.delenv("GDAL_NUM_THREADS")
+    with rasterio.Env(GDAL_NUM_THREADS="3"):
+        with decoding_threads():
+            assert rasterio.env.get_gdal_config("GDAL_NUM_THREADS", normalize=False) == "1"
+        assert rasterio.env.get_gdal_config("GDAL_NUM_THREADS", normalize=False) == "3"
+    assert rasterio.env.get_gdal_config("GDAL_NUM_THREADS", normalize=False) is None
 
 
 def test_to_reflectance_hand_computed():
