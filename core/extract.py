@@ -6,6 +6,7 @@ drawn once (seeded) and read from every date, so a scene is decoded at most once
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -21,8 +22,8 @@ from .dataset import STATUS_OK, DatasetWriter, PixelSets
 from .errors import ExtractionError, InputError, NoUsableParcelsError, SceneError, WeatherError
 from .progress import Progress
 from .remote import RemoteProduct
-from .scenes import (SCL_INVALID, Grid, Scene, bright_cloud_mask, check_missing_scl, decoding_threads, find_scenes,
-                     select_season, to_reflectance)
+from .scenes import (SCL_INVALID, Grid, Scene, bright_cloud_mask, check_missing_scl, decode_threads, decoding_threads,
+                     find_scenes, select_season, to_reflectance, usable_cpus)
 
 log = logging.getLogger(__name__)
 
@@ -650,35 +651,19 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
         windows_by_grid = [[w for per_grid in passes for w, *_ in per_grid[k][1]] for k in range(len(grids))]
         unreadable = prefetch_chunk(scenes, grids, windows_by_grid, progress.sub(0.1, 0.6))
         read_progress = progress.sub(0.6, 0.9)
-    # GDAL decodes the blocks of each window on several threads (one per core; one per Dask worker).
-    with decoding_threads():
-        for t, scene in enumerate(scenes):
-            for per_grid in passes:
-                for k, grid in enumerate(grids):
-                    position, windows = per_grid[k]
-                    products = [p for p in scene.products if p.grid == grid and id(p) not in unreadable]
-                    if len(position) == 0 or not products:
-                        continue
-                    for product in products:
-                        with product.open() as reader:
-                            for window, pos, rr, cc in windows:
-                                if pixel_mask[position[pos], t].all():
-                                    continue
-                                read_start = time.process_time()
-                                dn, scl = reader.read(window)
-                                values, valid = to_reflectance(dn[:, rr, cc], product.offset,
-                                                               None if scl is None else scl[rr, cc],
-                                                               settings.scl_invalid)
-                                read_cpu += time.process_time() - read_start
-                                n_windows += 1
-                                window_pixels += int(window.width) * int(window.height)
-                                if scl is None and product.level == "L2A" and settings.missing_scl == "bands":
-                                    valid &= ~bright_cloud_mask(values)
-                                # Earlier products and preferred grids win: fill only empty slots.
-                                fill = valid & ~pixel_mask[position[pos], t]
-                                p_f = position[pos][fill]
-                                pixels[p_f, t, :] = values[:, fill].T
-                                pixel_mask[p_f, t] = True
+    # Scenes are read on as many threads as decoding may use (one per Dask worker); each
+    # thread fills its own date's column of the buffers.
+    threads = scene_threads(scenes)
+
+    def read(t: int) -> tuple[int, int, float]:
+        # Several scenes at once: each decodes on its own thread, timed by that thread's clock.
+        with decoding_threads(1 if threads > 1 else None):
+            return _read_scene(t, scenes[t], passes, grids, unreadable, pixels, pixel_mask, settings,
+                               time.thread_time if threads > 1 else time.process_time)
+
+    with contextlib.closing(_in_threads(read, t_count, threads)) as results:
+        for t, (windows, decoded, cpu) in enumerate(results):
+            n_windows, window_pixels, read_cpu = n_windows + windows, window_pixels + decoded, read_cpu + cpu
             read_progress((t + 1) / max(t_count, 1))
 
     valid_count = np.zeros((n, t_count), dtype=np.int64)
@@ -708,6 +693,76 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
         stats.update(windows=n_windows, window_pixels=window_pixels, read_cpu_s=read_cpu,
                      cpu_s=time.process_time() - cpu_start, parcel_dates=n * t_count)
     return _ChunkPixels(pixels, pixel_mask, offsets, date_mask, gdd, status.astype(str), np.asarray(idx))
+
+
+def scene_threads(scenes: Sequence[Scene]) -> int:
+    """Scenes a chunk reads at once: :func:`~thermocrop.core.scenes.decode_threads` as a
+    number (``ALL_CPUS``: every CPU), one where a product is read over the network (its
+    reader keeps fetched blocks in one cache)."""
+    if any(isinstance(p, RemoteProduct) for sc in scenes for p in sc.products):
+        return 1
+    value = decode_threads()
+    if value.upper() == "ALL_CPUS":
+        return usable_cpus()
+    try:
+        return max(1, int(value))
+    except ValueError:  # GDAL reads a value it does not understand as one thread
+        return 1
+
+
+def _in_threads(function, count: int, threads: int):
+    """``function(0) .. function(count - 1)``, their results yielded in that order, computed on
+    up to ``threads`` threads; where the caller stops early (an error, cancellation), the calls
+    not yet started are dropped and the running ones finish before this returns."""
+    if threads <= 1 or count <= 1:
+        for i in range(count):
+            yield function(i)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(threads, count), thread_name_prefix="thermocrop-read") as pool:
+        futures = [pool.submit(function, i) for i in range(count)]
+        try:
+            for future in futures:
+                yield future.result()
+        finally:
+            for future in futures:
+                future.cancel()
+
+
+def _read_scene(t: int, scene: Scene, passes: list, grids: list[Grid], unreadable: set, pixels: np.ndarray,
+                pixel_mask: np.ndarray, settings: ExtractionSettings,
+                clock=time.process_time) -> tuple[int, int, float]:
+    """Fill date ``t`` of a chunk's buffers from ``scene``; returns the windows read, the pixels
+    decoded and the CPU seconds (by ``clock``) spent decoding and converting them."""
+    n_windows = window_pixels = 0
+    read_cpu = 0.0
+    for per_grid in passes:
+        for k, grid in enumerate(grids):
+            position, windows = per_grid[k]
+            products = [p for p in scene.products if p.grid == grid and id(p) not in unreadable]
+            if len(position) == 0 or not products:
+                continue
+            for product in products:
+                with product.open() as reader:
+                    for window, pos, rr, cc in windows:
+                        if pixel_mask[position[pos], t].all():
+                            continue
+                        read_start = clock()
+                        dn, scl = reader.read(window)
+                        values, valid = to_reflectance(dn[:, rr, cc], product.offset,
+                                                       None if scl is None else scl[rr, cc], settings.scl_invalid)
+                        read_cpu += clock() - read_start
+                        n_windows += 1
+                        window_pixels += int(window.width) * int(window.height)
+                        if scl is None and product.level == "L2A" and settings.missing_scl == "bands":
+                            valid &= ~bright_cloud_mask(values)
+                        # Earlier products and preferred grids win: fill only empty slots.
+                        fill = valid & ~pixel_mask[position[pos], t]
+                        p_f = position[pos][fill]
+                        pixels[p_f, t, :] = values[:, fill].T
+                        pixel_mask[p_f, t] = True
+    return n_windows, window_pixels, read_cpu
 
 
 def _settings(max_pixels: int, seed: int, min_valid_fraction: float, min_pixels: int, season_start: Any,

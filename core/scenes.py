@@ -343,13 +343,14 @@ class ProductReader:
 
 
 def decode_threads() -> str:
-    """How many threads GDAL decodes compressed blocks with during extraction (its
-    ``GDAL_NUM_THREADS``).
+    """How many threads extraction decodes scenes with.
 
-    A window of a tiled, compressed GeoTIFF spans several blocks, and GDAL decodes them
-    in parallel when ``GDAL_NUM_THREADS`` is above one; JPEG 2000 and warped 20 m bands
-    follow the same setting. Decoding is most of an extraction's time, so one process
-    classifies on every core instead of on one. Values do not depend on the thread count.
+    Decoding is most of an extraction's time. A chunk reads its local scenes on this many
+    threads, each decoding its own scene's windows (``core.extract.scene_threads``); where
+    scenes are read one after the other (products fetched over the network), GDAL decodes
+    the compressed blocks of each window on this many threads instead (its
+    ``GDAL_NUM_THREADS``, which JPEG 2000 products and warped 20 m bands follow too). Values
+    do not depend on the thread count.
 
     Returns:
         ``GDAL_NUM_THREADS`` where it is set (a number or ``ALL_CPUS``); else
@@ -361,18 +362,23 @@ def decode_threads() -> str:
         value = os.environ.get(name, "").strip()
         if value:
             return value
+    return str(usable_cpus())
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on."""
     try:
-        return str(len(os.sched_getaffinity(0)))
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # no CPU affinity on this platform (Windows, macOS)
-        return str(os.cpu_count() or 1)
+        return os.cpu_count() or 1
 
 
-def decoding_threads():
-    """A GDAL environment (``rasterio.Env``) that decodes with :func:`decode_threads` threads;
-    the previous setting returns when it closes."""
+def decoding_threads(threads: Optional[int] = None):
+    """A GDAL environment (``rasterio.Env``) that decodes with ``threads`` threads
+    (:func:`decode_threads` by default); the previous setting returns when it closes."""
     import rasterio
 
-    return rasterio.Env(GDAL_NUM_THREADS=decode_threads())
+    return rasterio.Env(GDAL_NUM_THREADS=decode_threads() if threads is None else str(threads))
 
 
 def _foreign_nodata(ds) -> Optional[int]:

@@ -17,7 +17,7 @@ from shapely.geometry import MultiPolygon, Polygon, box
 from thermocrop.core.bands import BANDS_10M, BANDS_20M, S2_BANDS
 from thermocrop.core.crops import CROP_CLASSES
 from thermocrop.core.dataset import open_dataset
-from thermocrop.core.errors import CancelledError
+from thermocrop.core.errors import CancelledError, SceneError
 from thermocrop.core.extract import extract_pixel_sets, extract_to_dataset
 from thermocrop.core.progress import Progress
 
@@ -253,14 +253,12 @@ def test_sampling_is_seeded_and_chunking_changes_nothing(region, extracted, tmp_
     assert not np.array_equal(other.pixels[i], extracted.pixels[i])
 
 
-def test_blocks_decoded_on_several_threads_give_the_same_pixel_sets(region, extracted, tmp_path, monkeypatch):
-    # DEFLATE copies of the scenes in 16 px blocks: a parcel's window spans several blocks, which
-    # GDAL decodes in parallel with GDAL_NUM_THREADS > 1 (it has no threads for uncompressed files).
+@pytest.fixture
+def deflate_scenes(region, tmp_path):
+    """DEFLATE copies of the region's scenes in 16 px blocks (a parcel's window spans several)."""
     import shutil
 
     import rasterio.shutil
-
-    from thermocrop.core.scenes import ProductReader
 
     scenes = tmp_path / "scenes"
     shutil.copytree(region["scenes"], scenes)
@@ -268,23 +266,77 @@ def test_blocks_decoded_on_several_threads_give_the_same_pixel_sets(region, extr
         rasterio.shutil.copy(path, path.with_suffix(".deflate"), driver="GTiff", compress="deflate", tiled=True,
                              blockxsize=16, blockysize=16)
         path.with_suffix(".deflate").replace(path)
+    return scenes
+
+
+def _recording_reads(monkeypatch) -> list:
+    """Patch ProductReader.read to record (thread, GDAL_NUM_THREADS) of every read."""
+    import threading
+
+    from thermocrop.core.scenes import ProductReader
+
     seen = []
     read = ProductReader.read
 
     def recording(self, window):
-        seen.append(rasterio.env.get_gdal_config("GDAL_NUM_THREADS", normalize=False))
+        seen.append((threading.current_thread().name,
+                     rasterio.env.get_gdal_config("GDAL_NUM_THREADS", normalize=False)))
         return read(self, window)
 
     monkeypatch.setattr(ProductReader, "read", recording)
+    return seen
+
+
+def _read_threads() -> list:
+    import threading
+
+    return [t for t in threading.enumerate() if t.name.startswith("thermocrop-read")]
+
+
+def test_scenes_read_on_several_threads_give_the_same_pixel_sets(region, extracted, deflate_scenes, monkeypatch):
+    seen = _recording_reads(monkeypatch)
     monkeypatch.delenv("GDAL_NUM_THREADS", raising=False)
     monkeypatch.setenv("OMP_NUM_THREADS", "4")
-    ps = extract_pixel_sets(region["parcels"], scenes, region["weather"], max_pixels=64, seed=3,
+    ps = extract_pixel_sets(region["parcels"], deflate_scenes, region["weather"], max_pixels=64, seed=3,
                             label_field="crop", classes=CROP_CLASSES)
-    assert seen and set(seen) == {"4"}
-    assert rasterio.env.get_gdal_config("GDAL_NUM_THREADS", normalize=False) is None  # the setting ends with the reads
+    # Four scene threads, each decoding on one GDAL thread; the setting ends with the reads.
+    assert len({name for name, _ in seen}) > 1 and all(name.startswith("thermocrop-read") for name, _ in seen)
+    assert {threads for _, threads in seen} == {"1"}
+    assert rasterio.env.get_gdal_config("GDAL_NUM_THREADS") is None and not _read_threads()
     for name in ("pixels", "pixel_mask", "date_mask", "gdd"):
         np.testing.assert_array_equal(getattr(ps, name), getattr(extracted, name), err_msg=name)
     assert ps.status.tolist() == extracted.status.tolist()
+    # One thread (as in a Dask worker): scenes in this thread, GDAL on one thread, same values.
+    seen.clear()
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    one = extract_pixel_sets(region["parcels"], deflate_scenes, region["weather"], max_pixels=64, seed=3,
+                             label_field="crop", classes=CROP_CLASSES)
+    assert {name for name, _ in seen} == {"MainThread"} and {threads for _, threads in seen} == {"1"}
+    np.testing.assert_array_equal(one.pixels, extracted.pixels)
+
+
+def test_scene_threads_follow_the_decoding_threads(region, monkeypatch):
+    import os
+
+    from thermocrop.core.extract import scene_threads
+    from thermocrop.core.scenes import find_scenes
+
+    scenes = find_scenes(region["scenes"])
+    monkeypatch.setenv("GDAL_NUM_THREADS", "ALL_CPUS")
+    assert scene_threads(scenes) == len(os.sched_getaffinity(0))
+    for value, threads in (("3", 3), ("0", 1), ("many", 1)):
+        monkeypatch.setenv("GDAL_NUM_THREADS", value)
+        assert scene_threads(scenes) == threads
+
+
+def test_a_damaged_scene_read_on_a_thread_stops_the_run_with_its_name(region, deflate_scenes, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    damaged = sorted(p for p in deflate_scenes.glob("*.tif") if not p.stem.endswith("_SCL"))[2]
+    data = damaged.read_bytes()
+    damaged.write_bytes(data[: len(data) // 2])  # blocks cut off half-way through the file
+    with pytest.raises(SceneError, match=damaged.stem):
+        extract_pixel_sets(region["parcels"], deflate_scenes, region["weather"], max_pixels=64, seed=3)
+    assert not _read_threads()
 
 
 def test_cancellation_writes_nothing(region, tmp_path):

@@ -180,6 +180,8 @@ def test_decode_threads_follow_gdal_then_omp_then_the_cpus_this_process_may_use(
     with rasterio.Env(GDAL_NUM_THREADS="3"):
         with decoding_threads():
             assert rasterio.env.get_gdal_config("GDAL_NUM_THREADS", normalize=False) == "1"
+            with decoding_threads(2):
+                assert rasterio.env.get_gdal_config("GDAL_NUM_THREADS", normalize=False) == "2"
         assert rasterio.env.get_gdal_config("GDAL_NUM_THREADS", normalize=False) == "3"
     assert rasterio.env.get_gdal_config("GDAL_NUM_THREADS", normalize=False) is None
 

@@ -10,7 +10,7 @@ import pystac
 import pytest
 
 from loopback import Fault, write_band_folder
-from thermocrop.core.extract import extract_pixel_sets
+from thermocrop.core.extract import extract_pixel_sets, scene_threads
 from thermocrop.core.scenes import find_scenes
 from thermocrop.core.stac import reader_for, scenes_from_items
 
@@ -57,6 +57,7 @@ def test_remote_pixels_equal_local_ones_and_a_second_run_reads_nothing(published
     # The remote grid is the whole (padded) tile: 20 m bands resampled from blocks, pixels
     # drawn on the same lattice, so the pixel sets are those of the local clip exactly.
     assert scenes[0].products[0].grid.width > 240
+    assert scene_threads(scenes) == 1  # one reader's cache: scenes read one after the other
     remote = _extract(tiny_region, scenes)
     np.testing.assert_array_equal(remote.dates, local_pixels.dates)
     np.testing.assert_array_equal(remote.pixel_mask, local_pixels.pixel_mask)
