@@ -3,9 +3,9 @@ extraction benchmark's region (synthetic FR2 L2A, 5,000 parcels x 39 scenes of 3
 plus the cost model of ``docs/scale.md`` measured from the partitions' own records.
 
 Each run is a process of its own (peak memory is its own; the cluster's start is timed with
-it); the runs alternate and each keeps its best. A third run is the one process with GDAL
-decoding on one thread (``GDAL_NUM_THREADS=1``), as one process ran before it decoded on every
-core: the speed-up of ``--workers 2`` is printed against both. One more untimed run of each measures the
+it); the runs alternate and each keeps its best. A third run is the one process reading on one
+thread (``GDAL_NUM_THREADS=1``: one scene at a time, GDAL on one thread), as one process ran
+before it read on every core: the speed-up of ``--workers 2`` is printed against both. One more untimed run of each measures the
 memory of all its processes together (client, fork server and workers). Both use the same chunks (``--chunk-size``
 parcels), so they compute the same values, which is checked.
 
@@ -155,7 +155,7 @@ def main() -> int:
     ones, singles, dasks = [], [], []
     for _ in range(args.repeats):
         ones.append(_run(["--worker", "one", "--save", str(tmp / "one.npz"), *common]))
-        # The one process as it ran before it decoded on every core: GDAL on one thread.
+        # The one process as it ran before it read on every core: one scene at a time, GDAL on one thread.
         singles.append(_run(["--worker", "one", "--save", str(tmp / "single.npz"), *common], GDAL_NUM_THREADS="1"))
         dasks.append(_run(["--worker", "dask", "--save", str(tmp / "dask.npz"), *common]))
     # Memory of all processes together, in one more run of each: sampling it costs the client
@@ -178,7 +178,7 @@ def main() -> int:
 
     print(f"{'run':40s} {'seconds':>9s} {'peak MB':>26s}")
     print(f"{'one process':40s} {one['seconds']:9.1f} {one['peak_mb']:26.0f}")
-    print(f"{'one process, GDAL decoding on 1 thread':40s} {single['seconds']:9.1f} {single['peak_mb']:26.0f}")
+    print(f"{'one process, decoding on one thread':40s} {single['seconds']:9.1f} {single['peak_mb']:26.0f}")
     peaks = ", ".join(f"{p:.0f}" for p in many["worker_peak_mb"])
     label = f"--workers {args.workers} (LocalCluster, {many['partitions']} partitions)"
     print(f"{label:40s} {many['seconds']:9.1f} {('workers ' + peaks):>26s}   (client {many['client_peak_mb']:.0f})")
