@@ -652,8 +652,8 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
         unreadable = prefetch_chunk(scenes, grids, windows_by_grid, progress.sub(0.1, 0.6))
         read_progress = progress.sub(0.6, 0.9)
     # Scenes are read on as many threads as decoding may use (one per Dask worker); each
-    # thread fills its own date's column of the buffers.
-    threads = scene_threads(scenes)
+    # thread fills its own date's column of the buffers. One scene alone: GDAL's threads.
+    threads = min(scene_threads(scenes), t_count)
 
     def read(t: int) -> tuple[int, int, float]:
         # Several scenes at once: each decodes on its own thread, timed by that thread's clock.

@@ -313,6 +313,12 @@ def test_scenes_read_on_several_threads_give_the_same_pixel_sets(region, extract
                              label_field="crop", classes=CROP_CLASSES)
     assert {name for name, _ in seen} == {"MainThread"} and {threads for _, threads in seen} == {"1"}
     np.testing.assert_array_equal(one.pixels, extracted.pixels)
+    # A single scene: read on the calling thread, GDAL decoding its blocks on the threads.
+    seen.clear()
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")
+    first = sorted(p for p in deflate_scenes.glob("*.tif") if not p.stem.endswith("_SCL"))[0]
+    extract_pixel_sets(region["parcels"], [first], region["weather"], max_pixels=64, seed=3)
+    assert {name for name, _ in seen} == {"MainThread"} and {threads for _, threads in seen} == {"4"}
 
 
 def test_scene_threads_follow_the_decoding_threads(region, monkeypatch):
