@@ -5,9 +5,10 @@ plus the cost model of ``docs/scale.md`` measured from the partitions' own recor
 Each run is a process of its own (peak memory is its own; the cluster's start is timed with
 it); the runs alternate and each keeps its best. A third run is the one process reading on one
 thread (``GDAL_NUM_THREADS=1``: one scene at a time, GDAL on one thread), as one process ran
-before it read on every core: the speed-up of ``--workers 2`` is printed against both. One more untimed run of each measures the
-memory of all its processes together (client, fork server and workers). Both use the same chunks (``--chunk-size``
-parcels), so they compute the same values, which is checked.
+before it read on every core: the speed-up of ``--workers 2`` is printed against both. One more
+untimed run of each measures the memory of all its processes together (client, fork server and
+workers). All use the same chunks (``--chunk-size`` parcels), so they compute the same values,
+which is checked.
 
     python benchmarks/bench_dask.py [--parcels 5000] [--size 3000] [--workers 2] [--chunk-size 500]
 """
@@ -169,8 +170,8 @@ def main() -> int:
     same = np.array_equal(a["status"], b["status"]) and np.array_equal(
         np.nan_to_num(a["probabilities"], nan=-1).argmax(axis=1), np.nan_to_num(b["probabilities"], nan=-1).argmax(axis=1))
     # Decoding threads change no value: bit for bit, the model runs on the same threads in both.
-    same_single = all(np.array_equal(a[k], np.load(tmp / "single.npz")[k], equal_nan=k == "probabilities")
-                      for k in ("probabilities", "status"))
+    c = np.load(tmp / "single.npz")
+    same_single = all(np.array_equal(a[k], c[k], equal_nan=k == "probabilities") for k in ("probabilities", "status"))
     # Probabilities are equal bit for bit with the same torch thread count; one process uses
     # every core, a worker one thread, which changes the order of float additions.
     diff = float(np.nanmax(np.abs(a["probabilities"] - b["probabilities"]), initial=0.0))

@@ -654,12 +654,12 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
     # Scenes are read on as many threads as decoding may use (one per Dask worker); each
     # thread fills its own date's column of the buffers. One scene alone: GDAL's threads.
     threads = min(scene_threads(scenes), t_count)
+    # Several scenes at once: each decodes on its own thread, timed by that thread's clock.
+    gdal_threads, clock = (1, time.thread_time) if threads > 1 else (None, time.process_time)
 
     def read(t: int) -> tuple[int, int, float]:
-        # Several scenes at once: each decodes on its own thread, timed by that thread's clock.
-        with decoding_threads(1 if threads > 1 else None):
-            return _read_scene(t, scenes[t], passes, grids, unreadable, pixels, pixel_mask, settings,
-                               time.thread_time if threads > 1 else time.process_time)
+        with decoding_threads(gdal_threads):
+            return _read_scene(t, scenes[t], passes, grids, unreadable, pixels, pixel_mask, settings, clock)
 
     with contextlib.closing(_in_threads(read, t_count, threads)) as results:
         for t, (windows, decoded, cpu) in enumerate(results):
