@@ -30,6 +30,7 @@ from .errors import BundleError
 from .models import CropClassifier, ModelConfig, classifier, fast_inference_model
 from .output import write_bytes
 from .progress import Progress
+from .safe_read import parse_json
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,12 @@ __all__ = [
 FORMAT_VERSION = 1
 _METADATA_KEY = "thermocrop_bundle"
 _MAX_HEADER = 100 * 1024 * 1024
+
+MAX_BUNDLE_BYTES = 2 * 1024 ** 3
+"""The largest bundle read: an ensemble of 64 models of the default size takes about 170 MB."""
+
+_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
+                "U64": 8, "U32": 4, "U16": 2, "U8": 1, "BOOL": 1}
 
 
 @dataclass
@@ -511,32 +518,86 @@ def save_bundle(path: Union[str, os.PathLike], model: CropClassifier,
     return BundleConfig.from_json(config.to_json())  # as load_bundle will see it
 
 
-def _read_metadata(data: bytes, path: Path) -> dict[str, str]:
-    # The safetensors header is an 8-byte length then JSON; reading it ourselves gives a
-    # precise message for truncated files and for files of another kind (e.g. pickles).
-    what = (f"{path} is not a ThermoCrop model bundle or is damaged")
-    if len(data) < 8:
-        raise BundleError(f"{what}: only {len(data)} bytes. Copy or download it again.")
-    (header_len,) = struct.unpack("<Q", data[:8])
-    if header_len > _MAX_HEADER:
-        raise BundleError(f"{what} (its header is not a safetensors header). Bundles are "
-                          ".tcm files written by ThermoCrop; pickled PyTorch files are refused.")
-    if 8 + header_len > len(data):
-        raise BundleError(f"{what}: the file is truncated ({len(data)} bytes, header alone "
-                          f"needs {8 + header_len}). Copy or download it again.")
+def _read_metadata(path: Path) -> dict[str, str]:
+    """The metadata of the safetensors header of ``path``, read without reading the weights.
+
+    The header is an 8-byte length then JSON; reading it ourselves gives a precise message for
+    truncated files and files of another kind (e.g. pickles), and lets every tensor's declared
+    size and place be checked against the file's size before anything is read or allocated.
+    """
+    what = f"{path} is not a ThermoCrop model bundle or is damaged"
+    size = path.stat().st_size
+    if size > MAX_BUNDLE_BYTES:
+        raise BundleError(f"{path} is {size:,} bytes; model bundles are read up to {MAX_BUNDLE_BYTES:,} "
+                          "bytes. Is it the right file?")
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        if len(head) < 8:
+            raise BundleError(f"{what}: only {len(head)} bytes. Copy or download it again.")
+        (header_len,) = struct.unpack("<Q", head)
+        if header_len > _MAX_HEADER:
+            raise BundleError(f"{what} (its header is not a safetensors header). Bundles are "
+                              ".tcm files written by ThermoCrop; pickled PyTorch files are refused.")
+        if 8 + header_len > size:
+            raise BundleError(f"{what}: the file is truncated ({size} bytes, header alone "
+                              f"needs {8 + header_len}). Copy or download it again.")
+        text = fh.read(header_len)
     try:
-        header = json.loads(data[8:8 + header_len].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        header = parse_json(text.decode("utf-8"), f"the header of {path}", error=BundleError)
+    except UnicodeDecodeError as exc:
+        raise BundleError(f"{what}: unreadable header ({exc}).") from None
+    except BundleError as exc:
         raise BundleError(f"{what}: unreadable header ({exc}).") from None
     meta = header.get("__metadata__") if isinstance(header, dict) else None
     if not isinstance(meta, dict) or _METADATA_KEY not in meta:
         raise BundleError(f"{path} holds tensors but no ThermoCrop bundle config; "
                           "save models with thermocrop.core.bundle.save_bundle.")
+    _check_layout(header, size - 8 - header_len, what)
     return meta
+
+
+def _check_layout(header: Mapping[str, Any], data_bytes: int, what: str) -> None:
+    """Every tensor's bytes follow from its dtype and shape, and together they fill the file."""
+    spans = []
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        ok = (isinstance(entry, dict) and entry.get("dtype") in _DTYPE_BYTES
+              and isinstance(entry.get("shape"), list) and isinstance(entry.get("data_offsets"), list)
+              and len(entry["data_offsets"]) == 2
+              and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                      for v in entry["shape"] + entry["data_offsets"]))
+        if not ok:
+            raise BundleError(f"{what}: tensor {str(name)[:80]!r} has no valid dtype, shape and place.")
+        begin, end = entry["data_offsets"]
+        need = _DTYPE_BYTES[entry["dtype"]] * math.prod(entry["shape"])
+        if end - begin != need:
+            raise BundleError(f"{what}: tensor {name!r} of shape {entry['shape']} needs {need:,} bytes but "
+                              f"is given {end - begin:,}.")
+        spans.append((begin, end))
+    at = 0
+    for begin, end in sorted(spans):
+        if begin != at:
+            raise BundleError(f"{what}: the tensors overlap or leave gaps at byte {at:,}.")
+        at = end
+    if at != data_bytes:
+        state = "truncated" if at > data_bytes else "longer than its tensors"
+        raise BundleError(f"{what}: the file is {state} (its tensors take {at:,} bytes, "
+                          f"{data_bytes:,} follow the header). Copy or download it again.")
+
+
+def expected_weights(config: BundleConfig) -> dict[str, torch.Tensor]:
+    """The state dict the config's model would have, as shapes and dtypes only (PyTorch's
+    ``meta`` device): nothing is allocated, whatever sizes the hyperparameters name."""
+    with torch.device("meta"):
+        return classifier(config.model_config()).state_dict()
 
 
 def load_bundle(path: Union[str, os.PathLike], device: str = "cpu") -> ModelBundle:
     """Load a bundle, checking version, checksum and every weight's shape.
+
+    Nothing is read past the header until every tensor's declared size is found to fit the
+    file, and no model is built until the stored shapes are those its hyperparameters imply.
 
     Args:
         path: bundle file (``.tcm``).
@@ -548,16 +609,13 @@ def load_bundle(path: Union[str, os.PathLike], device: str = "cpu") -> ModelBund
     path = Path(path)
     if not path.is_file():
         raise BundleError(f"Model bundle {path} does not exist; give the path of a .tcm file.")
-    data = path.read_bytes()
-    meta = _read_metadata(data, path)
-    try:
-        raw = json.loads(meta[_METADATA_KEY])
-    except json.JSONDecodeError as exc:
-        raise BundleError(f"{path}: the bundle config is not valid JSON ({exc}).") from None
+    meta = _read_metadata(path)
+    raw = parse_json(meta[_METADATA_KEY], f"{path}: the bundle config", error=BundleError)
     version = raw.get("format_version") if isinstance(raw, dict) else None
     if version != FORMAT_VERSION:
         raise BundleError(f"{path} is bundle format version {version}; this ThermoCrop reads "
                           f"version {FORMAT_VERSION}. Update ThermoCrop or re-export the model.")
+    data = path.read_bytes()
     try:
         tensors = st_load(data)
     except Exception as exc:  # the safetensors parser has a single opaque error type
@@ -573,8 +631,8 @@ def load_bundle(path: Union[str, os.PathLike], device: str = "cpu") -> ModelBund
     try:
         validate_config_data(raw)
         config = BundleConfig.from_json(meta[_METADATA_KEY])
+        _check_weights(config, tensors, expected_weights(config))
         model = classifier(config.model_config())
-        _check_weights(config, tensors, model.state_dict())
     except BundleError as exc:
         raise BundleError(f"{path}: {exc}. The bundle was edited or written by another program; "
                           "use the file as its trainer saved it.") from None

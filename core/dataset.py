@@ -39,7 +39,9 @@ import numpy as np
 
 from .bands import S2_BANDS
 from .errors import DatasetError, OutputError
+from .errors import InputError
 from .output import Staging, check_output, publish
+from .safe_read import npy_header, read_json
 
 log = logging.getLogger(__name__)
 
@@ -428,8 +430,8 @@ def save_dataset(
 def is_dataset_folder(path: Union[str, os.PathLike]) -> bool:
     """Whether ``path`` holds a ThermoCrop dataset (which ``overwrite`` may replace)."""
     try:
-        header = json.loads((Path(path) / "dataset.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        header = read_json(Path(path) / "dataset.json", what="dataset header")
+    except InputError:
         return False
     return isinstance(header, dict) and header.get("format") == DATASET_FORMAT
 
@@ -447,20 +449,25 @@ def open_dataset(path: Union[str, os.PathLike], mmap: bool = True) -> PixelSets:
             f"{path} is not a ThermoCrop dataset (no dataset.json); create one with "
             "'thermocrop extract'."
         )
-    try:
-        header = json.loads(header_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DatasetError(f"{header_path} cannot be read: {exc}") from exc
-    if header.get("format") != DATASET_FORMAT:
-        raise DatasetError(f"{path} holds format {header.get('format')!r}, not {DATASET_FORMAT!r}.")
+    header = read_json(header_path, what="dataset header", error=DatasetError)
+    found = header.get("format") if isinstance(header, dict) else None
+    if found != DATASET_FORMAT:
+        raise DatasetError(f"{path} holds format {found!r}, not {DATASET_FORMAT!r}.")
     if header.get("version") != DATASET_VERSION:
         raise DatasetError(
             f"{path} is dataset version {header.get('version')}; this ThermoCrop reads version "
             f"{DATASET_VERSION}. Extract it again with this version."
         )
+    shapes = _expected_shapes(header, header_path)
     arrays = {}
     for name in _ARRAYS:
         file = path / f"{name}.npy"
+        # Each array's header is checked against its file and the dataset's before it is read,
+        # so a header naming a huge shape is refused before anything is allocated.
+        shape, dtype, _ = npy_header(file, error=DatasetError)
+        if shape != shapes[name] or dtype.kind != _KINDS[name]:
+            raise DatasetError(f"{file} holds a {dtype} array of shape {shape}; {header_path} implies "
+                               f"shape {shapes[name]}. The dataset is damaged: extract it again.")
         try:
             arrays[name] = np.load(file, mmap_mode="r" if mmap else None, allow_pickle=False)
         except (OSError, ValueError) as exc:
@@ -474,3 +481,27 @@ def open_dataset(path: Union[str, os.PathLike], mmap: bool = True) -> PixelSets:
         meta=header.get("meta", {}),
         **arrays,
     )
+
+
+_KINDS = {"pixels": "u", "pixel_mask": "b", "date_mask": "b", "gdd": "f", "labels": "i", "parcel_ids": "U",
+          "blocks": "i", "status": "U"}
+
+
+def _expected_shapes(header: dict[str, Any], source: Path) -> dict[str, tuple[int, ...]]:
+    """The shape of every array of a dataset, from its checked ``dataset.json``."""
+    def whole(key: str) -> int:
+        value = header.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise DatasetError(f"{source}: {key} must be a whole number, not {value!r}"[:200])
+        return value
+
+    p, t, s = whole("n_parcels"), whole("n_dates"), whole("max_pixels")
+    for key, length in (("dates", t), ("day_of_season", t), ("bands", None), ("classes", None)):
+        value = header.get(key)
+        if not isinstance(value, list) or (length is not None and len(value) != length):
+            raise DatasetError(f"{source}: {key} must be a list{f' of {length} entries' if length is not None else ''}")
+    if not all(isinstance(v, str) for v in header["bands"] + header["classes"]):
+        raise DatasetError(f"{source}: bands and classes must be names")
+    c = len(header["bands"])
+    return {"pixels": (p, t, c, s), "pixel_mask": (p, t, s), "date_mask": (p, t), "gdd": (p, t),
+            "labels": (p,), "parcel_ids": (p,), "blocks": (p,), "status": (p,)}

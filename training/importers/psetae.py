@@ -14,7 +14,6 @@ or from one point for every parcel, and GDD from a weather file.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
@@ -26,6 +25,7 @@ from ...core.dataset import STATUS_OK, DatasetWriter, PixelSets
 from ...core.errors import InputError
 from ...core.extract import STATUS_NO_WEATHER, STATUS_TOO_SMALL
 from ...core.progress import Progress
+from ...core.safe_read import inside, npy_header, read_json
 from .common import (
     Locations,
     PathLike,
@@ -41,15 +41,15 @@ from .timematch import yyyymmdd
 
 log = logging.getLogger(__name__)
 
+MAX_PIXEL_SET_BYTES = 256 * 1024 * 1024
+"""The largest parcel array read (e.g. 140 dates x 10 bands x 95,000 pixels of uint16)."""
+
 
 def _read_json(path: Path) -> Any:
     if not path.is_file():
         raise InputError(f"{path} does not exist; a PSE-TAE folder holds DATA/ and META/labels.json, "
                          "META/dates.json")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read {path}: {exc}") from None
+    return read_json(path, what="PSE-TAE metadata")
 
 
 def psetae_ids(folder: Path) -> list[str]:
@@ -141,7 +141,11 @@ def import_psetae(
         raise InputError(f"{folder / 'META' / 'labels.json'} has no nomenclature {nomenclature!r} "
                          f"(it has {', '.join(labels_json)})")
     table = labels_json[nomenclature]
+    if not isinstance(table, dict):
+        raise InputError(f"{folder / 'META' / 'labels.json'}: {nomenclature} must map parcel ids to labels")
     dates_json = _read_json(folder / "META" / "dates.json")
+    if not isinstance(dates_json, dict):
+        raise InputError(f"{folder / 'META' / 'dates.json'} must map date indices to YYYYMMDD dates")
     try:
         keys = sorted(dates_json, key=int)
     except (TypeError, ValueError):
@@ -204,13 +208,19 @@ def import_psetae(
             status = np.full(m, STATUS_OK, dtype=object)
             for k, i in enumerate(range(lo, hi)):
                 path = folder / "DATA" / f"{ids[i]}.npy"
+                inside(folder, path, source="the PSE-TAE folder")
+                # The header is checked against the file before anything is allocated.
+                shape, dtype, _ = npy_header(path)
+                if len(shape) != 3 or shape[0] != t_count or shape[1] != len(S2_BANDS):
+                    raise InputError(f"{path} holds an array of shape {shape}; expected ({t_count} dates, "
+                                     f"{len(S2_BANDS)} bands, pixels)")
+                if dtype.kind not in "biuf" or dtype.itemsize * int(np.prod(shape)) > MAX_PIXEL_SET_BYTES:
+                    raise InputError(f"{path} holds a {dtype} array of shape {shape}; a parcel is read as "
+                                     f"numbers of at most {MAX_PIXEL_SET_BYTES:,} bytes")
                 try:
                     x = np.load(path, allow_pickle=False)
                 except (OSError, ValueError) as exc:
                     raise InputError(f"cannot read {path} ({exc}); it must be a plain (T, C, S) array") from None
-                if x.ndim != 3 or x.shape[0] != t_count or x.shape[1] != len(S2_BANDS):
-                    raise InputError(f"{path} holds an array of shape {x.shape}; expected ({t_count} dates, "
-                                     f"{len(S2_BANDS)} bands, pixels)")
                 s = x.shape[2]
                 if s == 0:
                     status[k] = STATUS_TOO_SMALL

@@ -26,6 +26,7 @@ from ...core.bands import QUANTIFICATION_VALUE, S2_BANDS
 from ...core.dataset import STATUS_OK, PixelSets, save_dataset
 from ...core.errors import InputError
 from ...core.extract import STATUS_NO_CLEAR_DATE, STATUS_NO_WEATHER
+from ...core.safe_read import check_archive
 from .common import (
     Locations,
     PathLike,
@@ -43,6 +44,10 @@ log = logging.getLogger(__name__)
 
 ID_COLUMNS = ("parcel_id", "id", "field_id", "fid")
 DATE_COLUMNS = ("date", "time", "acquisition_date", "system:time_start")
+
+MAX_SERIES_BYTES = 4 * 1024 ** 3
+"""The most memory the parcels x dates x bands values of the tables may take (float64): 500,000
+parcels x 100 dates, say."""
 
 _DATE_TOKEN = re.compile(r"(?<!\d)((?:19|20)\d\d)[-_.]?(0[1-9]|1[0-2])[-_.]?(0[1-9]|[12]\d|3[01])(?!\d)")
 
@@ -68,6 +73,10 @@ def read_table(path: PathLike, sheet: Optional[str] = None):
         if suffix in (".parquet", ".pq"):
             return pd.read_parquet(path)
         if suffix in (".xlsx", ".xlsm", ".xls"):
+            # openpyxl reads cached cell values (no formula, macro or external link is evaluated)
+            # and parses the XML with defusedxml; the archive's sizes are checked first.
+            if suffix != ".xls":
+                check_archive(path, what="spreadsheet")
             return pd.read_excel(path, sheet_name=sheet if sheet is not None else 0)
     except InputError:
         raise
@@ -239,6 +248,14 @@ def _per_parcel(values: np.ndarray, inverse: np.ndarray, n: int, column: str, id
     return out
 
 
+def _check_series_size(parcels: int, dates: int, source: str) -> None:
+    need = parcels * dates * len(S2_BANDS) * 8
+    if need > MAX_SERIES_BYTES:
+        raise InputError(f"{source}: {parcels:,} parcels x {dates:,} dates would take {need / 1e9:.1f} GB in memory, "
+                         f"more than the {MAX_SERIES_BYTES / 1e9:.1f} GB an import holds; split the table by "
+                         "region or season, or check its date column")
+
+
 def long_series(df, *, id_column: str, date_column: str, band_columns: Mapping[str, str],
                 attribute_columns: Mapping[str, str], source: str,
                 date_format: Optional[str] = None) -> ParcelSeries:
@@ -256,6 +273,7 @@ def long_series(df, *, id_column: str, date_column: str, band_columns: Mapping[s
     row_dates = parse_dates(df[date_column].to_numpy(), date_column, source, date_format)
     dates, t_index = np.unique(row_dates, return_inverse=True)
     n, t = len(ids), len(dates)
+    _check_series_size(n, t, source)
     table = np.column_stack([np.asarray(df[band_columns[b]], dtype=np.float64) for b in S2_BANDS]) \
         if len(df) else np.zeros((0, len(S2_BANDS)))
     values = np.full((n, t, len(S2_BANDS)), np.nan)
@@ -292,6 +310,7 @@ def wide_series(df, *, id_column: Optional[str], wide_columns: Mapping[tuple, st
     else:
         ids = np.array([str(i) for i in range(len(df))])
     dates = np.array(sorted({d for _, d in wide_columns}), dtype="datetime64[D]")
+    _check_series_size(len(df), len(dates), source)
     missing = [f"{b} {d}" for d in dates for b in S2_BANDS if (b, d) not in wide_columns]
     if missing:
         log.warning("%s: %d band-date columns are absent (e.g. %s); those dates count as missing "

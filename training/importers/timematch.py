@@ -22,7 +22,6 @@ chosen class list are left unlabelled, as the reference drops them.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
@@ -35,8 +34,10 @@ from ...core.dataset import STATUS_OK, DatasetWriter, PixelSets
 from ...core.errors import InputError
 from ...core.extract import STATUS_NO_WEATHER
 from ...core.progress import Progress
+from ...core.safe_read import check_nesting, inside, member_path, read_json, read_limited
+from ...core.zarr_read import read_zarr_array
 from .common import PathLike, assign_labels
-from .safe_pickle import safe_load
+from .safe_pickle import safe_loads
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,15 @@ TILES = {"AT1": "austria/33UVP/2017", "DK1": "denmark/32VNH/2017",
 """The paper's four tiles by the names of its Table 1."""
 
 _PLAUSIBLE_C = 70.0
+
+MAX_PIXEL_SET_BYTES = 256 * 1024 * 1024
+"""The largest parcel array read (e.g. 140 dates x 10 bands x 95,000 pixels, a 950 ha parcel)."""
+
+MAX_PICKLE_BYTES = 2 * 1024 ** 3
+"""The largest metadata or weather pickle read (a tile of 30,000 parcels holds about 100 MB)."""
+
+MAX_ID_LENGTH = 256
+"""The longest parcel id kept (ids are stored as fixed-width text in the dataset)."""
 
 
 def tile_name(tile: str) -> str:
@@ -68,20 +78,28 @@ def yyyymmdd(value: Any, what: str) -> np.datetime64:
         raise InputError(f"{what}: {value!r} is not a date written YYYYMMDD") from None
 
 
-def read_pixel_set(path: Path) -> np.ndarray:
-    """One parcel's ``(T, C, S)`` array from a zarr format 2 store."""
-    import zarr
-
+def read_pixel_set(path: Path, *, dates: int, what: str = "") -> np.ndarray:
+    """One parcel's ``(T, C, S)`` array from a zarr format 2 store (``core.zarr_read``: the
+    codec and dtype are checked before any chunk is decoded, every chunk must be present)."""
+    what = what or str(path)
     if not (path / ".zarray").is_file():
         if (path / "zarr.json").is_file():
             raise InputError(f"{path} is a zarr format 3 store; the TimeMatch pixel sets are zarr "
                              "format 2 (as downloaded): download the tile again")
         raise InputError(f"{path} is missing or is not a zarr array; the tile's data folder is "
                          "incomplete: download it again")
-    try:
-        return np.asarray(zarr.open_array(str(path), mode="r")[...])
-    except Exception as exc:  # zarr and numcodecs raise many kinds
-        raise InputError(f"cannot read {path} ({exc}); download the tile again") from None
+    return read_zarr_array(path, what=what, max_bytes=MAX_PIXEL_SET_BYTES,
+                           expected=(dates, len(TIMEMATCH_BANDS), None))
+
+
+def _read_pickle(folder: Path, path: Path) -> Any:
+    """A TimeMatch pickle of plain data (``safe_pickle``), inside the tile and of bounded size."""
+    if not path.is_file():
+        raise InputError(f"{path} does not exist")
+    inside(folder, path, source="the TimeMatch tile")
+    value = safe_loads(read_limited(path, what="TimeMatch pickle", max_bytes=MAX_PICKLE_BYTES), str(path))
+    check_nesting(value, str(path))
+    return value
 
 
 def _season(start: np.datetime64, dates: np.ndarray):
@@ -116,10 +134,15 @@ def timematch_classes(root: PathLike, tile: str) -> list[str]:
     path = Path(root) / "dataset_classes.json"
     if not path.is_file():
         raise InputError(f"{path} does not exist; it comes with the TimeMatch download")
-    table = json.loads(path.read_text())
+    table = read_json(path, what="TimeMatch class table")
+    if not isinstance(table, dict) or not isinstance(table.get(tile, []), list):
+        raise InputError(f"{path} must map tiles to lists of class names")
     if tile not in table:
         raise InputError(f"{path} has no entry for {tile} (it has {', '.join(table)})")
-    return list(table[tile])
+    names = list(table[tile])
+    if not all(isinstance(n, str) and 0 < len(n) <= 200 for n in names):
+        raise InputError(f"{path}: the classes of {tile} must be names of 1 to 200 characters")
+    return names
 
 
 def import_timematch(
@@ -163,7 +186,7 @@ def import_timematch(
     progress = progress or Progress()
     root, out = Path(root), Path(out)
     tile = tile_name(tile)
-    folder = root / tile
+    folder = member_path(root, tile, source="the tile name") if tile else root
     if not folder.is_dir():
         raise InputError(f"{folder} does not exist; give the TimeMatch root folder and a tile such as "
                          f"denmark/32VNH/2017 ({', '.join(f'{k} = {v}' for k, v in TILES.items())})")
@@ -173,16 +196,21 @@ def import_timematch(
         raise InputError("max_pixels must be at least 1")
     country = tile.split("/")[0]
     meta_path, weather_path = folder / "meta" / "metadata.pkl", folder / "meta" / "weather_data.pkl"
-    metadata, weather = safe_load(meta_path), safe_load(weather_path)
+    metadata, weather = _read_pickle(folder, meta_path), _read_pickle(folder, weather_path)
     if not isinstance(metadata, dict) or not {"dates", "start_date", "parcels"} <= set(metadata):
         raise InputError(f"{meta_path} lacks dates, start_date or parcels; is it a TimeMatch metadata file?")
     if not isinstance(weather, dict) or not {"t_min", "t_max"} <= set(weather):
         raise InputError(f"{weather_path} lacks t_min or t_max; it comes with the weather extension "
                          "(thermal_time.zip) of the TimeMatch download")
-    parcels = list(metadata["parcels"])
+    parcels = metadata["parcels"]
+    if not isinstance(parcels, (list, tuple)) or not all(isinstance(p, dict) for p in parcels):
+        raise InputError(f"{meta_path}: parcels must be a list of mappings (id, label, block)")
+    parcels = list(parcels)
     n = len(parcels)
     if n == 0:
         raise InputError(f"{meta_path} lists no parcels")
+    if not isinstance(metadata["dates"], (list, tuple, np.ndarray)) or not len(metadata["dates"]):
+        raise InputError(f"{meta_path}: dates must be a list of YYYYMMDD dates")
     raw_dates = np.array([yyyymmdd(d, str(meta_path)) for d in metadata["dates"]], dtype="datetime64[D]")
     order = np.argsort(raw_dates, kind="stable")
     dates = raw_dates[order]
@@ -196,6 +224,9 @@ def import_timematch(
     t_min = _temperatures(weather["t_min"], n, f"{weather_path} t_min")
     t_max = _temperatures(weather["t_max"], n, f"{weather_path} t_max")
     days = int(positions.max()) + 1
+    if days > 2 * 366:
+        raise InputError(f"{meta_path}: the acquisitions reach {days} days after start_date {start}; a "
+                         "season spans at most two years")
 
     if class_map is None:
         class_map = country
@@ -208,12 +239,20 @@ def import_timematch(
     labels, classes, label_summary = assign_labels([p.get("label") for p in parcels], class_map=class_map,
                                                    classes=classes, missing="unknown",
                                                    source=f"{meta_path} labels")
-    blocks = np.array([int(p.get("block", -1)) for p in parcels], dtype=np.int32)
+    try:
+        blocks = np.array([int(p.get("block", -1)) for p in parcels], dtype=np.int32)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"{meta_path}: a parcel's block is not a whole number") from None
     ids = [str(p.get("id", i)) for i, p in enumerate(parcels)]
+    long_id = next((i for i in ids if len(i) > MAX_ID_LENGTH), None)
+    if long_id is not None:
+        raise InputError(f"{meta_path}: parcel id {long_id[:40]!r}... is {len(long_id)} characters long; "
+                         f"ids of up to {MAX_ID_LENGTH} are read")
     splits = None
     split_path = root / "dataset_split.json"
     if split_path.is_file():
-        splits = json.loads(split_path.read_text()).get(tile)
+        table = read_json(split_path, what="TimeMatch split table")
+        splits = table.get(tile) if isinstance(table, dict) else None
     if splits is None:
         log.warning("%s has no block folds for %s; the dataset's blocks are split at random", split_path, tile)
     channel = [TIMEMATCH_BANDS.index(b) for b in S2_BANDS]
@@ -242,10 +281,8 @@ def import_timematch(
             pixel_mask = np.zeros((m, t_count, max_pixels), dtype=bool)
             for k, i in enumerate(range(lo, hi)):
                 path = folder / "data" / f"{i}.zarr"
-                x = read_pixel_set(path)
-                if x.ndim != 3 or x.shape[0] != len(raw_dates) or x.shape[1] != len(TIMEMATCH_BANDS):
-                    raise InputError(f"{path} holds an array of shape {x.shape}; expected ({len(raw_dates)} "
-                                     f"dates, {len(TIMEMATCH_BANDS)} bands, pixels)")
+                inside(folder, path, source="the TimeMatch tile")
+                x = read_pixel_set(path, dates=len(raw_dates), what=f"parcel {ids[i]} (data/{i}.zarr)")
                 s = x.shape[2]
                 if s > max_pixels:
                     pick = np.sort(np.random.default_rng([seed, i]).choice(s, max_pixels, replace=False))
