@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from .csv_cells import inert_row, inert_text
 from .crops import CROP_CLASSES
 from .errors import InputError
 
@@ -724,7 +725,7 @@ def write_csv(report: AccuracyReport, path: Union[str, os.PathLike]) -> Path:
     writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, restval="", lineterminator="\n")
     writer.writeheader()
     for row in report_rows(report):
-        writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
+        writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else inert_text(v)) for k, v in row.items()})
     return _write_text(Path(path), buffer.getvalue())
 
 
@@ -734,9 +735,9 @@ def write_matrix_csv(report: AccuracyReport, path: Union[str, os.PathLike]) -> P
 
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["map \\ reference", *report.classes])
+    writer.writerow(inert_row(["map \\ reference", *report.classes]))
     for name, row in zip(report.classes, report.matrix):
-        writer.writerow([name, *(int(v) for v in row)])
+        writer.writerow([inert_text(name), *(int(v) for v in row)])
     return _write_text(Path(path), buffer.getvalue())
 
 

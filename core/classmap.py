@@ -29,7 +29,9 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from .crops import UNKNOWN_CLASS
+from .csv_cells import inert_row
 from .errors import InputError
+from .safe_read import MAX_NESTING, read_limited
 
 log = logging.getLogger(__name__)
 
@@ -182,14 +184,17 @@ class ClassMap:
         path = Path(path)
         source = source or str(path)
         try:
-            text = path.read_text(encoding="utf-8-sig")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_limited(path, what="class map").decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
             raise InputError(f"Cannot read class map {path}: {exc}") from exc
         lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
         if not lines:
             raise InputError(f"{source}: the class map holds no codes.")
         delimiter = max((",", ";", "\t"), key=lambda d: lines[0].count(d))
-        rows = list(csv.reader(lines, delimiter=delimiter))
+        try:
+            rows = list(csv.reader(lines, delimiter=delimiter))
+        except csv.Error as exc:  # a cell beyond the csv module's field limit, a stray NUL
+            raise InputError(f"Cannot read class map {path}: {exc}") from None
         head = [c.strip().lower() for c in rows[0]]
         code_col, class_col, name_col = 0, 1, 2
         if "code" in head and "class" in head:
@@ -221,9 +226,9 @@ class ClassMap:
         except ImportError as exc:  # pragma: no cover - PyYAML comes with QGIS and Debian
             raise InputError(f"Reading {path} needs PyYAML (python3-yaml); or give the class map as CSV.") from exc
         try:
-            data = yaml.load(path.read_text(encoding="utf-8-sig"), Loader=_PairsLoader)
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise InputError(f"Cannot read class map {path}: {exc}") from exc
+            data = yaml.load(read_limited(path, what="class map").decode("utf-8-sig"), Loader=_PairsLoader)
+        except (UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise InputError(f"Cannot read class map {path}: {exc}") from None
         if not isinstance(data, list):
             raise InputError(f"{source}: expected a mapping of classes to codes (or codes to classes).")
         nested = any(isinstance(value, list) for _, value in data)
@@ -296,7 +301,7 @@ class ClassMap:
             writer = csv.writer(fh, lineterminator="\n")
             writer.writerow(["code", "class", "name"])
             for e in self.entries:
-                writer.writerow([e.code, e.cls, e.name])
+                writer.writerow(inert_row([e.code, e.cls, e.name]))
         return path
 
 
@@ -336,11 +341,28 @@ def _text(value: Any) -> str:
 def _make_pairs_loader():
     """A YAML loader that reads every scalar as text and every mapping as ``[(key, value)]``,
     keeping repeated keys (the Danish reference table repeats some) instead of failing or
-    silently dropping one."""
+    silently dropping one. It builds no object a tag names (``BaseLoader``), refuses aliases
+    (``*name``, which let a small file expand to a huge one) and nesting deeper than
+    ``MAX_NESTING``, before PyYAML's recursive composer could exhaust the stack."""
     import yaml
+    from yaml.composer import ComposerError
 
     class PairsLoader(yaml.BaseLoader):
-        pass
+        depth = 0
+
+        def compose_node(self, parent, index):
+            event = self.peek_event()
+            if isinstance(event, yaml.AliasEvent):
+                raise ComposerError(None, None, "aliases (*name) are not read in a class map; write the "
+                                    "codes out", event.start_mark)
+            if self.depth >= MAX_NESTING:
+                raise ComposerError(None, None, f"lists and mappings nest more than {MAX_NESTING} deep",
+                                    event.start_mark)
+            self.depth += 1
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
 
     def pairs(loader, node):
         return [(loader.construct_object(k, deep=True), loader.construct_object(v, deep=True))

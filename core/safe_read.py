@@ -230,6 +230,9 @@ def extract_members(archive: PathLike, into: PathLike, *, suffix: Optional[str] 
             try:
                 with zf.open(info) as src, open(target, "xb") as dst:
                     shutil.copyfileobj(src, dst, 1 << 20)
+            except FileExistsError:
+                raise error(f"{what} {archive} holds {info.filename!r} twice (or a name that differs only "
+                            "in ways the file system ignores); it was refused") from None
             except (zipfile.BadZipFile, EOFError, ValueError) as exc:
                 raise error(f"{what} {archive}: member {info.filename!r} is damaged ({exc})") from None
             written.append(target)

@@ -23,6 +23,7 @@ from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from .csv_cells import inert_feature
 from .errors import InputError, OutputError
 from .output import Staging, check_output, directory_lock, publish, publish_parts, same_file
 
@@ -454,6 +455,8 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
                     new.SetField(index, int(value))
                 else:
                     new.SetField(index, str(value))
+            if target.driver == "CSV":
+                inert_feature(new)  # text from the layer or the model must not run in a spreadsheet
             if out.CreateFeature(new) != 0:
                 raise OutputError(f"Writing feature {row} to {target.path} failed ({_said(messages)}); the "
                                   "disk may be full. Nothing was written.")

@@ -28,6 +28,7 @@ import numpy as np
 
 from .errors import WeatherError
 from .progress import Progress
+from .safe_read import extract_members
 
 log = logging.getLogger(__name__)
 
@@ -268,10 +269,7 @@ def cds_client() -> Any:
 def _unpack(download: Path, into: Path) -> list[Path]:
     """The NetCDF files of a CDS download (a NetCDF, or a zip of them)."""
     if zipfile.is_zipfile(download):
-        with zipfile.ZipFile(download) as zf:
-            names = [n for n in zf.namelist() if n.endswith(".nc")]
-            zf.extractall(into, members=names)
-        return [into / n for n in names]
+        return extract_members(download, into, suffix=".nc", what="CDS download", error=WeatherError)
     return [download]
 
 

@@ -79,6 +79,7 @@ def _dates(args: argparse.Namespace, options: dict, scenes):
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from ...core.csv_cells import inert_frame
     from ...core.errors import NoUsableParcelsError
     from ...core.extract import load_parcels
     from ...core.gdd import gdd_at_points, season_bounds
@@ -150,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
 
         frame = pd.DataFrame(np.round(gdd, 2), columns=names)
         frame.insert(0, args.id_field or "parcel_id", table.parcel_ids)
-        write_text(out, frame.to_csv(index=False, float_format="%.2f"), overwrite=args.overwrite, what="GDD table")
+        write_text(out, inert_frame(frame).to_csv(index=False, float_format="%.2f"), overwrite=args.overwrite,
+                   what="GDD table")
     else:
         write_with_fields(args.parcels, {n: np.round(gdd[:, i], 2) for i, n in enumerate(names)}, out,
                           overwrite=args.overwrite, out_layer=args.out_layer, inputs=inputs)
