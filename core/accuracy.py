@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import html
+import io
 import logging
 import math
 import os
@@ -26,6 +27,7 @@ import numpy as np
 from .csv_cells import inert_row, inert_text
 from .crops import CROP_CLASSES
 from .errors import InputError
+from .safe_read import read_limited
 
 log = logging.getLogger(__name__)
 
@@ -468,8 +470,12 @@ def read_class_areas(path: Union[str, os.PathLike]) -> dict[str, float]:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"The class-area table {path} does not exist; give a CSV of class,area.")
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        rows = [row for row in csv.reader(fh) if row and any(cell.strip() for cell in row)]
+    try:
+        text = read_limited(path, what="class-area table").decode("utf-8-sig")
+        rows = [row for row in csv.reader(io.StringIO(text, newline=""))
+                if row and any(cell.strip() for cell in row)]
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"The class-area table {path} cannot be read as CSV ({exc}).") from None
     if len(rows) < 2 or len(rows[0]) < 2:
         raise InputError(f"{path}: expected a header and one row per class with two columns, "
                          "class and area (e.g. 'class,area_ha').")
@@ -719,8 +725,6 @@ def report_rows(report: AccuracyReport) -> list[dict[str, Any]]:
 
 def write_csv(report: AccuracyReport, path: Union[str, os.PathLike]) -> Path:
     """Per-class table (columns :data:`CSV_COLUMNS`) as CSV, written atomically."""
-    import io
-
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, restval="", lineterminator="\n")
     writer.writeheader()
@@ -731,8 +735,6 @@ def write_csv(report: AccuracyReport, path: Union[str, os.PathLike]) -> Path:
 
 def write_matrix_csv(report: AccuracyReport, path: Union[str, os.PathLike]) -> Path:
     """The count matrix as CSV: first column the map class, one column per reference class."""
-    import io
-
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(inert_row(["map \\ reference", *report.classes]))

@@ -198,7 +198,7 @@ def read_array_meta(store: Path, *, what: str) -> ArrayMeta:
     """The checked ``.zarray`` of ``store``, read before any chunk."""
     path = inside(store, store / ".zarray", source=what, error=ZarrError)
     data = read_json(path, what=what, max_bytes=_MAX_HEADER_BYTES, error=ZarrError)
-    return ArrayMeta(data, f"{what} {path}")
+    return ArrayMeta(data, f"{what} ({path})")
 
 
 def read_zarr_array(store: Path, *, what: str = "zarr array", max_bytes: int,

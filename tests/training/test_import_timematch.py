@@ -2,18 +2,24 @@
 value: pixels (channels reordered by name, dates sorted, large parcels subsampled), day
 positions, GDD, labels (reference semantics), blocks and folds; hostile and broken files."""
 
+import json
 import os
 import pickle
+import re
+import shutil
+import zlib
 
 import numpy as np
 import pytest
+import zarr
 from fake_timematch import TM_BANDS, gdd_by_hand, make_tile, pixel_value
 
 from thermocrop.core.bands import S2_BANDS
 from thermocrop.core.crops import CROP_CLASSES
 from thermocrop.core.dataset import open_dataset
 from thermocrop.core.errors import InputError
-from thermocrop.training.cli import main
+from thermocrop.core.zarr_read import ZarrError
+from thermocrop.training.cli import EXIT_INPUT, main
 from thermocrop.training.importers.safe_pickle import UnsafePickleError, safe_load
 from thermocrop.training.importers.timematch import import_timematch
 
@@ -162,3 +168,152 @@ def test_country_preset_is_the_default_class_map(tmp_path):
     # 1 spring barley, NaN unknown, 3 spring oats (not among the nine: left out), 11 winter wheat
     names = [CROP_CLASSES[i] if i >= 0 else None for i in ps.labels]
     assert names == ["spring_barley", "unknown", None, "winter_wheat"]
+
+
+# --------------------------------------------------------------------------------------------
+# Tampered tiles: nothing in a store runs, nothing missing reads as zeros
+
+
+class OpensAFile:
+    """Unpickling it creates ``marker`` (as a hostile chunk would run any other call)."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def _retag(store, **changes):
+    meta = json.loads((store / ".zarray").read_text())
+    meta.update(changes)
+    (store / ".zarray").write_text(json.dumps(meta))
+
+
+def _pickle_store(store, marker):
+    """A store whose one chunk is a pickle, decoded by the pickle codec its .zarray names."""
+    _retag(store, compressor={"id": "pickle", "protocol": 2}, filters=None)
+    for chunk in [p for p in store.iterdir() if not p.name.startswith(".")]:
+        chunk.unlink()
+    (store / "0.0.0").write_bytes(pickle.dumps(OpensAFile(marker), protocol=2))
+
+
+def test_a_pickle_codec_store_runs_nothing_and_exits_with_a_named_error(tm_root, tmp_path, capsys):
+    # The hostile store is real: zarr itself decodes it with pickle.loads and the file appears.
+    proof = tmp_path / "proof.zarr"
+    zarr.open(str(proof), mode="w", shape=(3, 10, 4), dtype=np.uint16)[...] = 1
+    _pickle_store(proof, tmp_path / "created-by-zarr")
+    with pytest.raises(Exception):
+        zarr.open_array(str(proof), mode="r")[...]
+    assert (tmp_path / "created-by-zarr").exists()
+
+    marker = tmp_path / "created-by-the-tile"
+    _pickle_store(tm_root / TILE / "data" / "2.zarr", marker)
+    rc = main(["import", "timematch", str(tm_root), "--tile", "DK1", "--class-map", str(tmp_path / "dk.csv"),
+               "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == EXIT_INPUT
+    assert not marker.exists() and not (tmp_path / "out").exists()
+    assert "parcel 1002" in err and "2.zarr" in err and "'pickle'" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("changes, named", [
+    ({"filters": [{"id": "pickle"}]}, "filter 'pickle'"),
+    ({"filters": [{"id": "vlen-utf8"}]}, "filter 'vlen-utf8'"),
+    ({"filters": [{"id": "categorize", "labels": ["a"], "dtype": "<U1"}]}, "filter 'categorize'"),
+    ({"compressor": {"id": "msgpack2"}}, "codec 'msgpack2'"),
+    ({"compressor": {"id": "json2"}}, "codec 'json2'"),
+    ({"dtype": "|O", "filters": [{"id": "pickle"}]}, "dtype '|O'"),
+    ({"dtype": [["a", "<u2"]]}, "dtype"),
+    ({"dtype": "<U4"}, "dtype '<U4'"),
+])
+def test_codecs_filters_and_dtypes_outside_the_lists_are_refused(tm_root, tmp_path, changes, named):
+    store = tm_root / TILE / "data" / "1.zarr"
+    _retag(store, **changes)
+    with pytest.raises(ZarrError, match=re.escape(named)):
+        import_timematch(tm_root, TILE, tmp_path / "out", class_map=tmp_path / "dk.csv")
+    assert not (tmp_path / "out").exists()
+
+
+def _chunked_store(tm_root, parcel=1, size=70):
+    """Parcel ``parcel`` written again in 3 x 2 x 3 = 18 chunks; returns (store, its values)."""
+    t, c, p = np.meshgrid(np.arange(3), np.arange(10), np.arange(size), indexing="ij")
+    x = pixel_value(parcel, t, c, p).astype(np.uint16)
+    store = tm_root / TILE / "data" / f"{parcel}.zarr"
+    zarr.open(str(store), mode="w", shape=x.shape, chunks=(1, 5, 30), dtype=np.uint16)[...] = x
+    return store, x
+
+
+def test_a_missing_chunk_is_named_not_read_as_zeros(tm_root, tmp_path):
+    store, x = _chunked_store(tm_root)
+    assert len([p for p in store.iterdir() if not p.name.startswith(".")]) == 18
+    (store / "2.1.1").unlink()
+    # zarr reads the lost pixels as its fill value, 0, without a word ...
+    lost = zarr.open_array(str(store), mode="r")[...]
+    assert (lost[2, 5:10, 30:60] == 0).all() and (x[2, 5:10, 30:60] != 0).all()
+    # ... ThermoCrop names the parcel, the store and the chunk, and writes nothing.
+    with pytest.raises(ZarrError, match=r"parcel 1001 \(.*1\.zarr\) lacks chunk 2\.1\.1: .* need 18 chunk files "
+                                         r"and 17 are present"):
+        import_timematch(tm_root, TILE, tmp_path / "out", class_map=tmp_path / "dk.csv")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_corrupt_or_oversized_chunk_is_named(tm_root, tmp_path):
+    store, x = _chunked_store(tm_root)
+    good = (store / "0.0.0").read_bytes()
+    (store / "0.0.0").write_bytes(good[: len(good) // 2])
+    with pytest.raises(ZarrError, match=r"parcel 1001 .*chunk 0\.0\.0 is damaged"):
+        import_timematch(tm_root, TILE, tmp_path / "out", class_map=tmp_path / "dk.csv")
+    # A chunk of 300 bytes (1 x 5 x 30 uint16) whose 50 kB file would unpack to 50 MB is stopped
+    # while it unpacks; a file far larger than any compressed chunk is not opened.
+    _retag(store, compressor={"id": "zlib", "level": 9})
+    bomb = zlib.compress(bytes(50 * 1024 * 1024), 9)
+    assert len(bomb) < 60_000
+    (store / "0.0.0").write_bytes(bomb)
+    with pytest.raises(ZarrError, match="chunk 0.0.0 is damaged .*more than the 300 bytes a chunk holds"):
+        import_timematch(tm_root, TILE, tmp_path / "out", class_map=tmp_path / "dk.csv")
+    (store / "0.0.0").write_bytes(bytes(200_000))
+    with pytest.raises(ZarrError, match="chunk 0.0.0 is damaged .the file holds 200,000 bytes for a chunk of 300"):
+        import_timematch(tm_root, TILE, tmp_path / "out", class_map=tmp_path / "dk.csv")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_store_declaring_a_huge_array_is_refused_before_allocating(tm_root, tmp_path):
+    store = tm_root / TILE / "data" / "0.zarr"
+    _retag(store, shape=[3, 10, 2_000_000_000], chunks=[3, 10, 2_000_000_000])
+    with pytest.raises(ZarrError, match=r"declares an array of shape \(3, 10, 2000000000\) \(120,000,000,000 bytes\)"):
+        import_timematch(tm_root, TILE, tmp_path / "out", class_map=tmp_path / "dk.csv")
+    _retag(store, shape=[3, 11, 3], chunks=[3, 11, 3])
+    with pytest.raises(ZarrError, match=r"shape \(3, 11, 3\); expected \(3, 10, 'any'\)"):
+        import_timematch(tm_root, TILE, tmp_path / "out", class_map=tmp_path / "dk.csv")
+
+
+def test_paths_in_a_tile_stay_in_the_tile(tm_root, tmp_path):
+    outside = tmp_path / "elsewhere.zarr"
+    shutil.move(str(tm_root / TILE / "data" / "3.zarr"), outside)
+    (tm_root / TILE / "data" / "3.zarr").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(InputError, match="leads outside"):
+        import_timematch(tm_root, TILE, tmp_path / "out", class_map=tmp_path / "dk.csv")
+    chunk = next(p for p in outside.iterdir() if not p.name.startswith("."))
+    (tm_root / TILE / "data" / "3.zarr").unlink()
+    shutil.copytree(outside, tm_root / TILE / "data" / "3.zarr")
+    secret = tmp_path / "secret"
+    secret.write_bytes(chunk.read_bytes())
+    (tm_root / TILE / "data" / "3.zarr" / chunk.name).unlink()
+    (tm_root / TILE / "data" / "3.zarr" / chunk.name).symlink_to(secret)
+    with pytest.raises(InputError, match="leads outside"):
+        import_timematch(tm_root, TILE, tmp_path / "out", class_map=tmp_path / "dk.csv")
+    with pytest.raises(InputError, match="would leave its folder"):
+        import_timematch(tm_root, "../../etc", tmp_path / "out", class_map=tmp_path / "dk.csv")
+    assert not (tmp_path / "out").exists()
+
+
+def test_deeply_nested_tables_exit_with_a_named_error(tm_root, tmp_path, capsys):
+    (tm_root / "dataset_classes.json").write_text('{"' + TILE + '": ' + "[" * 50_000 + "]" * 50_000 + "}")
+    rc = main(["import", "timematch", str(tm_root), "--tile", "DK1", "--class-map", str(tmp_path / "dk.csv"),
+               "--classes", "tile", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == EXIT_INPUT and "dataset_classes.json nests lists or mappings more than 32 deep" in err
+    (tm_root / "dataset_split.json").write_text("[" * 40 + "]" * 40)
+    with pytest.raises(InputError, match="dataset_split.json nests"):
+        import_timematch(tm_root, TILE, tmp_path / "out", class_map=tmp_path / "dk.csv")

@@ -282,7 +282,7 @@ def import_timematch(
             for k, i in enumerate(range(lo, hi)):
                 path = folder / "data" / f"{i}.zarr"
                 inside(folder, path, source="the TimeMatch tile")
-                x = read_pixel_set(path, dates=len(raw_dates), what=f"parcel {ids[i]} (data/{i}.zarr)")
+                x = read_pixel_set(path, dates=len(raw_dates), what=f"parcel {ids[i]}")
                 s = x.shape[2]
                 if s > max_pixels:
                     pick = np.sort(np.random.default_rng([seed, i]).choice(s, max_pixels, replace=False))

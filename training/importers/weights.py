@@ -58,6 +58,9 @@ _RENAMES = [
 _TABLES = ("temporal_encoder.position_enc.weight", "temporal_encoder.position_enc.position_enc.weight")
 _CALENDAR_ROWS = 365 + 2 * 60
 
+MAX_CHECKPOINT_BYTES = 2 * 1024 ** 3
+"""The largest checkpoint read (the reference models take a few megabytes)."""
+
 
 def read_state_dict(path: PathLike) -> dict[str, torch.Tensor]:
     """The tensors of a reference checkpoint (a state dict, or a dict holding one under
@@ -65,6 +68,9 @@ def read_state_dict(path: PathLike) -> dict[str, torch.Tensor]:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"checkpoint {path} does not exist")
+    if path.stat().st_size > MAX_CHECKPOINT_BYTES:
+        raise InputError(f"checkpoint {path} is {path.stat().st_size:,} bytes; reference checkpoints are read up "
+                         f"to {MAX_CHECKPOINT_BYTES:,} bytes. Is it the right file?")
     try:
         data = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises UnpicklingError, RuntimeError, ... by format
@@ -156,8 +162,9 @@ def convert_state_dict(state: dict[str, torch.Tensor], variant: str, num_classes
     if out_classes != num_classes:
         raise InputError(f"the checkpoint has {out_classes} outputs but {num_classes} class names were given; "
                          "name the classes in the order the model was trained with")
-    model = build_model(variant, num_classes, **hp).eval()
-    expected = model.state_dict()
+    # The shapes are compared on PyTorch's meta device (nothing allocated) before the model is built.
+    with torch.device("meta"):
+        expected = build_model(variant, num_classes, **hp).state_dict()
     width = hp["d_model"] // hp["n_head"]
     converted: dict[str, torch.Tensor] = {}
     leftover = []
@@ -186,6 +193,7 @@ def convert_state_dict(state: dict[str, torch.Tensor], variant: str, num_classes
     # The reference's first layer reads its bands in TimeMatch order: reorder its columns.
     first = "pse.mlp1.0.linear.weight"
     converted[first] = converted[first][:, [TIMEMATCH_BANDS.index(b) for b in S2_BANDS]]
+    model = build_model(variant, num_classes, **hp).eval()
     model.load_state_dict({k: v.to(expected[k].dtype) for k, v in converted.items()}, strict=True)
     return model.eval(), hp
 
