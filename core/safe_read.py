@@ -156,8 +156,8 @@ def member_path(folder: PathLike, name: str, *, source: str,
     parts = PurePosixPath(text).parts
     if (not text or text.startswith(("/", "\\")) or "\\" in text or ":" in text or ".." in parts
             or any(ord(ch) < 32 for ch in text) or not parts):
-        raise error(f"{source} names {text[:200]!r}, a path that would leave its folder; it was refused "
-                    "and nothing was written outside")
+        raise error(f"{source} names {text[:200]!r}, which is not a plain path inside its folder (it could "
+                    "leave it); it was refused")
     return Path(folder).joinpath(*parts)
 
 

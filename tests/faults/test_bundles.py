@@ -3,7 +3,10 @@ are not ours (a pickle that would run code). Each is refused with a message nami
 
 import hashlib
 import json
+import os
 import pickle
+import resource
+import shutil
 import struct
 
 import pytest
@@ -165,3 +168,64 @@ def test_foreign_checkpoints_are_refused(tmp_path, content):
     checkpoint.write_bytes(content)
     with pytest.raises(InputError, match="not a ThermoCrop training checkpoint"):
         load_checkpoint(checkpoint, "cpu")
+
+
+# --------------------------------------------------------------------------------------------
+# Bundles that would fill memory: sizes are checked against the file before anything is read
+
+
+def _peak_kb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def test_a_sparse_40_gb_bundle_is_refused_without_reading_it(bundle_file, tmp_path):
+    huge = tmp_path / "huge.tcm"
+    shutil.copyfile(bundle_file, huge)
+    os.truncate(huge, 40 * 1024 ** 3)  # a hole: no disk used, 40 GB if read
+    before = _peak_kb()
+    with pytest.raises(BundleError, match="is 42,949,672,960 bytes; model bundles are read up to"):
+        load_bundle(huge)
+    # Below the size bound, the tensors the header lists are compared with the file's length.
+    os.truncate(huge, 1024 ** 3)
+    with pytest.raises(BundleError, match="the file is longer than its tensors"):
+        load_bundle(huge)
+    assert _peak_kb() - before < 300_000  # kB: neither file was read
+
+
+def test_a_header_declaring_more_than_the_file_holds_is_refused(bundle_file, tmp_path):
+    data = bundle_file.read_bytes()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    name = "decoder.out.weight"
+    begin, end = header[name]["data_offsets"]
+    rows, cols = header[name]["shape"]
+    # One tensor made 100,000 times larger, the ones after it moved: the file stays as it was.
+    grow = (100_000 - 1) * (end - begin)
+    header[name]["shape"] = [rows * 100_000, cols]
+    header[name]["data_offsets"] = [begin, end + grow]
+    for key, entry in header.items():
+        if key != "__metadata__" and entry["data_offsets"][0] >= end:
+            entry["data_offsets"] = [entry["data_offsets"][0] + grow, entry["data_offsets"][1] + grow]
+    text = json.dumps(header).encode()
+    target = tmp_path / "grown.tcm"
+    target.write_bytes(struct.pack("<Q", len(text)) + text + data[8 + n:])
+    with pytest.raises(BundleError, match="the file is truncated .its tensors take"):
+        load_bundle(target)
+    header[name]["shape"] = [rows, cols + 1]
+    text = json.dumps(header).encode()
+    target.write_bytes(struct.pack("<Q", len(text)) + text + data[8 + n:])
+    with pytest.raises(BundleError, match=f"tensor '{name}' of shape \\[{rows}, {cols + 1}\\] needs"):
+        load_bundle(target)
+
+
+def test_hyperparameters_implying_a_huge_model_build_nothing(bundle_file, tmp_path):
+    # Each value is within the documented range (1..65536), the checksum is recomputed, and the
+    # model they describe would take 4 x (65536 x 65536 + ...) bytes, more than 16 GB, before
+    # its weights were compared with the 10 kB stored.
+    edited = _edited(bundle_file, tmp_path / "huge.tcm", lambda c: c["hyperparameters"].update(
+        mlp2=65536, d_model=65536, n_head=1, d_k=4, mlp3=65536, mlp4=[65536]))
+    before = _peak_kb()
+    with pytest.raises(BundleError, match="field 'hyperparameters' describe a tpe_sinusoidal model whose "
+                                          "weights differ from those stored"):
+        load_bundle(edited)
+    assert _peak_kb() - before < 500_000
