@@ -143,3 +143,29 @@ def test_dataset_headers_that_declare_more_than_their_files_are_refused(tmp_path
     (folder / "dataset.json").write_text(json.dumps({**header, "meta": "X"}).replace('"X"', nested))
     with pytest.raises(DatasetError, match="dataset.json nests lists or mappings more than 32 deep"):
         open_dataset(folder)
+
+
+def test_netcdf_attributes_are_read_as_text(tmp_path):
+    netCDF4 = pytest.importorskip("netCDF4")
+    from thermocrop.core.errors import WeatherError
+    from thermocrop.core.weather import read_daily_temperature
+
+    marker = tmp_path / "ran"
+    code = f"__import__('os').system('touch {marker}')"
+    path = tmp_path / "grid.nc"
+    with netCDF4.Dataset(path, "w") as nc:
+        for name, size in (("time", 5), ("lat", 2), ("lon", 2)):
+            nc.createDimension(name, size)
+        t = nc.createVariable("time", "f8", ("time",))
+        t.units, t[:] = "days since 2020-01-01", np.arange(5)
+        for name, values in (("lat", [48.0, 48.1]), ("lon", [11.0, 11.1])):
+            v = nc.createVariable(name, "f8", (name,))
+            v.units = "degrees_north" if name == "lat" else "degrees_east"
+            v[:] = values
+        for name, value in (("tn", 1.0), ("tx", 9.0)):
+            v = nc.createVariable(name, "f4", ("time", "lat", "lon"))
+            v.units, v.cell_methods, v.long_name = code, "=HYPERLINK(\"x\")", "{{7*7}}"
+            v[:] = np.full((5, 2, 2), value, np.float32)
+    with pytest.raises(WeatherError, match=r"has units \"__import__\('os'\).system.*not a temperature"):
+        read_daily_temperature(path, [11.02], [48.02], "EPSG:4326", "2020-01-01", "2020-01-05")
+    assert not marker.exists()
