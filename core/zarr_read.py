@@ -128,6 +128,8 @@ def _inflate(decompressor: Any, data: bytes, size: int) -> bytes:
     out = decompressor.decompress(data, size + 1)
     if len(out) > size:
         raise ValueError(f"it decompresses to more than the {size:,} bytes a chunk holds")
+    if not decompressor.eof:  # cut short: the stream's end and checksum are missing
+        raise ValueError("its compressed stream ends early")
     return out
 
 
@@ -165,7 +167,11 @@ def _decompress(compressor: Optional[str], data: bytes, size: int) -> bytes:
     if compressor == "blosc":
         from numcodecs.blosc import cbuffer_sizes
 
-        declared = cbuffer_sizes(data)[0]
+        if len(data) < 16:
+            raise ValueError("its blosc header is cut short")
+        declared, packed, _ = cbuffer_sizes(data)
+        if packed != len(data):  # blosc would read past the buffer the header overstates
+            raise ValueError(f"its blosc header declares {packed:,} packed bytes, the file holds {len(data):,}")
         codec = numcodecs.Blosc()
     elif compressor == "lz4":
         if len(data) < 4:

@@ -61,3 +61,15 @@ def test_metadata_that_is_not_zarr_2_is_refused(tmp_path):
         (store / ".zarray").write_text(text)
         with pytest.raises(ZarrError, match=message):
             read_zarr_array(store, max_bytes=1 << 20)
+
+
+@pytest.mark.parametrize("codec, cut", [(numcodecs.Blosc(), 10), (numcodecs.Blosc(), -5), (numcodecs.LZ4(), -5),
+                                        (numcodecs.Zstd(), -5), (numcodecs.BZ2(), -5), (numcodecs.LZMA(), -5),
+                                        (numcodecs.Zlib(), -2), (numcodecs.GZip(), -3)])
+def test_cut_chunks_of_every_codec_are_named_as_damaged(tmp_path, codec, cut):
+    store = tmp_path / "a.zarr"
+    zarr.open(str(store), mode="w", shape=VALUES.shape, dtype=VALUES.dtype, compressor=codec)[...] = VALUES
+    chunk = store / "0.0.0"
+    chunk.write_bytes(chunk.read_bytes()[:cut])
+    with pytest.raises(ZarrError, match="chunk 0.0.0 is damaged"):
+        read_zarr_array(store, max_bytes=1 << 20)
