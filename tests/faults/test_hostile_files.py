@@ -169,3 +169,11 @@ def test_netcdf_attributes_are_read_as_text(tmp_path):
     with pytest.raises(WeatherError, match=r"has units \"__import__\('os'\).system.*not a temperature"):
         read_daily_temperature(path, [11.02], [48.02], "EPSG:4326", "2020-01-01", "2020-01-05")
     assert not marker.exists()
+
+
+def test_a_parcel_id_of_a_million_characters_is_refused(tmp_path):
+    bands = ",".join(f"B{b}" for b in ("02", "03", "04", "05", "06", "07", "08", "8A", "11", "12"))
+    (tmp_path / "t.csv").write_text(f"parcel_id,date,{bands}\n{'7' * 10 + 'x' * 1_000_000},2017-04-01,"
+                                    + ",".join(["1000"] * 10) + "\n")
+    with pytest.raises(InputError, match="parcel id '7777777777xxx.*is 1,000,010 characters long; ids of up to 256"):
+        table_pixel_sets(tmp_path / "t.csv", weather=tmp_path / "unused.csv")

@@ -21,6 +21,18 @@ log = logging.getLogger(__name__)
 PathLike = Union[str, os.PathLike]
 
 
+MAX_ID_LENGTH = 256
+"""The longest parcel id read (ids are stored as fixed-width text: one long id widens every row)."""
+
+
+def check_parcel_ids(ids: Sequence[str], source: str) -> None:
+    """Refuse parcel ids longer than ``MAX_ID_LENGTH`` characters, naming the first."""
+    long_id = next((str(i) for i in ids if len(str(i)) > MAX_ID_LENGTH), None)
+    if long_id is not None:
+        raise InputError(f"{source}: parcel id {long_id[:40]!r}... is {len(long_id):,} characters long; ids of "
+                         f"up to {MAX_ID_LENGTH} are read")
+
+
 # --------------------------------------------------------------------------------------------
 # Labels
 

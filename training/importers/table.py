@@ -31,6 +31,7 @@ from .common import (
     Locations,
     PathLike,
     assign_labels,
+    check_parcel_ids,
     code_key,
     grid_blocks,
     join_layer,
@@ -465,6 +466,7 @@ def table_pixel_sets(
     n = len(series.parcel_ids)
     if n == 0:
         raise InputError(f"{source} holds no parcels")
+    check_parcel_ids(series.parcel_ids, source)
 
     gdf, rows = None, None
     if parcels is not None:

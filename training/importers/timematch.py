@@ -36,7 +36,7 @@ from ...core.extract import STATUS_NO_WEATHER
 from ...core.progress import Progress
 from ...core.safe_read import check_nesting, inside, member_path, read_json, read_limited
 from ...core.zarr_read import read_zarr_array
-from .common import PathLike, assign_labels
+from .common import PathLike, assign_labels, check_parcel_ids
 from .safe_pickle import safe_loads
 
 log = logging.getLogger(__name__)
@@ -55,9 +55,6 @@ MAX_PIXEL_SET_BYTES = 256 * 1024 * 1024
 
 MAX_PICKLE_BYTES = 2 * 1024 ** 3
 """The largest metadata or weather pickle read (a tile of 30,000 parcels holds about 100 MB)."""
-
-MAX_ID_LENGTH = 256
-"""The longest parcel id kept (ids are stored as fixed-width text in the dataset)."""
 
 
 def tile_name(tile: str) -> str:
@@ -244,10 +241,7 @@ def import_timematch(
     except (TypeError, ValueError, OverflowError):
         raise InputError(f"{meta_path}: a parcel's block is not a whole number") from None
     ids = [str(p.get("id", i)) for i, p in enumerate(parcels)]
-    long_id = next((i for i in ids if len(i) > MAX_ID_LENGTH), None)
-    if long_id is not None:
-        raise InputError(f"{meta_path}: parcel id {long_id[:40]!r}... is {len(long_id)} characters long; "
-                         f"ids of up to {MAX_ID_LENGTH} are read")
+    check_parcel_ids(ids, str(meta_path))
     splits = None
     split_path = root / "dataset_split.json"
     if split_path.is_file():
