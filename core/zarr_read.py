@@ -14,6 +14,7 @@ from __future__ import annotations
 import bz2
 import itertools
 import lzma
+import math
 import re
 import zlib
 from pathlib import Path
@@ -34,6 +35,9 @@ filter is refused, among them ``pickle``, ``msgpack2``, ``json2``, ``vlen-*`` an
 
 _PLAIN_DTYPE = re.compile(r"^[<>|][biuf][1248]$")
 _MAX_HEADER_BYTES = 1024 * 1024
+
+MAX_CHUNKS = 100_000
+"""The most chunk files one array may be split into (a pixel set is stored in one)."""
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
@@ -111,6 +115,10 @@ class ArrayMeta:
     @property
     def nbytes(self) -> int:
         return self.dtype.itemsize * int(np.prod(self.shape, dtype=object))
+
+    @property
+    def n_chunks(self) -> int:
+        return math.prod(-(-s // c) for s, c in zip(self.shape, self.chunks))
 
     def chunk_grid(self) -> list[tuple[int, ...]]:
         return list(itertools.product(*(range(-(-s // c)) for s, c in zip(self.shape, self.chunks))))
@@ -231,6 +239,9 @@ def read_zarr_array(store: Path, *, what: str = "zarr array", max_bytes: int,
     if meta.nbytes > max_bytes:
         raise ZarrError(f"{what} ({store}) declares an array of shape {meta.shape} ({meta.nbytes:,} bytes), more "
                         f"than the {max_bytes:,} bytes ThermoCrop reads for one; it was not read")
+    if meta.n_chunks > MAX_CHUNKS:
+        raise ZarrError(f"{what} ({store}) is split into {meta.n_chunks:,} chunks of {meta.chunks}; ThermoCrop reads "
+                        f"arrays of up to {MAX_CHUNKS:,} chunks")
     grid = meta.chunk_grid()
     names = [meta.separator.join(str(i) for i in index) for index in grid]
     missing = [n for n in names if not (store / n).is_file()]

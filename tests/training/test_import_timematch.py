@@ -283,6 +283,9 @@ def test_a_store_declaring_a_huge_array_is_refused_before_allocating(tm_root, tm
     _retag(store, shape=[3, 10, 2_000_000_000], chunks=[3, 10, 2_000_000_000])
     with pytest.raises(ZarrError, match=r"declares an array of shape \(3, 10, 2000000000\) \(120,000,000,000 bytes\)"):
         import_timematch(tm_root, TILE, tmp_path / "out", class_map=tmp_path / "dk.csv")
+    _retag(store, shape=[3, 10, 1_000_000], chunks=[1, 1, 1])  # 60 MB in 30 million chunk files
+    with pytest.raises(ZarrError, match=r"is split into 30,000,000 chunks of \(1, 1, 1\)"):
+        import_timematch(tm_root, TILE, tmp_path / "out", class_map=tmp_path / "dk.csv")
     _retag(store, shape=[3, 11, 3], chunks=[3, 11, 3])
     with pytest.raises(ZarrError, match=r"shape \(3, 11, 3\); expected \(3, 10, 'any'\)"):
         import_timematch(tm_root, TILE, tmp_path / "out", class_map=tmp_path / "dk.csv")
