@@ -847,3 +847,13 @@ def test_resume_refuses_inputs_that_changed_since_the_interrupted_run(many_parce
     rc, said = _finish(_start(args + ["--resume"]))
     assert rc == 0 and f"{done} from the interrupted run" in said, said
     assert out.is_file() and not run.exists()
+
+
+def test_the_run_folder_of_a_partitioned_run_is_not_its_output(files, tmp_path, capsys):
+    out = tmp_path / "gdd.csv"
+    for run in (out, tmp_path / "sub" / ".." / "gdd.csv"):
+        assert main(_gdd_args(files / "small.gpkg", files / "weather.csv", out, "--run-folder", str(run))) \
+            == EXIT_OUTPUT
+        said = capsys.readouterr().err
+        assert "--run-folder" in said and "are the same file" in said, said
+    assert list(tmp_path.iterdir()) == []
