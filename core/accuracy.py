@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import html
 import io
+import json
 import logging
 import math
 import os
@@ -27,6 +28,7 @@ import numpy as np
 from .csv_cells import inert_row, inert_text
 from .crops import CROP_CLASSES
 from .errors import InputError
+from .output import check_distinct_outputs, check_output, write_text
 from .safe_read import read_limited
 
 log = logging.getLogger(__name__)
@@ -674,9 +676,10 @@ def report_html(report: AccuracyReport) -> str:
     return "\n".join(out)
 
 
-def write_html(report: AccuracyReport, path: Union[str, os.PathLike]) -> Path:
-    """Write :func:`report_html` to ``path`` (atomically) and return the path."""
-    return _write_text(Path(path), report_html(report))
+def write_html(report: AccuracyReport, path: Union[str, os.PathLike], *, overwrite: bool = True,
+               inputs: Sequence[Union[str, os.PathLike, None]] = ()) -> Path:
+    """Write :func:`report_html` to ``path`` (checked and staged, see :func:`write_reports`)."""
+    return write_reports(report, [("html", "report", path)], overwrite=overwrite, inputs=inputs)[0]
 
 
 CSV_COLUMNS = (
@@ -723,34 +726,92 @@ def report_rows(report: AccuracyReport) -> list[dict[str, Any]]:
     return rows
 
 
-def write_csv(report: AccuracyReport, path: Union[str, os.PathLike]) -> Path:
-    """Per-class table (columns :data:`CSV_COLUMNS`) as CSV, written atomically."""
+def report_csv(report: AccuracyReport) -> str:
+    """Per-class table (columns :data:`CSV_COLUMNS`) as CSV text."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, restval="", lineterminator="\n")
     writer.writeheader()
     for row in report_rows(report):
         writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else inert_text(v)) for k, v in row.items()})
-    return _write_text(Path(path), buffer.getvalue())
+    return buffer.getvalue()
 
 
-def write_matrix_csv(report: AccuracyReport, path: Union[str, os.PathLike]) -> Path:
-    """The count matrix as CSV: first column the map class, one column per reference class."""
+def matrix_csv(report: AccuracyReport) -> str:
+    """The count matrix as CSV text: first column the map class, one column per reference class."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(inert_row(["map \\ reference", *report.classes]))
     for name, row in zip(report.classes, report.matrix):
         writer.writerow([inert_text(name), *(int(v) for v in row)])
-    return _write_text(Path(path), buffer.getvalue())
+    return buffer.getvalue()
 
 
-def _write_text(path: Path, text: str) -> Path:
-    if path.parent and not path.parent.is_dir():
-        raise InputError(f"The folder of {path} does not exist; create it or choose another path.")
-    part = path.with_name(path.name + ".part")
-    try:
-        part.write_text(text, encoding="utf-8")
-        os.replace(part, path)
-    finally:
-        if part.exists():
-            part.unlink()
-    return path
+def report_json(report: AccuracyReport) -> str:
+    """Every figure of the report as JSON text."""
+    return json.dumps(report.as_dict(), indent=2)
+
+
+REPORT_FORMATS = {
+    "html": ("accuracy report", report_html),
+    "csv": ("per-class table", report_csv),
+    "matrix": ("confusion matrix table", matrix_csv),
+    "json": ("accuracy figures", report_json),
+}
+"""What :func:`write_reports` can write: kind -> (how messages name it, renderer)."""
+
+ReportOutput = tuple[str, str, Union[str, os.PathLike, None]]
+"""``(kind, label, path)``: a kind of :data:`REPORT_FORMATS`, the name the user gave the output
+(``--html``, ``OUTPUT_CSV``) and its path (None: not written)."""
+
+
+def check_report_outputs(outputs: Sequence[ReportOutput], *, overwrite: bool = False,
+                         inputs: Sequence[Union[str, os.PathLike, None]] = ()) -> list[tuple[str, Path]]:
+    """Check every report output before the assessment: ``core.output.check_output`` for each
+    (the folder can be written, the name fits, it is none of ``inputs`` under any name, it does
+    not exist unless ``overwrite``) and no two of them are one file.
+
+    Returns:
+        ``(kind, path)`` of the outputs to write, their paths absolute.
+
+    Raises:
+        OutputError: naming the output and what to do.
+    """
+    wanted = [(kind, label, path) for kind, label, path in outputs if path is not None and str(path).strip()]
+    checked = []
+    for kind, label, path in wanted:
+        what = f"{REPORT_FORMATS[kind][0]} ({label})" if label else REPORT_FORMATS[kind][0]
+        checked.append((kind, check_output(path, what=what, overwrite=overwrite, inputs=[i for i in inputs if i])))
+    check_distinct_outputs([(label, path) for _, label, path in wanted])
+    return checked
+
+
+def write_reports(report: AccuracyReport, outputs: Sequence[ReportOutput], *, overwrite: bool = False,
+                  inputs: Sequence[Union[str, os.PathLike, None]] = ()) -> list[Path]:
+    """Write the report's files, each staged, read back and moved into place by one rename.
+
+    The outputs are checked again first (:func:`check_report_outputs`), so an output that is
+    an input or another output is refused even when the caller skipped the preflight, and an
+    existing file is replaced only with ``overwrite`` (also when it appeared meanwhile).
+
+    Returns:
+        The written paths, in the order given.
+
+    Raises:
+        OutputError: an output was refused or could not be written (the disk may be full);
+            what was at its path is unchanged.
+    """
+    checked = check_report_outputs(outputs, overwrite=overwrite, inputs=inputs)
+    texts = [(path, REPORT_FORMATS[kind][0], REPORT_FORMATS[kind][1](report)) for kind, path in checked]
+    return [write_text(path, text, overwrite=overwrite, what=what) for path, what, text in texts]
+
+
+def write_csv(report: AccuracyReport, path: Union[str, os.PathLike], *, overwrite: bool = True,
+              inputs: Sequence[Union[str, os.PathLike, None]] = ()) -> Path:
+    """Per-class table (columns :data:`CSV_COLUMNS`) as CSV (checked and staged)."""
+    return write_reports(report, [("csv", "table", path)], overwrite=overwrite, inputs=inputs)[0]
+
+
+def write_matrix_csv(report: AccuracyReport, path: Union[str, os.PathLike], *, overwrite: bool = True,
+                     inputs: Sequence[Union[str, os.PathLike, None]] = ()) -> Path:
+    """The count matrix as CSV (checked and staged)."""
+    return write_reports(report, [("matrix", "matrix", path)], overwrite=overwrite, inputs=inputs)[0]

@@ -17,6 +17,7 @@ from a column with gaps), letter case is ignored (``"bth"`` is ``BTH``), and mis
 from __future__ import annotations
 
 import csv
+import io
 import logging
 import math
 import os
@@ -31,6 +32,7 @@ import numpy as np
 from .crops import UNKNOWN_CLASS
 from .csv_cells import inert_row
 from .errors import InputError
+from .output import write_text
 from .safe_read import MAX_NESTING, read_limited
 
 log = logging.getLogger(__name__)
@@ -294,15 +296,14 @@ class ClassMap:
 
     def to_csv(self, path: Union[str, os.PathLike], comment: str = "") -> Path:
         """Write the map as ``code,class,name`` (with ``comment`` lines on top, ``#``-prefixed)."""
-        path = Path(path)
-        with open(path, "w", encoding="utf-8", newline="") as fh:
-            for line in comment.splitlines():
-                fh.write(f"# {line}\n" if line else "#\n")
-            writer = csv.writer(fh, lineterminator="\n")
-            writer.writerow(["code", "class", "name"])
-            for e in self.entries:
-                writer.writerow(inert_row([e.code, e.cls, e.name]))
-        return path
+        buffer = io.StringIO()
+        for line in comment.splitlines():
+            buffer.write(f"# {line}\n" if line else "#\n")
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(["code", "class", "name"])
+        for e in self.entries:
+            writer.writerow(inert_row([e.code, e.cls, e.name]))
+        return write_text(path, buffer.getvalue(), what="class map")
 
 
 def _block_entries(cls: str, block: Any, source: str) -> list[ClassMapEntry]:

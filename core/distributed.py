@@ -10,7 +10,8 @@ A worker lost mid-run is replaced by the cluster and its partitions are computed
 another worker (Dask reschedules the tasks of a dead worker). A run interrupted as a whole
 (Ctrl-C, a killed client, a lost scheduler) keeps its run folder; run again with
 ``resume=True`` and only the missing partitions are computed. The run folder records the
-inputs and settings, and a resumed run refuses one made from other inputs.
+settings and a fingerprint of the content of every input file (:func:`input_fingerprints`), and a
+resumed run refuses one made from other inputs, naming the file that changed.
 
 On a cluster of several machines the run folder, the scenes, the weather file and the model
 must be at the same paths on every worker (a shared file system).
@@ -20,25 +21,29 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import glob
 import hashlib
+import io
 import json
 import logging
 import os
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
 from .errors import CancelledError, InputError, OutputError, ThermoCropError
-from .output import check_output, staged_file
+from .output import check_output, cleanup_stale, staged_file, write_bytes, write_text
 
 log = logging.getLogger(__name__)
 
 RUN_FORMAT = "thermocrop-run"
-RUN_VERSION = 1
+RUN_VERSION = 2
+"""2: inputs are fingerprinted by content (:func:`input_fingerprints`), not by name and second."""
 RUN_SUFFIX = ".parts"
 """A run folder is named after the output: ``classified.gpkg.parts``."""
 
@@ -315,16 +320,96 @@ def default_run_folder(out: PathLike) -> Path:
     return out.with_name(out.name + RUN_SUFFIX)
 
 
-def file_fingerprint(path: Optional[PathLike]) -> Optional[list]:
-    """``[path, size, mtime]`` of a file (of every file under a folder), to tell later whether it changed."""
-    if path is None:
-        return None
-    p = Path(os.fspath(path))
-    if p.is_dir():
-        return [[str(f), f.stat().st_size, int(f.stat().st_mtime)] for f in sorted(p.rglob("*")) if f.is_file()]
-    if p.exists():
-        return [str(p.resolve()), p.stat().st_size, int(p.stat().st_mtime)]
-    return [str(p)]
+FULL_HASH_BYTES = 1 << 20
+"""Files up to this size are hashed whole in a run's fingerprint."""
+SAMPLE_BLOCKS = 16
+SAMPLE_BLOCK_BYTES = 4096
+"""Larger files are hashed in SAMPLE_BLOCKS blocks of this size, evenly spaced from the first
+byte to the last (64 KiB read per file, however large)."""
+
+
+def content_fingerprint(path: PathLike) -> list:
+    """``[size, mtime_ns, sha256]`` of a file, to tell later whether it changed.
+
+    The hash covers the whole file up to :data:`FULL_HASH_BYTES` and a bounded sample of larger
+    ones (:data:`SAMPLE_BLOCKS` blocks spread over the file), so a run over hundreds of scene
+    files reads a few megabytes. A file rewritten in place almost always changes its size or
+    its modification time in nanoseconds; the sample also catches a rewrite that keeps both
+    (a copy with ``cp -p``, a clock set back) wherever it changed a sampled block, which a
+    re-encoded or recompressed raster does throughout.
+    """
+    st = os.stat(path)
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        if st.st_size <= FULL_HASH_BYTES:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        else:
+            last = st.st_size - SAMPLE_BLOCK_BYTES
+            for k in range(SAMPLE_BLOCKS):
+                fh.seek(last * k // (SAMPLE_BLOCKS - 1))
+                digest.update(fh.read(SAMPLE_BLOCK_BYTES))
+    return [st.st_size, st.st_mtime_ns, digest.hexdigest()]
+
+
+def _companions(path: Path) -> list[Path]:
+    """The files that hold a layer or raster's content with ``path``: a shapefile's other parts,
+    a SQLite file's write-ahead log, GDAL's side files (``.aux.xml``, ``.ovr``)."""
+    found = [path]
+    if path.suffix.lower() == ".shp":
+        found += sorted(p for p in path.parent.glob(glob.escape(path.stem) + ".*") if p != path)
+    for suffix in ("-wal", ".aux.xml", ".ovr"):
+        extra = Path(f"{path}{suffix}")
+        if extra.is_file():
+            found.append(extra)
+    return found
+
+
+def input_fingerprints(sources: Iterable[Any]) -> dict[str, Any]:
+    """File -> :func:`content_fingerprint` of every local file among ``sources`` (files, folders,
+    layer sources with ``|layername=``), with the files that hold their content beside them;
+    a source that is not a local file (a URL, a service name) is recorded by name (None)."""
+    out: dict[str, Any] = {}
+    for source in sources:
+        if source is None:
+            continue
+        text = os.fspath(source) if isinstance(source, os.PathLike) else str(source)
+        path = Path(text.split("|")[0])
+        if path.is_dir():
+            files = sorted(f for f in path.rglob("*") if f.is_file())
+        elif path.is_file():
+            files = _companions(path)
+        else:
+            out[text] = None
+            continue
+        for f in files:
+            key = str(f.resolve())
+            try:
+                out[key] = content_fingerprint(f)
+            except OSError as exc:
+                raise InputError(f"Cannot read the input {f} ({exc.strerror or exc}).") from None
+    return out
+
+
+def file_fingerprint(path: Optional[PathLike]) -> Optional[dict]:
+    """:func:`input_fingerprints` of one file or folder (None for None)."""
+    return None if path is None else input_fingerprints([path])
+
+
+def _weather_fingerprint(weather: Any, weather_options: Optional[dict] = None) -> Any:
+    """The weather file (and a separate maximum-temperature file) by content; temperatures
+    already read, or a service, by kind."""
+    if not isinstance(weather, (str, os.PathLike)):
+        return str(type(weather))
+    return input_fingerprints([weather, (weather_options or {}).get("tmax_path")])
+
+
+def _changed_files(old: Any, new: Any) -> list[str]:
+    """The files whose fingerprints differ between two :func:`input_fingerprints` (or lists of them)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [f"{name} ({'gone' if name not in new else 'new' if name not in old else 'changed'})"
+                for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
+    return []
 
 
 @dataclass
@@ -392,12 +477,21 @@ def open_run_folder(path: PathLike, *, fingerprint: dict, chunks: Sequence[np.nd
             n_done = len(folder.done(int(old.get("partitions", 0))))
             raise OutputError(f"{path} holds an interrupted run ({n_done} of {old.get('partitions')} partitions "
                               "written); continue it with --resume, or remove that folder to start again.")
-        changed = [k for k in sorted(set(header["fingerprint"]) | set(old.get("fingerprint", {})))
-                   if header["fingerprint"].get(k) != old.get("fingerprint", {}).get(k)]
+        if old.get("version") != RUN_VERSION:
+            raise OutputError(f"The run in {path} was made by another version of ThermoCrop; it cannot be resumed. "
+                              "Start afresh: remove that folder and run again without --resume.")
+        old_fingerprint = old.get("fingerprint", {})
+        changed = [k for k in sorted(set(header["fingerprint"]) | set(old_fingerprint))
+                   if header["fingerprint"].get(k) != old_fingerprint.get(k)]
+        files = [f for k in changed for f in _changed_files(old_fingerprint.get(k), header["fingerprint"].get(k))]
+        if files:
+            raise OutputError(f"Input files changed since the interrupted run in {path} began: {'; '.join(files)}. "
+                              "Resuming would mix results of the old and the new files. Start afresh: remove that "
+                              "folder and run again without --resume (or put the files back as they were).")
         old_plan = None
         with contextlib.suppress(OSError, ValueError):
             old_plan = np.load(path / "plan.npy", allow_pickle=False)
-        if changed or old.get("version") != RUN_VERSION or old_plan is None or not np.array_equal(old_plan, plan):
+        if changed or old_plan is None or not np.array_equal(old_plan, plan):
             what = ", ".join(changed) if changed else "the partitions"
             raise OutputError(f"The run in {path} was made with other inputs or settings ({what} differ); it cannot "
                               "be resumed with these. Remove that folder to start again, or run with the same "
@@ -410,11 +504,13 @@ def open_run_folder(path: PathLike, *, fingerprint: dict, chunks: Sequence[np.nd
     check_output(path, what="run folder", kind="folder", inputs=inputs)
     try:
         path.mkdir()
-        np.save(path / "plan.npy", plan)
-        (path / "run.json").write_text(json.dumps(header, indent=1), encoding="utf-8")
     except OSError as exc:
         raise OutputError(f"Cannot create the run folder {path} ({exc.strerror or exc}); choose a folder you can "
                           "write to (--run-folder).") from None
+    plan_bytes = io.BytesIO()
+    np.save(plan_bytes, plan)
+    write_bytes(path / "plan.npy", plan_bytes.getvalue(), what="run plan")
+    write_text(path / "run.json", json.dumps(header, indent=1), what="run record")  # last: marks the folder whole
     return folder
 
 
@@ -511,9 +607,33 @@ def write_stats(folder: RunFolder, i: int, stats: dict) -> None:
             tmp.write_text(json.dumps(stats), encoding="utf-8")
 
 
+_RUN_ENTRY = re.compile(r"(plan\.npy|run\.json|part-\d{5}(\.json|\.parquet)?)")
+
+
 def remove_run_folder(folder: RunFolder) -> None:
-    """Remove a finished run's folder (its result is in the output now)."""
-    shutil.rmtree(folder.path, ignore_errors=True)
+    """Remove a finished run's folder (its result is in the output now).
+
+    Only what runs write there goes (the plan, the record, the partitions and their records,
+    staging folders of killed partitions); anything else someone put in the folder is left,
+    and so is the folder then.
+    """
+    cleanup_stale(folder.path)
+    try:
+        entries = list(os.scandir(folder.path))
+    except OSError:
+        return
+    for entry in entries:
+        if not _RUN_ENTRY.fullmatch(entry.name):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+    try:
+        folder.path.rmdir()
+    except OSError:
+        log.warning("The run folder %s holds files this run did not write; it was left with them", folder.path)
 
 
 # -- partition inputs -------------------------------------------------------------------------
@@ -567,15 +687,6 @@ def cached_bundle(path: str, mtime: float) -> Any:
     from .bundle import load_bundle
 
     return load_bundle(path)
-
-
-def bundle_checksum(path: PathLike) -> str:
-    """SHA-256 of a bundle file (part of a classification run's fingerprint)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # -- Parquet tables of partition results --------------------------------------------------------
@@ -729,7 +840,7 @@ def classify_partitioned(
     if bundle is None or isinstance(bundle, (str, os.PathLike)):
         path = str(Path(os.fspath(bundle)).resolve()) if bundle is not None else str(default_bundle_path())
         bundle_ref = (path, os.stat(path).st_mtime)
-        model_key: Any = bundle_checksum(path)
+        model_key: Any = input_fingerprints([path])
     else:
         model_key = getattr(bundle.config, "checksum", None) or repr(asdict(bundle.config))
     # The cluster starts, and its workers load the model, while the layer is read here.
@@ -741,8 +852,8 @@ def classify_partitioned(
             "kind": "classify",
             "parcels": file_fingerprint(parcels) if isinstance(parcels, (str, os.PathLike)) else table.source,
             "parcel_ids": hashlib.sha256("\n".join(map(str, table.parcel_ids)).encode()).hexdigest(),
-            "scenes": [f for sc in job.scenes for f in sc.files],
-            "weather": file_fingerprint(weather) if isinstance(weather, (str, os.PathLike)) else str(type(weather)),
+            "scenes": input_fingerprints(f for sc in job.scenes for f in sc.files),
+            "weather": _weather_fingerprint(weather, options.get("weather_options")),
             "model": model_key,
             "settings": repr(job.settings),
             "chunk_size": chunk_size,
@@ -841,8 +952,8 @@ def extract_partitioned(
             "kind": "extract",
             "parcels": file_fingerprint(parcels) if isinstance(parcels, (str, os.PathLike)) else table.source,
             "parcel_ids": hashlib.sha256("\n".join(map(str, table.parcel_ids)).encode()).hexdigest(),
-            "scenes": [f for sc in scene_list for f in sc.files],
-            "weather": file_fingerprint(weather) if isinstance(weather, (str, os.PathLike)) else str(type(weather)),
+            "scenes": input_fingerprints(f for sc in scene_list for f in sc.files),
+            "weather": _weather_fingerprint(weather, settings.weather_options),
             "settings": repr(settings),
             "options": repr(sorted(options.items())),
             "classes": list(table.classes),
@@ -909,7 +1020,7 @@ def gdd_partitioned(table: Any, weather: Any, dates: np.ndarray, *, run_folder: 
             "kind": "gdd",
             "parcels": table.source if not os.path.exists(str(table.source)) else file_fingerprint(table.source),
             "parcel_ids": hashlib.sha256("\n".join(map(str, table.parcel_ids)).encode()).hexdigest(),
-            "weather": file_fingerprint(weather) if isinstance(weather, (str, os.PathLike)) else str(type(weather)),
+            "weather": _weather_fingerprint(weather, gdd_options),
             "dates": [str(d) for d in np.asarray(dates, dtype="datetime64[D]")],
             "options": repr(sorted(gdd_options.items())),
             "chunk_size": chunk_size,

@@ -22,8 +22,10 @@ import errno
 import fcntl
 import logging
 import os
+import secrets
 import shutil
 import socket
+import struct
 import tempfile
 import time
 from pathlib import Path
@@ -37,6 +39,18 @@ PathLike = Union[str, os.PathLike]
 
 STAGING_PREFIX = ".thermocrop-partial."
 """Name prefix of staging folders (and of the probe file of :func:`check_output`)."""
+
+STAGING_MARKER = ".thermocrop-staging"
+"""File inside every staging folder holding the token its name ends with: only a folder that holds
+it is ever removed as a staging folder, so a user's file or folder whose name merely starts with
+:data:`STAGING_PREFIX` is left alone."""
+
+STAGED_NAME_MARGIN = len("merged-") + len("-journal")
+"""Bytes that names written beside an output while it is staged add to its name (a GeoPackage
+copy ``merged-<name>`` and SQLite's ``<name>-journal``)."""
+
+DEFAULT_NAME_MAX = 255
+DEFAULT_PATH_MAX = 4096
 
 FOREIGN_STAGING_AGE_S = 24 * 3600.0
 """Staging folders of another host are removed only once this old (their owner cannot be asked)."""
@@ -90,6 +104,89 @@ def _under_pseudo_filesystem(path: str) -> Optional[str]:
     return None
 
 
+# -- name lengths ---------------------------------------------------------------------------
+
+def _limit(folder: Path, name: str, default: int) -> int:
+    try:
+        return int(os.pathconf(folder, name))
+    except (OSError, ValueError):
+        return default
+
+
+def _existing_ancestor(path: Path) -> Path:
+    for folder in path.parents:
+        try:
+            if folder.is_dir():
+                return folder
+        except OSError:  # a component too long to stat: look further up
+            continue
+    return Path(os.sep)
+
+
+def check_name_lengths(path: PathLike, *, what: str = "output", parts: Sequence[PathLike] = ()) -> None:
+    """Refuse an output whose name, or whose staged copies' paths, the file system cannot hold.
+
+    Each path component may have at most ``NAME_MAX`` bytes (255 on most file systems, fewer
+    on some encrypted ones) and a whole path ``PATH_MAX`` bytes (4096). An output is written
+    as ``<folder>/<staging folder>/<name>`` and may get companions up to
+    :data:`STAGED_NAME_MARGIN` bytes longer, so those are what must fit.
+
+    Raises:
+        OutputError: naming the output, its length and the limit.
+    """
+    given = Path(os.path.abspath(os.fspath(path)))
+    folder = _existing_ancestor(given)
+    name_max = _limit(folder, "PC_NAME_MAX", DEFAULT_NAME_MAX)
+    path_max = _limit(folder, "PC_PATH_MAX", DEFAULT_PATH_MAX)
+    for component in given.parent.parts[1:]:
+        size = len(os.fsencode(component))
+        if size > name_max:
+            raise OutputError(f"The folder name {component[:60]}... in the {what} path is {size} bytes long; this "
+                              f"file system takes names of at most {name_max} bytes. Choose a shorter folder name.")
+    staging_name = f"{_staging_prefix()}{'0' * 16}{_host_suffix()}"
+    for part in [given, *(Path(os.path.abspath(os.fspath(p))) for p in parts)]:
+        size = len(os.fsencode(part.name))
+        if size + STAGED_NAME_MARGIN > name_max:
+            raise OutputError(
+                f"The name of the {what} {part.name[:60]}... is {size} bytes long; this file system takes names of at "
+                f"most {name_max} bytes, and ThermoCrop needs {STAGED_NAME_MARGIN} more for the files it writes beside "
+                f"it while writing. Choose a name of at most {name_max - STAGED_NAME_MARGIN} bytes.")
+        staged = os.fsencode(str(part.parent / staging_name / f"merged-{part.name}-journal"))
+        if len(staged) >= path_max:
+            raise OutputError(
+                f"The path of the {what} {part} is {len(os.fsencode(str(part)))} bytes long; with the staging folder "
+                f"ThermoCrop writes it in, it would pass the file system's limit of {path_max} bytes. Choose a "
+                "shorter path.")
+
+
+def check_distinct_outputs(outputs: Sequence[tuple[str, Optional[PathLike]]]) -> None:
+    """Refuse two outputs of one run that are one file under any names.
+
+    Args:
+        outputs: ``(label, path)`` pairs (labels as the user gave them, e.g. ``"--html"``);
+            None paths are skipped.
+
+    Raises:
+        OutputError: naming both outputs.
+    """
+    seen: list[tuple[str, str, Optional[tuple[int, int]]]] = []
+    for label, path in outputs:
+        if path is None or not str(os.fspath(path)).strip():
+            continue
+        text = _path_text(path)
+        real = os.path.realpath(os.path.abspath(text))
+        try:
+            st = os.stat(real)
+            identity: Optional[tuple[int, int]] = (st.st_dev, st.st_ino)
+        except OSError:
+            identity = None
+        for other_label, other_real, other_identity in seen:
+            if real == other_real or (identity is not None and identity == other_identity):
+                raise OutputError(f"{label} {text} and {other_label} are the same file (under this or another "
+                                  "name); one would overwrite the other. Give each output its own name.")
+        seen.append((label, real, identity))
+
+
 # -- preflight ------------------------------------------------------------------------------
 
 def check_output(
@@ -127,6 +224,7 @@ def check_output(
     text = os.fspath(path) if path is not None else ""
     if not str(text).strip():
         raise OutputError(f"No {what} path was given; give the file or folder to write.")
+    check_name_lengths(text, what=what, parts=parts)
     given = Path(os.path.abspath(text))
     target = Path(os.path.realpath(given))
     for shown in (given, target):
@@ -187,15 +285,27 @@ def check_output(
             if part.exists() and not overwrite:
                 raise OutputError(f"The {what} {part} already exists; choose another name, or allow replacing "
                                   "it (--overwrite on the command line).")
+        if overwrite and is_sqlite_file(target):
+            busy = sqlite_activity(target)
+            if busy:
+                raise OutputError(_busy_message(target, busy))
     return target
 
 
 def _probe_writable(folder: Path, what: str, text: str) -> None:
     """Create and remove a file in ``folder``: the only test that read-only mounts, permissions
     and special folders all answer truthfully (``os.access`` says yes to root on a read-only
-    mount)."""
+    mount). The file has no name where the file system allows (``O_TMPFILE``), so a run killed
+    here leaves nothing behind."""
     try:
-        fd, name = tempfile.mkstemp(prefix=_staging_prefix(), suffix=_host_suffix(), dir=folder)
+        if hasattr(os, "O_TMPFILE"):
+            try:
+                os.close(os.open(folder, os.O_TMPFILE | os.O_WRONLY, 0o600))
+                return
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+                    raise
+        fd, name = tempfile.mkstemp(prefix=".thermocrop-probe.", dir=folder)
     except OSError as exc:
         raise OutputError(f"Cannot write in the folder {folder} of the {what} {text} ({exc.strerror}); "
                           "choose a folder you can write to.") from None
@@ -223,8 +333,30 @@ def _host_suffix() -> str:
     return "." + (socket.gethostname() or "localhost").replace(os.sep, "_")
 
 
+def _staging_token(name: str) -> Optional[str]:
+    """The token in a staging folder's name (``<prefix><pid>.<start>.<token>.<host>``), or None."""
+    fields = name[len(STAGING_PREFIX):].split(".", 3) if name.startswith(STAGING_PREFIX) else []
+    return fields[2] if len(fields) == 4 and fields[2] else None
+
+
+def _made_by_a_run(entry: os.DirEntry) -> bool:
+    """Whether ``entry`` is a staging folder a ThermoCrop run made: a real folder (not a link)
+    holding :data:`STAGING_MARKER` with the token its name ends with."""
+    token = _staging_token(entry.name)
+    if token is None or not entry.is_dir(follow_symlinks=False):
+        return False
+    try:
+        fd = os.open(os.path.join(entry.path, STAGING_MARKER), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        return os.read(fd, 256).decode("ascii", "replace").strip() == token
+    finally:
+        os.close(fd)
+
+
 def _owner_gone(name: str, mtime: float) -> bool:
-    """Whether the run that made staging entry ``name`` has ended (its process is gone)."""
+    """Whether the run that made staging folder ``name`` has ended (its process is gone)."""
     try:
         pid_text, start, _random, host = name[len(STAGING_PREFIX):].split(".", 3)
         pid = int(pid_text)
@@ -247,7 +379,11 @@ def _owner_gone(name: str, mtime: float) -> bool:
 
 
 def cleanup_stale(folder: PathLike) -> list[Path]:
-    """Remove the staging folders and files in ``folder`` whose run has ended (killed runs).
+    """Remove the staging folders in ``folder`` that ended runs left (killed runs).
+
+    Only folders that prove a run made them are removed (:func:`_made_by_a_run`); nothing is
+    chosen by its name alone, so the user's files and folders that happen to start with
+    :data:`STAGING_PREFIX` stay.
 
     Returns:
         What was removed.
@@ -258,7 +394,7 @@ def cleanup_stale(folder: PathLike) -> list[Path]:
     except OSError:
         return removed
     for entry in entries:
-        if not entry.name.startswith(STAGING_PREFIX):
+        if not entry.name.startswith(STAGING_PREFIX) or not _made_by_a_run(entry):
             continue
         try:
             mtime = entry.stat(follow_symlinks=False).st_mtime
@@ -267,11 +403,7 @@ def cleanup_stale(folder: PathLike) -> list[Path]:
         if not _owner_gone(entry.name, mtime):
             continue
         path = Path(entry.path)
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            with contextlib.suppress(OSError):
-                path.unlink()
+        shutil.rmtree(path, ignore_errors=True)
         if not path.exists():
             log.info("Removed %s, left by a run that was stopped while writing", path)
             removed.append(path)
@@ -290,12 +422,29 @@ class Staging:
     def __init__(self, target: PathLike) -> None:
         self.target = Path(target)
         cleanup_stale(self.target.parent)
-        try:
-            self.folder = Path(tempfile.mkdtemp(prefix=_staging_prefix(), suffix=_host_suffix(),
-                                                dir=self.target.parent))
-        except OSError as exc:
-            raise OutputError(f"Cannot write in the folder {self.target.parent} ({exc.strerror}); choose a "
-                              "folder you can write to.") from None
+        self.folder = self._make_folder()
+
+    def _make_folder(self) -> Path:
+        """Create the folder and sign it with :data:`STAGING_MARKER` (see :func:`cleanup_stale`)."""
+        for _ in range(100):
+            token = secrets.token_hex(8)
+            folder = self.target.parent / f"{_staging_prefix()}{token}{_host_suffix()}"
+            try:
+                folder.mkdir(mode=0o700)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise OutputError(f"Cannot write in the folder {self.target.parent} ({exc.strerror}); choose a "
+                                  "folder you can write to.") from None
+            try:
+                (folder / STAGING_MARKER).write_text(token + "\n", encoding="ascii")
+            except OSError as exc:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise OutputError(f"Cannot write in the folder {self.target.parent} ({exc.strerror}); the disk may "
+                                  "be full. Nothing was written.") from None
+            return folder
+        raise OutputError(f"Cannot create a staging folder in {self.target.parent}; remove the folders named "
+                          f"{STAGING_PREFIX}* there that no run is using.")
 
     @property
     def path(self) -> Path:
@@ -367,6 +516,154 @@ def directory_lock(folder: PathLike, timeout: float = LOCK_TIMEOUT_S) -> Iterato
         yield
     finally:
         os.close(fd)
+
+
+# -- other programs' SQLite transactions -------------------------------------------------------
+#
+# SQLite (and so every program writing a GeoPackage: QGIS, GDAL, sqlite3) announces what it does
+# with POSIX byte-range locks on fixed bytes: in the database file PENDING, RESERVED (an open write
+# transaction) and the SHARED range (EXCLUSIVE while a change is written); in WAL mode, in the
+# ``-shm`` file, the write lock, the checkpoint and recovery locks, the read marks and the "dead man
+# switch" every open connection holds. Replacing the file while any of these is held would lose
+# that program's commit: it goes on writing to the old file, or to a ``-wal`` that would then be
+# replayed into the new one. Locks are tested and taken as open file description locks, which
+# conflict with SQLite's own even inside this process and are released only with our descriptor.
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+_PENDING_BYTE = 0x40000000
+_RESERVED_BYTE = _PENDING_BYTE + 1
+_SHARED_FIRST = _PENDING_BYTE + 2
+_SHARED_SIZE = 510
+_WAL_WRITE_LOCK = 120
+_WAL_LOCKS = 8  # write, checkpoint, recover, five read marks
+_WAL_DMS = _WAL_WRITE_LOCK + _WAL_LOCKS
+_FLOCK = "hhqqi4x"  # struct flock on Linux: type, whence, start, len, pid
+_GETLK = getattr(fcntl, "F_OFD_GETLK", fcntl.F_GETLK)
+_SETLK = getattr(fcntl, "F_OFD_SETLK", fcntl.F_SETLK)
+
+
+def is_sqlite_file(path: PathLike) -> bool:
+    """Whether ``path`` is an existing SQLite database (GeoPackage, SpatiaLite, MBTiles...)."""
+    try:
+        with open(_path_text(path), "rb") as fh:
+            return fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def _lock_held(fd: int, start: int, length: int = 1) -> Optional[int]:
+    """The kind of lock (``F_RDLCK``, which is 0, or ``F_WRLCK``) another holder has on bytes
+    ``start..``, or None when there is none."""
+    request = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, start, length, 0)
+    try:
+        answer = fcntl.fcntl(fd, _GETLK, request)
+    except OSError as exc:
+        log.debug("Cannot test the locks of a SQLite file (%s)", exc)
+        return None
+    kind = struct.unpack(_FLOCK, answer)[0]
+    return None if kind == fcntl.F_UNLCK else kind
+
+
+def _take_lock(fd: int, start: int, length: int) -> bool:
+    """Take a write lock on bytes ``start..start+length`` without waiting; False when another holds one."""
+    try:
+        fcntl.fcntl(fd, _SETLK, struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, start, length, 0))
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EAGAIN):
+            return False
+        log.debug("Cannot lock a SQLite file (%s); going on without", exc)
+    return True
+
+
+def _wal_activity(shm: Path) -> Optional[str]:
+    try:
+        fd = os.open(shm, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        if _lock_held(fd, _WAL_WRITE_LOCK) is not None:
+            return "holds an open write transaction on it (WAL mode)"
+        if _lock_held(fd, _WAL_WRITE_LOCK + 1, _WAL_LOCKS - 1) is not None:
+            return "is reading or checkpointing it (WAL mode)"
+        if _lock_held(fd, _WAL_DMS) is not None:
+            return "has it open (WAL mode), and could commit a change to it at any moment"
+    finally:
+        os.close(fd)
+    return None
+
+
+def sqlite_activity(path: PathLike) -> Optional[str]:
+    """What another program is doing with the SQLite file ``path`` that replacing it would break,
+    as words ("holds an open write transaction on it"), or None when nothing.
+
+    A reader of a file in rollback-journal mode is not counted: it loses nothing when the file
+    is replaced. A non-empty ``-journal`` beside the file is: it is an unfinished change that
+    SQLite would roll back into whatever file then has that name.
+    """
+    path = Path(_path_text(path))
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        if _lock_held(fd, _PENDING_BYTE) is not None or _lock_held(fd, _RESERVED_BYTE) is not None:
+            return "holds an open write transaction on it (RESERVED or PENDING lock)"
+        if _lock_held(fd, _SHARED_FIRST, _SHARED_SIZE) == fcntl.F_WRLCK:
+            return "is writing a change into it (EXCLUSIVE lock)"
+    finally:
+        os.close(fd)
+    busy = _wal_activity(Path(f"{path}-shm"))
+    if busy:
+        return busy
+    try:
+        if Path(f"{path}-journal").stat().st_size > 0:
+            return "left an unfinished change in its -journal file (a program stopped while writing)"
+    except OSError:
+        pass
+    return None
+
+
+def _busy_message(path: Path, busy: str) -> str:
+    return (f"{path} is in use: another program {busy}. Replacing the file now would lose that program's change; "
+            "it was left as it is. Save or discard the edits there (in QGIS: stop editing the layer, or remove it "
+            "from the project) and run again.")
+
+
+@contextlib.contextmanager
+def sqlite_writers_held(path: PathLike) -> Iterator[None]:
+    """Keep other programs from starting a change to the SQLite file ``path`` while the block runs.
+
+    Checks :func:`sqlite_activity`, then holds the locks a writer needs (PENDING and RESERVED;
+    in WAL mode the write lock and the dead man switch), so nobody can begin a transaction between
+    the check and the replacement. Readers of rollback-journal files are not blocked.
+
+    Raises:
+        OutputError: another program is in the middle of a change or, in WAL mode, has the file open.
+    """
+    path = Path(_path_text(path))
+    busy = sqlite_activity(path)
+    if busy:
+        raise OutputError(_busy_message(path, busy))
+    held: list[int] = []
+    try:
+        for name, start, length in ((path, _PENDING_BYTE, 2), (Path(f"{path}-shm"), _WAL_WRITE_LOCK, _WAL_LOCKS + 1)):
+            try:
+                fd = os.open(name, os.O_RDWR)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                log.debug("Cannot open %s to lock it (%s)", name, exc)
+                continue
+            held.append(fd)
+            if not _take_lock(fd, start, length):
+                raise OutputError(_busy_message(path, "began a change to it just now"))
+        busy = sqlite_activity(path)  # a -journal that appeared before the locks were ours
+        if busy and "journal" in busy:
+            raise OutputError(_busy_message(path, busy))
+        yield
+    finally:
+        for fd in held:
+            os.close(fd)
 
 
 def _appeared(target: Path) -> OutputError:
@@ -449,7 +746,8 @@ def publish(staged: PathLike, target: PathLike, *, overwrite: bool, staging: Opt
             else:
                 if target.is_dir():
                     raise OutputError(f"{target} is a folder; a file cannot replace it.")
-                os.replace(staged, target)
+                with sqlite_writers_held(target) if is_sqlite_file(target) else contextlib.nullcontext():
+                    os.replace(staged, target)
     except OutputError:
         raise
     except OSError as exc:

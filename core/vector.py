@@ -547,12 +547,13 @@ def _sqlite_check(path: Path) -> None:
 
 
 def _sqlite_state(path: Path) -> tuple:
-    """What tells whether a SQLite file changed: the main file's and its write-ahead log's stat."""
+    """What tells whether a SQLite file changed: the main file's and its write-ahead log's stat
+    (an empty log, which merely opening a file in WAL mode creates, counts as none)."""
     state = []
     for p in (path, Path(f"{path}-wal")):
         try:
             st = p.stat()
-            state.append((st.st_ino, st.st_size, st.st_mtime_ns))
+            state.append((st.st_ino, st.st_size, st.st_mtime_ns) if st.st_size or p == path else None)
         except FileNotFoundError:
             state.append(None)
     return tuple(state)

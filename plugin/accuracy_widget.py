@@ -31,6 +31,7 @@ from qgis.PyQt.QtWidgets import (
 )
 
 from .accuracy import WEIGHTING_LABELS, assess_features, guess_fields
+from .outputs import layer_file
 from .task import ThermoCropTask
 
 
@@ -277,7 +278,7 @@ class AccuracyWidget(QWidget):
     def save_report(self, html_path) -> list[Path]:
         """Write the shown report: ``html_path`` and, beside it, ``<stem>.csv`` and
         ``<stem>_matrix.csv``. Returns the three paths."""
-        from ..core.accuracy import write_csv, write_html, write_matrix_csv
+        from ..core.accuracy import write_reports
 
         if self.report is None:
             raise RuntimeError("No report to save yet; run the assessment first.")
@@ -285,8 +286,11 @@ class AccuracyWidget(QWidget):
         if html_path.suffix.lower() not in (".html", ".htm"):
             html_path = html_path.with_suffix(".html")
         stem = html_path.with_suffix("")
-        return [write_html(self.report, html_path), write_csv(self.report, f"{stem}.csv"),
-                write_matrix_csv(self.report, f"{stem}_matrix.csv")]
+        outputs = [("html", "report", html_path), ("csv", "table", f"{stem}.csv"),
+                   ("matrix", "matrix", f"{stem}_matrix.csv")]
+        # The save dialog asked before replacing the report; never the layer or the area table.
+        return write_reports(self.report, outputs, overwrite=True,
+                             inputs=[layer_file(self.layer()), self.areas_file.filePath() or None])
 
     def _ask_save(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Save the accuracy report", "accuracy.html",

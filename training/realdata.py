@@ -20,6 +20,7 @@ import numpy as np
 
 from ..core.dataset import PixelSets, open_dataset
 from ..core.errors import InputError
+from ..core.output import write_text
 from .metrics import scores
 
 log = logging.getLogger(__name__)
@@ -193,7 +194,7 @@ def cross_validate(dataset: Union[str, Path], variants: Sequence[str], out: Unio
                     record = {"variant": variant, "seed": seed, "fold": f, "test_blocks": test.tolist(),
                               "confusion_matrix": cm, "best_val_macro_f1": result.metrics["best_val_macro_f1"]}
                     run_dir.mkdir(parents=True, exist_ok=True)
-                    done.write_text(json.dumps(record, indent=1))
+                    write_text(done, json.dumps(record, indent=1), what="run result")
                 total += np.array(record["confusion_matrix"], dtype=np.int64)
             s = score_confusion(total, ps.classes, min_support)
             log.info("%s seed %d: OA %.3f, macro F1 %.3f (classes >= %d parcels)", variant, seed,
@@ -211,8 +212,8 @@ def cross_validate(dataset: Union[str, Path], variants: Sequence[str], out: Unio
     data = {"dataset": str(dataset), "n_folds": n_folds, "seeds": list(seeds), "training": training,
             "classes": list(ps.classes), "runs": runs, "summary": summary}
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(data, indent=1))
-    (out / "table.md").write_text(format_cross_validation(data))
+    write_text(out / "results.json", json.dumps(data, indent=1), what="results")
+    write_text(out / "table.md", format_cross_validation(data), what="results table")
     return data
 
 
@@ -281,7 +282,7 @@ def update_model_card(card: Union[str, Path], section: str) -> Path:
         text = head + section + ("\n" + tail if tail else "")
     else:
         text = text.rstrip("\n") + ("\n\n" if text else "") + section
-    card.write_text(text)
+    write_text(card, text, what="model card")
     return card
 
 

@@ -20,9 +20,12 @@ from qgis.core import (
 
 from ..accuracy import WEIGHTING_LABELS, assess_features
 from ..i18n import tr
+from ..outputs import layer_file
 from .base import ThermoCropAlgorithm
 
 WEIGHTINGS = tuple(WEIGHTING_LABELS)
+OUTPUTS = (("html", "OUTPUT_HTML"), ("csv", "OUTPUT_CSV"), ("matrix", "OUTPUT_MATRIX"))
+"""The file outputs: ``core.accuracy.REPORT_FORMATS`` kind and parameter."""
 
 
 class AccuracyAssessment(ThermoCropAlgorithm):
@@ -99,7 +102,30 @@ class AccuracyAssessment(ThermoCropAlgorithm):
         if table and not os.path.isfile(table):
             return False, tr("The class-area table {table!r} does not exist; choose a CSV file or leave it "
                              "empty.").format(table=table)
+        from ...core.errors import ThermoCropError
+
+        try:
+            self.checked_outputs(parameters, context)
+        except ThermoCropError as exc:
+            return False, str(exc)
         return True, ""
+
+    def output_files(self, parameters, context) -> tuple[list, list]:
+        """``(outputs, inputs)`` for ``core.accuracy.check_report_outputs``: each file output as
+        ``(kind, parameter, path)`` and the files the algorithm reads."""
+        outputs = [(kind, key, self.parameterAsFileOutput(parameters, key, context) or None) for kind, key in OUTPUTS]
+        inputs = [layer_file(self.parameterAsVectorLayer(parameters, "INPUT", context)),
+                  self.parameterAsFile(parameters, "CLASS_AREAS", context) or None]
+        return outputs, inputs
+
+    def checked_outputs(self, parameters, context) -> list:
+        """The outputs, checked: none is the input layer's file (under any name) or the class-area
+        table, no two are one file, each folder can be written. Processing replaces an existing
+        report (the dialog asks first)."""
+        from ...core.accuracy import check_report_outputs
+
+        outputs, inputs = self.output_files(parameters, context)
+        return check_report_outputs(outputs, overwrite=True, inputs=inputs)
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         source = self.parameterAsSource(parameters, "INPUT", context)
@@ -119,9 +145,10 @@ class AccuracyAssessment(ThermoCropAlgorithm):
                 and QgsWkbTypes.geometryType(source.wkbType()) != QgsWkbTypes.PolygonGeometry):
             raise QgsProcessingException(tr("Map class areas from the layer need polygons; choose the parcel "
                                             "count weighting, give CLASS_AREAS or choose no weighting."))
-        html_path = self.parameterAsFileOutput(parameters, "OUTPUT_HTML", context)
-        csv_path = self.parameterAsFileOutput(parameters, "OUTPUT_CSV", context)
-        matrix_path = self.parameterAsFileOutput(parameters, "OUTPUT_MATRIX", context)
+        outputs, inputs = self.output_files(parameters, context)
+        # Checked again here: a script may call processAlgorithm without checkParameterValues.
+        self.run_core(lambda: self.checked_outputs(parameters, context))
+        html_path, csv_path, matrix_path = (path for _, _, path in outputs)
         request = QgsFeatureRequest().setSubsetOfAttributes([fields.indexOf(predicted),
                                                              fields.indexOf(reference)])
         if table is not None or weighting != "area":
@@ -150,12 +177,9 @@ class AccuracyAssessment(ThermoCropAlgorithm):
                 estimate=format_estimate(e.overall_accuracy, e.overall_accuracy_se, 4)))
 
         def write():
-            from ...core.accuracy import write_csv, write_html, write_matrix_csv
+            from ...core.accuracy import write_reports
 
-            write_html(report, html_path)
-            write_csv(report, csv_path)
-            if matrix_path:
-                write_matrix_csv(report, matrix_path)
+            return write_reports(report, outputs, overwrite=True, inputs=inputs)
 
         self.run_core(write)
         results = {"OUTPUT_HTML": html_path, "OUTPUT_CSV": csv_path,

@@ -26,7 +26,7 @@ from thermocrop.core.accuracy import (
     write_html,
     write_matrix_csv,
 )
-from thermocrop.core.errors import InputError
+from thermocrop.core.errors import InputError, OutputError
 
 # Olofsson et al. 2014, section 5: sample counts (rows = map, columns = reference) of
 # deforestation, forest gain, stable forest, stable non-forest, and the mapped pixels (30 m).
@@ -312,5 +312,5 @@ def test_csv_reports_read_back(tmp_path):
         matrix = list(csv.reader(fh))
     assert matrix[0][1:] == list(PAPER_CLASSES)
     assert [[int(v) for v in row[1:]] for row in matrix[1:]] == PAPER_COUNTS
-    with pytest.raises(InputError, match="does not exist"):
+    with pytest.raises(OutputError, match="does not exist"):
         write_csv(report, tmp_path / "missing" / "r.csv")

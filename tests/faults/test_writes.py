@@ -9,6 +9,7 @@ allowed. Killed runs are subprocesses sent SIGKILL while their output is being w
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import shutil
@@ -529,3 +530,330 @@ def scene_region(tmp_path_factory):
     days = np.arange(np.datetime64("2023-01-01"), np.datetime64("2024-01-01"))
     (root / "weather.csv").write_text("date,tmin,tmax\n" + "".join(f"{d},2.0,12.0\n" for d in days))
     return {"scenes": root / "scenes", "parcels": root / "parcels.gpkg", "weather": root / "weather.csv"}
+
+
+# -- 7. accuracy reports: never over an input or another report -------------------------------
+
+def _classified(path: Path, n: int = 12) -> Path:
+    """A classified GeoPackage: crop_pred on every parcel, truth on every other one."""
+    srs = osr.SpatialReference()
+    srs.ImportFromEPSG(32633)
+    ds = ogr.GetDriverByName("GPKG").CreateDataSource(str(path))
+    layer = ds.CreateLayer("classified", srs, ogr.wkbPolygon)
+    layer.CreateField(ogr.FieldDefn("crop_pred", ogr.OFTString))
+    layer.CreateField(ogr.FieldDefn("truth", ogr.OFTString))
+    for i in range(n):
+        f = ogr.Feature(layer.GetLayerDefn())
+        f.SetField("crop_pred", "wheat" if i % 3 else "maize")
+        if i % 2 == 0:
+            f.SetField("truth", "wheat" if i % 4 else "maize")
+        x = X0 + i * 50.0
+        f.SetGeometry(ogr.CreateGeometryFromWkt(f"POLYGON (({x} {Y0},{x + 40} {Y0},{x + 40} {Y0 + 40},{x} {Y0 + 40},"
+                                                f"{x} {Y0}))"))
+        layer.CreateFeature(f)
+    ds = None
+    return path
+
+
+def _accuracy(layer: Path, html: Path, *more: str) -> list[str]:
+    return ["accuracy", "--layer", str(layer), "--reference", "truth", "--html", str(html), *more]
+
+
+def test_accuracy_reports_never_replace_the_layer_or_each_other(tmp_path, capsys):
+    layer = _classified(tmp_path / "classified.gpkg")
+    before = layer.read_bytes()
+    (tmp_path / "link.gpkg").symlink_to(layer)
+    os.link(layer, tmp_path / "hard.gpkg")
+    (tmp_path / "sub").mkdir()
+    areas = tmp_path / "areas.csv"
+    areas.write_text("class,area\nwheat,80\nmaize,20\n")
+    same_layer = [layer, tmp_path / "sub" / ".." / "classified.gpkg", tmp_path / "link.gpkg", tmp_path / "hard.gpkg"]
+    for name in same_layer:
+        for option in ("--html", "--csv", "--matrix-csv", "--json"):
+            html = name if option == "--html" else tmp_path / "r.html"
+            more = [] if option == "--html" else [option, str(name)]
+            assert main(_accuracy(layer, html, *more, "--overwrite")) == EXIT_OUTPUT, (name, option)
+            said = capsys.readouterr().err
+            assert "is the input" in said and option in said, said
+    # The class-area table is an input too.
+    assert main(_accuracy(layer, tmp_path / "r.html", "--class-areas", str(areas), "--csv", str(areas),
+                          "--overwrite")) == EXIT_OUTPUT
+    assert "is the input" in capsys.readouterr().err
+    # Two reports of one run on one file, under one name or two: refused before anything is written.
+    for html, csv in ((tmp_path / "r.html", tmp_path / "r.html"), (tmp_path / "r.html", tmp_path / "sub/../r.html")):
+        assert main(_accuracy(layer, html, "--csv", str(csv))) == EXIT_OUTPUT
+        said = capsys.readouterr().err
+        assert "are the same file" in said and "--html" in said and "--csv" in said, said
+    assert main(_accuracy(layer, tmp_path / "r.html", "--matrix-csv", str(tmp_path / "m"), "--json",
+                          str(tmp_path / "sub" / ".." / "m"))) == EXIT_OUTPUT
+    assert "are the same file" in capsys.readouterr().err
+    assert layer.read_bytes() == before and areas.read_text() == "class,area\nwheat,80\nmaize,20\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["areas.csv", "classified.gpkg", "hard.gpkg", "link.gpkg",
+                                                          "sub"]
+    # The same through a subprocess, the issue's own case: exit code 5, no traceback.
+    rc, said = _finish(_start(_accuracy(layer, layer, "--overwrite")))
+    assert rc == EXIT_OUTPUT and "is the input" in said and "Traceback" not in said, said
+    assert layer.read_bytes() == before
+    # Good outputs are written, each whole.
+    assert main(_accuracy(layer, tmp_path / "r.html", "--json", str(tmp_path / "r.json"))) == 0
+    assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+    assert (tmp_path / "r.csv").read_text().startswith("class,") and _hidden(tmp_path) == []
+
+
+def test_accuracy_report_writes_that_fail_are_named_errors(tmp_path):
+    layer = _classified(tmp_path / "classified.gpkg")
+    # A full disk (a file size limit below the report's size): exit 5, no report, nothing left.
+    rc, said = _finish(_start(_accuracy(layer, tmp_path / "full.html"), limit=2000))
+    assert rc == EXIT_OUTPUT and "the disk may be full" in said and "Traceback" not in said, said
+    assert not (tmp_path / "full.html").exists() and not (tmp_path / "full.csv").exists()
+    assert _hidden(tmp_path) == []
+    # A read-only folder (as a user who may not write there): refused before the layer is read.
+    folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"thermocrop-ro-acc-{os.getpid()}"
+    folder.mkdir()
+    try:
+        shutil.copy(layer, folder / "classified.gpkg")
+        folder.chmod(0o555)
+        proc = subprocess.run([sys.executable, "-m", "thermocrop.training.cli",
+                               *_accuracy(folder / "classified.gpkg", folder / "r.html")],
+                              capture_output=True, text=True, user=65534 if os.geteuid() == 0 else None, cwd="/",
+                              env={**os.environ, "HOME": "/tmp"})
+        assert proc.returncode == EXIT_OUTPUT and "Cannot write in the folder" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and [p.name for p in folder.iterdir()] == ["classified.gpkg"]
+    finally:
+        folder.chmod(0o755)
+        shutil.rmtree(folder)
+
+
+# -- 8. output names longer than the file system allows ---------------------------------------
+
+def test_output_names_too_long_for_the_file_system_are_refused_first(files, tmp_path, capsys):
+    name_max = os.pathconf(tmp_path, "PC_NAME_MAX")
+    layer = _classified(tmp_path / "classified.gpkg")
+    cases = [
+        (tmp_path / ("x" * (name_max + 20) + ".gpkg"), f"at most {name_max} bytes"),
+        # fits the file system, but not with what is written beside it while staging
+        (tmp_path / ("y" * (name_max - 8) + ".gpkg"), "needs 15 more"),
+        (tmp_path / ("é" * (name_max // 2 + 1)) / "out.gpkg", "folder name"),  # two bytes a character
+        (tmp_path / Path(*["d" * 200] * 22) / "out.gpkg", "limit of"),
+    ]
+    for out, said in cases:
+        # The scenes and the weather do not exist: the answer shows the name was checked first.
+        assert main(["classify", "--parcels", str(files / "small.gpkg"), "--scenes", str(tmp_path / "none"),
+                     "--weather", str(tmp_path / "none.nc"), "--out", str(out)]) == EXIT_OUTPUT
+        assert said in capsys.readouterr().err, out
+        assert main(_gdd_args(files / "small.gpkg", files / "weather.csv", out)) == EXIT_OUTPUT
+        assert said in capsys.readouterr().err, out
+        html = out.with_suffix(".html")
+        assert main(_accuracy(layer, html)) == EXIT_OUTPUT
+        assert said in capsys.readouterr().err, html
+    rc, said = _finish(_start(_gdd_args(files / "small.gpkg", files / "weather.csv", cases[0][0])))
+    assert rc == EXIT_OUTPUT and "Traceback" not in said and f"at most {name_max} bytes" in said, said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["classified.gpkg"]
+    # A name that fits with its margin is written.
+    fits = tmp_path / ("z" * (name_max - 15 - 4) + ".csv")
+    assert main(_gdd_args(files / "small.gpkg", files / "weather.csv", fits)) == 0 and fits.is_file()
+
+
+# -- 9. another program's transaction on a GeoPackage -----------------------------------------
+
+HOLDER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+if sys.argv[2] == "write":
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("INSERT INTO notes VALUES ('written while the run ran')")
+else:
+    db.execute("SELECT count(*) FROM notes").fetchone()
+print("ready", flush=True)
+sys.stdin.readline()
+if sys.argv[2] == "write":
+    db.execute("COMMIT")
+db.close()
+print("committed", flush=True)
+"""
+
+
+def _notes(path: Path, mode: str) -> Path:
+    """A table of another program's notes in a GeoPackage, in journal ``mode``."""
+    import sqlite3
+
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute(f"PRAGMA journal_mode={mode}")
+    db.execute("CREATE TABLE notes (text TEXT)")
+    db.close()
+    return path
+
+
+class _Holder:
+    """Another program holding ``path`` open in a subprocess: an open write transaction
+    (``write``) or, in WAL mode, only a connection (``read``)."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), what], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout.readline().strip() == "ready"
+
+    def finish(self) -> None:
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+        assert self.proc.stdout.readline().strip() == "committed"
+        self.proc.wait(timeout=30)
+
+
+def _rows(path: Path) -> list:
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return db.execute("SELECT text FROM notes").fetchall()
+
+
+@pytest.mark.parametrize("mode,what", [("delete", "write"), ("wal", "write"), ("wal", "read")])
+def test_overwrite_stops_while_another_program_is_changing_the_geopackage(files, tmp_path, mode, what):
+    target = _notes(Path(shutil.copy(files / "small.gpkg", tmp_path / "lpis.gpkg")), mode)
+    holder = _Holder(target, what)
+    try:
+        for out in (target, tmp_path / "other.gpkg"):  # in place, and a layer written into it from elsewhere
+            parcels = target if out == target else files / "small.gpkg"
+            args = _gdd_args(parcels, files / "weather.csv", target, "--overwrite")
+            if out != target:
+                args += ["--out-layer", "gdd"]
+            rc, said = _finish(_start(args))
+            assert rc == EXIT_OUTPUT and str(target) in said and "is in use: another program" in said, said
+            assert "Traceback" not in said
+    finally:
+        holder.finish()
+    # That program's change was committed to the file the run left alone.
+    assert _rows(target) == ([("written while the run ran",)] if what == "write" else [])
+    assert "gdd_20230501" not in _fields(target, "parcels")
+    # Once it is done, the run goes through and keeps the program's table.
+    assert main(_gdd_args(target, files / "weather.csv", target, "--overwrite")) == 0
+    assert "gdd_20230501" in _fields(target, "parcels")
+    assert _rows(target) == ([("written while the run ran",)] if what == "write" else [])
+    assert _hidden(tmp_path) == []
+
+
+@pytest.mark.parametrize("mode", ["delete", "wal"])
+def test_the_final_step_stops_for_a_transaction_begun_during_the_run(files, tmp_path, mode):
+    """A program that begins its change after the preflight: the replacing rename is refused."""
+    from thermocrop.core.errors import OutputError
+    from thermocrop.core.vector import VectorOutput, check_vector_output
+
+    target = _notes(Path(shutil.copy(files / "small.gpkg", tmp_path / "lpis.gpkg")), mode)
+    before = _features(target, "parcels")
+    with VectorOutput(check_vector_output(target, overwrite=True, layer="late")) as output:
+        _write_parcels(output.path, {"late": 4})
+        holder = _Holder(target, "write")
+        try:
+            with pytest.raises(OutputError, match="another program"):
+                output.commit(4, ["parcel_id"])
+        finally:
+            holder.finish()
+    assert _rows(target) == [("written while the run ran",)] and "late" not in _layers(target)
+    assert _features(target, "parcels") == before and _hidden(tmp_path) == []
+
+
+# -- 10. cleanup removes only what a run made -------------------------------------------------
+
+def test_cleanup_leaves_the_users_files_that_look_like_staging(files, tmp_path):
+    import socket
+
+    from thermocrop.core.output import STAGING_MARKER, STAGING_PREFIX
+
+    host = socket.gethostname()
+    old = time.time() - 3 * 24 * 3600
+    mine = {  # a file, a folder named exactly as a dead run's staging folder, and one of another host
+        f"{STAGING_PREFIX}notes.txt": None,
+        f"{STAGING_PREFIX}999999999.1.0a1b2c3d4e5f6a7b.{host}": "thesis.tex",
+        f"{STAGING_PREFIX}999999999.1.feedfacecafebeef.elsewhere": "data.csv",
+        # one with a marker, but not the token its name ends with
+        f"{STAGING_PREFIX}999999999.1.1111111111111111.{host}": STAGING_MARKER,
+    }
+    for name, inside in mine.items():
+        path = tmp_path / name
+        if inside is None:
+            path.write_text("my notes")
+        else:
+            path.mkdir()
+            (path / inside).write_text("my work")
+        os.utime(path, (old, old))
+    # What a killed run really leaves is removed; the user's entries stay, with their content.
+    proc = _start(_gdd_args(files / "big.gpkg", files / "weather.csv", tmp_path / "out.gpkg"))
+    assert _kill_mid_write(proc, tmp_path, set(mine))
+    assert len(_hidden(tmp_path)) == len(mine) + 1
+    assert main(_gdd_args(files / "small.gpkg", files / "weather.csv", tmp_path / "next.csv")) == 0
+    assert _hidden(tmp_path) == sorted(mine)
+    for name, inside in mine.items():
+        path = tmp_path / name
+        assert (path.read_text() if inside is None else (path / inside).read_text()) in ("my notes", "my work")
+
+
+# -- 11. --resume after an input changed ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def many_parcels(scene_region, tmp_path_factory):
+    """The scene region with 36 parcels (one partition each with --chunk-size 1)."""
+    root = tmp_path_factory.mktemp("resume")
+    shutil.copytree(scene_region["scenes"], root / "scenes")
+    shutil.copy(scene_region["weather"], root / "weather.csv")
+    srs = osr.SpatialReference()
+    srs.ImportFromEPSG(32633)
+    ds = ogr.GetDriverByName("GPKG").CreateDataSource(str(root / "parcels.gpkg"))
+    layer = ds.CreateLayer("parcels", srs, ogr.wkbPolygon)
+    layer.CreateField(ogr.FieldDefn("parcel_id", ogr.OFTString))
+    for i in range(36):
+        x, y = X0 + 5 + (i % 6) * 50.0, Y0 - 45 - (i // 6) * 50.0
+        f = ogr.Feature(layer.GetLayerDefn())
+        f.SetField("parcel_id", f"p{i}")
+        f.SetGeometry(ogr.CreateGeometryFromWkt(f"POLYGON (({x} {y},{x + 35} {y},{x + 35} {y + 35},{x} {y + 35},"
+                                                f"{x} {y}))"))
+        layer.CreateFeature(f)
+    ds = None
+    return root
+
+
+def _rewrite_in_place(path: Path) -> bytes:
+    """Write other pixel values into ``path`` (same size), then give it back its times; returns the old bytes."""
+    old, st = path.read_bytes(), path.stat()
+    rasterio = pytest.importorskip("rasterio")
+    with rasterio.open(path, "r+") as ds:
+        ds.write(ds.read() // 2 + 100)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == len(old) and path.read_bytes() != old
+    return old
+
+
+def test_resume_refuses_inputs_that_changed_since_the_interrupted_run(many_parcels, tmp_path):
+    pytest.importorskip("torch")
+    root, run, out = many_parcels, tmp_path / "run", tmp_path / "classified.gpkg"
+    args = ["classify", "--parcels", str(root / "parcels.gpkg"), "--scenes", str(root / "scenes"), "--weather",
+            str(root / "weather.csv"), "--out", str(out), "--run-folder", str(run), "--chunk-size", "1"]
+    proc = _start(args)
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline and not list(run.glob("part-*.parquet")):
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    done = len(list(run.glob("part-*.parquet")))
+    assert (run / "run.json").is_file() and 1 <= done < 36, done  # an interrupted run
+    scene = sorted((root / "scenes").iterdir())[1]
+    original, times = scene.read_bytes(), scene.stat()
+    _rewrite_in_place(scene)  # same size, same modification time, other pixels
+    rc, said = _finish(_start(args + ["--resume"]))
+    assert rc == EXIT_OUTPUT and str(scene) in said and "Start afresh" in said and "Traceback" not in said, said
+    assert not out.exists() and len(list(run.glob("part-*.parquet"))) == done
+    # The same scene put back: the run resumes from its partitions and finishes.
+    scene.write_bytes(original)
+    os.utime(scene, ns=(times.st_atime_ns, times.st_mtime_ns))
+    rc, said = _finish(_start(args + ["--resume"]))
+    assert rc == 0 and f"{done} from the interrupted run" in said, said
+    assert out.is_file() and not run.exists()
+
+
+def test_the_run_folder_of_a_partitioned_run_is_not_its_output(files, tmp_path, capsys):
+    out = tmp_path / "gdd.csv"
+    for run in (out, tmp_path / "sub" / ".." / "gdd.csv"):
+        assert main(_gdd_args(files / "small.gpkg", files / "weather.csv", out, "--run-folder", str(run))) \
+            == EXIT_OUTPUT
+        said = capsys.readouterr().err
+        assert "--run-folder" in said and "are the same file" in said, said
+    assert list(tmp_path.iterdir()) == []

@@ -316,3 +316,93 @@ def test_qgis_process_killed_while_writing_leaves_no_partial_file(qgis_process, 
     assert main(["gdd", "--parcels", str(region / "parcels.gpkg"), "--weather", str(region / "weather.csv"),
                  "--dates", "2023-05-01", "--out", str(tmp_path / "next.gpkg")]) == 0
     assert _hidden(tmp_path) == []
+
+
+# -- accuracy reports, names, other programs' transactions --------------------------------------
+
+def _classified(path: Path) -> Path:
+    """A classified GeoPackage (crop_pred on six parcels, crop on four)."""
+    srs = osr.SpatialReference()
+    srs.ImportFromEPSG(32633)
+    ds = ogr.GetDriverByName("GPKG").CreateDataSource(str(path))
+    layer = ds.CreateLayer("classified", srs, ogr.wkbPolygon)
+    for name in ("crop_pred", "crop"):
+        layer.CreateField(ogr.FieldDefn(name, ogr.OFTString))
+    for i, (pred, truth) in enumerate([("wheat", "wheat"), ("wheat", "maize"), ("maize", "maize"), ("maize", None),
+                                       ("wheat", None), ("maize", "maize")]):
+        f = ogr.Feature(layer.GetLayerDefn())
+        f.SetField("crop_pred", pred)
+        if truth:
+            f.SetField("crop", truth)
+        f.SetGeometry(ogr.CreateGeometryFromWkt(_square(X0 + 50.0 * i, Y0)))
+        layer.CreateFeature(f)
+    ds = None
+    return path
+
+
+def _accuracy(layer, html, csv, **more) -> dict:
+    return {"INPUT": str(layer), "PREDICTED_FIELD": "crop_pred", "REFERENCE_FIELD": "crop",
+            "OUTPUT_HTML": str(html), "OUTPUT_CSV": str(csv), **more}
+
+
+def test_accuracy_reports_never_replace_the_layer_or_each_other(provider, tmp_path):
+    from qgis.core import QgsProcessingException
+
+    layer = _classified(tmp_path / "classified.gpkg")
+    before = layer.read_bytes()
+    (tmp_path / "link.gpkg").symlink_to(layer)
+    os.link(layer, tmp_path / "hard.gpkg")
+    (tmp_path / "sub").mkdir()
+    names = [layer, tmp_path / "sub" / ".." / "classified.gpkg", tmp_path / "link.gpkg", tmp_path / "hard.gpkg"]
+    for name in names:
+        for parameters in (_accuracy(layer, name, tmp_path / "r.csv"), _accuracy(layer, tmp_path / "r.html", name),
+                           _accuracy(layer, tmp_path / "r.html", tmp_path / "r.csv", OUTPUT_MATRIX=str(name))):
+            with pytest.raises(QgsProcessingException, match="is the input"):
+                _run("accuracyassessment", parameters)
+    for html, csv in ((tmp_path / "r.html", tmp_path / "r.html"), (tmp_path / "r.csv", tmp_path / "sub/../r.csv")):
+        with pytest.raises(QgsProcessingException, match="OUTPUT_CSV .* and OUTPUT_HTML are the same file"):
+            _run("accuracyassessment", _accuracy(layer, html, csv))
+    long_name = tmp_path / ("r" * 250 + ".html")
+    with pytest.raises(QgsProcessingException, match="bytes long"):
+        _run("accuracyassessment", _accuracy(layer, long_name, tmp_path / "r.csv"))
+    assert layer.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["classified.gpkg", "hard.gpkg", "link.gpkg", "sub"]
+    result = _run("accuracyassessment", _accuracy(layer, tmp_path / "r.html", tmp_path / "r.csv"))
+    assert result["SAMPLE_SIZE"] == 4 and result["OVERALL_ACCURACY"] == pytest.approx(3 / 4)
+    assert (tmp_path / "r.csv").read_text().startswith("class,") and _hidden(tmp_path) == []
+
+
+def test_qgis_process_refuses_a_report_over_its_input(qgis_process, tmp_path):
+    layer = _classified(tmp_path / "classified.gpkg")
+    before = layer.read_bytes()
+    rc, said = _said(qgis_process("accuracyassessment", [f"INPUT={layer}", "PREDICTED_FIELD=crop_pred",
+                                                         "REFERENCE_FIELD=crop", f"OUTPUT_HTML={layer}",
+                                                         f"OUTPUT_CSV={tmp_path / 'r.csv'}"]))
+    assert rc != 0 and "is the input" in said and "OVERALL_ACCURACY" not in said, said
+    assert layer.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["classified.gpkg"]
+
+
+def test_a_geopackage_in_another_programs_transaction_is_left_alone(provider, region, tmp_path):
+    import sqlite3
+    import sys
+
+    from qgis.core import QgsProcessingException
+
+    target = _write_layers(tmp_path / "target.gpkg", {"target": 4})
+    with sqlite3.connect(target) as db:
+        db.execute("CREATE TABLE notes (text TEXT)")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sqlite3, sys\n"
+         "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+         "db.execute('BEGIN IMMEDIATE'); db.execute(\"INSERT INTO notes VALUES ('mine')\")\n"
+         "print('ready', flush=True); sys.stdin.readline(); db.execute('COMMIT')\n", str(target)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        with pytest.raises(QgsProcessingException, match="is in use: another program holds an open write"):
+            _run("parcelgdd", _gdd(region, region / "parcels.gpkg", target))
+    finally:
+        holder.communicate("\n", timeout=30)
+    with sqlite3.connect(target) as db:
+        assert db.execute("SELECT text FROM notes").fetchall() == [("mine",)]
+    assert "gdd_20230501" not in _fields(target, "target") and _hidden(tmp_path) == []

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from thermocrop.core.errors import InputError
+from thermocrop.core.errors import OutputError
 from thermocrop.training.cli import EXIT_INPUT, main
 
 gpd = pytest.importorskip("geopandas")
@@ -42,8 +42,8 @@ def test_accuracy_command_writes_reports(layer, tmp_path, capsys):
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["matrix"] == [[2, 0], [1, 2]] and data["classes"] == ["corn", "winter_wheat"]
     assert html.read_text().startswith("<!DOCTYPE html>")
-    # An existing report is not replaced without --overwrite.
-    with pytest.raises(InputError, match="--overwrite"):
+    # An existing report is not replaced without --overwrite (an output refused: exit code 5).
+    with pytest.raises(OutputError, match="--overwrite"):
         _run_raw(["accuracy", "--layer", str(layer), "--reference", "truth", "--html", str(html)])
     assert main(["accuracy", "--layer", str(layer), "--reference", "truth", "--html", str(html),
                  "--weighting", "count", "--overwrite"]) == 0

@@ -101,10 +101,12 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
 def cluster_options(args: argparse.Namespace):
     """``core.distributed.ClusterOptions`` from the options above, or None for a one-process run."""
     from ...core.distributed import ClusterOptions
+    from ...core.output import check_distinct_outputs
 
     options = ClusterOptions(workers=args.workers, scheduler=args.scheduler)
     if not (options.partitioned or args.resume or args.run_folder):
         return None
+    check_distinct_outputs([("--out", args.out), ("--run-folder", args.run_folder)])
     import logging
 
     # Dask's own INFO lines (workers starting and stopping) would drown the progress bar.

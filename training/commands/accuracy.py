@@ -34,7 +34,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
     import logging
     from pathlib import Path
 
@@ -43,25 +42,20 @@ def run(args: argparse.Namespace) -> int:
     from ...core.accuracy import (
         Z_95,
         assess_layer,
+        check_report_outputs,
         format_estimate,
         read_class_areas,
-        write_csv,
-        write_html,
-        write_matrix_csv,
+        write_reports,
     )
-    from ...core.errors import InputError
 
     log = logging.getLogger("thermocrop.accuracy")
     html_path = Path(args.html)
-    outputs = [html_path, Path(args.csv) if args.csv else html_path.with_suffix(".csv")]
-    outputs += [Path(p) for p in (args.matrix_csv, args.json) if p]
-    if not args.overwrite:
-        existing = [str(p) for p in outputs if p.exists()]
-        if existing:
-            raise InputError(f"{', '.join(existing)} already exist; choose other names or pass --overwrite.")
-    if len({p.resolve() for p in outputs}) < len(outputs):
-        raise InputError("Two outputs have the same path; give --html, --csv, --matrix-csv and --json "
-                         "different names.")
+    csv_path = Path(args.csv) if args.csv else html_path.with_suffix(".csv")
+    outputs = [("html", "--html", html_path), ("csv", "--csv", csv_path),
+               ("matrix", "--matrix-csv", args.matrix_csv), ("json", "--json", args.json)]
+    inputs = [args.layer, args.class_areas]
+    # Every output is checked before the layer is read: none is an input or another output.
+    check_report_outputs(outputs, overwrite=args.overwrite, inputs=inputs)
     frame = _read_layer(args.layer, args.layer_name, need_geometry=args.class_areas is None
                         and args.weighting == "area")
     areas = read_class_areas(args.class_areas) if args.class_areas else None
@@ -70,12 +64,7 @@ def run(args: argparse.Namespace) -> int:
                           title=f"{Path(args.layer).name} ({args.predicted} against {args.reference})")
     for warning in report.warnings:
         log.warning(warning)
-    write_html(report, outputs[0])
-    write_csv(report, outputs[1])
-    if args.matrix_csv:
-        write_matrix_csv(report, args.matrix_csv)
-    if args.json:
-        Path(args.json).write_text(json.dumps(report.as_dict(), indent=2))
+    written = write_reports(report, outputs, overwrite=args.overwrite, inputs=inputs)
 
     s, e = report.sample, report.estimates
     print(f"reference units {s.n}  OA {s.overall_accuracy:.4f}  kappa {s.kappa:.4f}  "
@@ -103,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
                      f"{pm(e.producers_accuracy[i], e.producers_accuracy_se[i]):>16}"
                      f"{pm(e.area[i], e.area_se[i], 1):>26}")
         print(line)
-    print("wrote " + ", ".join(str(p) for p in outputs))
+    print("wrote " + ", ".join(str(p) for p in written))
     return 0
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import zlib
 from pathlib import Path
 from typing import Optional
@@ -18,6 +17,7 @@ import numpy as np
 
 from ...core.crops import CROP_CLASSES
 from ...core.errors import InputError
+from ...core.output import Staging, check_name_lengths, publish
 from ...core.progress import Progress
 from . import spectra
 from .climate import simulate_weather
@@ -108,28 +108,19 @@ def generate_region(
         raise InputError(f"Processing baseline {baseline!r} must look like N0205 or N0400.")
     dn_offset = 1000 if (int(baseline[1:3]), int(baseline[3:5])) >= (4, 0) else 0
     progress = progress or Progress()
-    out = Path(out)
+    out = Path(os.path.abspath(out))
+    check_name_lengths(out, what="region folder")
     _check_target(out)
-    # Everything is written to a hidden sibling folder and moved in at the end, so that a
-    # cancelled or failed run leaves the target folder as it was.
-    work = out.parent / f".{out.name}.partial-{os.getpid()}"
-    if work.exists():
-        shutil.rmtree(work)
-    (work / "scenes").mkdir(parents=True)
-    try:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # Everything is written in a staging folder beside the target and moved in at the end, each
+    # part by one rename, so that a cancelled or failed run leaves the target folder as it was.
+    with Staging(out) as staging:
+        work = staging.path
+        (work / "scenes").mkdir(parents=True)
         manifest = _generate(reg, work, parcels, size, seed, level, year, baseline, dn_offset, progress)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-    out.mkdir(parents=True, exist_ok=True)
-    for name in OUTPUTS:
-        target = out / name
-        if target.is_dir():
-            shutil.rmtree(target)
-        elif target.exists():
-            target.unlink()
-        os.replace(work / name, target)
-    shutil.rmtree(work, ignore_errors=True)
+        out.mkdir(exist_ok=True)
+        for name in OUTPUTS:
+            publish(work / name, out / name, overwrite=True, staging=staging)
     progress(1.0)
     log.info("Generated %s: %d parcels, %d scenes, %d px square in %s", reg.name, len(manifest["parcels"]),
              len(manifest["dates"]), size, out)

@@ -18,6 +18,7 @@ import numpy as np
 
 from ...core.crops import CLASS_COLOURS, CROP_CLASSES
 from ...core.errors import InputError
+from ...core.output import staged_file
 
 log = logging.getLogger(__name__)
 
@@ -203,8 +204,11 @@ def plot_phenology(folders: Sequence[Path], png: Path, classes: Optional[Sequenc
     fig.tight_layout(rect=(0, 0, 1, 0.955))
     png = Path(png)
     png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=72)
-    plt.close(fig)
+    try:
+        with staged_file(png, what="figure") as tmp:
+            fig.savefig(tmp, dpi=72)
+    finally:
+        plt.close(fig)
     log.info("Phenology plot written to %s", png)
     return png
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from ...core.dataset import PixelSets
 from ...core.errors import InputError
+from ...core.output import staged_file, write_text
 
 log = logging.getLogger(__name__)
 
@@ -288,8 +289,11 @@ def plot_realism(result: Realism, png: Path, title: str = "") -> Path:
     fig.tight_layout()
     png = Path(png)
     png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        with staged_file(png, what="figure") as tmp:
+            fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    finally:
+        plt.close(fig)
     return png
 
 
@@ -298,9 +302,8 @@ def write_report(result: Realism, out: Path) -> dict[str, Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "realism.json", "table": out / "realism.md"}
-    paths["json"].write_text(json.dumps(result.to_json(), indent=1))
-    paths["table"].write_text(
-        "Distance between synthetic and real parcel-mean observations per class and feature: mean "
-        "over GDD bins of the mean absolute difference of the quartiles (x 100: reflectance "
-        "percent, index hundredths).\n\n" + format_table(result))
+    write_text(paths["json"], json.dumps(result.to_json(), indent=1), what="realism scores")
+    write_text(paths["table"], "Distance between synthetic and real parcel-mean observations per class and feature: "
+               "mean over GDD bins of the mean absolute difference of the quartiles (x 100: reflectance percent, "
+               "index hundredths).\n\n" + format_table(result), what="realism table")
     return paths

@@ -7,12 +7,12 @@ metadata), so a seed fully identifies a region.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 
 from ...core.bands import S2_BANDS
+from ...core.output import staged_file, write_text
 from .climate import WeatherGrid
 
 # Fixed modification date written into the GeoPackage metadata tables.
@@ -92,17 +92,13 @@ def write_parcels(path: Path, gdf) -> None:
     """Write the parcel GeoDataFrame to a GeoPackage layer ``parcels`` with a fixed date."""
     import fiona
 
-    tmp = path.with_name(path.stem + ".part" + path.suffix)
-    if tmp.exists():
-        tmp.unlink()
-    with fiona.Env(OGR_CURRENT_DATE=_GPKG_DATE):
+    with staged_file(path, what="parcel layer") as tmp, fiona.Env(OGR_CURRENT_DATE=_GPKG_DATE):
         gdf.to_file(tmp, layer="parcels", driver="GPKG")
-    os.replace(tmp, path)
 
 
 def write_json(path: Path, data: dict) -> None:
     """Write ``data`` as sorted, indented JSON."""
-    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n", what="JSON file")
 
 
 def set_band_descriptions(ds, level: str, offset: int, date: np.datetime64, baseline: str) -> None:
