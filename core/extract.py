@@ -24,6 +24,7 @@ from .progress import Progress
 from .remote import RemoteProduct
 from .scenes import (SCL_INVALID, Grid, Scene, bright_cloud_mask, check_missing_scl, decode_threads, decoding_threads,
                      find_scenes, select_season, to_reflectance, usable_cpus)
+from .vector import default_layer_name, parcel_layer_problem
 
 log = logging.getLogger(__name__)
 
@@ -156,12 +157,17 @@ def _read_layer(parcels: ParcelSource, layer: Optional[str] = None):
     if isinstance(parcels, gpd.GeoDataFrame):
         return parcels, "GeoDataFrame"
     path = Path(parcels)
-    if not path.exists():
-        raise InputError(f"Parcel file {path} does not exist.")
+    problem = parcel_layer_problem(path, layer)
+    if problem:
+        raise InputError(problem)
     try:
         gdf = gpd.read_file(path, layer=layer) if layer else gpd.read_file(path)
     except Exception as exc:  # fiona raises its own hierarchy
         raise InputError(f"Cannot read parcel layer {path}: {exc}") from exc
+    if len(gdf) == 0:
+        name = default_layer_name(path, layer) or path.stem
+        raise InputError(f"Parcel layer {name!r} of {path} has no features; choose the layer that holds the "
+                         "parcels, or check that the export wrote them.")
     return gdf, str(path)
 
 
