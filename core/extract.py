@@ -24,6 +24,7 @@ from .progress import Progress
 from .remote import RemoteProduct
 from .scenes import (SCL_INVALID, Grid, Scene, bright_cloud_mask, check_missing_scl, decode_threads, decoding_threads,
                      find_scenes, select_season, to_reflectance, usable_cpus)
+from .vector import default_layer_name, parcel_layer_problem
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,12 @@ def status_summary(status: Sequence[str]) -> str:
         advice = STATUS_ADVICE.get(str(name))
         parts.append(f"{count} {name}" + (f" ({advice})" if advice else ""))
     return f"{len(status)} parcels: {'; '.join(parts)}"
+
+
+def _some(names: Sequence[Any], limit: int = 10) -> str:
+    """The first ``limit`` names and how many more, e.g. ``a, b, c and 4 more``."""
+    shown = ", ".join(str(n) for n in names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def require_usable(status: Sequence[str], what: str, source: str) -> None:
@@ -150,12 +157,17 @@ def _read_layer(parcels: ParcelSource, layer: Optional[str] = None):
     if isinstance(parcels, gpd.GeoDataFrame):
         return parcels, "GeoDataFrame"
     path = Path(parcels)
-    if not path.exists():
-        raise InputError(f"Parcel file {path} does not exist.")
+    problem = parcel_layer_problem(path, layer)
+    if problem:
+        raise InputError(problem)
     try:
         gdf = gpd.read_file(path, layer=layer) if layer else gpd.read_file(path)
     except Exception as exc:  # fiona raises its own hierarchy
         raise InputError(f"Cannot read parcel layer {path}: {exc}") from exc
+    if len(gdf) == 0:
+        name = default_layer_name(path, layer) or path.stem
+        raise InputError(f"Parcel layer {name!r} of {path} has no features; choose the layer that holds the "
+                         "parcels, or check that the export wrote them.")
     return gdf, str(path)
 
 
@@ -363,12 +375,59 @@ class _Selection:
     counts: np.ndarray  # (n,) pixels covered by each parcel on the grid
 
 
-def _sample_pixels(geoms, active: np.ndarray, grid: Grid, s: int, seed: int, block: int) -> _Selection:
+def overlapping_parcels(geoms, active: np.ndarray) -> np.ndarray:
+    """``(n,)`` bool: the active parcels whose interior meets another active parcel's (a partial
+    overlap, one inside the other, or the same field twice); parcels that only touch are not.
+
+    Args:
+        geoms: ``(n,)`` GeoSeries of the parcels (None where unusable).
+        active: ``(n,)`` bool, the parcels to look at.
+    """
+    out = np.zeros(len(geoms), dtype=bool)
+    idx = np.flatnonzero(active)
+    if len(idx) < 2:
+        return out
+    mine = geoms.iloc[idx].reset_index(drop=True)
+    for predicate in ("overlaps", "contains"):
+        left, right = mine.sindex.query_bulk(mine, predicate=predicate).astype(np.int64)
+        pair = left != right
+        out[idx[left[pair]]] = True
+        out[idx[right[pair]]] = True
+    return out
+
+
+def _parcel_pixels(geom, grid: Grid, bounds: np.ndarray, block: int) -> np.ndarray:
+    """Flat indices of the pixel centres ``geom`` covers on ``grid`` (rasterised on its own)."""
+    from rasterio.features import rasterize
+    from rasterio.windows import Window
+    from rasterio.windows import transform as window_transform
+
+    c_lo, c_hi, r_lo, r_hi = (int(v) for v in bounds)
+    c_lo, r_lo = max(c_lo, 0), max(r_lo, 0)
+    c_hi, r_hi = min(c_hi, grid.width), min(r_hi, grid.height)
+    found = []
+    for r0 in range(r_lo, r_hi, block):
+        h = min(block, r_hi - r0)
+        for c0 in range(c_lo, c_hi, block):
+            w = min(block, c_hi - c0)
+            burnt = rasterize([(geom, 1)], out_shape=(h, w), fill=0, all_touched=False, dtype="uint8",
+                              transform=window_transform(Window(c0, r0, w, h), grid.transform))
+            nz = np.flatnonzero(burnt)
+            found.append((r0 + nz // w).astype(np.int64) * grid.width + (c0 + nz % w))
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+
+def _sample_pixels(geoms, active: np.ndarray, grid: Grid, s: int, seed: int, block: int,
+                   separate: Optional[np.ndarray] = None) -> _Selection:
     """Rasterise the parcels window by window and draw up to ``s`` pixels per parcel.
 
     Pixels are drawn by the smallest seeded hash of their lattice index, which gives the same
     sample whatever the window size, however the parcels are chunked and whichever raster
     extent (a clip or the whole tile) the same pixels are read from.
+
+    The parcels ``separate`` (those overlapping others, see :func:`overlapping_parcels`) are
+    rasterised one by one: in one label image a pixel holds one parcel only, so a parcel under
+    another would lose the pixels they share.
     """
     from rasterio.features import rasterize
     from rasterio.windows import Window
@@ -391,9 +450,16 @@ def _sample_pixels(geoms, active: np.ndarray, grid: Grid, s: int, seed: int, blo
     counts = np.zeros(n, dtype=np.int64)
     geom_list = list(geoms)  # pandas .iloc per shape costs more than rasterising small parcels
     kept = []
+    alone = on_grid & separate if separate is not None else np.zeros(n, dtype=bool)
+    for i in np.flatnonzero(alone):
+        flat = _parcel_pixels(geom_list[i], grid, np.array([c_lo[i], c_hi[i], r_lo[i], r_hi[i]]), block)
+        counts[i] = len(flat)
+        parcel = np.full(len(flat), i, dtype=np.int64)
+        kept.append(_keep_smallest(parcel, _hash64(_lattice_index(flat, grid), seed), flat, s)[:3])
+    shared = on_grid & ~alone
     for r0 in range(0, grid.height, block):
         h = min(block, grid.height - r0)
-        in_rows = on_grid & (r_hi > r0) & (r_lo < r0 + h)
+        in_rows = shared & (r_hi > r0) & (r_lo < r0 + h)
         if not in_rows.any():
             continue
         for c0 in range(0, grid.width, block):
@@ -610,11 +676,16 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
                 grids.append(g)
     projected: dict[str, Any] = {}
     selections: list[_Selection] = []
+    separate = overlapping_parcels(geoms, active)
+    if separate.any():
+        log.info("%d parcels of %s overlap others; each is given every pixel it covers, shared ones included: %s",
+                 int(separate.sum()), table.source, _some(table.parcel_ids[idx[separate]]))
     for k, grid in enumerate(grids):
         crs_key = grid.crs.to_wkt()
         if crs_key not in projected:
             projected[crs_key] = geoms.to_crs(crs_key)
-        selections.append(_sample_pixels(projected[crs_key], active, grid, s, settings.seed, settings.block_size))
+        selections.append(_sample_pixels(projected[crs_key], active, grid, s, settings.seed, settings.block_size,
+                                         separate))
         progress(0.1 * (k + 1) / len(grids))
 
     # Each parcel is read first from the grid that covers most of it (tiles overlap at their

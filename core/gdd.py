@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 import numpy as np
 
 from .errors import GDDGapError
+from .weather import describe_days
 
 if TYPE_CHECKING:
     from .weather import DailyTemperature
@@ -154,13 +155,15 @@ def season_bounds(acquisition_dates: Sequence, season_start: SeasonStart = Seaso
 
 
 def _fill_gaps(values: np.ndarray, dates: np.ndarray, what: str, parcel_ids, missing: str,
-               gaps: Optional[list] = None) -> np.ndarray:
+               gaps: Optional[list] = None, filled: Optional[list] = None) -> np.ndarray:
     """Fill NaN runs of at most 3 days linearly along the last axis of ``(P, D)``.
 
     A longer run, or one touching the first or last day, raises ``GDDGapError`` naming the
     dates (``missing="raise"``) or makes the whole row NaN (``missing="mask"``); then, when
     ``gaps`` is a list, ``(what, first_day, last_day, rows)`` is appended to it for each
-    distinct unfillable gap (the first of each row), so a warning can name the dates.
+    distinct unfillable gap (the first of each row), so a warning can name the dates. When
+    ``filled`` is a list, ``(what, days, rows, values)`` is appended to it: the days filled,
+    how many series and how many values.
     """
     values = np.array(values, dtype=np.result_type(values, np.float32))
     holed = np.flatnonzero(np.isnan(values).any(axis=1))
@@ -199,6 +202,8 @@ def _fill_gaps(values: np.ndarray, dates: np.ndarray, what: str, parcel_ids, mis
             "file covering these dates"
         )
     rows, cols = np.nonzero(nan)
+    if filled is not None and rows.size:
+        filled.append((what, dates[np.unique(cols)], np.unique(rows).size, rows.size))
     lo, hi = before[rows, cols], after[rows, cols]
     weight = (cols - lo) / (hi - lo)
     part[rows, cols] = part[rows, lo] * (1.0 - weight) + part[rows, hi] * weight
@@ -217,6 +222,7 @@ def gdd_at_dates(
     parcel_ids: Sequence[str] | None = None,
     missing: str = "raise",
     gaps: Optional[list] = None,
+    filled: Optional[list] = None,
 ) -> np.ndarray:
     """GDD since season start at each acquisition date (that day included).
 
@@ -232,6 +238,8 @@ def gdd_at_dates(
             ``GDDGapError`` naming the dates, or ``"mask"``: its row comes out NaN.
         gaps: with ``missing="mask"``, a list that receives ``(variable, first_day, last_day,
             rows)`` for each distinct gap too long to fill.
+        filled: a list that receives ``(variable, days, series, values)`` for the short gaps
+            filled.
 
     Returns:
         Array (P, T) float32 in degree days.
@@ -244,11 +252,15 @@ def gdd_at_dates(
     wd = np.asarray(weather.dates, dtype="datetime64[D]")
     sel = (wd >= start) & (wd <= end)
     needed = np.arange(start, end + 1, dtype="datetime64[D]")
-    if sel.sum() != needed.size:
-        missing = np.setdiff1d(needed, wd[sel])
+    days, count = np.unique(wd[sel], return_counts=True)
+    if (count > 1).any():
+        raise GDDGapError(f"weather from {weather.source} repeats {describe_days(days[count > 1])}; give one "
+                          "value per day")
+    lacking = np.setdiff1d(needed, days)
+    if lacking.size:
         raise GDDGapError(
-            f"weather from {weather.source} does not cover {missing[0]} to {missing[-1]} "
-            f"({missing.size} days); season from {start} to {end} is needed"
+            f"weather from {weather.source} does not cover {describe_days(lacking)}; the season from {start} "
+            f"to {end} is needed"
         )
     if missing not in ("raise", "mask"):
         raise ValueError(f"missing must be 'raise' or 'mask', not {missing!r}")
@@ -257,8 +269,8 @@ def gdd_at_dates(
     if not np.array_equal(wd[span], needed):  # an unsorted record: pick the days one by one
         order = np.argsort(wd, kind="stable")
         span = order[np.searchsorted(wd[order], needed)]
-    tmin = _fill_gaps(np.asarray(weather.tmin)[:, span], needed, "tmin", parcel_ids, missing, gaps)
-    tmax = _fill_gaps(np.asarray(weather.tmax)[:, span], needed, "tmax", parcel_ids, missing, gaps)
+    tmin = _fill_gaps(np.asarray(weather.tmin)[:, span], needed, "tmin", parcel_ids, missing, gaps, filled)
+    tmax = _fill_gaps(np.asarray(weather.tmax)[:, span], needed, "tmax", parcel_ids, missing, gaps, filled)
     daily = daily_degree_days(tmin, tmax, t_base=t_base, t_cap=t_cap, method=method)
     # Sum the days between consecutive acquisitions, then accumulate those sums (in float64):
     # the cumulative sum over every day read at the acquisitions, in a third of the time.
@@ -304,8 +316,13 @@ def gdd_at_points(
         weather = read_daily_temperature(weather, points_x, points_y, crs, start, end,
                                          parcel_ids=parcel_ids, missing="mask", **weather_options)
     gaps: list = []
+    filled: list = []
     gdd = gdd_at_dates(weather, dates, season_start=season_start, t_base=t_base, t_cap=t_cap,
-                       method=method, parcel_ids=parcel_ids, missing="mask", gaps=gaps)
+                       method=method, parcel_ids=parcel_ids, missing="mask", gaps=gaps, filled=filled)
+    for what, days, series, values in filled:
+        logger.warning("%s: %d missing %s values of %d of %d parcels filled linearly from the days around them "
+                       "(gaps of at most %d days) on %s", weather.source, values, what, series, len(gdd),
+                       MAX_FILLED_GAP_DAYS, describe_days(days))
 
     def names(rows) -> str:
         shown = [str(parcel_ids[i]) if parcel_ids is not None else f"#{i}" for i in rows[:10]]

@@ -18,6 +18,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .errors import InputError, WeatherError
+from .vector import default_layer_name, parcel_layer_problem
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +56,13 @@ def parcel_layer_info(path: Any, layer: Optional[str] = None) -> dict[str, Any]:
     import fiona
 
     path = Path(path)
-    if not path.exists():
-        raise InputError(f"Parcel file {path} does not exist.")
+    problem = parcel_layer_problem(path, layer)
+    if problem:
+        raise InputError(problem)
     try:
         with fiona.open(path, layer=layer) as src:
             return {"crs": src.crs_wkt or None, "fields": list(src.schema["properties"]),
-                    "count": len(src), "bounds": tuple(src.bounds)}
+                    "count": len(src), "bounds": tuple(src.bounds) if len(src) else None}
     except Exception as exc:  # fiona raises its own hierarchy
         raise InputError(f"Cannot read parcel layer {path}: {exc}") from None
 
@@ -200,7 +202,7 @@ def check_inputs(
                 raise InputError(f"Parcel layer {parcels} has no {role} field {name!r}; its fields are "
                                  f"{info['fields']}.")
         if info["count"] == 0:
-            raise InputError(f"Parcel layer {parcels} holds no features.")
+            raise InputError(f"Parcel layer {default_layer_name(parcels, layer)!r} of {parcels} has no features.")
     if parcels is not None or parcel_crs is not None:
         check_crs(crs, source)
 

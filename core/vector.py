@@ -146,6 +146,11 @@ def _first_layer_name(path: PathLike, layer: Optional[str]) -> Optional[str]:
         return ds.GetLayer(0).GetName()
 
 
+def default_layer_name(path: PathLike, layer: Optional[str] = None) -> Optional[str]:
+    """``layer``, or the name of the first layer of ``path`` (None when it has none)."""
+    return _first_layer_name(path, layer)
+
+
 def feature_count(parcels: Any, layer: Optional[str] = None) -> int:
     """The number of features of a GeoDataFrame, or of ``layer`` (default: the first) of a file.
 
@@ -156,6 +161,9 @@ def feature_count(parcels: Any, layer: Optional[str] = None) -> int:
 
     if hasattr(parcels, "geometry") and hasattr(parcels, "__len__"):
         return len(parcels)
+    problem = parcel_layer_problem(parcels, layer)
+    if problem:
+        raise InputError(problem)
     with _gdal_messages() as messages:
         ds = gdal.OpenEx(os.fspath(parcels), gdal.OF_VECTOR | gdal.OF_READONLY)
         lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
@@ -165,6 +173,38 @@ def feature_count(parcels: Any, layer: Optional[str] = None) -> int:
         count = lyr.GetFeatureCount(force=1)
         lyr = ds = None
     return count
+
+
+def parcel_layer_problem(path: PathLike, layer: Optional[str] = None) -> Optional[str]:
+    """Why the layer ``layer`` (default: the first) of the vector file ``path`` cannot be read,
+    in words a user can act on (not GDAL's), or None when it opens.
+
+    Checked: the file exists and is not empty, a shapefile has its ``.shx`` and ``.dbf``,
+    GDAL recognises the format, the file holds a layer and the named one is among them.
+    """
+    from osgeo import gdal
+
+    p = Path(os.fspath(path))
+    if not p.exists():
+        return f"Parcel file {p} does not exist (file not found); check the path."
+    if p.is_file() and p.stat().st_size == 0:
+        return f"Parcel file {p} is empty (0 bytes): it was not written completely. Save or export the layer again."
+    if p.suffix.lower() == ".shp":
+        lacking = [s for s in (".shx", ".dbf") if not (p.with_suffix(s).exists() or p.with_suffix(s.upper()).exists())]
+        if lacking:
+            return (f"Shapefile {p} lacks its {' and '.join(lacking)} file: a shapefile is several files (.shp, .shx, "
+                    ".dbf, .prj) that must stay together; copy them all, or save the layer as a GeoPackage.")
+    with _gdal_messages():
+        ds = gdal.OpenEx(str(p), gdal.OF_VECTOR | gdal.OF_READONLY)
+        names = [] if ds is None else [ds.GetLayer(i).GetName() for i in range(ds.GetLayerCount())]
+        ds = None
+    if not names:
+        what = "a folder" if p.is_dir() else "a file"
+        return (f"Parcel file {p} is {what} GDAL cannot read as a vector layer; give a GeoPackage (.gpkg), "
+                "shapefile (.shp), GeoJSON, FlatGeobuf (.fgb) or another OGR vector format.")
+    if isinstance(layer, str) and layer and layer not in names:
+        return f"Parcel file {p} has no layer {layer!r}; its layers are {', '.join(map(repr, names))}."
+    return None
 
 
 def _is_sqlite_file(path: Path) -> bool:
@@ -274,6 +314,9 @@ def source_field_kinds(parcels: Any, layer: Optional[str] = None) -> dict[str, s
     if hasattr(parcels, "geometry") and hasattr(parcels, "columns"):
         return {c: field_kind(parcels[c].to_numpy()) for c in parcels.columns if c != parcels.geometry.name}
     kinds = {ogr.OFTString: "string", ogr.OFTReal: "real", ogr.OFTInteger: "integer", ogr.OFTInteger64: "integer"}
+    problem = parcel_layer_problem(parcels, layer)
+    if problem:
+        raise InputError(problem)
     with _gdal_messages() as messages:
         ds = gdal.OpenEx(os.fspath(parcels), gdal.OF_VECTOR | gdal.OF_READONLY)
         lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))

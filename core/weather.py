@@ -47,6 +47,12 @@ KELVIN_WITHOUT_UNITS = (183.0, 333.0)
 """Values a variable without units must all lie within to be read as Kelvin (-90 .. 60 C):
 no value there is a plausible daily temperature in degrees C, so the reading is unambiguous."""
 
+GREGORIAN_DAYS_CALENDARS = ("standard", "gregorian", "proleptic_gregorian", "julian", "noleap", "365_day",
+                            "all_leap", "366_day")
+"""CF calendars whose days are real days (``julian`` ones under other dates, 29 February aside,
+see ``_days``)."""
+NOLEAP_CALENDARS = ("noleap", "365_day")
+
 _LATITUDE_UNITS = {"degrees_north", "degree_north", "degrees_n", "degree_n", "degreesn", "degreen"}
 _LONGITUDE_UNITS = {"degrees_east", "degree_east", "degrees_e", "degree_e", "degreese", "degreee"}
 
@@ -87,9 +93,11 @@ def describe_days(days: np.ndarray, limit: int = 4) -> str:
     return f"{', '.join(parts)} ({days.size} days)"
 
 
-def _check_coverage(dates: np.ndarray, start, end, source: str) -> np.ndarray:
-    """The requested days ``start..end``; raises naming the days the record lacks."""
+def _check_coverage(dates: np.ndarray, start, end, source: str, absent: np.ndarray = ()) -> np.ndarray:
+    """The requested days ``start..end``; raises naming the days the record lacks (``absent``:
+    days its calendar cannot hold, which are gaps rather than days not covered)."""
     want = np.arange(np.datetime64(start, "D"), np.datetime64(end, "D") + 1)
+    dates = np.concatenate([dates[~np.isnat(dates)], np.asarray(absent, dtype="datetime64[D]")])
     if want.size == 0:
         raise WeatherError(f"empty date range {start} to {end} asked of {source}")
     missing = np.setdiff1d(want, dates)
@@ -116,7 +124,9 @@ def _station_days(texts: Sequence[str], path: Path, date_col: str) -> np.ndarray
 
 def _read_station_csv(path: Path, n_points: int, start, end, tmin_col: str, tmax_col: str,
                       date_col: str = "date") -> DailyTemperature:
-    with open(path, newline="") as handle:
+    # utf-8-sig: spreadsheet programs start a CSV with a byte-order mark, which would
+    # otherwise stick to the first column's name.
+    with open(path, newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle)
         columns = [c.strip() for c in (reader.fieldnames or [])]
         rows = list(reader)
@@ -263,12 +273,16 @@ def check_plausible(values_c: np.ndarray, what: str, *, units: Optional[str] = N
     seen = _value_range(values_c)
     if seen is None or (PLAUSIBLE_CELSIUS[0] <= seen[0] and seen[1] <= PLAUSIBLE_CELSIUS[1]):
         return
+    with np.errstate(invalid="ignore"):
+        outside = int(((values_c < PLAUSIBLE_CELSIUS[0]) | (values_c > PLAUSIBLE_CELSIUS[1])).sum())
+    finite = int(np.isfinite(values_c).sum())
     read = f" with units {units!r}" if units else ""
     before = f" (values in the file {_describe_range(raw)})" if raw is not None and units else ""
     at = f" at {where}" if where else ""
     raise WeatherError(
-        f"{what}{read} gives daily temperatures from {seen[0]:.1f} to {seen[1]:.1f} degrees C{before}{at}, "
-        f"outside the {PLAUSIBLE_CELSIUS[0]:g} .. {PLAUSIBLE_CELSIUS[1]:g} C any place has had. Fix the "
+        f"{what}{read} gives daily temperatures from {seen[0]:.1f} to {seen[1]:.1f} degrees C{before}{at}: "
+        f"{outside} of its {finite} values lie outside the {PLAUSIBLE_CELSIUS[0]:g} .. {PLAUSIBLE_CELSIUS[1]:g} C "
+        "any place has had. Fix the "
         "units attribute (K, degC or degF) or the values; a missing day must be left empty (or the "
         "file's fill value), not written as a number such as -999"
     )
@@ -355,17 +369,69 @@ def _time_coordinate(ds, var) -> Any:
     raise WeatherError(f"variable {var.name!r} has no time dimension; daily records need one")
 
 
+def _calendar(values: np.ndarray) -> str:
+    """The CF calendar of decoded time values (``standard`` for numpy dates)."""
+    if np.issubdtype(values.dtype, np.datetime64) or values.size == 0:
+        return "standard"
+    return str(getattr(values.flat[0], "calendar", "") or "standard").lower()
+
+
 def _days(values: np.ndarray, source: str) -> np.ndarray:
-    """Decoded time values -> datetime64[D] (cftime calendars included)."""
+    """Decoded time values -> datetime64[D], NaT for a day the real calendar lacks.
+
+    Each day of a ``noleap`` (``365_day``) or ``all_leap`` (``366_day``) calendar is the day
+    of the same date, bar 29 February: a ``noleap`` record lacks it in leap years (a one-day
+    gap, filled like any other, see ``gdd``), an ``all_leap`` record holds it in other years
+    too (NaT: that value is not used). A ``julian`` day is the Gregorian day it falls on
+    (13 days later in this century). A ``360_day`` day is no real day: such files are refused.
+
+    Raises:
+        WeatherError: a calendar without that correspondence, or values that are not dates.
+    """
     if np.issubdtype(values.dtype, np.datetime64):
         return values.astype("datetime64[D]")
+    calendar = _calendar(values)
+    if calendar not in GREGORIAN_DAYS_CALENDARS:
+        raise WeatherError(
+            f"{source} uses the {calendar!r} calendar, whose days are not those of the same dates in the "
+            f"real (Gregorian) calendar. ThermoCrop reads the {', '.join(GREGORIAN_DAYS_CALENDARS)} calendars; "
+            "give observed daily weather (E-OBS, a reanalysis) or convert the file to the standard "
+            "calendar first (e.g. xarray's convert_calendar)"
+        )
+    out = np.empty(values.size, dtype="datetime64[D]")
     try:
-        return np.array([f"{v.year:04d}-{v.month:02d}-{v.day:02d}" for v in values], dtype="datetime64[D]")
+        for i, v in enumerate(values.ravel()):
+            if calendar == "julian":
+                v = v.change_calendar("proleptic_gregorian")  # the same day, under its Gregorian date
+            try:
+                out[i] = np.datetime64(f"{v.year:04d}-{v.month:02d}-{v.day:02d}", "D")
+            except ValueError:
+                if (v.month, v.day) != (2, 29):
+                    raise
+                out[i] = np.datetime64("NaT")  # 29 February of an all_leap calendar's common year
     except (AttributeError, ValueError) as exc:
         raise WeatherError(
             f"{source}: cannot read its time axis as dates ({exc}); it needs CF units such as "
             "'days since 1950-01-01'"
         ) from None
+    dropped = int(np.isnat(out).sum())
+    if dropped:
+        logger.info("%s (calendar %r): %d values of 29 February in common years are not used", source,
+                    calendar, dropped)
+    return out
+
+
+def _absent_leap_days(dates: np.ndarray, calendar: str) -> np.ndarray:
+    """The 29 Februaries a ``noleap`` record cannot hold, within the span of its days."""
+    if calendar not in NOLEAP_CALENDARS:
+        return np.zeros(0, dtype="datetime64[D]")
+    days = dates[~np.isnat(dates)]
+    if days.size == 0:
+        return np.zeros(0, dtype="datetime64[D]")
+    years = np.arange(int(str(days.min())[:4]), int(str(days.max())[:4]) + 1)
+    leap = years[(years % 4 == 0) & ((years % 100 != 0) | (years % 400 == 0))]
+    feb29 = np.array([f"{y:04d}-02-29" for y in leap], dtype="datetime64[D]")
+    return feb29[(feb29 > days.min()) & (feb29 < days.max())]
 
 
 def _span(inside: np.ndarray) -> slice:
@@ -402,6 +468,8 @@ class _Grid:
         self.lon = _coordinate(ds, self.var, "longitude")
         self.time = _time_coordinate(ds, self.var)
         self.dates = _days(self.time.values, str(path))
+        self.calendar = _calendar(self.time.values)
+        self.absent = _absent_leap_days(self.dates, self.calendar)
         spatial = [d for d in self.var.dims if d != self.time.dims[0]]
         if len(spatial) != 2 or not set(self.lat.dims) | set(self.lon.dims) <= set(spatial):
             raise WeatherError(
@@ -460,6 +528,48 @@ class _Grid:
         part = self.var.transpose(*self.dims)[days, rows, cols]
         values = np.asarray(part.values, dtype=np.float32)
         return to_celsius(values, self.var.attrs.get("units"), self.what)
+
+
+def _read_days(grid: "_Grid", want: np.ndarray, rows: slice, cols: slice) -> np.ndarray:
+    """Values ``(days, rows, cols)`` of the days ``want`` (in that order), NaN on days the
+    file's calendar lacks.
+
+    Raises:
+        WeatherError: the time axis repeats a day with other values (the days are named).
+    """
+    valid = np.flatnonzero(~np.isnat(grid.dates))
+    order = valid[np.argsort(grid.dates[valid], kind="stable")]
+    ordered = grid.dates[order]
+    left, right = np.searchsorted(ordered, want, "left"), np.searchsorted(ordered, want, "right")
+    present = right > left
+    if not present.any():
+        return np.full((want.size, rows.stop - rows.start, cols.stop - cols.start), np.nan, dtype=np.float32)
+    first = order[np.minimum(left, order.size - 1)[present]]
+    repeated = np.flatnonzero(right - left > 1)
+    others = [order[left[i] + 1:right[i]] for i in repeated]
+    simple = not repeated.size and present.all() and np.array_equal(first, np.arange(first[0], first[0] + first.size))
+    if simple:
+        return grid.read(slice(int(first[0]), int(first[0]) + first.size), rows, cols)
+    # Unsorted, repeated or holed time axis: read the span and pick the days from it.
+    every = np.concatenate([first, *others]) if others else first
+    lo, hi = int(every.min()), int(every.max()) + 1
+    block = grid.read(slice(lo, hi), rows, cols)
+    if repeated.size:
+        differ = [want[i] for i, again in zip(repeated, others)
+                  if not all(np.array_equal(block[order[left[i]] - lo], block[j - lo], equal_nan=True) for j in again)]
+        if differ:
+            raise WeatherError(
+                f"{grid.what} gives different values for the same day: {describe_days(np.array(differ))}. Keep "
+                "one time step per day (e.g. remove the repeated ones with cdo or ncks)"
+            )
+        logger.info("%s repeats %s with the same values; each is used once", grid.what,
+                    describe_days(want[repeated]))
+    out = np.full((want.size, *block.shape[1:]), np.nan, dtype=np.float32)
+    out[present] = block[first - lo]
+    if not present.all():
+        logger.warning("%s: its %r calendar has no %s; filled from the days around it", grid.what, grid.calendar,
+                       describe_days(want[~present]))
+    return out
 
 
 def _open(path: Path):
@@ -522,23 +632,12 @@ def _read_netcdf(path: Path, tmax_path: Optional[Path], points_x, points_y, crs,
         grids = _temperature_grids(path, tmax_path, tmin_var, tmax_var, opened)
         paths = [g.path for g in grids]
         source = str(paths[0]) if paths[0] == paths[1] else f"{paths[0]} + {paths[1]}"
-        dates = grids[0].dates
-        want = _check_coverage(dates, start, end, grids[0].what)
-        _check_coverage(grids[1].dates, start, end, grids[1].what)
+        want = _check_coverage(grids[0].dates, start, end, grids[0].what, grids[0].absent)
+        _check_coverage(grids[1].dates, start, end, grids[1].what, grids[1].absent)
 
         finite = np.isfinite(lon) & np.isfinite(lat)
         rows, cols = grids[0].window(lon[finite], lat[finite], max_distance_m) if finite.any() else (slice(0, 0),) * 2
-        values = []
-        for g in grids:
-            pos = {d: i for i, d in enumerate(g.dates)}
-            idx = np.array([pos[d] for d in want])
-            if not np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size)):
-                # Unsorted or repeated time axis: read the span and pick the days from it.
-                lo, hi = int(idx.min()), int(idx.max()) + 1
-                values.append(g.read(slice(lo, hi), rows, cols)[idx - lo])
-            else:
-                values.append(g.read(slice(int(idx[0]), int(idx[0]) + idx.size), rows, cols))
-        tmin, tmax = values
+        tmin, tmax = (_read_days(g, want, rows, cols) for g in grids)
         if tmin.shape != tmax.shape:
             raise WeatherError(f"{grids[0].what} and {grids[1].what} are on different grids; "
                                "give minimum and maximum temperatures on one grid")
@@ -604,7 +703,7 @@ def record_period(path, *, tmin_var: Optional[str] = None, date_var: Optional[st
         raise WeatherError(f"weather file {path} does not exist")
     if path.suffix.lower() in (".csv", ".txt"):
         date_col = date_var or "date"
-        with open(path, newline="") as handle:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
             rows = list(csv.DictReader(handle))
         if rows and date_col not in rows[0]:
             raise WeatherError(f"{path}: a station CSV needs a {date_col} column written YYYY-MM-DD")
@@ -617,6 +716,7 @@ def record_period(path, *, tmin_var: Optional[str] = None, date_var: Optional[st
                 raise WeatherError(f"{path} has no daily temperature variable "
                                    f"(variables: {', '.join(map(str, ds.data_vars)) or 'none'})")
             days = _days(_time_coordinate(ds, ds[name]).values, str(path))
+            days = days[~np.isnat(days)]
     if days.size == 0:
         raise WeatherError(f"{path} holds no dates")
     return days.min(), days.max()

@@ -464,3 +464,54 @@ def test_dates_with_too_few_clear_pixels_are_dropped(region, tmp_path):
         # Kept dates hold exactly the 60 clear pixels; dropped ones and masked slots nothing.
         assert ps.pixel_mask[0].sum(axis=1).tolist() == [60 if d else 0 for d in part_dates]
         assert not ps.pixel_mask[1].any() and not ps.pixels[1].any()
+
+
+def test_overlapping_parcels_each_get_every_pixel_they_cover(region, tmp_path):
+    # Two squares overlapping by a 4 x 6 pixel band, a field inside another, a field given
+    # twice, and one alone: the expectation is each polygon rasterised on its own
+    # (rasterio.features.geometry_mask), compared with the first date's cube.
+    from rasterio.features import geometry_mask
+
+    rng = np.random.default_rng(21)
+    cube = rng.integers(1100, 9000, size=(10, SIZE, SIZE), dtype=np.uint16)
+    _tile(tmp_path / "S2A_MSIL1C_20240601T103031_N0205_R108_T32TMT_20240601T1.tif", cube)
+    shapes = {
+        "west": _px(2.3, 2.3, 10.7, 10.7),  # 9 x 9 pixels
+        "east": _px(6.3, 4.3, 15.7, 9.7),  # 10 x 6, its columns 6..10 shared with 'west'
+        "outer": _px(20.3, 20.3, 31.7, 31.7),  # 12 x 12
+        "inner": _px(24.3, 24.3, 27.7, 27.7),  # 4 x 4, all inside 'outer'
+        "twice_a": _px(40.3, 5.3, 44.7, 9.7),
+        "twice_b": _px(40.3, 5.3, 44.7, 9.7),
+        "alone": _px(40.3, 40.3, 45.7, 44.7),
+    }
+    parcels = gpd.GeoDataFrame({"parcel_id": list(shapes)}, geometry=list(shapes.values()), crs=CRS)
+    ps = extract_pixel_sets(parcels, tmp_path, region["weather"], max_pixels=256)
+    assert ps.status.tolist() == ["ok"] * len(shapes)
+    transform = from_origin(X0, Y0, RES, RES)
+    for i, (pid, geom) in enumerate(shapes.items()):
+        inside = geometry_mask([geom], out_shape=(SIZE, SIZE), transform=transform, invert=True)
+        expected = sorted(map(tuple, cube[:, inside].T.tolist()))
+        got = sorted(map(tuple, ps.pixels[i, 0][:, ps.pixel_mask[i, 0]].T.tolist()))
+        assert len(got) == int(inside.sum()), pid
+        assert got == expected, pid
+    assert ps.pixel_mask[0, 0].sum() == 81 and ps.pixel_mask[1, 0].sum() == 60
+    assert ps.pixel_mask[2, 0].sum() == 144 and ps.pixel_mask[3, 0].sum() == 16
+
+
+def test_overlaps_sample_the_same_pixels_whatever_the_chunks(region, tmp_path):
+    # With fewer slots than pixels the draw of an overlapping parcel is that of the same
+    # parcel alone in the layer, so chunks that split overlapping parcels change nothing.
+    rng = np.random.default_rng(22)
+    _tile(tmp_path / "scenes" / "S2A_MSIL1C_20240601T103031_N0205_R108_T32TMT_20240601T1.tif",
+          rng.integers(1100, 9000, size=(10, SIZE, SIZE), dtype=np.uint16))
+    shapes = [_px(2.3, 2.3, 20.7, 20.7), _px(10.3, 10.3, 30.7, 30.7), _px(35.3, 35.3, 50.7, 50.7)]
+    parcels = gpd.GeoDataFrame({"parcel_id": ["a", "b", "c"]}, geometry=shapes, crs=CRS)
+    together = extract_pixel_sets(parcels, tmp_path / "scenes", region["weather"], max_pixels=16, seed=5)
+    for i in range(3):
+        one = extract_pixel_sets(parcels.iloc[[i]], tmp_path / "scenes", region["weather"], max_pixels=16, seed=5)
+        assert np.array_equal(one.pixels[0], together.pixels[i]) and np.array_equal(one.pixel_mask[0],
+                                                                                      together.pixel_mask[i])
+    extract_to_dataset(parcels, tmp_path / "scenes", region["weather"], tmp_path / "ds", max_pixels=16, seed=5,
+                       chunk_size=1)
+    ds = open_dataset(tmp_path / "ds")
+    assert np.array_equal(np.asarray(ds.pixels), together.pixels)

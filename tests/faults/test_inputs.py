@@ -378,3 +378,47 @@ def test_the_reliability_page_lists_the_exit_codes_of_the_cli():
     assert documented == set(cli.EXIT_CODES)
     assert (cli.EXIT_USAGE, cli.EXIT_INPUT, cli.EXIT_NOTHING, cli.EXIT_OUTPUT, cli.EXIT_FAILED,
             cli.EXIT_INTERRUPTED) == (2, 3, 4, 5, 6, 130)
+
+
+# -- messages that point at the real cause: parcel files ---------------------------------------
+
+
+def _unreadable_parcels(tmp_path: Path) -> dict[str, tuple[Path, object, str]]:
+    """Parcel files that cannot be used, with the layer asked for and what the message must say."""
+    good = _parcels(tmp_path / "good.gpkg")
+    empty = tmp_path / "empty.gpkg"
+    gpd.GeoDataFrame({"parcel_id": []}, geometry=[], crs=CRS).to_file(empty, layer="fields_2021")
+    not_vector = tmp_path / "notes.gpkg"
+    not_vector.write_text("these are not parcels", encoding="utf-8")
+    cut = tmp_path / "cut.gpkg"
+    cut.write_bytes(b"")
+    shp = _parcels(tmp_path / "shape.shp")
+    shp.with_suffix(".shx").unlink()
+    return {
+        "missing": (tmp_path / "nope.gpkg", None, f"Parcel file {tmp_path / 'nope.gpkg'} does not exist (file not found)"),
+        "empty layer": (empty, None, f"Parcel layer 'fields_2021' of {empty} has no features"),
+        "no such layer": (good, "fields", f"{good} has no layer 'fields'; its layers are 'good'"),
+        "not a vector file": (not_vector, None, "GDAL cannot read as a vector layer"),
+        "zero bytes": (cut, None, "is empty (0 bytes)"),
+        "shapefile without .shx": (shp, None, "lacks its .shx file"),
+    }
+
+
+@pytest.mark.parametrize("case", ["missing", "empty layer", "no such layer", "not a vector file", "zero bytes",
+                                  "shapefile without .shx"])
+def test_an_unusable_parcel_file_is_named_with_its_cause(case, tmp_path, capsys):
+    from thermocrop.core.extract import load_parcels
+
+    path, layer, said = _unreadable_parcels(tmp_path)[case]
+    with pytest.raises(InputError) as caught:
+        load_parcels(path, layer=layer)
+    assert said in str(caught.value)
+    assert "Null layer" not in str(caught.value) and "not recognized" not in str(caught.value)
+    if layer is not None:  # the command line reads the first layer
+        return
+    # The command line says the same before any scene is read.
+    _scene(tmp_path / "s", "2021-05-01")
+    argv = ["classify", "--parcels", str(path), "--scenes", str(tmp_path / "s"), "--weather",
+            str(_csv(tmp_path / "w.csv", [(d, 2, 12) for d in _year()])), "--out", str(tmp_path / "o.gpkg")]
+    assert main(argv) == cli.EXIT_INPUT
+    assert said in capsys.readouterr().err
