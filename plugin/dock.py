@@ -61,9 +61,12 @@ from qgis.PyQt.QtWidgets import (
 from ..core.crops import class_colours, colour_list
 from .dependencies import describe_missing, dependency_folder, make_install_task, missing_requirements
 from .i18n import tr
-from .layers import scene_candidate
+from .layers import SCENE_FILE_FILTER, scene_candidate, scene_source
+from .catalog import WEATHER_LABELS, WEATHER_SERVICES
 from .outputs import layer_file
 from .styles import UNCLASSIFIED_COLOUR, apply_class_style, confidence_renderer, save_style_beside
+from .train_panel import TrainPanel
+from .weather_task import WeatherTask, scene_dates
 from .task import (  # noqa: F401 (ndvi_series is part of the dock's API)
     ClassificationParameters,
     ClassificationTask,
@@ -286,6 +289,8 @@ class ThermoCropDock(QgsDockWidget):
         self.last_fids: list = []
         self.last_bundle = None
         self.last_explanation = None
+        self.preflight = None
+        self.weather_task: Optional[WeatherTask] = None
         self.output_layer: Optional[QgsVectorLayer] = None
         self.target_layer: Optional[QgsVectorLayer] = None
         self._layer_removed = False
@@ -294,9 +299,15 @@ class ThermoCropDock(QgsDockWidget):
         self.left_out: dict = {}
         # Replaced in tests; asks the user before fields or files are overwritten.
         self.confirm_overwrite: Callable[[list], bool] = self._ask_overwrite
+        # Off while the form is built and restored, so that half a form never overwrites the settings.
+        self._remembering = False
         self._build()
         if restore:
             self.restore_settings()
+        self._remembering = restore
+        self.model.fileChanged.connect(lambda *_: self._remember())
+        self.to_new_file.toggled.connect(lambda *_: self._remember())
+        self.probabilities.toggled.connect(lambda *_: self._remember())
         self.refresh_rasters()
         QgsProject.instance().layersAdded.connect(self.refresh_rasters)
         QgsProject.instance().layersRemoved.connect(self.refresh_rasters)
@@ -313,6 +324,7 @@ class ThermoCropDock(QgsDockWidget):
         self.tabs.addTab(scroll, tr("Classify"))
         self.tabs.addTab(self._build_explain_page(), tr("Explain"))
         self._add_accuracy_tab()
+        self._add_train_tab()
         self.tabs.currentChanged.connect(self._tab_changed)
 
         container = QWidget()
@@ -350,6 +362,22 @@ class ThermoCropDock(QgsDockWidget):
         scroll.setWidget(self.accuracy_widget)
         self.tabs.addTab(scroll, tr("Accuracy"))
 
+    def _add_train_tab(self) -> None:
+        """The Train tab: a model from a labelled layer with this tab's scenes and weather."""
+        self.train_panel = TrainPanel(lambda: (self.scene_paths(), self.weather_service() or self.weather.filePath()),
+                                      self.model.setFilePath)
+        self.train_panel.message.connect(
+            lambda text, level: QgsMessageLog.logMessage(text, LOG_TAG, Qgis.Info if level == Qgis.Success else level))
+        self.train_panel.trained.connect(
+            lambda path: self.iface.messageBar().pushMessage(
+                LOG_TAG, tr("Model {name} trained and chosen for the next classification.").format(
+                    name=Path(path).name), Qgis.Success, 8) if self.iface is not None else None)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.NoFrame)
+        scroll.setWidget(self.train_panel)
+        self.tabs.addTab(scroll, tr("Train"))
+
     @staticmethod
     def _form(box: QGroupBox) -> QFormLayout:
         form = QFormLayout(box)
@@ -368,9 +396,15 @@ class ThermoCropDock(QgsDockWidget):
         return widget
 
     def _path_changed(self, widget: QgsFileWidget, caption: "ElidedLabel") -> None:
-        """Show a path from its left end; the caption below shows it whole, elided in the middle."""
-        widget.lineEdit().setCursorPosition(0)
+        """Show a chosen path from its left end; the caption below shows it whole, elided in the middle.
+
+        A path being typed keeps its cursor where the typing is (the line edit is "modified"
+        while the user edits it; choosing a file or ``setFilePath`` resets that).
+        """
+        if not widget.lineEdit().isModified():
+            widget.lineEdit().setCursorPosition(0)
         caption.setFullText(widget.filePath())
+        self._remember()
 
     def _build_classify_page(self) -> QWidget:
         page = QWidget()
@@ -396,22 +430,48 @@ class ThermoCropDock(QgsDockWidget):
         form.addRow(tr("Scenes"), self.scene_list)
         buttons = QHBoxLayout()
         self.add_files = QPushButton(tr("Add files…"))
+        self.add_files.setToolTip(tr("Add Sentinel-2 products: .zip or .SAFE (choose its MTD_MSIL*.xml), "
+                                     "or GeoTIFF / JPEG 2000 files"))
         self.add_folder = QPushButton(tr("Add folder…"))
+        self.add_folder.setToolTip(tr("Add a folder: every product and raster in it (and below) is read"))
+        self.remove_scenes = QPushButton(tr("Remove"))
+        self.remove_scenes.setToolTip(tr("Remove the selected files or folders added by hand (a project layer "
+                                         "stays listed: untick it)"))
+        self.clear_scenes = QPushButton(tr("Clear"))
+        self.clear_scenes.setToolTip(tr("Remove every file and folder added by hand"))
         self.add_files.clicked.connect(self._pick_files)
         self.add_folder.clicked.connect(self._pick_folder)
-        buttons.addWidget(self.add_files)
-        buttons.addWidget(self.add_folder)
-        form.addRow("", buttons)
+        self.remove_scenes.clicked.connect(self.remove_selected_scenes)
+        self.clear_scenes.clicked.connect(self.clear_added_scenes)
+        self.scene_list.setSelectionMode(QListWidget.ExtendedSelection)
+        self.scene_list.itemChanged.connect(lambda *_: self._remember())
+        for button in (self.add_files, self.add_folder, self.remove_scenes, self.clear_scenes):
+            # Narrow docks: the four buttons share the row instead of pushing the form wider.
+            button.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+            button.setMinimumWidth(40)
+            buttons.addWidget(button)
+        form.addRow(buttons)
         self.left_out_note = QLabel()
         self.left_out_note.setWordWrap(True)
         self.left_out_note.setTextFormat(Qt.RichText)
         self.left_out_note.setVisible(False)
         form.addRow(self.left_out_note)
         self._add_catalog(form)
+        self.weather_from = QComboBox()
+        for service, label in zip(WEATHER_SERVICES, WEATHER_LABELS):
+            self.weather_from.addItem(tr(label), service)
+        self.weather_from.setToolTip(tr("Where the daily temperatures come from: a file, or a weather service "
+                                        "fetched for the parcels when the run starts and kept in the cache "
+                                        "(Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / "
+                                        "CDSAPI_KEY in the environment)"))
+        self.weather_from.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.weather_from.setMinimumContentsLength(10)
+        self.weather_from.currentIndexChanged.connect(self._weather_source_changed)
         self.weather = self._file_widget(tr("Temperatures (*.nc *.nc4 *.csv);;All files (*)"))
         self.weather.setToolTip(tr("Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV"))
         # Label above the field: the path gets the dock's whole width.
         form.addRow(QLabel(tr("Weather")))
+        form.addRow(self.weather_from)
         form.addRow(self.weather)
         self.weather_caption = ElidedLabel()
         form.addRow(self.weather_caption)
@@ -640,16 +700,42 @@ class ThermoCropDock(QgsDockWidget):
         self.scene_list.addItem(item)
 
     def add_scene_paths(self, paths: list) -> None:
-        """Add scene files or folders to the list, checked (a path already listed is not repeated)."""
+        """Add scene files or folders to the list, checked (a path already listed is not repeated).
+
+        A product's ``MTD_MSIL*.xml`` stands for its ``.SAFE`` folder (what the file dialog can pick).
+        """
         listed = {self.scene_list.item(i).data(Qt.UserRole) for i in range(self.scene_list.count())}
-        for path in paths:
-            if str(path) not in listed:
-                self._add_scene(Path(path).name, str(path), "file")
-                listed.add(str(path))
+        for path in map(scene_source, paths):
+            if path not in listed:
+                self._add_scene(Path(path).name, path, "file")
+                listed.add(path)
+        self._remember()
+
+    def remove_selected_scenes(self) -> int:
+        """Remove the selected files and folders added by hand; returns how many were removed.
+
+        Project layers stay in the list (they are the project's; unticking leaves them out).
+        """
+        rows = sorted((self.scene_list.row(item) for item in self.scene_list.selectedItems()
+                       if item.data(Qt.UserRole + 1) == "file"), reverse=True)
+        for row in rows:
+            self.scene_list.takeItem(row)
+        if not rows and self.scene_list.selectedItems():
+            self.say(tr("Project layers stay listed; untick them to leave them out of the run."))
+        self._remember()
+        return len(rows)
+
+    def clear_added_scenes(self) -> int:
+        """Remove every file and folder added by hand; returns how many were removed."""
+        rows = [i for i in range(self.scene_list.count())
+                if self.scene_list.item(i).data(Qt.UserRole + 1) == "file"]
+        for row in reversed(rows):
+            self.scene_list.takeItem(row)
+        self._remember()
+        return len(rows)
 
     def _pick_files(self) -> None:
-        paths, _ = QFileDialog.getOpenFileNames(self, tr("Sentinel-2 scenes"), "",
-                                                tr("Rasters (*.tif *.tiff *.jp2);;All (*)"))
+        paths, _ = QFileDialog.getOpenFileNames(self, tr("Sentinel-2 scenes"), "", SCENE_FILE_FILTER)
         self.add_scene_paths(paths)
 
     def _pick_folder(self) -> None:
@@ -668,6 +754,24 @@ class ThermoCropDock(QgsDockWidget):
         form.addRow(self.catalog)
         self._catalog_used()
 
+    def weather_service(self) -> str:
+        """The weather service chosen (``open-meteo``, ``cds:e-obs``...), or "" for the file."""
+        return self.weather_from.currentData() or ""
+
+    def set_weather_service(self, service: str) -> None:
+        """Choose where the temperatures come from by key ("" for the file)."""
+        index = self.weather_from.findData(service)
+        if index < 0:
+            raise ValueError(f"unknown weather service {service!r}")
+        self.weather_from.setCurrentIndex(index)
+
+    def _weather_source_changed(self, *args) -> None:
+        service = self.weather_service()
+        self.weather.lineEdit().setPlaceholderText(
+            tr("fetched from {service} when the run starts").format(service=self.weather_from.currentText())
+            if service else "")
+        self._remember()
+
     def _catalog_used(self) -> None:
         files = not self.catalog.in_use()
         for widget in (self.scene_list, self.add_files, self.add_folder):
@@ -684,6 +788,11 @@ class ThermoCropDock(QgsDockWidget):
         return [p for p in paths if not any(os.path.abspath(p).startswith(f) for f in folders)]
 
     # ----- settings
+    def _remember(self) -> None:
+        """Keep the form in the settings as it changes (a dock made with ``restore=False`` keeps nothing)."""
+        if self._remembering:
+            self.save_settings()
+
     def save_settings(self) -> None:
         """Remember the scenes added by hand (and which are ticked), the weather, model and output."""
         settings = QgsSettings()
@@ -692,6 +801,7 @@ class ThermoCropDock(QgsDockWidget):
         settings.setValue("scenes", [i.data(Qt.UserRole) for i in items if i.data(Qt.UserRole + 1) == "file"])
         settings.setValue("unticked", [i.data(Qt.UserRole) for i in items if i.checkState() != Qt.Checked])
         settings.setValue("weather", self.weather.filePath())
+        settings.setValue("weather_service", self.weather_service())
         settings.setValue("model", self.model.filePath())
         settings.setValue("output_mode", NEW_FILE if self.to_new_file.isChecked() else IN_PLACE)
         settings.setValue("probabilities", self.probabilities.isChecked())
@@ -715,6 +825,8 @@ class ThermoCropDock(QgsDockWidget):
             path = settings.value(key, "") or ""
             if path and os.path.isfile(path):
                 widget.setFilePath(path)
+        index = self.weather_from.findData(settings.value("weather_service", "") or "")
+        self.weather_from.setCurrentIndex(max(index, 0))
         self.in_place.setChecked(settings.value("output_mode", NEW_FILE) == IN_PLACE)
         self.to_new_file.setChecked(settings.value("output_mode", NEW_FILE) != IN_PLACE)
         self.probabilities.setChecked(settings.value("probabilities", False, type=bool))
@@ -815,9 +927,11 @@ class ThermoCropDock(QgsDockWidget):
         if not scenes:
             self.say(tr("Tick or add at least one Sentinel-2 scene."), Qgis.Warning)
             return None
-        weather = self.weather.filePath()
-        if not weather:
-            self.say(tr("Choose a daily temperature file."), Qgis.Warning)
+        service = self.weather_service()
+        # With a service the temperatures are fetched once the preflight knows the scene dates.
+        weather = "" if service else self.weather.filePath()
+        if not weather and not service:
+            self.say(tr("Choose a daily temperature file, or a weather service under 'Weather'."), Qgis.Warning)
             return None
         model = self.model.filePath() or None
         names = self._fields()
@@ -859,7 +973,8 @@ class ThermoCropDock(QgsDockWidget):
             # Items found in a catalogue are opened by the task (over the network, with the
             # chosen credentials), never here on the UI thread.
             from_catalog = self.catalog.in_use()
-            checked = self.check_inputs(layer, None if from_catalog else scenes, weather, model)
+            checked = self.check_inputs(layer, None if from_catalog else scenes, weather or None, model)
+            self.preflight = checked
             if self.probabilities.isChecked():
                 from ..core.uncertainty import ENTROPY_FIELD, MARGIN_FIELD, probability_field_names
 
@@ -926,14 +1041,63 @@ class ThermoCropDock(QgsDockWidget):
         self.target_layer = self.layer_combo.currentLayer()
         self._layer_removed = False
         self.target_layer.willBeDeleted.connect(self._target_removed)
-        self.task = ClassificationTask(params, self._finished)
-        self.task.progressChanged.connect(self._show_progress)
         self.run_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
         self.progress.setValue(0)
         # The counts and filters belonged to the last result; this run may not give one.
         self.last_result = None
         self._tab_changed(self.tabs.currentIndex())
+        service = self.weather_service()
+        if service:
+            return self._fetch_weather(params, service)
+        return self._launch(params)
+
+    def _fetch_weather(self, params: ClassificationParameters, service: str) -> WeatherTask:
+        """Fetch the run's temperatures from ``service`` first (``self.task`` meanwhile), then classify."""
+        snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(self.target_layer), self.target_layer.crs(),
+                                 self.target_layer.name(), [], params.parcels.selected)
+        checked = self.preflight
+        task = WeatherTask(snapshot, service, scene_dates(params.scenes), checked.season_start,
+                           lambda task: self._weather_fetched(task, params))
+        task.progressChanged.connect(self._show_progress)
+        self.task = task
+        self.say(tr("Fetching the daily temperatures of {layer}'s parcels from {service} …").format(
+            layer=self.target_layer.name(), service=self.weather_from.currentText()))
+        QgsApplication.taskManager().addTask(task)
+        return task
+
+    def _weather_fetched(self, task: WeatherTask, params: ClassificationParameters) -> None:
+        self.task = None
+        if task.path is None or self._layer_removed or not _layer_alive(self.target_layer):
+            self.run_button.setEnabled(True)
+            self.cancel_button.setEnabled(False)
+            if _layer_alive(self.target_layer):
+                try:
+                    self.target_layer.willBeDeleted.disconnect(self._target_removed)
+                except TypeError:
+                    pass
+            if self._layer_removed or not _layer_alive(self.target_layer):
+                self.say(tr("The parcel layer was removed while classifying; nothing was written."), Qgis.Warning,
+                         bar=True)
+            elif task.cancelled:
+                self.say(tr("Cancelled; nothing was written and the layer was not changed."), Qgis.Info)
+            else:
+                self.say(tr("No temperatures from {service}: {error}").format(service=task.service,
+                                                                               error=task.error),
+                         Qgis.Critical, bar=True)
+            return
+        # The fetched file is the run's (and Explain's) weather; the service stays chosen.
+        self.weather.setFilePath(task.path)
+        params.weather = task.path
+        params.inputs = [*params.inputs, task.path]
+        QgsMessageLog.logMessage(tr("Temperatures from {service}: {path}").format(service=task.service,
+                                                                               path=task.path),
+                                 LOG_TAG, Qgis.Info)
+        self._launch(params)
+
+    def _launch(self, params: ClassificationParameters) -> ClassificationTask:
+        self.task = ClassificationTask(params, self._finished)
+        self.task.progressChanged.connect(self._show_progress)
         selected = params.parcels.selected
         count = len(selected) if selected is not None else self.target_layer.featureCount()
         self.say(tr("Classifying {n} parcels of {layer} …").format(n=count, layer=self.target_layer.name()))
@@ -1218,6 +1382,7 @@ class ThermoCropDock(QgsDockWidget):
                 pass
         if self.accuracy_widget is not None:
             self.accuracy_widget.shutdown()
+        self.train_panel.shutdown()
         if self.install_task is not None:
             # pip is left to finish (killing it could leave a half-installed package) but
             # must not report into a dock that no longer exists.
