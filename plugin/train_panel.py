@@ -55,6 +55,8 @@ EPOCHS, STEPS, BATCH_SIZE, MAX_PIXELS = 30, 25, 64, 32
 CLASS_MAPS = ("", "france", "denmark", "austria")
 CLASS_MAP_LABELS = ("none: the label values are the classes", "France (RPG CODE_CULTU codes)",
                     "Denmark (afgkode codes)", "Austria (SNAR codes)")
+CODE_FIELDS = {"code_cultu": "france", "afgkode": "denmark", "snar_code": "austria"}
+"""Fields of national registers' crop codes, and the code table each takes."""
 
 
 @dataclass
@@ -299,8 +301,7 @@ class TrainPanel(QWidget):
         kinds = {f.name(): f.type() == QVariant.String for f in layer.fields()}
         self.label_combo.setField(guess_label_field(names, kinds) or "")
         self.block_combo.setField("block" if "block" in names else "")
-        codes = (self.label_combo.currentField() or "").lower()
-        preset = {"code_cultu": "france", "afgkode": "denmark", "snar_code": "austria"}.get(codes, "")
+        preset = CODE_FIELDS.get((self.label_combo.currentField() or "").lower(), "")
         self.class_map.setCurrentIndex(self.class_map.findData(preset))
 
     def _budget_steps(self) -> int:
@@ -328,7 +329,8 @@ class TrainPanel(QWidget):
             return self._refuse(tr("Choose the labelled parcel layer."))
         label = self.label_combo.currentField()
         if not label:
-            return self._refuse(tr("Choose the field of {layer} that holds the crop labels.").format(layer=layer.name()))
+            return self._refuse(tr("Choose the field of {layer} that holds the crop labels.").format(
+                layer=layer.name()))
         block = self.block_combo.currentField() or None
         if block == label:
             return self._refuse(tr("The label and block fields are the same; choose the block field or leave it "

@@ -20,7 +20,7 @@ from qgis.core import (
 
 from ..accuracy import WEIGHTING_LABELS, assess_features
 from ..i18n import tr
-from .base import ThermoCropAlgorithm
+from .base import WIDGETS_MODULE, ThermoCropAlgorithm
 
 WEIGHTINGS = tuple(WEIGHTING_LABELS)
 
@@ -67,8 +67,12 @@ class AccuracyAssessment(ThermoCropAlgorithm):
                                                      [QgsProcessing.TypeVector]))
         self.add(QgsProcessingParameterField("PREDICTED_FIELD", "Map (predicted) class field",
                                              defaultValue="crop_pred", parentLayerParameterName="INPUT"))
-        self.add(QgsProcessingParameterField("REFERENCE_FIELD", "Reference class field",
-                                             parentLayerParameterName="INPUT"))
+        reference = QgsProcessingParameterField("REFERENCE_FIELD", "Reference class field",
+                                                parentLayerParameterName="INPUT")
+        # The dialog starts at a reference-like field (reference, truth, crop...), never at fid.
+        reference.setMetadata({"widget_wrapper": {"class": f"{WIDGETS_MODULE}.GuessedFieldWrapper",
+                                                  "guess": "reference"}})
+        self.add(reference)
         self.add(QgsProcessingParameterEnum("WEIGHTING", "Map class areas",
                                             options=list(WEIGHTING_LABELS.values()), defaultValue=0))
         self.add(QgsProcessingParameterFile("CLASS_AREAS", "Table of map class areas (CSV)",

@@ -18,7 +18,7 @@ from qgis.core import (
 
 from ..i18n import tr
 from ..layers import features_to_frame
-from .base import ThermoCropAlgorithm
+from .base import WIDGETS_MODULE, ThermoCropAlgorithm
 
 BLOCK_FIELD = "block"
 """The block field ``core.extract`` reads by default, and this algorithm's default."""
@@ -60,7 +60,10 @@ class ExportTrainingData(ThermoCropAlgorithm):
 
     def initAlgorithm(self, config=None):  # noqa: N802
         self.add(QgsProcessingParameterFeatureSource("INPUT", "Labelled parcels", [QgsProcessing.TypeVectorPolygon]))
-        self.add(QgsProcessingParameterField("LABEL_FIELD", "Label field", parentLayerParameterName="INPUT"))
+        label = QgsProcessingParameterField("LABEL_FIELD", "Label field", parentLayerParameterName="INPUT")
+        # The dialog starts at a label-like field (crop, CODE_CULTU...), never at fid.
+        label.setMetadata({"widget_wrapper": {"class": f"{WIDGETS_MODULE}.GuessedFieldWrapper", "guess": "label"}})
+        self.add(label)
         self.add(QgsProcessingParameterField("BLOCK_FIELD", "Block field (spatial split)", defaultValue=BLOCK_FIELD,
                                              parentLayerParameterName="INPUT", optional=True))
         self.add(QgsProcessingParameterEnum("CLASS_MAP", "Crop code table (class map preset)",

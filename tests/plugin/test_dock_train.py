@@ -3,7 +3,6 @@ in a background task with a tiny budget into a bundle beside the project, chosen
 
 from __future__ import annotations
 
-import shutil
 import time
 
 import numpy as np
