@@ -14,6 +14,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
+from .crops import UNKNOWN_CLASS
 from .dataset import STATUS_OK
 from .errors import InputError, SceneError
 from .extract import (
@@ -121,6 +122,38 @@ def level_mismatch(bundle: Any, scenes: Sequence[Any]) -> Optional[str]:
             f"{'/'.join(sorted(here))} scenes.")
 
 
+FEW_DATES = 6
+"""Fewer acquisition dates than this are too few to follow a crop through its season."""
+UNKNOWN_SHARE = 0.25
+"""A run with this share of its classified parcels "unknown" or more says so."""
+
+
+def few_dates(scenes: Sequence[Any]) -> Optional[str]:
+    """A warning when the scenes hold fewer than :data:`FEW_DATES` acquisition dates.
+
+    The model reads each crop's development over the season; two or three dates show too little
+    of it, and many parcels come out "unknown" or wrong.
+    """
+    dates = sorted({np.datetime64(sc.date, "D") for sc in scenes})
+    if len(dates) >= FEW_DATES:
+        return None
+    return (f"Only {len(dates)} acquisition date{'s' if len(dates) != 1 else ''} "
+            f"({', '.join(map(str, dates))}): far too few to follow the crops through the season, so expect "
+            f"many parcels 'unknown' or wrong. Give at least {FEW_DATES} dates, better 8 or more spread from "
+            "spring to autumn.")
+
+
+def unknown_share(labels: np.ndarray, ok: np.ndarray) -> Optional[str]:
+    """A warning when :data:`UNKNOWN_SHARE` or more of the classified parcels are "unknown"."""
+    done = int(ok.sum())
+    unknown = int((labels[ok] == UNKNOWN_CLASS).sum())
+    if done == 0 or unknown < UNKNOWN_SHARE * done:
+        return None
+    return (f"{unknown} of {done} classified parcels came out 'unknown' ({100.0 * unknown / done:.0f} %): the "
+            "model could not place them (too few dates, scenes of another season or level, or crops it does "
+            "not know).")
+
+
 def classify_parcels(
     parcels: Union[ParcelSource, ParcelTable],
     scenes: SceneSource,
@@ -221,7 +254,8 @@ def prepare_classification(
     if not scene_list:
         raise SceneError("No scenes were given.")
     meta = _meta(table, scene_list, weather, settings, None)
-    warnings = [w for w in (level_mismatch(model, scene_list), check_missing_scl(scene_list, missing_scl)) if w]
+    warnings = [w for w in (level_mismatch(model, scene_list), check_missing_scl(scene_list, missing_scl),
+                            few_dates(scene_list)) if w]
     for w in warnings:
         log.warning(w)
     return ClassificationJob(model, classes, settings, table, scene_list, meta, tuple(warnings))
@@ -256,6 +290,10 @@ def assemble_result(job: ClassificationJob, status: np.ndarray, probabilities: n
         rows=np.asarray(job.table.rows, dtype=np.int64),
         warnings=job.warnings,
     )
+    unknown = unknown_share(result.labels, ok)
+    if unknown:
+        log.warning(unknown)
+        result.warnings = (*result.warnings, unknown)
     log.info("Classified %d parcels: %s", n, result.counts())
     return result
 

@@ -56,12 +56,19 @@ def assess_features(features: Iterable[QgsFeature], crs: QgsCoordinateReferenceS
                     predicted_field: str, reference_field: str, weighting: str = "area",
                     class_areas: Optional[Mapping[str, float]] = None,
                     area_unit: Optional[str] = None, title: str = "",
-                    cancelled: Optional[Callable[[], bool]] = None):
-    """``core.accuracy.assess_layer`` on QGIS features (geometries read only when areas are needed)."""
+                    cancelled: Optional[Callable[[], bool]] = None, reference_class_map: Optional[str] = None):
+    """``core.accuracy.assess_layer`` on QGIS features (geometries read only when areas are needed).
+
+    ``reference_class_map``: a class map (preset name or file) turning reference crop codes
+    (e.g. the French ``CODE_CULTU``) into the map's classes; codes not in it become ``unknown``.
+    """
     from ..core.accuracy import assess_layer
+    from ..core.classmap import ClassMap
 
     need_geometry = class_areas is None and weighting == "area"
     frame = attribute_frame(features, crs, [predicted_field, reference_field], need_geometry, cancelled)
+    if reference_class_map:
+        frame[reference_field] = ClassMap.load(reference_class_map).map_labels(frame[reference_field])[0]
     return assess_layer(frame, predicted_field, reference_field, weighting=weighting,
                         class_areas=class_areas, area_unit=area_unit, title=title)
 

@@ -33,6 +33,7 @@ from qgis.PyQt.QtWidgets import (
 from .accuracy import WEIGHTING_LABELS, assess_features, guess_fields
 from .outputs import layer_file
 from .task import ThermoCropTask
+from .train_panel import CLASS_MAP_LABELS, CLASS_MAPS, CODE_FIELDS
 
 
 TABLE = "table"
@@ -48,11 +49,17 @@ class AccuracyTask(ThermoCropTask):
     WHAT = "Accuracy assessment"
 
     def __init__(self, layer: QgsVectorLayer, predicted: str, reference: str, weighting: str,
-                 class_areas_path: Optional[str], on_done):
+                 class_areas_path: Optional[str], on_done, reference_class_map: str = ""):
         super().__init__(f"ThermoCrop: accuracy of {layer.name()}", on_done)
         self.source = QgsVectorLayerFeatureSource(layer)
         self.crs = layer.crs()
-        self.title = f"{layer.name()} ({predicted} against {reference})"
+        self.reference_class_map = reference_class_map
+        codes = f", codes through the {reference_class_map} table" if reference_class_map else ""
+        # The layer's filter (e.g. the dock's "only below" confidence filter) decides which
+        # features are read: the report says so.
+        self.subset = layer.subsetString()
+        shown = f"; only the features of the filter {self.subset}" if self.subset else ""
+        self.title = f"{layer.name()} ({predicted} against {reference}{codes}{shown})"
         self.predicted, self.reference = predicted, reference
         self.weighting, self.class_areas_path = weighting, class_areas_path
         self.needs_geometry = weighting == "area"
@@ -71,7 +78,7 @@ class AccuracyTask(ThermoCropTask):
             self.source.getFeatures(self.request), self.crs, self.predicted, self.reference,
             weighting="none" if self.weighting == TABLE else self.weighting, class_areas=areas,
             area_unit="map units (table)" if areas is not None else None, title=self.title,
-            cancelled=self.isCanceled)
+            cancelled=self.isCanceled, reference_class_map=self.reference_class_map or None)
 
 
 class AccuracyWidget(QWidget):
@@ -118,6 +125,12 @@ class AccuracyWidget(QWidget):
         self.areas_file.setFilter("CSV (*.csv);;All files (*)")
         self.areas_file.setToolTip("CSV with a header; first column the class, second its area.")
         self.areas_file.setEnabled(False)
+        self.codes_combo = QComboBox()
+        for key, label in zip(CLASS_MAPS, CLASS_MAP_LABELS):
+            self.codes_combo.addItem(label, key)
+        self.codes_combo.setToolTip("When the reference field holds national crop codes (e.g. the French "
+                                    "CODE_CULTU), the paper's table turns them into the map's classes; codes "
+                                    "not in it count as 'unknown'.")
 
         self.assess_button = QPushButton("Assess")
         self.cancel_button = QPushButton("Cancel")
@@ -128,11 +141,14 @@ class AccuracyWidget(QWidget):
         self.status.setWordWrap(True)
         self.browser = QTextBrowser()
         self.browser.setOpenLinks(False)
+        # Wide tables (the confusion matrix) scroll sideways instead of wrapping their headers.
+        self.browser.setLineWrapMode(QTextBrowser.NoWrap)
 
         form = QFormLayout()
         form.addRow("Classified layer", self.layer_combo)
         form.addRow("Map (predicted) class", self.predicted_combo)
         form.addRow("Reference class", self.reference_combo)
+        form.addRow("Reference codes", self.codes_combo)
         form.addRow("Weighting", self.weighting_combo)
         form.addRow("Class-area table", self.areas_file)
         buttons = QHBoxLayout()
@@ -145,6 +161,8 @@ class AccuracyWidget(QWidget):
         layout.addWidget(self.browser, 1)
 
         self.layer_combo.layerChanged.connect(self._layer_changed)
+        # Only a field the user picks chooses the code table (the field list refreshes itself too).
+        self.reference_combo.activated.connect(lambda _: self._reference_changed(self.reference_combo.currentField()))
         self.weighting_combo.currentIndexChanged.connect(
             lambda _: self.areas_file.setEnabled(self.weighting() == TABLE))
         self.assess_button.clicked.connect(self.assess)
@@ -163,6 +181,7 @@ class AccuracyWidget(QWidget):
             self.predicted_combo.setField(predicted_field)
         if reference_field:
             self.reference_combo.setField(reference_field)
+            self._reference_changed(reference_field)
 
     def layer(self) -> Optional[QgsVectorLayer]:
         return self.layer_combo.currentLayer()
@@ -184,10 +203,19 @@ class AccuracyWidget(QWidget):
         self.predicted_combo.setLayer(layer)
         self.reference_combo.setLayer(layer)
         if layer is not None:
-            predicted, reference = guess_fields(layer.fields().names())
+            names = layer.fields().names()
+            predicted, reference = guess_fields(names)
+            if reference is None:  # crop codes of a national register, say CODE_CULTU
+                reference = next((n for n in names if n.lower() in CODE_FIELDS), None)
             self.predicted_combo.setField(predicted or "")
             self.reference_combo.setField(reference or "")
+            self._reference_changed(reference or "")
         self.assess_button.setEnabled(layer is not None and self.task is None)
+
+    def _reference_changed(self, field: str) -> None:
+        """A reference field of a register's crop codes chooses its code table."""
+        preset = CODE_FIELDS.get((field or "").lower(), "")
+        self.codes_combo.setCurrentIndex(self.codes_combo.findData(preset))
 
     # -- running -------------------------------------------------------------------------------
 
@@ -219,7 +247,8 @@ class AccuracyWidget(QWidget):
         layer = self.layer()
         self.task = AccuracyTask(layer, self.predicted_combo.currentField(),
                                  self.reference_combo.currentField(), self.weighting(),
-                                 self.areas_file.filePath() or None, self._finished)
+                                 self.areas_file.filePath() or None, self._finished,
+                                 reference_class_map=self.codes_combo.currentData())
         self.assess_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
         self.status.setText(f"Assessing {layer.name()}…")
@@ -256,6 +285,10 @@ class AccuracyWidget(QWidget):
         s = report.sample
         text = (f"{s.n} reference parcels: overall accuracy {s.overall_accuracy:.3f}, "
                 f"kappa {s.kappa:.3f}")
+        layer = self.layer()
+        if layer is not None and layer.subsetString():
+            text = (f"Only the {layer.featureCount()} features the layer's filter shows were assessed "
+                    f"({layer.subsetString()}; clear the filter to assess every feature): " + text)
         if report.estimates is not None:
             from ..core.accuracy import format_estimate
 

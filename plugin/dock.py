@@ -28,7 +28,7 @@ from qgis.core import (
     QgsVectorLayer,
     QgsVectorLayerFeatureSource,
 )
-from qgis.gui import QgsDockWidget, QgsFileWidget, QgsMapLayerComboBox
+from qgis.gui import QgsDockWidget, QgsFieldComboBox, QgsFileWidget, QgsMapLayerComboBox, QgsMapToolIdentifyFeature
 from qgis.PyQt.QtCore import Qt, QVariant
 from qgis.PyQt.QtGui import QColor, QIcon, QPixmap
 from qgis.PyQt.QtWidgets import (
@@ -58,12 +58,15 @@ from qgis.PyQt.QtWidgets import (
     QWidget,
 )
 
-from ..core.crops import class_colours, colour_list
+from ..core.crops import UNKNOWN_CLASS, class_colours, colour_list
 from .dependencies import describe_missing, dependency_folder, make_install_task, missing_requirements
 from .i18n import tr
-from .layers import scene_candidate
+from .layers import SCENE_FILE_FILTER, scene_candidate, scene_source
+from .catalog import WEATHER_LABELS, WEATHER_SERVICES
 from .outputs import layer_file
-from .styles import UNCLASSIFIED_COLOUR, apply_class_style, confidence_renderer, save_style_beside
+from .styles import UNCLASSIFIED_COLOUR, apply_class_style, class_label, confidence_renderer, save_style_beside
+from .train_panel import TrainPanel
+from .weather_task import WeatherTask, scene_dates
 from .task import (  # noqa: F401 (ndvi_series is part of the dock's API)
     ClassificationParameters,
     ClassificationTask,
@@ -233,6 +236,15 @@ def _layer_alive(layer) -> bool:
     return True
 
 
+def unique_layer_name(name: str) -> str:
+    """``name``, or ``name 2``, ``name 3``... when the project has a layer of that name (re-runs)."""
+    taken = {layer.name() for layer in QgsProject.instance().mapLayers().values()}
+    if name not in taken:
+        return name
+    stem, close = (name[:-1], ")") if name.endswith(")") else (name, "")
+    return next(f"{stem} {n}{close}" for n in range(2, 10_000) if f"{stem} {n}{close}" not in taken)
+
+
 def month_locator(first, last, max_ticks: int = 4):
     """A matplotlib month locator with at most ``max_ticks`` ticks between two dates."""
     from matplotlib.dates import MonthLocator
@@ -286,6 +298,8 @@ class ThermoCropDock(QgsDockWidget):
         self.last_fids: list = []
         self.last_bundle = None
         self.last_explanation = None
+        self.preflight = None
+        self.weather_task: Optional[WeatherTask] = None
         self.output_layer: Optional[QgsVectorLayer] = None
         self.target_layer: Optional[QgsVectorLayer] = None
         self._layer_removed = False
@@ -294,9 +308,15 @@ class ThermoCropDock(QgsDockWidget):
         self.left_out: dict = {}
         # Replaced in tests; asks the user before fields or files are overwritten.
         self.confirm_overwrite: Callable[[list], bool] = self._ask_overwrite
+        # Off while the form is built and restored, so that half a form never overwrites the settings.
+        self._remembering = False
         self._build()
         if restore:
             self.restore_settings()
+        self._remembering = restore
+        self.model.fileChanged.connect(lambda *_: self._remember())
+        self.to_new_file.toggled.connect(lambda *_: self._remember())
+        self.probabilities.toggled.connect(lambda *_: self._remember())
         self.refresh_rasters()
         QgsProject.instance().layersAdded.connect(self.refresh_rasters)
         QgsProject.instance().layersRemoved.connect(self.refresh_rasters)
@@ -306,13 +326,11 @@ class ThermoCropDock(QgsDockWidget):
     def _build(self) -> None:
         self.tabs = QTabWidget()
         # A scroll area keeps every control reachable when the dock is short.
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QFrame.NoFrame)
-        scroll.setWidget(self._build_classify_page())
-        self.tabs.addTab(scroll, tr("Classify"))
+        self.classify_scroll = self._scroll(self._build_classify_page())
+        self.tabs.addTab(self.classify_scroll, tr("Classify"))
         self.tabs.addTab(self._build_explain_page(), tr("Explain"))
         self._add_accuracy_tab()
+        self._add_train_tab()
         self.tabs.currentChanged.connect(self._tab_changed)
 
         container = QWidget()
@@ -321,6 +339,9 @@ class ThermoCropDock(QgsDockWidget):
         layout.setSpacing(4)
         layout.addWidget(self.tabs, 1)
         layout.addWidget(self._build_status_panel())
+        # The counts of the last run head the Classify page, scrolling with the form, so that
+        # neither squeezes the other in a short dock.
+        self.classify_layout.insertWidget(0, self.results_box)
         self.setWidget(container)
         self.show_model_card()
         self._tab_changed(0)
@@ -344,11 +365,30 @@ class ThermoCropDock(QgsDockWidget):
         for combo in self.accuracy_widget.findChildren(QComboBox):
             combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
             combo.setMinimumContentsLength(8)
+        self.tabs.addTab(self._scroll(self.accuracy_widget), tr("Accuracy"))
+
+    def _add_train_tab(self) -> None:
+        """The Train tab: a model from a labelled layer with this tab's scenes and weather."""
+        self.train_panel = TrainPanel(lambda: (self.scene_paths(), self.weather_service() or self.weather.filePath()),
+                                      self.model.setFilePath)
+        self.train_panel.message.connect(
+            lambda text, level: QgsMessageLog.logMessage(text, LOG_TAG, Qgis.Info if level == Qgis.Success else level))
+        self.train_panel.trained.connect(
+            lambda path: self.iface.messageBar().pushMessage(
+                LOG_TAG, tr("Model {name} trained and chosen for the next classification.").format(
+                    name=Path(path).name), Qgis.Success, 8) if self.iface is not None else None)
+        self.tabs.addTab(self._scroll(self.train_panel), tr("Train"))
+
+    @staticmethod
+    def _scroll(page: QWidget) -> QScrollArea:
+        """``page`` in a vertical scroll area: every control stays reachable when the dock is short,
+        and the page is as wide as the dock (never scrolled sideways, never cut off)."""
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.NoFrame)
-        scroll.setWidget(self.accuracy_widget)
-        self.tabs.addTab(scroll, tr("Accuracy"))
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        scroll.setWidget(page)
+        return scroll
 
     @staticmethod
     def _form(box: QGroupBox) -> QFormLayout:
@@ -368,13 +408,20 @@ class ThermoCropDock(QgsDockWidget):
         return widget
 
     def _path_changed(self, widget: QgsFileWidget, caption: "ElidedLabel") -> None:
-        """Show a path from its left end; the caption below shows it whole, elided in the middle."""
-        widget.lineEdit().setCursorPosition(0)
+        """Show a chosen path from its left end; the caption below shows it whole, elided in the middle.
+
+        A path being typed keeps its cursor where the typing is (the line edit is "modified"
+        while the user edits it; choosing a file or ``setFilePath`` resets that).
+        """
+        if not widget.lineEdit().isModified():
+            widget.lineEdit().setCursorPosition(0)
         caption.setFullText(widget.filePath())
+        self._remember()
 
     def _build_classify_page(self) -> QWidget:
         page = QWidget()
         layout = QVBoxLayout(page)
+        self.classify_layout = layout
 
         inputs = QGroupBox(tr("Input"))
         form = self._form(inputs)
@@ -396,22 +443,48 @@ class ThermoCropDock(QgsDockWidget):
         form.addRow(tr("Scenes"), self.scene_list)
         buttons = QHBoxLayout()
         self.add_files = QPushButton(tr("Add files…"))
+        self.add_files.setToolTip(tr("Add Sentinel-2 products: .zip or .SAFE (choose its MTD_MSIL*.xml), "
+                                     "or GeoTIFF / JPEG 2000 files"))
         self.add_folder = QPushButton(tr("Add folder…"))
+        self.add_folder.setToolTip(tr("Add a folder: every product and raster in it (and below) is read"))
+        self.remove_scenes = QPushButton(tr("Remove"))
+        self.remove_scenes.setToolTip(tr("Remove the selected files or folders added by hand (a project layer "
+                                         "stays listed: untick it)"))
+        self.clear_scenes = QPushButton(tr("Clear"))
+        self.clear_scenes.setToolTip(tr("Remove every file and folder added by hand"))
         self.add_files.clicked.connect(self._pick_files)
         self.add_folder.clicked.connect(self._pick_folder)
-        buttons.addWidget(self.add_files)
-        buttons.addWidget(self.add_folder)
-        form.addRow("", buttons)
+        self.remove_scenes.clicked.connect(self.remove_selected_scenes)
+        self.clear_scenes.clicked.connect(self.clear_added_scenes)
+        self.scene_list.setSelectionMode(QListWidget.ExtendedSelection)
+        self.scene_list.itemChanged.connect(lambda *_: self._remember())
+        for button in (self.add_files, self.add_folder, self.remove_scenes, self.clear_scenes):
+            # Narrow docks: the four buttons share the row instead of pushing the form wider.
+            button.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+            button.setMinimumWidth(40)
+            buttons.addWidget(button)
+        form.addRow(buttons)
         self.left_out_note = QLabel()
         self.left_out_note.setWordWrap(True)
         self.left_out_note.setTextFormat(Qt.RichText)
         self.left_out_note.setVisible(False)
         form.addRow(self.left_out_note)
         self._add_catalog(form)
+        self.weather_from = QComboBox()
+        for service, label in zip(WEATHER_SERVICES, WEATHER_LABELS):
+            self.weather_from.addItem(tr(label), service)
+        self.weather_from.setToolTip(tr("Where the daily temperatures come from: a file, or a weather service "
+                                        "fetched for the parcels when the run starts and kept in the cache "
+                                        "(Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / "
+                                        "CDSAPI_KEY in the environment)"))
+        self.weather_from.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.weather_from.setMinimumContentsLength(10)
+        self.weather_from.currentIndexChanged.connect(self._weather_source_changed)
         self.weather = self._file_widget(tr("Temperatures (*.nc *.nc4 *.csv);;All files (*)"))
         self.weather.setToolTip(tr("Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV"))
         # Label above the field: the path gets the dock's whole width.
         form.addRow(QLabel(tr("Weather")))
+        form.addRow(self.weather_from)
         form.addRow(self.weather)
         self.weather_caption = ElidedLabel()
         form.addRow(self.weather_caption)
@@ -505,7 +578,8 @@ class ThermoCropDock(QgsDockWidget):
         row = QHBoxLayout()
         self.colour_by = QComboBox()
         self.colour_by.addItems([tr("colour by class"), tr("colour by confidence")])
-        self.colour_by.setToolTip(tr("The result layer's style: class colours, or red (unsure) to green (sure)"))
+        self.colour_by.setToolTip(tr("The result layer's style: class colours, or confidence from dark blue "
+                                     "(unsure) to yellow (sure)"))
         self.colour_by.currentIndexChanged.connect(self._colour_by_changed)
         row.addWidget(self.colour_by, 1)
         self.low_confidence = QCheckBox(tr("only below"))
@@ -522,23 +596,38 @@ class ThermoCropDock(QgsDockWidget):
         row.addWidget(self.threshold)
         results.addLayout(row)
         self.results_box.setVisible(False)
-        layout.addWidget(self.results_box)
         return panel
 
     def _build_explain_page(self) -> QWidget:
         page = QWidget()
         layout = QVBoxLayout(page)
         row = QHBoxLayout()
-        self.explain_button = QPushButton(tr("Explain the selected parcel"))
-        self.explain_button.setToolTip(tr("Select one parcel on the map, then press this button"))
+        self.pick_button = QPushButton(tr("Click a parcel"))
+        self.pick_button.setCheckable(True)
+        self.pick_button.setToolTip(tr("Then click a parcel of the classified layer on the map to explain it"))
+        self.pick_button.setEnabled(self.iface is not None)
+        self.pick_button.toggled.connect(self._pick_toggled)
+        self.explain_button = QPushButton(tr("Explain the selected"))
+        self.explain_button.setToolTip(tr("Explain the one selected parcel of the classified layer"))
         self.explain_button.clicked.connect(self.explain_selected)
-        row.addWidget(self.explain_button, 1)
+        for button in (self.pick_button, self.explain_button):
+            button.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+            button.setMinimumWidth(40)
+            row.addWidget(button, 1)
         layout.addLayout(row)
-        self.explain_message = QLabel(tr("Select one parcel of the classified layer to see its NDVI series "
-                                         "against the calendar and against growing degree days, and the "
+        form = QFormLayout()
+        self.reference_field = QgsFieldComboBox()
+        self.reference_field.setAllowEmptyFieldName(True)
+        self.reference_field.setToolTip(tr("A field of the parcels with their known (reference) class, shown beside "
+                                           "the prediction; empty: none"))
+        form.addRow(tr("Reference"), self.reference_field)
+        layout.addLayout(form)
+        self.explain_message = QLabel(tr("Click a parcel of the classified layer (or select one) to see its NDVI "
+                                         "series against the calendar and against growing degree days, and the "
                                          "model's class probabilities."))
         self.explain_message.setWordWrap(True)
         layout.addWidget(self.explain_message)
+        self.map_tool = None
         self.explain_box = QWidget()
         self.explain_layout = QVBoxLayout(self.explain_box)
         self.explain_layout.setContentsMargins(0, 0, 0, 0)
@@ -551,8 +640,9 @@ class ThermoCropDock(QgsDockWidget):
         return page
 
     def _tab_changed(self, index: int) -> None:
-        # The counts belong to the Classify tab; elsewhere their room goes to the plot.
-        self.results_box.setVisible(index == 0 and self.last_result is not None)
+        self.results_box.setVisible(self.last_result is not None)
+        if index == 1:
+            self._sync_reference_layer()
 
     # ----- status
     def say(self, text: str, level: Optional[int] = None, bar: bool = False) -> None:
@@ -576,7 +666,10 @@ class ThermoCropDock(QgsDockWidget):
         self.counts.clear()
         total = max(sum(counts.values()), 1)
         for key in sorted(counts, key=lambda k: (k.startswith("("), k)):
-            item = QTreeWidgetItem([key, str(counts[key]), f"{100.0 * counts[key] / total:.0f} %"])
+            item = QTreeWidgetItem([key if key.startswith("(") else class_label(key), str(counts[key]),
+                                    f"{100.0 * counts[key] / total:.0f} %"])
+            item.setData(0, Qt.UserRole, key)
+            item.setToolTip(0, key)
             swatch = QPixmap(12, 12)
             swatch.fill(QColor(colours.get(key, UNCLASSIFIED_COLOUR)))
             item.setIcon(0, QIcon(swatch))
@@ -592,9 +685,9 @@ class ThermoCropDock(QgsDockWidget):
                                    + 2 * self.counts.frameWidth() + 2)
 
     def counts_text(self) -> str:
-        """The class counts as ``class: parcels`` lines (what the list shows)."""
+        """The class counts as ``class id: parcels`` lines (the list shows the ids as words)."""
         items = [self.counts.topLevelItem(i) for i in range(self.counts.topLevelItemCount())]
-        return "\n".join(f"{item.text(0)}: {item.text(1)}" for item in items)
+        return "\n".join(f"{item.data(0, Qt.UserRole)}: {item.text(1)}" for item in items)
 
     # ----- scenes
     def refresh_rasters(self, *args) -> None:
@@ -640,16 +733,42 @@ class ThermoCropDock(QgsDockWidget):
         self.scene_list.addItem(item)
 
     def add_scene_paths(self, paths: list) -> None:
-        """Add scene files or folders to the list, checked (a path already listed is not repeated)."""
+        """Add scene files or folders to the list, checked (a path already listed is not repeated).
+
+        A product's ``MTD_MSIL*.xml`` stands for its ``.SAFE`` folder (what the file dialog can pick).
+        """
         listed = {self.scene_list.item(i).data(Qt.UserRole) for i in range(self.scene_list.count())}
-        for path in paths:
-            if str(path) not in listed:
-                self._add_scene(Path(path).name, str(path), "file")
-                listed.add(str(path))
+        for path in map(scene_source, paths):
+            if path not in listed:
+                self._add_scene(Path(path).name, path, "file")
+                listed.add(path)
+        self._remember()
+
+    def remove_selected_scenes(self) -> int:
+        """Remove the selected files and folders added by hand; returns how many were removed.
+
+        Project layers stay in the list (they are the project's; unticking leaves them out).
+        """
+        rows = sorted((self.scene_list.row(item) for item in self.scene_list.selectedItems()
+                       if item.data(Qt.UserRole + 1) == "file"), reverse=True)
+        for row in rows:
+            self.scene_list.takeItem(row)
+        if not rows and self.scene_list.selectedItems():
+            self.say(tr("Project layers stay listed; untick them to leave them out of the run."))
+        self._remember()
+        return len(rows)
+
+    def clear_added_scenes(self) -> int:
+        """Remove every file and folder added by hand; returns how many were removed."""
+        rows = [i for i in range(self.scene_list.count())
+                if self.scene_list.item(i).data(Qt.UserRole + 1) == "file"]
+        for row in reversed(rows):
+            self.scene_list.takeItem(row)
+        self._remember()
+        return len(rows)
 
     def _pick_files(self) -> None:
-        paths, _ = QFileDialog.getOpenFileNames(self, tr("Sentinel-2 scenes"), "",
-                                                tr("Rasters (*.tif *.tiff *.jp2);;All (*)"))
+        paths, _ = QFileDialog.getOpenFileNames(self, tr("Sentinel-2 scenes"), "", SCENE_FILE_FILTER)
         self.add_scene_paths(paths)
 
     def _pick_folder(self) -> None:
@@ -668,6 +787,24 @@ class ThermoCropDock(QgsDockWidget):
         form.addRow(self.catalog)
         self._catalog_used()
 
+    def weather_service(self) -> str:
+        """The weather service chosen (``open-meteo``, ``cds:e-obs``...), or "" for the file."""
+        return self.weather_from.currentData() or ""
+
+    def set_weather_service(self, service: str) -> None:
+        """Choose where the temperatures come from by key ("" for the file)."""
+        index = self.weather_from.findData(service)
+        if index < 0:
+            raise ValueError(f"unknown weather service {service!r}")
+        self.weather_from.setCurrentIndex(index)
+
+    def _weather_source_changed(self, *args) -> None:
+        service = self.weather_service()
+        self.weather.lineEdit().setPlaceholderText(
+            tr("fetched from {service} when the run starts").format(service=self.weather_from.currentText())
+            if service else "")
+        self._remember()
+
     def _catalog_used(self) -> None:
         files = not self.catalog.in_use()
         for widget in (self.scene_list, self.add_files, self.add_folder):
@@ -684,6 +821,11 @@ class ThermoCropDock(QgsDockWidget):
         return [p for p in paths if not any(os.path.abspath(p).startswith(f) for f in folders)]
 
     # ----- settings
+    def _remember(self) -> None:
+        """Keep the form in the settings as it changes (a dock made with ``restore=False`` keeps nothing)."""
+        if self._remembering:
+            self.save_settings()
+
     def save_settings(self) -> None:
         """Remember the scenes added by hand (and which are ticked), the weather, model and output."""
         settings = QgsSettings()
@@ -692,6 +834,7 @@ class ThermoCropDock(QgsDockWidget):
         settings.setValue("scenes", [i.data(Qt.UserRole) for i in items if i.data(Qt.UserRole + 1) == "file"])
         settings.setValue("unticked", [i.data(Qt.UserRole) for i in items if i.checkState() != Qt.Checked])
         settings.setValue("weather", self.weather.filePath())
+        settings.setValue("weather_service", self.weather_service())
         settings.setValue("model", self.model.filePath())
         settings.setValue("output_mode", NEW_FILE if self.to_new_file.isChecked() else IN_PLACE)
         settings.setValue("probabilities", self.probabilities.isChecked())
@@ -715,6 +858,8 @@ class ThermoCropDock(QgsDockWidget):
             path = settings.value(key, "") or ""
             if path and os.path.isfile(path):
                 widget.setFilePath(path)
+        index = self.weather_from.findData(settings.value("weather_service", "") or "")
+        self.weather_from.setCurrentIndex(max(index, 0))
         self.in_place.setChecked(settings.value("output_mode", NEW_FILE) == IN_PLACE)
         self.to_new_file.setChecked(settings.value("output_mode", NEW_FILE) != IN_PLACE)
         self.probabilities.setChecked(settings.value("probabilities", False, type=bool))
@@ -815,9 +960,11 @@ class ThermoCropDock(QgsDockWidget):
         if not scenes:
             self.say(tr("Tick or add at least one Sentinel-2 scene."), Qgis.Warning)
             return None
-        weather = self.weather.filePath()
-        if not weather:
-            self.say(tr("Choose a daily temperature file."), Qgis.Warning)
+        service = self.weather_service()
+        # With a service the temperatures are fetched once the preflight knows the scene dates.
+        weather = "" if service else self.weather.filePath()
+        if not weather and not service:
+            self.say(tr("Choose a daily temperature file, or a weather service under 'Weather'."), Qgis.Warning)
             return None
         model = self.model.filePath() or None
         names = self._fields()
@@ -859,7 +1006,8 @@ class ThermoCropDock(QgsDockWidget):
             # Items found in a catalogue are opened by the task (over the network, with the
             # chosen credentials), never here on the UI thread.
             from_catalog = self.catalog.in_use()
-            checked = self.check_inputs(layer, None if from_catalog else scenes, weather, model)
+            checked = self.check_inputs(layer, None if from_catalog else scenes, weather or None, model)
+            self.preflight = checked
             if self.probabilities.isChecked():
                 from ..core.uncertainty import ENTROPY_FIELD, MARGIN_FIELD, probability_field_names
 
@@ -926,14 +1074,63 @@ class ThermoCropDock(QgsDockWidget):
         self.target_layer = self.layer_combo.currentLayer()
         self._layer_removed = False
         self.target_layer.willBeDeleted.connect(self._target_removed)
-        self.task = ClassificationTask(params, self._finished)
-        self.task.progressChanged.connect(self._show_progress)
         self.run_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
         self.progress.setValue(0)
         # The counts and filters belonged to the last result; this run may not give one.
         self.last_result = None
         self._tab_changed(self.tabs.currentIndex())
+        service = self.weather_service()
+        if service:
+            return self._fetch_weather(params, service)
+        return self._launch(params)
+
+    def _fetch_weather(self, params: ClassificationParameters, service: str) -> WeatherTask:
+        """Fetch the run's temperatures from ``service`` first (``self.task`` meanwhile), then classify."""
+        snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(self.target_layer), self.target_layer.crs(),
+                                 self.target_layer.name(), [], params.parcels.selected)
+        checked = self.preflight
+        task = WeatherTask(snapshot, service, scene_dates(params.scenes), checked.season_start,
+                           lambda task: self._weather_fetched(task, params))
+        task.progressChanged.connect(self._show_progress)
+        self.task = task
+        self.say(tr("Fetching the daily temperatures of {layer}'s parcels from {service} …").format(
+            layer=self.target_layer.name(), service=self.weather_from.currentText()))
+        QgsApplication.taskManager().addTask(task)
+        return task
+
+    def _weather_fetched(self, task: WeatherTask, params: ClassificationParameters) -> None:
+        self.task = None
+        if task.path is None or self._layer_removed or not _layer_alive(self.target_layer):
+            self.run_button.setEnabled(True)
+            self.cancel_button.setEnabled(False)
+            if _layer_alive(self.target_layer):
+                try:
+                    self.target_layer.willBeDeleted.disconnect(self._target_removed)
+                except TypeError:
+                    pass
+            if self._layer_removed or not _layer_alive(self.target_layer):
+                self.say(tr("The parcel layer was removed while classifying; nothing was written."), Qgis.Warning,
+                         bar=True)
+            elif task.cancelled:
+                self.say(tr("Cancelled; nothing was written and the layer was not changed."), Qgis.Info)
+            else:
+                self.say(tr("No temperatures from {service}: {error}").format(service=task.service,
+                                                                               error=task.error),
+                         Qgis.Critical, bar=True)
+            return
+        # The fetched file is the run's (and Explain's) weather; the service stays chosen.
+        self.weather.setFilePath(task.path)
+        params.weather = task.path
+        params.inputs = [*params.inputs, task.path]
+        QgsMessageLog.logMessage(tr("Temperatures from {service}: {path}").format(service=task.service,
+                                                                               path=task.path),
+                                 LOG_TAG, Qgis.Info)
+        self._launch(params)
+
+    def _launch(self, params: ClassificationParameters) -> ClassificationTask:
+        self.task = ClassificationTask(params, self._finished)
+        self.task.progressChanged.connect(self._show_progress)
         selected = params.parcels.selected
         count = len(selected) if selected is not None else self.target_layer.featureCount()
         self.say(tr("Classifying {n} parcels of {layer} …").format(n=count, layer=self.target_layer.name()))
@@ -975,7 +1172,8 @@ class ThermoCropDock(QgsDockWidget):
         params = task.params
         try:
             if params.output:
-                out = QgsVectorLayer(task.written, tr("{layer} (classified)").format(layer=layer.name()), "ogr")
+                out = QgsVectorLayer(task.written, unique_layer_name(tr("{layer} (classified)").format(
+                    layer=layer.name())), "ogr")
                 if not out.isValid():
                     raise ValueError(tr("QGIS cannot open the written file {path}.").format(path=task.written))
                 where = tr("the new layer {name}").format(name=Path(task.written).name)
@@ -998,9 +1196,12 @@ class ThermoCropDock(QgsDockWidget):
             self.accuracy_widget.set_layer(out, params.label_field)
         self.show_counts(task.result.counts(), class_colours(task.bundle.classes))
         self._tab_changed(self.tabs.currentIndex())
-        done = int((task.result.status == "ok").sum())
-        text = tr("Classified {done} of {n} parcels into {where}.").format(done=done, n=len(task.result),
-                                                                          where=where)
+        self.classify_scroll.verticalScrollBar().setValue(0)  # the counts head the page
+        ok = task.result.status == "ok"
+        done = int(ok.sum())
+        unknown = int((task.result.labels[ok] == UNKNOWN_CLASS).sum())
+        text = tr("Classified {done} of {n} parcels ({unknown} unknown) into {where}.").format(
+            done=done, n=len(task.result), unknown=unknown, where=where)
         if style_note:
             text += " " + style_note
         warnings = "".join(f"\n{w}" for w in task.result.warnings)
@@ -1105,6 +1306,7 @@ class ThermoCropDock(QgsDockWidget):
         snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(),
                                  layer.fields().names())
         bundle = self.last_bundle if self.last_bundle is not None else (self.model.filePath() or None)
+        self._sync_reference_layer()
         self.explain_task = ExplainTask(snapshot, fid, self.scene_paths(), self.weather.filePath(), bundle,
                                         self._explained)
         self._explaining_layer = layer
@@ -1125,6 +1327,10 @@ class ThermoCropDock(QgsDockWidget):
             return
         self.last_explanation = task.explanation
         self.draw_explanation(task.explanation)
+        reference = self.reference_class(task.fid)
+        if reference is not None:
+            self.explain_message.setText(self.explain_message.text() + "<br>" + tr("Reference: {name}").format(
+                name=class_label(reference) if reference else tr("none given")))
 
     def draw_explanation(self, ex):
         """Draw NDVI against date and against GDD, and the class probabilities; returns the figure."""
@@ -1135,10 +1341,17 @@ class ThermoCropDock(QgsDockWidget):
 
         bundle = ex.bundle
         k = len(bundle.classes)
-        # The bars get about 16 px a class, so that the names written on them do not overlap.
-        height = 300 + 16 * k
-        figure = Figure(figsize=(4, height / 100), tight_layout=True)
-        ax1, ax2, ax3 = figure.subplots(3, 1, gridspec_kw={"height_ratios": (1, 1, max(1.1, k / 6))})
+        # Laid out in pixels from the top: two NDVI plots, then one bar row of 18 px per class
+        # whose names stand left of the bars (a wider margin than the plots above need) and whose
+        # values stand right of the bar ends, so that no text lies on a bar.
+        rows_px = 18 * k
+        height = 350 + rows_px
+        figure = Figure(figsize=(4, height / 100))
+
+        def axes(top_px, height_px, left, right=0.96):
+            return figure.add_axes((left, 1 - (top_px + height_px) / height, right - left, height_px / height))
+
+        ax1, ax2, ax3 = axes(26, 95, 0.17), axes(160, 95, 0.17), axes(312, rows_px, 0.40, 0.90)
         dates = ex.dates.astype("datetime64[D]").astype(object)
         ax1.plot(dates, ex.ndvi, "o-", color="#2e7d32", markersize=4)
         ax1.set_ylabel("NDVI")
@@ -1147,22 +1360,25 @@ class ThermoCropDock(QgsDockWidget):
             ax1.xaxis.set_major_locator(month_locator(dates[0], dates[-1]))
         ax1.xaxis.set_major_formatter(DateFormatter("%b"))
         ax2.plot(ex.gdd, ex.ndvi, "o-", color="#c62828", markersize=4)
-        ax2.set_xlabel(tr("growing degree days (°C·d)"))
+        ax2.set_xlabel(tr("growing degree days (°C·d)"), fontsize=9)
         ax2.set_ylabel("NDVI")
         ax2.set_title(tr("against thermal time"), fontsize=10)
         colours = colour_list(bundle.classes)
         probs = ex.probabilities
         rows = np.arange(len(bundle.classes))
-        ax3.barh(rows, np.nan_to_num(probs), color=colours, edgecolor="#404040", linewidth=0.4)
-        # Names inside the plot: tick labels this long would squeeze the two NDVI plots above.
-        for row, (name_k, p) in enumerate(zip(bundle.classes, probs)):
-            ax3.text(0.01, row, f"{name_k}  {p:.2f}" if np.isfinite(p) else name_k, va="center", fontsize=8)
-        ax3.set_yticks([])
-        ax3.invert_yaxis()  # classes read top-down in the model's order
+        ax3.barh(rows, np.nan_to_num(probs), height=0.7, color=colours, edgecolor="#404040", linewidth=0.4)
+        ax3.set_yticks(rows)
+        ax3.set_yticklabels([class_label(name) for name in bundle.classes], fontsize=8)
+        for row, p in enumerate(probs):
+            if np.isfinite(p):
+                ax3.text(p + 0.02, row, f"{p:.2f}", va="center", fontsize=8, clip_on=False)
+        ax3.set_ylim(k - 0.5, -0.5)  # classes read top-down in the model's order
         ax3.set_xlim(0, 1)
-        ax3.set_xlabel(tr("class probability"))
+        ax3.set_xticks([0, 0.5, 1])
+        ax3.tick_params(axis="x", labelsize=8)
+        ax3.set_xlabel(tr("class probability"), fontsize=9)
         best = int(np.nanargmax(probs)) if np.isfinite(probs).any() else None
-        verdict = f"{bundle.classes[best]} ({probs[best]:.2f})" if best is not None else ex.status
+        verdict = f"{class_label(bundle.classes[best])} ({probs[best]:.2f})" if best is not None else ex.status
         if self.figure_canvas is not None:
             self.explain_layout.removeWidget(self.figure_canvas)
             self.figure_canvas.deleteLater()
@@ -1173,6 +1389,59 @@ class ThermoCropDock(QgsDockWidget):
         where = tr(" of {layer}").format(layer=layer.name()) if _layer_alive(layer) else ""
         self.explain_message.setText(f"<b>{tr('Parcel')} {ex.name}</b>{where}: {verdict}")
         return figure
+
+    def reference_class(self, fid: int) -> Optional[str]:
+        """Parcel ``fid``'s value of the chosen reference field ("" when empty), or None without one."""
+        layer = getattr(self, "_explaining_layer", None)
+        field = self.reference_field.currentField()
+        if not field or not _layer_alive(layer) or layer.fields().indexOf(field) < 0:
+            return None
+        value = layer.getFeature(fid)[field]
+        return "" if value is None or str(value) in ("", "NULL") else str(value)
+
+    def _sync_reference_layer(self) -> None:
+        """The reference field list follows the explained layer (a reference-like field guessed)."""
+        from .accuracy import guess_fields
+
+        layer = self._explained_layer()
+        if layer is self.reference_field.layer():
+            return
+        self.reference_field.setLayer(layer)
+        if layer is not None:
+            self.reference_field.setField(guess_fields(layer.fields().names())[1] or "")
+
+    def _pick_toggled(self, on: bool) -> None:
+        """Give the map a tool that explains the parcel clicked (or give the previous tool back)."""
+        canvas = self.iface.mapCanvas() if self.iface is not None else None
+        if canvas is None:
+            return
+        if not on:
+            if self.map_tool is not None and canvas.mapTool() is self.map_tool:
+                canvas.unsetMapTool(self.map_tool)
+            return
+        layer = self._explained_layer()
+        if layer is None:
+            self.explain_message.setText(tr("Choose a parcel layer (or classify) first."))
+            self.pick_button.setChecked(False)
+            return
+        self.map_tool = QgsMapToolIdentifyFeature(canvas, layer)
+        self.map_tool.featureIdentified.connect(self.parcel_clicked)
+        self.map_tool.deactivated.connect(lambda: self.pick_button.setChecked(False))
+        canvas.setMapTool(self.map_tool)
+        self.explain_message.setText(tr("Click a parcel of {layer} on the map.").format(layer=layer.name()))
+
+    def parcel_clicked(self, feature) -> Optional[ExplainTask]:
+        """Explain the parcel clicked with the map tool (its layer's selection becomes that parcel)."""
+        layer = self._explained_layer()
+        if layer is None:
+            return None
+        layer.selectByIds([feature.id()])
+        if not self.scene_paths() or not self.weather.filePath():
+            self.explain_message.setText(tr("Choose the scenes and the weather file on the Classify tab first."))
+            return None
+        if self.explain_task is not None:
+            return self.explain_task
+        return self.explain(feature.id())
 
     def _explained_layer(self) -> Optional[QgsVectorLayer]:
         """The layer of the last result (it may be a new layer), else the chosen parcel layer."""
@@ -1197,6 +1466,8 @@ class ThermoCropDock(QgsDockWidget):
     def shutdown(self) -> None:
         """Stop running work and disconnect from the project (called by unload)."""
         self.catalog.shutdown()
+        if self.map_tool is not None and self.iface is not None:
+            self.iface.mapCanvas().unsetMapTool(self.map_tool)
         for attr, slot in (("task", self._show_progress), ("explain_task", None)):
             task = getattr(self, attr)
             if task is None:
@@ -1218,6 +1489,7 @@ class ThermoCropDock(QgsDockWidget):
                 pass
         if self.accuracy_widget is not None:
             self.accuracy_widget.shutdown()
+        self.train_panel.shutdown()
         if self.install_task is not None:
             # pip is left to finish (killing it could leave a half-installed package) but
             # must not report into a dock that no longer exists.

@@ -14,6 +14,22 @@ from .i18n import tr
 
 ID_COLUMN = "parcel_id"
 
+SCENE_FILE_FILTER = ("Sentinel-2 products and rasters (*.zip *.ZIP MTD_MSIL*.xml *.tif *.tiff *.TIF *.jp2 *.vrt);;"
+                     "Zipped products (*.zip *.ZIP);;.SAFE product metadata (MTD_MSIL*.xml);;"
+                     "Rasters (*.tif *.tiff *.TIF *.jp2 *.vrt);;All files (*)")
+"""The file dialog's filter for scenes: what ``core.scenes.find_scenes`` reads (a .SAFE folder is
+picked through its ``MTD_MSIL*.xml``, or with *Add folder*)."""
+
+
+def scene_source(path) -> str:
+    """The path ``find_scenes`` reads for a chosen file: a product's ``MTD_MSIL*.xml`` stands for
+    its ``.SAFE`` folder; anything else is itself."""
+    path = Path(path)
+    if path.name.upper().startswith("MTD_MSIL") and path.suffix.lower() == ".xml" \
+            and path.parent.name.upper().endswith(".SAFE"):
+        return str(path.parent)
+    return str(path)
+
 
 def python_value(value):
     """A QGIS attribute value as plain Python: NULL -> None, QDate/QDateTime/QTime -> datetime."""
@@ -32,7 +48,8 @@ def python_value(value):
 
 
 def features_to_frame(features: Iterable[QgsFeature], crs: QgsCoordinateReferenceSystem,
-                      label_field: Optional[str] = None, attributes: Optional[Sequence[str]] = None):
+                      label_field: Optional[str] = None, attributes: Optional[Sequence[str]] = None,
+                      block_field: Optional[str] = None):
     """A GeoDataFrame of the features' geometries, with the feature ids as parcel ids.
 
     Safe in a worker thread when ``features`` come from a ``QgsVectorLayerFeatureSource``.
@@ -41,6 +58,8 @@ def features_to_frame(features: Iterable[QgsFeature], crs: QgsCoordinateReferenc
         features: the parcels, in the order the result rows will follow.
         crs: their CRS.
         label_field: attribute copied as column ``label_field`` (for training data), or None.
+        block_field: attribute copied as column ``block_field`` (the spatial blocks of the
+            training split), or None.
         attributes: field names to copy as they are (for writing the layer out again); None
             copies none. The frame then has these columns only (no ``parcel_id`` added).
 
@@ -51,7 +70,7 @@ def features_to_frame(features: Iterable[QgsFeature], crs: QgsCoordinateReferenc
     import geopandas as gpd
     from shapely import wkb
 
-    fids, geoms, labels = [], [], []
+    fids, geoms, labels, blocks = [], [], [], []
     columns = {name: [] for name in attributes or ()}
     indexes, kinds = None, {}
     for feature in features:
@@ -61,6 +80,8 @@ def features_to_frame(features: Iterable[QgsFeature], crs: QgsCoordinateReferenc
         if label_field:
             value = feature[label_field]
             labels.append(None if value is None or str(value) == "NULL" else str(value))
+        if block_field:
+            blocks.append(python_value(feature[block_field]))
         if columns:
             if indexes is None:  # looked up once: every feature of a source has the same fields
                 indexes = [(columns[name], feature.fields().indexOf(name)) for name in columns]
@@ -74,6 +95,8 @@ def features_to_frame(features: Iterable[QgsFeature], crs: QgsCoordinateReferenc
         data = {ID_COLUMN: [str(fid) for fid in fids]}
     if label_field:
         data[label_field] = labels
+    if block_field:
+        data[block_field] = blocks
     frame = gpd.GeoDataFrame(data, geometry=geoms, crs=crs.toWkt() if crs.isValid() else None)
     return frame, fids
 
@@ -165,3 +188,24 @@ def _judge_file(path: Path) -> SceneCandidate:
         return SceneCandidate("no", tr("a scene classification (SCL) file; it is read with its scene"))
     return SceneCandidate("no", tr("{count} band(s), none of them a Sentinel-2 band (a DEM or another "
                                    "raster?)").format(count=count))
+
+
+LABEL_FIELD_GUESSES = ("crop", "label", "class", "crop_type", "croptype", "culture", "code_cultu", "code_group",
+                       "afgkode", "snar_code", "snar_bezei", "crop_code", "landuse", "lu_code", "reference", "truth")
+"""Names of fields that hold crop labels or codes, most likely first (compared case-insensitively)."""
+ID_LIKE = ("fid", "id", "ogc_fid", "objectid", "parcel_id", "gid", "block", "area", "shape_area", "shape_leng")
+
+
+def guess_label_field(names: Sequence[str], kinds: Optional[dict] = None) -> Optional[str]:
+    """The field of ``names`` most likely to hold crop labels, or None; never an id field.
+
+    A known label name first (``crop``, ``CODE_CULTU``, ...); else the first text field
+    (``kinds``: name -> True when it holds text) that is not id-like.
+    """
+    lower = {n.lower(): n for n in names}
+    for guess in LABEL_FIELD_GUESSES:
+        if guess in lower:
+            return lower[guess]
+    if kinds:
+        return next((n for n in names if kinds.get(n) and n.lower() not in ID_LIKE), None)
+    return None

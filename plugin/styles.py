@@ -23,6 +23,12 @@ UNCLASSIFIED_COLOUR = NOT_CLASSIFIED_COLOUR
 NOT_CLASSIFIED_LABEL = "not classified"
 
 
+def class_label(name: str) -> str:
+    """A class id as legends show it: ``winter_wheat`` -> ``Winter wheat`` (the value stays the id)."""
+    text = str(name).replace("_", " ").strip()
+    return text[:1].upper() + text[1:]
+
+
 def class_renderer(field: str, classes: Sequence[str]) -> QgsCategorizedSymbolRenderer:
     """A categorized renderer on ``field``: one category per class, in the classes' order and
     colours (``class_colours``), plus one for parcels without a class (an empty value)."""
@@ -31,7 +37,7 @@ def class_renderer(field: str, classes: Sequence[str]) -> QgsCategorizedSymbolRe
     for name in list(colours) + [""]:
         symbol = QgsFillSymbol.createSimple({"outline_color": "#404040", "outline_width": "0.2"})
         symbol.setColor(QColor(colours[name] if name else NOT_CLASSIFIED_COLOUR))
-        categories.append(QgsRendererCategory(name, symbol, name or NOT_CLASSIFIED_LABEL))
+        categories.append(QgsRendererCategory(name, symbol, class_label(name) if name else NOT_CLASSIFIED_LABEL))
     return QgsCategorizedSymbolRenderer(field, categories)
 
 
@@ -71,8 +77,9 @@ def save_style_beside(layer: QgsVectorLayer, path: str) -> Optional[Path]:
     return qml
 
 
-CONFIDENCE_BREAKS = ((0.0, 0.4, "#d7191c"), (0.4, 0.6, "#fdae61"), (0.6, 0.8, "#a6d96a"), (0.8, 1.0, "#1a9641"))
-"""Confidence ranges and their colours (red: unsure .. green: sure)."""
+CONFIDENCE_BREAKS = ((0.0, 0.4, "#00224e"), (0.4, 0.6, "#575c6d"), (0.6, 0.8, "#a59c74"), (0.8, 1.0, "#fee838"))
+"""Confidence ranges and their colours from the cividis ramp (dark blue: unsure .. yellow: sure):
+read alike by colour-blind eyes, brighter with confidence, and none of them a class colour."""
 
 
 def confidence_renderer(field: str, labels: Sequence[str] = ()):

@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -99,7 +100,9 @@ def main(argv=None) -> int:
                   "model": args.model and str(Path(args.model).resolve()), "dem": str(data / "dem.tif"),
                   "bad_weather": str(data / "station_2015.csv"), "dock_width": 400 if width >= 1300 else 360}
         (work / "shots.json").write_text(json.dumps(config))
-        venv_site = next((ROOT / ".venv" / "lib").glob("python3*/site-packages"), None)
+        # The packages of the environment running this script (its venv), else the checkout's .venv.
+        venv_site = (Path(sysconfig.get_paths()["purelib"]) if sys.prefix != sys.base_prefix
+                     else next((ROOT / ".venv" / "lib").glob("python3*/site-packages"), None))
         env = dict(os.environ, THERMOCROP_SHOTS=str(work / "shots.json"), QGIS_PLUGINPATH=str(plugins),
                    PROJ_DATA=os.environ.get("PROJ_DATA", "/usr/share/proj"), QT_QPA_PLATFORM="xcb",
                    XDG_RUNTIME_DIR=os.environ.get("XDG_RUNTIME_DIR", "/tmp/runtime-thermocrop"),

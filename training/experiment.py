@@ -432,6 +432,30 @@ def estimate_experiment(regions: Sequence[Path], variants: Sequence[str], config
     return Estimate(runs, jobs, device, step_s, predict_s, run_s, total_s, steps)
 
 
+def estimate_training(datasets: Sequence[Any], config: TrainingConfig, threads: Optional[int] = None) -> Estimate:
+    """How long one ``train_model`` run of ``config`` on ``datasets`` (``PixelSets``) will take
+    here: the speed is measured (:func:`measure_speed`, with ``config``'s variant and batch) and
+    scaled by the run's steps and the parcels it scores (validation every epoch, test once)."""
+    import torch
+
+    from .datasets import SPLIT_FRACTIONS, align_classes, model_classes
+    from .sampling import usable_parcels
+
+    threads = threads or torch.get_num_threads()
+    step_s, predict_s, device = measure_speed(datasets, config, threads)
+    classes = model_classes(datasets, config.classes)
+    usable = sum(len(usable_parcels(ps, len(classes))) for ps in align_classes(datasets, classes, unseen="drop"))
+    steps = config.epochs * config.steps_per_epoch
+    run_s = steps * step_s + (config.epochs * SPLIT_FRACTIONS[1] + SPLIT_FRACTIONS[2]) * usable * predict_s
+    return Estimate(1, 1, device, step_s, predict_s, run_s, run_s, steps)
+
+
+def describe_training_estimate(estimate: Estimate) -> str:
+    """One line for a single run: its steps, the measured step time and the time it will take."""
+    return (f"{estimate.steps_per_run:,} steps at {estimate.step_s * 1000:.0f} ms each (measured here on "
+            f"{estimate.device}): about {_hours(estimate.run_s)}")
+
+
 # -- the table -------------------------------------------------------------------------------------
 
 def load_finished_runs(out: Path) -> list[dict[str, Any]]:

@@ -21,7 +21,7 @@ from qgis.core import (
 from ..accuracy import WEIGHTING_LABELS, assess_features
 from ..i18n import tr
 from ..outputs import layer_file
-from .base import ThermoCropAlgorithm
+from .base import WIDGETS_MODULE, ThermoCropAlgorithm
 
 WEIGHTINGS = tuple(WEIGHTING_LABELS)
 OUTPUTS = (("html", "OUTPUT_HTML"), ("csv", "OUTPUT_CSV"), ("matrix", "OUTPUT_MATRIX"))
@@ -70,8 +70,12 @@ class AccuracyAssessment(ThermoCropAlgorithm):
                                                      [QgsProcessing.TypeVector]))
         self.add(QgsProcessingParameterField("PREDICTED_FIELD", "Map (predicted) class field",
                                              defaultValue="crop_pred", parentLayerParameterName="INPUT"))
-        self.add(QgsProcessingParameterField("REFERENCE_FIELD", "Reference class field",
-                                             parentLayerParameterName="INPUT"))
+        reference = QgsProcessingParameterField("REFERENCE_FIELD", "Reference class field",
+                                                parentLayerParameterName="INPUT")
+        # The dialog starts at a reference-like field (reference, truth, crop...), never at fid.
+        reference.setMetadata({"widget_wrapper": {"class": f"{WIDGETS_MODULE}.GuessedFieldWrapper",
+                                                  "guess": "reference"}})
+        self.add(reference)
         self.add(QgsProcessingParameterEnum("WEIGHTING", "Map class areas",
                                             options=list(WEIGHTING_LABELS.values()), defaultValue=0))
         self.add(QgsProcessingParameterFile("CLASS_AREAS", "Table of map class areas (CSV)",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Optional
 
 from qgis.core import (
     QgsProcessing,
@@ -17,8 +18,10 @@ from qgis.core import (
 
 from ..i18n import tr
 from ..layers import features_to_frame
-from .base import ThermoCropAlgorithm
+from .base import WIDGETS_MODULE, ThermoCropAlgorithm
 
+BLOCK_FIELD = "block"
+"""The block field ``core.extract`` reads by default, and this algorithm's default."""
 PRESETS = ("", "france", "denmark", "austria")
 PRESET_LABELS = ("none: the label values are the classes", "france (RPG CODE_CULTU codes)",
                  "denmark (afgkode codes)", "austria (SNAR codes)")
@@ -41,6 +44,10 @@ class ExportTrainingData(ThermoCropAlgorithm):
                      "Denmark or Austria; codes not in the table become 'unknown'.",
         "CLASS_MAP_FILE": "Or your own class map: a CSV with columns code,class (or a YAML file). Codes "
                           "not in it become 'unknown'. Give either this or a preset, not both.",
+        "BLOCK_FIELD": "Field of each parcel's spatial block (e.g. a 10 km grid cell id): Train model splits "
+                       "training, validation and test by block, so that neighbouring parcels do not score each "
+                       "other. Default: the field 'block' when the layer has one; empty: no blocks (Train model "
+                       "then splits at random and warns).",
         "MIN_PARCELS": "Classes with fewer labelled parcels become 'unknown' (0: keep every class).",
         "SCENES": ThermoCropAlgorithm.SCENES_HELP,
         "SCENE_FOLDER": ThermoCropAlgorithm.SCENE_FOLDER_HELP,
@@ -53,7 +60,12 @@ class ExportTrainingData(ThermoCropAlgorithm):
 
     def initAlgorithm(self, config=None):  # noqa: N802
         self.add(QgsProcessingParameterFeatureSource("INPUT", "Labelled parcels", [QgsProcessing.TypeVectorPolygon]))
-        self.add(QgsProcessingParameterField("LABEL_FIELD", "Label field", parentLayerParameterName="INPUT"))
+        label = QgsProcessingParameterField("LABEL_FIELD", "Label field", parentLayerParameterName="INPUT")
+        # The dialog starts at a label-like field (crop, CODE_CULTU...), never at fid.
+        label.setMetadata({"widget_wrapper": {"class": f"{WIDGETS_MODULE}.GuessedFieldWrapper", "guess": "label"}})
+        self.add(label)
+        self.add(QgsProcessingParameterField("BLOCK_FIELD", "Block field (spatial split)", defaultValue=BLOCK_FIELD,
+                                             parentLayerParameterName="INPUT", optional=True))
         self.add(QgsProcessingParameterEnum("CLASS_MAP", "Crop code table (class map preset)",
                                             options=list(PRESET_LABELS), defaultValue=0))
         self.add(QgsProcessingParameterFile("CLASS_MAP_FILE", "Class map file (CSV or YAML)", optional=True,
@@ -108,9 +120,29 @@ class ExportTrainingData(ThermoCropAlgorithm):
         except InputError as exc:
             raise QgsProcessingException(str(exc)) from exc
 
+    def block_field(self, parameters, context, names: list, feedback=None) -> Optional[str]:
+        """The block field to copy, or None: the default ``block`` counts only when the layer has it.
+
+        Raises:
+            QgsProcessingException: another field was named that the layer lacks.
+        """
+        name = self.parameterAsString(parameters, "BLOCK_FIELD", context)
+        if not name:
+            return None
+        if name in names:
+            return name
+        if name == BLOCK_FIELD:
+            if feedback is not None:
+                feedback.pushInfo(tr("The parcels have no '{field}' field; Train model will split them at random "
+                                     "(give a block field for a spatial split).").format(field=BLOCK_FIELD))
+            return None
+        raise QgsProcessingException(tr("The parcel layer has no field {field}; choose its block field or leave "
+                                        "it empty.").format(field=name))
+
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         source = self.parameterAsSource(parameters, "INPUT", context)
         label_field = self.parameterAsString(parameters, "LABEL_FIELD", context)
+        block_field = self.block_field(parameters, context, source.fields().names(), feedback)
         scenes = (self.stac_scenes(parameters, context, feedback) if self.stac_items(parameters, context)
                   else self.scenes(parameters, context))
         weather = self.parameterAsFile(parameters, "WEATHER", context) or None
@@ -127,13 +159,14 @@ class ExportTrainingData(ThermoCropAlgorithm):
                 out=out))
         if os.path.isdir(out):
             os.rmdir(out)
-        frame, _ = features_to_frame(source.getFeatures(), source.sourceCrs(), label_field=label_field)
+        frame, _ = features_to_frame(source.getFeatures(), source.sourceCrs(), label_field=label_field,
+                                     block_field=block_field)
         weather = self.fetch_weather(parameters, context, feedback, frame, [s.date for s in scenes], season)
 
         def extract():
             from ...core.extract import extract_to_dataset
 
-            return extract_to_dataset(frame, scenes, weather, out, label_field=label_field, block_field=None,
+            return extract_to_dataset(frame, scenes, weather, out, label_field=label_field, block_field=block_field,
                                       class_map=class_map, min_parcels=min_parcels,
                                       max_pixels=max_pixels, season_start=season,
                                       progress=self.progress(feedback))

@@ -189,7 +189,10 @@ def test_scenes_of_another_level_than_the_model_trained_on_are_warned_about(tmp_
     for trained in (("L2A",), ("L1C",), ("L1C", "L2A"), ()):
         config = BundleConfig(variant="no_pe", classes=CROP_CLASSES, scaling=InputScaling(),
                               provenance={"scene_levels": list(trained)})
-        warnings[trained] = classify_parcels(parcels, tmp_path / "scenes", weather, ModelBundle(model, config)).warnings
+        said = classify_parcels(parcels, tmp_path / "scenes", weather, ModelBundle(model, config)).warnings
+        # Two dates are also too few (few_dates); only the level warnings are compared here.
+        assert any(w.startswith("Only 2 acquisition dates") for w in said)
+        warnings[trained] = tuple(w for w in said if "reflectance differ" in w)
     assert len(warnings[("L2A",)]) == 1 and "trained on L2A scenes but these are L1C" in warnings[("L2A",)][0]
     assert warnings[("L1C",)] == warnings[("L1C", "L2A")] == warnings[()] == ()
 
@@ -254,3 +257,23 @@ def test_classifying_an_unseen_synthetic_region_beats_chance(make_region, tmp_pa
     _, counts = np.unique(truth[ok], return_counts=True)
     majority = counts.max() / counts.sum()
     assert accuracy > majority + 0.1, (accuracy, majority)
+
+
+def test_few_dates_and_many_unknown_parcels_are_warned_about():
+    from types import SimpleNamespace
+
+    from thermocrop.core.classify import FEW_DATES, few_dates, unknown_share
+
+    def scenes(n):
+        return [SimpleNamespace(date=np.datetime64("2021-04-01") + 20 * i) for i in range(n)]
+
+    warning = few_dates(scenes(2))
+    assert warning.startswith("Only 2 acquisition dates (2021-04-01, 2021-04-21)")
+    assert few_dates(scenes(FEW_DATES - 1)) is not None and few_dates(scenes(FEW_DATES)) is None
+    # Two products of one date are one date.
+    assert few_dates(scenes(FEW_DATES) + scenes(1)) is None and "Only 1 acquisition date " in few_dates(scenes(1) * 3)
+    labels = np.array(["unknown"] * 159 + ["corn"] * 141 + [""] * 10)
+    ok = labels != ""
+    assert unknown_share(labels, ok).startswith("159 of 300 classified parcels came out 'unknown' (53 %)")
+    assert unknown_share(np.array(["unknown"] * 74 + ["corn"] * 226), np.ones(300, bool)) is None
+    assert unknown_share(np.array([""]), np.zeros(1, bool)) is None

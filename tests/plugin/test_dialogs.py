@@ -142,3 +142,75 @@ def test_toolbox_log_counts_dates_and_products_and_probability_fields(provider, 
     np.testing.assert_allclose(back["crop_margin"].to_numpy(dtype=float)[ok], top[:, -1] - top[:, -2], atol=1e-5)
     np.testing.assert_allclose(back["crop_conf"].to_numpy(dtype=float)[ok], top[:, -1], atol=1e-5)
     assert back.loc[~ok, "crop_entropy"].isna().all()
+
+
+def _layer_with(tmp_path, fields: dict, name="p"):
+    """A one-polygon GeoPackage layer with ``fields`` (name -> value) after its fid."""
+    import geopandas as gpd
+    from qgis.core import QgsVectorLayer
+    from shapely.geometry import box
+
+    path = tmp_path / f"{name}.gpkg"
+    gpd.GeoDataFrame({k: [v] for k, v in fields.items()}, geometry=[box(0, 0, 10, 10)], crs="EPSG:32631").to_file(path)
+    layer = QgsVectorLayer(str(path), name, "ogr")
+    assert layer.isValid() and layer.fields().names()[0] == "fid"
+    return layer
+
+
+def test_label_and_reference_fields_start_at_a_likely_field_never_fid(provider, tmp_path):
+    from processing.gui.wrappers import WidgetWrapperFactory
+    from qgis.core import QgsProject
+    from qgis.PyQt.QtWidgets import QWidget
+
+    from thermocrop.plugin.widgets import GuessedFieldWrapper
+
+    rpg = _layer_with(tmp_path, {"ID_PARCEL": "12", "SURF_PARC": 1.5, "CODE_CULTU": "BTH", "block": 3}, "rpg")
+    checked = _layer_with(tmp_path, {"parcel_id": "a", "crop_pred": "corn", "truth": "corn"}, "checked")
+    bare = _layer_with(tmp_path, {"number": 4}, "bare")
+    host = QWidget()
+    label = WidgetWrapperFactory.create_wrapper_from_metadata(
+        provider.algorithm("exporttrainingdata").parameterDefinition("LABEL_FIELD"), host)
+    reference = WidgetWrapperFactory.create_wrapper_from_metadata(
+        provider.algorithm("accuracyassessment").parameterDefinition("REFERENCE_FIELD"), host)
+    assert isinstance(label, GuessedFieldWrapper) and isinstance(reference, GuessedFieldWrapper)
+    label.set_layer(rpg)
+    assert label.value() == "CODE_CULTU"
+    reference.set_layer(checked)
+    assert reference.value() == "truth"
+    reference.set_layer(rpg)  # crop codes are the reference there
+    assert reference.value() == "CODE_CULTU"
+    label.set_layer(bare)  # nothing label-like: empty, and the check asks for it
+    assert label.value() == ""
+
+    # The list follows the parent layer parameter as the dialog changes it (a layer of the project).
+    QgsProject.instance().addMapLayer(rpg, False)
+    try:
+        class Parent:
+            def __init__(self, value):
+                self.value_ = value
+
+            def parameterValue(self):  # noqa: N802
+                return self.value_
+
+        label.parent_changed(Parent(rpg.id()))
+        assert label.value() == "CODE_CULTU"
+        label.parent_changed(Parent(str(tmp_path / "checked.gpkg")))  # a file path, loaded for its fields
+        assert label.value() == "truth"  # a known label name before any other text field
+    finally:
+        QgsProject.instance().removeMapLayer(rpg.id())
+
+
+def test_export_takes_the_block_field_and_train_defaults_finish_in_minutes(provider):
+    from thermocrop.training.train import TrainingConfig
+
+    export = provider.algorithm("exporttrainingdata")
+    block = export.parameterDefinition("BLOCK_FIELD")
+    assert block is not None and block.defaultValue() == "block" and block.flags() & block.FlagOptional
+    train = provider.algorithm("trainmodel")
+    variants = train.parameterDefinition("VARIANT").options()
+    assert variants[train.parameterDefinition("VARIANT").defaultValue()] == "tpe_sinusoidal"
+    steps = train.parameterDefinition("EPOCHS").defaultValue() * train.parameterDefinition("STEPS").defaultValue()
+    paper = TrainingConfig()
+    # The shipped model's budget, a sixtieth of the paper's steps at half its batch.
+    assert steps <= paper.epochs * paper.steps_per_epoch // 50
+    assert train.parameterDefinition("BATCH_SIZE").defaultValue() <= paper.batch_size // 2

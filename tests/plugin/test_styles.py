@@ -37,6 +37,7 @@ def test_renderer_for_any_number_of_classes(qgis_app):
     renderer = class_renderer("crop_pred", classes)
     got = [(c.value(), c.label(), c.symbol().color().name()) for c in renderer.categories()]
     expected = class_colours(classes)
-    assert got[:-1] == [(name, name, expected[name]) for name in classes]
+    # Legends name the classes as words ("crop 3", "Unknown"); the values stay the class ids.
+    assert got[:-1] == [(name, name.replace("_", " ").capitalize(), expected[name]) for name in classes]
     assert got[-1] == ("", NOT_CLASSIFIED_LABEL, NOT_CLASSIFIED_COLOUR)
     assert len({colour for _, _, colour in got}) == len(got)

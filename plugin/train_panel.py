@@ -1,0 +1,452 @@
+"""The dock's Train tab: a model from a labelled parcel layer, in one background task.
+
+The task does what *Export training data* and *Train model* do one after the other
+(``core.extract.extract_to_dataset``, then ``training.train.train_model``) with the Classify tab's
+scenes and weather, measures the speed and says how long the training will take before it starts,
+and saves the bundle beside the project; the dock then selects it for the next run.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from qgis.core import (
+    Qgis,
+    QgsApplication,
+    QgsMapLayerProxyModel,
+    QgsMessageLog,
+    QgsProject,
+    QgsSettings,
+    QgsVectorLayer,
+    QgsVectorLayerFeatureSource,
+)
+from qgis.gui import QgsFieldComboBox, QgsFileWidget, QgsMapLayerComboBox
+from qgis.PyQt.QtCore import QVariant, pyqtSignal
+from qgis.PyQt.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .i18n import tr
+from .layers import guess_label_field
+from .task import LayerSnapshot, ThermoCropTask
+
+log = logging.getLogger(__name__)
+
+LOG_TAG = "ThermoCrop"
+SETTINGS_GROUP = "thermocrop/train"
+VARIANTS = ("tpe_sinusoidal", "tpe_recurrent", "tpe_concat", "tpe_fourier", "calendar", "shiftaug", "no_pe")
+"""The recommended variant (the shipped model's) first."""
+EPOCHS, STEPS, BATCH_SIZE, MAX_PIXELS = 30, 25, 64, 32
+"""The default budget: the shipped model's 750 steps of 64 parcels, minutes on a laptop CPU."""
+CLASS_MAPS = ("", "france", "denmark", "austria")
+CLASS_MAP_LABELS = ("none: the label values are the classes", "France (RPG CODE_CULTU codes)",
+                    "Denmark (afgkode codes)", "Austria (SNAR codes)")
+CODE_FIELDS = {"code_cultu": "france", "afgkode": "denmark", "snar_code": "austria"}
+"""Fields of national registers' crop codes, and the code table each takes."""
+
+
+@dataclass
+class TrainingRequest:
+    """What the Train tab hands to the task (plain values and a layer snapshot).
+
+    Attributes:
+        parcels: the labelled layer as the worker thread may read it.
+        label_field: the field of labels or crop codes; block_field: of spatial blocks, or None.
+        class_map: a preset name (``france``...) or "" for labels that are class names.
+        scenes: scene files or folders (or a saved item collection); weather: a temperature
+            file or a weather service name (``open-meteo``...).
+        variant, epochs, steps_per_epoch, batch_size: the training run; max_pixels: pixels
+            sampled per parcel and date.
+        out: the bundle to write; dataset: the dataset folder to write first.
+    """
+
+    parcels: LayerSnapshot
+    label_field: str
+    block_field: Optional[str]
+    class_map: str
+    scenes: list
+    weather: str
+    variant: str = VARIANTS[0]
+    epochs: int = EPOCHS
+    steps_per_epoch: int = STEPS
+    batch_size: int = BATCH_SIZE
+    max_pixels: int = MAX_PIXELS
+    out: str = ""
+    dataset: str = ""
+
+
+def model_path_beside(folder: Path, stem: str) -> Path:
+    """``<folder>/<stem>.tcm``, or ``<stem>_2.tcm``... when that (or its dataset folder) exists."""
+    for n in range(1, 1000):
+        path = folder / f"{stem}{'' if n == 1 else f'_{n}'}.tcm"
+        if not path.exists() and not dataset_folder(path).exists():
+            return path
+    raise ValueError(tr("No free model file name in {folder}.").format(folder=folder))
+
+
+def dataset_folder(bundle: Path) -> Path:
+    """The training dataset folder kept beside a bundle: ``<stem>_dataset``."""
+    return bundle.with_name(f"{bundle.stem}_dataset")
+
+
+class TrainingTask(ThermoCropTask):
+    """Extracts the labelled parcels' pixel sets, estimates the time, trains and saves the bundle.
+
+    ``estimated(text)`` is emitted (to the main thread) once the speed is measured, before the
+    training starts. After it ends, ``bundle_path`` and ``metrics`` hold the result, or ``error``
+    what went wrong; a failed or cancelled run leaves no dataset folder or model file behind.
+    """
+
+    WHAT = "Training"
+    estimated = pyqtSignal(str)
+
+    def __init__(self, request: TrainingRequest, on_done: Optional[Callable[["TrainingTask"], None]]):
+        super().__init__(tr("ThermoCrop: train a model on {layer}").format(layer=request.parcels.name), on_done)
+        self.request = request
+        self.bundle_path: Optional[Path] = None
+        self.metrics: dict = {}
+        self.estimate = None
+
+    def work(self, progress) -> None:
+        try:
+            self._train(progress)
+        except BaseException:
+            self._remove_outputs()
+            raise
+
+    def _train(self, progress) -> None:
+        from ..core.dataset import open_dataset
+        from ..core.extract import extract_to_dataset
+        from ..core.scenes import find_scenes
+        from ..core.weather_services import fetch_for_parcels, is_weather_service
+        from ..training.experiment import describe_training_estimate, estimate_training
+        from ..training.train import TrainingConfig, train_model
+        from .layers import features_to_frame
+
+        r = self.request
+        features = r.parcels.source.getFeatures()
+        frame, _ = features_to_frame(features, r.parcels.crs, label_field=r.label_field, block_field=r.block_field)
+        progress(0.02)
+        scenes = r.scenes
+        weather = r.weather
+        if is_weather_service(weather):
+            scenes = find_scenes(scenes)
+            weather = str(fetch_for_parcels(weather, frame.geometry, [s.date for s in scenes],
+                                            progress=progress.sub(0.02, 0.05)))
+        dataset = extract_to_dataset(frame, scenes, weather, r.dataset, label_field=r.label_field,
+                                     block_field=r.block_field, class_map=r.class_map or None,
+                                     max_pixels=r.max_pixels, progress=progress.sub(0.05, 0.35))
+        data = [open_dataset(dataset)]
+        config = TrainingConfig(variant=r.variant, epochs=r.epochs, steps_per_epoch=r.steps_per_epoch,
+                                batch_size=r.batch_size, sample_pixels=min(r.max_pixels, 64))
+        progress.check()
+        self.estimate = estimate_training(data, config)
+        text = describe_training_estimate(self.estimate)
+        log.info("Training %s on %s: %s", r.variant, r.parcels.name, text)
+        self.estimated.emit(text)
+        progress(0.4)
+        result = train_model(data, r.out, config, show_progress=False, progress=progress.sub(0.4, 1.0),
+                             provenance={"train_regions": [r.parcels.name]})
+        self.bundle_path, self.metrics = result.bundle_path, result.metrics
+
+    def _remove_outputs(self) -> None:
+        """What this run wrote: the dataset folder and the bundle with its side files."""
+        from ..training.train import output_paths
+
+        shutil.rmtree(self.request.dataset, ignore_errors=True)
+        for path in output_paths(Path(self.request.out)).values():
+            if Path(path).is_file():
+                Path(path).unlink()
+
+
+class TrainPanel(QWidget):
+    """The Train tab. ``inputs()`` gives the Classify tab's ``(scenes, weather)``; a finished
+    training calls ``use_model(path)`` and emits ``trained(path)``.
+
+    Signals:
+        trained(str): the bundle written.
+        message(str, int): a text and its ``Qgis`` level for the dock's status panel.
+    """
+
+    trained = pyqtSignal(str)
+    message = pyqtSignal(str, int)
+
+    def __init__(self, inputs: Callable[[], tuple], use_model: Callable[[str], None],
+                 parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.inputs, self.use_model = inputs, use_model
+        self.task: Optional[TrainingTask] = None
+
+        labelled = QGroupBox(tr("Labelled parcels"))
+        form = QFormLayout(labelled)
+        form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        self.layer_combo = QgsMapLayerComboBox()
+        self.layer_combo.setFilters(QgsMapLayerProxyModel.PolygonLayer)
+        self.layer_combo.setToolTip(tr("Polygon layer whose parcels carry a crop label or code"))
+        self.label_combo = QgsFieldComboBox()
+        self.label_combo.setToolTip(tr("Field of each parcel's crop label (class names or crop codes); parcels "
+                                       "with an empty value are left out"))
+        self.block_combo = QgsFieldComboBox()
+        self.block_combo.setAllowEmptyFieldName(True)
+        self.block_combo.setToolTip(tr("Field of each parcel's spatial block (e.g. a 10 km grid cell): training, "
+                                       "validation and test are split by block. Empty: a random split"))
+        self.class_map = QComboBox()
+        for key, label in zip(CLASS_MAPS, CLASS_MAP_LABELS):
+            self.class_map.addItem(tr(label), key)
+        self.class_map.setToolTip(tr("Map national crop codes to classes with the paper's table for France, "
+                                     "Denmark or Austria; codes not in it become 'unknown'"))
+        for combo in (self.layer_combo, self.label_combo, self.block_combo, self.class_map):
+            combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(8)
+        form.addRow(tr("Layer"), self.layer_combo)
+        form.addRow(tr("Label field"), self.label_combo)
+        form.addRow(tr("Block field"), self.block_combo)
+        form.addRow(tr("Crop codes"), self.class_map)
+
+        run = QGroupBox(tr("Training"))
+        form = QFormLayout(run)
+        form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        self.variant = QComboBox()
+        for name in VARIANTS:
+            self.variant.addItem(name + (tr(" (recommended)") if name == VARIANTS[0] else ""), name)
+        self.epochs, self.steps, self.batch_size = (self._spin(v, 1, limit) for v, limit in
+                                                    ((EPOCHS, 1000), (STEPS, 5000), (BATCH_SIZE, 1024)))
+        budget = QHBoxLayout()
+        for spin, tip in ((self.epochs, tr("epochs")), (self.steps, tr("steps per epoch")),
+                          (self.batch_size, tr("parcels per step"))):
+            spin.setToolTip(tip)
+            budget.addWidget(spin)
+        self.budget_note = QLabel()
+        self.budget_note.setWordWrap(True)
+        self.output = QgsFileWidget()
+        self.output.setStorageMode(QgsFileWidget.SaveFile)
+        self.output.setFilter(tr("ThermoCrop model (*.tcm)"))
+        self.output.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
+        self.output.lineEdit().setPlaceholderText(tr("empty: beside the project"))
+        form.addRow(tr("Variant"), self.variant)
+        form.addRow(tr("Budget"), budget)
+        form.addRow(self.budget_note)
+        form.addRow(tr("Model file"), self.output)
+
+        self.train_button = QPushButton(tr("Train"))
+        self.cancel_button = QPushButton(tr("Cancel"))
+        self.cancel_button.setEnabled(False)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.train_button)
+        buttons.addWidget(self.cancel_button)
+        self.progress = QProgressBar()
+        self.progress.setMaximumHeight(18)
+        self.status = QLabel(tr("Uses the scenes and weather of the Classify tab; the new model is saved beside "
+                                "the project and chosen for the next classification."))
+        self.status.setWordWrap(True)
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(labelled)
+        layout.addWidget(run)
+        layout.addLayout(buttons)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.status)
+        layout.addStretch(1)
+
+        self.layer_combo.layerChanged.connect(self._layer_changed)
+        for spin in (self.epochs, self.steps, self.batch_size):
+            spin.valueChanged.connect(self._show_budget)
+        self.variant.currentIndexChanged.connect(self._show_budget)
+        self.train_button.clicked.connect(self.train)
+        self.cancel_button.clicked.connect(self.cancel)
+        self._layer_changed(self.layer_combo.currentLayer())
+        self._show_budget()
+
+    @staticmethod
+    def _spin(value: int, low: int, high: int) -> QSpinBox:
+        spin = QSpinBox()
+        spin.setRange(low, high)
+        spin.setValue(value)
+        spin.setMinimumWidth(40)
+        spin.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+        return spin
+
+    # -- inputs --------------------------------------------------------------------------------
+
+    def set_layer(self, layer: Optional[QgsVectorLayer], label_field: Optional[str] = None,
+                  block_field: Optional[str] = None) -> None:
+        """Choose the labelled layer and its fields (guessed when None)."""
+        self.layer_combo.setLayer(layer)
+        self._layer_changed(layer)
+        if label_field:
+            self.label_combo.setField(label_field)
+        if block_field is not None:
+            self.block_combo.setField(block_field)
+
+    def _layer_changed(self, layer) -> None:
+        self.label_combo.setLayer(layer)
+        self.block_combo.setLayer(layer)
+        if layer is None:
+            return
+        names = layer.fields().names()
+        kinds = {f.name(): f.type() == QVariant.String for f in layer.fields()}
+        self.label_combo.setField(guess_label_field(names, kinds) or "")
+        self.block_combo.setField("block" if "block" in names else "")
+        preset = CODE_FIELDS.get((self.label_combo.currentField() or "").lower(), "")
+        self.class_map.setCurrentIndex(self.class_map.findData(preset))
+
+    def _budget_steps(self) -> int:
+        return self.epochs.value() * self.steps.value()
+
+    def _show_budget(self, *args) -> None:
+        """The run's steps, and the time they took at the last speed measured here for this variant."""
+        steps = self._budget_steps()
+        text = tr("{steps:,} steps of {batch} parcels").format(steps=steps, batch=self.batch_size.value())
+        ms = QgsSettings().value(f"{SETTINGS_GROUP}/step_ms/{self._speed_key()}", 0.0, type=float)
+        if ms > 0:
+            text += tr("; about {time} at the {ms:.0f} ms per step measured here last time").format(
+                time=_duration(steps * ms / 1000.0), ms=ms)
+        else:
+            text += tr("; the time is measured and shown before the training starts")
+        self.budget_note.setText(f"<small>{text}</small>")
+
+    def _speed_key(self) -> str:
+        return f"{self.variant.currentData()}_{self.batch_size.value()}"
+
+    def request(self) -> Optional[TrainingRequest]:
+        """The training request from the form, or None with the reason shown."""
+        layer = self.layer_combo.currentLayer()
+        if layer is None:
+            return self._refuse(tr("Choose the labelled parcel layer."))
+        label = self.label_combo.currentField()
+        if not label:
+            return self._refuse(tr("Choose the field of {layer} that holds the crop labels.").format(
+                layer=layer.name()))
+        block = self.block_combo.currentField() or None
+        if block == label:
+            return self._refuse(tr("The label and block fields are the same; choose the block field or leave it "
+                                   "empty."))
+        scenes, weather = self.inputs()
+        if not scenes:
+            return self._refuse(tr("Tick or add the Sentinel-2 scenes on the Classify tab first."))
+        if not weather:
+            return self._refuse(tr("Choose the daily temperature file (or a weather service) on the Classify tab "
+                                   "first."))
+        try:
+            out = Path(self.output.filePath()) if self.output.filePath() else \
+                model_path_beside(self._model_folder(layer), f"{_safe_stem(layer.name())}_{self.variant.currentData()}")
+        except ValueError as exc:
+            return self._refuse(str(exc))
+        if out.suffix.lower() != ".tcm":
+            out = out.with_suffix(".tcm")
+        if out.exists() or dataset_folder(out).exists():
+            return self._refuse(tr("{path} (or its dataset folder) exists; choose a new model file.").format(path=out))
+        snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(), [])
+        return TrainingRequest(snapshot, label, block, self.class_map.currentData(), list(scenes), weather,
+                               variant=self.variant.currentData(), epochs=self.epochs.value(),
+                               steps_per_epoch=self.steps.value(), batch_size=self.batch_size.value(),
+                               out=str(out), dataset=str(dataset_folder(out)))
+
+    @staticmethod
+    def _model_folder(layer: QgsVectorLayer) -> Path:
+        """The project's folder; for a project not saved yet, the layer file's folder."""
+        home = QgsProject.instance().absolutePath()
+        if home:
+            return Path(home)
+        source = Path(layer.source().split("|")[0])
+        if source.is_file():
+            return source.parent
+        raise ValueError(tr("Save the project first, or choose the model file: {layer} is no file layer.").format(
+            layer=layer.name()))
+
+    def _refuse(self, text: str) -> None:
+        self._show(text, Qgis.Warning)
+        return None
+
+    def _show(self, text: str, level: int) -> None:
+        colour = {Qgis.Critical: "#b71c1c", Qgis.Warning: "#8a5a00"}.get(level)
+        self.status.setStyleSheet(f"color: {colour};" if colour else "")
+        self.status.setText(text)
+        self.message.emit(text, level)
+
+    # -- running -------------------------------------------------------------------------------
+
+    def train(self) -> Optional[TrainingTask]:
+        """Start the training in the background; None (with the reason shown) when it cannot."""
+        if self.task is not None:
+            return None
+        request = self.request()
+        if request is None:
+            return None
+        self.task = TrainingTask(request, self._finished)
+        self.task.estimated.connect(self._estimated)
+        self.task.progressChanged.connect(lambda value: self.progress.setValue(int(value)))
+        self.train_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        self.progress.setValue(0)
+        self._show(tr("Extracting the labelled parcels of {layer} …").format(layer=request.parcels.name), Qgis.Info)
+        QgsApplication.taskManager().addTask(self.task)
+        return self.task
+
+    def _estimated(self, text: str) -> None:
+        task = self.task
+        if task is not None and task.estimate is not None:
+            settings = QgsSettings()
+            settings.setValue(f"{SETTINGS_GROUP}/step_ms/{self._speed_key()}", task.estimate.step_s * 1000.0)
+        self._show(tr("Training: {estimate}. Cancel stops it and leaves nothing behind.").format(estimate=text),
+                   Qgis.Info)
+
+    def cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+
+    def shutdown(self) -> None:
+        """Cancel a running training and forget it (the dock is going away)."""
+        if self.task is not None:
+            self.task.on_done = None
+            self.task.cancel()
+            self.task = None
+
+    def _finished(self, task: TrainingTask) -> None:
+        self.task = None
+        self.train_button.setEnabled(True)
+        self.cancel_button.setEnabled(False)
+        self._show_budget()
+        if task.cancelled:
+            self._show(tr("Training cancelled; no model or dataset was written."), Qgis.Info)
+            return
+        if task.bundle_path is None:
+            self._show(tr("Training failed: {error}").format(error=task.error), Qgis.Critical)
+            return
+        path = str(task.bundle_path)
+        self.progress.setValue(100)
+        scores = ", ".join(f"{key.replace('_', ' ')} {value:.2f}" for key, value in sorted(task.metrics.items())
+                           if isinstance(value, float) and ("f1" in key or "accuracy" in key))
+        self.use_model(path)
+        self._show(tr("Model saved to {path} and chosen for the next classification{scores}.").format(
+            path=path, scores=f" ({scores})" if scores else ""), Qgis.Success)
+        QgsMessageLog.logMessage(tr("Trained {path}").format(path=path), LOG_TAG, Qgis.Info)
+        self.trained.emit(path)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return tr("{n:.0f} s").format(n=seconds)
+    if seconds < 5400:
+        return tr("{n:.0f} min").format(n=seconds / 60)
+    return tr("{n:.1f} h").format(n=seconds / 3600)
+
+
+def _safe_stem(name: str) -> str:
+    """A layer name as a file name stem: letters, digits, '-' and '_' only."""
+    stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in name).strip("_")
+    return stem or "model"

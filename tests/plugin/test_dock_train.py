@@ -1,0 +1,163 @@
+"""The dock's Train tab: a labelled layer, its label and block fields and crop-code table, trained
+in a background task with a tiny budget into a bundle beside the project, chosen for the next run."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.qgis
+
+
+@pytest.fixture(autouse=True)
+def fresh_settings(qgis_app):
+    from qgis.core import QgsSettings
+
+    for group in ("thermocrop/dock", "thermocrop/train"):
+        QgsSettings().remove(group)
+    yield
+    for group in ("thermocrop/dock", "thermocrop/train"):
+        QgsSettings().remove(group)
+
+
+@pytest.fixture
+def rpg_layer(qgis_app, tiny_region, tmp_path):
+    """The tiny region's parcels labelled with French RPG codes (and their blocks), in the project."""
+    import geopandas as gpd
+    from qgis.core import QgsProject, QgsVectorLayer
+
+    from thermocrop.core.classmap import ClassMap
+
+    table = ClassMap.load("france")
+    codes = {}
+    for entry in table.entries:
+        codes.setdefault(entry.cls, entry.code)
+    frame = gpd.read_file(tiny_region / "parcels.gpkg")
+    frame["CODE_CULTU"] = [codes[c] for c in frame["crop"]]
+    path = tmp_path / "rpg.gpkg"
+    frame.drop(columns=["crop"]).to_file(path)
+    layer = QgsVectorLayer(str(path), "rpg parcels", "ogr")
+    QgsProject.instance().addMapLayer(layer)
+    yield layer, frame
+    QgsProject.instance().removeAllMapLayers()
+
+
+def _wait(owner, timeout=900):
+    from qgis.core import QgsApplication
+
+    end = time.monotonic() + timeout
+    while owner.task is not None:
+        QgsApplication.processEvents()
+        time.sleep(0.02)
+        assert time.monotonic() < end, "the task did not finish"
+
+
+def test_the_form_guesses_label_block_and_code_table(rpg_layer):
+    from thermocrop.plugin.dock import ThermoCropDock
+
+    layer, _ = rpg_layer
+    dock = ThermoCropDock(restore=False)
+    try:
+        panel = dock.train_panel
+        panel.set_layer(layer)
+        assert panel.label_combo.currentField() == "CODE_CULTU"  # never fid
+        assert panel.block_combo.currentField() == "block"
+        assert panel.class_map.currentData() == "france"
+        assert panel.variant.currentData() == "tpe_sinusoidal"
+        # Minutes on a CPU by default: the shipped model's budget, far below the paper's 50,000 steps.
+        assert panel.epochs.value() * panel.steps.value() <= 1000
+        # Without scenes the form says what is missing and starts nothing.
+        assert panel.train() is None and "scenes" in panel.status.text()
+    finally:
+        dock.shutdown()
+        dock.deleteLater()
+
+
+@pytest.mark.slow
+def test_training_writes_a_bundle_beside_the_project_and_selects_it(rpg_layer, tiny_region, region_weather,
+                                                                   tmp_path):
+    from qgis.core import QgsProject
+
+    from thermocrop.core.bundle import load_bundle
+    from thermocrop.core.dataset import open_dataset
+    from thermocrop.plugin.dock import ThermoCropDock
+
+    layer, frame = rpg_layer
+    project_dir = tmp_path / "project"
+    project_dir.mkdir()
+    QgsProject.instance().setFileName(str(project_dir / "farm.qgz"))
+    dock = ThermoCropDock(restore=False)
+    try:
+        dock.add_scene_paths([str(tiny_region / "scenes")])
+        dock.weather.setFilePath(str(region_weather))
+        panel = dock.train_panel
+        panel.set_layer(layer)
+        panel.epochs.setValue(1)
+        panel.steps.setValue(2)
+        panel.batch_size.setValue(8)
+        estimates = []
+        task = panel.train()
+        assert task is not None
+        task.estimated.connect(estimates.append)
+        _wait(panel)
+        assert task.bundle_path is not None, panel.status.text()
+        bundle_path = task.bundle_path
+        assert bundle_path.parent == project_dir and bundle_path.suffix == ".tcm"
+        assert dock.model.filePath() == str(bundle_path)
+        bundle = load_bundle(bundle_path)
+        assert bundle.config.variant == "tpe_sinusoidal"
+        # The crop codes went through the France table back to the crop names.
+        assert set(bundle.classes) == set(frame["crop"])
+        data = open_dataset(project_dir / f"{bundle_path.stem}_dataset")
+        assert list(data.blocks) == list(frame["block"])
+        assert estimates and "2 steps" in estimates[0] and "ms" in estimates[0]
+        assert "chosen for the next classification" in panel.status.text()
+        # The measured step time gives the next estimate before anything starts.
+        assert "measured here last time" in panel.budget_note.text()
+        # A second training does not overwrite the first.
+        assert panel.request().out != str(bundle_path)
+    finally:
+        dock.shutdown()
+        dock.deleteLater()
+        QgsProject.instance().setFileName("")
+
+
+@pytest.mark.slow
+def test_a_cancelled_training_leaves_nothing(rpg_layer, tiny_region, region_weather, tmp_path):
+    from qgis.core import QgsApplication
+
+    from thermocrop.plugin.dock import ThermoCropDock
+
+    layer, _ = rpg_layer
+    dock = ThermoCropDock(restore=False)
+    try:
+        dock.add_scene_paths([str(tiny_region / "scenes")])
+        dock.weather.setFilePath(str(region_weather))
+        panel = dock.train_panel
+        panel.set_layer(layer)
+        before = sorted(p.name for p in tmp_path.iterdir())
+        task = panel.train()
+        end = time.monotonic() + 120
+        while task.progress() < 3 and panel.task is not None and time.monotonic() < end:
+            QgsApplication.processEvents()
+            time.sleep(0.02)
+        panel.cancel()
+        _wait(panel)
+        assert task.cancelled and task.bundle_path is None
+        assert sorted(p.name for p in tmp_path.iterdir()) == before
+        assert "cancelled" in panel.status.text()
+        assert dock.model.filePath() == ""
+    finally:
+        dock.shutdown()
+        dock.deleteLater()
+
+
+def test_the_label_field_guess_is_never_an_id():
+    from thermocrop.plugin.layers import guess_label_field
+
+    assert guess_label_field(["fid", "parcel_id", "CODE_CULTU", "block"]) == "CODE_CULTU"
+    assert guess_label_field(["fid", "id", "name"], {"fid": False, "id": True, "name": True}) == "name"
+    assert guess_label_field(["fid", "area"], {"fid": False, "area": False}) is None
+    assert np.all([guess_label_field([n]) is None for n in ("fid", "id", "ogc_fid")])
