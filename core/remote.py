@@ -1,25 +1,30 @@
 """Windowed reads of remote raster assets (HTTP(S), S3) through GDAL's range reads.
 
 Only the internal blocks (COG / JPEG 2000 tiles) under the windows that hold parcels are
-fetched, a bounded number of assets at a time (``concurrent.futures``), with GDAL's own
+fetched, a bounded number of assets at a time (on daemon threads), with GDAL's own
 retries for HTTP 429/5xx (``GDAL_HTTP_MAX_RETRY`` / ``GDAL_HTTP_RETRY_DELAY``) and a retry
 with exponential backoff around each asset for what GDAL does not retry (a connection dropped
 half-way through a body). Every fetched block is kept on disk, decoded and compressed, and is
 written under its final name only once complete, so a second run reads nothing over the
 network and nothing half-read is ever used.
 
-Credentials come from the environment only: GDAL reads ``AWS_ACCESS_KEY_ID`` /
-``AWS_SECRET_ACCESS_KEY`` for S3 itself, and Planetary Computer's optional
-``PC_SDK_SUBSCRIPTION_KEY`` goes with its SAS token requests.
+Credentials come from the environment or the caller, never from a data file: GDAL reads
+``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` for S3 itself, Planetary Computer's optional
+``PC_SDK_SUBSCRIPTION_KEY`` goes with its SAS token requests to the configured token service
+only, and the SAS tokens only to the hosts configured for them (:func:`host_matches`).
+
+The assets are read on daemon threads while the calling thread waits in short steps, so that
+Ctrl+C (or a cancellation) ends a run at once, whatever a slow server is doing.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
+import errno
 import hashlib
 import json
 import logging
 import os
+import queue
 import random
 import re
 import tempfile
@@ -34,7 +39,8 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from .bands import S2_BANDS
-from .errors import SceneError
+from .errors import CancelledError, InputError, SceneError
+from .http_session import Deadline, host_of, max_retry_wait, network_deadline, session_with_retries
 from .progress import Progress
 from .scenes import Grid, Product
 
@@ -47,6 +53,11 @@ DEFAULT_RETRIES = 4
 """Retries of an asset after an error GDAL did not retry itself (dropped connection...)."""
 
 PC_TOKEN_URL = "https://planetarycomputer.microsoft.com/api/sas/v1/token"
+PC_SIGNED_HOSTS = ("blob.core.windows.net",)
+"""Hosts (and their subdomains) whose hrefs get Planetary Computer SAS tokens."""
+
+# Messages of GDAL errors that mean a host did not answer in time.
+_TIMED_OUT = re.compile(r"timed? ?out|Timeout was reached", re.IGNORECASE)
 
 # Messages of GDAL errors that no retry will cure.
 _PERMANENT = re.compile(r"HTTP response code: (400|401|403|404|410)|does not exist|No such file|"
@@ -60,6 +71,34 @@ class RemoteAssetError(SceneError):
         super().__init__(message)
         self.href = href
         self.permanent = permanent
+
+
+class BlockCacheError(InputError):
+    """The block cache cannot be written (a full or read-only disk, no permission)."""
+
+
+def host_matches(href: str, hosts: Sequence[str]) -> bool:
+    """True when the parsed host of ``href`` is one of ``hosts`` or a subdomain of one
+    (``x.blob.core.windows.net`` for ``blob.core.windows.net``); an entry with a port
+    (``127.0.0.1:8080``) needs that exact host and port. Never a substring test: neither
+    ``https://evil.example/a.blob.core.windows.net/`` nor ``blob.core.windows.net.evil.example``
+    matches."""
+    try:
+        parts = urllib.parse.urlsplit(href or "")
+        host, port = (parts.hostname or "").lower().rstrip("."), parts.port
+    except ValueError:  # a malformed port
+        return False
+    if not host or parts.scheme.lower() not in ("http", "https"):
+        return False
+    port = port or (443 if parts.scheme.lower() == "https" else 80)
+    for entry in hosts:
+        name, _, want = entry.lower().rstrip(".").rpartition(":") if entry.count(":") == 1 else (entry.lower(), "", "")
+        if want:
+            if host == name and str(port) == want:
+                return True
+        elif host == name or host.endswith("." + name):
+            return True
+    return False
 
 
 def default_cache_dir() -> Path:
@@ -175,18 +214,31 @@ class BlockCache:
         return self.root / "blocks" / key[:2] / key
 
     def _write(self, path: Path, data: bytes) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-")
+        except OSError as exc:
+            raise self._unwritable(exc) from None
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as exc:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
+            if isinstance(exc, OSError):
+                raise self._unwritable(exc) from None
             raise
+
+    def _unwritable(self, exc: OSError) -> BlockCacheError:
+        why = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
+               errno.EROFS: "the disk is read-only", errno.EACCES: "permission denied",
+               errno.EPERM: "permission denied"}.get(exc.errno, exc.strerror or str(exc))
+        return BlockCacheError(f"The block cache {self.root} cannot be written ({why}): free some space, or "
+                               "choose another cache folder (--cache, THERMOCROP_CACHE, or the plugin's cache "
+                               "setting).")
 
     def load_info(self, key: str) -> Optional[AssetInfo]:
         path = self.folder(key) / "info.json"
@@ -221,37 +273,41 @@ class BlockCache:
 
 
 class PlanetaryComputerSigner:
-    """Appends Planetary Computer SAS tokens to asset hrefs, one token per collection, renewed
-    before it expires. ``PC_SDK_SUBSCRIPTION_KEY`` from the environment goes with the request."""
+    """Appends Planetary Computer SAS tokens to the hrefs of ``hosts`` (others are left
+    unsigned), one token per collection, renewed before it expires. The subscription key
+    (``PC_SDK_SUBSCRIPTION_KEY`` from the environment unless given) goes to ``token_url`` only;
+    both come from ThermoCrop's catalogue definitions or the user's settings, never a data file."""
 
     def __init__(self, token_url: str = PC_TOKEN_URL, subscription_key: Optional[str] = None,
-                 timeout: float = 30.0) -> None:
+                 timeout: float = 30.0, hosts: Sequence[str] = PC_SIGNED_HOSTS) -> None:
         self.token_url = token_url.rstrip("/")
+        self.hosts = tuple(hosts)
         self.subscription_key = subscription_key if subscription_key is not None else os.environ.get(
             "PC_SDK_SUBSCRIPTION_KEY")
         self.timeout = timeout
         self._tokens: dict[str, tuple[str, float]] = {}
         self._lock = threading.Lock()
-        self._session = None
 
     def _token(self, collection: str) -> str:
         with self._lock:
             token, expires = self._tokens.get(collection, ("", 0.0))
             if token and expires - time.time() > 300:
                 return token
-            from .http_session import session_with_retries
-
-            if self._session is None:
-                self._session = session_with_retries()
             headers = {"Ocp-Apim-Subscription-Key": self.subscription_key} if self.subscription_key else {}
             url = f"{self.token_url}/{collection}"
+            session = session_with_retries(deadline=Deadline(what=f"the SAS token request to {host_of(url)}"))
             try:
-                response = self._session.get(url, headers=headers, timeout=self.timeout)
+                response = session.get(url, headers=headers, timeout=self.timeout)
                 response.raise_for_status()
                 answer = response.json()
                 token = answer["token"]
+            except InputError:
+                raise
             except Exception as exc:  # requests' and JSON errors alike
-                raise SceneError(f"Could not get a Planetary Computer SAS token from {url}: {exc}") from exc
+                raise SceneError(f"Could not get a Planetary Computer SAS token from {url}: "
+                                 f"{strip_signature(str(exc))}") from None
+            finally:
+                session.close()
             expiry = answer.get("msft:expiry")
             try:
                 import datetime as dt
@@ -268,7 +324,7 @@ class PlanetaryComputerSigner:
             self._tokens.clear()
 
     def sign(self, href: str, collection: Optional[str]) -> str:
-        if not href.lower().startswith("http") or "sig=" in href:
+        if not host_matches(href, self.hosts) or "sig=" in href:
             return href
         token = self._token(collection or "sentinel-2-l2a")
         return f"{href}{'&' if '?' in href else '?'}{token}"
@@ -294,7 +350,9 @@ class RemoteReader:
         retries: retries of an asset after an error GDAL did not retry itself; the waits
             double from ``retry_delay`` seconds (with jitter).
         retry_delay: first wait, and GDAL's ``GDAL_HTTP_RETRY_DELAY``.
-        timeout: seconds before GDAL gives up on a stalled request.
+        timeout: seconds before GDAL gives up on a stalled request (``GDAL_HTTP_TIMEOUT``).
+        deadline: seconds all the tries of one asset may take (default
+            ``THERMOCROP_NETWORK_DEADLINE`` or 600).
         signer: adds access tokens to hrefs (e.g. :class:`PlanetaryComputerSigner`).
         gdal_options: extra GDAL configuration options (e.g. ``AWS_S3_ENDPOINT``).
         on_stats: called with :class:`FetchStats` as blocks arrive (progress in bytes and dates).
@@ -303,7 +361,7 @@ class RemoteReader:
     def __init__(self, cache_dir=None, *, max_requests: int = DEFAULT_MAX_REQUESTS,
                  retries: int = DEFAULT_RETRIES, retry_delay: float = 0.5, timeout: float = 60.0,
                  signer: Optional[PlanetaryComputerSigner] = None, gdal_options: Optional[dict] = None,
-                 on_stats: Optional[Callable[[FetchStats], None]] = None) -> None:
+                 on_stats: Optional[Callable[[FetchStats], None]] = None, deadline: Optional[float] = None) -> None:
         if max_requests < 1:
             raise SceneError(f"max_requests must be at least 1, got {max_requests}.")
         self.cache = BlockCache(Path(cache_dir) if cache_dir else default_cache_dir())
@@ -311,12 +369,14 @@ class RemoteReader:
         self.retries = retries
         self.retry_delay = retry_delay
         self.timeout = timeout
+        self.deadline = deadline
         self.signer = signer
         self.extra_options = dict(gdal_options or {})
         self.on_stats = on_stats
         self.stats = FetchStats()
         self._lock = threading.Lock()
         self._infos: dict[str, AssetInfo] = {}
+        self._stop = threading.Event()
 
     # -- GDAL set-up ---------------------------------------------------------------------
     def gdal_options(self) -> dict[str, Any]:
@@ -324,8 +384,11 @@ class RemoteReader:
             "GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",
             "GDAL_HTTP_MAX_RETRY": str(max(self.retries, 1)),
             "GDAL_HTTP_RETRY_DELAY": str(self.retry_delay),
-            "GDAL_HTTP_TIMEOUT": str(int(self.timeout)),
-            "GDAL_HTTP_CONNECTTIMEOUT": str(int(min(self.timeout, 30))),
+            "GDAL_HTTP_TIMEOUT": str(max(int(self.timeout), 1)),
+            "GDAL_HTTP_CONNECTTIMEOUT": str(max(int(min(self.timeout, 30)), 1)),
+            # A transfer slower than 1 byte/s for that long is a stall, whatever the total time.
+            "GDAL_HTTP_LOW_SPEED_TIME": str(max(int(self.timeout), 1)),
+            "GDAL_HTTP_LOW_SPEED_LIMIT": "1",
             "GDAL_HTTP_USERAGENT": "ThermoCrop",
             "CPL_VSIL_CURL_USE_HEAD": "YES",
             # No probing for side-car files (.aux.xml, .msk, .ovr): one request each, per asset.
@@ -371,7 +434,10 @@ class RemoteReader:
 
         delay = self.retry_delay
         last: Optional[Exception] = None
+        deadline = Deadline(self.deadline, f"{what.lower()} {strip_signature(asset.href)}")
         for attempt in range(self.retries + 1):
+            if self._stop.is_set():
+                raise CancelledError("Reading the remote assets was stopped.")
             path = self.gdal_path(asset)
             try:
                 with rasterio.open(path) as ds:
@@ -387,13 +453,20 @@ class RemoteReader:
                                                f"{strip_signature(message)}", asset.href, True) from None
                 self._clear_gdal_cache(path)
                 if attempt < self.retries:
-                    wait = delay * (1.0 + 0.25 * random.random())
+                    wait = min(delay * (1.0 + 0.25 * random.random()), max_retry_wait())
+                    if wait >= deadline.left():
+                        break
                     log.info("Reading %s failed (%s); retrying in %.1f s", strip_signature(asset.href),
                              strip_signature(message), wait)
-                    time.sleep(wait)
+                    if self._stop.wait(wait):
+                        raise CancelledError("Reading the remote assets was stopped.")
                     delay *= 2
-        raise RemoteAssetError(f"{what} {strip_signature(asset.href)} failed after {self.retries + 1} attempts: "
-                               f"{strip_signature(str(last))}", asset.href, False)
+        cause = strip_signature(str(last))
+        if last is not None and _TIMED_OUT.search(str(last)):
+            raise RemoteAssetError(f"{what} {strip_signature(asset.href)} timed out: {host_of(asset.href)} did not "
+                                   f"answer within {self.timeout:g} s ({cause})", asset.href, False)
+        raise RemoteAssetError(f"{what} {strip_signature(asset.href)} failed after {attempt + 1} attempts: "
+                               f"{cause}", asset.href, False)
 
     # -- asset descriptions ----------------------------------------------------------------
     def info(self, asset: AssetRef) -> AssetInfo:
@@ -440,9 +513,13 @@ class RemoteReader:
     def _in_parallel(self, calls: Sequence[tuple[AssetRef, Callable[..., Any], tuple, Any]], progress: Progress,
                      finished: Optional[Callable[[Any], None]] = None) -> dict[str, RemoteAssetError]:
         """Run ``work(*args)`` for every ``(asset, work, args, tag)`` of ``calls`` on at most
-        ``max_requests`` threads inside this reader's GDAL settings, with the statistics and the
-        progress updated after each and ``finished(tag)`` called; a cancellation (or any other
-        error but an asset's own) cancels the calls not yet started.
+        ``max_requests`` daemon threads inside this reader's GDAL settings, with the statistics
+        and the progress updated after each and ``finished(tag)`` called.
+
+        The calling thread waits in steps of a quarter of a second, so that Ctrl+C or a
+        cancellation stops the run at once: the calls not yet started are dropped and the
+        threads stop after the request they are in (a stalled one ends with GDAL's timeout, in
+        the background, without holding the program).
 
         Returns:
             Asset key -> the error, for the calls whose asset failed.
@@ -450,29 +527,55 @@ class RemoteReader:
         import rasterio
 
         failures: dict[str, RemoteAssetError] = {}
+        todo: queue.SimpleQueue = queue.SimpleQueue()
+        results: queue.SimpleQueue = queue.SimpleQueue()
+        for index in range(len(calls)):
+            todo.put(index)
+        stop = self._stop = threading.Event()
+
+        def worker() -> None:
+            while not stop.is_set():
+                try:
+                    index = todo.get_nowait()
+                except queue.Empty:
+                    return
+                _, work, args, _ = calls[index]
+                try:
+                    work(*args)
+                    results.put((index, None))
+                except BaseException as exc:  # handed to the waiting thread, which decides
+                    results.put((index, exc))
+
         with rasterio.Env(**self.gdal_options()):
             from osgeo import gdal
 
             gdal.NetworkStatsReset()
             base = self.stats.bytes_fetched
-            with concurrent.futures.ThreadPoolExecutor(max_workers=self.max_requests) as pool:
-                futures = {pool.submit(work, *args): (asset, tag) for asset, work, args, tag in calls}
-                try:
-                    for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
-                        asset, tag = futures[future]
+            threads = [threading.Thread(target=worker, name=f"thermocrop-fetch-{k}", daemon=True)
+                       for k in range(min(self.max_requests, len(calls)))]
+            for thread in threads:
+                thread.start()
+            try:
+                for done in range(1, len(calls) + 1):
+                    while True:
                         try:
-                            future.result()
-                        except RemoteAssetError as exc:
-                            failures[asset.key] = exc
-                        if finished is not None:
-                            finished(tag)
-                        self.stats.bytes_fetched = base + _gdal_network_bytes()
-                        self._report()
-                        progress(done / len(futures))
-                except BaseException:
-                    for f in futures:
-                        f.cancel()
-                    raise
+                            index, error = results.get(timeout=0.25)
+                            break
+                        except queue.Empty:
+                            progress.check()
+                    asset, _, _, tag = calls[index]
+                    if isinstance(error, RemoteAssetError):
+                        failures[asset.key] = error
+                    elif error is not None:
+                        raise error
+                    if finished is not None:
+                        finished(tag)
+                    self.stats.bytes_fetched = base + _gdal_network_bytes()
+                    self._report()
+                    progress(done / len(calls))
+            except BaseException:
+                stop.set()
+                raise
         return failures
 
     # -- blocks ----------------------------------------------------------------------------
@@ -488,6 +591,8 @@ class RemoteReader:
             from rasterio.windows import Window
 
             for row, col in todo:
+                if self._stop.is_set():
+                    raise CancelledError("Reading the remote assets was stopped.")
                 if self.cache.has(asset.key, asset.index, row, col):
                     continue
                 h, w = info.block_shape(row, col)
@@ -533,10 +638,10 @@ class RemoteReader:
         info = self.info(asset)
         blocks = info.blocks_of(window)
         if any(not self.cache.has(asset.key, asset.index, *b) for b in blocks):
-            import rasterio
-
-            with rasterio.Env(**self.gdal_options()):
-                self._fetch_blocks(asset, blocks)
+            # On a reader thread, so that the calling thread stays responsive to Ctrl+C.
+            failures = self._in_parallel([(asset, self._fetch_blocks, (asset, blocks), None)], Progress())
+            if failures:
+                raise failures[asset.key]
         r0, c0 = int(window.row_off), int(window.col_off)
         h, w = int(window.height), int(window.width)
         out = np.zeros((h, w), dtype=info.dtype)
@@ -720,6 +825,8 @@ def prefetch_chunk(scenes: Sequence[Any], grids: Sequence[Grid], windows_by_grid
             for asset, blocks in need.values():
                 entry[1].append((asset, sorted(blocks), (scene.date, product)))
     failed: set[int] = set()
+    first_error: Optional[RemoteAssetError] = None
+    products = {id(p) for _, requests in by_reader.values() for *_, (_, p) in requests}
     for k, (reader, requests) in enumerate(by_reader.values()):
         # Requests of one date stay together, so that dates complete one after another.
         requests.sort(key=lambda r: (r[2][0], r[2][1].name))
@@ -728,8 +835,13 @@ def prefetch_chunk(scenes: Sequence[Any], grids: Sequence[Grid], windows_by_grid
         for asset, _, (date, product) in requests:
             error = failures.get(asset.key)
             if error is not None and id(product) not in failed:
+                first_error = first_error or error
                 failed.add(id(product))
                 reader.stats.failed.append(strip_signature(asset.href))
                 log.warning("Leaving out %s of %s: %s", product.name, date, error)
+    if products and failed == products and first_error is not None:
+        raise SceneError(f"Every download failed ({len(products)} remote products): the first error came from "
+                         f"{host_of(first_error.href)}: {first_error}. Check the network and the catalogue's "
+                         "service status, then run again (what was fetched is kept in the cache).")
     progress(1.0)
     return failed

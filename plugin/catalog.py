@@ -93,14 +93,11 @@ def describe_search(summaries: Sequence) -> str:
 def stac_scenes(paths: Sequence[str], *, credentials: Optional[dict] = None, cache_dir=None, progress=None,
                 on_stats: Optional[Callable] = None) -> list:
     """Scenes of saved item collections, read with ``credentials`` (see :func:`auth_credentials`)."""
-    import pystac
+    from ..core.stac import load_item_files, reader_for, scenes_from_items
 
-    from ..core.stac import load_items, reader_for, scenes_from_items
-
-    loaded = [load_items(p) for p in paths]
-    items = pystac.ItemCollection([i for c in loaded for i in c], extra_fields=dict(loaded[0].extra_fields))
+    items, folders = load_item_files(paths)
     reader = reader_for(items, cache_dir=cache_dir, credentials=credentials, on_stats=on_stats)
-    return scenes_from_items(items, reader=reader, progress=progress)
+    return scenes_from_items(items, reader=reader, progress=progress, folders=folders)
 
 
 @dataclass

@@ -12,7 +12,7 @@ import pytest
 from loopback import Fault, write_band_folder
 from thermocrop.core.extract import extract_pixel_sets, scene_threads
 from thermocrop.core.scenes import find_scenes
-from thermocrop.core.stac import reader_for, scenes_from_items
+from thermocrop.core.stac import Catalog, reader_for, scenes_from_items
 
 ES = dict(dates=6, cloud_cover=(5, 70, 20, 90, 10, 40))
 
@@ -130,10 +130,12 @@ def test_an_asset_that_keeps_failing_is_never_half_used(published, tiny_region, 
 def test_planetary_computer_assets_are_signed_and_the_saved_hrefs_are_not(published, tiny_region, local_pixels,
                                                                            tmp_path):
     server, items = published("planetary-computer", dates=6)
-    collection = pystac.ItemCollection([pystac.Item.from_dict(i) for i in items], extra_fields={
-        "thermocrop:catalog": {"name": "planetary-computer", "url": server.url + "/stac",
-                               "signing": "planetary-computer", "token_url": server.url + "/api/sas/v1/token"}})
-    scenes = scenes_from_items(collection, reader=reader_for(collection, cache_dir=tmp_path / "c"))
+    collection = pystac.ItemCollection([pystac.Item.from_dict(i) for i in items])
+    # The loopback stands in for Planetary Computer as a catalogue the caller configures: its
+    # token service, and its own host as the one whose hrefs are signed.
+    configured = Catalog("loopback-pc", server.url + "/stac", signing="planetary-computer",
+                         token_url=server.url + "/api/sas/v1/token", signed_hosts=(server.host,))
+    scenes = scenes_from_items(collection, reader=reader_for(collection, cache_dir=tmp_path / "c", catalog=configured))
     remote = _extract(tiny_region, scenes)
     np.testing.assert_array_equal(remote.pixels, local_pixels.pixels)
     assert server.counters.total_requests("/api/sas/v1/token/sentinel-2-l2a") == 1

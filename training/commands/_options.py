@@ -172,21 +172,19 @@ def _stats_printer():
 
 
 def _items(args: argparse.Namespace, parcels):
-    """The STAC items of ``--stac`` files or of a ``--catalog`` search."""
+    """The STAC items of ``--stac`` files or of a ``--catalog`` search, and the folders their
+    local hrefs may be in (those of the files; none for a search)."""
     from ...core.errors import InputError
-    from ...core.stac import load_items, search_items
+    from ...core.stac import load_item_files, search_items
 
     if args.stac:
-        import pystac
-
-        loaded = [load_items(p) for p in args.stac]
-        return pystac.ItemCollection([i for c in loaded for i in c], extra_fields=dict(loaded[0].extra_fields))
+        return load_item_files(args.stac)
     if parcels is None:
         raise InputError("A catalogue search needs the parcels (--parcels).")
     items = search_items(parcels, season=args.season, start=args.start, end=args.end, catalog=args.catalog,
                          collection=args.collection, max_cloud=args.max_cloud)
     print(f"{len(items)} items found in {args.catalog}")
-    return items
+    return items, []
 
 
 def scene_dates(args: argparse.Namespace, parcels=None):
@@ -199,7 +197,7 @@ def scene_dates(args: argparse.Namespace, parcels=None):
         return np.unique(np.array([s.date for s in find_scenes(args.scenes)], dtype="datetime64[D]"))
     from ...core.stac import summarize
 
-    return np.unique(np.array([s.date for s in summarize(_items(args, parcels))], dtype="datetime64[D]"))
+    return np.unique(np.array([s.date for s in summarize(_items(args, parcels)[0])], dtype="datetime64[D]"))
 
 
 def resolve_scenes(args: argparse.Namespace, parcels=None, **find_options) -> list:
@@ -219,9 +217,11 @@ def resolve_scenes(args: argparse.Namespace, parcels=None, **find_options) -> li
         return find_scenes(scenes, **find_options)
     from ...core.stac import reader_for, scenes_from_items
 
-    items = _items(args, parcels)
-    reader = reader_for(items, cache_dir=args.cache, max_requests=args.max_requests, on_stats=_stats_printer())
-    return scenes_from_items(items, reader=reader, level=find_options.get("level"), offset=find_options.get("offset"))
+    items, folders = _items(args, parcels)
+    reader = reader_for(items, cache_dir=args.cache, max_requests=args.max_requests, on_stats=_stats_printer(),
+                        catalog=catalog)
+    return scenes_from_items(items, reader=reader, level=find_options.get("level"), offset=find_options.get("offset"),
+                             folders=folders)
 
 
 def resolve_weather(args: argparse.Namespace, table, dates, season_start) -> str:
