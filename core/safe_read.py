@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import zipfile
@@ -17,6 +18,8 @@ import numpy as np
 from .errors import InputError
 
 PathLike = Union[str, os.PathLike]
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
 
 MAX_TEXT_BYTES = 64 * 1024 * 1024
 """The largest JSON or YAML file read (class maps, split tables, dataset headers are far smaller)."""
@@ -154,7 +157,7 @@ def member_path(folder: PathLike, name: str, *, source: str,
     ``folder`` (absolute, ``..``, a drive, a backslash, a control character)."""
     text = str(name)
     parts = PurePosixPath(text).parts
-    if (not text or text.startswith(("/", "\\")) or "\\" in text or ":" in text or ".." in parts
+    if (not text or text.startswith(("/", "\\")) or "\\" in text or _DRIVE.match(text) or ".." in parts
             or any(ord(ch) < 32 for ch in text) or not parts):
         raise error(f"{source} names {text[:200]!r}, which is not a plain path inside its folder (it could "
                     "leave it); it was refused")
