@@ -607,6 +607,22 @@ def test_accuracy_report_writes_that_fail_are_named_errors(tmp_path):
     assert rc == EXIT_OUTPUT and "the disk may be full" in said and "Traceback" not in said, said
     assert not (tmp_path / "full.html").exists() and not (tmp_path / "full.csv").exists()
     assert _hidden(tmp_path) == []
+    # A real full file system, where this machine lets us mount a 64 KB tmpfs.
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    if os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)],
+                                            capture_output=True).returncode == 0:
+        try:
+            fd = os.open(mount / "filler", os.O_WRONLY | os.O_CREAT)
+            with contextlib.suppress(OSError):  # until the file system is full
+                while os.write(fd, b"x" * 4096):
+                    pass
+            os.close(fd)
+            rc, said = _finish(_start(_accuracy(layer, mount / "r.html")))
+            assert rc == EXIT_OUTPUT and "the disk may be full" in said and "Traceback" not in said, said
+            assert [p.name for p in mount.iterdir()] == ["filler"]
+        finally:
+            subprocess.run(["umount", str(mount)], check=True)
     # A read-only folder (as a user who may not write there): refused before the layer is read.
     folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"thermocrop-ro-acc-{os.getpid()}"
     folder.mkdir()
