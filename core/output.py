@@ -10,8 +10,9 @@ Every file or folder ThermoCrop writes for the user goes through three steps:
 3. :func:`publish` moves it into place with one rename that either fails when the target
    appeared meanwhile (``renameat2(RENAME_NOREPLACE)``, or ``link`` for files) or replaces it
    atomically. A killed run leaves the target as it was; its staging folder, named
-   ``.thermocrop-partial.<pid>.<start>.<random>.<host>``, is removed by the next run that writes
-   into the same folder once its process is gone.
+   ``.thermocrop-partial.<pid>.<start>.<token>.<host>`` and signed inside with its token, is
+   removed by the next run that writes into the same folder once its process is gone. An
+   existing SQLite file (a GeoPackage) is replaced only while no other program is changing it.
 """
 
 from __future__ import annotations
