@@ -768,6 +768,21 @@ def test_the_final_step_stops_for_a_transaction_begun_during_the_run(files, tmp_
     assert _features(target, "parcels") == before and _hidden(tmp_path) == []
 
 
+def test_a_geopackage_with_an_unfinished_change_in_its_journal_is_not_replaced(files, tmp_path):
+    """A -journal that still holds a change would be rolled back into the new file; a zeroed
+    one (``journal_mode=PERSIST`` after a commit) is harmless."""
+    target = Path(shutil.copy(files / "small.gpkg", tmp_path / "lpis.gpkg"))
+    journal = tmp_path / "lpis.gpkg-journal"
+    journal.write_bytes(bytes.fromhex("d9d505f920a163d7") + bytes(504))
+    before = target.read_bytes()
+    rc, said = _finish(_start(_gdd_args(target, files / "weather.csv", target, "--overwrite")))
+    assert rc == EXIT_OUTPUT and "unfinished change in its -journal" in said and str(target) in said, said
+    assert target.read_bytes() == before
+    journal.write_bytes(bytes(512))
+    assert main(_gdd_args(target, files / "weather.csv", target, "--overwrite")) == 0
+    assert "gdd_20230501" in _fields(target, "parcels")
+
+
 # -- 10. cleanup removes only what a run made -------------------------------------------------
 
 def test_cleanup_leaves_the_users_files_that_look_like_staging(files, tmp_path):
