@@ -679,7 +679,7 @@ def report_html(report: AccuracyReport) -> str:
 def write_html(report: AccuracyReport, path: Union[str, os.PathLike], *, overwrite: bool = True,
                inputs: Sequence[Union[str, os.PathLike, None]] = ()) -> Path:
     """Write :func:`report_html` to ``path`` (checked and staged, see :func:`write_reports`)."""
-    return write_reports(report, [("html", "report", path)], overwrite=overwrite, inputs=inputs)[0]
+    return write_reports(report, [("html", "", path)], overwrite=overwrite, inputs=inputs)[0]
 
 
 CSV_COLUMNS = (
@@ -761,7 +761,7 @@ REPORT_FORMATS = {
 
 ReportOutput = tuple[str, str, Union[str, os.PathLike, None]]
 """``(kind, label, path)``: a kind of :data:`REPORT_FORMATS`, the name the user gave the output
-(``--html``, ``OUTPUT_CSV``) and its path (None: not written)."""
+(``--html``, ``OUTPUT_CSV``; "" where the user named none) and its path (None: not written)."""
 
 
 def check_report_outputs(outputs: Sequence[ReportOutput], *, overwrite: bool = False,
@@ -781,7 +781,7 @@ def check_report_outputs(outputs: Sequence[ReportOutput], *, overwrite: bool = F
     for kind, label, path in wanted:
         what = f"{REPORT_FORMATS[kind][0]} ({label})" if label else REPORT_FORMATS[kind][0]
         checked.append((kind, check_output(path, what=what, overwrite=overwrite, inputs=[i for i in inputs if i])))
-    check_distinct_outputs([(label, path) for _, label, path in wanted])
+    check_distinct_outputs([(label or f"the {REPORT_FORMATS[kind][0]}", path) for kind, label, path in wanted])
     return checked
 
 
@@ -808,10 +808,10 @@ def write_reports(report: AccuracyReport, outputs: Sequence[ReportOutput], *, ov
 def write_csv(report: AccuracyReport, path: Union[str, os.PathLike], *, overwrite: bool = True,
               inputs: Sequence[Union[str, os.PathLike, None]] = ()) -> Path:
     """Per-class table (columns :data:`CSV_COLUMNS`) as CSV (checked and staged)."""
-    return write_reports(report, [("csv", "table", path)], overwrite=overwrite, inputs=inputs)[0]
+    return write_reports(report, [("csv", "", path)], overwrite=overwrite, inputs=inputs)[0]
 
 
 def write_matrix_csv(report: AccuracyReport, path: Union[str, os.PathLike], *, overwrite: bool = True,
                      inputs: Sequence[Union[str, os.PathLike, None]] = ()) -> Path:
     """The count matrix as CSV (checked and staged)."""
-    return write_reports(report, [("matrix", "matrix", path)], overwrite=overwrite, inputs=inputs)[0]
+    return write_reports(report, [("matrix", "", path)], overwrite=overwrite, inputs=inputs)[0]

@@ -10,8 +10,9 @@ Every file or folder ThermoCrop writes for the user goes through three steps:
 3. :func:`publish` moves it into place with one rename that either fails when the target
    appeared meanwhile (``renameat2(RENAME_NOREPLACE)``, or ``link`` for files) or replaces it
    atomically. A killed run leaves the target as it was; its staging folder, named
-   ``.thermocrop-partial.<pid>.<start>.<random>.<host>``, is removed by the next run that writes
-   into the same folder once its process is gone.
+   ``.thermocrop-partial.<pid>.<start>.<token>.<host>`` and signed inside with its token, is
+   removed by the next run that writes into the same folder once its process is gone. An
+   existing SQLite file (a GeoPackage) is replaced only while no other program is changing it.
 """
 
 from __future__ import annotations
@@ -530,6 +531,7 @@ def directory_lock(folder: PathLike, timeout: float = LOCK_TIMEOUT_S) -> Iterato
 # conflict with SQLite's own even inside this process and are released only with our descriptor.
 
 SQLITE_HEADER = b"SQLite format 3\x00"
+_JOURNAL_MAGIC = bytes.fromhex("d9d505f920a163d7")  # a rollback journal that still holds a change
 _PENDING_BYTE = 0x40000000
 _RESERVED_BYTE = _PENDING_BYTE + 1
 _SHARED_FIRST = _PENDING_BYTE + 2
@@ -597,8 +599,9 @@ def sqlite_activity(path: PathLike) -> Optional[str]:
     as words ("holds an open write transaction on it"), or None when nothing.
 
     A reader of a file in rollback-journal mode is not counted: it loses nothing when the file
-    is replaced. A non-empty ``-journal`` beside the file is: it is an unfinished change that
-    SQLite would roll back into whatever file then has that name.
+    is replaced. A ``-journal`` beside the file that still holds a change (its header is not
+    zeroed, as ``journal_mode=PERSIST`` leaves it after a commit) is: it is an unfinished change
+    that SQLite would roll back into whatever file then has that name.
     """
     path = Path(_path_text(path))
     try:
@@ -615,12 +618,21 @@ def sqlite_activity(path: PathLike) -> Optional[str]:
     busy = _wal_activity(Path(f"{path}-shm"))
     if busy:
         return busy
-    try:
-        if Path(f"{path}-journal").stat().st_size > 0:
-            return "left an unfinished change in its -journal file (a program stopped while writing)"
-    except OSError:
-        pass
+    if _hot_journal(path):
+        return _HOT_JOURNAL
     return None
+
+
+_HOT_JOURNAL = "left an unfinished change in its -journal file (a program stopped while writing)"
+
+
+def _hot_journal(path: Path) -> bool:
+    """Whether a ``-journal`` beside ``path`` still holds a change (its header is not zeroed)."""
+    try:
+        with open(f"{path}-journal", "rb") as fh:
+            return fh.read(len(_JOURNAL_MAGIC)) == _JOURNAL_MAGIC
+    except OSError:
+        return False
 
 
 def _busy_message(path: Path, busy: str) -> str:
@@ -657,9 +669,8 @@ def sqlite_writers_held(path: PathLike) -> Iterator[None]:
             held.append(fd)
             if not _take_lock(fd, start, length):
                 raise OutputError(_busy_message(path, "began a change to it just now"))
-        busy = sqlite_activity(path)  # a -journal that appeared before the locks were ours
-        if busy and "journal" in busy:
-            raise OutputError(_busy_message(path, busy))
+        if _hot_journal(path):  # a program that stopped before the locks were ours
+            raise OutputError(_busy_message(path, _HOT_JOURNAL))
         yield
     finally:
         for fd in held:

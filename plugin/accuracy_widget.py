@@ -319,8 +319,7 @@ class AccuracyWidget(QWidget):
         if html_path.suffix.lower() not in (".html", ".htm"):
             html_path = html_path.with_suffix(".html")
         stem = html_path.with_suffix("")
-        outputs = [("html", "report", html_path), ("csv", "table", f"{stem}.csv"),
-                   ("matrix", "matrix", f"{stem}_matrix.csv")]
+        outputs = [("html", "", html_path), ("csv", "", f"{stem}.csv"), ("matrix", "", f"{stem}_matrix.csv")]
         # The save dialog asked before replacing the report; never the layer or the area table.
         return write_reports(self.report, outputs, overwrite=True,
                              inputs=[layer_file(self.layer()), self.areas_file.filePath() or None])

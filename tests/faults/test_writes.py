@@ -607,6 +607,22 @@ def test_accuracy_report_writes_that_fail_are_named_errors(tmp_path):
     assert rc == EXIT_OUTPUT and "the disk may be full" in said and "Traceback" not in said, said
     assert not (tmp_path / "full.html").exists() and not (tmp_path / "full.csv").exists()
     assert _hidden(tmp_path) == []
+    # A real full file system, where this machine lets us mount a 64 KB tmpfs.
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    if os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)],
+                                            capture_output=True).returncode == 0:
+        try:
+            fd = os.open(mount / "filler", os.O_WRONLY | os.O_CREAT)
+            with contextlib.suppress(OSError):  # until the file system is full
+                while os.write(fd, b"x" * 4096):
+                    pass
+            os.close(fd)
+            rc, said = _finish(_start(_accuracy(layer, mount / "r.html")))
+            assert rc == EXIT_OUTPUT and "the disk may be full" in said and "Traceback" not in said, said
+            assert [p.name for p in mount.iterdir()] == ["filler"]
+        finally:
+            subprocess.run(["umount", str(mount)], check=True)
     # A read-only folder (as a user who may not write there): refused before the layer is read.
     folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"thermocrop-ro-acc-{os.getpid()}"
     folder.mkdir()
@@ -750,6 +766,21 @@ def test_the_final_step_stops_for_a_transaction_begun_during_the_run(files, tmp_
             holder.finish()
     assert _rows(target) == [("written while the run ran",)] and "late" not in _layers(target)
     assert _features(target, "parcels") == before and _hidden(tmp_path) == []
+
+
+def test_a_geopackage_with_an_unfinished_change_in_its_journal_is_not_replaced(files, tmp_path):
+    """A -journal that still holds a change would be rolled back into the new file; a zeroed
+    one (``journal_mode=PERSIST`` after a commit) is harmless."""
+    target = Path(shutil.copy(files / "small.gpkg", tmp_path / "lpis.gpkg"))
+    journal = tmp_path / "lpis.gpkg-journal"
+    journal.write_bytes(bytes.fromhex("d9d505f920a163d7") + bytes(504))
+    before = target.read_bytes()
+    rc, said = _finish(_start(_gdd_args(target, files / "weather.csv", target, "--overwrite")))
+    assert rc == EXIT_OUTPUT and "unfinished change in its -journal" in said and str(target) in said, said
+    assert target.read_bytes() == before
+    journal.write_bytes(bytes(512))
+    assert main(_gdd_args(target, files / "weather.csv", target, "--overwrite")) == 0
+    assert "gdd_20230501" in _fields(target, "parcels")
 
 
 # -- 10. cleanup removes only what a run made -------------------------------------------------
