@@ -248,6 +248,11 @@ class ProductReader:
         self.product = product
         self._datasets: dict[str, object] = {}
         self._warped: dict[tuple[str, str], object] = {}
+        self.not_reflectance: Optional[np.ndarray] = None
+        """``(h, w)`` bool of the last window read: pixels holding a value that is no digital
+        number in some band (NaN, infinite, negative, above 65535), read as no data."""
+        self.value_counts: dict[str, int] = {}
+        """Values of that kind met so far, by kind (``not finite``, ``negative``, ``above 65535``)."""
 
     def __enter__(self) -> "ProductReader":
         return self
@@ -294,6 +299,31 @@ class ProductReader:
             self._warped[key] = vrt
         return vrt
 
+    def _digital_numbers(self, data: np.ndarray, nodata: Optional[float]) -> np.ndarray:
+        """``(c, h, w)`` values of a float or wider integer raster -> uint16 digital numbers.
+
+        GDAL would clamp what uint16 cannot hold (a negative value to 0, 70000 to 65535, NaN
+        to 0) and so turn it into no data or a bright pixel without a word; here such values
+        are counted (:attr:`value_counts`), marked (:attr:`not_reflectance`) and read as no
+        data. The file's own no-data value is no data, not counted.
+        """
+        with np.errstate(invalid="ignore"):
+            empty = np.isnan(data) if nodata is not None and np.isnan(nodata) else (
+                data == nodata if nodata is not None else np.zeros(data.shape, dtype=bool))
+            kinds = {"not finite": ~np.isfinite(data) if data.dtype.kind == "f" else np.zeros(data.shape, bool),
+                     "negative": data < 0, "above 65535": data > 65535}
+        bad = np.zeros(data.shape, dtype=bool)
+        for kind, where in kinds.items():
+            where &= ~empty & ~bad
+            if where.any():
+                self.value_counts[kind] = self.value_counts.get(kind, 0) + int(where.sum())
+                bad |= where
+        pixels = bad.any(axis=0)
+        self.not_reflectance = pixels if self.not_reflectance is None else self.not_reflectance | pixels
+        if data.dtype.kind == "f":
+            data = np.floor(np.where(bad | empty, 0.0, data) + 0.5)  # rounded as GDAL rounds
+        return np.where(bad | empty, 0, data).astype(np.uint16)
+
     def read(self, window) -> tuple[np.ndarray, Optional[np.ndarray]]:
         """Read one window.
 
@@ -310,12 +340,15 @@ class ProductReader:
             by_path.setdefault(src.path, []).append((c, src.index))
         h, w = int(window.height), int(window.width)
         dn = np.empty((len(S2_BANDS), h, w), dtype=np.uint16)
+        self.not_reflectance = None
         try:
             for path, pairs in by_path.items():
                 ds = self._dataset(path, "bilinear")
                 channels = [c for c, _ in pairs]
                 nodata = _foreign_nodata(ds)
-                if channels == list(range(channels[0], channels[0] + len(channels))):
+                if np.dtype(ds.dtypes[0]) not in (np.uint8, np.uint16):
+                    dn[channels] = self._digital_numbers(ds.read([i for _, i in pairs], window=window), ds.nodata)
+                elif channels == list(range(channels[0], channels[0] + len(channels))):
                     # Consecutive channels: GDAL decodes straight into the output, no copy.
                     block = dn[channels[0]:channels[0] + len(channels)]
                     ds.read([i for _, i in pairs], window=window, out=block)

@@ -395,7 +395,8 @@ def _unreadable_parcels(tmp_path: Path) -> dict[str, tuple[Path, object, str]]:
     shp = _parcels(tmp_path / "shape.shp")
     shp.with_suffix(".shx").unlink()
     return {
-        "missing": (tmp_path / "nope.gpkg", None, f"Parcel file {tmp_path / 'nope.gpkg'} does not exist (file not found)"),
+        "missing": (tmp_path / "nope.gpkg", None,
+                    f"Parcel file {tmp_path / 'nope.gpkg'} does not exist (file not found)"),
         "empty layer": (empty, None, f"Parcel layer 'fields_2021' of {empty} has no features"),
         "no such layer": (good, "fields", f"{good} has no layer 'fields'; its layers are 'good'"),
         "not a vector file": (not_vector, None, "GDAL cannot read as a vector layer"),
