@@ -33,8 +33,18 @@ STATUS_TOO_SMALL = "too_small"
 STATUS_NO_CLEAR_DATE = "no_clear_date"
 STATUS_NO_WEATHER = "no_weather"
 STATUS_INVALID_GEOMETRY = "invalid_geometry"
+STATUS_INVALID_VALUES = "invalid_values"
 STATUSES = (STATUS_OK, STATUS_OUTSIDE, STATUS_TOO_SMALL, STATUS_NO_CLEAR_DATE, STATUS_NO_WEATHER,
-            STATUS_INVALID_GEOMETRY)
+            STATUS_INVALID_GEOMETRY, STATUS_INVALID_VALUES)
+
+SATURATED_DN = 65535
+"""The digital number Sentinel-2 gives saturated pixels: no reflectance, read as no data."""
+
+INVALID_VALUES_SHARE = 0.5
+"""A parcel more than this share of whose pixel-dates held values that are no reflectance (NaN,
+infinite, negative or too large in the file, saturated) gets status ``invalid_values``."""
+
+NEGATIVE_REFLECTANCE = "negative reflectance"
 
 STATUS_ADVICE = {
     STATUS_OUTSIDE: "the parcels do not overlap the scenes: check the parcels' CRS and that the "
@@ -46,6 +56,8 @@ STATUS_ADVICE = {
                        "reach (check the parcels' CRS, the file's extent, the maximum distance) or "
                        "gaps of more than 3 days",
     STATUS_INVALID_GEOMETRY: "the geometries are empty or not polygons",
+    STATUS_INVALID_VALUES: "most of their pixel values are no reflectance (NaN, infinite, negative or "
+                           "above 65535 in the scene files, or saturated): check how the scenes were exported",
 }
 """What each failure status points to, for summaries of runs."""
 
@@ -728,14 +740,19 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
     # Several scenes at once: each decodes on its own thread, timed by that thread's clock.
     gdal_threads, clock = (1, time.thread_time) if threads > 1 else (None, time.process_time)
 
+    odd = np.zeros((total, t_count), dtype=bool)  # values that are no reflectance, by slot and date
+    seen: list[dict[str, dict[str, int]]] = [{} for _ in range(t_count)]  # one per date: no thread shares one
+
     def read(t: int) -> tuple[int, int, float]:
         with decoding_threads(gdal_threads):
-            return _read_scene(t, scenes[t], passes, grids, unreadable, pixels, pixel_mask, settings, clock)
+            return _read_scene(t, scenes[t], passes, grids, unreadable, pixels, pixel_mask, settings, clock,
+                               odd, seen[t])
 
     with contextlib.closing(_in_threads(read, t_count, threads)) as results:
         for t, (windows, decoded, cpu) in enumerate(results):
             n_windows, window_pixels, read_cpu = n_windows + windows, window_pixels + decoded, read_cpu + cpu
             read_progress((t + 1) / max(t_count, 1))
+    odd &= ~pixel_mask  # a slot another product filled holds a clear value
 
     valid_count = np.zeros((n, t_count), dtype=np.int64)
     has = np.flatnonzero(n_slots > 0)
@@ -749,6 +766,7 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
     pixels[~owner_dates] = 0
     del owner_dates
     status[readable & ~date_mask.any(axis=1)] = STATUS_NO_CLEAR_DATE
+    _say_values(table, idx, odd, offsets, n_slots, seen, status)
 
     gdd = np.zeros((n, t_count), dtype=np.float32)
     need = np.flatnonzero(status == "")
@@ -801,11 +819,85 @@ def _in_threads(function, count: int, threads: int):
                 future.cancel()
 
 
+def _not_reflectance(dn: np.ndarray, reader: Any, rr: np.ndarray, cc: np.ndarray, offset: int,
+                     seen: dict[str, int]) -> np.ndarray:
+    """``(N,)`` bool: sampled pixels whose values are no reflectance: saturated (65535, as
+    Sentinel-2 marks it) or, in the file, NaN, infinite, negative or above 65535 (see
+    ``ProductReader.not_reflectance``). Counts them into ``seen``, and the pixels below the
+    baseline offset, whose negative reflectance is read as 0."""
+    bad = (dn == SATURATED_DN).any(axis=0)
+    if bad.any():
+        seen["saturated (65535)"] = seen.get("saturated (65535)", 0) + int(bad.sum())
+    in_file = getattr(reader, "not_reflectance", None)  # remote readers fetch uint16 only
+    if in_file is not None:
+        odd = in_file[rr, cc] & ~bad
+        if odd.any():
+            seen["not a digital number in the file"] = seen.get("not a digital number in the file", 0) + int(odd.sum())
+            bad |= odd
+    if offset < 0:
+        low = ((dn > 0) & (dn < -offset)).any(axis=0) & ~bad
+        if low.any():
+            seen[NEGATIVE_REFLECTANCE] = seen.get(NEGATIVE_REFLECTANCE, 0) + int(low.sum())
+    return bad
+
+
+def _named(product: Any) -> str:
+    """A product and its file (or folder) for messages."""
+    files = list(product.files)
+    if len(files) == 1:
+        return f"{product.name} ({files[0]})"
+    return f"{product.name} ({len(files)} files in {Path(files[0]).parent})" if files else product.name
+
+
+def _say_values(table: ParcelTable, idx: np.ndarray, odd: np.ndarray, offsets: np.ndarray, n_slots: np.ndarray,
+                seen: Sequence[dict[str, dict[str, int]]], status: np.ndarray) -> None:
+    """Log the values that are no reflectance, by product, and give the parcels most of whose
+    pixel-dates held them the status ``invalid_values``.
+
+    Args:
+        odd: ``(N, T)`` bool, slots and dates whose value was no reflectance and that no other
+            product filled.
+        seen: per date, product name -> kind -> count (see :func:`_not_reflectance`).
+        status: ``(n,)`` statuses of the chunk's parcels, changed in place.
+    """
+    by_product: dict[str, dict[str, int]] = {}
+    for per_date in seen:
+        for name, kinds in per_date.items():
+            mine = by_product.setdefault(name, {})
+            for kind, count in kinds.items():
+                mine[kind] = mine.get(kind, 0) + count
+    for name, kinds in sorted(by_product.items()):
+        said = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()) if kind != NEGATIVE_REFLECTANCE)
+        if said:
+            log.warning("Product %s: pixels under the parcels hold values that are no reflectance (%s); they "
+                        "are read as no data", name, said)
+        if kinds.get(NEGATIVE_REFLECTANCE):
+            log.info("Product %s: %d parcels' pixels lie below the baseline offset (%s); read as reflectance 0",
+                     name, kinds[NEGATIVE_REFLECTANCE], NEGATIVE_REFLECTANCE)
+    has = np.flatnonzero(n_slots > 0)
+    if not odd.any() or len(has) == 0:
+        return
+    count = np.zeros(len(n_slots), dtype=np.int64)
+    count[has] = np.add.reduceat(odd.sum(axis=1), offsets[has])
+    share = count / np.maximum(n_slots * odd.shape[1], 1)
+    hit = np.flatnonzero((share > INVALID_VALUES_SHARE) & np.isin(status, ("", STATUS_NO_CLEAR_DATE)))
+    status[hit] = STATUS_INVALID_VALUES
+    affected = np.flatnonzero(count > 0)
+    log.warning("%d parcels of %s have pixel values that are no reflectance on some dates (read as no data); %d of "
+                "them on more than %d%% of their pixel-dates get status %s: %s", len(affected), table.source,
+                len(hit), round(INVALID_VALUES_SHARE * 100), STATUS_INVALID_VALUES,
+                _some([f"{table.parcel_ids[idx[i]]} ({count[i]} of {n_slots[i] * odd.shape[1]})" for i in affected]))
+
+
 def _read_scene(t: int, scene: Scene, passes: list, grids: list[Grid], unreadable: set, pixels: np.ndarray,
                 pixel_mask: np.ndarray, settings: ExtractionSettings,
-                clock=time.process_time) -> tuple[int, int, float]:
+                clock=time.process_time, odd: Optional[np.ndarray] = None,
+                seen: Optional[dict[str, dict[str, int]]] = None) -> tuple[int, int, float]:
     """Fill date ``t`` of a chunk's buffers from ``scene``; returns the windows read, the pixels
-    decoded and the CPU seconds (by ``clock``) spent decoding and converting them."""
+    decoded and the CPU seconds (by ``clock``) spent decoding and converting them.
+
+    ``odd`` (like ``pixel_mask``) receives the slots whose value was no reflectance, ``seen``
+    their counts by product (see :func:`_not_reflectance`)."""
     n_windows = window_pixels = 0
     read_cpu = 0.0
     for per_grid in passes:
@@ -828,6 +920,12 @@ def _read_scene(t: int, scene: Scene, passes: list, grids: list[Grid], unreadabl
                         window_pixels += int(window.width) * int(window.height)
                         if scl is None and product.level == "L2A" and settings.missing_scl == "bands":
                             valid &= ~bright_cloud_mask(values)
+                        if seen is not None:
+                            bad = _not_reflectance(dn[:, rr, cc], reader, rr, cc, product.offset,
+                                                   seen.setdefault(_named(product), {}))
+                            if bad.any():
+                                valid &= ~bad
+                                odd[position[pos][bad], t] = True
                         # Earlier products and preferred grids win: fill only empty slots.
                         fill = valid & ~pixel_mask[position[pos], t]
                         p_f = position[pos][fill]

@@ -66,6 +66,8 @@ _ALIAS_TOKEN_RE = re.compile(
 _RESOLUTION_TOKEN_RE = re.compile(r"(?:^|[_\-.])(10|20|60)m(?=$|[_\-.])", re.IGNORECASE)
 _DATE_RE = re.compile(r"(?<!\d)((?:19|20)\d{2})(\d{2})(\d{2})(?:T\d{6})?(?!\d)")
 _BASELINE_RE = re.compile(r"_N(\d{2})(\d{2})(?=_|$|\.)")
+# MGRS tile: UTM zone, latitude band (C..X without I, O), 100 km square (letters without I, O).
+_TILE_RE = re.compile(r"(?:^|[_\-.])T?(\d{2})([C-HJ-NP-X])([A-HJ-NP-Z]{2})(?=$|[_\-.])")
 _DATE_TAGS = (
     "DATATAKE_1_DATATAKE_SENSING_START",
     "PRODUCT_START_TIME",
@@ -103,6 +105,68 @@ def date_from_name(name: str) -> Optional[np.datetime64]:
         except ValueError:
             continue
     return None
+
+
+def _acquisition_date_tag(tags: dict[str, str]) -> tuple[Optional[np.datetime64], Optional[str]]:
+    """The acquisition date in a file's metadata and the key it was found under (not
+    ``TIFFTAG_DATETIME``, the time the file was written)."""
+    for key in _DATE_TAGS:
+        if key == "TIFFTAG_DATETIME":
+            continue
+        date = _date_from_tags({key: tags[key]}) if tags.get(key) else None
+        if date is not None:
+            return date, key
+    return None, None
+
+
+def _level_from_tags(tags: dict[str, str]) -> Optional[str]:
+    text = tags.get("PROCESSING_LEVEL") or ""
+    return "L2A" if "2A" in text else "L1C" if "1C" in text else None
+
+
+def tile_from_name(name: str) -> Optional[str]:
+    """The MGRS tile in a product or file name (``T32TMT`` or ``32TMT`` between separators)."""
+    m = _TILE_RE.search(name)
+    return "".join(m.groups()) if m else None
+
+
+def _utm_zone_of_tile(tile: str) -> tuple[int, str]:
+    """``"32TMT"`` -> ``(32, "north")``: latitude bands C..M lie south of the equator."""
+    return int(tile[:2]), "south" if tile[2] <= "M" else "north"
+
+
+def _utm_zone_of_crs(crs: Any) -> Optional[tuple[int, str]]:
+    """The WGS 84 / UTM zone of ``crs`` (EPSG 326zz north, 327zz south), or None."""
+    try:
+        epsg = crs.to_epsg() if crs is not None else None
+    except Exception:  # a CRS pyproj cannot match to a code
+        return None
+    if epsg is not None and 32601 <= epsg <= 32660:
+        return epsg - 32600, "north"
+    if epsg is not None and 32701 <= epsg <= 32760:
+        return epsg - 32700, "south"
+    return None
+
+
+def _reconcile(path: Any, what: str, named: Any, stored: Any, where: Optional[str]) -> Any:
+    """``stored`` (the file's own metadata) where present, else ``named`` (from its name); a
+    disagreement between the two is logged with the file and both values."""
+    if named is not None and stored is not None and named != stored:
+        log.warning("%s: its name says %s %s but its metadata (%s) says %s; %s from the metadata is used. Rename the "
+                    "file or correct its metadata if that is wrong.", path, what, named, where, stored, what)
+    return _first(stored, named)
+
+
+def _check_tile(path: Any, name: str, grid: "Grid") -> None:
+    """Warn when the MGRS tile in ``name`` lies in another UTM zone than the file's georeferencing
+    (which places the pixels, and so wins)."""
+    tile = tile_from_name(name)
+    zone = _utm_zone_of_crs(grid.crs)
+    if tile is None or zone is None or _utm_zone_of_tile(tile) == zone:
+        return
+    log.warning("%s: its name says tile %s (UTM zone %d %s) but it is georeferenced in UTM zone %d %s (%s); its "
+                "pixels are placed by its georeferencing. Rename the file or check how it was exported.", path,
+                tile, *_utm_zone_of_tile(tile), *zone, grid.crs)
 
 
 def _date_from_tags(tags: dict[str, str]) -> Optional[np.datetime64]:
@@ -248,6 +312,11 @@ class ProductReader:
         self.product = product
         self._datasets: dict[str, object] = {}
         self._warped: dict[tuple[str, str], object] = {}
+        self.not_reflectance: Optional[np.ndarray] = None
+        """``(h, w)`` bool of the last window read: pixels holding a value that is no digital
+        number in some band (NaN, infinite, negative, above 65535), read as no data."""
+        self.value_counts: dict[str, int] = {}
+        """Values of that kind met so far, by kind (``not finite``, ``negative``, ``above 65535``)."""
 
     def __enter__(self) -> "ProductReader":
         return self
@@ -294,6 +363,31 @@ class ProductReader:
             self._warped[key] = vrt
         return vrt
 
+    def _digital_numbers(self, data: np.ndarray, nodata: Optional[float]) -> np.ndarray:
+        """``(c, h, w)`` values of a float or wider integer raster -> uint16 digital numbers.
+
+        GDAL would clamp what uint16 cannot hold (a negative value to 0, 70000 to 65535, NaN
+        to 0) and so turn it into no data or a bright pixel without a word; here such values
+        are counted (:attr:`value_counts`), marked (:attr:`not_reflectance`) and read as no
+        data. The file's own no-data value is no data, not counted.
+        """
+        with np.errstate(invalid="ignore"):
+            empty = np.isnan(data) if nodata is not None and np.isnan(nodata) else (
+                data == nodata if nodata is not None else np.zeros(data.shape, dtype=bool))
+            kinds = {"not finite": ~np.isfinite(data) if data.dtype.kind == "f" else np.zeros(data.shape, bool),
+                     "negative": data < 0, "above 65535": data > 65535}
+        bad = np.zeros(data.shape, dtype=bool)
+        for kind, where in kinds.items():
+            where &= ~empty & ~bad
+            if where.any():
+                self.value_counts[kind] = self.value_counts.get(kind, 0) + int(where.sum())
+                bad |= where
+        pixels = bad.any(axis=0)
+        self.not_reflectance = pixels if self.not_reflectance is None else self.not_reflectance | pixels
+        if data.dtype.kind == "f":
+            data = np.floor(np.where(bad | empty, 0.0, data) + 0.5)  # rounded as GDAL rounds
+        return np.where(bad | empty, 0, data).astype(np.uint16)
+
     def read(self, window) -> tuple[np.ndarray, Optional[np.ndarray]]:
         """Read one window.
 
@@ -310,12 +404,15 @@ class ProductReader:
             by_path.setdefault(src.path, []).append((c, src.index))
         h, w = int(window.height), int(window.width)
         dn = np.empty((len(S2_BANDS), h, w), dtype=np.uint16)
+        self.not_reflectance = None
         try:
             for path, pairs in by_path.items():
                 ds = self._dataset(path, "bilinear")
                 channels = [c for c, _ in pairs]
                 nodata = _foreign_nodata(ds)
-                if channels == list(range(channels[0], channels[0] + len(channels))):
+                if np.dtype(ds.dtypes[0]) not in (np.uint8, np.uint16):
+                    dn[channels] = self._digital_numbers(ds.read([i for _, i in pairs], window=window), ds.nodata)
+                elif channels == list(range(channels[0], channels[0] + len(channels))):
                     # Consecutive channels: GDAL decodes straight into the output, no copy.
                     block = dn[channels[0]:channels[0] + len(channels)]
                     ds.read([i for _, i in pairs], window=window, out=block)
@@ -585,11 +682,13 @@ def _read_part(path: Path, band_order: Optional[Sequence[str]]) -> _Part:
             name = band_name(d or "")
             if name is not None and name not in bands:
                 bands[name] = BandSource(str(path), i)
-        if count == 1 and not bands:
+        if count == 1:
             token = _BAND_TOKEN_RE.search(stem) or _ALIAS_TOKEN_RE.search(stem)
             name = band_name(token.group(1)) if token else band_name(stem)
-            if name is not None:
+            if name is not None and not bands:
                 bands[name] = BandSource(str(path), 1)
+            elif name is not None and name not in bands:
+                _reconcile(path, "band", name, next(iter(bands)), "band description")
         if count > 1 and not any(b in bands for b in S2_BANDS):
             raise SceneError(
                 f"{path} has {count} bands without Sentinel-2 band descriptions; set the band "
@@ -611,11 +710,16 @@ def _read_part(path: Path, band_order: Optional[Sequence[str]]) -> _Part:
     cleaned = _RESOLUTION_TOKEN_RE.sub("", cleaned).strip("_-. ")
     parent = path.parent
     name = cleaned or parent.name
-    date = _first(date_from_name(cleaned), date_from_name(parent.name), _date_from_tags(tags), date_from_name(stem))
-    level = level_from_name(name) or level_from_name(parent.name) or level_from_name(stem)
-    if level is None and tags.get("PROCESSING_LEVEL"):
-        level = "L2A" if "2A" in tags["PROCESSING_LEVEL"] else "L1C" if "1C" in tags["PROCESSING_LEVEL"] else None
-    offset = _first(_offset_from_tags(tags), offset_from_name(name), offset_from_name(parent.name))
+    # The file's own metadata wins over its name; where they disagree, a warning names both.
+    stored_date, date_key = _acquisition_date_tag(tags)
+    date = _first(_reconcile(path, "date", _first(date_from_name(cleaned), date_from_name(parent.name),
+                                                  date_from_name(stem)), stored_date, date_key),
+                  _date_from_tags(tags))
+    level = _reconcile(path, "level", level_from_name(name) or level_from_name(parent.name) or level_from_name(stem),
+                       _level_from_tags(tags), "PROCESSING_LEVEL")
+    offset = _reconcile(path, "baseline offset", _first(offset_from_name(name), offset_from_name(parent.name)),
+                        _offset_from_tags(tags), "ADD_OFFSET / PROCESSING_BASELINE")
+    _check_tile(path, stem if tile_from_name(stem) else parent.name, grid)
     return _Part((str(parent), cleaned), name, str(path), bands, grid, date, level, offset)
 
 
@@ -676,9 +780,11 @@ def _safe_parts(path: Path) -> list[_Part]:
     wanted = [s for s in subdatasets if re.search(r":(10|20)m:", s)]
     if not wanted:
         raise SceneError(f"{path} offers no 10 m / 20 m subdatasets; is it a Sentinel-2 L1C/L2A product?")
-    date = _first(date_from_name(name), _date_from_tags(tags))
-    level = level_from_name(name)
-    offset = _first(offset_from_name(name), _offset_from_tags(tags))
+    stored_date, date_key = _acquisition_date_tag(tags)
+    date = _first(_reconcile(path, "date", date_from_name(name), stored_date, date_key), _date_from_tags(tags))
+    level = _reconcile(path, "level", level_from_name(name), _level_from_tags(tags), "PROCESSING_LEVEL")
+    offset = _reconcile(path, "baseline offset", offset_from_name(name), _offset_from_tags(tags),
+                        "ADD_OFFSET / PROCESSING_BASELINE")
     parts = []
     for sub in wanted:
         with rasterio.open(sub) as ds:

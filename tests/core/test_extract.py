@@ -515,3 +515,49 @@ def test_overlaps_sample_the_same_pixels_whatever_the_chunks(region, tmp_path):
                        chunk_size=1)
     ds = open_dataset(tmp_path / "ds")
     assert np.array_equal(np.asarray(ds.pixels), together.pixels)
+
+
+def test_values_that_are_no_reflectance_are_counted_masked_and_give_a_status(region, tmp_path, caplog):
+    # 06-01 is a float file: parcel 'few' holds NaN, infinity, a negative value and 70000 (which
+    # uint16 would clamp to a bright 65535) in 4 of its 9 pixels, 'broken' is NaN throughout.
+    # 06-11 is uint16: 'broken' is saturated (65535) throughout, 'one' in 1 of its 4 pixels.
+    import logging
+
+    rng = np.random.default_rng(31)
+    first = rng.integers(1100, 9000, size=(10, SIZE, SIZE)).astype(np.float32)
+    first[0, 10, 10], first[1, 10, 11], first[2, 11, 10], first[9, 12, 12] = np.nan, np.inf, -5.0, 70000.0
+    first[:, 30:32, 30:32] = np.nan
+    second = rng.integers(1100, 9000, size=(10, SIZE, SIZE), dtype=np.uint16)
+    second[:, 30:32, 30:32] = 65535
+    second[4, 40, 41] = 65535
+    _write(tmp_path / "S2A_MSIL1C_20240601T103031_N0205_R108_T32TMT_20240601T1.tif", first, descriptions=S2_BANDS)
+    _write(tmp_path / "S2A_MSIL1C_20240611T103031_N0205_R108_T32TMT_20240611T1.tif", second, descriptions=S2_BANDS)
+    parcels = gpd.GeoDataFrame({"parcel_id": ["few", "broken", "one"]},
+                               geometry=[_px(10.3, 10.3, 12.7, 12.7), _px(30.3, 30.3, 31.7, 31.7),
+                                         _px(40.3, 40.3, 41.7, 41.7)], crs=CRS)
+    with caplog.at_level(logging.WARNING):
+        ps = extract_pixel_sets(parcels, tmp_path, region["weather"], max_pixels=16)
+    assert ps.status.tolist() == ["ok", "invalid_values", "ok"]
+    bad = {(10, 10), (10, 11), (11, 10), (12, 12)}
+    clear = [(r, c) for r in range(10, 13) for c in range(10, 13) if (r, c) not in bad]
+    got = sorted(map(tuple, ps.pixels[0, 0][:, ps.pixel_mask[0, 0]].T.tolist()))
+    assert got == sorted(tuple(first[:, r, c].astype(int).tolist()) for r, c in clear)
+    assert ps.pixel_mask[0, 1].sum() == 9 and ps.pixel_mask[2, 1].sum() == 3
+    assert not ps.date_mask[1].any()
+    name = "S2A_MSIL1C_20240601T103031_N0205_R108_T32TMT_20240601T1"
+    assert f"{name} ({tmp_path / name}.tif): pixels under the parcels hold values" in caplog.text
+    assert "(8 not a digital number in the file)" in caplog.text and "(5 saturated (65535))" in caplog.text
+    assert "3 parcels of GeoDataFrame have pixel values that are no reflectance" in caplog.text
+    assert "few (4 of 18), broken (8 of 8), one (1 of 8)" in caplog.text
+
+
+def test_a_float_scene_of_ordinary_values_reads_as_its_uint16_twin(region, tmp_path):
+    rng = np.random.default_rng(32)
+    cube = rng.integers(1100, 9000, size=(10, SIZE, SIZE), dtype=np.uint16)
+    name = "S2A_MSIL1C_20240601T103031_N0205_R108_T32TMT_20240601T1.tif"
+    _write(tmp_path / "u" / name, cube, descriptions=S2_BANDS)
+    _write(tmp_path / "f" / name, cube.astype(np.float32), descriptions=S2_BANDS)
+    parcels = gpd.GeoDataFrame({"parcel_id": ["a"]}, geometry=[_px(5.3, 5.3, 20.7, 20.7)], crs=CRS)
+    as_int = extract_pixel_sets(parcels, tmp_path / "u", region["weather"])
+    as_float = extract_pixel_sets(parcels, tmp_path / "f", region["weather"])
+    assert np.array_equal(as_int.pixels, as_float.pixels) and np.array_equal(as_int.pixel_mask, as_float.pixel_mask)

@@ -395,7 +395,8 @@ def _unreadable_parcels(tmp_path: Path) -> dict[str, tuple[Path, object, str]]:
     shp = _parcels(tmp_path / "shape.shp")
     shp.with_suffix(".shx").unlink()
     return {
-        "missing": (tmp_path / "nope.gpkg", None, f"Parcel file {tmp_path / 'nope.gpkg'} does not exist (file not found)"),
+        "missing": (tmp_path / "nope.gpkg", None,
+                    f"Parcel file {tmp_path / 'nope.gpkg'} does not exist (file not found)"),
         "empty layer": (empty, None, f"Parcel layer 'fields_2021' of {empty} has no features"),
         "no such layer": (good, "fields", f"{good} has no layer 'fields'; its layers are 'good'"),
         "not a vector file": (not_vector, None, "GDAL cannot read as a vector layer"),
@@ -422,3 +423,70 @@ def test_an_unusable_parcel_file_is_named_with_its_cause(case, tmp_path, capsys)
             str(_csv(tmp_path / "w.csv", [(d, 2, 12) for d in _year()])), "--out", str(tmp_path / "o.gpkg")]
     assert main(argv) == cli.EXIT_INPUT
     assert said in capsys.readouterr().err
+
+
+# -- a file's own metadata against its name ----------------------------------------------------
+
+
+def _tagged_scene(path: Path, tags: dict, crs=CRS, descriptions=S2_BANDS, count=10) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with rasterio.open(path, "w", driver="GTiff", width=20, height=20, count=count, dtype="uint16", crs=crs,
+                       transform=from_origin(X0, Y0, 10, 10), nodata=0) as ds:
+        ds.write(np.full((count, 20, 20), 2500, np.uint16))
+        for i, b in enumerate(descriptions, start=1):
+            ds.set_band_description(i, b)
+        ds.update_tags(**tags)
+    return path
+
+
+def test_metadata_that_contradicts_the_name_wins_and_both_are_named(tmp_path, caplog):
+    from thermocrop.core.scenes import find_scenes
+
+    name = "S2A_MSIL1C_20210501T103021_N0205_R108_T32UPU_20210501T103021.tif"
+    path = _tagged_scene(tmp_path / "a" / name, {"ACQUISITION_DATE": "2021-05-03T10:30:21",
+                                                 "PROCESSING_LEVEL": "Level-2A", "BOA_ADD_OFFSET": "-1000"})
+    with caplog.at_level(logging.WARNING):
+        (scene,) = find_scenes(path)
+    (product,) = scene.products
+    assert (scene.date, product.level, product.offset) == (np.datetime64("2021-05-03"), "L2A", -1000)
+    said = [r.getMessage() for r in caplog.records if "its name says" in r.getMessage()]
+    assert len(said) == 3 and all(str(path) in m for m in said)
+    assert any("date 2021-05-01 but its metadata (ACQUISITION_DATE) says 2021-05-03" in m for m in said)
+    assert any("level L1C but its metadata (PROCESSING_LEVEL) says L2A" in m for m in said)
+    assert any("baseline offset 0 but its metadata" in m and "says -1000" in m for m in said)
+
+
+def test_a_consistent_file_raises_no_warning_and_the_file_written_time_is_no_acquisition_date(tmp_path, caplog):
+    from thermocrop.core.scenes import find_scenes
+
+    name = "S2A_MSIL2A_20210501T103021_N0400_R108_T32UPU_20210501T103021.tif"
+    path = _tagged_scene(tmp_path / name, {"ACQUISITION_DATE": "2021-05-01", "PROCESSING_LEVEL": "Level-2A",
+                                           "BOA_ADD_OFFSET": "-1000", "TIFFTAG_DATETIME": "2023:02:11 09:00:00"})
+    with caplog.at_level(logging.WARNING):
+        (scene,) = find_scenes(path)
+    assert scene.date == np.datetime64("2021-05-01") and "its name says" not in caplog.text
+
+
+def test_band_files_whose_description_contradicts_their_name_are_read_by_description(tmp_path, caplog):
+    from thermocrop.core.scenes import find_scenes
+
+    folder = tmp_path / "S2B_32UPU_20210501_0_L1C"
+    for band in S2_BANDS:
+        described = {"B04": "B08", "B08": "B04"}.get(band, band)  # B04.tif and B08.tif swapped
+        _tagged_scene(folder / f"{band}.tif", {}, descriptions=[described], count=1)
+    with caplog.at_level(logging.WARNING):
+        (scene,) = find_scenes(folder)
+    bands = scene.products[0].bands
+    assert Path(bands["B04"].path).name == "B08.tif" and Path(bands["B08"].path).name == "B04.tif"
+    assert f"{folder / 'B04.tif'}: its name says band B04 but its metadata (band description) says B08" in caplog.text
+
+
+def test_a_tile_name_in_another_utm_zone_than_the_georeferencing_is_said(tmp_path, caplog):
+    from thermocrop.core.scenes import find_scenes
+
+    name = "S2A_MSIL1C_20210501T103021_N0205_R108_T32UPU_20210501T103021.tif"
+    path = _tagged_scene(tmp_path / name, {}, crs="EPSG:32631")
+    with caplog.at_level(logging.WARNING):
+        find_scenes(path)
+    assert (f"{path}: its name says tile 32UPU (UTM zone 32 north) but it is georeferenced in UTM zone 31 north"
+            in caplog.text)
