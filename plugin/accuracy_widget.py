@@ -144,6 +144,8 @@ class AccuracyWidget(QWidget):
         self.browser.setLineWrapMode(QTextBrowser.NoWrap)
 
         form = QFormLayout()
+        # In a narrow dock a field goes below its label rather than past the dock's edge.
+        form.setRowWrapPolicy(QFormLayout.WrapLongRows)
         form.addRow("Classified layer", self.layer_combo)
         form.addRow("Map (predicted) class", self.predicted_combo)
         form.addRow("Reference class", self.reference_combo)
