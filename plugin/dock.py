@@ -588,7 +588,7 @@ class ThermoCropDock(QgsDockWidget):
         row = QHBoxLayout()
         self.colour_by = QComboBox()
         self.colour_by.addItems([tr("colour by class"), tr("colour by confidence")])
-        self.colour_by.setToolTip(tr("The result layer's style: class colours, or confidence from dark blue "
+        self.colour_by.setToolTip(tr("The result layer's style: class colours, or confidence from purple "
                                      "(unsure) to yellow (sure)"))
         self.colour_by.currentIndexChanged.connect(self._colour_by_changed)
         results.addWidget(self.colour_by)
@@ -1360,13 +1360,13 @@ class ThermoCropDock(QgsDockWidget):
         # whose names stand left of the bars (a wider margin than the plots above need) and whose
         # values stand right of the bar ends, so that no text lies on a bar.
         rows_px = 18 * k
-        height = 350 + rows_px
+        height = 375 + rows_px
         figure = Figure(figsize=(4, height / 100))
 
         def axes(top_px, height_px, left, right=0.96):
             return figure.add_axes((left, 1 - (top_px + height_px) / height, right - left, height_px / height))
 
-        ax1, ax2, ax3 = axes(26, 95, 0.17), axes(160, 95, 0.17), axes(312, rows_px, 0.40, 0.90)
+        ax1, ax2, ax3 = axes(26, 95, 0.17), axes(180, 95, 0.17), axes(335, rows_px, 0.40, 0.90)
         dates = ex.dates.astype("datetime64[D]").astype(object)
         ax1.plot(dates, ex.ndvi, "o-", color="#2e7d32", markersize=4)
         ax1.set_ylabel("NDVI")
