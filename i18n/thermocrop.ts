@@ -505,7 +505,7 @@
     </message>
     <message>
         <location filename="../plugin/dock.py" line="591"/>
-        <source>The result layer&apos;s style: class colours, or confidence from dark blue (unsure) to yellow (sure)</source>
+        <source>The result layer&apos;s style: class colours, or confidence from purple (unsure) to yellow (sure)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
