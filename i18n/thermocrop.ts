@@ -4,42 +4,42 @@
 <context>
     <name>ThermoCrop</name>
     <message>
-        <location filename="../plugin/catalog.py" line="45"/>
+        <location filename="../plugin/catalog.py" line="44"/>
         <source>Give the address of the STAC API (http:// or https://) for &apos;Another STAC API&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="69"/>
+        <location filename="../plugin/catalog.py" line="68"/>
         <source>The authentication configuration {id} cannot be loaded; choose another one in QGIS&apos;s authentication manager (Settings &gt; Options &gt; Authentication).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="72"/>
+        <location filename="../plugin/catalog.py" line="71"/>
         <source>The authentication configuration {name} is of the {method} method; use a Basic one (user name and password).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="82"/>
+        <location filename="../plugin/catalog.py" line="81"/>
         <source>cloud ?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="82"/>
+        <location filename="../plugin/catalog.py" line="81"/>
         <source>cloud {c:.1f} %</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="90"/>
+        <location filename="../plugin/catalog.py" line="89"/>
         <source>{items} items on {dates} dates, tiles {tiles}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="90"/>
+        <location filename="../plugin/catalog.py" line="89"/>
         <source>unknown</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="138"/>
+        <location filename="../plugin/catalog.py" line="139"/>
         <source>ThermoCrop: search a catalogue</source>
         <translation type="unfinished"></translation>
     </message>
@@ -54,7 +54,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="95"/>
+        <location filename="algorithm_strings.py" line="97"/>
         <source>Catalogue</source>
         <translation type="unfinished"></translation>
     </message>
@@ -239,32 +239,32 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="121"/>
+        <location filename="../plugin/dock.py" line="123"/>
         <source>{field} is longer than a shapefile field name may be ({n} characters)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="124"/>
+        <location filename="../plugin/dock.py" line="126"/>
         <source>the probability fields (p_&lt;class&gt;, crop_margin, crop_entropy) do not fit shapefile field names</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="145"/>
+        <location filename="../plugin/dock.py" line="147"/>
         <source>{layer} cannot be edited; write a new layer file instead.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="153"/>
+        <location filename="../plugin/dock.py" line="155"/>
         <source>ThermoCrop classification</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="170"/>
+        <location filename="../plugin/dock.py" line="172"/>
         <source>Saving {layer} failed: {errors}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="222"/>
+        <location filename="../plugin/dock.py" line="224"/>
         <source>The parcel layer {layer}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -274,127 +274,172 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="477"/>
+        <location filename="../plugin/dock.py" line="555"/>
         <source>Classify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="315"/>
+        <location filename="../plugin/dock.py" line="331"/>
         <source>Explain</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="337"/>
+        <location filename="../plugin/dock.py" line="361"/>
         <source>Accuracy assessment: {message}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="340"/>
+        <location filename="../plugin/dock.py" line="364"/>
         <source>Accuracy assessment finished; the report is on the Accuracy tab.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="352"/>
+        <location filename="../plugin/dock.py" line="372"/>
         <source>Accuracy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../plugin/dock.py" line="380"/>
+        <source>Model {name} trained and chosen for the next classification.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="249"/>
+        <source>Train</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="432"/>
         <source>Input</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="384"/>
+        <location filename="../plugin/dock.py" line="436"/>
         <source>Polygon layer of the project whose parcels are classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="503"/>
+        <location filename="../plugin/dock.py" line="585"/>
         <source>Parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="387"/>
+        <location filename="../plugin/dock.py" line="439"/>
         <source>Selected features only</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="395"/>
+        <location filename="../plugin/dock.py" line="447"/>
         <source>Ticked scenes are used: the project&apos;s Sentinel-2 rasters and added files or folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="397"/>
+        <location filename="../plugin/dock.py" line="449"/>
         <source>Scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="399"/>
+        <location filename="../plugin/dock.py" line="451"/>
         <source>Add files…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="400"/>
+        <location filename="../plugin/dock.py" line="452"/>
+        <source>Add Sentinel-2 products: .zip or .SAFE (choose its MTD_MSIL*.xml), or GeoTIFF / JPEG 2000 files</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="454"/>
         <source>Add folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="412"/>
+        <location filename="../plugin/dock.py" line="455"/>
+        <source>Add a folder: every product and raster in it (and below) is read</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="456"/>
+        <source>Remove</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="457"/>
+        <source>Remove the selected files or folders added by hand (a project layer stays listed: untick it)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="459"/>
+        <source>Clear</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="460"/>
+        <source>Remove every file and folder added by hand</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="482"/>
+        <source>Where the daily temperatures come from: a file, or a weather service fetched for the parcels when the run starts and kept in the cache (Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="489"/>
         <source>Temperatures (*.nc *.nc4 *.csv);;All files (*)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="413"/>
+        <location filename="../plugin/dock.py" line="490"/>
         <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="415"/>
+        <location filename="../plugin/dock.py" line="492"/>
         <source>Weather</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="422"/>
+        <location filename="../plugin/dock.py" line="500"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="424"/>
+        <location filename="../plugin/train_panel.py" line="241"/>
         <source>ThermoCrop model (*.tcm)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="425"/>
+        <location filename="../plugin/dock.py" line="503"/>
         <source>empty: the shipped model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="434"/>
+        <location filename="../plugin/dock.py" line="512"/>
         <source>Output</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="436"/>
+        <location filename="../plugin/dock.py" line="514"/>
         <source>New layer file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="437"/>
+        <location filename="../plugin/dock.py" line="515"/>
         <source>Write the parcels with the result fields to a new file; the parcel layer is not changed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="439"/>
+        <location filename="../plugin/dock.py" line="517"/>
         <source>Fields of the parcel layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="440"/>
+        <location filename="../plugin/dock.py" line="518"/>
         <source>Add the result fields to the parcel layer and save it (in a running edit session: one undoable edit)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="449"/>
+        <location filename="../plugin/dock.py" line="527"/>
         <source>GeoPackage (*.gpkg);;Shapefile (*.shp);;GeoJSON (*.geojson);;FlatGeobuf (*.fgb)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -414,398 +459,463 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="462"/>
-        <source>Class probabilities, margin and entropy</source>
+        <location filename="../plugin/dock.py" line="540"/>
+        <source>Probabilities, margin, entropy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="463"/>
+        <location filename="../plugin/dock.py" line="541"/>
         <source>Also write p_&lt;class&gt; for every class, crop_margin (best minus second best probability) and crop_entropy (0 sure .. 1 undecided)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="479"/>
+        <location filename="../plugin/train_panel.py" line="250"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="493"/>
+        <location filename="../plugin/dock.py" line="575"/>
         <source>Install missing packages</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="498"/>
+        <location filename="../plugin/dock.py" line="580"/>
         <source>Parcels per class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="503"/>
+        <location filename="../plugin/dock.py" line="585"/>
         <source>Class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="503"/>
+        <location filename="../plugin/dock.py" line="585"/>
         <source>Share</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="508"/>
+        <location filename="../plugin/dock.py" line="590"/>
         <source>colour by class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="508"/>
+        <location filename="../plugin/dock.py" line="590"/>
         <source>colour by confidence</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="509"/>
-        <source>The result layer&apos;s style: class colours, or red (unsure) to green (sure)</source>
+        <location filename="../plugin/dock.py" line="591"/>
+        <source>The result layer&apos;s style: class colours, or confidence from purple (unsure) to yellow (sure)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="512"/>
+        <location filename="../plugin/dock.py" line="595"/>
         <source>only below</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="513"/>
+        <location filename="../plugin/dock.py" line="596"/>
         <source>Show only the parcels whose confidence is below the threshold (a filter on the result layer; untick to show all)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="533"/>
-        <source>Explain the selected parcel</source>
+        <location filename="../plugin/dock.py" line="617"/>
+        <source>Click a parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="534"/>
-        <source>Select one parcel on the map, then press this button</source>
+        <location filename="../plugin/dock.py" line="619"/>
+        <source>Then click a parcel of the classified layer on the map to explain it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="538"/>
-        <source>Select one parcel of the classified layer to see its NDVI series against the calendar and against growing degree days, and the model&apos;s class probabilities.</source>
+        <location filename="../plugin/dock.py" line="622"/>
+        <source>Explain the selected</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="652"/>
+        <location filename="../plugin/dock.py" line="623"/>
+        <source>Explain the one selected parcel of the classified layer</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="633"/>
+        <source>A field of the parcels with their known (reference) class, shown beside the prediction; empty: none</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="635"/>
+        <source>Reference</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="637"/>
+        <source>Click a parcel of the classified layer (or select one) to see its NDVI series against the calendar and against growing degree days, and the model&apos;s class probabilities.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="770"/>
+        <source>Project layers stay listed; untick them to leave them out of the run.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="784"/>
         <source>Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="652"/>
-        <source>Rasters (*.tif *.tiff *.jp2);;All (*)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="657"/>
+        <location filename="../plugin/dock.py" line="788"/>
         <source>Folder of Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="732"/>
+        <location filename="algorithm_strings.py" line="95"/>
+        <source>Search a catalogue</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="818"/>
+        <source>fetched from {service} when the run starts</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="891"/>
         <source>No model at {path}; choose a .tcm file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="737"/>
+        <location filename="../plugin/dock.py" line="896"/>
         <source>Model not available: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="740"/>
+        <location filename="../plugin/dock.py" line="899"/>
         <source>not recorded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="763"/>
+        <location filename="../plugin/dock.py" line="922"/>
         <source>Installing into {folder} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="768"/>
+        <location filename="../plugin/dock.py" line="927"/>
         <source>Packages installed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="771"/>
+        <location filename="../plugin/dock.py" line="930"/>
         <source>pip failed ({code}); its output is in the ThermoCrop log:
 {tail}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="781"/>
+        <location filename="../plugin/dock.py" line="940"/>
         <source>empty: {name} beside the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="781"/>
+        <location filename="../plugin/dock.py" line="940"/>
         <source>choose a file (.gpkg, .shp, .geojson, .fgb)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="805"/>
+        <location filename="../plugin/dock.py" line="964"/>
         <source>Choose a parcel layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="808"/>
+        <location filename="../plugin/dock.py" line="967"/>
         <source>No feature of {layer} is selected; select parcels or untick &apos;Selected features only&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="813"/>
+        <location filename="../plugin/dock.py" line="972"/>
         <source>Search the catalogue first (Search), or untick &apos;Search a catalogue&apos; to use scene files.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="817"/>
+        <location filename="../plugin/dock.py" line="976"/>
         <source>Tick or add at least one Sentinel-2 scene.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="821"/>
-        <source>Choose a daily temperature file.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="826"/>
-        <source>The class, confidence and status fields need three different names.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="834"/>
-        <source>{layer} is not a file layer; choose the new layer file.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="839"/>
-        <source>{layer} is read-only; choose &apos;New layer file&apos; to write the result.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="844"/>
-        <source>Cannot write into {layer}: {problems}. Choose other field names or a new layer file.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="855"/>
-        <source>The scene {path} does not exist; untick it or add it again.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="858"/>
-        <source>Checking the inputs …</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="874"/>
-        <source>Not started: {reason}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="879"/>
-        <source>Not started: {path} exists and is not to be replaced.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="885"/>
-        <source>Not started: the fields exist and are not to be overwritten.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="940"/>
-        <source>Classifying {n} parcels of {layer} …</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="967"/>
-        <source>The parcel layer was removed while classifying; nothing was written.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="971"/>
-        <source>Cancelled; nothing was written and the layer was not changed.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="974"/>
-        <source>Classification failed: {error}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="979"/>
-        <source>{layer} (classified)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="981"/>
-        <source>QGIS cannot open the written file {path}.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <location filename="../plugin/dock.py" line="982"/>
-        <source>the new layer {name}</source>
+        <source>Choose a daily temperature file, or a weather service under &apos;Weather&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../plugin/dock.py" line="987"/>
-        <source>{layer} (saved)</source>
+        <source>The class, confidence and status fields need three different names.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="988"/>
-        <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
+        <location filename="../plugin/dock.py" line="995"/>
+        <source>{layer} is not a file layer; choose the new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="991"/>
-        <source>Writing the result failed: {error}</source>
+        <location filename="../plugin/dock.py" line="1000"/>
+        <source>{layer} is read-only; choose &apos;New layer file&apos; to write the result.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1003"/>
-        <source>Classified {done} of {n} parcels into {where}.</source>
+        <location filename="../plugin/dock.py" line="1005"/>
+        <source>Cannot write into {layer}: {problems}. Choose other field names or a new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1046"/>
-        <source>{qml} exists and was left as it is.</source>
+        <location filename="../plugin/dock.py" line="1016"/>
+        <source>The scene {path} does not exist; untick it or add it again.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1048"/>
-        <source>Style saved to {qml}.</source>
+        <location filename="../plugin/dock.py" line="1019"/>
+        <source>Checking the inputs …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1052"/>
-        <source>below 0.4</source>
+        <location filename="../plugin/dock.py" line="1036"/>
+        <source>Not started: {reason}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1052"/>
-        <source>0.4 to 0.6</source>
+        <location filename="../plugin/dock.py" line="1041"/>
+        <source>Not started: {path} exists and is not to be replaced.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1052"/>
-        <source>0.6 to 0.8</source>
+        <location filename="../plugin/dock.py" line="1047"/>
+        <source>Not started: the fields exist and are not to be overwritten.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1052"/>
-        <source>0.8 and above</source>
+        <location filename="../plugin/dock.py" line="1112"/>
+        <source>Fetching the daily temperatures of {layer}'s parcels from {service} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1052"/>
-        <source>not classified</source>
+        <location filename="../plugin/dock.py" line="1178"/>
+        <source>The parcel layer was removed while classifying; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1081"/>
-        <source>{layer} is being edited; save or discard the edits to filter it.</source>
+        <location filename="../plugin/dock.py" line="1182"/>
+        <source>Cancelled; nothing was written and the layer was not changed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1085"/>
-        <source>{layer} cannot be filtered by its provider.</source>
+        <location filename="../plugin/dock.py" line="1133"/>
+        <source>No temperatures from {service}: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1091"/>
-        <source>{names} already exist(s). Overwrite?</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1113"/>
-        <source>Reading the parcel's pixels …</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1121"/>
-        <source>Explaining was cancelled.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1124"/>
-        <source>Cannot explain this parcel: {error}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1146"/>
-        <source>against calendar date</source>
+        <location filename="../plugin/algorithms/base.py" line="280"/>
+        <source>Temperatures from {service}: {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../plugin/dock.py" line="1151"/>
+        <source>Classifying {n} parcels of {layer} …</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1185"/>
+        <source>Classification failed: {error}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1190"/>
+        <source>{layer} (classified)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1193"/>
+        <source>QGIS cannot open the written file {path}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1194"/>
+        <source>the new layer {name}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1199"/>
+        <source>{layer} (saved)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1200"/>
+        <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1203"/>
+        <source>Writing the result failed: {error}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1218"/>
+        <source>Classified {done} of {n} parcels ({unknown} unknown) into {where}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1261"/>
+        <source>{qml} exists and was left as it is.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1263"/>
+        <source>Style saved to {qml}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1267"/>
+        <source>below 0.4</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1267"/>
+        <source>0.4 to 0.6</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1267"/>
+        <source>0.6 to 0.8</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1267"/>
+        <source>0.8 and above</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1267"/>
+        <source>not classified</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1296"/>
+        <source>{layer} is being edited; save or discard the edits to filter it.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1300"/>
+        <source>{layer} cannot be filtered by its provider.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1306"/>
+        <source>{names} already exist(s). Overwrite?</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1329"/>
+        <source>Reading the parcel's pixels …</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1337"/>
+        <source>Explaining was cancelled.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1340"/>
+        <source>Cannot explain this parcel: {error}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1347"/>
+        <source>Reference: {name}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1347"/>
+        <source>none given</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1373"/>
+        <source>against calendar date</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1378"/>
         <source>growing degree days (°C·d)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1153"/>
+        <location filename="../plugin/dock.py" line="1380"/>
         <source>against thermal time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1164"/>
+        <location filename="../plugin/dock.py" line="1394"/>
         <source>class probability</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1174"/>
+        <location filename="../plugin/dock.py" line="1404"/>
         <source> of {layer}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1186"/>
-        <source>Select exactly one parcel of {layer} to explain ({n} selected).</source>
+        <location filename="../plugin/dock.py" line="1439"/>
+        <source>Choose a parcel layer (or classify) first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1188"/>
-        <source>Select exactly one parcel to explain ({n} selected).</source>
+        <location filename="../plugin/dock.py" line="1446"/>
+        <source>Click a parcel of {layer} on the map.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1192"/>
+        <location filename="../plugin/dock.py" line="1475"/>
         <source>Choose the scenes and the weather file on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layers.py" line="124"/>
+        <location filename="../plugin/dock.py" line="1469"/>
+        <source>Select exactly one parcel of {layer} to explain ({n} selected).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1471"/>
+        <source>Select exactly one parcel to explain ({n} selected).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/layers.py" line="147"/>
         <source>a {provider} web or database layer, not a file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layers.py" line="127"/>
+        <location filename="../plugin/layers.py" line="150"/>
         <source>not a local file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layers.py" line="154"/>
+        <location filename="../plugin/layers.py" line="177"/>
         <source>cannot be read: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layers.py" line="159"/>
+        <location filename="../plugin/layers.py" line="182"/>
         <source>holds only {bands}: tick it together with the product&apos;s other band files</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layers.py" line="162"/>
+        <location filename="../plugin/layers.py" line="185"/>
         <source>{count} bands without band names: {problem}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layers.py" line="165"/>
+        <location filename="../plugin/layers.py" line="188"/>
         <source>a scene classification (SCL) file; it is read with its scene</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layers.py" line="166"/>
+        <location filename="../plugin/layers.py" line="189"/>
         <source>{count} band(s), none of them a Sentinel-2 band (a DEM or another raster?)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -825,23 +935,233 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="98"/>
+        <location filename="../plugin/task.py" line="148"/>
         <source>ThermoCrop: classify parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="176"/>
+        <location filename="../plugin/task.py" line="202"/>
         <source>the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="226"/>
+        <location filename="../plugin/task.py" line="254"/>
         <source>ThermoCrop: explain a parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="247"/>
+        <location filename="../plugin/task.py" line="268"/>
         <source>Feature {fid} is no longer in {layer}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="98"/>
+        <source>No free model file name in {folder}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="118"/>
+        <source>ThermoCrop: train a model on {layer}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="57"/>
+        <source>Labelled parcels</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="200"/>
+        <source>Polygon layer whose parcels carry a crop label or code</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="202"/>
+        <source>Field of each parcel&apos;s crop label (class names or crop codes); parcels with an empty value are left out</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="206"/>
+        <source>Field of each parcel&apos;s spatial block (e.g. a 10 km grid cell): training, validation and test are split by block. Empty: a random split</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="211"/>
+        <source>Map national crop codes to classes with the paper&apos;s table for France, Denmark or Austria; codes not in it become &apos;unknown&apos;</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="216"/>
+        <source>Layer</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="58"/>
+        <source>Label field</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="218"/>
+        <source>Block field</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="219"/>
+        <source>Crop codes</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="221"/>
+        <source>Training</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="229"/>
+        <source> (recommended)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="233"/>
+        <source>epochs</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="233"/>
+        <source>steps per epoch</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="233"/>
+        <source>parcels per step</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="243"/>
+        <source>empty: beside the project</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="244"/>
+        <source>Variant</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="245"/>
+        <source>Budget</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="247"/>
+        <source>Model file</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="257"/>
+        <source>Uses the scenes and weather of the Classify tab; the new model is saved beside the project and chosen for the next classification.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="317"/>
+        <source>{steps:,} steps of {batch} parcels</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="320"/>
+        <source>; about {time} at the {ms:.0f} ms per step measured here last time</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="323"/>
+        <source>; the time is measured and shown before the training starts</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="333"/>
+        <source>Choose the labelled parcel layer.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="336"/>
+        <source>Choose the field of {layer} that holds the crop labels.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="340"/>
+        <source>The label and block fields are the same; choose the block field or leave it empty.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="344"/>
+        <source>Tick or add the Sentinel-2 scenes on the Classify tab first.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="346"/>
+        <source>Choose the daily temperature file (or a weather service) on the Classify tab first.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="356"/>
+        <source>{path} (or its dataset folder) exists; choose a new model file.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="372"/>
+        <source>Save the project first, or choose the model file: {layer} is no file layer.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="400"/>
+        <source>Extracting the labelled parcels of {layer} …</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="409"/>
+        <source>Training: {estimate}. Cancel stops it and leaves nothing behind.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="429"/>
+        <source>Training cancelled; no model or dataset was written.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="432"/>
+        <source>Training failed: {error}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="439"/>
+        <source>Model saved to {path} and chosen for the next classification{scores}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="441"/>
+        <source>Trained {path}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="447"/>
+        <source>{n:.0f} s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="449"/>
+        <source>{n:.0f} min</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="450"/>
+        <source>{n:.1f} h</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/weather_task.py" line="42"/>
+        <source>ThermoCrop: temperatures from {service}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/weather_task.py" line="52"/>
+        <source>No scene dates to fetch temperatures for; choose the scenes first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -860,42 +1180,42 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="94"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="98"/>
         <source>Choose both the map (predicted) class field and the reference class field.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="96"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="100"/>
         <source>The map and reference fields are the same field; choose the field holding the reference (ground truth) classes.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="100"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="104"/>
         <source>The class-area table {table!r} does not exist; choose a CSV file or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="107"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="111"/>
         <source>The classified layer could not be read; check INPUT.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="113"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="117"/>
         <source>The layer has no field {name!r} ({what}); its fields are {fields}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="120"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="124"/>
         <source>Map class areas from the layer need polygons; choose the parcel count weighting, give CLASS_AREAS or choose no weighting.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="144"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="148"/>
         <source>{n} reference units: overall accuracy {oa}, kappa {kappa}, macro F1 {f1}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="149"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="153"/>
         <source>Area-adjusted overall accuracy {estimate} (95 %)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -937,11 +1257,6 @@
     <message>
         <location filename="../plugin/algorithms/base.py" line="264"/>
         <source>temperature file</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/algorithms/base.py" line="280"/>
-        <source>Temperatures from {service}: {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -1030,7 +1345,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="198"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="197"/>
         <source>Cancelled: nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1040,52 +1355,62 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="102"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="114"/>
         <source>Give either the {preset} code table or the class map file {path}, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="126"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="136"/>
+        <source>The parcels have no &apos;{field}&apos; field; Train model will split them at random (give a block field for a spatial split).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/export_training_data.py" line="139"/>
+        <source>The parcel layer has no field {field}; choose its block field or leave it empty.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/export_training_data.py" line="158"/>
         <source>The dataset folder {out} is not empty; choose a new folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="146"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="179"/>
         <source>{n} classes (labelled parcels with data):</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="150"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="183"/>
         <source>Codes not in the class map, counted as unknown: {codes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="153"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="186"/>
         <source>Classes with fewer than {n} parcels, counted as unknown: {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="71"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="70"/>
         <source>Cannot read the dates {text!r}: write them as YYYY-MM-DD, separated by commas.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="97"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="96"/>
         <source>Give either DATES or scenes, so that there are dates to compute GDD at.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="101"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="100"/>
         <source>The cap temperature must be above the base temperature.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="164"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="163"/>
         <source>GDD of {n} parcels at {dates} dates from {weather}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="176"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="175"/>
         <source>{n} parcels have no usable temperatures (no grid cell with data within 25 km, or a gap of more than 3 days); their GDD fields stay empty. Features: {features}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1100,37 +1425,47 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="66"/>
+        <location filename="../plugin/algorithms/train_model.py" line="74"/>
         <source>Give at least one dataset folder (separate several with &apos;;&apos;).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="67"/>
+        <location filename="../plugin/algorithms/train_model.py" line="75"/>
         <source>dataset folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="80"/>
+        <location filename="../plugin/algorithms/train_model.py" line="88"/>
         <source>{out} already exists; choose a new model file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="94"/>
+        <location filename="../plugin/algorithms/train_model.py" line="103"/>
         <source>No CUDA GPU is available to this QGIS; choose the cpu or auto device.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="99"/>
+        <location filename="../plugin/algorithms/train_model.py" line="108"/>
         <source>Training {variant} on {n} parcels, {epochs} epochs of {steps} steps, device {device}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="103"/>
+        <location filename="../plugin/algorithms/train_model.py" line="112"/>
         <source>Classes of the datasets: {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="107"/>
+        <location filename="../plugin/algorithms/train_model.py" line="114"/>
+        <source>Estimate: {estimate}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/train_model.py" line="116"/>
+        <source>This budget takes long on the CPU; fewer epochs or steps per epoch finish sooner (the defaults take minutes).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/train_model.py" line="121"/>
         <source>Model classes ({n}): {classes}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1385,367 +1720,362 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="57"/>
-        <source>Labelled parcels</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="58"/>
-        <source>Label field</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <location filename="algorithm_strings.py" line="59"/>
-        <source>Crop code table (class map preset)</source>
+        <source>Block field (spatial split)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="60"/>
-        <source>Class map file (CSV or YAML)</source>
+        <source>Crop code table (class map preset)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="61"/>
-        <source>Minimum parcels per class</source>
+        <source>Class map file (CSV or YAML)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="62"/>
-        <source>Season start</source>
+        <source>Minimum parcels per class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="63"/>
-        <source>Pixels per parcel</source>
+        <source>Season start</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="64"/>
-        <source>Dataset folder</source>
+        <source>Pixels per parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="65"/>
-        <source>Parcel polygons with a crop label field.</source>
+        <source>Dataset folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="66"/>
-        <source>Field holding each parcel&apos;s crop label: any class names or crop codes. Parcels with an empty value are left unlabelled.</source>
+        <source>Parcel polygons with a crop label field.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="67"/>
-        <source>Map national crop codes to classes with the table of the paper&apos;s data for France, Denmark or Austria; codes not in the table become &apos;unknown&apos;.</source>
+        <source>Field holding each parcel&apos;s crop label: any class names or crop codes. Parcels with an empty value are left unlabelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="68"/>
-        <source>Or your own class map: a CSV with columns code,class (or a YAML file). Codes not in it become &apos;unknown&apos;. Give either this or a preset, not both.</source>
+        <source>Field of each parcel&apos;s spatial block (e.g. a 10 km grid cell id): Train model splits training, validation and test by block, so that neighbouring parcels do not score each other. Default: the field &apos;block&apos; when the layer has one; empty: no blocks (Train model then splits at random and warns).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="69"/>
-        <source>Classes with fewer labelled parcels become &apos;unknown&apos; (0: keep every class).</source>
+        <source>Map national crop codes to classes with the table of the paper&apos;s data for France, Denmark or Austria; codes not in the table become &apos;unknown&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="70"/>
-        <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV; or leave it empty and choose a weather service below.</source>
+        <source>Or your own class map: a CSV with columns code,class (or a YAML file). Codes not in it become &apos;unknown&apos;. Give either this or a preset, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="71"/>
-        <source>Season start as MM-DD, or MM-DD/-1 for the previous year.</source>
+        <source>Classes with fewer labelled parcels become &apos;unknown&apos; (0: keep every class).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="72"/>
-        <source>Pixels sampled per parcel and date (the paper uses 64).</source>
+        <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV; or leave it empty and choose a weather service below.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="73"/>
-        <source>Dataset folder to create; it must not exist yet.</source>
+        <source>Season start as MM-DD, or MM-DD/-1 for the previous year.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="74"/>
-        <source>Growing degree days per parcel</source>
+        <source>Pixels sampled per parcel and date (the paper uses 64).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="75"/>
-        <source>Accumulates growing degree days (GDD) from the season start at each parcel&apos;s centroid, from daily temperatures, and adds one field per date.</source>
+        <source>Dataset folder to create; it must not exist yet.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="76"/>
-        <source>Dates</source>
+        <source>Growing degree days per parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="77"/>
-        <source>Scenes (for their dates)</source>
+        <source>Accumulates growing degree days (GDD) from the season start at each parcel&apos;s centroid, from daily temperatures, and adds one field per date.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="78"/>
-        <source>Folder of scenes</source>
+        <source>Dates</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="79"/>
-        <source>Base temperature</source>
+        <source>Scenes (for their dates)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="80"/>
-        <source>Cap temperature</source>
+        <source>Folder of scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="81"/>
-        <source>Method</source>
+        <source>Base temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="82"/>
-        <source>Parcels with GDD</source>
+        <source>Cap temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="83"/>
-        <source>Parcel polygons, any CRS.</source>
+        <source>Method</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="84"/>
-        <source>Dates as YYYY-MM-DD separated by commas. Leave empty to use the scene dates.</source>
+        <source>Parcels with GDD</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="85"/>
-        <source>Sentinel-2 scenes whose acquisition dates are used when DATES is empty.</source>
+        <source>Parcel polygons, any CRS.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="86"/>
-        <source>A folder of scenes whose dates are used when DATES is empty.</source>
+        <source>Dates as YYYY-MM-DD separated by commas. Leave empty to use the scene dates.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="87"/>
-        <source>Or a STAC item collection saved by &apos;Search a catalogue&apos;, whose dates are used when DATES is empty (no image is read).</source>
+        <source>Sentinel-2 scenes whose acquisition dates are used when DATES is empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="88"/>
-        <source>Season start as MM-DD, or MM-DD/-1 for the previous year (e.g. 09-01/-1).</source>
+        <source>A folder of scenes whose dates are used when DATES is empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="89"/>
-        <source>Base temperature (°C) below which no growth is counted.</source>
+        <source>Or a STAC item collection saved by &apos;Search a catalogue&apos;, whose dates are used when DATES is empty (no image is read).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="90"/>
-        <source>Cap temperature (°C) above which no extra growth is counted.</source>
+        <source>Season start as MM-DD, or MM-DD/-1 for the previous year (e.g. 09-01/-1).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="91"/>
-        <source>paper: clip daily min/max then average; average: average then clip at the base.</source>
+        <source>Base temperature (°C) below which no growth is counted.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="92"/>
-        <source>The parcels with one field gdd_YYYYMMDD per date.</source>
+        <source>Cap temperature (°C) above which no extra growth is counted.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="93"/>
-        <source>Search a catalogue</source>
+        <source>paper: clip daily min/max then average; average: average then clip at the base.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="94"/>
-        <source>Finds the Sentinel-2 L2A items of a STAC catalogue that cover the parcel layer in a season, keeps those with at most the given cloud cover, logs their dates, tiles and cloud cover and saves them as a STAC ItemCollection (.json). Classify parcels, Export training data and Growing degree days per parcel read the saved file as their scenes, fetching only the parts of the images that hold parcels.</source>
+        <source>The parcels with one field gdd_YYYYMMDD per date.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="96"/>
-        <source>STAC API URL (for another STAC API)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="97"/>
-        <source>Collection</source>
+        <source>Finds the Sentinel-2 L2A items of a STAC catalogue that cover the parcel layer in a season, keeps those with at most the given cloud cover, logs their dates, tiles and cloud cover and saves them as a STAC ItemCollection (.json). Classify parcels, Export training data and Growing degree days per parcel read the saved file as their scenes, fetching only the parts of the images that hold parcels.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="98"/>
-        <source>Season (year)</source>
+        <source>STAC API URL (for another STAC API)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="99"/>
-        <source>Start (YYYY-MM-DD)</source>
+        <source>Collection</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="100"/>
-        <source>End (YYYY-MM-DD)</source>
+        <source>Season (year)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="101"/>
-        <source>Largest cloud cover (%)</source>
+        <source>Start (YYYY-MM-DD)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="102"/>
-        <source>Item collection</source>
+        <source>End (YYYY-MM-DD)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="103"/>
-        <source>Parcel polygons, any CRS: the search covers their bounding box.</source>
+        <source>Largest cloud cover (%)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="104"/>
-        <source>Earth Search (public COGs on AWS), Planetary Computer (signed by ThermoCrop), the Copernicus Data Space (JPEG 2000 in S3: reading needs S3 keys) or another STAC API given by its URL.</source>
+        <source>Item collection</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="105"/>
-        <source>The address of the STAC API when &apos;Another STAC API&apos; is chosen, e.g. https://stac.example.org/v1.</source>
+        <source>Parcel polygons, any CRS: the search covers their bounding box.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="106"/>
-        <source>Collection id; empty for the catalogue&apos;s Sentinel-2 L2A collection (sentinel-2-l2a).</source>
+        <source>Earth Search (public COGs on AWS), Planetary Computer (signed by ThermoCrop), the Copernicus Data Space (JPEG 2000 in S3: reading needs S3 keys) or another STAC API given by its URL.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="107"/>
-        <source>Calendar year searched (1 January to 31 December); Start and End narrow or replace it.</source>
+        <source>The address of the STAC API when &apos;Another STAC API&apos; is chosen, e.g. https://stac.example.org/v1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="108"/>
-        <source>First day searched, YYYY-MM-DD (optional).</source>
+        <source>Collection id; empty for the catalogue&apos;s Sentinel-2 L2A collection (sentinel-2-l2a).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="109"/>
-        <source>Last day searched, YYYY-MM-DD (optional).</source>
+        <source>Calendar year searched (1 January to 31 December); Start and End narrow or replace it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="110"/>
-        <source>Largest cloud cover of an item (eo:cloud_cover), percent.</source>
+        <source>First day searched, YYYY-MM-DD (optional).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="111"/>
-        <source>The item collection to write (.json); it appears only once complete.</source>
+        <source>Last day searched, YYYY-MM-DD (optional).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="112"/>
-        <source>Items found</source>
+        <source>Largest cloud cover of an item (eo:cloud_cover), percent.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="113"/>
-        <source>Dates found</source>
+        <source>The item collection to write (.json); it appears only once complete.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="114"/>
-        <source>Train model</source>
+        <source>Items found</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="115"/>
-        <source>Trains a PSE+LTAE classifier with the chosen positional encoding on one or more datasets written by Export training data, and saves a model bundle (.tcm) that Classify parcels and the dock can use.</source>
+        <source>Dates found</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="116"/>
-        <source>Dataset folders</source>
+        <source>Train model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="117"/>
-        <source>Model variant</source>
+        <source>Trains a PSE+LTAE classifier with the chosen positional encoding on one or more datasets written by Export training data, and saves a model bundle (.tcm) that Classify parcels and the dock can use.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="118"/>
-        <source>Epochs</source>
+        <source>Dataset folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="119"/>
-        <source>Steps per epoch</source>
+        <source>Model variant</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="120"/>
-        <source>Batch size</source>
+        <source>Epochs</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="121"/>
-        <source>Device</source>
+        <source>Steps per epoch</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="122"/>
-        <source>Classes (empty: all classes of the datasets)</source>
+        <source>Batch size</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="123"/>
-        <source>Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder dialog.</source>
+        <source>Device</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="124"/>
-        <source>Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none.</source>
+        <source>Classes (empty: all classes of the datasets)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="125"/>
-        <source>Training epochs (the paper trains 100).</source>
+        <source>Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder dialog.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="126"/>
-        <source>Optimiser steps per epoch (the paper uses 500).</source>
+        <source>Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none. tpe_sinusoidal, the shipped model&apos;s, is recommended (docs/training.md).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="127"/>
-        <source>Parcels per optimiser step (the paper uses 128).</source>
+        <source>Training epochs (default 30, the shipped model&apos;s; the paper trains 100). The time the run will take is measured and logged before it starts.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="128"/>
-        <source>auto uses a CUDA GPU when there is one, else the CPU.</source>
+        <source>Optimiser steps per epoch (default 25; the paper uses 500).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="129"/>
-        <source>The model&apos;s classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: every class of the datasets. Parcels of other classes are left out of training.</source>
+        <source>Parcels per optimiser step (default 64; the paper uses 128).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="130"/>
+        <source>auto uses a CUDA GPU when there is one, else the CPU.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="131"/>
+        <source>The model&apos;s classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: every class of the datasets. Parcels of other classes are left out of training.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="132"/>
         <source>Model bundle file (.tcm) to write.</source>
         <translation type="unfinished"></translation>
     </message>

@@ -36,6 +36,8 @@ from .task import ThermoCropTask
 from .train_panel import CLASS_MAP_LABELS, CLASS_MAPS, CODE_FIELDS
 
 
+REPORT_WIDTH = 640
+"""Pixels the report is laid out in: a nine-class confusion matrix with whole headers."""
 TABLE = "table"
 """Weighting key of a user-given class-area table."""
 
@@ -141,10 +143,14 @@ class AccuracyWidget(QWidget):
         self.status.setWordWrap(True)
         self.browser = QTextBrowser()
         self.browser.setOpenLinks(False)
-        # Wide tables (the confusion matrix) scroll sideways instead of wrapping their headers.
-        self.browser.setLineWrapMode(QTextBrowser.NoWrap)
+        # The report is laid out REPORT_WIDTH px wide and scrolls sideways in a narrower dock, so
+        # that the confusion matrix keeps its headers whole instead of wrapping them letter by letter.
+        self.browser.setLineWrapMode(QTextBrowser.FixedPixelWidth)
+        self.browser.setLineWrapColumnOrWidth(REPORT_WIDTH)
 
         form = QFormLayout()
+        # In a narrow dock a field goes below its label rather than past the dock's edge.
+        form.setRowWrapPolicy(QFormLayout.WrapLongRows)
         form.addRow("Classified layer", self.layer_combo)
         form.addRow("Map (predicted) class", self.predicted_combo)
         form.addRow("Reference class", self.reference_combo)

@@ -342,6 +342,10 @@ class ThermoCropDock(QgsDockWidget):
         # The counts of the last run head the Classify page, scrolling with the form, so that
         # neither squeezes the other in a short dock.
         self.classify_layout.insertWidget(0, self.results_box)
+        # Combo boxes sized by their longest item would make a page wider than the dock.
+        for combo in container.findChildren(QComboBox):
+            combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(8)
         self.setWidget(container)
         self.show_model_card()
         self._tab_changed(0)
@@ -394,6 +398,8 @@ class ThermoCropDock(QgsDockWidget):
     def _form(box: QGroupBox) -> QFormLayout:
         form = QFormLayout(box)
         form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        # In a narrow dock a field goes below its label rather than past the dock's edge.
+        form.setRowWrapPolicy(QFormLayout.WrapLongRows)
         form.setLabelAlignment(Qt.AlignLeft | Qt.AlignVCenter)
         return form
 
@@ -531,7 +537,7 @@ class ThermoCropDock(QgsDockWidget):
         form.addRow(tr("Class field"), self.label_field)
         form.addRow(tr("Confidence field"), self.conf_field)
         form.addRow(tr("Status field"), self.status_field)
-        self.probabilities = QCheckBox(tr("Class probabilities, margin and entropy"))
+        self.probabilities = QCheckBox(tr("Probabilities, margin, entropy"))
         self.probabilities.setToolTip(tr("Also write p_<class> for every class, crop_margin (best minus second "
                                          "best probability) and crop_entropy (0 sure .. 1 undecided)"))
         form.addRow(self.probabilities)
@@ -560,6 +566,10 @@ class ThermoCropDock(QgsDockWidget):
         layout.addWidget(self.progress)
         self.message = QLabel()
         self.message.setWordWrap(True)
+        # A long message (a path, an error) wraps within the dock and never widens it; an unbreakable
+        # path is cut at the dock's edge, and the tooltip holds the whole text.
+        self.message.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.message.setMinimumWidth(40)
         self.message.setTextInteractionFlags(Qt.TextSelectableByMouse)
         layout.addWidget(self.message)
         self.install_button = QPushButton(tr("Install missing packages"))
@@ -578,10 +588,10 @@ class ThermoCropDock(QgsDockWidget):
         row = QHBoxLayout()
         self.colour_by = QComboBox()
         self.colour_by.addItems([tr("colour by class"), tr("colour by confidence")])
-        self.colour_by.setToolTip(tr("The result layer's style: class colours, or confidence from dark blue "
+        self.colour_by.setToolTip(tr("The result layer's style: class colours, or confidence from purple "
                                      "(unsure) to yellow (sure)"))
         self.colour_by.currentIndexChanged.connect(self._colour_by_changed)
-        row.addWidget(self.colour_by, 1)
+        results.addWidget(self.colour_by)
         self.low_confidence = QCheckBox(tr("only below"))
         self.low_confidence.setToolTip(tr("Show only the parcels whose confidence is below the threshold "
                                           "(a filter on the result layer; untick to show all)"))
@@ -592,8 +602,10 @@ class ThermoCropDock(QgsDockWidget):
         self.threshold.setValue(0.6)
         self.low_confidence.toggled.connect(self.apply_confidence_filter)
         self.threshold.valueChanged.connect(self.apply_confidence_filter)
+        # Its own row: beside the style list it was squeezed onto the class table in a narrow dock.
         row.addWidget(self.low_confidence)
         row.addWidget(self.threshold)
+        row.addStretch(1)
         results.addLayout(row)
         self.results_box.setVisible(False)
         return panel
@@ -654,6 +666,7 @@ class ThermoCropDock(QgsDockWidget):
         colour = {Qgis.Critical: "#b71c1c", Qgis.Warning: "#8a5a00"}.get(level)
         self.message.setStyleSheet(f"color: {colour};" if colour else "")
         self.message.setText(text)
+        self.message.setToolTip(text)
         if level is None:
             return
         QgsMessageLog.logMessage(text, LOG_TAG, Qgis.Info if level == Qgis.Success else level)
@@ -782,6 +795,8 @@ class ThermoCropDock(QgsDockWidget):
         from .catalog_widget import CatalogWidget
 
         self.catalog = CatalogWidget(self.layer_combo.currentLayer)
+        # A short title: the long one set the narrowest the dock could be.
+        self.catalog.setTitle(tr("Search a catalogue"))
         self.catalog.message.connect(lambda text, level: self.say(text, level))
         self.catalog.itemsChanged.connect(self._catalog_used)
         form.addRow(self.catalog)
@@ -1345,13 +1360,13 @@ class ThermoCropDock(QgsDockWidget):
         # whose names stand left of the bars (a wider margin than the plots above need) and whose
         # values stand right of the bar ends, so that no text lies on a bar.
         rows_px = 18 * k
-        height = 350 + rows_px
+        height = 375 + rows_px
         figure = Figure(figsize=(4, height / 100))
 
         def axes(top_px, height_px, left, right=0.96):
             return figure.add_axes((left, 1 - (top_px + height_px) / height, right - left, height_px / height))
 
-        ax1, ax2, ax3 = axes(26, 95, 0.17), axes(160, 95, 0.17), axes(312, rows_px, 0.40, 0.90)
+        ax1, ax2, ax3 = axes(26, 95, 0.17), axes(180, 95, 0.17), axes(335, rows_px, 0.40, 0.90)
         dates = ex.dates.astype("datetime64[D]").astype(object)
         ax1.plot(dates, ex.ndvi, "o-", color="#2e7d32", markersize=4)
         ax1.set_ylabel("NDVI")

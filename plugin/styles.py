@@ -77,9 +77,10 @@ def save_style_beside(layer: QgsVectorLayer, path: str) -> Optional[Path]:
     return qml
 
 
-CONFIDENCE_BREAKS = ((0.0, 0.4, "#00224e"), (0.4, 0.6, "#575c6d"), (0.6, 0.8, "#a59c74"), (0.8, 1.0, "#fee838"))
-"""Confidence ranges and their colours from the cividis ramp (dark blue: unsure .. yellow: sure):
-read alike by colour-blind eyes, brighter with confidence, and none of them a class colour."""
+CONFIDENCE_BREAKS = ((0.0, 0.4, "#440154"), (0.4, 0.6, "#31688e"), (0.6, 0.8, "#35b779"), (0.8, 1.0, "#fde725"))
+"""Confidence ranges and their colours from the viridis ramp (purple: unsure .. yellow: sure): read
+alike by colour-blind eyes, brighter with confidence, saturated enough to stand out on a grey
+scene, and none of them a class colour."""
 
 
 def confidence_renderer(field: str, labels: Sequence[str] = ()):

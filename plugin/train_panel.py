@@ -194,6 +194,7 @@ class TrainPanel(QWidget):
         labelled = QGroupBox(tr("Labelled parcels"))
         form = QFormLayout(labelled)
         form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        form.setRowWrapPolicy(QFormLayout.WrapLongRows)
         self.layer_combo = QgsMapLayerComboBox()
         self.layer_combo.setFilters(QgsMapLayerProxyModel.PolygonLayer)
         self.layer_combo.setToolTip(tr("Polygon layer whose parcels carry a crop label or code"))
@@ -220,7 +221,10 @@ class TrainPanel(QWidget):
         run = QGroupBox(tr("Training"))
         form = QFormLayout(run)
         form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        form.setRowWrapPolicy(QFormLayout.WrapLongRows)
         self.variant = QComboBox()
+        self.variant.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.variant.setMinimumContentsLength(8)
         for name in VARIANTS:
             self.variant.addItem(name + (tr(" (recommended)") if name == VARIANTS[0] else ""), name)
         self.epochs, self.steps, self.batch_size = (self._spin(v, 1, limit) for v, limit in

@@ -5,8 +5,8 @@ throw-away QGIS profile with the plugin enabled, a DEM and a web basemap layer b
 (so the dock shows which rasters it leaves out), and starts QGIS under Xvfb at 1366x768 with
 ``scripts/qgis_dock_shots.py``, which drives the dock and saves into ``docs/img/``:
 ``dock-before``, ``dock-during``, ``dock-after``, ``dock-confidence``, ``dock-explain``,
-``dock-failed``, ``dock-accuracy`` (when the plugin has the accuracy tab), ``dialog-classify``
-and ``dialog-train`` (``.png``).
+``dock-failed``, ``dock-accuracy`` (when the plugin has the accuracy tab), ``dock-train`` (the
+Train tab with its measured estimate), ``dialog-classify`` and ``dialog-train`` (``.png``).
 
     .venv/bin/python scripts/dock_screenshot.py            # or: make screenshots
 """
@@ -98,7 +98,8 @@ def main(argv=None) -> int:
         config = {"out": str(out), "region": str(region), "parcels": str(data / "parcels.gpkg"),
                   "weather": str(Path(args.weather).resolve() if args.weather else region / "weather.nc"),
                   "model": args.model and str(Path(args.model).resolve()), "dem": str(data / "dem.tif"),
-                  "bad_weather": str(data / "station_2015.csv"), "dock_width": 400 if width >= 1300 else 360}
+                  "bad_weather": str(data / "station_2015.csv"), "dock_width": 400 if width >= 1300 else 360,
+                  "work": str(data)}
         (work / "shots.json").write_text(json.dumps(config))
         # The packages of the environment running this script (its venv), else the checkout's .venv.
         venv_site = (Path(sysconfig.get_paths()["purelib"]) if sys.prefix != sys.base_prefix

@@ -536,3 +536,28 @@ def test_explain_asks_for_one_selected_parcel(qgis_app, parcels_layer):
         assert widget.figure_canvas is None
     finally:
         widget.shutdown()
+
+
+@pytest.mark.slow
+def test_a_parcel_clicked_on_the_map_is_explained_with_its_reference_class(dock, parcels_layer):
+    from qgis.gui import QgsMapCanvas
+
+    from thermocrop.plugin.styles import class_label
+
+    canvas = QgsMapCanvas()
+    dock.iface = SimpleNamespace(mapCanvas=lambda: canvas)
+    dock.pick_button.setEnabled(True)
+    dock.layer_combo.setLayer(parcels_layer)
+    dock.tabs.setCurrentIndex(1)
+    assert dock.reference_field.currentField() == "crop"  # the region's reference classes
+    dock.pick_button.setChecked(True)
+    assert canvas.mapTool() is dock.map_tool
+    feature = next(f for f in parcels_layer.getFeatures() if f.geometry().area() > 20000)
+    dock.map_tool.featureIdentified.emit(feature)  # what a click on the parcel gives
+    assert dock.explain_task is not None and parcels_layer.selectedFeatureIds() == [feature.id()]
+    _wait(dock, attr="explain_task")
+    assert dock.last_explanation.fid == feature.id()
+    assert f"Reference: {class_label(feature['crop'])}" in dock.explain_message.text()
+    dock.pick_button.setChecked(False)
+    assert canvas.mapTool() is None
+    dock.iface = None

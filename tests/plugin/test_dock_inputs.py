@@ -203,3 +203,45 @@ def test_open_meteo_gives_the_run_its_temperature_file(make_dock, tiny_region, s
         assert weather.tmax[0, 0] == pytest.approx(tmax, abs=1e-3)
     finally:
         QgsProject.instance().removeAllMapLayers()
+
+
+def test_every_page_fits_the_default_dock_width_and_long_messages_wrap(make_dock, tiny_region):
+    from qgis.PyQt.QtWidgets import QScrollArea
+
+    dock = make_dock(restore=False)
+    # The dock opens 400 px wide; its pages get that less their margins and a vertical scroll bar.
+    room = 400 - 40
+    for i in range(dock.tabs.count()):
+        page = dock.tabs.widget(i)
+        page = page.widget() if isinstance(page, QScrollArea) else page
+        assert page.minimumSizeHint().width() <= room, (dock.tabs.tabText(i), page.minimumSizeHint().width())
+    dock.show_counts({"winter_wheat": 120, "spring_barley": 30, "(outside_scenes)": 3}, {})
+    dock.results_box.setVisible(True)
+    assert dock.classify_scroll.widget().minimumSizeHint().width() <= room
+    before = dock.widget().minimumSizeHint().width()
+    path = "/" + "/".join(["a_very_long_folder_name_without_spaces"] * 12) + "/weather.nc"
+    dock.say(f"Not started: {path} cannot be read", 2)  # Qgis.Critical
+    assert dock.widget().minimumSizeHint().width() == before
+    assert dock.message.toolTip().endswith("cannot be read")
+    # The counts name classes in words; their ids stay what counts_text reports.
+    names = [dock.counts.topLevelItem(i).text(0) for i in range(dock.counts.topLevelItemCount())]
+    assert names == ["Spring barley", "Winter wheat", "(outside_scenes)"]
+    assert dock.counts_text().splitlines()[0] == "spring_barley: 30"
+
+
+def test_a_rerun_layer_gets_its_own_name(qgis_app, tiny_region):
+    from qgis.core import QgsProject, QgsVectorLayer
+
+    from thermocrop.plugin.dock import unique_layer_name
+
+    try:
+        assert unique_layer_name("parcels (classified)") == "parcels (classified)"
+        QgsProject.instance().addMapLayer(QgsVectorLayer(str(tiny_region / "parcels.gpkg"), "parcels (classified)",
+                                                         "ogr"))
+        assert unique_layer_name("parcels (classified)") == "parcels (classified 2)"
+        QgsProject.instance().addMapLayer(QgsVectorLayer(str(tiny_region / "parcels.gpkg"),
+                                                         "parcels (classified 2)", "ogr"))
+        assert unique_layer_name("parcels (classified)") == "parcels (classified 3)"
+        assert unique_layer_name("result") == "result"
+    finally:
+        QgsProject.instance().removeAllMapLayers()

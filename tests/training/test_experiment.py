@@ -168,3 +168,21 @@ def test_evaluate_warns_about_another_processing_level(tmp_path, caplog, capsys)
         assert main(["evaluate", "--model", str(model), "--data", str(path)]) == 0
         said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
         assert any("trained on L1C scenes but these are L2A" in m for m in said) is warned
+
+
+def test_one_training_run_is_estimated_from_a_measured_step(tmp_path):
+    from thermocrop.core.dataset import open_dataset
+    from thermocrop.training.experiment import describe_training_estimate, estimate_training
+
+    save_dataset(make_pixel_sets(n=40, seed=3, blocks=4), tmp_path / "A")
+    data = [open_dataset(tmp_path / "A")]
+    config = TrainingConfig(epochs=3, steps_per_epoch=4, batch_size=8, sample_pixels=4, sample_dates=5,
+                            device="cpu")
+    estimate = estimate_training(data, config, threads=1)
+    assert estimate.steps_per_run == 12 and estimate.step_s > 0 and estimate.predict_s > 0
+    usable = sum(1 for label, ok in zip(data[0].labels, data[0].status) if label >= 0 and ok == "ok")
+    # Validation (10 %) every epoch and the test split (20 %) once are scored besides the steps.
+    scored = (3 * 0.1 + 0.2) * usable
+    assert estimate.run_s == pytest.approx(12 * estimate.step_s + scored * estimate.predict_s)
+    text = describe_training_estimate(estimate)
+    assert text.startswith("12 steps at ") and "measured here on cpu" in text
