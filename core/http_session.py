@@ -121,7 +121,7 @@ class DeadlineRetry(Retry):
     def get_retry_after(self, response) -> Optional[float]:
         asked = super().get_retry_after(response)
         if asked is not None and asked > self.max_wait:
-            log.warning("%s asked to wait %.0f s before trying again (Retry-After); waiting %.0f s, the most "
+            log.warning("%s asked to wait %.0f s before trying again (Retry-After); waiting %.3g s, the most "
                         "ThermoCrop waits (THERMOCROP_MAX_RETRY_WAIT).", self._host or "the server", asked,
                         self.max_wait)
             return self.max_wait

@@ -4,7 +4,10 @@ keys and ``Authorization`` headers are replaced by ``<redacted>`` in every recor
 :func:`install_redaction` puts :class:`RedactingFilter` on the loggers that see URLs
 (rasterio and GDAL's messages routed through it, urllib3, requests, pystac-client,
 ThermoCrop's own) and wraps the log record factory, so that a record of any other logger
-is redacted too before a handler formats it.
+is redacted too before a handler formats it. GDAL's own messages reach python logging through
+rasterio's handler while rasterio works; outside it, the threads that read remote assets
+silence GDAL's default handler (``core.remote``), which would print them, URLs and all, to
+stderr.
 """
 
 from __future__ import annotations
@@ -89,3 +92,4 @@ def install_redaction() -> None:
 
         logging.setLogRecordFactory(factory)
         _installed = True
+

@@ -534,17 +534,28 @@ class RemoteReader:
         stop = self._stop = threading.Event()
 
         def worker() -> None:
-            while not stop.is_set():
-                try:
-                    index = todo.get_nowait()
-                except queue.Empty:
-                    return
-                _, work, args, _ = calls[index]
-                try:
-                    work(*args)
-                    results.put((index, None))
-                except BaseException as exc:  # handed to the waiting thread, which decides
-                    results.put((index, exc))
+            from osgeo import gdal
+
+            # rasterio logs GDAL's messages while it works on this thread, but what GDAL says
+            # outside it (closing a dataset) goes to stderr, signed URL and all: warnings are
+            # silenced here, and CPL_DEBUG output, which even GDAL's quiet handler prints, is off.
+            gdal.PushErrorHandler("CPLQuietErrorHandler")
+            gdal.SetThreadLocalConfigOption("CPL_DEBUG", "OFF")
+            try:
+                while not stop.is_set():
+                    try:
+                        index = todo.get_nowait()
+                    except queue.Empty:
+                        return
+                    _, work, args, _ = calls[index]
+                    try:
+                        work(*args)
+                        results.put((index, None))
+                    except BaseException as exc:  # handed to the waiting thread, which decides
+                        results.put((index, exc))
+            finally:
+                gdal.SetThreadLocalConfigOption("CPL_DEBUG", None)
+                gdal.PopErrorHandler()
 
         with rasterio.Env(**self.gdal_options()):
             from osgeo import gdal

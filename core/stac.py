@@ -215,7 +215,7 @@ def search_items(
     stac_io = StacApiIO(timeout=timeout, max_retries=retry_policy(deadline=limit))
     items: list[Any] = []
     try:
-        client = Client.open(cat.url, stac_io=stac_io)
+        client = Client.open(cat.url, stac_io=stac_io, timeout=timeout)
         kwargs: dict[str, Any] = {}
         if _conforms(client, "QUERY"):
             kwargs["query"] = {"eo:cloud_cover": {"lte": max_cloud}}

@@ -9,7 +9,10 @@
   E-OBS ensemble means or ERA5-Land daily statistics, cut to the parcels' area and season.
 
 A fetched file is kept under the cache folder and used again by any later run whose cells
-and days it covers; its path is what extraction records as the weather source.
+and days it covers; its path is what extraction records as the weather source. Only a complete,
+valid answer is reused: an Open-Meteo answer with null days (its archive lags a few days behind)
+is used for the run that fetched it and asked for again by the next one. ``refresh=True``
+(``--refresh-weather``, or ``THERMOCROP_WEATHER_CACHE=off``) fetches again whatever is cached.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import tempfile
 import zipfile
 from pathlib import Path
@@ -27,7 +31,9 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .errors import WeatherError
+from .http_session import Deadline, deadline_in
 from .progress import Progress
+from .redact import install_redaction, redact
 from .safe_read import extract_members
 
 log = logging.getLogger(__name__)
@@ -42,6 +48,16 @@ SERVICES = ("open-meteo", "cds:e-obs", "cds:era5-land")
 EOBS_DATASET = "insitu-gridded-observations-europe"
 EOBS_VERSION = "31_0e"
 ERA5_LAND_DATASET = "derived-era5-land-daily-statistics"
+
+PLAUSIBLE_C = (-90.0, 60.0)
+"""Daily temperatures (degrees C) a service may answer; anything else means wrong units or a
+broken answer, which is refused and never cached."""
+
+
+def cache_disabled() -> bool:
+    """True when ``THERMOCROP_WEATHER_CACHE`` is ``off`` (or ``0``, ``no``): every run asks the
+    service again."""
+    return os.environ.get("THERMOCROP_WEATHER_CACHE", "").strip().lower() in ("off", "0", "no", "false")
 
 
 def is_weather_service(spec: Any) -> bool:
@@ -122,8 +138,9 @@ def _write_grid(path: Path, days: np.ndarray, cells: np.ndarray, tmin: np.ndarra
 
 
 def _covering_file(folder: Path, prefix: str, source: str, cells: np.ndarray, start: np.datetime64,
-                   end: np.datetime64) -> Optional[Path]:
-    """A cached file of the same source holding every cell and day asked for, if any."""
+                   end: np.datetime64, complete_only: bool = False) -> Optional[Path]:
+    """A cached file of the same source holding every cell and day asked for, if any;
+    ``complete_only``: only a file marked complete (every value present) when written."""
     import netCDF4
 
     wanted = {tuple(c) for c in cells.tolist()}
@@ -131,6 +148,8 @@ def _covering_file(folder: Path, prefix: str, source: str, cells: np.ndarray, st
         try:
             with netCDF4.Dataset(path) as nc:
                 if getattr(nc, "thermocrop_source", "") != source:
+                    continue
+                if complete_only and getattr(nc, "thermocrop_complete", "") != "yes":
                     continue
                 first, last = (np.datetime64(v, "D") for v in nc.thermocrop_period.split("/"))
                 have = {tuple(c) for c in json.loads(nc.thermocrop_cells)}
@@ -156,6 +175,8 @@ def fetch_open_meteo(
     model: Optional[str] = None,
     cells_per_request: int = CELLS_PER_REQUEST,
     timeout: float = 60.0,
+    deadline: Optional[float] = None,
+    refresh: bool = False,
     progress: Optional[Progress] = None,
 ) -> Path:
     """Daily Tmin/Tmax of the points' 0.1-degree cells from Open-Meteo, as a cached NetCDF.
@@ -169,16 +190,21 @@ def fetch_open_meteo(
         cells_per_request: cells asked for in one request.
         timeout: seconds per request; 429 and 5xx answers and dropped connections are retried
             with backoff.
+        deadline: seconds the whole fetch may take (default ``THERMOCROP_NETWORK_DEADLINE`` or 600).
+        refresh: ask the service even when a cached file covers the cells and days.
         progress: progress and cancellation (checked between requests).
 
     Returns:
-        The NetCDF file (reused when a cached one covers the cells and days).
+        The NetCDF file (reused when a complete cached one covers the cells and days). An
+        answer with null days is written and returned for this run, but not reused later.
 
     Raises:
-        WeatherError: the service refuses the request or answers something else than asked.
+        WeatherError: the service refuses the request or answers something else than asked
+            (other units, other days, temperatures out of -90..60 C).
     """
     from .http_session import session_with_retries
 
+    install_redaction()
     progress = progress or Progress()
     url = url or os.environ.get("THERMOCROP_OPEN_METEO_URL") or OPEN_METEO_URL
     start, end = np.datetime64(start, "D"), np.datetime64(end, "D")
@@ -187,15 +213,17 @@ def fetch_open_meteo(
     cells = cells_of(np.asarray(lon), np.asarray(lat))
     source = f"open-meteo {url} {model or 'default model'}"
     folder = weather_cache_dir(cache_dir)
-    cached = _covering_file(folder, "open-meteo", source, cells, start, end)
+    refresh = refresh or cache_disabled()
+    cached = None if refresh else _covering_file(folder, "open-meteo", source, cells, start, end, complete_only=True)
     if cached is not None:
-        log.info("Temperatures of %d cells from %s to %s: cached %s", len(cells), start, end, cached)
+        log.info("Temperatures of %d cells from %s to %s taken from the cache %s (a complete Open-Meteo answer; "
+                 "--refresh-weather or THERMOCROP_WEATHER_CACHE=off asks again)", len(cells), start, end, cached)
         progress(1.0)
         return cached
     days = np.arange(start, end + 1)
     tmin = np.full((days.size, len(cells)), np.nan, dtype=np.float32)
     tmax = np.full((days.size, len(cells)), np.nan, dtype=np.float32)
-    session = session_with_retries()
+    session = session_with_retries(deadline=Deadline(deadline, f"fetching temperatures from {url}"))
     groups = [np.arange(i, min(i + cells_per_request, len(cells))) for i in range(0, len(cells), cells_per_request)]
     for g, group in enumerate(groups):
         centres = _centre(cells[group].astype(np.float64))
@@ -210,7 +238,10 @@ def fetch_open_meteo(
         try:
             response = session.get(url, params=params, timeout=timeout)
         except Exception as exc:  # requests' connection errors after the retries
-            raise WeatherError(f"Open-Meteo at {url} cannot be reached: {exc}") from None
+            late = deadline_in(exc)
+            if late is not None:
+                raise WeatherError(str(late)) from None
+            raise WeatherError(f"Open-Meteo at {url} cannot be reached: {redact(str(exc))}") from None
         try:
             answer = response.json()
         except ValueError:
@@ -229,13 +260,26 @@ def fetch_open_meteo(
                 high = np.array([np.nan if v is None else v for v in daily["temperature_2m_max"]], dtype=np.float32)
             except (KeyError, TypeError, ValueError) as exc:
                 raise WeatherError(f"Open-Meteo's answer lacks daily temperatures ({exc}).") from None
-            units = (one.get("daily_units") or {}).get("temperature_2m_min", "°C")
-            if units not in ("°C", "degC", "C"):
-                raise WeatherError(f"Open-Meteo answered temperatures in {units!r}; ask for Celsius.")
+            for name in ("temperature_2m_min", "temperature_2m_max"):
+                units = (one.get("daily_units") or {}).get(name, "°C")
+                if units not in ("°C", "degC", "C"):
+                    raise WeatherError(f"Open-Meteo at {url} answered {name} in {units!r}, not degrees Celsius; "
+                                       "nothing was cached.")
             if not np.array_equal(got, days):
                 raise WeatherError(f"Open-Meteo answered days {got[:1]}..{got[-1:]} instead of {start}..{end}.")
+            if low.shape != got.shape or high.shape != got.shape:
+                raise WeatherError(f"Open-Meteo at {url} answered {low.size} / {high.size} temperatures for "
+                                   f"{got.size} days; nothing was cached.")
+            values = np.concatenate([low, high])
+            bad = values[np.isfinite(values) & ((values < PLAUSIBLE_C[0]) | (values > PLAUSIBLE_C[1]))]
+            if bad.size:
+                raise WeatherError(f"Open-Meteo at {url} answered temperatures such as {bad[0]:g}, outside "
+                                   f"{PLAUSIBLE_C[0]:g}..{PLAUSIBLE_C[1]:g} degrees C (other units or a broken "
+                                   "answer); nothing was cached.")
             tmin[:, k], tmax[:, k] = low, high
         progress((g + 1) / len(groups))
+    missing = ~(np.isfinite(tmin) & np.isfinite(tmax)).all(axis=1)
+    complete = not missing.any()
     name = f"open-meteo_{start}_{end}_{_key(source, cells.tolist())}.nc"
     path = _write_grid(folder / name, days, cells, tmin, tmax, {
         "title": "Daily minimum and maximum temperature from the Open-Meteo historical weather API",
@@ -243,8 +287,16 @@ def fetch_open_meteo(
         "history": f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%dT%H:%M:%SZ} fetched by ThermoCrop, "
                    f"{len(groups)} requests of up to {cells_per_request} cells",
         "thermocrop_source": source,
+        "thermocrop_complete": "yes" if complete else "no",
     })
-    log.info("Temperatures of %d cells from %s to %s written to %s", len(cells), start, end, path)
+    if complete:
+        log.info("Temperatures of %d cells from %s to %s fetched from Open-Meteo and cached in %s (every day "
+                 "present; later runs of these cells and days reuse it)", len(cells), start, end, path)
+    else:
+        log.warning("Open-Meteo answered no temperature for %d of %d days (%s ... %s; its archive lags a few "
+                    "days behind): %s is used for this run, gaps filled as for any weather file, and will not "
+                    "be reused: the next run asks Open-Meteo again.", int(missing.sum()), days.size,
+                    days[missing][0], days[missing][-1], path)
     return path
 
 
@@ -310,6 +362,7 @@ def fetch_cds(
     cache_dir=None,
     client: Any = None,
     version: str = EOBS_VERSION,
+    refresh: bool = False,
     progress: Optional[Progress] = None,
 ) -> Path:
     """Daily Tmin/Tmax of the points' 0.1-degree cells from the Copernicus CDS, as a cached NetCDF.
@@ -322,6 +375,7 @@ def fetch_cds(
         lon, lat, start, end, cache_dir, progress: as :func:`fetch_open_meteo`.
         client: a ``cdsapi.Client`` (default :func:`cds_client`).
         version: E-OBS version (``31_0e``).
+        refresh: ask the service even when a cached file covers the cells and days.
 
     Returns:
         The NetCDF file (reused when a cached one covers the cells and days).
@@ -333,9 +387,13 @@ def fetch_cds(
     cells = cells_of(np.asarray(lon), np.asarray(lat))
     source = f"cds {dataset} {version if dataset == 'e-obs' else ''}".strip()
     folder = weather_cache_dir(cache_dir)
-    cached = _covering_file(folder, f"cds-{dataset}", source, cells, start, end)
+    install_redaction()
+    refresh = refresh or cache_disabled()
+    cached = None if refresh else _covering_file(folder, f"cds-{dataset}", source, cells, start, end)
     if cached is not None:
-        log.info("Temperatures of %d cells from %s to %s: cached %s", len(cells), start, end, cached)
+        log.info("Temperatures of %d cells from %s to %s taken from the cache %s (Copernicus CDS %s; "
+                 "--refresh-weather or THERMOCROP_WEATHER_CACHE=off asks again)", len(cells), start, end, cached,
+                 dataset)
         progress(1.0)
         return cached
     client = client or cds_client()
@@ -389,15 +447,35 @@ def fetch_cds(
         "thermocrop_source": source,
     }, units=units or "degC")
     progress(1.0)
-    log.info("Temperatures of %d cells from %s to %s written to %s", len(cells), start, end, path)
+    log.info("Temperatures of %d cells from %s to %s fetched from the Copernicus CDS (%s) and cached in %s",
+             len(cells), start, end, dataset, path)
     return path
+
+
+def _service_reason(exc: BaseException) -> str:
+    """What the Climate Data Store itself said about a failure: the ``title`` / ``detail`` /
+    ``traceback`` of its JSON answer, else the exception's text without the HTTP status line."""
+    response = getattr(exc, "response", None)
+    if response is not None:
+        try:
+            data = response.json()
+        except Exception:  # not JSON: the text below
+            data = None
+        if isinstance(data, dict):
+            parts = [str(data[k]).strip() for k in ("title", "detail", "traceback") if data.get(k)]
+            if parts:
+                return " ".join(parts)
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    kept = [line for line in lines if not re.match(r"^\d{3} (Client|Server) Error", line)]
+    return " ".join(kept or lines) or type(exc).__name__
 
 
 def _retrieve(client: Any, name: str, request: dict, target: Path) -> None:
     try:
         client.retrieve(name, request, str(target))
     except Exception as exc:  # cdsapi / requests / the service's own errors
-        raise WeatherError(f"The Copernicus Climate Data Store refused or failed {name}: {exc}") from None
+        raise WeatherError(f"The Copernicus Climate Data Store could not deliver {name}; it says: "
+                           f"{redact(_service_reason(exc))[:1000]}") from None
 
 
 def fetch_weather(spec: str, lon: Sequence[float], lat: Sequence[float], start, end, *, cache_dir=None,

@@ -30,6 +30,7 @@ import sys
 from typing import Optional, Sequence
 
 from ..core.errors import CancelledError, InputError, NoUsableParcelsError, OutputError, ThermoCropError
+from ..core.redact import install_redaction
 from . import commands
 from .progress_bar import configure_logging
 
@@ -97,6 +98,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             args._parser.error(problem)  # exits with EXIT_USAGE
     # Log lines go through tqdm so they never run into a progress bar.
     configure_logging(logging.DEBUG if args.verbose else logging.INFO)
+    install_redaction()  # no credential or signed URL in any log line
     try:
         return int(args._run(args) or EXIT_OK)
     except (ThermoCropError, KeyboardInterrupt) as exc:

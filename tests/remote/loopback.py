@@ -18,7 +18,10 @@ One ``LoopbackServer`` answers, on one port:
   ``daily`` variables, ``{"error": true, "reason": ...}`` with status 400 on bad input.
 
 Faults are injected per path pattern: ``503`` answers, connections dropped half-way through a
-body, and permanent ``404``s.
+body, permanent ``404``s, and the answers of hostile or broken servers: ``503`` with
+``Retry-After: 3600``, a request never answered (``stall``), and a web page (``html``) where
+JSON was expected. The server keeps the headers of every request it saw (``requests_seen``),
+so tests can assert that no credential reached it.
 """
 
 from __future__ import annotations
@@ -56,7 +59,9 @@ class Fault:
     Attributes:
         pattern: path pattern, e.g. ``/files/*/B04.tif``.
         kind: ``"503"`` (service unavailable), ``"drop"`` (headers and half the body, then
-            the connection is closed) or ``"404"`` (the file does not exist).
+            the connection is closed), ``"404"`` (the file does not exist), ``"retry-after"``
+            (503 asking to wait an hour), ``"stall"`` (nothing answered until the server stops)
+            or ``"html"`` (a web page).
         times: how many matching requests get the fault; None for every one.
         methods: the request methods it applies to.
         skip: matching requests let through before the fault starts.
@@ -127,10 +132,12 @@ _QUERY_OPS: dict[str, Callable[[Any, Any], bool]] = {
 class StacCatalog:
     """Items served by the STAC API part of the server."""
 
-    def __init__(self, items: list[dict], collection: str = "sentinel-2-l2a", page_size: int = 10) -> None:
+    def __init__(self, items: list[dict], collection: str = "sentinel-2-l2a", page_size: int = 10,
+                 next_to_itself: bool = False) -> None:
         self.items = list(items)
         self.collection = collection
         self.page_size = page_size
+        self.next_to_itself = next_to_itself  # a broken API whose 'next' link is the page itself
         self.searches: list[dict] = []
 
     def matches(self, item: dict, params: dict) -> bool:
@@ -163,8 +170,8 @@ class StacCatalog:
         start = int(params.get("token") or 0)
         page = found[start:start + limit]
         links = [{"rel": "root", "href": f"{base}/stac/", "type": "application/json"}]
-        if start + limit < len(found):
-            token = str(start + limit)
+        if start + limit < len(found) or self.next_to_itself:
+            token = str(start if self.next_to_itself else start + limit)
             if method == "POST":
                 body = {k: v for k, v in params.items() if k != "token"}
                 body["token"] = token
@@ -206,7 +213,8 @@ class LoopbackServer:
 
     def __init__(self, root: Optional[Path] = None, catalog: Optional[StacCatalog] = None, *,
                  s3_key_id: Optional[str] = None, require_sas: bool = False,
-                 open_meteo_gaps: tuple[str, ...] = (), cds_key: Optional[str] = None,
+                 open_meteo_gaps: tuple[str, ...] = (), open_meteo_units: str = "°C",
+                 cds_key: Optional[str] = None, cds_failure: Optional[str] = None,
                  eobs_area: tuple[float, float, float, float] = (43.0, 44.5, 0.5, 2.0),
                  eobs_period: tuple[str, str] = ("2016-01-01", "2018-12-31")) -> None:
         self.root = Path(root) if root else None
@@ -214,6 +222,10 @@ class LoopbackServer:
         self.s3_key_id = s3_key_id
         self.require_sas = require_sas
         self.open_meteo_gaps = set(open_meteo_gaps)
+        self.open_meteo_units = open_meteo_units
+        self.cds_failure = cds_failure  # the reason a CDS job fails with, or None
+        self.requests_seen: list[tuple[str, str, dict]] = []  # method, full path with query, headers
+        self.stopping = threading.Event()
         self.faults: list[Fault] = []
         self.counters = Counters()
         self.open_meteo_requests: list[dict] = []
@@ -240,6 +252,7 @@ class LoopbackServer:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.stopping.set()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -270,6 +283,12 @@ class LoopbackServer:
                 c.ranges += 1
                 if "," in range_header:
                     c.multirange += 1
+
+    def saw(self, text: str) -> bool:
+        """True when ``text`` was in any request this server received (path, query or header)."""
+        with self._lock:
+            return any(text in path or any(text in f"{k}: {v}" for k, v in headers.items())
+                       for _, path, headers in self.requests_seen)
 
     def fault_for(self, method: str, path: str) -> Optional[str]:
         with self._lock:
@@ -318,7 +337,25 @@ class _Handler(BaseHTTPRequestHandler):
         parsed = urllib.parse.urlsplit(self.path)
         path = urllib.parse.unquote(parsed.path)
         query = urllib.parse.parse_qs(parsed.query)
+        with self.owner._lock:
+            self.owner.requests_seen.append((self.command, self.path, dict(self.headers.items())))
         fault = self.owner.fault_for(self.command, path)
+        if fault in ("retry-after", "html", "503", "404") and self.command == "POST":
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))  # the connection stays usable
+        if fault == "stall":
+            self.owner.count(self.command, path, 0, self.headers.get("Range", ""), 0)
+            self.owner.stopping.wait(60)
+            self.close_connection = True
+            return
+        if fault == "retry-after":
+            self.owner.count(self.command, path, 0, self.headers.get("Range", ""), 503)
+            self._send(503, b"busy", "text/plain", {"Retry-After": "3600"})
+            return
+        if fault == "html":
+            self.owner.count(self.command, path, 0, "", 200)
+            self._send(200, b"<!DOCTYPE html><html><head><title>Welcome</title></head><body><h1>Our data portal"
+                            b"</h1></body></html>", "text/html; charset=utf-8")
+            return
         if fault == "503":
             self.owner.count(self.command, path, 0, self.headers.get("Range", ""), 503)
             self._send(503, b"busy", "text/plain", {"Retry-After": "0"})
@@ -514,6 +551,8 @@ class _Handler(BaseHTTPRequestHandler):
             glat, glon = round(lat / 0.1) * 0.1, round(lon / 0.1) * 0.1
             values = {"time": [d.isoformat() for d in days]}
             tmin_tmax = [open_meteo_temperature(glat, glon, d) for d in days]
+            if owner.open_meteo_units == "°F":
+                tmin_tmax = [(round(a * 1.8 + 32, 1), round(b * 1.8 + 32, 1)) for a, b in tmin_tmax]
             for name, k in (("temperature_2m_min", 0), ("temperature_2m_max", 1)):
                 if name in daily:
                     values[name] = [None if d.isoformat() in owner.open_meteo_gaps else t[k]
@@ -522,7 +561,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "latitude": round(glat, 4), "longitude": round(glon, 4), "generationtime_ms": 0.5,
                 "utc_offset_seconds": 0, "timezone": query.get("timezone", ["GMT"])[0],
                 "timezone_abbreviation": "GMT", "elevation": 120.0,
-                "daily_units": {"time": "iso8601", **{n: "°C" for n in daily}},
+                "daily_units": {"time": "iso8601", **{n: owner.open_meteo_units for n in daily}},
                 "daily": values,
             })
         self._json(200, answers if len(answers) > 1 else answers[0])
@@ -833,12 +872,16 @@ def _cds_route(handler: "_Handler", path: str, query: dict) -> None:
             handler._json(404, {"title": "job not found"})
             return
         now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-        handler._json(200, {"jobID": parts[1], "status": "successful", "processID": job["process"],
+        handler._json(200, {"jobID": parts[1], "status": "failed" if owner.cds_failure else "successful", "processID": job["process"],
                             "created": now, "updated": now, "metadata": {"request": {"ids": job["request"]}},
                             "links": [{"rel": "self", "href": f"{base}/jobs/{parts[1]}"},
                                       {"rel": "results", "href": f"{base}/jobs/{parts[1]}/results"}]})
     elif parts[0] == "jobs" and len(parts) == 3 and parts[2] == "results":
         job = owner.cds_jobs[parts[1]]
+        if owner.cds_failure:  # as the CDS answers for a failed job
+            handler._json(400, {"type": "job results failed", "title": "The job has failed",
+                                "traceback": owner.cds_failure})
+            return
         suffix = "zip" if job["type"] == "application/zip" else "nc"
         handler._json(200, {"asset": {"value": {"href": f"{owner.url}/cds-download/{parts[1]}.{suffix}",
                                                 "file:size": len(job["data"]), "type": job["type"]}}})

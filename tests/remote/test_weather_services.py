@@ -51,10 +51,22 @@ def test_open_meteo_one_request_per_cell_group_cached_and_read_back(tmp_path):
         gap = (dt.date(2024, 3, 2) - dt.date(2024, 1, 1)).days
         assert np.isnan(weather.tmin[:, gap]).all()  # a null day stays a gap (filled later by GDD)
 
-        # The same cells and a shorter season: the cached file, no request.
+        # The answer had a null day: it served this run but is not reused, the next run asks again.
+        fetch_open_meteo(LON[:2], LAT[:2], "2024-02-01", "2024-03-31", cache_dir=tmp_path,
+                         url=server.url + "/v1/archive")
+        assert len(server.open_meteo_requests) == 3
+
+        # Once the service answers every day, that answer is cached and reused without a request.
+        server.open_meteo_gaps.clear()
+        complete = fetch_open_meteo(LON, LAT, "2024-01-01", "2024-04-30", cache_dir=tmp_path,
+                                    url=server.url + "/v1/archive", cells_per_request=3)
+        assert len(server.open_meteo_requests) == 5
         again = fetch_open_meteo(LON[:2], LAT[:2], "2024-02-01", "2024-03-31", cache_dir=tmp_path,
                                  url=server.url + "/v1/archive")
-        assert again == path and len(server.open_meteo_requests) == 2
+        assert again == complete and len(server.open_meteo_requests) == 5
+        refreshed = fetch_open_meteo(LON[:2], LAT[:2], "2024-02-01", "2024-03-31", cache_dir=tmp_path,
+                                     url=server.url + "/v1/archive", refresh=True)
+        assert len(server.open_meteo_requests) == 6 and refreshed != complete
 
 
 def test_open_meteo_refusals_are_named(tmp_path):

@@ -139,6 +139,9 @@ def add_stac_options(parser: argparse.ArgumentParser) -> None:
                                        "or ~/.cache/thermocrop)")
     group.add_argument("--max-requests", type=bounded("max_requests"), default=8,
                        help="assets read at the same time (default 8)")
+    group.add_argument("--refresh-weather", action="store_true",
+                       help="with --weather open-meteo / cds:...: ask the service again instead of reusing the "
+                            "cached temperatures (THERMOCROP_WEATHER_CACHE=off does it for every run)")
 
 
 def add_search_options(group, season: bool = True) -> None:
@@ -231,6 +234,7 @@ def resolve_weather(args: argparse.Namespace, table, dates, season_start) -> str
 
     if not is_weather_service(args.weather):
         return args.weather
-    path = fetch_for_parcels(args.weather, table.geometry, dates, season_start, cache_dir=getattr(args, "cache", None))
+    path = fetch_for_parcels(args.weather, table.geometry, dates, season_start, cache_dir=getattr(args, "cache", None),
+                             refresh=bool(getattr(args, "refresh_weather", False)))
     print(f"temperatures from {args.weather}: {path}")
     return str(path)
