@@ -544,12 +544,17 @@ def _sqlite_check(path: Path) -> None:
 
 
 def _sqlite_state(path: Path) -> tuple:
-    """What tells whether a SQLite file changed: the main file's and its write-ahead log's stat."""
+    """What tells whether a SQLite file changed: the main file's and its write-ahead log's stat.
+
+    An empty log holds no change: reading a file in WAL mode (as QGIS leaves a GeoPackage it
+    stored a style in) creates one, and this run's own copy of the file must not look like
+    another program's write.
+    """
     state = []
     for p in (path, Path(f"{path}-wal")):
         try:
             st = p.stat()
-            state.append((st.st_ino, st.st_size, st.st_mtime_ns))
+            state.append((st.st_ino, st.st_size, st.st_mtime_ns) if st.st_size or p == path else None)
         except FileNotFoundError:
             state.append(None)
     return tuple(state)
