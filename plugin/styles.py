@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 
 UNCLASSIFIED_COLOUR = NOT_CLASSIFIED_COLOUR
 NOT_CLASSIFIED_LABEL = "not classified"
+STYLE_NAME = "thermocrop"
+"""The name of the style stored in GeoPackage outputs (their ``layer_styles`` table)."""
 
 
 def class_label(name: str) -> str:
@@ -71,10 +73,31 @@ def save_style_beside(layer: QgsVectorLayer, path: str) -> Optional[Path]:
     except OutputError as exc:
         log.warning("Could not save the style beside %s: %s", file_path, exc)
     if file_path.suffix.lower() == ".gpkg":
-        error = layer.saveStyleToDatabase("thermocrop", "ThermoCrop classes", True, "")
+        error = store_style(layer)
         if error:
             log.warning("Could not store the style in %s: %s", file_path, error)
     return qml
+
+
+def store_style(layer: QgsVectorLayer) -> str:
+    """Store the layer's style in its GeoPackage as the default style ``STYLE_NAME``, replacing
+    the one an earlier run stored there.
+
+    QGIS asks in a modal dialog before it overwrites a style of the same name, in
+    ``qgis_process`` too, where nobody can answer and the run waits for ever; so the earlier
+    style is deleted first and the save never meets one.
+
+    Returns:
+        What went wrong, or "" when the style was stored.
+    """
+    related, ids, names, _, _ = layer.listStylesInDatabase()
+    # The styles of this layer come first in the lists; those of other layers follow.
+    for style_id, name in list(zip(ids, names))[:max(related, 0)]:
+        if name == STYLE_NAME:
+            deleted, error = layer.deleteStyleFromDatabase(style_id)
+            if not deleted:
+                return error or f"the earlier style {style_id} could not be replaced"
+    return layer.saveStyleToDatabase(STYLE_NAME, "ThermoCrop classes", True, "")
 
 
 CONFIDENCE_BREAKS = ((0.0, 0.4, "#440154"), (0.4, 0.6, "#31688e"), (0.6, 0.8, "#35b779"), (0.8, 1.0, "#fde725"))
