@@ -7,7 +7,7 @@ STAMP_PIP := $(VENV)/.stamp-pip
 
 DEBIAN_PACKAGES := qgis python3-qgis qgis-providers python3-gdal python3-rasterio python3-geopandas \
 	python3-xarray python3-netcdf4 python3-scipy python3-matplotlib python3-yaml python3-openpyxl \
-	python3-dask python3-distributed python3-venv xvfb pyqt5-dev-tools qttools5-dev-tools
+	python3-dask python3-distributed python3-venv python3-pip xvfb pyqt5-dev-tools qttools5-dev-tools
 
 # What QGIS, Qt and pyproj need when run from the venv and headless.
 export QT_QPA_PLATFORM := offscreen

@@ -1,11 +1,14 @@
 """Checks the Python packages ThermoCrop needs and installs missing ones into a plugin-owned folder.
 
-Nothing here touches the network until the user asks for the installer; the check only looks
-for importable modules, so QGIS starts fast even without torch. The installer runs pip with the
-interpreter QGIS itself runs on (found from ``sys.prefix`` and the known layouts of OSGeo4W, the
-macOS bundle and Linux packages, never from the PATH), into a folder named after that Python's
-version, so that a QGIS upgrade to another Python starts from an empty folder instead of
-importing packages built for the old one. See docs/install.md for what goes where per platform.
+The pip-installable requirements are the ``[project] dependencies`` of the plugin folder's
+``pyproject.toml`` (shipped in the zip), so the plugin, ``make setup`` and the command line
+install from one list. Nothing here touches the network until the user asks for the installer;
+the check at start only looks for importable modules, so QGIS starts fast even without torch.
+The installer runs pip with the interpreter QGIS itself runs on (found from ``sys.prefix`` and
+the known layouts of OSGeo4W, the macOS bundle and Linux packages, never from the PATH), into a
+folder named after that Python's version that goes on ``sys.path`` before the system's
+site-packages, and then imports every requirement in a new interpreter with that path before
+it says the packages are installed. See docs/install.md for what goes where per platform.
 """
 
 from __future__ import annotations
@@ -35,11 +38,89 @@ log = logging.getLogger(__name__)
 DEPENDENCY_FOLDER_NAME = "thermocrop-packages"
 MARKER_NAME = "thermocrop-install.json"
 MIN_PYTHON = (3, 9)
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+"""The project file in the plugin folder; its ``[project] dependencies`` are what pip installs."""
+
+COMMAND_LINE_ONLY = ("dask", "distributed", "bokeh")
+"""Dependencies of partitioned runs (``thermocrop ... --workers``), which only the command line
+starts; the installer leaves them out."""
+MODEL_PACKAGES = ("torch", "safetensors")
+"""Listed first: without them nothing classifies."""
+IMPORT_NAMES = {"pystac-client": ("pystac_client", "pystac")}
+"""Modules checked for a project whose import name differs from its project name, or which
+brings another module ThermoCrop imports itself (pystac comes with pystac-client)."""
+
+
+# -- the project's dependencies -------------------------------------------------------------------
+
+_STRING_OR_COMMENT = re.compile(r'"((?:[^"\\]|\\.)*)"|#[^\n]*')
+
+
+def _dependencies_by_hand(text: str) -> list[str]:
+    # Pythons before 3.11 have no tomllib; the dependencies array is a list of double-quoted
+    # strings, with comments between them.
+    section = re.search(r"^\[project\][ \t]*$(.*?)(?=^\[|\Z)", text, re.M | re.S)
+    array = section and re.search(r"^dependencies\s*=\s*\[(.*?)^\]", section.group(1), re.M | re.S)
+    if not array:
+        raise DependencyError(tr("pyproject.toml has no [project] dependencies list."))
+    return [m.group(1) for m in _STRING_OR_COMMENT.finditer(array.group(1)) if m.group(1) is not None]
+
+
+def project_dependencies(text: str) -> list[str]:
+    """The ``[project] dependencies`` of a ``pyproject.toml`` text, in their order.
+
+    Raises:
+        DependencyError: the text has no such list.
+    """
+    try:
+        import tomllib
+    except ImportError:  # Python 3.9 and 3.10 (QGIS 3.22-3.34 on Windows)
+        return _dependencies_by_hand(text)
+    try:
+        return list(tomllib.loads(text)["project"]["dependencies"])
+    except (tomllib.TOMLDecodeError, KeyError, TypeError) as exc:
+        raise DependencyError(tr("pyproject.toml has no readable [project] dependencies list: {error}").format(
+            error=exc)) from exc
+
+
+def project_name(spec: str) -> str:
+    """The normalised project name of a pip requirement (``pystac-client==0.9.1`` -> ``pystac-client``)."""
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", spec)
+    if not match:
+        raise DependencyError(tr("{spec!r} in pyproject.toml is not a pip requirement.").format(spec=spec))
+    return re.sub(r"[-_.]+", "-", match.group(1)).lower()
+
+
+def read_project_dependencies(path: Path = PYPROJECT) -> list[str]:
+    """The dependencies of the plugin folder's ``pyproject.toml``.
+
+    Raises:
+        DependencyError: the file is missing or holds no dependencies list.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DependencyError(tr("{path} cannot be read ({error}); reinstall the ThermoCrop plugin.").format(
+            path=path, error=exc)) from exc
+    return project_dependencies(text)
+
+
+PROJECT_DEPENDENCIES: tuple[str, ...] = tuple(read_project_dependencies())
+
+
+def _pinned_version(name: str, dependencies: Sequence[str] = PROJECT_DEPENDENCIES) -> str:
+    for spec in dependencies:
+        if project_name(spec) == name:
+            match = re.search(r"==\s*([^\s,;]+)", spec)
+            if match:
+                return match.group(1)
+    raise DependencyError(tr("pyproject.toml pins no version of {name}.").format(name=name))
+
 
 # -- torch for this Python -----------------------------------------------------------------------
 
-TESTED_TORCH = "2.13.0"
-"""The torch version the project is developed and tested with (pyproject.toml)."""
+TESTED_TORCH = _pinned_version("torch")
+"""The torch version the project is developed and tested with (pinned in pyproject.toml)."""
 
 # The newest torch with CPython wheels on PyPI per case, where it is older than TESTED_TORCH
 # (looked up with `pip index versions torch --python-version X --platform Y`): torch 2.8.0 is the
@@ -127,9 +208,11 @@ def _system_hint(module: str, system: str) -> str:
 
 
 def requirements_for(system: Optional[str] = None, python: tuple[int, int] = sys.version_info[:2],
-                     machine: Optional[str] = None) -> tuple[Requirement, ...]:
-    """What ThermoCrop needs on ``system``: pip requirements for packages that link no GDAL,
-    the platform's route for those that do (rasterio, geopandas) or that QGIS ships (numpy)."""
+                     machine: Optional[str] = None,
+                     dependencies: Sequence[str] = PROJECT_DEPENDENCIES) -> tuple[Requirement, ...]:
+    """What ThermoCrop needs on ``system``: the pip requirements of ``pyproject.toml`` (torch as
+    :func:`torch_requirement` finds for this Python; the command line's own left out), then the
+    platform's route for packages that link GDAL (rasterio, geopandas) or that QGIS ships (numpy)."""
     system = system or platform.system()
     try:
         torch = torch_requirement(python, system, machine)
@@ -137,12 +220,21 @@ def requirements_for(system: Optional[str] = None, python: tuple[int, int] = sys
         torch_req = Requirement("torch", "", str(exc))
     else:
         torch_req = Requirement("torch", torch)
+    from_pip = []
+    names = [project_name(spec) for spec in dependencies]
+    for name, spec in sorted(zip(names, dependencies), key=lambda item: item[0] not in MODEL_PACKAGES):
+        if name in COMMAND_LINE_ONLY:
+            continue
+        if name == "torch":
+            from_pip.append(torch_req)
+            continue
+        for module in IMPORT_NAMES.get(name, (name.replace("-", "_"),)):
+            from_pip.append(Requirement(module, spec.strip()))
     # On Windows and macOS xarray, netCDF4 (self-contained wheels) and matplotlib install from
     # PyPI when QGIS lacks them; on Linux the distribution's packages match its libraries.
     pip_ok = system in ("Windows", "Darwin")
     return (
-        torch_req,
-        Requirement("safetensors", "safetensors>=0.4"),
+        *from_pip,
         Requirement("numpy", "", tr("numpy comes with QGIS; reinstall QGIS")),
         Requirement("rasterio", "", _system_hint("rasterio", system)),
         Requirement("geopandas", "", _system_hint("geopandas", system)),
@@ -168,6 +260,19 @@ def missing_requirements(requirements: Sequence[Requirement] = REQUIREMENTS) -> 
     """The requirements that cannot be imported right now."""
     return [req for req in requirements if sys.modules.get(req.module, 0) is None
             or not _importable(req.module)]
+
+
+GEO_STACK = ("numpy", "rasterio", "geopandas", "xarray", "netCDF4")
+"""What every Processing algorithm reads its inputs with."""
+
+
+def missing_for_processing(runs_model: bool,
+                           requirements: Sequence[Requirement] = REQUIREMENTS) -> list[Requirement]:
+    """What a Processing algorithm cannot start without: the geo stack, and torch and safetensors
+    where it runs a model. The packages of single features (catalogue search, CDS weather, Parquet
+    and TimeMatch files, progress bars) are named when the feature is used and fails to import."""
+    needed = GEO_STACK + (MODEL_PACKAGES if runs_model else ())
+    return missing_requirements([req for req in requirements if req.module in needed])
 
 
 # -- the package folder --------------------------------------------------------------------------
@@ -206,12 +311,36 @@ def other_dependency_folders(profile_dir: Optional[str] = None) -> list[Path]:
                                           and not any(p.iterdir()))]
 
 
-def activate_dependency_folder(folder: Optional[Path] = None) -> bool:
-    """Make packages installed by the installer importable; True when the folder exists.
+def _site_folders() -> set[str]:
+    folders = set(site.getsitepackages()) if hasattr(site, "getsitepackages") else set()
+    folders.add(site.getusersitepackages())
+    return {os.path.normcase(os.path.abspath(f)) for f in folders}
 
-    ``site.addsitedir`` is the standard way to add a package folder (it also honours ``.pth``
-    files that torch's wheels rely on); it is only done for the plugin's own folder. A folder
-    whose marker names another Python version is not used.
+
+def place_before_site_packages(entries: Sequence[str], path: Sequence[str],
+                               site_folders: Optional[set[str]] = None) -> list[str]:
+    """``path`` with ``entries`` moved (or added) just before its first site-packages folder.
+
+    The installer's copies (torch's newer typing_extensions, say) must win over older ones in
+    the system's site-packages (Debian's dist-packages), so the folder cannot go at the end
+    where ``site.addsitedir`` puts it. Without any site-packages folder on ``path`` the entries
+    go at its end.
+    """
+    site_folders = _site_folders() if site_folders is None else site_folders
+    rest = [p for p in path if p not in entries]
+    index = next((i for i, p in enumerate(rest) if os.path.normcase(os.path.abspath(p or ".")) in site_folders),
+                 len(rest))
+    return rest[:index] + list(entries) + rest[index:]
+
+
+def activate_dependency_folder(folder: Optional[Path] = None) -> bool:
+    """Make packages installed by the installer importable, ahead of the system's; True when the
+    folder exists and is used.
+
+    ``site.addsitedir`` adds the folder and runs its ``.pth`` files (setuptools' and others' rely
+    on them); the folder and what its ``.pth`` files added are then moved before the first
+    site-packages folder of ``sys.path``. A folder whose marker names another Python version is
+    not used.
     """
     folder = folder or dependency_folder()
     if not folder.is_dir():
@@ -226,10 +355,21 @@ def activate_dependency_folder(folder: Optional[Path] = None) -> bool:
             log.warning("%s holds packages for Python %s, not %s; it is not used.", folder,
                         ".".join(map(str, installed_for)), platform.python_version())
             return False
-    if str(folder) not in sys.path:
+    before = list(sys.path)
+    if str(folder) in before:
+        added = [str(folder)]
+    else:
         site.addsitedir(str(folder))
-        importlib.invalidate_caches()
+        added = [p for p in sys.path if p not in before]
+    sys.path[:] = place_before_site_packages(added, sys.path)
+    importlib.invalidate_caches()
     return True
+
+
+def search_path(folder: Path, path: Optional[Sequence[str]] = None) -> list[str]:
+    """``sys.path`` (or ``path``) as it is once ``folder`` is activated (its ``.pth`` files aside)."""
+    path = list(sys.path if path is None else path)
+    return place_before_site_packages([str(folder)], path)
 
 
 # -- the interpreter QGIS runs on ------------------------------------------------------------------
@@ -243,15 +383,18 @@ def interpreter_candidates(system: str, executable: Path, prefix: Path, base_pre
                            python: tuple[int, int], environ: Optional[dict] = None) -> list[Path]:
     """Where the interpreter of the embedded Python can be, most likely first.
 
-    Inside QGIS ``sys.executable`` is often QGIS itself (``qgis-bin.exe``, ``QGIS.app/Contents/
-    MacOS/QGIS``, ``/usr/bin/qgis``); ``sys.prefix`` still points at its Python: OSGeo4W's
+    Inside QGIS ``sys.executable`` is QGIS itself (``qgis-bin.exe``, ``QGIS.app/Contents/MacOS/
+    QGIS``) or, where embedded Python guesses it, the first ``python3`` on the PATH (a pyenv shim,
+    another Python altogether); ``sys.prefix`` still points at QGIS's Python: OSGeo4W's
     ``<root>\\apps\\Python39``, the bundle's ``Python.framework/Versions/3.9`` (or
-    ``Contents/Resources/python``), ``/usr`` on Linux.
+    ``Contents/Resources/python``), ``/usr`` on Linux. So ``sys.executable`` is only taken when
+    it lies in the prefix (``<prefix>`` or ``<prefix>/bin``), as in a virtual environment.
     """
     major, minor = python
     environ = os.environ if environ is None else environ
     candidates: list[Path] = []
-    if executable.name.lower().startswith("python"):
+    homes = {root / sub for root in (prefix, base_prefix) for sub in ("", "bin", "Scripts")}
+    if executable.name.lower().startswith("python") and executable.parent in homes:
         candidates.append(executable)
     if system == "Windows":
         roots = [prefix, base_prefix]
@@ -395,6 +538,9 @@ def pip_options(missing: Sequence[Requirement], gpu: Optional[bool] = None) -> l
     return []
 
 
+IMPORT_FAILED = -3
+""":func:`run_install`'s status when pip succeeded but a requirement does not import."""
+
 RAW_PROGRESS = (24, 1)
 """pip versions from here on print 'Progress N of M' lines with ``--progress-bar raw``."""
 
@@ -411,19 +557,27 @@ def install_command(missing: Sequence[Requirement], folder: Path, gpu: Optional[
     """
     import numpy
 
-    specs = [req.pip for req in missing if req.pip]
+    specs = list(dict.fromkeys(req.pip for req in missing if req.pip))
     constraints = folder / "constraints.txt"
     progress = ["--progress-bar", "raw"] if pip is not None and pip >= RAW_PROGRESS else []
+    # --no-compile: Python compiles what QGIS imports on first use, instead of pip compiling all
+    # of torch's thousands of modules, most of which ThermoCrop never imports.
     return [executable or python_executable(), "-m", "pip", "install", "--disable-pip-version-check",
-            "--no-input", "--upgrade-strategy", "only-if-needed", *progress, "--target", str(folder),
+            "--no-input", "--no-compile", "--upgrade-strategy", "only-if-needed", *progress, "--target", str(folder),
             "-c", str(constraints), *pip_options(missing, gpu), *specs], f"numpy=={numpy.__version__}\n"
 
 
-def describe_missing(missing: Sequence[Requirement], folder: Optional[Path] = None) -> str:
-    """A message saying what is missing and how to install it."""
+def describe_missing(missing: Sequence[Requirement], folder: Optional[Path] = None,
+                     requirements: Sequence[Requirement] = REQUIREMENTS) -> str:
+    """A message saying what is missing and how to install it.
+
+    With nothing missing (every module is found), ``requirements`` are imported in a new Python
+    process with this ``sys.path`` (:func:`import_failures`) and the message says what that
+    found: only a clean import is reported as everything installed.
+    """
     if not missing:
-        return tr("All ThermoCrop requirements are installed.")
-    lines = [tr("ThermoCrop cannot classify yet; these Python packages are missing:")]
+        return describe_imports([req.module for req in requirements])
+    lines = [tr("ThermoCrop needs these Python packages, which are missing:")]
     pip_specs = []
     for req in missing:
         if req.pip:
@@ -431,6 +585,7 @@ def describe_missing(missing: Sequence[Requirement], folder: Optional[Path] = No
             pip_specs.append(req.pip)
         else:
             lines.append(f"  - {req.module}: {req.system_hint}")
+    pip_specs = list(dict.fromkeys(pip_specs))
     if pip_specs:
         target = f" --target {folder}" if folder else ""
         options = "".join(f" {o}" for o in pip_options(missing))
@@ -438,6 +593,107 @@ def describe_missing(missing: Sequence[Requirement], folder: Optional[Path] = No
                         "QGIS's Python: {command}").format(
             command=f"python -m pip install{target}{options} {' '.join(pip_specs)}"))
     return "\n".join(lines)
+
+
+# -- checking that the packages import ------------------------------------------------------------
+
+_IMPORT_CHECK = """
+import importlib, json, site, sys
+path, folder, modules = json.loads(sys.stdin.read())
+sys.path[:] = path
+if folder:
+    site.addsitedir(folder)
+failed = {}
+for name in modules:
+    try:
+        importlib.import_module(name)
+    except BaseException as exc:
+        failed[name] = "%s: %s" % (type(exc).__name__, exc)
+sys.stdout.write("\\nTHERMOCROP-IMPORTS " + json.dumps(failed) + "\\n")
+"""
+
+
+def import_failures(modules: Sequence[str], folder: Optional[Path] = None, executable: Optional[str] = None,
+                    path: Optional[Sequence[str]] = None, timeout: float = 600.0) -> dict[str, str]:
+    """The ``modules`` that do not import in a new Python process, with their errors.
+
+    The process is QGIS's interpreter (:func:`python_executable`) started in isolated mode with
+    this ``sys.path`` (or ``path``), ``folder`` placed as :func:`activate_dependency_folder`
+    places it and its ``.pth`` files run: a module left half-imported in QGIS, or a copy QGIS
+    loaded before the installer ran, cannot make the check pass or fail.
+
+    Raises:
+        DependencyError: the check itself could not run (no interpreter, a crash, a time-out).
+    """
+    executable = executable or python_executable()
+    search = search_path(folder, path) if folder is not None else list(sys.path if path is None else path)
+    request = json.dumps([search, str(folder) if folder is not None else "", list(modules)])
+    try:
+        proc = subprocess.run([executable, "-I", "-c", _IMPORT_CHECK], input=request, capture_output=True,
+                              text=True, timeout=timeout, encoding="utf-8", errors="replace", **_no_window())
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise DependencyError(tr("Could not check the packages with {python}: {error}").format(
+            python=executable, error=exc)) from exc
+    found = re.search(r"^THERMOCROP-IMPORTS (.*)$", proc.stdout, re.M)
+    if proc.returncode != 0 or not found:
+        raise DependencyError(tr("Checking the packages with {python} stopped (exit code {code}): {output}").format(
+            python=executable, code=proc.returncode, output=(proc.stderr or proc.stdout).strip()[-600:]))
+    return json.loads(found.group(1))
+
+
+def describe_imports(modules: Sequence[str], folder: Optional[Path] = None) -> str:
+    """Whether ``modules`` import in a new Python process (:func:`import_failures`), in words."""
+    try:
+        failed = import_failures(modules, folder)
+    except DependencyError as exc:
+        return tr("ThermoCrop could not check that its packages import: {error}").format(error=exc)
+    if failed:
+        lines = [tr("These Python packages are installed but do not import (checked in a new Python process "
+                    "with QGIS's path):")]
+        lines += [f"  - {module}: {error}" for module, error in failed.items()]
+        return "\n".join(lines)
+    return tr("All ThermoCrop requirements are installed: {modules} import in a new Python process with QGIS's "
+              "path. If this QGIS session still fails to import one, it loaded an older copy before they were "
+              "installed: restart QGIS.").format(modules=", ".join(modules))
+
+
+def remove_duplicates(folder: Path, path: Sequence[str]) -> list[str]:
+    """Delete from ``folder`` the distributions that come first on the rest of ``path`` in the same
+    version, and return their names.
+
+    ``pip install --target`` installs every dependency again, even one the system has; the copy
+    QGIS already imports in that version (its numpy, held there by the constraints file) stays
+    the only one, so that QGIS and the packages in ``folder`` share it.
+    """
+    from importlib import metadata
+
+    own = os.path.normcase(os.path.abspath(folder))
+    others = [p for p in path if os.path.normcase(os.path.abspath(p or ".")) != own]
+    present: dict[str, str] = {}
+    for dist in metadata.distributions(path=others):
+        name = dist.metadata["Name"]
+        if name:
+            present.setdefault(re.sub(r"[-_.]+", "-", name).lower(), dist.version)
+    removed = []
+    root = folder.resolve()
+    for dist in list(metadata.distributions(path=[str(folder)])):
+        name, version = dist.metadata["Name"] or "", dist.version
+        if not name or present.get(re.sub(r"[-_.]+", "-", name).lower()) != version:
+            continue
+        folders = set()
+        for entry in dist.files or ():
+            parts = Path(str(entry)).parts
+            # --target moves the scripts pip wrote to ../../bin into <folder>/bin.
+            file = root.joinpath("bin", *parts[3:]) if parts[:3] == ("..", "..", "bin") else (root / entry).resolve()
+            if root in file.parents and file.is_file():
+                file.unlink()
+                folders.add(file.parent)
+        for sub in sorted(folders, key=lambda f: len(f.parts), reverse=True):
+            while sub != root and sub.is_dir() and not any(sub.iterdir()):
+                sub.rmdir()
+                sub = sub.parent
+        removed.append(f"{name} {version}")
+    return removed
 
 
 _PROGRESS_RE = re.compile(r"^Progress (\d+) of (\d+)$")
@@ -481,9 +737,13 @@ def run_install(missing: Sequence[Requirement], folder: Path, cancelled=lambda: 
     """Run pip into ``folder``, passing each output line to ``on_output`` as it comes and download
     fractions to ``on_progress``; polls ``cancelled`` and stops pip when it returns True.
 
+    After pip succeeded, what QGIS's Python already has in the same version is removed from
+    ``folder`` again (:func:`remove_duplicates`), and every pip requirement is imported in a new
+    Python process with ``folder`` placed as at QGIS's start (:func:`import_failures`).
+
     Returns:
-        pip's exit status (-1 when cancelled, -2 when no interpreter or pip could be found) and
-        its combined output.
+        pip's exit status (-1 when cancelled, -2 when no interpreter or pip could be found,
+        ``IMPORT_FAILED`` when pip succeeded but a requirement does not import) and the output.
     """
     folder.mkdir(parents=True, exist_ok=True)
     say = on_output or (lambda line: None)
@@ -532,12 +792,44 @@ def run_install(missing: Sequence[Requirement], folder: Path, cancelled=lambda: 
             return -1, "\n".join(output)
     returncode = proc.wait()
     reader.join(timeout=5)
-    if returncode == 0:
-        (folder / MARKER_NAME).write_text(json.dumps({
-            "python": list(sys.version_info[:3]), "interpreter": executable,
-            "packages": [req.pip for req in missing if req.pip],
-            "installed": time.strftime("%Y-%m-%d %H:%M:%S")}, indent=2))
-    return returncode, "\n".join(output)
+    if returncode != 0:
+        return returncode, "\n".join(output)
+    shared = remove_duplicates(folder, sys.path)
+    if shared:
+        say(tr("Already in QGIS's Python in the same version, removed from {folder}: {names}").format(
+            folder=folder, names=", ".join(shared)))
+    (folder / MARKER_NAME).write_text(json.dumps({
+        "python": list(sys.version_info[:3]), "interpreter": executable,
+        "packages": list(dict.fromkeys(req.pip for req in missing if req.pip)), "shared_with_qgis": shared,
+        "installed": time.strftime("%Y-%m-%d %H:%M:%S")}, indent=2))
+    modules = list(dict.fromkeys([req.module for req in REQUIREMENTS if req.pip]
+                                 + [req.module for req in missing if req.pip]))
+    say(tr("Checking that {modules} import in a new Python process …").format(modules=", ".join(modules)))
+    try:
+        failed = import_failures(modules, folder, executable)
+    except DependencyError as exc:
+        failed = {tr("(the check)"): str(exc)}
+    if failed:
+        output.append(tr("pip finished, but these packages do not import in a new Python process with QGIS's "
+                         "path:"))
+        output += [f"  - {module}: {error}" for module, error in failed.items()]
+        say("\n".join(output[-len(failed) - 1:]))
+        return IMPORT_FAILED, "\n".join(output)
+    say(tr("All of them import."))
+    return 0, "\n".join(output)
+
+
+def describe_install(code: int, output: str) -> str:
+    """What the dock says when :func:`run_install` ended with ``code`` (``output`` is its output)."""
+    if code == 0:
+        return tr("Packages installed; every requirement imports in a new Python process with QGIS's path.")
+    if code == IMPORT_FAILED:
+        return tr("The packages were installed, but some do not import:\n{tail}").format(
+            tail=output[output.rfind(tr("pip finished")):][-900:])
+    if code == -1:
+        return tr("Installation cancelled.")
+    return tr("pip failed ({code}); its output is in the ThermoCrop log:\n{tail}").format(code=code,
+                                                                                       tail=output[-600:])
 
 
 def make_install_task(missing: Sequence[Requirement], folder: Path, on_done=None):

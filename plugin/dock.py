@@ -59,7 +59,8 @@ from qgis.PyQt.QtWidgets import (
 )
 
 from ..core.crops import UNKNOWN_CLASS, class_colours, colour_list
-from .dependencies import describe_missing, dependency_folder, make_install_task, missing_requirements
+from .dependencies import (describe_install, describe_missing, dependency_folder, make_install_task,
+                           missing_requirements)
 from .i18n import tr
 from .layers import SCENE_FILE_FILTER, scene_candidate, scene_source
 from .catalog import WEATHER_LABELS, WEATHER_SERVICES
@@ -923,12 +924,9 @@ class ThermoCropDock(QgsDockWidget):
 
         def done(code, output):
             self.install_task = None
-            if code == 0:
-                self.say(tr("Packages installed."), Qgis.Success, bar=True)
-            else:
+            if code != 0:
                 QgsMessageLog.logMessage(output, LOG_TAG, Qgis.Critical)
-                self.say(tr("pip failed ({code}); its output is in the ThermoCrop log:\n{tail}").format(
-                    code=code, tail=output[-600:]), Qgis.Critical, bar=True)
+            self.say(describe_install(code, output), Qgis.Success if code == 0 else Qgis.Critical, bar=True)
             self.check_dependencies()
 
         self.install_task = make_install_task(missing, folder, done)

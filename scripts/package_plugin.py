@@ -1,11 +1,14 @@
 """``make package``: the installable plugin zip ``thermocrop-<version>.zip`` and its checks.
 
 The zip holds one folder, ``thermocrop/``, with what the plugin needs at run time: the entry
-``__init__.py``, ``metadata.txt``, ``LICENSE``, the modules ``classFactory`` leads to (followed
-through their relative imports), the icons, styles and model bundles of ``resources/``, compiled
-translations (``i18n/*.qm``) and the documentation pages the plugin opens or names (plugin,
-install, accuracy; no images). Tests, benchmarks, other docs, scripts and caches stay out. Entries are written in a fixed order with fixed
-times, so the same tree gives the same bytes.
+``__init__.py``, ``metadata.txt``, ``LICENSE``, every module of the packages ``core``,
+``training`` and ``plugin`` (modules are also named in strings, e.g. the dialogs' widget class
+path, and reached through ``importlib``, so following imports is not enough), ``pyproject.toml``
+(the installer reads its dependencies), the icons, styles and model bundles of ``resources/``,
+compiled translations (``i18n/*.qm``) and the documentation pages the plugin opens or names
+(plugin, install, accuracy; no images). Tests, benchmarks, other docs, scripts and caches stay
+out. Entries are written in a fixed order with fixed times, so the same tree gives the same
+bytes.
 
 The checks follow the QGIS plugin repository's upload validator (plugins.qgis.org) and the
 metadata table of the PyQGIS cookbook: one top folder named ``[A-Za-z][A-Za-z0-9-_]+`` with
@@ -46,9 +49,9 @@ RESERVED_DOMAINS = ("example", "invalid", "test", "localhost", "example.com", "e
 FORBIDDEN_DIRS = ("__MACOSX", ".git", "__pycache__")
 ENTRY_MODULES = ("__init__.py",)
 """Where QGIS enters the plugin (classFactory); everything it imports, directly or not, is packaged."""
-ENTRY_PACKAGES: tuple[str, ...] = ()
-"""Packages taken whole besides what the entry modules import (none: QGIS enters at __init__.py)."""
-RESOURCE_PATTERNS = ("resources/icons/*.svg", "resources/icons/*.png", "resources/styles/*.qml",
+ENTRY_PACKAGES: tuple[str, ...] = ("core", "training", "plugin")
+"""Packages taken whole besides what the entry modules import: all of ThermoCrop's Python."""
+RESOURCE_PATTERNS = ("pyproject.toml", "resources/icons/*.svg", "resources/icons/*.png", "resources/styles/*.qml",
                      "resources/models/*.tcm", "i18n/*.qm",
                      # The pages the plugin opens (Processing help) or names in its messages; no images.
                      "docs/plugin.md", "docs/install.md", "docs/accuracy.md")

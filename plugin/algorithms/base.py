@@ -79,10 +79,9 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
 
     def missing_modules(self) -> list:
         """The requirements this algorithm needs that this QGIS cannot import."""
-        from ..dependencies import missing_requirements
+        from ..dependencies import missing_for_processing
 
-        optional = () if self.NAME in TORCH_ALGORITHMS else ("torch", "safetensors")
-        return [r for r in missing_requirements() if r.module not in optional + ("matplotlib",)]
+        return missing_for_processing(self.NAME in TORCH_ALGORITHMS)
 
     def missing_message(self, missing: list) -> str:
         from ..dependencies import describe_missing

@@ -96,6 +96,23 @@ def test_running_interpreter_is_found_here():
     assert deps.interpreter_version(found) == sys.version_info[:2]
 
 
+def test_python_on_the_path_is_not_taken_for_qgis_own(tmp_path):
+    # Embedded Python guesses sys.executable from the PATH: inside QGIS on Debian it can be a
+    # pyenv shim running another Python of the same version. Only <prefix>/bin counts.
+    shim = fake_python(tmp_path / ".pyenv" / "shims" / "python3", version="3.11")
+    usr = tmp_path / "usr"
+    real = fake_python(usr / "bin" / "python3.11", version="3.11")
+    assert shim not in deps.interpreter_candidates("Linux", shim, usr, usr, (3, 11), environ={})
+    assert deps.find_interpreter("Linux", shim, usr, usr, (3, 11), environ={}) == real
+    real.unlink()
+    with pytest.raises(DependencyError) as error:
+        deps.find_interpreter("Linux", shim, usr, usr, (3, 11), environ={})
+    assert "shims" not in str(error.value)
+    # In a virtual environment sys.executable lies in the prefix and is taken.
+    venv = fake_python(tmp_path / "venv" / "bin" / "python", version="3.11")
+    assert deps.find_interpreter("Linux", venv, tmp_path / "venv", usr, (3, 11), environ={}) == venv
+
+
 # -- torch per Python and platform -----------------------------------------------------------------
 
 @pytest.mark.parametrize("python, system, machine, macos, expected", [
@@ -124,6 +141,42 @@ def test_no_torch_for_the_python_is_said(python, system, machine, match):
     # The requirement list then names the reason instead of a pip spec.
     torch = deps.requirements_for(system, python, machine)[0]
     assert torch.pip == "" and match in torch.system_hint
+
+
+# -- the requirements come from pyproject.toml ------------------------------------------------------
+
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+
+
+def test_requirements_are_pyprojects_dependencies():
+    text = PYPROJECT.read_text()
+    listed = deps.project_dependencies(text)
+    # Read independently: the strings between `dependencies = [` and the closing bracket.
+    block = text.split("\ndependencies = [", 1)[1].split("\n]", 1)[0]
+    expected = [line.strip().split('"')[1] for line in block.splitlines() if line.strip().startswith('"')]
+    assert listed == expected and "pystac-client==0.9.1" in listed
+    # Every dependency but the command line's own is something the installer installs.
+    pip = {r.pip for r in deps.REQUIREMENTS if r.pip}
+    for spec in expected:
+        name = spec.split("=")[0].split(">")[0].split("<")[0]
+        assert (spec in pip) != (name in deps.COMMAND_LINE_ONLY), spec
+    modules = [r.module for r in deps.REQUIREMENTS]
+    assert modules[:2] == ["torch", "safetensors"]
+    assert {"pystac", "pystac_client", "zarr", "pyarrow", "tqdm", "cdsapi"} <= set(modules)
+    assert "dask" not in modules and deps.TESTED_TORCH == "2.13.0"
+
+
+def test_pyproject_read_without_tomllib_agrees():
+    text = PYPROJECT.read_text()
+    assert deps._dependencies_by_hand(text) == deps.project_dependencies(text)
+    tricky = ('[build-system]\nrequires = ["setuptools"]\n\n[project]\nname = "x"\ndependencies = [\n'
+              '    # a comment with "quotes" and ] brackets\n    "a>=1", "b[extra]==2",  # trailing\n'
+              '    "c; python_version < \'3.10\'",\n]\n\n[project.optional-dependencies]\ntest = ["d"]\n')
+    assert deps._dependencies_by_hand(tricky) == deps.project_dependencies(tricky) == [
+        "a>=1", "b[extra]==2", "c; python_version < '3.10'"]
+    with pytest.raises(DependencyError, match="dependencies"):
+        deps._dependencies_by_hand("[project]\nname = 'x'\n")
+    assert deps.project_name("pystac_client==0.9.1") == "pystac-client"
 
 
 def test_requirements_per_platform():
@@ -215,13 +268,118 @@ def test_leftovers_are_listed(tmp_path):
     assert [p.name for p in deps.other_dependency_folders(str(tmp_path))] == ["python3.9", "torch"]
 
 
+# -- the folder goes before the system's packages ---------------------------------------------------
+
+def test_folder_goes_before_the_first_site_packages():
+    path = ["/usr/share/qgis/python", "/usr/lib/python3.11", "/usr/local/lib/python3.11/dist-packages",
+            "/usr/lib/python3/dist-packages", "/profile/python"]
+    site = {"/usr/local/lib/python3.11/dist-packages", "/usr/lib/python3/dist-packages"}
+    placed = deps.place_before_site_packages(["/pkgs", "/pkgs/extra"], path + ["/pkgs"], site)
+    assert placed == path[:2] + ["/pkgs", "/pkgs/extra"] + path[2:]
+    assert deps.place_before_site_packages(["/pkgs"], ["/a"], site) == ["/a", "/pkgs"]
+
+
+def test_activated_folder_wins_over_an_older_copy_in_site_packages(tmp_path):
+    # As torch needs typing_extensions.deprecated, which Debian 12's copy lacks.
+    folder = tmp_path / "pkgs"
+    folder.mkdir()
+    (folder / "tc_shadow_new.py").write_text("from tc_shadow_te import deprecated\n")
+    (folder / "tc_shadow_te.py").write_text("def deprecated():\n    return 'new'\n")
+    (folder / "tc_extra.pth").write_text("extra\n")
+    (folder / "extra").mkdir()
+    site_dir = next(p for p in sys.path if p.endswith(("site-packages", "dist-packages")))
+    before = list(sys.path)
+    try:
+        assert deps.activate_dependency_folder(folder)
+        index = sys.path.index(str(folder))
+        assert sys.path[index + 1] == str(folder / "extra")       # what its .pth file adds comes along
+        assert index < sys.path.index(site_dir)
+        assert deps.activate_dependency_folder(folder) and sys.path.count(str(folder)) == 1
+    finally:
+        sys.path[:] = before
+
+
+def test_import_check_runs_in_a_new_process_with_the_given_path(tmp_path):
+    new, old = tmp_path / "new", tmp_path / "old"
+    for folder, body in ((new, "def deprecated():\n    pass\n"), (old, "VERSION = 4.4\n")):
+        folder.mkdir()
+        (folder / "tc_check_te.py").write_text(body)
+    (new / "tc_check_torch.py").write_text("from tc_check_te import deprecated\n")
+    # A module this process already imported proves nothing: the check starts a new interpreter.
+    sys.modules["tc_check_torch"] = object()
+    try:
+        failed = deps.import_failures(["tc_check_torch", "json"], path=[str(old), str(new), *sys.path])
+        assert list(failed) == ["tc_check_torch"]
+        assert failed["tc_check_torch"].startswith("ImportError: cannot import name 'deprecated'")
+        assert str(old / "tc_check_te.py") in failed["tc_check_torch"]
+        assert deps.import_failures(["tc_check_torch"], path=[str(new), str(old), *sys.path]) == {}
+    finally:
+        sys.modules.pop("tc_check_torch")
+
+
+def test_nothing_missing_is_only_said_after_importing(tmp_path):
+    broken = tmp_path / "tc_broken_req.py"
+    broken.write_text("raise ImportError('cannot import name deprecated')\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        assert deps.missing_requirements([deps.Requirement("tc_broken_req", "tc-broken-req")]) == []
+        text = deps.describe_missing([], requirements=[deps.Requirement("json"),
+                                                       deps.Requirement("tc_broken_req", "tc-broken-req")])
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert "do not import" in text and "tc_broken_req: ImportError: cannot import name deprecated" in text
+    assert "All ThermoCrop requirements are installed" not in text
+    fine = deps.describe_missing([], requirements=[deps.Requirement("json")])
+    assert fine.startswith("All ThermoCrop requirements are installed: json import in a new Python process")
+
+
+def _fake_distribution(site_dir: Path, name: str, version: str, files: dict[str, str]) -> None:
+    info = site_dir / f"{name}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    for rel, text in files.items():
+        if rel.startswith("../"):  # recorded outside the folder; the test puts it where pip moves it
+            continue
+        target = site_dir / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    records = [*files, f"{info.name}/METADATA", f"{info.name}/RECORD"]
+    (info / "RECORD").write_text("".join(f"{r},,\n" for r in records))
+
+
+def test_copies_of_what_qgis_has_in_the_same_version_are_removed(tmp_path):
+    system, folder = tmp_path / "dist-packages", tmp_path / "pkgs"
+    _fake_distribution(system, "tc_same", "1.24.2", {"tc_same/__init__.py": ""})
+    _fake_distribution(system, "tc-older", "4.4.0", {"tc_older.py": ""})
+    # pip --target put the scripts of ../../bin into <folder>/bin.
+    _fake_distribution(folder, "tc-same", "1.24.2", {"tc_same/__init__.py": "", "tc_same/core/x.py": "",
+                                                     "../../bin/tc-same-tool": ""})
+    (folder / "bin").mkdir()
+    (folder / "bin" / "tc-same-tool").write_text("")
+    _fake_distribution(folder, "tc_older", "4.16.0", {"tc_older.py": ""})
+    removed = deps.remove_duplicates(folder, [str(folder), str(system)])
+    assert removed == ["tc-same 1.24.2"]
+    # Its files, its script and the folders they leave empty are gone; the system's copy stays.
+    assert sorted(p.name for p in folder.iterdir()) == ["tc_older-4.16.0.dist-info", "tc_older.py"]
+    assert (system / "tc_same" / "__init__.py").is_file()
+
+
+def test_install_outcomes_in_words():
+    assert deps.describe_install(0, "").startswith("Packages installed; every requirement imports")
+    failed = "Collecting x\npip finished, but these packages do not import in a new Python process with " \
+             "QGIS's path:\n  - torch: ImportError: cannot import name 'deprecated'"
+    text = deps.describe_install(deps.IMPORT_FAILED, failed)
+    assert "some do not import" in text and "torch: ImportError" in text and "Collecting" not in text
+    assert deps.describe_install(1, "ERROR: no matching distribution").startswith("pip failed (1)")
+
+
 # -- pip streaming from a local index -------------------------------------------------------------
 
-def _probe_wheel() -> bytes:
+def _probe_wheel(init: bytes = b"VALUE = 7\n") -> bytes:
     """A small real wheel (tc-probe 1.0) of about 600 kB, so that pip reports its download."""
     buffer = io.BytesIO()
     blob = os.urandom(600_000)
-    files = {"tc_probe/__init__.py": b"VALUE = 7\n", "tc_probe/blob.bin": blob,
+    files = {"tc_probe/__init__.py": init, "tc_probe/blob.bin": blob,
              "tc_probe-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: tc-probe\nVersion: 1.0\n",
              "tc_probe-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
                                               b"Tag: py3-none-any\n"}
@@ -304,3 +462,26 @@ def test_install_streams_pip_from_a_local_index(tmp_path, monkeypatch):
     finally:
         sys.path.remove(str(folder))
         sys.modules.pop("tc_probe", None)
+
+
+def test_install_whose_package_does_not_import_is_a_failure(tmp_path, monkeypatch):
+    # pip succeeds, but the package needs a name its dependency lacks: the install is not reported
+    # as done, and the import error is named.
+    _Index.wheel = _probe_wheel(b"from json import tc_missing_name\n")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Index)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_INDEX_URL", f"http://127.0.0.1:{server.server_port}/simple/")
+    monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")
+    folder = tmp_path / "pkgs"
+    said = []
+    try:
+        code, output = deps.run_install([deps.Requirement("tc_probe", "tc-probe==1.0")], folder, on_output=said.append)
+    finally:
+        server.shutdown()
+    assert code == deps.IMPORT_FAILED, output
+    assert "Successfully installed tc-probe-1.0" in output
+    assert "tc_probe: ImportError: cannot import name 'tc_missing_name' from 'json'" in output
+    assert "All of them import." not in said
+    text = deps.describe_install(code, output)
+    assert "some do not import" in text and "tc_probe: ImportError" in text
