@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import glob
 import hashlib
 import io
 import json
@@ -37,6 +36,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Union
 import numpy as np
 
 from .errors import CancelledError, InputError, OutputError, ThermoCropError
+from .fingerprint import changed_files, file_fingerprint, input_fingerprints
 from .output import check_output, cleanup_stale, staged_file, write_bytes, write_text
 
 log = logging.getLogger(__name__)
@@ -320,96 +320,12 @@ def default_run_folder(out: PathLike) -> Path:
     return out.with_name(out.name + RUN_SUFFIX)
 
 
-FULL_HASH_BYTES = 1 << 20
-"""Files up to this size are hashed whole in a run's fingerprint."""
-SAMPLE_BLOCKS = 16
-SAMPLE_BLOCK_BYTES = 4096
-"""Larger files are hashed in SAMPLE_BLOCKS blocks of this size, evenly spaced from the first
-byte to the last (64 KiB read per file, however large)."""
-
-
-def content_fingerprint(path: PathLike) -> list:
-    """``[size, mtime_ns, sha256]`` of a file, to tell later whether it changed.
-
-    The hash covers the whole file up to :data:`FULL_HASH_BYTES` and a bounded sample of larger
-    ones (:data:`SAMPLE_BLOCKS` blocks spread over the file), so a run over hundreds of scene
-    files reads a few megabytes. A file rewritten in place almost always changes its size or
-    its modification time in nanoseconds; the sample also catches a rewrite that keeps both
-    (a copy with ``cp -p``, a clock set back) wherever it changed a sampled block, which a
-    re-encoded or recompressed raster does throughout.
-    """
-    st = os.stat(path)
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        if st.st_size <= FULL_HASH_BYTES:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-        else:
-            last = st.st_size - SAMPLE_BLOCK_BYTES
-            for k in range(SAMPLE_BLOCKS):
-                fh.seek(last * k // (SAMPLE_BLOCKS - 1))
-                digest.update(fh.read(SAMPLE_BLOCK_BYTES))
-    return [st.st_size, st.st_mtime_ns, digest.hexdigest()]
-
-
-def _companions(path: Path) -> list[Path]:
-    """The files that hold a layer or raster's content with ``path``: a shapefile's other parts,
-    a SQLite file's write-ahead log, GDAL's side files (``.aux.xml``, ``.ovr``)."""
-    found = [path]
-    if path.suffix.lower() == ".shp":
-        found += sorted(p for p in path.parent.glob(glob.escape(path.stem) + ".*") if p != path)
-    for suffix in ("-wal", ".aux.xml", ".ovr"):
-        extra = Path(f"{path}{suffix}")
-        if extra.is_file():
-            found.append(extra)
-    return found
-
-
-def input_fingerprints(sources: Iterable[Any]) -> dict[str, Any]:
-    """File -> :func:`content_fingerprint` of every local file among ``sources`` (files, folders,
-    layer sources with ``|layername=``), with the files that hold their content beside them;
-    a source that is not a local file (a URL, a service name) is recorded by name (None)."""
-    out: dict[str, Any] = {}
-    for source in sources:
-        if source is None:
-            continue
-        text = os.fspath(source) if isinstance(source, os.PathLike) else str(source)
-        path = Path(text.split("|")[0])
-        if path.is_dir():
-            files = sorted(f for f in path.rglob("*") if f.is_file())
-        elif path.is_file():
-            files = _companions(path)
-        else:
-            out[text] = None
-            continue
-        for f in files:
-            key = str(f.resolve())
-            try:
-                out[key] = content_fingerprint(f)
-            except OSError as exc:
-                raise InputError(f"Cannot read the input {f} ({exc.strerror or exc}).") from None
-    return out
-
-
-def file_fingerprint(path: Optional[PathLike]) -> Optional[dict]:
-    """:func:`input_fingerprints` of one file or folder (None for None)."""
-    return None if path is None else input_fingerprints([path])
-
-
 def _weather_fingerprint(weather: Any, weather_options: Optional[dict] = None) -> Any:
     """The weather file (and a separate maximum-temperature file) by content; temperatures
     already read, or a service, by kind."""
     if not isinstance(weather, (str, os.PathLike)):
         return str(type(weather))
     return input_fingerprints([weather, (weather_options or {}).get("tmax_path")])
-
-
-def _changed_files(old: Any, new: Any) -> list[str]:
-    """The files whose fingerprints differ between two :func:`input_fingerprints` (or lists of them)."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        return [f"{name} ({'gone' if name not in new else 'new' if name not in old else 'changed'})"
-                for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
-    return []
 
 
 @dataclass
@@ -483,7 +399,7 @@ def open_run_folder(path: PathLike, *, fingerprint: dict, chunks: Sequence[np.nd
         old_fingerprint = old.get("fingerprint", {})
         changed = [k for k in sorted(set(header["fingerprint"]) | set(old_fingerprint))
                    if header["fingerprint"].get(k) != old_fingerprint.get(k)]
-        files = [f for k in changed for f in _changed_files(old_fingerprint.get(k), header["fingerprint"].get(k))]
+        files = [f for k in changed for f in changed_files(old_fingerprint.get(k), header["fingerprint"].get(k))]
         if files:
             raise OutputError(f"Input files changed since the interrupted run in {path} began: {'; '.join(files)}. "
                               "Resuming would mix results of the old and the new files. Start afresh: remove that "

@@ -27,6 +27,7 @@ import secrets
 import shutil
 import socket
 import struct
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -539,7 +540,8 @@ _SHARED_SIZE = 510
 _WAL_WRITE_LOCK = 120
 _WAL_LOCKS = 8  # write, checkpoint, recover, five read marks
 _WAL_DMS = _WAL_WRITE_LOCK + _WAL_LOCKS
-_FLOCK = "hhqqi4x"  # struct flock on Linux: type, whence, start, len, pid
+_LINUX = sys.platform.startswith("linux")
+_FLOCK = "hhqqi4x" if _LINUX else "qqihh"  # struct flock: Linux type, whence, start, len, pid; BSD/macOS
 _GETLK = getattr(fcntl, "F_OFD_GETLK", fcntl.F_GETLK)
 _SETLK = getattr(fcntl, "F_OFD_SETLK", fcntl.F_SETLK)
 
@@ -553,23 +555,29 @@ def is_sqlite_file(path: PathLike) -> bool:
         return False
 
 
+def _flock(kind: int, start: int, length: int) -> bytes:
+    if _LINUX:
+        return struct.pack(_FLOCK, kind, os.SEEK_SET, start, length, 0)
+    return struct.pack(_FLOCK, start, length, 0, kind, os.SEEK_SET)
+
+
 def _lock_held(fd: int, start: int, length: int = 1) -> Optional[int]:
-    """The kind of lock (``F_RDLCK``, which is 0, or ``F_WRLCK``) another holder has on bytes
-    ``start..``, or None when there is none."""
-    request = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, start, length, 0)
+    """The kind of lock (``F_RDLCK``, which is 0 on Linux, or ``F_WRLCK``) another holder has on
+    bytes ``start..``, or None when there is none."""
     try:
-        answer = fcntl.fcntl(fd, _GETLK, request)
+        answer = fcntl.fcntl(fd, _GETLK, _flock(fcntl.F_WRLCK, start, length))
     except OSError as exc:
         log.debug("Cannot test the locks of a SQLite file (%s)", exc)
         return None
-    kind = struct.unpack(_FLOCK, answer)[0]
+    fields = struct.unpack(_FLOCK, answer)
+    kind = fields[0] if _LINUX else fields[3]
     return None if kind == fcntl.F_UNLCK else kind
 
 
 def _take_lock(fd: int, start: int, length: int) -> bool:
     """Take a write lock on bytes ``start..start+length`` without waiting; False when another holds one."""
     try:
-        fcntl.fcntl(fd, _SETLK, struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, start, length, 0))
+        fcntl.fcntl(fd, _SETLK, _flock(fcntl.F_WRLCK, start, length))
     except OSError as exc:
         if exc.errno in (errno.EACCES, errno.EAGAIN):
             return False

@@ -19,6 +19,7 @@ from ..core.bundle import BundleConfig, InputScaling, save_bundle
 from ..core.crops import class_colours
 from ..core.dataset import PixelSets
 from ..core.errors import DatasetError, InputError
+from ..core.fingerprint import changed_files, input_fingerprints
 from ..core.models import VARIANTS, build_model, set_statistics_group
 from ..core.output import staged_file, write_text
 from ..core.progress import Progress
@@ -301,6 +302,9 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     paths = output_paths(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     progress = progress or Progress()
+    # The dataset folders by content: a resumed run refuses data that changed meanwhile.
+    data_fingerprint = input_fingerprints(sorted({ps.source for ps in [*datasets, *(val_datasets or [])]
+                                                  if ps.source}))
     split = training_split(datasets, config, val_datasets)
     datasets, classes, gdd = split.datasets, split.classes, split.gdd
     train_rows, val_sets, val_rows = split.train_rows, split.val_sets, split.val_rows
@@ -353,6 +357,11 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
         if ckpt["config"] != asdict(config) | {"device": ckpt["config"].get("device")}:
             raise InputError(f"{paths['checkpoint']} was written with other settings; "
                              "use the same settings or remove the checkpoint to start over.")
+        changed = changed_files(ckpt.get("data"), data_fingerprint) if data_fingerprint else []
+        if changed:
+            raise InputError(f"The training data changed since {paths['checkpoint']} was written: "
+                             f"{'; '.join(changed)}. Resuming would train on a mix of the old and the new data. "
+                             "Start afresh: run without --resume and with --overwrite, or put the data back as it was.")
         try:
             model.load_state_dict(ckpt["model"])
             optimiser.load_state_dict(ckpt["optimiser"])
@@ -415,7 +424,7 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
                 torch.save({"config": asdict(config), "model": model.state_dict(),
                             "optimiser": optimiser.state_dict(), "scheduler": scheduler.state_dict(),
                             "history": history, "best_f1": best_f1, "best_state": best_state,
-                            "epoch": epoch + 1}, tmp)
+                            "epoch": epoch + 1, "data": data_fingerprint}, tmp)
             if ranks is not None:
                 ranks.barrier()
     finally:

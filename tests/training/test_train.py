@@ -4,6 +4,7 @@ outputs, and resuming from a checkpoint gives the same model as an unbroken run.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -241,6 +242,34 @@ def test_resume_refuses_a_checkpoint_of_other_settings(dataset_dir, tmp_path):
     with pytest.raises(InputError, match="other settings"):
         train_model([ps], tmp_path / "m.tcm", TrainingConfig(**{**cfg.__dict__, "epochs": 2}),
                     show_progress=False, resume=True)
+
+
+def test_resume_refuses_training_data_changed_since_the_checkpoint(dataset_dir, tmp_path, capsys):
+    """A dataset rewritten in place (same size, same modification time) between a run and
+    ``train --resume``: refused with the file's name, not trained on a mix."""
+    import os
+    import shutil
+
+    from thermocrop.training.cli import EXIT_INPUT, main
+
+    data = Path(shutil.copytree(dataset_dir, tmp_path / "region"))
+    out = tmp_path / "m.tcm"
+    args = ["train", "--data", str(data), "--out", str(out), "--variant", "no_pe", "--epochs", "1",
+            "--steps-per-epoch", "2", "--batch-size", "8", "--sample-pixels", "4", "--sample-dates", "5",
+            "--device", "cpu"]
+    assert main(args) == 0 and (tmp_path / "m.ckpt").is_file()
+    assert main(args + ["--resume"]) == 0  # the same data: resumed
+    labels, before = data / "labels.npy", (data / "labels.npy").stat()
+    values = np.load(labels)
+    first = int(np.flatnonzero(values >= 0)[0])
+    values[first] = (values[first] + 1) % (values.max() + 1)
+    np.save(labels, values)
+    os.utime(labels, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert labels.stat().st_size == before.st_size
+    capsys.readouterr()
+    assert main(args + ["--resume"]) == EXIT_INPUT
+    said = capsys.readouterr().err
+    assert str(labels.resolve()) in said and "changed" in said and "Start afresh" in said, said
 
 
 def test_bundle_carries_the_datasets_gdd_settings(tmp_path):
