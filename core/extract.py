@@ -22,8 +22,8 @@ from .dataset import STATUS_OK, DatasetWriter, PixelSets
 from .errors import ExtractionError, InputError, NoUsableParcelsError, SceneError, WeatherError
 from .progress import Progress
 from .remote import RemoteProduct
-from .scenes import (SCL_INVALID, Grid, Scene, bright_cloud_mask, check_missing_scl, decode_threads, decoding_threads,
-                     find_scenes, select_season, to_reflectance, usable_cpus)
+from .scenes import (NOT_DIGITAL_NUMBERS, SCL_INVALID, Grid, Scene, bright_cloud_mask, check_missing_scl,
+                     decode_threads, decoding_threads, find_scenes, select_season, to_reflectance, usable_cpus)
 from .vector import default_layer_name, parcel_layer_problem
 
 log = logging.getLogger(__name__)
@@ -833,17 +833,18 @@ def _not_reflectance(dn: np.ndarray, reader: Any, rr: np.ndarray, cc: np.ndarray
                      seen: dict[str, int]) -> np.ndarray:
     """``(N,)`` bool: sampled pixels whose values are no reflectance: saturated (65535, as
     Sentinel-2 marks it) or, in the file, NaN, infinite, negative or above 65535 (see
-    ``ProductReader.not_reflectance``). Counts them into ``seen``, and the pixels below the
-    baseline offset, whose negative reflectance is read as 0."""
+    ``ProductReader.not_reflectance``). Counts them into ``seen`` by kind, and the pixels below
+    the baseline offset, whose negative reflectance is read as 0."""
     bad = (dn == SATURATED_DN).any(axis=0)
     if bad.any():
         seen["saturated (65535)"] = seen.get("saturated (65535)", 0) + int(bad.sum())
     in_file = getattr(reader, "not_reflectance", None)  # remote readers fetch uint16 only
     if in_file is not None:
-        odd = in_file[rr, cc] & ~bad
-        if odd.any():
-            seen["not a digital number in the file"] = seen.get("not a digital number in the file", 0) + int(odd.sum())
-            bad |= odd
+        code = np.where(bad, 0, in_file[rr, cc])
+        for k, count in enumerate(np.bincount(code, minlength=len(NOT_DIGITAL_NUMBERS) + 1)[1:]):
+            if count:
+                seen[NOT_DIGITAL_NUMBERS[k]] = seen.get(NOT_DIGITAL_NUMBERS[k], 0) + int(count)
+        bad |= code > 0
     if offset < 0:
         low = ((dn > 0) & (dn < -offset)).any(axis=0) & ~bad
         if low.any():
@@ -882,8 +883,8 @@ def _say_values(table: ParcelTable, idx: np.ndarray, odd: np.ndarray, offsets: n
             log.warning("Product %s: pixels under the parcels hold values that are no reflectance (%s); they "
                         "are read as no data", name, said)
         if kinds.get(NEGATIVE_REFLECTANCE):
-            log.info("Product %s: %d parcels' pixels lie below the baseline offset (%s); read as reflectance 0",
-                     name, kinds[NEGATIVE_REFLECTANCE], NEGATIVE_REFLECTANCE)
+            log.info("Product %s: %d pixels under the parcels lie below the baseline offset (%s); read as "
+                     "reflectance 0", name, kinds[NEGATIVE_REFLECTANCE], NEGATIVE_REFLECTANCE)
     has = np.flatnonzero(n_slots > 0)
     if not odd.any() or len(has) == 0:
         return
