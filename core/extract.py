@@ -22,8 +22,8 @@ from .dataset import STATUS_OK, DatasetWriter, PixelSets
 from .errors import ExtractionError, InputError, NoUsableParcelsError, SceneError, WeatherError
 from .progress import Progress
 from .remote import RemoteProduct
-from .scenes import (SCL_INVALID, Grid, Scene, bright_cloud_mask, check_missing_scl, decode_threads, decoding_threads,
-                     find_scenes, select_season, to_reflectance, usable_cpus)
+from .scenes import (NOT_DIGITAL_NUMBERS, SCL_INVALID, Grid, Scene, bright_cloud_mask, check_missing_scl,
+                     decode_threads, decoding_threads, find_scenes, select_season, to_reflectance, usable_cpus)
 from .vector import default_layer_name, parcel_layer_problem
 
 log = logging.getLogger(__name__)
@@ -377,6 +377,15 @@ def _keep_smallest(parcel: np.ndarray, key: np.ndarray, flat: np.ndarray, s: int
     return parcel[keep], key[keep], flat[keep], rank[keep]
 
 
+LAYER_BITS = 8
+"""Low bits of ``_sample_pixels``' uint32 burn values that count the parcels covering a pixel;
+the other 24 hold the parcel, so a chunk holds fewer than 2**24 parcels. A sum that overflows
+(many large parcel numbers on one pixel) still reads as a shared pixel: it wraps or saturates,
+and neither leaves a count of one."""
+LAYER_MASK = np.uint32((1 << LAYER_BITS) - 1)
+MAX_CHUNK_PARCELS = (1 << (32 - LAYER_BITS)) - 1
+
+
 @dataclass
 class _Selection:
     """The pixel slots chosen for the parcels on one grid."""
@@ -385,27 +394,7 @@ class _Selection:
     flat: np.ndarray  # (M,) row * width + col on the grid
     slot: np.ndarray  # (M,) pixel slot 0..S-1
     counts: np.ndarray  # (n,) pixels covered by each parcel on the grid
-
-
-def overlapping_parcels(geoms, active: np.ndarray) -> np.ndarray:
-    """``(n,)`` bool: the active parcels whose interior meets another active parcel's (a partial
-    overlap, one inside the other, or the same field twice); parcels that only touch are not.
-
-    Args:
-        geoms: ``(n,)`` GeoSeries of the parcels (None where unusable).
-        active: ``(n,)`` bool, the parcels to look at.
-    """
-    out = np.zeros(len(geoms), dtype=bool)
-    idx = np.flatnonzero(active)
-    if len(idx) < 2:
-        return out
-    mine = geoms.iloc[idx].reset_index(drop=True)
-    for predicate in ("overlaps", "contains"):
-        left, right = mine.sindex.query_bulk(mine, predicate=predicate).astype(np.int64)
-        pair = left != right
-        out[idx[left[pair]]] = True
-        out[idx[right[pair]]] = True
-    return out
+    shared: np.ndarray  # (n,) bool: rasterised on its own, near pixels that parcels share
 
 
 def _parcel_pixels(geom, grid: Grid, bounds: np.ndarray, block: int) -> np.ndarray:
@@ -429,18 +418,19 @@ def _parcel_pixels(geom, grid: Grid, bounds: np.ndarray, block: int) -> np.ndarr
     return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
 
-def _sample_pixels(geoms, active: np.ndarray, grid: Grid, s: int, seed: int, block: int,
-                   separate: Optional[np.ndarray] = None) -> _Selection:
+def _sample_pixels(geoms, active: np.ndarray, grid: Grid, s: int, seed: int, block: int) -> _Selection:
     """Rasterise the parcels window by window and draw up to ``s`` pixels per parcel.
 
     Pixels are drawn by the smallest seeded hash of their lattice index, which gives the same
     sample whatever the window size, however the parcels are chunked and whichever raster
     extent (a clip or the whole tile) the same pixels are read from.
 
-    The parcels ``separate`` (those overlapping others, see :func:`overlapping_parcels`) are
-    rasterised one by one: in one label image a pixel holds one parcel only, so a parcel under
-    another would lose the pixels they share.
+    In one label image a pixel holds one parcel only, so parcels that overlap (an LPIS layer's
+    slivers, a field inside another, the same field twice) would lose the pixels they share.
+    Each window also counts how many parcels cover each pixel; the parcels whose extent holds a
+    pixel covered twice are rasterised one by one instead (``_Selection.shared``).
     """
+    from rasterio.enums import MergeAlg
     from rasterio.features import rasterize
     from rasterio.windows import Window
     from rasterio.windows import transform as window_transform
@@ -449,6 +439,8 @@ def _sample_pixels(geoms, active: np.ndarray, grid: Grid, s: int, seed: int, blo
     if t.b != 0 or t.d != 0:
         raise SceneError("Rotated scene grids are not supported; warp the scenes to a north-up grid first.")
     n = len(geoms)
+    if n > MAX_CHUNK_PARCELS:
+        raise ExtractionError(f"A chunk holds at most {MAX_CHUNK_PARCELS:,} parcels; give a smaller chunk size.")
     bounds = np.full((n, 4), np.nan)
     idx_active = np.flatnonzero(active)
     if len(idx_active):
@@ -460,18 +452,12 @@ def _sample_pixels(geoms, active: np.ndarray, grid: Grid, s: int, seed: int, blo
     with np.errstate(invalid="ignore"):
         on_grid = active & (c_hi > 0) & (c_lo < grid.width) & (r_hi > 0) & (r_lo < grid.height)
     counts = np.zeros(n, dtype=np.int64)
+    shared = np.zeros(n, dtype=bool)
     geom_list = list(geoms)  # pandas .iloc per shape costs more than rasterising small parcels
     kept = []
-    alone = on_grid & separate if separate is not None else np.zeros(n, dtype=bool)
-    for i in np.flatnonzero(alone):
-        flat = _parcel_pixels(geom_list[i], grid, np.array([c_lo[i], c_hi[i], r_lo[i], r_hi[i]]), block)
-        counts[i] = len(flat)
-        parcel = np.full(len(flat), i, dtype=np.int64)
-        kept.append(_keep_smallest(parcel, _hash64(_lattice_index(flat, grid), seed), flat, s)[:3])
-    shared = on_grid & ~alone
     for r0 in range(0, grid.height, block):
         h = min(block, grid.height - r0)
-        in_rows = shared & (r_hi > r0) & (r_lo < r0 + h)
+        in_rows = on_grid & (r_hi > r0) & (r_lo < r0 + h)
         if not in_rows.any():
             continue
         for c0 in range(0, grid.width, block):
@@ -479,17 +465,30 @@ def _sample_pixels(geoms, active: np.ndarray, grid: Grid, s: int, seed: int, blo
             sel = np.flatnonzero(in_rows & (c_hi > c0) & (c_lo < c0 + w))
             if len(sel) == 0:
                 continue
-            shapes = ((geom_list[i], i + 1) for i in sel)
-            burnt = rasterize(shapes, out_shape=(h, w), transform=window_transform(Window(c0, r0, w, h), t),
-                              fill=0, all_touched=False, dtype="int32")
-            nz = np.flatnonzero(burnt)
+            # One pass gives both the parcel and how many parcels cover each pixel: the burnt
+            # values, (parcel + 1) << LAYER_BITS | 1 each, add up.
+            shapes = ((geom_list[i], (int(i) + 1) << LAYER_BITS | 1) for i in sel)
+            burnt = rasterize(shapes, out_shape=(h, w), transform=window_transform(Window(c0, r0, w, h), t), fill=0,
+                              all_touched=False, dtype="uint32", merge_alg=MergeAlg.add).ravel()
+            layers = burnt & LAYER_MASK
+            if (layers > 1).any():
+                twice = (layers > 1).reshape(h, w)
+                shared[sel[_extent_holds(twice, c_lo[sel] - c0, c_hi[sel] - c0, r_lo[sel] - r0, r_hi[sel] - r0)]] = True
+            nz = np.flatnonzero(layers == 1)
             if len(nz) == 0:
                 continue
-            parcel = burnt.ravel()[nz] - 1
+            parcel = (burnt[nz] >> LAYER_BITS).astype(np.int32) - 1
             flat = (r0 + nz // w).astype(np.int64) * grid.width + (c0 + nz % w)
             counts += np.bincount(parcel, minlength=n)
             p, k, f, _ = _keep_smallest(parcel, _hash64(_lattice_index(flat, grid), seed), flat, s)
             kept.append((p, k, f))
+    if shared.any():
+        kept = [(p[~shared[p]], k[~shared[p]], f[~shared[p]]) for p, k, f in kept]
+        for i in np.flatnonzero(shared):
+            flat = _parcel_pixels(geom_list[i], grid, np.array([c_lo[i], c_hi[i], r_lo[i], r_hi[i]]), block)
+            counts[i] = len(flat)
+            parcel = np.full(len(flat), i, dtype=np.int64)
+            kept.append(_keep_smallest(parcel, _hash64(_lattice_index(flat, grid), seed), flat, s)[:3])
     if kept:
         p, k, f = (np.concatenate(a) for a in zip(*kept))
         parcel, _, flat, slot = _keep_smallest(p, k, f, s)
@@ -509,7 +508,19 @@ def _sample_pixels(geoms, active: np.ndarray, grid: Grid, s: int, seed: int, blo
         parcel = np.r_[parcel, tiny]
         flat = np.r_[flat, row * grid.width + col]
         slot = np.r_[slot, np.zeros(len(tiny), dtype=np.int64)]
-    return _Selection(parcel.astype(np.int64), flat.astype(np.int64), slot.astype(np.int64), counts)
+    return _Selection(parcel.astype(np.int64), flat.astype(np.int64), slot.astype(np.int64), counts, shared)
+
+
+def _extent_holds(mask: np.ndarray, c_lo: np.ndarray, c_hi: np.ndarray, r_lo: np.ndarray,
+                  r_hi: np.ndarray) -> np.ndarray:
+    """``(m,)`` bool: which of m pixel extents (columns ``c_lo:c_hi``, rows ``r_lo:r_hi``, clipped
+    to the window) hold a True of the window's ``mask (h, w)``, by a summed-area table."""
+    h, w = mask.shape
+    table = np.zeros((h + 1, w + 1), dtype=np.int64)
+    table[1:, 1:] = mask.cumsum(axis=0).cumsum(axis=1)
+    c0, c1 = np.clip(c_lo, 0, w).astype(np.int64), np.clip(c_hi, 0, w).astype(np.int64)
+    r0, r1 = np.clip(r_lo, 0, h).astype(np.int64), np.clip(r_hi, 0, h).astype(np.int64)
+    return (table[r1, c1] - table[r0, c1] - table[r1, c0] + table[r0, c0]) > 0
 
 
 def _windows_of(flat: np.ndarray, grid: Grid, block: int):
@@ -688,21 +699,20 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
                 grids.append(g)
     projected: dict[str, Any] = {}
     selections: list[_Selection] = []
-    separate = overlapping_parcels(geoms, active)
-    if separate.any():
-        log.info("%d parcels of %s overlap others; each is given every pixel it covers, shared ones included: %s",
-                 int(separate.sum()), table.source, _some(table.parcel_ids[idx[separate]]))
     for k, grid in enumerate(grids):
         crs_key = grid.crs.to_wkt()
         if crs_key not in projected:
             projected[crs_key] = geoms.to_crs(crs_key)
-        selections.append(_sample_pixels(projected[crs_key], active, grid, s, settings.seed, settings.block_size,
-                                         separate))
+        selections.append(_sample_pixels(projected[crs_key], active, grid, s, settings.seed, settings.block_size))
         progress(0.1 * (k + 1) / len(grids))
 
     # Each parcel is read first from the grid that covers most of it (tiles overlap at their
     # edges); where that grid has no product on a date, or no data over the parcel (outside
     # the swath, a tile not downloaded), the other grids that cover it fill the empty slots.
+    shared = np.logical_or.reduce([sel.shared for sel in selections]) if selections else np.zeros(n, dtype=bool)
+    if shared.any():
+        log.info("%d parcels of %s overlap others or lie next to overlaps; each is given every pixel it covers, "
+                 "shared ones included: %s", int(shared.sum()), table.source, _some(table.parcel_ids[idx[shared]]))
     counts = np.stack([sel.counts for sel in selections]) if selections else np.zeros((1, n), dtype=np.int64)
     preference = np.argsort(-counts, axis=0, kind="stable")  # (G, n) grids, most covering first
     rank = np.empty_like(preference)
@@ -823,17 +833,18 @@ def _not_reflectance(dn: np.ndarray, reader: Any, rr: np.ndarray, cc: np.ndarray
                      seen: dict[str, int]) -> np.ndarray:
     """``(N,)`` bool: sampled pixels whose values are no reflectance: saturated (65535, as
     Sentinel-2 marks it) or, in the file, NaN, infinite, negative or above 65535 (see
-    ``ProductReader.not_reflectance``). Counts them into ``seen``, and the pixels below the
-    baseline offset, whose negative reflectance is read as 0."""
+    ``ProductReader.not_reflectance``). Counts them into ``seen`` by kind, and the pixels below
+    the baseline offset, whose negative reflectance is read as 0."""
     bad = (dn == SATURATED_DN).any(axis=0)
     if bad.any():
         seen["saturated (65535)"] = seen.get("saturated (65535)", 0) + int(bad.sum())
     in_file = getattr(reader, "not_reflectance", None)  # remote readers fetch uint16 only
     if in_file is not None:
-        odd = in_file[rr, cc] & ~bad
-        if odd.any():
-            seen["not a digital number in the file"] = seen.get("not a digital number in the file", 0) + int(odd.sum())
-            bad |= odd
+        code = np.where(bad, 0, in_file[rr, cc])
+        for k, count in enumerate(np.bincount(code, minlength=len(NOT_DIGITAL_NUMBERS) + 1)[1:]):
+            if count:
+                seen[NOT_DIGITAL_NUMBERS[k]] = seen.get(NOT_DIGITAL_NUMBERS[k], 0) + int(count)
+        bad |= code > 0
     if offset < 0:
         low = ((dn > 0) & (dn < -offset)).any(axis=0) & ~bad
         if low.any():
@@ -872,8 +883,8 @@ def _say_values(table: ParcelTable, idx: np.ndarray, odd: np.ndarray, offsets: n
             log.warning("Product %s: pixels under the parcels hold values that are no reflectance (%s); they "
                         "are read as no data", name, said)
         if kinds.get(NEGATIVE_REFLECTANCE):
-            log.info("Product %s: %d parcels' pixels lie below the baseline offset (%s); read as reflectance 0",
-                     name, kinds[NEGATIVE_REFLECTANCE], NEGATIVE_REFLECTANCE)
+            log.info("Product %s: %d pixels under the parcels lie below the baseline offset (%s); read as "
+                     "reflectance 0", name, kinds[NEGATIVE_REFLECTANCE], NEGATIVE_REFLECTANCE)
     has = np.flatnonzero(n_slots > 0)
     if not odd.any() or len(has) == 0:
         return

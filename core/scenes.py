@@ -33,6 +33,9 @@ BRIGHT_CLOUD = 2000
 """Reflectance x 10000 (0.2) from which a pixel bright in blue (B02) and in the mean of B02, B03
 and B04 counts as cloud or snow, for L2A products without SCL (``missing_scl="bands"``)."""
 
+NOT_DIGITAL_NUMBERS = ("not finite", "negative", "above 65535")
+"""Kinds of values a float or 32-bit scene file may hold that are no Sentinel-2 digital number."""
+
 MISSING_SCL = ("refuse", "warn", "bands")
 """What to do with L2A products without SCL: refuse them, use them unmasked with a warning, or
 mask clouds with the brightness test :func:`bright_cloud_mask`."""
@@ -313,10 +316,9 @@ class ProductReader:
         self._datasets: dict[str, object] = {}
         self._warped: dict[tuple[str, str], object] = {}
         self.not_reflectance: Optional[np.ndarray] = None
-        """``(h, w)`` bool of the last window read: pixels holding a value that is no digital
-        number in some band (NaN, infinite, negative, above 65535), read as no data."""
-        self.value_counts: dict[str, int] = {}
-        """Values of that kind met so far, by kind (``not finite``, ``negative``, ``above 65535``)."""
+        """``(h, w)`` uint8 of the last window read, None where every band is a 16-bit file:
+        0, or the index in :data:`NOT_DIGITAL_NUMBERS` plus one of the kind of value that is no
+        digital number a pixel holds in some band; such pixels are read as no data."""
 
     def __enter__(self) -> "ProductReader":
         return self
@@ -368,22 +370,21 @@ class ProductReader:
 
         GDAL would clamp what uint16 cannot hold (a negative value to 0, 70000 to 65535, NaN
         to 0) and so turn it into no data or a bright pixel without a word; here such values
-        are counted (:attr:`value_counts`), marked (:attr:`not_reflectance`) and read as no
-        data. The file's own no-data value is no data, not counted.
+        are marked (:attr:`not_reflectance`, for the caller to count) and read as no data.
+        The file's own no-data value is no data, not marked.
         """
         with np.errstate(invalid="ignore"):
             empty = np.isnan(data) if nodata is not None and np.isnan(nodata) else (
                 data == nodata if nodata is not None else np.zeros(data.shape, dtype=bool))
-            kinds = {"not finite": ~np.isfinite(data) if data.dtype.kind == "f" else np.zeros(data.shape, bool),
-                     "negative": data < 0, "above 65535": data > 65535}
+            kinds = (~np.isfinite(data) if data.dtype.kind == "f" else np.zeros(data.shape, bool), data < 0,
+                     data > 65535)
         bad = np.zeros(data.shape, dtype=bool)
-        for kind, where in kinds.items():
+        code = np.zeros(data.shape[1:], dtype=np.uint8) if self.not_reflectance is None else self.not_reflectance
+        for k, where in enumerate(kinds, start=1):
             where &= ~empty & ~bad
-            if where.any():
-                self.value_counts[kind] = self.value_counts.get(kind, 0) + int(where.sum())
-                bad |= where
-        pixels = bad.any(axis=0)
-        self.not_reflectance = pixels if self.not_reflectance is None else self.not_reflectance | pixels
+            code[(code == 0) & where.any(axis=0)] = k
+            bad |= where
+        self.not_reflectance = code
         if data.dtype.kind == "f":
             data = np.floor(np.where(bad | empty, 0.0, data) + 0.5)  # rounded as GDAL rounds
         return np.where(bad | empty, 0, data).astype(np.uint16)

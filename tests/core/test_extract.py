@@ -546,7 +546,7 @@ def test_values_that_are_no_reflectance_are_counted_masked_and_give_a_status(reg
     assert not ps.date_mask[1].any()
     name = "S2A_MSIL1C_20240601T103031_N0205_R108_T32TMT_20240601T1"
     assert f"{name} ({tmp_path / name}.tif): pixels under the parcels hold values" in caplog.text
-    assert "(8 not a digital number in the file)" in caplog.text and "(5 saturated (65535))" in caplog.text
+    assert "(1 above 65535, 1 negative, 6 not finite)" in caplog.text and "(5 saturated (65535))" in caplog.text
     assert "3 parcels of GeoDataFrame have pixel values that are no reflectance" in caplog.text
     assert "few (4 of 18), broken (8 of 8), one (1 of 8)" in caplog.text
 
