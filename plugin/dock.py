@@ -1,5 +1,7 @@
-"""The ThermoCrop dock: choose parcels, scenes, weather and model, classify in the background into a
-new layer file (or the parcel layer's own fields), and explain one parcel's prediction.
+"""The ThermoCrop dock: choose parcels, scenes (files or a catalogue search), weather (a file or a
+weather service) and model, classify in the background into a new layer file (or the parcel
+layer's own fields), explain one parcel's prediction, assess a result (``accuracy_widget.py``) and
+train a model from a labelled layer (``train_panel.py``).
 
 The status (Classify / Cancel, progress, messages, the install button and the class counts) sits
 below the tabs and never scrolls away; failures and completions also reach the QGIS message bar
