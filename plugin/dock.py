@@ -64,6 +64,7 @@ from ..core.crops import UNKNOWN_CLASS, class_colours, colour_list
 from .dependencies import describe_missing, dependency_folder, make_install_task, missing_requirements
 from .i18n import tr
 from .layers import SCENE_FILE_FILTER, scene_candidate, scene_source
+from .accuracy import guess_fields
 from .catalog import WEATHER_LABELS, WEATHER_SERVICES
 from .outputs import layer_file
 from .styles import UNCLASSIFIED_COLOUR, apply_class_style, class_label, confidence_renderer, save_style_beside
@@ -1418,8 +1419,6 @@ class ThermoCropDock(QgsDockWidget):
 
     def _sync_reference_layer(self) -> None:
         """The reference field list follows the explained layer (a reference-like field guessed)."""
-        from .accuracy import guess_fields
-
         layer = self._explained_layer()
         if layer is self.reference_field.layer():
             return
