@@ -3,6 +3,7 @@ the map class weighting; assesses in a background task and shows the HTML report
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -37,7 +38,16 @@ from .train_panel import CLASS_MAP_LABELS, CLASS_MAPS, CODE_FIELDS
 
 
 REPORT_WIDTH = 640
-"""Pixels the report is laid out in: a nine-class confusion matrix with whole headers."""
+"""Pixels the report is laid out in at least; wider for many classes (``MATRIX_COLUMN`` each)."""
+MATRIX_COLUMN = 92
+"""Pixels a confusion matrix column needs for a class name of two words, one per line."""
+
+
+def readable_headers(page: str) -> str:
+    """The report with class ids in table headers as words (``winter_rapeseed`` -> ``winter
+    rapeseed``), so that a narrow column wraps them between words rather than letter by letter."""
+    return re.sub(r"(<th[^>]*>)([^<]*)(</th>)", lambda m: m.group(1) + m.group(2).replace("_", " ") + m.group(3),
+                  page)
 TABLE = "table"
 """Weighting key of a user-given class-area table."""
 
@@ -287,7 +297,9 @@ class AccuracyWidget(QWidget):
         from ..core.accuracy import report_html
 
         self.report = report
-        self.browser.setHtml(report_html(report))
+        # Wide enough for the matrix's columns (class names wrap between words, never inside one).
+        self.browser.setLineWrapColumnOrWidth(max(REPORT_WIDTH, 160 + MATRIX_COLUMN * (len(report.classes) + 2)))
+        self.browser.setHtml(readable_headers(report_html(report)))
         s = report.sample
         text = (f"{s.n} reference parcels: overall accuracy {s.overall_accuracy:.3f}, "
                 f"kappa {s.kappa:.3f}")

@@ -1,5 +1,7 @@
-"""The ThermoCrop dock: choose parcels, scenes, weather and model, classify in the background into a
-new layer file (or the parcel layer's own fields), and explain one parcel's prediction.
+"""The ThermoCrop dock: choose parcels, scenes (files or a catalogue search), weather (a file or a
+weather service) and model, classify in the background into a new layer file (or the parcel
+layer's own fields), explain one parcel's prediction, assess a result (``accuracy_widget.py``) and
+train a model from a labelled layer (``train_panel.py``).
 
 The status (Classify / Cancel, progress, messages, the install button and the class counts) sits
 below the tabs and never scrolls away; failures and completions also reach the QGIS message bar
@@ -63,6 +65,7 @@ from .dependencies import (describe_install, describe_missing, dependency_folder
                            missing_requirements)
 from .i18n import tr
 from .layers import SCENE_FILE_FILTER, scene_candidate, scene_source
+from .accuracy import guess_fields
 from .catalog import WEATHER_LABELS, WEATHER_SERVICES
 from .outputs import layer_file
 from .styles import UNCLASSIFIED_COLOUR, apply_class_style, class_label, confidence_renderer, save_style_beside
@@ -1414,8 +1417,6 @@ class ThermoCropDock(QgsDockWidget):
 
     def _sync_reference_layer(self) -> None:
         """The reference field list follows the explained layer (a reference-like field guessed)."""
-        from .accuracy import guess_fields
-
         layer = self._explained_layer()
         if layer is self.reference_field.layer():
             return

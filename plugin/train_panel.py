@@ -41,7 +41,7 @@ from qgis.PyQt.QtWidgets import (
 )
 
 from .i18n import tr
-from .layers import guess_label_field
+from .layers import features_to_frame, guess_label_field
 from .task import LayerSnapshot, ThermoCropTask
 
 log = logging.getLogger(__name__)
@@ -135,7 +135,6 @@ class TrainingTask(ThermoCropTask):
         from ..core.weather_services import fetch_for_parcels, is_weather_service
         from ..training.experiment import describe_training_estimate, estimate_training
         from ..training.train import TrainingConfig, train_model
-        from .layers import features_to_frame
 
         r = self.request
         features = r.parcels.source.getFeatures()

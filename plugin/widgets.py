@@ -1,4 +1,5 @@
-"""Processing dialog widgets of ThermoCrop's own: a list of dataset folders with a folder picker.
+"""Processing dialog widgets of ThermoCrop's own: a list of dataset folders with a folder picker, and
+a field list that starts at a likely label or reference field (never ``fid``).
 
 Loaded by Processing from the parameter's ``widget_wrapper`` metadata (a class path), so that
 headless runs (qgis_process) never import Processing's GUI.
@@ -7,9 +8,20 @@ headless runs (qgis_process) never import Processing's GUI.
 from __future__ import annotations
 
 from processing.gui.wrappers import DIALOG_MODELER, WidgetWrapper
+from qgis.core import (
+    QgsProcessingContext,
+    QgsProcessingFeatureSourceDefinition,
+    QgsProcessingUtils,
+    QgsProject,
+    QgsVectorLayer,
+)
+from qgis.gui import QgsFieldComboBox
+from qgis.PyQt.QtCore import QVariant
 from qgis.PyQt.QtWidgets import QFileDialog, QHBoxLayout, QLineEdit, QToolButton, QWidget
 
+from .accuracy import guess_fields
 from .i18n import tr
+from .layers import guess_label_field
 
 SEPARATOR = ";"
 
@@ -63,11 +75,6 @@ GUESSES = {"label": "label", "reference": "reference"}
 
 def guess_field(layer, guess: str) -> str:
     """The field of ``layer`` a dialog should offer first for ``guess`` ("" when none fits; never fid)."""
-    from qgis.PyQt.QtCore import QVariant
-
-    from .accuracy import guess_fields
-    from .layers import guess_label_field
-
     if layer is None:
         return ""
     names = layer.fields().names()
@@ -90,8 +97,6 @@ class GuessedFieldWrapper(WidgetWrapper):
             self.combo = None
             self.line = QLineEdit()
             return self.line
-        from qgis.gui import QgsFieldComboBox
-
         self.combo = QgsFieldComboBox()
         self.combo.setAllowEmptyFieldName(True)
         self.combo.fieldChanged.connect(lambda _: self.widgetValueHasChanged.emit(self))
@@ -129,9 +134,6 @@ class GuessedFieldWrapper(WidgetWrapper):
 
 def _layer_of(value):
     """The vector layer a feature source parameter's value names (a layer, its id or a path), or None."""
-    from qgis.core import (QgsProcessingContext, QgsProcessingFeatureSourceDefinition, QgsProcessingUtils,
-                           QgsProject, QgsVectorLayer)
-
     if isinstance(value, QgsProcessingFeatureSourceDefinition):
         value = value.source.staticValue()
     if isinstance(value, QgsVectorLayer):

@@ -183,6 +183,9 @@ def run():
         accuracy.assess()
         wait_for(lambda: accuracy.task is None)
         note(f"accuracy: {accuracy.status.text()}")
+        # The part of the report the dock's width matters for: the confusion matrix.
+        accuracy.browser.setTextCursor(accuracy.browser.document().find("Confusion matrix"))
+        accuracy.browser.ensureCursorVisible()
         shot("dock-accuracy.png")
 
     # The Train tab on the region's labelled parcels, with the estimate measured before training.

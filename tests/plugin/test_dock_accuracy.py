@@ -111,4 +111,15 @@ def test_the_report_scrolls_sideways_instead_of_wrapping(widget, rpg_layer):
     # Laid out wider than the dock: the matrix keeps its width and the browser scrolls sideways.
     assert document.size().width() >= widget.browser.lineWrapColumnOrWidth() > widget.browser.viewport().width()
     assert widget.browser.horizontalScrollBar().maximum() > 0
+    # Class ids in the headers read as words, so narrow columns wrap between words.
+    page = widget.browser.toPlainText()
+    assert "winter wheat" in page
     widget.hide()
+
+
+def test_headers_become_words_and_nothing_else_changes():
+    from thermocrop.plugin.accuracy_widget import readable_headers
+
+    page = '<tr><th class="name">winter_wheat</th><th>spring_barley</th><td>crop_pred_x</td></tr>'
+    assert readable_headers(page) == ('<tr><th class="name">winter wheat</th><th>spring barley</th>'
+                                      '<td>crop_pred_x</td></tr>')
