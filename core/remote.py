@@ -541,6 +541,10 @@ class RemoteReader:
             # silenced here, and CPL_DEBUG output, which even GDAL's quiet handler prints, is off.
             gdal.PushErrorHandler("CPLQuietErrorHandler")
             gdal.SetThreadLocalConfigOption("CPL_DEBUG", "OFF")
+            # The timeouts stay with the thread even if the caller, stopped, leaves its
+            # environment while this thread still waits on a server.
+            for key, value in options.items():
+                gdal.SetThreadLocalConfigOption(key, str(value))
             try:
                 while not stop.is_set():
                     try:
@@ -554,10 +558,13 @@ class RemoteReader:
                     except BaseException as exc:  # handed to the waiting thread, which decides
                         results.put((index, exc))
             finally:
+                for key in options:
+                    gdal.SetThreadLocalConfigOption(key, None)
                 gdal.SetThreadLocalConfigOption("CPL_DEBUG", None)
                 gdal.PopErrorHandler()
 
-        with rasterio.Env(**self.gdal_options()):
+        options = self.gdal_options()
+        with rasterio.Env(**options):
             from osgeo import gdal
 
             gdal.NetworkStatsReset()
