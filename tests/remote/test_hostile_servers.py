@@ -396,6 +396,29 @@ def test_when_every_download_fails_the_message_says_so(published, tiny_region, t
 # 3. Secrets in logs; Ctrl+C
 
 
+def test_log_records_of_any_logger_are_redacted_at_debug_level(caplog):
+    from thermocrop.core.redact import install_redaction
+
+    install_redaction()
+    signed = "https://acct.blob.core.windows.net/c/B04.tif?st=2024&se=2099&sp=rl&sig=c2VjcmV0%3D"
+    lines = [("rasterio._env", "CPLE_None in VSICURL: GetFileSize(%s)", (signed,)),
+             ("urllib3.connectionpool", "%s \"GET %s HTTP/1.1\" 200", ("https://acct", signed)),
+             ("pystac_client.stac_api_io", "GET x Headers: %s", ({"Ocp-Apim-Subscription-Key": PC_KEY},)),
+             ("somewhere.else", "Authorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20240101/x, "
+                                "Signature=fe5f80f77d5fa3beca038a248ff027", ())]
+    with caplog.at_level(logging.DEBUG):
+        for name, message, args in lines:
+            logging.getLogger(name).debug(message, *args)
+        try:
+            raise OSError(f"reading {signed} failed")
+        except OSError:
+            logging.getLogger("thermocrop.test").exception("with a traceback")
+    text = caplog.text + "".join(r.exc_text or "" for r in caplog.records)
+    assert len(caplog.records) == 5 and "acct.blob.core.windows.net/c/B04.tif?<redacted>" in text
+    for secret in ("c2VjcmV0", PC_KEY, "AKIDEXAMPLE", "fe5f80f77d5fa3beca038a248ff027"):
+        assert secret not in text
+
+
 def _cli(args: list, env: dict, **kwargs) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "thermocrop.training.cli", *args], env={**os.environ, **env},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
