@@ -525,9 +525,9 @@ class RemoteReader:
         and the progress updated after each and ``finished(tag)`` called.
 
         The calling thread waits in steps of a quarter of a second, so that Ctrl+C or a
-        cancellation stops the run at once: the calls not yet started are dropped and the
-        threads stop after the request they are in (a stalled one ends with GDAL's timeout, in
-        the background, without holding the program).
+        cancellation stops the run at once: the calls not yet started are dropped, the threads
+        are given 1 s to finish the request they are in, and one still waiting on a server is
+        left to end with GDAL's timeout, in the background, without holding the program.
 
         Returns:
             Asset key -> the error, for the calls whose asset failed.
@@ -602,6 +602,11 @@ class RemoteReader:
                     progress(done / len(calls))
             except BaseException:
                 stop.set()
+                # A moment for the threads to finish the request they are in, so that the
+                # program rarely ends while GDAL works on one of them; a stalled one is left.
+                ends = time.monotonic() + 1.0
+                for thread in threads:
+                    thread.join(max(ends - time.monotonic(), 0.0))
                 raise
         return failures
 
