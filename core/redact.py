@@ -28,13 +28,13 @@ _PATTERNS = (
     # The query string of any URL: SAS tokens, S3 pre-signed parameters, keys in queries.
     (re.compile(r"((?:https?|s3|ftp)://[^\s?#'\"<>]*)\?[^\s#'\"<>]*", re.IGNORECASE), r"\1?" + REDACTED),
     # Parameters that carry credentials, wherever they stand.
-    (re.compile(r"\b(sig|se|st|sp|sv|skoid|sktid|skt|ske|sks|skv|X-Amz-Signature|X-Amz-Credential|"
-                r"X-Amz-Security-Token|token|access_token|subscription-key|key)=[^&\s'\"]+", re.IGNORECASE),
-     r"\1=" + REDACTED),
+    (re.compile(r"\b(sig|skoid|sktid|X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token|access_token|"
+                r"subscription[-_]key)=[^&\s'\"]+", re.IGNORECASE), r"\1=" + REDACTED),
     # Headers (as requests, urllib3 and GDAL print them).
     (re.compile(r"((?:Ocp-Apim-Subscription-Key|Authorization|X-Amz-Security-Token|PRIVATE-TOKEN|"
-                r"x-api-key)['\"]?\s*[:=]\s*['\"]?)[^'\",}\r\n]+", re.IGNORECASE), r"\1" + REDACTED),
+                r"x-api-key)['\"]?\s*[:=]\s*['\"]?)[^'\"}\r\n]+", re.IGNORECASE), r"\1" + REDACTED),
     (re.compile(r"(AWS4-HMAC-SHA256\s+)[^'\"\r\n]+"), r"\1" + REDACTED),
+    (re.compile(r"\b(Signature=)[0-9a-fA-F]+"), r"\1" + REDACTED),
     (re.compile(r"\b(AWS_SECRET_ACCESS_KEY|AWS_SESSION_TOKEN|PC_SDK_SUBSCRIPTION_KEY|CDSAPI_KEY)(['\"]?\s*[:=]\s*['\"]?)"
                 r"[^'\"\s,}]+"), r"\1\2" + REDACTED),
 )

@@ -40,7 +40,7 @@ import numpy as np
 
 from .bands import S2_BANDS
 from .errors import CancelledError, InputError, SceneError
-from .http_session import Deadline, host_of, max_retry_wait, network_deadline, session_with_retries
+from .http_session import Deadline, host_of, max_retry_wait, session_with_retries
 from .progress import Progress
 from .scenes import Grid, Product
 
@@ -71,6 +71,10 @@ class RemoteAssetError(SceneError):
         super().__init__(message)
         self.href = href
         self.permanent = permanent
+
+
+_reader_thread = threading.local()
+"""``stop``: the event of the ``RemoteReader._in_parallel`` call a reader thread works for."""
 
 
 class BlockCacheError(InputError):
@@ -376,7 +380,7 @@ class RemoteReader:
         self.stats = FetchStats()
         self._lock = threading.Lock()
         self._infos: dict[str, AssetInfo] = {}
-        self._stop = threading.Event()
+        self._stop = threading.Event()  # stops the reads on the calling thread (none by default)
 
     # -- GDAL set-up ---------------------------------------------------------------------
     def gdal_options(self) -> dict[str, Any]:
@@ -436,7 +440,7 @@ class RemoteReader:
         last: Optional[Exception] = None
         deadline = Deadline(self.deadline, f"{what.lower()} {strip_signature(asset.href)}")
         for attempt in range(self.retries + 1):
-            if self._stop.is_set():
+            if self._stop_event().is_set():
                 raise CancelledError("Reading the remote assets was stopped.")
             path = self.gdal_path(asset)
             try:
@@ -458,7 +462,7 @@ class RemoteReader:
                         break
                     log.info("Reading %s failed (%s); retrying in %.1f s", strip_signature(asset.href),
                              strip_signature(message), wait)
-                    if self._stop.wait(wait):
+                    if self._stop_event().wait(wait):
                         raise CancelledError("Reading the remote assets was stopped.")
                     delay *= 2
         cause = strip_signature(str(last))
@@ -467,6 +471,10 @@ class RemoteReader:
                                    f"answer within {self.timeout:g} s ({cause})", asset.href, False)
         raise RemoteAssetError(f"{what} {strip_signature(asset.href)} failed after {attempt + 1} attempts: "
                                f"{cause}", asset.href, False)
+
+    def _stop_event(self) -> threading.Event:
+        """The event that stops the reads of this thread: its ``_in_parallel`` call's."""
+        return getattr(_reader_thread, "stop", None) or self._stop
 
     # -- asset descriptions ----------------------------------------------------------------
     def info(self, asset: AssetRef) -> AssetInfo:
@@ -517,9 +525,9 @@ class RemoteReader:
         and the progress updated after each and ``finished(tag)`` called.
 
         The calling thread waits in steps of a quarter of a second, so that Ctrl+C or a
-        cancellation stops the run at once: the calls not yet started are dropped and the
-        threads stop after the request they are in (a stalled one ends with GDAL's timeout, in
-        the background, without holding the program).
+        cancellation stops the run at once: the calls not yet started are dropped, the threads
+        are given 1 s to finish the request they are in, and one still waiting on a server is
+        left to end with GDAL's timeout, in the background, without holding the program.
 
         Returns:
             Asset key -> the error, for the calls whose asset failed.
@@ -531,7 +539,7 @@ class RemoteReader:
         results: queue.SimpleQueue = queue.SimpleQueue()
         for index in range(len(calls)):
             todo.put(index)
-        stop = self._stop = threading.Event()
+        stop = threading.Event()
 
         def worker() -> None:
             from osgeo import gdal
@@ -541,6 +549,11 @@ class RemoteReader:
             # silenced here, and CPL_DEBUG output, which even GDAL's quiet handler prints, is off.
             gdal.PushErrorHandler("CPLQuietErrorHandler")
             gdal.SetThreadLocalConfigOption("CPL_DEBUG", "OFF")
+            # The timeouts stay with the thread even if the caller, stopped, leaves its
+            # environment while this thread still waits on a server.
+            for key, value in options.items():
+                gdal.SetThreadLocalConfigOption(key, str(value))
+            _reader_thread.stop = stop
             try:
                 while not stop.is_set():
                     try:
@@ -554,10 +567,13 @@ class RemoteReader:
                     except BaseException as exc:  # handed to the waiting thread, which decides
                         results.put((index, exc))
             finally:
+                for key in options:
+                    gdal.SetThreadLocalConfigOption(key, None)
                 gdal.SetThreadLocalConfigOption("CPL_DEBUG", None)
                 gdal.PopErrorHandler()
 
-        with rasterio.Env(**self.gdal_options()):
+        options = self.gdal_options()
+        with rasterio.Env(**options):
             from osgeo import gdal
 
             gdal.NetworkStatsReset()
@@ -586,6 +602,11 @@ class RemoteReader:
                     progress(done / len(calls))
             except BaseException:
                 stop.set()
+                # A moment for the threads to finish the request they are in, so that the
+                # program rarely ends while GDAL works on one of them; a stalled one is left.
+                ends = time.monotonic() + 1.0
+                for thread in threads:
+                    thread.join(max(ends - time.monotonic(), 0.0))
                 raise
         return failures
 
@@ -602,7 +623,7 @@ class RemoteReader:
             from rasterio.windows import Window
 
             for row, col in todo:
-                if self._stop.is_set():
+                if self._stop_event().is_set():
                     raise CancelledError("Reading the remote assets was stopped.")
                 if self.cache.has(asset.key, asset.index, row, col):
                     continue

@@ -305,7 +305,8 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
         def scenes():
             from ...core.stac import CATALOG_KEY, load_items
 
-            catalog = (load_items(path).extra_fields.get(CATALOG_KEY) or {}).get("name", "url")
+            recorded = load_items(path).extra_fields.get(CATALOG_KEY)
+            catalog = recorded.get("name", "url") if isinstance(recorded, dict) else "url"
             try:
                 credentials = auth_credentials(auth, catalog)
             except ValueError as exc:

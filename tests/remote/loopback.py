@@ -225,7 +225,7 @@ class LoopbackServer:
         self.open_meteo_units = open_meteo_units
         self.cds_failure = cds_failure  # the reason a CDS job fails with, or None
         self.requests_seen: list[tuple[str, str, dict]] = []  # method, full path with query, headers
-        self.stopping = threading.Event()
+        self.stalls_released = threading.Event()  # set: stalled requests end (closed unanswered)
         self.faults: list[Fault] = []
         self.counters = Counters()
         self.open_meteo_requests: list[dict] = []
@@ -252,7 +252,7 @@ class LoopbackServer:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.stopping.set()
+        self.stalls_released.set()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -283,6 +283,12 @@ class LoopbackServer:
                 c.ranges += 1
                 if "," in range_header:
                     c.multirange += 1
+
+    def release_stalls(self) -> None:
+        """End the stalled requests (their connections close unanswered) and stall no more."""
+        self.faults[:] = [f for f in self.faults if f.kind != "stall"]
+        self.stalls_released.set()
+        self.stalls_released = threading.Event()
 
     def saw(self, text: str) -> bool:
         """True when ``text`` was in any request this server received (path, query or header)."""
@@ -344,7 +350,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.rfile.read(int(self.headers.get("Content-Length") or 0))  # the connection stays usable
         if fault == "stall":
             self.owner.count(self.command, path, 0, self.headers.get("Range", ""), 0)
-            self.owner.stopping.wait(60)
+            self.owner.stalls_released.wait(60)
             self.close_connection = True
             return
         if fault == "retry-after":
