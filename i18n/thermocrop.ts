@@ -4,42 +4,42 @@
 <context>
     <name>ThermoCrop</name>
     <message>
-        <location filename="../plugin/catalog.py" line="45"/>
+        <location filename="../plugin/catalog.py" line="44"/>
         <source>Give the address of the STAC API (http:// or https://) for &apos;Another STAC API&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="69"/>
+        <location filename="../plugin/catalog.py" line="68"/>
         <source>The authentication configuration {id} cannot be loaded; choose another one in QGIS&apos;s authentication manager (Settings &gt; Options &gt; Authentication).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="72"/>
+        <location filename="../plugin/catalog.py" line="71"/>
         <source>The authentication configuration {name} is of the {method} method; use a Basic one (user name and password).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="82"/>
+        <location filename="../plugin/catalog.py" line="81"/>
         <source>cloud ?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="82"/>
+        <location filename="../plugin/catalog.py" line="81"/>
         <source>cloud {c:.1f} %</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="90"/>
+        <location filename="../plugin/catalog.py" line="89"/>
         <source>{items} items on {dates} dates, tiles {tiles}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="90"/>
+        <location filename="../plugin/catalog.py" line="89"/>
         <source>unknown</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="138"/>
+        <location filename="../plugin/catalog.py" line="139"/>
         <source>ThermoCrop: search a catalogue</source>
         <translation type="unfinished"></translation>
     </message>
@@ -159,82 +159,179 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="69"/>
+        <location filename="../plugin/dependencies.py" line="65"/>
+        <source>pyproject.toml has no [project] dependencies list.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="82"/>
+        <source>pyproject.toml has no readable [project] dependencies list: {error}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="90"/>
+        <source>{spec!r} in pyproject.toml is not a pip requirement.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="103"/>
+        <source>{path} cannot be read ({error}); reinstall the ThermoCrop plugin.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="117"/>
+        <source>pyproject.toml pins no version of {name}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="150"/>
         <source>ThermoCrop needs Python 3.9 or newer; this QGIS runs Python {version}. Install QGIS 3.22 or newer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="72"/>
+        <location filename="../plugin/dependencies.py" line="153"/>
         <source>PyTorch publishes no wheels for Windows on ARM; run QGIS for x86-64 (it runs emulated on Windows on ARM).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="77"/>
+        <location filename="../plugin/dependencies.py" line="158"/>
         <source>PyTorch&apos;s last release for Intel Macs (torch {torch}) has no wheels for Python {version}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="118"/>
+        <location filename="../plugin/dependencies.py" line="199"/>
         <source>install the OSGeo4W package {package} (built on QGIS&apos;s GDAL) with the OSGeo4W setup of your QGIS: run its bin\setup.bat (or the OSGeo4W network installer, Advanced Install) as administrator, e.g. setup.bat -q -k -P {package}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="123"/>
+        <location filename="../plugin/dependencies.py" line="204"/>
         <source>it comes with the official QGIS macOS package; reinstall QGIS from qgis.org (a QGIS built with Homebrew or MacPorts needs its own package, e.g. {package})</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="126"/>
+        <location filename="../plugin/dependencies.py" line="207"/>
         <source>Debian/Ubuntu: apt install {package}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="143"/>
+        <location filename="../plugin/dependencies.py" line="236"/>
         <source>numpy comes with QGIS; reinstall QGIS</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="316"/>
+        <location filename="../plugin/dependencies.py" line="459"/>
         <source>; tried {candidates}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="317"/>
+        <location filename="../plugin/dependencies.py" line="460"/>
         <source> under {prefix}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="318"/>
+        <location filename="../plugin/dependencies.py" line="461"/>
         <source>Cannot find the Python {version} interpreter QGIS runs on{detail}. Install the packages by hand (see docs/install.md).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="361"/>
+        <location filename="../plugin/dependencies.py" line="504"/>
         <source>pip is missing; running {command}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="373"/>
+        <location filename="../plugin/dependencies.py" line="516"/>
         <source>{python} has no pip and ensurepip could not install it ({output}). Windows: add the OSGeo4W package python3-pip; Debian/Ubuntu: apt install python3-pip.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="425"/>
-        <source>All ThermoCrop requirements are installed.</source>
+        <location filename="../plugin/dependencies.py" line="580"/>
+        <source>ThermoCrop needs these Python packages, which are missing:</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="426"/>
-        <source>ThermoCrop cannot classify yet; these Python packages are missing:</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dependencies.py" line="437"/>
+        <location filename="../plugin/dependencies.py" line="592"/>
         <source>Install them from the ThermoCrop dock (&apos;Install missing packages&apos;), or run with QGIS&apos;s Python: {command}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="558"/>
+        <location filename="../plugin/dependencies.py" line="635"/>
+        <source>Could not check the packages with {python}: {error}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="639"/>
+        <source>Checking the packages with {python} stopped (exit code {code}): {output}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="649"/>
+        <source>ThermoCrop could not check that its packages import: {error}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="651"/>
+        <source>These Python packages are installed but do not import (checked in a new Python process with QGIS&apos;s path):</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="655"/>
+        <source>All ThermoCrop requirements are installed: {modules} import in a new Python process with QGIS&apos;s path. If this QGIS session still fails to import one, it loaded an older copy before they were installed: restart QGIS.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="799"/>
+        <source>Already in QGIS&apos;s Python in the same version, removed from {folder}: {names}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="807"/>
+        <source>Checking that {modules} import in a new Python process …</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="811"/>
+        <source>(the check)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="813"/>
+        <source>pip finished, but these packages do not import in a new Python process with QGIS&apos;s path:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="818"/>
+        <source>All of them import.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="825"/>
+        <source>Packages installed; every requirement imports in a new Python process with QGIS&apos;s path.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="827"/>
+        <source>The packages were installed, but some do not import:
+{tail}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="827"/>
+        <source>pip finished</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="830"/>
+        <source>Installation cancelled.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="831"/>
+        <source>pip failed ({code}); its output is in the ThermoCrop log:
+{tail}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="850"/>
         <source>Installing ThermoCrop packages</source>
         <translation type="unfinished"></translation>
     </message>
@@ -524,253 +621,242 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="768"/>
-        <source>Packages installed.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="771"/>
-        <source>pip failed ({code}); its output is in the ThermoCrop log:
-{tail}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="781"/>
+        <location filename="../plugin/dock.py" line="778"/>
         <source>empty: {name} beside the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="781"/>
+        <location filename="../plugin/dock.py" line="778"/>
         <source>choose a file (.gpkg, .shp, .geojson, .fgb)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="805"/>
+        <location filename="../plugin/dock.py" line="802"/>
         <source>Choose a parcel layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="808"/>
+        <location filename="../plugin/dock.py" line="805"/>
         <source>No feature of {layer} is selected; select parcels or untick &apos;Selected features only&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="813"/>
+        <location filename="../plugin/dock.py" line="810"/>
         <source>Search the catalogue first (Search), or untick &apos;Search a catalogue&apos; to use scene files.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="817"/>
+        <location filename="../plugin/dock.py" line="814"/>
         <source>Tick or add at least one Sentinel-2 scene.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="821"/>
+        <location filename="../plugin/dock.py" line="818"/>
         <source>Choose a daily temperature file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="826"/>
+        <location filename="../plugin/dock.py" line="823"/>
         <source>The class, confidence and status fields need three different names.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="834"/>
+        <location filename="../plugin/dock.py" line="831"/>
         <source>{layer} is not a file layer; choose the new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="839"/>
+        <location filename="../plugin/dock.py" line="836"/>
         <source>{layer} is read-only; choose &apos;New layer file&apos; to write the result.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="844"/>
+        <location filename="../plugin/dock.py" line="841"/>
         <source>Cannot write into {layer}: {problems}. Choose other field names or a new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="855"/>
+        <location filename="../plugin/dock.py" line="852"/>
         <source>The scene {path} does not exist; untick it or add it again.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="858"/>
+        <location filename="../plugin/dock.py" line="855"/>
         <source>Checking the inputs …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="874"/>
+        <location filename="../plugin/dock.py" line="871"/>
         <source>Not started: {reason}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="879"/>
+        <location filename="../plugin/dock.py" line="876"/>
         <source>Not started: {path} exists and is not to be replaced.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="885"/>
+        <location filename="../plugin/dock.py" line="882"/>
         <source>Not started: the fields exist and are not to be overwritten.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="940"/>
+        <location filename="../plugin/dock.py" line="937"/>
         <source>Classifying {n} parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="967"/>
+        <location filename="../plugin/dock.py" line="964"/>
         <source>The parcel layer was removed while classifying; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="971"/>
+        <location filename="../plugin/dock.py" line="968"/>
         <source>Cancelled; nothing was written and the layer was not changed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="974"/>
+        <location filename="../plugin/dock.py" line="971"/>
         <source>Classification failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="979"/>
+        <location filename="../plugin/dock.py" line="976"/>
         <source>{layer} (classified)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="981"/>
+        <location filename="../plugin/dock.py" line="978"/>
         <source>QGIS cannot open the written file {path}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="982"/>
+        <location filename="../plugin/dock.py" line="979"/>
         <source>the new layer {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="987"/>
+        <location filename="../plugin/dock.py" line="984"/>
         <source>{layer} (saved)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="988"/>
+        <location filename="../plugin/dock.py" line="985"/>
         <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="991"/>
+        <location filename="../plugin/dock.py" line="988"/>
         <source>Writing the result failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1003"/>
+        <location filename="../plugin/dock.py" line="1000"/>
         <source>Classified {done} of {n} parcels into {where}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1046"/>
+        <location filename="../plugin/dock.py" line="1043"/>
         <source>{qml} exists and was left as it is.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1048"/>
+        <location filename="../plugin/dock.py" line="1045"/>
         <source>Style saved to {qml}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1052"/>
+        <location filename="../plugin/dock.py" line="1049"/>
         <source>below 0.4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1052"/>
+        <location filename="../plugin/dock.py" line="1049"/>
         <source>0.4 to 0.6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1052"/>
+        <location filename="../plugin/dock.py" line="1049"/>
         <source>0.6 to 0.8</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1052"/>
+        <location filename="../plugin/dock.py" line="1049"/>
         <source>0.8 and above</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1052"/>
+        <location filename="../plugin/dock.py" line="1049"/>
         <source>not classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1081"/>
+        <location filename="../plugin/dock.py" line="1078"/>
         <source>{layer} is being edited; save or discard the edits to filter it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1085"/>
+        <location filename="../plugin/dock.py" line="1082"/>
         <source>{layer} cannot be filtered by its provider.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1091"/>
+        <location filename="../plugin/dock.py" line="1088"/>
         <source>{names} already exist(s). Overwrite?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1113"/>
+        <location filename="../plugin/dock.py" line="1110"/>
         <source>Reading the parcel's pixels …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1121"/>
+        <location filename="../plugin/dock.py" line="1118"/>
         <source>Explaining was cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1124"/>
+        <location filename="../plugin/dock.py" line="1121"/>
         <source>Cannot explain this parcel: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1146"/>
+        <location filename="../plugin/dock.py" line="1143"/>
         <source>against calendar date</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1151"/>
+        <location filename="../plugin/dock.py" line="1148"/>
         <source>growing degree days (°C·d)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1153"/>
+        <location filename="../plugin/dock.py" line="1150"/>
         <source>against thermal time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1164"/>
+        <location filename="../plugin/dock.py" line="1161"/>
         <source>class probability</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1174"/>
+        <location filename="../plugin/dock.py" line="1171"/>
         <source> of {layer}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1186"/>
+        <location filename="../plugin/dock.py" line="1183"/>
         <source>Select exactly one parcel of {layer} to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1188"/>
+        <location filename="../plugin/dock.py" line="1185"/>
         <source>Select exactly one parcel to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1192"/>
+        <location filename="../plugin/dock.py" line="1189"/>
         <source>Choose the scenes and the weather file on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -825,22 +911,22 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="98"/>
+        <location filename="../plugin/task.py" line="148"/>
         <source>ThermoCrop: classify parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="176"/>
+        <location filename="../plugin/task.py" line="202"/>
         <source>the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="226"/>
+        <location filename="../plugin/task.py" line="254"/>
         <source>ThermoCrop: explain a parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="247"/>
+        <location filename="../plugin/task.py" line="268"/>
         <source>Feature {fid} is no longer in {layer}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -905,92 +991,92 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="90"/>
+        <location filename="../plugin/algorithms/base.py" line="89"/>
         <source>{name} needs {modules}, which this QGIS cannot import.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="140"/>
+        <location filename="../plugin/algorithms/base.py" line="139"/>
         <source>Cancelled: {reason}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="170"/>
+        <location filename="../plugin/algorithms/base.py" line="169"/>
         <source>The parcel layer {problem}; assign the right one first (Layer Properties &gt; Source, or Assign projection; a shapefile needs its .prj).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="189"/>
+        <location filename="../plugin/algorithms/base.py" line="188"/>
         <source>Inputs checked in {seconds} s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="257"/>
+        <location filename="../plugin/algorithms/base.py" line="256"/>
         <source>Give either the temperature file {path!r} or the weather service {service}, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="262"/>
+        <location filename="../plugin/algorithms/base.py" line="261"/>
         <source>Give a daily temperature file (WEATHER), or choose a weather service (WEATHER_SERVICE).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="264"/>
+        <location filename="../plugin/algorithms/base.py" line="263"/>
         <source>temperature file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="280"/>
+        <location filename="../plugin/algorithms/base.py" line="279"/>
         <source>Temperatures from {service}: {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="317"/>
+        <location filename="../plugin/algorithms/base.py" line="316"/>
         <source>STAC items {path}: {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="337"/>
+        <location filename="../plugin/algorithms/base.py" line="336"/>
         <source>Give either scene files (&apos;{scenes}&apos;, &apos;{folder}&apos;) or saved STAC items (&apos;{stac}&apos;), not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="345"/>
+        <location filename="../plugin/algorithms/base.py" line="344"/>
         <source>The STAC items file {path!r} does not exist; choose the .json file &apos;Search a catalogue&apos; wrote.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="348"/>
+        <location filename="../plugin/algorithms/base.py" line="347"/>
         <source>{path!r} is not a STAC item collection; choose the .json file &apos;Search a catalogue&apos; wrote.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="352"/>
+        <location filename="../plugin/algorithms/base.py" line="351"/>
         <source>The scene folder {folder!r} does not exist; choose an existing folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="356"/>
+        <location filename="../plugin/algorithms/base.py" line="355"/>
         <source>Give Sentinel-2 scenes: &apos;{scenes}&apos; (SCENES, layers or files), &apos;{folder}&apos; (SCENE_FOLDER){stac}; one of them is required.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="367"/>
+        <location filename="../plugin/algorithms/base.py" line="366"/>
         <source>{dates} dates from {products} products</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="383"/>
+        <location filename="../plugin/algorithms/base.py" line="382"/>
         <source>The M (measure) values of the parcels are not written: {driver} files cannot hold them. Write a .gpkg, .shp, .fgb or .csv file to keep them.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="389"/>
+        <location filename="../plugin/algorithms/base.py" line="388"/>
         <source>Writing feature {fid} failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="409"/>
+        <location filename="../plugin/algorithms/base.py" line="408"/>
         <source>The {what} {path!r} does not exist; choose an existing file or folder.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1030,7 +1116,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="198"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="197"/>
         <source>Cancelled: nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1065,27 +1151,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="71"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="70"/>
         <source>Cannot read the dates {text!r}: write them as YYYY-MM-DD, separated by commas.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="97"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="96"/>
         <source>Give either DATES or scenes, so that there are dates to compute GDD at.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="101"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="100"/>
         <source>The cap temperature must be above the base temperature.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="164"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="163"/>
         <source>GDD of {n} parcels at {dates} dates from {weather}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="176"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="175"/>
         <source>{n} parcels have no usable temperatures (no grid cell with data within 25 km, or a gap of more than 3 days); their GDD fields stay empty. Features: {features}</source>
         <translation type="unfinished"></translation>
     </message>
