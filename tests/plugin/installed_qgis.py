@@ -159,11 +159,15 @@ def install():
         plugin.action.setChecked(True)
         dock = plugin.dock
         report["install_offered"] = dock.install_button.isVisibleTo(dock)
+        report["model_card_before"] = dock.model_card.text()
         start = time.monotonic()
         dock.install_button.click()
         wait_for(lambda: dock.install_task is None, 1500)
         report["install_seconds"] = time.monotonic() - start
         report["message"] = dock.message.text()
+        report["model_card_after"] = dock.model_card.text()
+        import torch
+        report["torch_in_session"] = torch.__file__
         from thermocrop.plugin import dependencies as deps
         report["folder"] = str(deps.dependency_folder())
         report["missing_after"] = [r.module for r in deps.missing_requirements()]

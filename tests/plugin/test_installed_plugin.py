@@ -116,6 +116,11 @@ def test_installer_in_qgis_installs_what_the_plugin_needs(installed_profile):
     # Installed, checked by importing in a new process, found at once in the same session.
     assert install["message"].startswith("Packages installed; every requirement imports"), install["message"]
     assert install["missing_after"] == []
+    # In the same session, without restarting QGIS: torch imports from the folder and the model
+    # card, which said torch was missing, describes the shipped model.
+    assert "Model not available" in install["model_card_before"] and "torch" in install["model_card_before"]
+    assert "Model not available" not in install["model_card_after"] and "default.tcm" in install["model_card_after"]
+    assert _inside(install["torch_in_session"], folder)
     assert folder.parent == installed_profile.profile / "python" / "thermocrop-packages"
     assert (folder / "torch").is_dir() and (folder / "typing_extensions.py").is_file()
     # The folder comes before the system's dist-packages on QGIS's path.
