@@ -39,7 +39,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="139"/>
+        <location filename="../plugin/catalog.py" line="136"/>
         <source>ThermoCrop: search a catalogue</source>
         <translation type="unfinished"></translation>
     </message>
@@ -159,112 +159,209 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="69"/>
+        <location filename="../plugin/dependencies.py" line="65"/>
+        <source>pyproject.toml has no [project] dependencies list.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="82"/>
+        <source>pyproject.toml has no readable [project] dependencies list: {error}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="90"/>
+        <source>{spec!r} in pyproject.toml is not a pip requirement.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="103"/>
+        <source>{path} cannot be read ({error}); reinstall the ThermoCrop plugin.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="117"/>
+        <source>pyproject.toml pins no version of {name}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="150"/>
         <source>ThermoCrop needs Python 3.9 or newer; this QGIS runs Python {version}. Install QGIS 3.22 or newer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="72"/>
+        <location filename="../plugin/dependencies.py" line="153"/>
         <source>PyTorch publishes no wheels for Windows on ARM; run QGIS for x86-64 (it runs emulated on Windows on ARM).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="77"/>
+        <location filename="../plugin/dependencies.py" line="158"/>
         <source>PyTorch&apos;s last release for Intel Macs (torch {torch}) has no wheels for Python {version}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="118"/>
+        <location filename="../plugin/dependencies.py" line="199"/>
         <source>install the OSGeo4W package {package} (built on QGIS&apos;s GDAL) with the OSGeo4W setup of your QGIS: run its bin\setup.bat (or the OSGeo4W network installer, Advanced Install) as administrator, e.g. setup.bat -q -k -P {package}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="123"/>
+        <location filename="../plugin/dependencies.py" line="204"/>
         <source>it comes with the official QGIS macOS package; reinstall QGIS from qgis.org (a QGIS built with Homebrew or MacPorts needs its own package, e.g. {package})</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="126"/>
+        <location filename="../plugin/dependencies.py" line="207"/>
         <source>Debian/Ubuntu: apt install {package}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="143"/>
+        <location filename="../plugin/dependencies.py" line="236"/>
         <source>numpy comes with QGIS; reinstall QGIS</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="316"/>
+        <location filename="../plugin/dependencies.py" line="459"/>
         <source>; tried {candidates}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="317"/>
+        <location filename="../plugin/dependencies.py" line="460"/>
         <source> under {prefix}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="318"/>
+        <location filename="../plugin/dependencies.py" line="461"/>
         <source>Cannot find the Python {version} interpreter QGIS runs on{detail}. Install the packages by hand (see docs/install.md).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="361"/>
+        <location filename="../plugin/dependencies.py" line="504"/>
         <source>pip is missing; running {command}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="373"/>
+        <location filename="../plugin/dependencies.py" line="516"/>
         <source>{python} has no pip and ensurepip could not install it ({output}). Windows: add the OSGeo4W package python3-pip; Debian/Ubuntu: apt install python3-pip.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="425"/>
-        <source>All ThermoCrop requirements are installed.</source>
+        <location filename="../plugin/dependencies.py" line="580"/>
+        <source>ThermoCrop needs these Python packages, which are missing:</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="426"/>
-        <source>ThermoCrop cannot classify yet; these Python packages are missing:</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dependencies.py" line="437"/>
+        <location filename="../plugin/dependencies.py" line="592"/>
         <source>Install them from the ThermoCrop dock (&apos;Install missing packages&apos;), or run with QGIS&apos;s Python: {command}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="558"/>
+        <location filename="../plugin/dependencies.py" line="635"/>
+        <source>Could not check the packages with {python}: {error}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="639"/>
+        <source>Checking the packages with {python} stopped (exit code {code}): {output}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="649"/>
+        <source>ThermoCrop could not check that its packages import: {error}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="651"/>
+        <source>These Python packages are installed but do not import (checked in a new Python process with QGIS&apos;s path):</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="655"/>
+        <source>All ThermoCrop requirements are installed: {modules} import in a new Python process with QGIS&apos;s path. If this QGIS session still fails to import one, it loaded an older copy before they were installed: restart QGIS.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="799"/>
+        <source>Already in QGIS&apos;s Python in the same version, removed from {folder}: {names}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="807"/>
+        <source>Checking that {modules} import in a new Python process …</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="811"/>
+        <source>(the check)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="813"/>
+        <source>pip finished, but these packages do not import in a new Python process with QGIS&apos;s path:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="818"/>
+        <source>All of them import.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="825"/>
+        <source>Packages installed; every requirement imports in a new Python process with QGIS&apos;s path.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="827"/>
+        <source>The packages were installed, but some do not import:
+{tail}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="827"/>
+        <source>pip finished</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="830"/>
+        <source>Installation cancelled.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="831"/>
+        <source>pip failed ({code}); its output is in the ThermoCrop log:
+{tail}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependencies.py" line="850"/>
         <source>Installing ThermoCrop packages</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="123"/>
+        <location filename="../plugin/dock.py" line="127"/>
         <source>{field} is longer than a shapefile field name may be ({n} characters)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="126"/>
+        <location filename="../plugin/dock.py" line="130"/>
         <source>the probability fields (p_&lt;class&gt;, crop_margin, crop_entropy) do not fit shapefile field names</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="147"/>
+        <location filename="../plugin/dock.py" line="151"/>
         <source>{layer} cannot be edited; write a new layer file instead.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="155"/>
+        <location filename="../plugin/dock.py" line="159"/>
         <source>ThermoCrop classification</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="172"/>
+        <location filename="../plugin/dock.py" line="176"/>
         <source>Saving {layer} failed: {errors}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="224"/>
+        <location filename="../plugin/dock.py" line="228"/>
         <source>The parcel layer {layer}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -274,172 +371,172 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="555"/>
+        <location filename="../plugin/dock.py" line="559"/>
         <source>Classify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="331"/>
+        <location filename="../plugin/dock.py" line="335"/>
         <source>Explain</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="361"/>
+        <location filename="../plugin/dock.py" line="365"/>
         <source>Accuracy assessment: {message}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="364"/>
+        <location filename="../plugin/dock.py" line="368"/>
         <source>Accuracy assessment finished; the report is on the Accuracy tab.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="372"/>
+        <location filename="../plugin/dock.py" line="376"/>
         <source>Accuracy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="380"/>
+        <location filename="../plugin/dock.py" line="384"/>
         <source>Model {name} trained and chosen for the next classification.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="249"/>
+        <location filename="../plugin/train_panel.py" line="248"/>
         <source>Train</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="432"/>
+        <location filename="../plugin/dock.py" line="436"/>
         <source>Input</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="436"/>
+        <location filename="../plugin/dock.py" line="440"/>
         <source>Polygon layer of the project whose parcels are classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="585"/>
+        <location filename="../plugin/dock.py" line="589"/>
         <source>Parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="439"/>
+        <location filename="../plugin/dock.py" line="443"/>
         <source>Selected features only</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="447"/>
+        <location filename="../plugin/dock.py" line="451"/>
         <source>Ticked scenes are used: the project&apos;s Sentinel-2 rasters and added files or folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="449"/>
+        <location filename="../plugin/dock.py" line="453"/>
         <source>Scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="451"/>
+        <location filename="../plugin/dock.py" line="455"/>
         <source>Add files…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="452"/>
+        <location filename="../plugin/dock.py" line="456"/>
         <source>Add Sentinel-2 products: .zip or .SAFE (choose its MTD_MSIL*.xml), or GeoTIFF / JPEG 2000 files</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="454"/>
+        <location filename="../plugin/dock.py" line="458"/>
         <source>Add folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="455"/>
+        <location filename="../plugin/dock.py" line="459"/>
         <source>Add a folder: every product and raster in it (and below) is read</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="456"/>
+        <location filename="../plugin/dock.py" line="460"/>
         <source>Remove</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="457"/>
+        <location filename="../plugin/dock.py" line="461"/>
         <source>Remove the selected files or folders added by hand (a project layer stays listed: untick it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="459"/>
+        <location filename="../plugin/dock.py" line="463"/>
         <source>Clear</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="460"/>
+        <location filename="../plugin/dock.py" line="464"/>
         <source>Remove every file and folder added by hand</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="482"/>
+        <location filename="../plugin/dock.py" line="486"/>
         <source>Where the daily temperatures come from: a file, or a weather service fetched for the parcels when the run starts and kept in the cache (Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="489"/>
+        <location filename="../plugin/dock.py" line="493"/>
         <source>Temperatures (*.nc *.nc4 *.csv);;All files (*)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="490"/>
+        <location filename="../plugin/dock.py" line="494"/>
         <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="492"/>
+        <location filename="../plugin/dock.py" line="496"/>
         <source>Weather</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="500"/>
+        <location filename="../plugin/dock.py" line="504"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="241"/>
+        <location filename="../plugin/train_panel.py" line="240"/>
         <source>ThermoCrop model (*.tcm)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="503"/>
+        <location filename="../plugin/dock.py" line="507"/>
         <source>empty: the shipped model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="512"/>
+        <location filename="../plugin/dock.py" line="516"/>
         <source>Output</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="514"/>
+        <location filename="../plugin/dock.py" line="518"/>
         <source>New layer file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="515"/>
+        <location filename="../plugin/dock.py" line="519"/>
         <source>Write the parcels with the result fields to a new file; the parcel layer is not changed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="517"/>
+        <location filename="../plugin/dock.py" line="521"/>
         <source>Fields of the parcel layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="518"/>
+        <location filename="../plugin/dock.py" line="522"/>
         <source>Add the result fields to the parcel layer and save it (in a running edit session: one undoable edit)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="527"/>
+        <location filename="../plugin/dock.py" line="531"/>
         <source>GeoPackage (*.gpkg);;Shapefile (*.shp);;GeoJSON (*.geojson);;FlatGeobuf (*.fgb)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -459,112 +556,112 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="540"/>
+        <location filename="../plugin/dock.py" line="544"/>
         <source>Probabilities, margin, entropy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="541"/>
+        <location filename="../plugin/dock.py" line="545"/>
         <source>Also write p_&lt;class&gt; for every class, crop_margin (best minus second best probability) and crop_entropy (0 sure .. 1 undecided)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="250"/>
+        <location filename="../plugin/train_panel.py" line="249"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="575"/>
+        <location filename="../plugin/dock.py" line="579"/>
         <source>Install missing packages</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="580"/>
+        <location filename="../plugin/dock.py" line="584"/>
         <source>Parcels per class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="585"/>
+        <location filename="../plugin/dock.py" line="589"/>
         <source>Class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="585"/>
+        <location filename="../plugin/dock.py" line="589"/>
         <source>Share</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="590"/>
+        <location filename="../plugin/dock.py" line="594"/>
         <source>colour by class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="590"/>
+        <location filename="../plugin/dock.py" line="594"/>
         <source>colour by confidence</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="591"/>
+        <location filename="../plugin/dock.py" line="595"/>
         <source>The result layer&apos;s style: class colours, or confidence from purple (unsure) to yellow (sure)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="595"/>
+        <location filename="../plugin/dock.py" line="599"/>
         <source>only below</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="596"/>
+        <location filename="../plugin/dock.py" line="600"/>
         <source>Show only the parcels whose confidence is below the threshold (a filter on the result layer; untick to show all)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="617"/>
+        <location filename="../plugin/dock.py" line="621"/>
         <source>Click a parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="619"/>
+        <location filename="../plugin/dock.py" line="623"/>
         <source>Then click a parcel of the classified layer on the map to explain it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="622"/>
+        <location filename="../plugin/dock.py" line="626"/>
         <source>Explain the selected</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="623"/>
+        <location filename="../plugin/dock.py" line="627"/>
         <source>Explain the one selected parcel of the classified layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="633"/>
+        <location filename="../plugin/dock.py" line="637"/>
         <source>A field of the parcels with their known (reference) class, shown beside the prediction; empty: none</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="635"/>
+        <location filename="../plugin/dock.py" line="639"/>
         <source>Reference</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="637"/>
+        <location filename="../plugin/dock.py" line="641"/>
         <source>Click a parcel of the classified layer (or select one) to see its NDVI series against the calendar and against growing degree days, and the model&apos;s class probabilities.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="770"/>
+        <location filename="../plugin/dock.py" line="774"/>
         <source>Project layers stay listed; untick them to leave them out of the run.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="784"/>
+        <location filename="../plugin/dock.py" line="788"/>
         <source>Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="788"/>
+        <location filename="../plugin/dock.py" line="792"/>
         <source>Folder of Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
@@ -574,288 +671,277 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="818"/>
+        <location filename="../plugin/dock.py" line="822"/>
         <source>fetched from {service} when the run starts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="891"/>
+        <location filename="../plugin/dock.py" line="895"/>
         <source>No model at {path}; choose a .tcm file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="896"/>
+        <location filename="../plugin/dock.py" line="900"/>
         <source>Model not available: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="899"/>
+        <location filename="../plugin/dock.py" line="903"/>
         <source>not recorded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="922"/>
+        <location filename="../plugin/dock.py" line="926"/>
         <source>Installing into {folder} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="927"/>
-        <source>Packages installed.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="930"/>
-        <source>pip failed ({code}); its output is in the ThermoCrop log:
-{tail}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="940"/>
+        <location filename="../plugin/dock.py" line="942"/>
         <source>empty: {name} beside the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="940"/>
+        <location filename="../plugin/dock.py" line="942"/>
         <source>choose a file (.gpkg, .shp, .geojson, .fgb)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="964"/>
+        <location filename="../plugin/dock.py" line="966"/>
         <source>Choose a parcel layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="967"/>
+        <location filename="../plugin/dock.py" line="969"/>
         <source>No feature of {layer} is selected; select parcels or untick &apos;Selected features only&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="972"/>
+        <location filename="../plugin/dock.py" line="974"/>
         <source>Search the catalogue first (Search), or untick &apos;Search a catalogue&apos; to use scene files.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="976"/>
+        <location filename="../plugin/dock.py" line="978"/>
         <source>Tick or add at least one Sentinel-2 scene.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="982"/>
+        <location filename="../plugin/dock.py" line="984"/>
         <source>Choose a daily temperature file, or a weather service under &apos;Weather&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="987"/>
+        <location filename="../plugin/dock.py" line="989"/>
         <source>The class, confidence and status fields need three different names.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="995"/>
+        <location filename="../plugin/dock.py" line="997"/>
         <source>{layer} is not a file layer; choose the new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1000"/>
+        <location filename="../plugin/dock.py" line="1002"/>
         <source>{layer} is read-only; choose &apos;New layer file&apos; to write the result.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1005"/>
+        <location filename="../plugin/dock.py" line="1007"/>
         <source>Cannot write into {layer}: {problems}. Choose other field names or a new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1016"/>
+        <location filename="../plugin/dock.py" line="1018"/>
         <source>The scene {path} does not exist; untick it or add it again.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1019"/>
+        <location filename="../plugin/dock.py" line="1021"/>
         <source>Checking the inputs …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1036"/>
+        <location filename="../plugin/dock.py" line="1038"/>
         <source>Not started: {reason}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1041"/>
+        <location filename="../plugin/dock.py" line="1043"/>
         <source>Not started: {path} exists and is not to be replaced.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1047"/>
+        <location filename="../plugin/dock.py" line="1049"/>
         <source>Not started: the fields exist and are not to be overwritten.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1112"/>
+        <location filename="../plugin/dock.py" line="1114"/>
         <source>Fetching the daily temperatures of {layer}'s parcels from {service} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1178"/>
+        <location filename="../plugin/dock.py" line="1180"/>
         <source>The parcel layer was removed while classifying; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1182"/>
+        <location filename="../plugin/dock.py" line="1184"/>
         <source>Cancelled; nothing was written and the layer was not changed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1133"/>
+        <location filename="../plugin/dock.py" line="1135"/>
         <source>No temperatures from {service}: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="280"/>
+        <location filename="../plugin/algorithms/base.py" line="279"/>
         <source>Temperatures from {service}: {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1151"/>
+        <location filename="../plugin/dock.py" line="1153"/>
         <source>Classifying {n} parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1185"/>
+        <location filename="../plugin/dock.py" line="1187"/>
         <source>Classification failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1190"/>
+        <location filename="../plugin/dock.py" line="1192"/>
         <source>{layer} (classified)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1193"/>
+        <location filename="../plugin/dock.py" line="1195"/>
         <source>QGIS cannot open the written file {path}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1194"/>
+        <location filename="../plugin/dock.py" line="1196"/>
         <source>the new layer {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1199"/>
+        <location filename="../plugin/dock.py" line="1201"/>
         <source>{layer} (saved)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1200"/>
+        <location filename="../plugin/dock.py" line="1202"/>
         <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1203"/>
+        <location filename="../plugin/dock.py" line="1205"/>
         <source>Writing the result failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1218"/>
+        <location filename="../plugin/dock.py" line="1220"/>
         <source>Classified {done} of {n} parcels ({unknown} unknown) into {where}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1261"/>
+        <location filename="../plugin/dock.py" line="1263"/>
         <source>{qml} exists and was left as it is.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1263"/>
+        <location filename="../plugin/dock.py" line="1265"/>
         <source>Style saved to {qml}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1267"/>
+        <location filename="../plugin/dock.py" line="1269"/>
         <source>below 0.4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1267"/>
+        <location filename="../plugin/dock.py" line="1269"/>
         <source>0.4 to 0.6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1267"/>
+        <location filename="../plugin/dock.py" line="1269"/>
         <source>0.6 to 0.8</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1267"/>
+        <location filename="../plugin/dock.py" line="1269"/>
         <source>0.8 and above</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1267"/>
+        <location filename="../plugin/dock.py" line="1269"/>
         <source>not classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1296"/>
+        <location filename="../plugin/dock.py" line="1298"/>
         <source>{layer} is being edited; save or discard the edits to filter it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1300"/>
+        <location filename="../plugin/dock.py" line="1302"/>
         <source>{layer} cannot be filtered by its provider.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1306"/>
+        <location filename="../plugin/dock.py" line="1308"/>
         <source>{names} already exist(s). Overwrite?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1329"/>
+        <location filename="../plugin/dock.py" line="1331"/>
         <source>Reading the parcel's pixels …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1337"/>
+        <location filename="../plugin/dock.py" line="1339"/>
         <source>Explaining was cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1340"/>
+        <location filename="../plugin/dock.py" line="1342"/>
         <source>Cannot explain this parcel: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1347"/>
+        <location filename="../plugin/dock.py" line="1349"/>
         <source>Reference: {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1347"/>
+        <location filename="../plugin/dock.py" line="1349"/>
         <source>none given</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1373"/>
+        <location filename="../plugin/dock.py" line="1375"/>
         <source>against calendar date</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1378"/>
+        <location filename="../plugin/dock.py" line="1380"/>
         <source>growing degree days (°C·d)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1380"/>
+        <location filename="../plugin/dock.py" line="1382"/>
         <source>against thermal time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1394"/>
+        <location filename="../plugin/dock.py" line="1396"/>
         <source>class probability</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1404"/>
+        <location filename="../plugin/dock.py" line="1406"/>
         <source> of {layer}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -970,27 +1056,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="200"/>
+        <location filename="../plugin/train_panel.py" line="199"/>
         <source>Polygon layer whose parcels carry a crop label or code</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="202"/>
+        <location filename="../plugin/train_panel.py" line="201"/>
         <source>Field of each parcel&apos;s crop label (class names or crop codes); parcels with an empty value are left out</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="206"/>
+        <location filename="../plugin/train_panel.py" line="205"/>
         <source>Field of each parcel&apos;s spatial block (e.g. a 10 km grid cell): training, validation and test are split by block. Empty: a random split</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="211"/>
+        <location filename="../plugin/train_panel.py" line="210"/>
         <source>Map national crop codes to classes with the paper&apos;s table for France, Denmark or Austria; codes not in it become &apos;unknown&apos;</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="216"/>
+        <location filename="../plugin/train_panel.py" line="215"/>
         <source>Layer</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1000,157 +1086,157 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="218"/>
+        <location filename="../plugin/train_panel.py" line="217"/>
         <source>Block field</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="219"/>
+        <location filename="../plugin/train_panel.py" line="218"/>
         <source>Crop codes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="221"/>
+        <location filename="../plugin/train_panel.py" line="220"/>
         <source>Training</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="229"/>
+        <location filename="../plugin/train_panel.py" line="228"/>
         <source> (recommended)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="233"/>
+        <location filename="../plugin/train_panel.py" line="232"/>
         <source>epochs</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="233"/>
+        <location filename="../plugin/train_panel.py" line="232"/>
         <source>steps per epoch</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="233"/>
+        <location filename="../plugin/train_panel.py" line="232"/>
         <source>parcels per step</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="243"/>
+        <location filename="../plugin/train_panel.py" line="242"/>
         <source>empty: beside the project</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="244"/>
+        <location filename="../plugin/train_panel.py" line="243"/>
         <source>Variant</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="245"/>
+        <location filename="../plugin/train_panel.py" line="244"/>
         <source>Budget</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="247"/>
+        <location filename="../plugin/train_panel.py" line="246"/>
         <source>Model file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="257"/>
+        <location filename="../plugin/train_panel.py" line="256"/>
         <source>Uses the scenes and weather of the Classify tab; the new model is saved beside the project and chosen for the next classification.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="317"/>
+        <location filename="../plugin/train_panel.py" line="316"/>
         <source>{steps:,} steps of {batch} parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="320"/>
+        <location filename="../plugin/train_panel.py" line="319"/>
         <source>; about {time} at the {ms:.0f} ms per step measured here last time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="323"/>
+        <location filename="../plugin/train_panel.py" line="322"/>
         <source>; the time is measured and shown before the training starts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="333"/>
+        <location filename="../plugin/train_panel.py" line="332"/>
         <source>Choose the labelled parcel layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="336"/>
+        <location filename="../plugin/train_panel.py" line="335"/>
         <source>Choose the field of {layer} that holds the crop labels.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="340"/>
+        <location filename="../plugin/train_panel.py" line="339"/>
         <source>The label and block fields are the same; choose the block field or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="344"/>
+        <location filename="../plugin/train_panel.py" line="343"/>
         <source>Tick or add the Sentinel-2 scenes on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="346"/>
+        <location filename="../plugin/train_panel.py" line="345"/>
         <source>Choose the daily temperature file (or a weather service) on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="356"/>
+        <location filename="../plugin/train_panel.py" line="355"/>
         <source>{path} (or its dataset folder) exists; choose a new model file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="372"/>
+        <location filename="../plugin/train_panel.py" line="371"/>
         <source>Save the project first, or choose the model file: {layer} is no file layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="400"/>
+        <location filename="../plugin/train_panel.py" line="399"/>
         <source>Extracting the labelled parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="409"/>
+        <location filename="../plugin/train_panel.py" line="408"/>
         <source>Training: {estimate}. Cancel stops it and leaves nothing behind.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="429"/>
+        <location filename="../plugin/train_panel.py" line="428"/>
         <source>Training cancelled; no model or dataset was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="432"/>
+        <location filename="../plugin/train_panel.py" line="431"/>
         <source>Training failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="439"/>
+        <location filename="../plugin/train_panel.py" line="438"/>
         <source>Model saved to {path} and chosen for the next classification{scores}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="441"/>
+        <location filename="../plugin/train_panel.py" line="440"/>
         <source>Trained {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="447"/>
+        <location filename="../plugin/train_panel.py" line="446"/>
         <source>{n:.0f} s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="449"/>
+        <location filename="../plugin/train_panel.py" line="448"/>
         <source>{n:.0f} min</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="450"/>
+        <location filename="../plugin/train_panel.py" line="449"/>
         <source>{n:.1f} h</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1165,57 +1251,57 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/widgets.py" line="30"/>
+        <location filename="../plugin/widgets.py" line="42"/>
         <source>dataset folders, separated by &apos;;&apos;</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/widgets.py" line="39"/>
+        <location filename="../plugin/widgets.py" line="51"/>
         <source>Add a dataset folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/widgets.py" line="45"/>
+        <location filename="../plugin/widgets.py" line="57"/>
         <source>Dataset folder (from Export training data)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="98"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="101"/>
         <source>Choose both the map (predicted) class field and the reference class field.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="100"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="103"/>
         <source>The map and reference fields are the same field; choose the field holding the reference (ground truth) classes.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="104"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="107"/>
         <source>The class-area table {table!r} does not exist; choose a CSV file or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="111"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="137"/>
         <source>The classified layer could not be read; check INPUT.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="117"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="143"/>
         <source>The layer has no field {name!r} ({what}); its fields are {fields}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="124"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="150"/>
         <source>Map class areas from the layer need polygons; choose the parcel count weighting, give CLASS_AREAS or choose no weighting.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="148"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="175"/>
         <source>{n} reference units: overall accuracy {oa}, kappa {kappa}, macro F1 {f1}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="153"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="180"/>
         <source>Area-adjusted overall accuracy {estimate} (95 %)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1225,37 +1311,37 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="90"/>
+        <location filename="../plugin/algorithms/base.py" line="89"/>
         <source>{name} needs {modules}, which this QGIS cannot import.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="140"/>
+        <location filename="../plugin/algorithms/base.py" line="139"/>
         <source>Cancelled: {reason}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="170"/>
+        <location filename="../plugin/algorithms/base.py" line="169"/>
         <source>The parcel layer {problem}; assign the right one first (Layer Properties &gt; Source, or Assign projection; a shapefile needs its .prj).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="189"/>
+        <location filename="../plugin/algorithms/base.py" line="188"/>
         <source>Inputs checked in {seconds} s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="257"/>
+        <location filename="../plugin/algorithms/base.py" line="256"/>
         <source>Give either the temperature file {path!r} or the weather service {service}, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="262"/>
+        <location filename="../plugin/algorithms/base.py" line="261"/>
         <source>Give a daily temperature file (WEATHER), or choose a weather service (WEATHER_SERVICE).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="264"/>
+        <location filename="../plugin/algorithms/base.py" line="263"/>
         <source>temperature file</source>
         <translation type="unfinished"></translation>
     </message>

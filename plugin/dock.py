@@ -931,6 +931,7 @@ class ThermoCropDock(QgsDockWidget):
                 QgsMessageLog.logMessage(output, LOG_TAG, Qgis.Critical)
             self.say(describe_install(code, output), Qgis.Success if code == 0 else Qgis.Critical, bar=True)
             self.check_dependencies()
+            self.show_model_card()  # it said torch was missing
 
         self.install_task = make_install_task(missing, folder, done)
         QgsApplication.taskManager().addTask(self.install_task)

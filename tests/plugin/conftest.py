@@ -96,3 +96,7 @@ def region_weather(tiny_region):
 def scene_files(tiny_region):
     """The tiny region's scene files, as a Processing multiple-layer value."""
     return sorted(str(p) for p in (tiny_region / "scenes").glob("*.tif"))
+
+
+# The plugin installed from its zip into a fresh profile, packages and all (tests/plugin/installed_qgis.py).
+from installed_qgis import installed_profile  # noqa: E402,F401

@@ -317,16 +317,13 @@ def test_import_check_runs_in_a_new_process_with_the_given_path(tmp_path):
         sys.modules.pop("tc_check_torch")
 
 
-def test_nothing_missing_is_only_said_after_importing(tmp_path):
+def test_nothing_missing_is_only_said_after_importing(tmp_path, monkeypatch):
     broken = tmp_path / "tc_broken_req.py"
     broken.write_text("raise ImportError('cannot import name deprecated')\n")
-    sys.path.insert(0, str(tmp_path))
-    try:
-        assert deps.missing_requirements([deps.Requirement("tc_broken_req", "tc-broken-req")]) == []
-        text = deps.describe_missing([], requirements=[deps.Requirement("json"),
-                                                       deps.Requirement("tc_broken_req", "tc-broken-req")])
-    finally:
-        sys.path.remove(str(tmp_path))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert deps.missing_requirements([deps.Requirement("tc_broken_req", "tc-broken-req")]) == []
+    text = deps.describe_missing([], requirements=[deps.Requirement("json"),
+                                                   deps.Requirement("tc_broken_req", "tc-broken-req")])
     assert "do not import" in text and "tc_broken_req: ImportError: cannot import name deprecated" in text
     assert "All ThermoCrop requirements are installed" not in text
     fine = deps.describe_missing([], requirements=[deps.Requirement("json")])

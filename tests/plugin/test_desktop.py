@@ -1,20 +1,16 @@
 """The dock in the real QGIS desktop under Xvfb, at the screen sizes analysts work at: the status
 (buttons, progress, message, install button, class counts) is on screen without scrolling, and a
-failure reaches the message bar and the message log."""
+failure reaches the message bar and the message log. The plugin is the zip installed into a
+profile with its packages (tests/plugin/installed_qgis.py), QGIS started without the test
+environment's path."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-from pathlib import Path
-
 import pytest
 
-pytestmark = [pytest.mark.qgis, pytest.mark.slow]
+from installed_qgis import analyst_environment, run_qgis
 
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.qgis, pytest.mark.slow]
 
 CODE = r'''
 import json, os, time, traceback
@@ -23,7 +19,7 @@ from qgis.PyQt.QtCore import QPoint, QTimer
 from qgis.PyQt.QtWidgets import QApplication, QScrollArea
 from qgis.utils import iface, plugins
 
-OUT = os.environ["THERMOCROP_CHECK"]
+OUT = os.environ["THERMOCROP_REPORT"]
 
 
 def settle(seconds=0.8):
@@ -90,31 +86,8 @@ QTimer.singleShot(1500, check)
 
 
 @pytest.mark.parametrize("size", ["1366x768", "1280x800"])
-def test_status_is_visible_without_scrolling_in_qgis(size, tmp_path):
-    if shutil.which("xvfb-run") is None or shutil.which("qgis") is None:
-        pytest.fail("the QGIS desktop and xvfb are missing; make setup installs them")
-    width, height = size.split("x")
-    ini = tmp_path / "profiles" / "profiles" / "default" / "QGIS" / "QGIS3.ini"
-    ini.parent.mkdir(parents=True)
-    ini.write_text("[PythonPlugins]\nthermocrop=true\n\n[qgis]\nshowTips=false\ncheckVersion=false\n")
-    (tmp_path / "plugins").mkdir()
-    (tmp_path / "plugins" / "thermocrop").symlink_to(ROOT)
-    code = tmp_path / "check.py"
-    code.write_text(CODE)
-    out = tmp_path / "report.json"
-    site = next((ROOT / ".venv" / "lib").glob("python3*/site-packages"), None)
-    env = dict(os.environ, THERMOCROP_CHECK=str(out), QGIS_PLUGINPATH=str(tmp_path / "plugins"),
-               QT_QPA_PLATFORM="xcb", PROJ_DATA="/usr/share/proj",
-               XDG_RUNTIME_DIR=os.environ.get("XDG_RUNTIME_DIR", "/tmp/runtime-thermocrop"))
-    if site is not None:
-        env["PYTHONPATH"] = str(site)
-    Path(env["XDG_RUNTIME_DIR"]).mkdir(mode=0o700, exist_ok=True)
-    subprocess.run(["xvfb-run", "-a", "-s", f"-screen 0 {width}x{height}x24", "qgis", "--nologo",
-                    "--noversioncheck", "--profiles-path", str(tmp_path / "profiles"), "--code", str(code)],
-                   env=env, timeout=240, capture_output=True)
-    assert out.is_file(), "QGIS did not run the check"
-    report = json.loads(out.read_text())
-    assert "error" not in report, report.get("error")
+def test_status_is_visible_without_scrolling_in_qgis(size, installed_profile, tmp_path):
+    report = run_qgis(installed_profile.profiles, CODE, analyst_environment(), tmp_path, timeout=240, size=size)
     for name, state in report["shown"].items():
         assert state == {"visible": True, "scrolled": False, "inside": True, "on_screen": True}, (size, name, state)
     assert report["counts_rows_visible"], size

@@ -42,8 +42,14 @@ def test_zip_holds_only_what_the_plugin_runs_on(plugin_zip, tmp_path):
     names = zipfile.ZipFile(plugin_zip).namelist()
     assert all(n.startswith("thermocrop/") for n in names)
     inside = [n.removeprefix("thermocrop/") for n in names]
-    for excluded in ("tests/", "benchmarks/", "docs/img/", "scripts/", "training/commands/", "training/synth/"):
+    for excluded in ("tests/", "benchmarks/", "docs/img/", "scripts/"):
         assert not any(n.startswith(excluded) for n in inside), excluded
+    # Every module of the package, whether or not an import statement names it (the dialogs'
+    # widgets are named in a string), and the project file the installer reads.
+    modules = {p.relative_to(ROOT).as_posix() for folder in ("core", "training", "plugin")
+               for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts}
+    assert "plugin/widgets.py" in modules and modules <= set(inside), sorted(modules - set(inside))
+    assert "pyproject.toml" in inside
     assert not any(n.endswith(".pyc") or "__pycache__" in n for n in inside)
     # Of the docs only the pages the plugin opens or names in its messages.
     assert sorted(n for n in inside if n.endswith(".md")) == ["docs/accuracy.md", "docs/install.md",
@@ -72,6 +78,48 @@ def test_zip_holds_only_what_the_plugin_runs_on(plugin_zip, tmp_path):
     # The same tree gives the same bytes.
     again = packager.build_package(tmp_path)
     assert again.read_bytes() == plugin_zip.read_bytes()
+
+
+IMPORT_ALL = r"""
+import json, pkgutil, importlib, sys
+plugins, others = json.loads(sys.argv[1])
+sys.path[:] = [plugins, *others]
+import thermocrop
+failed, outside = {}, []
+names = ["thermocrop"] + [m.name for m in pkgutil.walk_packages(thermocrop.__path__, "thermocrop.")]
+for name in names:
+    try:
+        module = importlib.import_module(name)
+    except Exception as exc:
+        failed[name] = "%s: %s" % (type(exc).__name__, exc)
+        continue
+    if not module.__file__.startswith(plugins):
+        outside.append(name)
+print(json.dumps({"names": names, "failed": failed, "outside": outside}))
+"""
+
+
+@pytest.mark.qgis
+def test_every_module_imports_from_the_unpacked_zip(plugin_zip, tmp_path):
+    """Each module of the source tree imports from the unpacked zip, in an interpreter that cannot
+    reach the checkout (no site processing, so no editable install; no folder holding it)."""
+    import json
+
+    plugins = tmp_path / "plugins"
+    zipfile.ZipFile(plugin_zip).extractall(plugins)
+    others = [p for p in sys.path if p and not (Path(p) / "thermocrop").exists() and Path(p) != ROOT
+              and Path(p).resolve() != ROOT]
+    others += ["/usr/share/qgis/python", "/usr/share/qgis/python/plugins"]
+    proc = subprocess.run([sys.executable, "-S", "-c", IMPORT_ALL, json.dumps([str(plugins), others])],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          env=dict(os.environ, QT_QPA_PLATFORM="offscreen"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    expected = {"thermocrop." + ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+                for folder in ("core", "training", "plugin") for p in (ROOT / folder).rglob("*.py")
+                if "__pycache__" not in p.parts}
+    assert expected <= set(found["names"]), sorted(expected - set(found["names"]))
+    assert found["failed"] == {} and found["outside"] == []
 
 
 def test_zip_passes_the_repository_checks(plugin_zip):
@@ -165,27 +213,20 @@ def test_make_package_writes_the_zip(tmp_path):
 
 @pytest.mark.qgis
 @pytest.mark.slow
-def test_zip_installed_in_a_fresh_profile_runs_headless(plugin_zip, tiny_region, tmp_path):
-    """Unpack the zip where QGIS's plugin manager puts plugins, with no other copy of ThermoCrop in
-    reach (no QGIS_PLUGINPATH, no editable install on the path), then classify with the shipped
-    model and assess the result through qgis_process."""
+def test_zip_installed_in_a_fresh_profile_runs_headless(installed_profile, tiny_region, tmp_path):
+    """The zip unpacked where QGIS's plugin manager puts plugins, its packages installed by the dock's
+    installer (tests/plugin/installed_qgis.py), and nothing of the test environment in reach (no
+    PYTHONPATH, no virtual environment, no QGIS_PLUGINPATH): classify with the shipped model and
+    assess the result through qgis_process."""
     import csv
-    import sysconfig
 
     import geopandas as gpd
 
+    from installed_qgis import analyst_environment
+
     from thermocrop.plugin.headless import qgis_process_program
 
-    config = tmp_path / "qgis-config"
-    plugins = config / "profiles" / "default" / "python" / "plugins"
-    plugins.mkdir(parents=True)
-    zipfile.ZipFile(plugin_zip).extractall(plugins)
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("QGIS_PLUGINPATH", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
-    # torch lives in the virtual environment; a PYTHONPATH entry does not run its .pth files,
-    # so the editable install of the checkout stays out of reach.
-    env.update(QGIS_CUSTOM_CONFIG_PATH=str(config), PYTHONPATH=sysconfig.get_paths()["purelib"],
-               QT_QPA_PLATFORM="offscreen")
+    env = analyst_environment(QGIS_CUSTOM_CONFIG_PATH=str(installed_profile.profiles), QT_QPA_PLATFORM="offscreen")
     program = qgis_process_program()
 
     def qgis_process(*args, timeout=600):
@@ -193,7 +234,8 @@ def test_zip_installed_in_a_fresh_profile_runs_headless(plugin_zip, tiny_region,
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         return proc.stdout
 
-    qgis_process("plugins", "enable", "thermocrop")
+    # Install from ZIP enabled the plugin in the profile's QGIS3.ini; qgis_process finds it so.
+    assert "thermocrop" in qgis_process("plugins")
     classified = tmp_path / "classified.gpkg"
     qgis_process("run", "thermocrop:classifyparcels", "--", f"INPUT={tiny_region / 'parcels.gpkg'}",
                  f"SCENE_FOLDER={tiny_region / 'scenes'}", f"WEATHER={tiny_region / 'weather.nc'}",
@@ -202,7 +244,7 @@ def test_zip_installed_in_a_fresh_profile_runs_headless(plugin_zip, tiny_region,
                        "PREDICTED_FIELD=crop_pred", "REFERENCE_FIELD=crop",
                        f"OUTPUT_HTML={tmp_path / 'report.html'}", f"OUTPUT_CSV={tmp_path / 'report.csv'}")
     # The modules ran from the unpacked zip: Python left its caches there.
-    assert list((plugins / "thermocrop" / "core").glob("__pycache__/accuracy*.pyc"))
+    assert list((installed_profile.plugin / "core").glob("__pycache__/accuracy*.pyc"))
     frame = gpd.read_file(classified)
     ok = frame["crop_status"] == "ok"
     expected_oa = float((frame.loc[ok, "crop_pred"] == frame.loc[ok, "crop"]).mean())
