@@ -659,7 +659,8 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
 
     def read(t: int) -> tuple[int, int, float]:
         with decoding_threads(gdal_threads):
-            return _read_scene(t, scenes[t], passes, grids, unreadable, pixels, pixel_mask, settings, clock)
+            return _read_scene(t, scenes[t], passes, grids, unreadable, pixels, pixel_mask, settings, clock,
+                               progress.check)
 
     with contextlib.closing(_in_threads(read, t_count, threads)) as results:
         for t, (windows, decoded, cpu) in enumerate(results):
@@ -679,6 +680,7 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
     del owner_dates
     status[readable & ~date_mask.any(axis=1)] = STATUS_NO_CLEAR_DATE
 
+    progress.check()
     gdd = np.zeros((n, t_count), dtype=np.float32)
     need = np.flatnonzero(status == "")
     if len(need) and weather is not None:
@@ -732,9 +734,11 @@ def _in_threads(function, count: int, threads: int):
 
 def _read_scene(t: int, scene: Scene, passes: list, grids: list[Grid], unreadable: set, pixels: np.ndarray,
                 pixel_mask: np.ndarray, settings: ExtractionSettings,
-                clock=time.process_time) -> tuple[int, int, float]:
+                clock=time.process_time, check=lambda: None) -> tuple[int, int, float]:
     """Fill date ``t`` of a chunk's buffers from ``scene``; returns the windows read, the pixels
-    decoded and the CPU seconds (by ``clock``) spent decoding and converting them."""
+    decoded and the CPU seconds (by ``clock``) spent decoding and converting them. ``check``
+    raises ``CancelledError`` once the user asked to stop: it is asked before every window, so
+    that a cancel waits for one window per thread, not for whole scenes."""
     n_windows = window_pixels = 0
     read_cpu = 0.0
     for per_grid in passes:
@@ -748,6 +752,7 @@ def _read_scene(t: int, scene: Scene, passes: list, grids: list[Grid], unreadabl
                     for window, pos, rr, cc in windows:
                         if pixel_mask[position[pos], t].all():
                             continue
+                        check()
                         read_start = clock()
                         dn, scl = reader.read(window)
                         values, valid = to_reflectance(dn[:, rr, cc], product.offset,
