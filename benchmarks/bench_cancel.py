@@ -71,6 +71,8 @@ def main() -> None:
                         help="cancel this many seconds after the first scene window is read")
     parser.add_argument("--predict-after", type=float, default=10.0,
                         help="cancel this many seconds after the model is first called")
+    parser.add_argument("--phase", choices=("extract", "predict"), action="append",
+                        help="measure only this phase (repeatable; default both)")
     parser.add_argument("--code", type=Path, action="append", default=[],
                         help="another ThermoCrop folder to measure beside this one (repeatable)")
     args = parser.parse_args()
@@ -80,6 +82,8 @@ def main() -> None:
         generate_region("FR2", args.region, parcels=args.parcels, seed=0, level="L1C")
     here = Path(__file__).resolve().parents[1]
     for phase, after in (("extract", args.extract_after), ("predict", args.predict_after)):
+        if args.phase and phase not in args.phase:
+            continue
         for code in [*args.code, here]:
             answer = run(code, args.region, phase, after)
             print(f"cancel {after:4.1f} s into {phase:7s} {code}: {json.dumps(answer)}", flush=True)

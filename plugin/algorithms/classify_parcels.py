@@ -236,7 +236,10 @@ class ClassifyParcels(ThermoCropAlgorithm):
             if writing is not None and n % 100 == 0:  # the loop checks the cancel itself, closing the sink first
                 feedback.setProgress(100.0 * (writing.start + (writing.stop - writing.start) * n / total))
         del sink  # flushes and closes a file output before it is checked and published
-        return staged.commit(written)
+        committed = staged.commit(written)
+        if writing is not None:
+            feedback.setProgress(100.0 * writing.stop)
+        return committed
 
     def postProcessAlgorithm(self, context, feedback):  # noqa: N802
         dest_id, field, classes = self._style
