@@ -4,42 +4,42 @@
 <context>
     <name>ThermoCrop</name>
     <message>
-        <location filename="../plugin/catalog.py" line="45"/>
+        <location filename="../plugin/catalog.py" line="44"/>
         <source>Give the address of the STAC API (http:// or https://) for &apos;Another STAC API&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="69"/>
+        <location filename="../plugin/catalog.py" line="68"/>
         <source>The authentication configuration {id} cannot be loaded; choose another one in QGIS&apos;s authentication manager (Settings &gt; Options &gt; Authentication).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="72"/>
+        <location filename="../plugin/catalog.py" line="71"/>
         <source>The authentication configuration {name} is of the {method} method; use a Basic one (user name and password).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="82"/>
+        <location filename="../plugin/catalog.py" line="81"/>
         <source>cloud ?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="82"/>
+        <location filename="../plugin/catalog.py" line="81"/>
         <source>cloud {c:.1f} %</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="90"/>
+        <location filename="../plugin/catalog.py" line="89"/>
         <source>{items} items on {dates} dates, tiles {tiles}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="90"/>
+        <location filename="../plugin/catalog.py" line="89"/>
         <source>unknown</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="138"/>
+        <location filename="../plugin/catalog.py" line="139"/>
         <source>ThermoCrop: search a catalogue</source>
         <translation type="unfinished"></translation>
     </message>
@@ -239,32 +239,32 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="121"/>
+        <location filename="../plugin/dock.py" line="120"/>
         <source>{field} is longer than a shapefile field name may be ({n} characters)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="124"/>
+        <location filename="../plugin/dock.py" line="123"/>
         <source>the probability fields (p_&lt;class&gt;, crop_margin, crop_entropy) do not fit shapefile field names</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="145"/>
+        <location filename="../plugin/dock.py" line="144"/>
         <source>{layer} cannot be edited; write a new layer file instead.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="153"/>
+        <location filename="../plugin/dock.py" line="152"/>
         <source>ThermoCrop classification</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="170"/>
+        <location filename="../plugin/dock.py" line="169"/>
         <source>Saving {layer} failed: {errors}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="222"/>
+        <location filename="../plugin/dock.py" line="221"/>
         <source>The parcel layer {layer}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -274,127 +274,127 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="477"/>
+        <location filename="../plugin/dock.py" line="476"/>
         <source>Classify</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="315"/>
+        <location filename="../plugin/dock.py" line="314"/>
         <source>Explain</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="337"/>
+        <location filename="../plugin/dock.py" line="336"/>
         <source>Accuracy assessment: {message}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="340"/>
+        <location filename="../plugin/dock.py" line="339"/>
         <source>Accuracy assessment finished; the report is on the Accuracy tab.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="352"/>
+        <location filename="../plugin/dock.py" line="351"/>
         <source>Accuracy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="380"/>
+        <location filename="../plugin/dock.py" line="379"/>
         <source>Input</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="384"/>
+        <location filename="../plugin/dock.py" line="383"/>
         <source>Polygon layer of the project whose parcels are classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="503"/>
+        <location filename="../plugin/dock.py" line="502"/>
         <source>Parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="387"/>
+        <location filename="../plugin/dock.py" line="386"/>
         <source>Selected features only</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="395"/>
+        <location filename="../plugin/dock.py" line="394"/>
         <source>Ticked scenes are used: the project&apos;s Sentinel-2 rasters and added files or folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="397"/>
+        <location filename="../plugin/dock.py" line="396"/>
         <source>Scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="399"/>
+        <location filename="../plugin/dock.py" line="398"/>
         <source>Add files…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="400"/>
+        <location filename="../plugin/dock.py" line="399"/>
         <source>Add folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="412"/>
+        <location filename="../plugin/dock.py" line="411"/>
         <source>Temperatures (*.nc *.nc4 *.csv);;All files (*)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="413"/>
+        <location filename="../plugin/dock.py" line="412"/>
         <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="415"/>
+        <location filename="../plugin/dock.py" line="414"/>
         <source>Weather</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="422"/>
+        <location filename="../plugin/dock.py" line="421"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="424"/>
+        <location filename="../plugin/dock.py" line="423"/>
         <source>ThermoCrop model (*.tcm)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="425"/>
+        <location filename="../plugin/dock.py" line="424"/>
         <source>empty: the shipped model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="434"/>
+        <location filename="../plugin/dock.py" line="433"/>
         <source>Output</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="436"/>
+        <location filename="../plugin/dock.py" line="435"/>
         <source>New layer file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="437"/>
+        <location filename="../plugin/dock.py" line="436"/>
         <source>Write the parcels with the result fields to a new file; the parcel layer is not changed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="439"/>
+        <location filename="../plugin/dock.py" line="438"/>
         <source>Fields of the parcel layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="440"/>
+        <location filename="../plugin/dock.py" line="439"/>
         <source>Add the result fields to the parcel layer and save it (in a running edit session: one undoable edit)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="449"/>
+        <location filename="../plugin/dock.py" line="448"/>
         <source>GeoPackage (*.gpkg);;Shapefile (*.shp);;GeoJSON (*.geojson);;FlatGeobuf (*.fgb)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -414,363 +414,368 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="462"/>
+        <location filename="../plugin/dock.py" line="461"/>
         <source>Class probabilities, margin and entropy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="463"/>
+        <location filename="../plugin/dock.py" line="462"/>
         <source>Also write p_&lt;class&gt; for every class, crop_margin (best minus second best probability) and crop_entropy (0 sure .. 1 undecided)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="479"/>
+        <location filename="../plugin/dock.py" line="478"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="493"/>
+        <location filename="../plugin/dock.py" line="492"/>
         <source>Install missing packages</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="498"/>
+        <location filename="../plugin/dock.py" line="497"/>
         <source>Parcels per class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="503"/>
+        <location filename="../plugin/dock.py" line="502"/>
         <source>Class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="503"/>
+        <location filename="../plugin/dock.py" line="502"/>
         <source>Share</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="508"/>
+        <location filename="../plugin/dock.py" line="507"/>
         <source>colour by class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="508"/>
+        <location filename="../plugin/dock.py" line="507"/>
         <source>colour by confidence</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="509"/>
+        <location filename="../plugin/dock.py" line="508"/>
         <source>The result layer&apos;s style: class colours, or red (unsure) to green (sure)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="512"/>
+        <location filename="../plugin/dock.py" line="511"/>
         <source>only below</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="513"/>
+        <location filename="../plugin/dock.py" line="512"/>
         <source>Show only the parcels whose confidence is below the threshold (a filter on the result layer; untick to show all)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="533"/>
+        <location filename="../plugin/dock.py" line="532"/>
         <source>Explain the selected parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="534"/>
+        <location filename="../plugin/dock.py" line="533"/>
         <source>Select one parcel on the map, then press this button</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="538"/>
+        <location filename="../plugin/dock.py" line="537"/>
         <source>Select one parcel of the classified layer to see its NDVI series against the calendar and against growing degree days, and the model&apos;s class probabilities.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="652"/>
+        <location filename="../plugin/dock.py" line="651"/>
         <source>Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="652"/>
+        <location filename="../plugin/dock.py" line="651"/>
         <source>Rasters (*.tif *.tiff *.jp2);;All (*)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="657"/>
+        <location filename="../plugin/dock.py" line="656"/>
         <source>Folder of Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="732"/>
+        <location filename="../plugin/dock.py" line="731"/>
         <source>No model at {path}; choose a .tcm file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="737"/>
+        <location filename="../plugin/dock.py" line="736"/>
         <source>Model not available: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="740"/>
+        <location filename="../plugin/dock.py" line="739"/>
         <source>not recorded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="763"/>
+        <location filename="../plugin/dock.py" line="762"/>
         <source>Installing into {folder} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="768"/>
+        <location filename="../plugin/dock.py" line="767"/>
         <source>Packages installed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="771"/>
+        <location filename="../plugin/dock.py" line="770"/>
         <source>pip failed ({code}); its output is in the ThermoCrop log:
 {tail}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="781"/>
+        <location filename="../plugin/dock.py" line="780"/>
         <source>empty: {name} beside the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="781"/>
+        <location filename="../plugin/dock.py" line="780"/>
         <source>choose a file (.gpkg, .shp, .geojson, .fgb)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="805"/>
+        <location filename="../plugin/dock.py" line="804"/>
         <source>Choose a parcel layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="808"/>
+        <location filename="../plugin/dock.py" line="807"/>
         <source>No feature of {layer} is selected; select parcels or untick &apos;Selected features only&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="813"/>
+        <location filename="../plugin/dock.py" line="812"/>
         <source>Search the catalogue first (Search), or untick &apos;Search a catalogue&apos; to use scene files.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="817"/>
+        <location filename="../plugin/dock.py" line="816"/>
         <source>Tick or add at least one Sentinel-2 scene.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="821"/>
+        <location filename="../plugin/dock.py" line="820"/>
         <source>Choose a daily temperature file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="826"/>
+        <location filename="../plugin/dock.py" line="825"/>
         <source>The class, confidence and status fields need three different names.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="834"/>
+        <location filename="../plugin/dock.py" line="833"/>
         <source>{layer} is not a file layer; choose the new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="839"/>
+        <location filename="../plugin/dock.py" line="838"/>
         <source>{layer} is read-only; choose &apos;New layer file&apos; to write the result.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="844"/>
+        <location filename="../plugin/dock.py" line="843"/>
         <source>Cannot write into {layer}: {problems}. Choose other field names or a new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="855"/>
+        <location filename="../plugin/dock.py" line="854"/>
         <source>The scene {path} does not exist; untick it or add it again.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="858"/>
+        <location filename="../plugin/dock.py" line="857"/>
         <source>Checking the inputs …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="874"/>
+        <location filename="../plugin/dock.py" line="873"/>
         <source>Not started: {reason}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="879"/>
+        <location filename="../plugin/dock.py" line="878"/>
         <source>Not started: {path} exists and is not to be replaced.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="885"/>
+        <location filename="../plugin/dock.py" line="884"/>
         <source>Not started: the fields exist and are not to be overwritten.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="940"/>
+        <location filename="../plugin/dock.py" line="939"/>
         <source>Classifying {n} parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="967"/>
+        <location filename="../plugin/algorithms/base.py" line="136"/>
+        <source>Cancelling…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="968"/>
         <source>The parcel layer was removed while classifying; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="971"/>
+        <location filename="../plugin/dock.py" line="972"/>
         <source>Cancelled; nothing was written and the layer was not changed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="974"/>
+        <location filename="../plugin/dock.py" line="975"/>
         <source>Classification failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="979"/>
+        <location filename="../plugin/dock.py" line="980"/>
         <source>{layer} (classified)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="981"/>
+        <location filename="../plugin/dock.py" line="982"/>
         <source>QGIS cannot open the written file {path}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="982"/>
+        <location filename="../plugin/dock.py" line="983"/>
         <source>the new layer {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="987"/>
+        <location filename="../plugin/dock.py" line="988"/>
         <source>{layer} (saved)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="988"/>
+        <location filename="../plugin/dock.py" line="989"/>
         <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="991"/>
+        <location filename="../plugin/dock.py" line="992"/>
         <source>Writing the result failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1003"/>
+        <location filename="../plugin/dock.py" line="1004"/>
         <source>Classified {done} of {n} parcels into {where}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1046"/>
+        <location filename="../plugin/dock.py" line="1047"/>
         <source>{qml} exists and was left as it is.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1048"/>
+        <location filename="../plugin/dock.py" line="1049"/>
         <source>Style saved to {qml}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1052"/>
+        <location filename="../plugin/dock.py" line="1053"/>
         <source>below 0.4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1052"/>
+        <location filename="../plugin/dock.py" line="1053"/>
         <source>0.4 to 0.6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1052"/>
+        <location filename="../plugin/dock.py" line="1053"/>
         <source>0.6 to 0.8</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1052"/>
+        <location filename="../plugin/dock.py" line="1053"/>
         <source>0.8 and above</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1052"/>
+        <location filename="../plugin/dock.py" line="1053"/>
         <source>not classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1081"/>
+        <location filename="../plugin/dock.py" line="1082"/>
         <source>{layer} is being edited; save or discard the edits to filter it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1085"/>
+        <location filename="../plugin/dock.py" line="1086"/>
         <source>{layer} cannot be filtered by its provider.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1091"/>
+        <location filename="../plugin/dock.py" line="1092"/>
         <source>{names} already exist(s). Overwrite?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1113"/>
+        <location filename="../plugin/dock.py" line="1114"/>
         <source>Reading the parcel's pixels …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1121"/>
+        <location filename="../plugin/dock.py" line="1122"/>
         <source>Explaining was cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1124"/>
+        <location filename="../plugin/dock.py" line="1125"/>
         <source>Cannot explain this parcel: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1146"/>
+        <location filename="../plugin/dock.py" line="1147"/>
         <source>against calendar date</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1151"/>
+        <location filename="../plugin/dock.py" line="1152"/>
         <source>growing degree days (°C·d)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1153"/>
+        <location filename="../plugin/dock.py" line="1154"/>
         <source>against thermal time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1164"/>
+        <location filename="../plugin/dock.py" line="1165"/>
         <source>class probability</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1174"/>
+        <location filename="../plugin/dock.py" line="1175"/>
         <source> of {layer}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1186"/>
+        <location filename="../plugin/dock.py" line="1187"/>
         <source>Select exactly one parcel of {layer} to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1188"/>
+        <location filename="../plugin/dock.py" line="1189"/>
         <source>Select exactly one parcel to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1192"/>
+        <location filename="../plugin/dock.py" line="1193"/>
         <source>Choose the scenes and the weather file on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -825,22 +830,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="98"/>
+        <location filename="../plugin/task.py" line="118"/>
+        <source>{task}: cancelling…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/task.py" line="160"/>
         <source>ThermoCrop: classify parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="176"/>
+        <location filename="../plugin/task.py" line="232"/>
         <source>the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="226"/>
+        <location filename="../plugin/task.py" line="284"/>
         <source>ThermoCrop: explain a parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="247"/>
+        <location filename="../plugin/task.py" line="298"/>
         <source>Feature {fid} is no longer in {layer}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -910,87 +920,87 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="140"/>
+        <location filename="../plugin/algorithms/base.py" line="146"/>
         <source>Cancelled: {reason}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="170"/>
+        <location filename="../plugin/algorithms/base.py" line="176"/>
         <source>The parcel layer {problem}; assign the right one first (Layer Properties &gt; Source, or Assign projection; a shapefile needs its .prj).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="189"/>
+        <location filename="../plugin/algorithms/base.py" line="195"/>
         <source>Inputs checked in {seconds} s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="257"/>
+        <location filename="../plugin/algorithms/base.py" line="263"/>
         <source>Give either the temperature file {path!r} or the weather service {service}, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="262"/>
+        <location filename="../plugin/algorithms/base.py" line="268"/>
         <source>Give a daily temperature file (WEATHER), or choose a weather service (WEATHER_SERVICE).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="264"/>
+        <location filename="../plugin/algorithms/base.py" line="270"/>
         <source>temperature file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="280"/>
+        <location filename="../plugin/algorithms/base.py" line="286"/>
         <source>Temperatures from {service}: {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="317"/>
+        <location filename="../plugin/algorithms/base.py" line="323"/>
         <source>STAC items {path}: {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="337"/>
+        <location filename="../plugin/algorithms/base.py" line="343"/>
         <source>Give either scene files (&apos;{scenes}&apos;, &apos;{folder}&apos;) or saved STAC items (&apos;{stac}&apos;), not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="345"/>
+        <location filename="../plugin/algorithms/base.py" line="351"/>
         <source>The STAC items file {path!r} does not exist; choose the .json file &apos;Search a catalogue&apos; wrote.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="348"/>
+        <location filename="../plugin/algorithms/base.py" line="354"/>
         <source>{path!r} is not a STAC item collection; choose the .json file &apos;Search a catalogue&apos; wrote.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="352"/>
+        <location filename="../plugin/algorithms/base.py" line="358"/>
         <source>The scene folder {folder!r} does not exist; choose an existing folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="356"/>
+        <location filename="../plugin/algorithms/base.py" line="362"/>
         <source>Give Sentinel-2 scenes: &apos;{scenes}&apos; (SCENES, layers or files), &apos;{folder}&apos; (SCENE_FOLDER){stac}; one of them is required.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="367"/>
+        <location filename="../plugin/algorithms/base.py" line="373"/>
         <source>{dates} dates from {products} products</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="383"/>
+        <location filename="../plugin/algorithms/base.py" line="389"/>
         <source>The M (measure) values of the parcels are not written: {driver} files cannot hold them. Write a .gpkg, .shp, .fgb or .csv file to keep them.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="389"/>
+        <location filename="../plugin/algorithms/base.py" line="395"/>
         <source>Writing feature {fid} failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="409"/>
+        <location filename="../plugin/algorithms/base.py" line="415"/>
         <source>The {what} {path!r} does not exist; choose an existing file or folder.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1010,32 +1020,32 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="137"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="140"/>
         <source>Model: {variant}, classes {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="140"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="148"/>
         <source>{n} parcels, {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="189"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="198"/>
         <source>Fields {fields} of the input are replaced by the new values.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="192"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="201"/>
         <source>Field names as stored in this format: {names}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="198"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="197"/>
         <source>Cancelled: nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="238"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="251"/>
         <source>Style saved to {qml}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1065,27 +1075,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="71"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="70"/>
         <source>Cannot read the dates {text!r}: write them as YYYY-MM-DD, separated by commas.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="97"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="96"/>
         <source>Give either DATES or scenes, so that there are dates to compute GDD at.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="101"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="100"/>
         <source>The cap temperature must be above the base temperature.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="164"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="163"/>
         <source>GDD of {n} parcels at {dates} dates from {weather}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="176"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="175"/>
         <source>{n} parcels have no usable temperatures (no grid cell with data within 25 km, or a gap of more than 3 days); their GDD fields stay empty. Features: {features}</source>
         <translation type="unfinished"></translation>
     </message>
