@@ -4,11 +4,11 @@ region (FR2 L1C, 3,000 parcels x 39 scenes by default).
 The cancel is asked a fixed time after the first scene window is read (``--extract-after``),
 then in another run a fixed time after the model is first called (``--predict-after``); the
 time from that moment until ``classify_parcels`` returns with ``CancelledError`` is printed,
-with the progress shown at the moment of the cancel. ``--code`` runs another copy of ThermoCrop (its parent folder goes first
-on the import path), so that a previous version is measured on the same machine in the same
-way; each run is a process of its own.
+with the progress shown at the moment of the cancel. ``--code`` runs another copy of
+ThermoCrop (its parent folder goes first on the import path), so that a previous version is
+measured on the same machine in the same way; each run is a process of its own.
 
-    python benchmarks/bench_cancel.py --region big [--parcels 3000] [--code /tmp/old]
+    python benchmarks/bench_cancel.py [--region big] [--parcels 3000] [--code /tmp/old]
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import json
 import os
 import subprocess
 import sys
-import time
+import tempfile
 from pathlib import Path
 
 CHILD = """
@@ -65,8 +65,9 @@ def run(code: Path, region: Path, phase: str, after: float) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--region", type=Path, required=True, help="region folder (generated when missing)")
     parser.add_argument("--parcels", type=int, default=3000)
+    parser.add_argument("--region", type=Path, help="region folder, generated when missing (default: one in the "
+                        "temporary folder, kept for the next run)")
     parser.add_argument("--extract-after", type=float, default=5.0,
                         help="cancel this many seconds after the first scene window is read")
     parser.add_argument("--predict-after", type=float, default=10.0,
@@ -76,6 +77,7 @@ def main() -> None:
     parser.add_argument("--code", type=Path, action="append", default=[],
                         help="another ThermoCrop folder to measure beside this one (repeatable)")
     args = parser.parse_args()
+    args.region = args.region or Path(tempfile.gettempdir()) / f"thermocrop-bench-cancel-{args.parcels}"
     if not (args.region / "parcels.gpkg").exists():
         from thermocrop.training.synth import generate_region
 
@@ -84,9 +86,13 @@ def main() -> None:
     for phase, after in (("extract", args.extract_after), ("predict", args.predict_after)):
         if args.phase and phase not in args.phase:
             continue
+        stops = []
         for code in [*args.code, here]:
             answer = run(code, args.region, phase, after)
+            stops.append(answer.get("stop_s"))
             print(f"cancel {after:4.1f} s into {phase:7s} {code}: {json.dumps(answer)}", flush=True)
+        if len(stops) > 1 and None not in stops:
+            print(f"  stop time, each other copy / this one: {', '.join(f'{s / stops[-1]:.0f}x' for s in stops[:-1])}")
 
 
 if __name__ == "__main__":
