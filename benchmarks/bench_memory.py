@@ -105,10 +105,11 @@ def child(folder: Path, way: str, stage: str) -> None:
     if way == "max_pixels":
         # Before: each chunk held as one dense array with max_pixels slots per parcel.
         extract.DENSE_BYTES = 1 << 62
-        whole = extract.iter_chunks
+        whole, groups = extract.iter_chunks, extract.chunk_groups
         extract.iter_chunks = lambda *a, **k: whole(*a, **{**k, "full_slots": True})
+        extract.chunk_groups = lambda *a, **k: groups(*a, **{**k, "full_slots": True})
         import thermocrop.core.classify as classify_module
-        classify_module.iter_chunks = extract.iter_chunks
+        classify_module.chunk_groups = extract.chunk_groups
     t0 = time.perf_counter()
     if stage == "classify":
         result = classify_parcels(folder / "parcels.gpkg", folder / "scenes", folder / "weather.csv")

@@ -24,18 +24,53 @@ from .extract import (
     _meta,
     _scene_list,
     _settings,
-    iter_chunks,
+    chunk_groups,
     load_parcels,
+    scene_grids,
+    spatial_chunks,
 )
 from .progress import Progress
 from .vector import feature_count, write_with_fields
-from .scenes import SCL_INVALID, check_missing_scl
+from .scenes import SCL_INVALID, check_missing_scl, select_season
 from .uncertainty import uncertainty_fields
 
 log = logging.getLogger(__name__)
 
 PREDICT_BATCH = 2048
 """Parcels copied out of a chunk at a time for the model (keeps the copy small)."""
+
+CPU_BATCH_PIXEL_DATES = 80_000
+"""Pixel-dates per model call on a CPU (32 parcels of 39 dates x 64 pixels). A cancel waits for
+the call in progress, about a second on two cores; smaller calls predict more slowly (16
+parcels took 1.5 to 1.7 times as long per parcel as 256, 32 parcels 1.1 to 1.2 times)."""
+
+SECONDS_PER_PARCEL = {"read": 1.3e-4, "write": 7e-5}
+"""Reading a parcel from a QGIS layer and writing it with its classes.
+
+These costs, like the ones below, are seconds on two CPU cores, from a run on 3,000 synthetic
+parcels and one on 100 (39 scenes, the shipped model's architecture)."""
+EXTRACT_SECONDS = {"parcel_date": 5.4e-5, "scene": 0.026, "weather": 2.5}
+"""Extracting one parcel's pixels on one date; opening one scene; reading the temperatures."""
+PREDICT_SECONDS_PER_PIXEL_DATE = 1.6e-5
+"""The model on one pixel of one date: 64 pixels of 39 dates make prediction 12 times the cost
+of extracting a parcel, which the progress bar must show."""
+
+
+def estimated_seconds(parcels: int, dates: int, pixels: int = 64) -> dict[str, float]:
+    """What each phase of classifying ``parcels`` with ``dates`` scenes and up to ``pixels``
+    pixels per parcel (``classify_parcels``' ``max_pixels``) costs, in seconds on the machine
+    the constants were measured on: only their ratios matter, to weight each phase's part of
+    the progress.
+
+    Returns:
+        ``{"read", "extract", "predict", "write"}`` -> seconds.
+    """
+    return {"read": parcels * SECONDS_PER_PARCEL["read"],
+            "extract": (parcels * dates * EXTRACT_SECONDS["parcel_date"] + dates * EXTRACT_SECONDS["scene"]
+                        + EXTRACT_SECONDS["weather"]),
+            "predict": parcels * dates * pixels * PREDICT_SECONDS_PER_PIXEL_DATE,
+            "write": parcels * SECONDS_PER_PARCEL["write"]}
+
 
 @dataclass
 class ClassificationResult:
@@ -199,14 +234,25 @@ def classify_parcels(
                                  max_pixels=max_pixels, seed=seed, min_valid_fraction=min_valid_fraction,
                                  min_pixels=min_pixels, scl_invalid=scl_invalid, weather_options=weather_options,
                                  missing_scl=missing_scl)
+    progress.check()
     n, k = len(job.table), len(job.classes)
     probabilities = np.full((n, k), np.nan, dtype=np.float32)
     status = np.empty(n, dtype=object)
-    for idx, ps in iter_chunks(job.table, job.scenes, weather, job.settings, job.classes, job.meta, chunk_size,
-                               progress.sub(0.0, 0.95)):
-        status[idx] = ps.status
-        probabilities[idx] = predict_chunk(job.model, ps, batch_size, progress)
-        del ps
+    select_season(job.scenes, job.settings.season_start)  # refuses scenes of several seasons
+    chunks = spatial_chunks(job.table, chunk_size, scene_grids(job.scenes))
+    costs = [estimated_seconds(len(idx), len(job.scenes), max_pixels) for idx in chunks]
+    # Each chunk is read, then its parcels go through the model: the bar moves through both
+    # by their cost, the model's part batch by batch.
+    for idx, part, cost in zip(chunks, progress.parts([c["extract"] + c["predict"] for c in costs]), costs):
+        reading, predicting = part.parts([cost["extract"], cost["predict"]])
+        done = 0
+        for group, ps in chunk_groups(job.table, idx, job.scenes, weather, job.settings, job.classes, job.meta,
+                                      reading):
+            status[group] = ps.status
+            share = predicting.sub(done / len(idx), (done + len(group)) / len(idx))
+            probabilities[group] = predict_chunk(job.model, ps, batch_size, share)
+            done += len(group)
+            del ps
     progress(1.0)
     return assemble_result(job, status, probabilities)
 
@@ -262,15 +308,34 @@ def prepare_classification(
 
 
 def predict_chunk(model: Any, ps: Any, batch_size: int = 256, progress: Optional[Progress] = None) -> np.ndarray:
-    """Class probabilities ``(n, K)`` float32 of a chunk's pixel sets, NaN rows where not ``ok``."""
+    """Class probabilities ``(n, K)`` float32 of a chunk's pixel sets, NaN rows where not ``ok``.
+
+    ``progress`` moves and is asked whether to stop after every model call; on a CPU a call
+    holds at most ``CPU_BATCH_PIXEL_DATES`` pixel-dates (fewer parcels than ``batch_size``
+    where they have many dates), so that a cancel is never kept waiting long.
+    """
+    progress = progress or Progress()
     probabilities = np.full((len(ps), len(model.config.classes)), np.nan, dtype=np.float32)
     ok = np.flatnonzero(ps.status == STATUS_OK)
+    batch = model_batch(model, ps, batch_size)
     for start in range(0, len(ok), PREDICT_BATCH):
         part = ok[start:start + PREDICT_BATCH]
-        probabilities[part] = model.predict(ps.subset(part), batch_size=batch_size)
-        if progress is not None:
-            progress.check()
+        probabilities[part] = model.predict(ps.subset(part), batch_size=batch, progress=progress.sub(
+            start / len(ok), (start + len(part)) / len(ok)))
+    progress(1.0)
     return probabilities
+
+
+def model_batch(model: Any, ps: Any, batch_size: int) -> int:
+    """Parcels per model call: ``batch_size``, fewer on a CPU where their ``(T, S)`` pixel-dates
+    exceed ``CPU_BATCH_PIXEL_DATES``. It depends on the data alone, so that every run (one
+    process or partitioned) groups the same parcels and gets the same probabilities."""
+    network = getattr(model, "model", None)
+    device = next(network.parameters()).device.type if network is not None else "cpu"
+    if device != "cpu":
+        return batch_size
+    _, dates, _, pixels = np.shape(ps.pixels)
+    return max(1, min(batch_size, CPU_BATCH_PIXEL_DATES // max(dates * pixels, 1)))
 
 
 def assemble_result(job: ClassificationJob, status: np.ndarray, probabilities: np.ndarray) -> ClassificationResult:

@@ -756,7 +756,7 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
     def read(t: int) -> tuple[int, int, float]:
         with decoding_threads(gdal_threads):
             return _read_scene(t, scenes[t], passes, grids, unreadable, pixels, pixel_mask, settings, clock,
-                               odd, seen[t])
+                               odd, seen[t], progress.check)
 
     with contextlib.closing(_in_threads(read, t_count, threads)) as results:
         for t, (windows, decoded, cpu) in enumerate(results):
@@ -778,6 +778,7 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
     status[readable & ~date_mask.any(axis=1)] = STATUS_NO_CLEAR_DATE
     _say_values(table, idx, odd, offsets, n_slots, seen, status)
 
+    progress.check()
     gdd = np.zeros((n, t_count), dtype=np.float32)
     need = np.flatnonzero(status == "")
     if len(need) and weather is not None:
@@ -903,12 +904,14 @@ def _say_values(table: ParcelTable, idx: np.ndarray, odd: np.ndarray, offsets: n
 def _read_scene(t: int, scene: Scene, passes: list, grids: list[Grid], unreadable: set, pixels: np.ndarray,
                 pixel_mask: np.ndarray, settings: ExtractionSettings,
                 clock=time.process_time, odd: Optional[np.ndarray] = None,
-                seen: Optional[dict[str, dict[str, int]]] = None) -> tuple[int, int, float]:
+                seen: Optional[dict[str, dict[str, int]]] = None, check=lambda: None) -> tuple[int, int, float]:
     """Fill date ``t`` of a chunk's buffers from ``scene``; returns the windows read, the pixels
     decoded and the CPU seconds (by ``clock``) spent decoding and converting them.
 
     ``odd`` (like ``pixel_mask``) receives the slots whose value was no reflectance, ``seen``
-    their counts by product (see :func:`_not_reflectance`)."""
+    their counts by product (see :func:`_not_reflectance`). ``check`` raises ``CancelledError``
+    once the user asked to stop: it is asked before every window, so that a cancel waits for one
+    window per thread, not for whole scenes."""
     n_windows = window_pixels = 0
     read_cpu = 0.0
     for per_grid in passes:
@@ -922,6 +925,7 @@ def _read_scene(t: int, scene: Scene, passes: list, grids: list[Grid], unreadabl
                     for window, pos, rr, cc in windows:
                         if pixel_mask[position[pos], t].all():
                             continue
+                        check()
                         read_start = clock()
                         dn, scl = reader.read(window)
                         values, valid = to_reflectance(dn[:, rr, cc], product.offset,

@@ -5,7 +5,7 @@ The CLI adapts them to a tqdm bar, the plugin to ``QgsFeedback`` / ``QgsTask``.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from .errors import CancelledError
 
@@ -56,3 +56,17 @@ class Progress:
         return Progress(
             self._report, self._cancelled, self.start + span * start, self.start + span * stop
         )
+
+    def parts(self, costs: Sequence[float]) -> list["Progress"]:
+        """Progresses for consecutive parts of this one's range, each as wide as its share of
+        ``costs`` (estimated seconds, or any unit common to all), so that the bar moves with the
+        work rather than with the count of steps. Parts of no cost take no width (all parts
+        share it equally when none has a cost)."""
+        total = float(sum(costs))
+        if total <= 0:
+            costs, total = [1.0] * len(costs), float(len(costs))
+        bounds, done = [], 0.0
+        for cost in costs:
+            bounds.append((done / total, (done + cost) / total))
+            done += cost
+        return [self.sub(start, stop) for start, stop in bounds]

@@ -1165,6 +1165,8 @@ class ThermoCropDock(QgsDockWidget):
     def cancel(self) -> None:
         if self.task is not None:
             self.task.cancel()
+            self.cancel_button.setEnabled(False)
+            self.say(tr("Cancelling…"), Qgis.Info)
 
     def _finished(self, task: ClassificationTask) -> None:
         self.run_button.setEnabled(True)

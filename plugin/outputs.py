@@ -200,7 +200,9 @@ class StagedSink:
     def _other_layers(self, path: Path) -> bool:
         from ..core.vector import layer_names
 
-        return len(layer_names(path, self.target.driver)) > 1
+        # The styles table a run stored its style in is no layer of the user's: a re-run names
+        # the output as the first run did.
+        return len([name for name in layer_names(path, self.target.driver) if name != "layer_styles"]) > 1
 
     def discard(self) -> None:
         if self.output is not None:

@@ -12,12 +12,17 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from qgis.core import QgsFeatureRequest, QgsTask
+from qgis.core import Qgis, QgsFeatureRequest, QgsMessageLog, QgsTask
 
 from .i18n import tr
 from .layers import ID_COLUMN, features_to_frame
 
 log = logging.getLogger(__name__)
+
+TYPICAL_DATES = 40
+"""Scenes assumed in weighting the progress where they are given as folders (a season)."""
+TYPICAL_PARCELS = 3000
+"""Parcels assumed in weighting the reading of the layer before they are counted."""
 
 
 @dataclass
@@ -107,6 +112,13 @@ class ThermoCropTask(QgsTask):
         """The task's work; ``progress`` is a ``core.progress.Progress`` tied to the task."""
         raise NotImplementedError
 
+    def cancel(self) -> None:
+        """Stop at the next scene window or model batch, and say so at once in QGIS's log."""
+        if not self.isCanceled():
+            QgsMessageLog.logMessage(tr("{task}: cancelling…").format(task=self.description()), "ThermoCrop",
+                                     Qgis.Info)
+        super().cancel()
+
     def run(self) -> bool:
         from ..core.errors import CancelledError, ThermoCropError
         from ..core.progress import Progress
@@ -156,10 +168,14 @@ class ClassificationTask(ThermoCropTask):
         import geopandas as gpd
 
         from ..core.bundle import default_bundle_path, load_bundle
-        from ..core.classify import classify_parcels, write_classification
+        from ..core.classify import classify_parcels, estimated_seconds, write_classification
         from ..core.extract import require_usable
 
         p = self.params
+        # The bar moves through reading the layer, classifying and writing by their cost, which
+        # is known once the parcels are counted.
+        dates = len(p.scenes) if _all_scenes(p.scenes) else TYPICAL_DATES
+        reading, rest = progress.parts(_phase_costs(estimated_seconds(TYPICAL_PARCELS, dates), p.output, 2))
         selected = None
         table = p.parcels
         if isinstance(p.parcels, LayerSnapshot):
@@ -168,7 +184,8 @@ class ClassificationTask(ThermoCropTask):
             table, self.fids = p.parcels.read(attributes=whole, only_selected=not whole)
             if whole and p.parcels.selected is not None:
                 selected = [str(fid) for fid in p.parcels.selected]
-        progress(0.03)
+        reading(1.0)
+        classifying, writing = rest.parts(_phase_costs(estimated_seconds(len(table), dates), p.output)[1:])
         frame = table
         if isinstance(p.parcels, LayerSnapshot) and p.output:
             # The user's own fields (a parcel_id among them) are kept apart from the ids core
@@ -176,14 +193,15 @@ class ClassificationTask(ThermoCropTask):
             frame = gpd.GeoDataFrame({ID_COLUMN: [str(fid) for fid in self.fids]},
                                      geometry=table.geometry.values, crs=table.crs)
         self.bundle = p.bundle if p.bundle is not None else load_bundle(p.model or default_bundle_path())
-        progress(0.05)
+        progress.check()
         scenes = p.scenes
         if p.credentials:  # saved STAC items read with keys from QGIS's authentication manager
             from .catalog import stac_scenes
 
-            scenes = stac_scenes(p.scenes, credentials=p.credentials, progress=progress.sub(0.05, 0.1))
+            scenes = stac_scenes(p.scenes, credentials=p.credentials, progress=classifying.sub(0.0, 0.05))
+            classifying = classifying.sub(0.05, 1.0)
         result = classify_parcels(frame, scenes, p.weather, self.bundle, id_field=ID_COLUMN,
-                                  selected_ids=selected, progress=progress.sub(0.05, 0.95), **p.extra)
+                                  selected_ids=selected, progress=classifying, **p.extra)
         # A run that classified no parcel fails, with the parcels counted by status, and
         # writes nothing (no empty-handed new file, no in-place edit).
         require_usable(result.status, "classified", _parcels_name(p.parcels))
@@ -194,7 +212,19 @@ class ClassificationTask(ThermoCropTask):
                 table, self.result, p.output, label_field=p.label_field, conf_field=p.confidence_field,
                 status_field=p.status_field, overwrite=p.overwrite, probabilities=p.probabilities,
                 inputs=p.inputs))
-        progress(1.0)
+        writing(1.0)
+
+
+def _phase_costs(cost: dict, output: Optional[str], parts: int = 3) -> list:
+    """The costs of reading, classifying and writing (nothing to write without an ``output``
+    file), or of reading and the rest with ``parts=2``."""
+    costs = [cost["read"], cost["extract"] + cost["predict"], cost["write"] if output else 0.0]
+    return costs if parts == 3 else [costs[0], costs[1] + costs[2]]
+
+
+def _all_scenes(scenes) -> bool:
+    """Whether ``scenes`` are the preflight's ``Scene`` objects (one per date), not paths."""
+    return bool(scenes) and all(hasattr(scene, "date") for scene in scenes)
 
 
 def _parcels_name(parcels) -> str:

@@ -129,6 +129,12 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
         return Progress(lambda f: feedback.setProgress(100.0 * f), feedback.isCanceled, start, stop)
 
     @staticmethod
+    def acknowledge_cancel(feedback: QgsProcessingFeedback) -> None:
+        """Say in the log, as soon as the user presses Cancel, that the run is stopping (it stops
+        at the next scene window or model batch, which takes a moment)."""
+        feedback.canceled.connect(lambda: feedback.pushInfo(tr("Cancelling…")))
+
+    @staticmethod
     def run_core(call: Callable[[], Any]) -> Any:
         """Run a core call, turning ThermoCrop's errors into ``QgsProcessingException``."""
         from ...core.errors import CancelledError, ThermoCropError

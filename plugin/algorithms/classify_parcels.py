@@ -119,6 +119,9 @@ class ClassifyParcels(ThermoCropAlgorithm):
                 self.parameterAsFile(parameters, "MODEL", context), self.stac_items(parameters, context)]
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
+        from ...core.classify import estimated_seconds
+
+        self.acknowledge_cancel(feedback)
         source = self.parameterAsSource(parameters, "INPUT", context)
         if source is None:
             raise QgsProcessingException(tr("The parcel layer could not be read; check INPUT."))
@@ -136,7 +139,12 @@ class ClassifyParcels(ThermoCropAlgorithm):
         bundle, scenes = checked.bundle, checked.scenes
         feedback.pushInfo(tr("Model: {variant}, classes {classes}").format(variant=bundle.config.variant,
                                                                          classes=", ".join(bundle.classes)))
+        # The bar moves through reading the layer, classifying and writing by their cost.
+        cost = estimated_seconds(max(source.featureCount(), 1), len(scenes))
+        reading, classifying, writing = self.progress(feedback).parts(
+            [cost["read"], cost["extract"] + cost["predict"], cost["write"]])
         frame, fids = features_to_frame(source.getFeatures(), source.sourceCrs())
+        self.run_core(lambda: reading(1.0))
         feedback.pushInfo(tr("{n} parcels, {scenes}").format(n=len(fids), scenes=self.describe_scenes(scenes)))
         weather = self.fetch_weather(parameters, context, feedback, frame, [s.date for s in scenes],
                                      checked.season_start)
@@ -144,7 +152,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
         def classify():
             from ...core.classify import classify_parcels
 
-            return classify_parcels(frame, scenes, weather, bundle, progress=self.progress(feedback, 0.0, 0.95))
+            return classify_parcels(frame, scenes, weather, bundle, progress=classifying)
 
         result = self.run_core(classify)
 
@@ -166,7 +174,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
         with StagedSink(self, parameters, context, inputs=self._inputs(parameters, context),
                         fields=[label_field, conf_field, status_field, *extra]) as staged:
             dest_id = self._write(source, staged, result, by_fid, (label_field, conf_field, status_field), feedback,
-                                  extra)
+                                  extra, writing)
         label_field = staged.field_names[label_field]
         counts = result.counts()
         for key in sorted(counts):
@@ -175,9 +183,10 @@ class ClassifyParcels(ThermoCropAlgorithm):
         return {"OUTPUT": dest_id, "CLASSIFIED": int((result.status == "ok").sum())}
 
     def _write(self, source, staged: StagedSink, result, by_fid: dict, requested: tuple, feedback,
-               extra: Optional[dict] = None) -> str:
+               extra: Optional[dict] = None, writing=None) -> str:
         """Write the input's features plus label, confidence and status (and the ``extra`` fields:
-        name -> one value per classified parcel) into ``staged``."""
+        name -> one value per classified parcel) into ``staged``; ``writing`` is the part of the
+        progress (a ``core.progress.Progress``) it moves through."""
         from ...core.vector import measures_supported, replaced_fields
 
         extra = extra or {}
@@ -224,9 +233,13 @@ class ClassifyParcels(ThermoCropAlgorithm):
             if not sink.addFeature(out, QgsFeatureSink.FastInsert):
                 raise QgsProcessingException(self.write_failed(feature.id(), sink.lastError()))
             written += 1
-            feedback.setProgress(95.0 + 5.0 * n / total)
+            if writing is not None and n % 100 == 0:  # the loop checks the cancel itself, closing the sink first
+                feedback.setProgress(100.0 * (writing.start + (writing.stop - writing.start) * n / total))
         del sink  # flushes and closes a file output before it is checked and published
-        return staged.commit(written)
+        committed = staged.commit(written)
+        if writing is not None:
+            feedback.setProgress(100.0 * writing.stop)
+        return committed
 
     def postProcessAlgorithm(self, context, feedback):  # noqa: N802
         dest_id, field, classes = self._style

@@ -290,3 +290,88 @@ def test_classifyparcels_stops_when_cancelled(provider, tiny_region, region_weat
             context=QgsProcessingContext(), feedback=feedback)
     assert seen and seen[0] < 95
     assert not (tmp_path / "o.gpkg").exists()
+
+
+def _shown_at_halfway(calls: list) -> float:
+    """The progress shown half-way through the time of a run, from ``(time, percent)`` calls."""
+    halfway = calls[0][0] + (calls[-1][0] - calls[0][0]) / 2
+    return max(p for t, p in calls if t <= halfway) / 100.0
+
+
+@pytest.mark.slow
+def test_classifyparcels_progress_follows_the_work_and_a_cancel_is_acknowledged(
+        provider, tiny_region, region_weather, small_bundle, tmp_path):
+    import time
+
+    import processing
+    from qgis.core import QgsProcessingContext, QgsProcessingException, QgsProcessingFeedback
+
+    class Recording(QgsProcessingFeedback):
+        def __init__(self):
+            super().__init__()
+            self.infos: list = []
+            self.calls: list = []
+            self.progressChanged.connect(lambda p: self.calls.append((time.perf_counter(), p)))
+
+        def pushInfo(self, info):  # noqa: N802 (QGIS API)
+            self.infos.append(info)
+            super().pushInfo(info)
+
+    out = tmp_path / "classified.gpkg"
+    params = {"INPUT": str(tiny_region / "parcels.gpkg"), "SCENE_FOLDER": str(tiny_region / "scenes"),
+              "WEATHER": str(region_weather), "MODEL": str(small_bundle), "OUTPUT": str(out)}
+    first = Recording()
+    processing.run("thermocrop:classifyparcels", params, context=QgsProcessingContext(), feedback=first)
+    percents = [p for _, p in first.calls]
+    assert percents == sorted(percents) and percents[-1] == 100 and len(percents) > 20
+    assert 0.2 <= _shown_at_halfway(first.calls) <= 0.8
+
+    # Again into the same output, cancelled while the model runs: the log says so at once, the
+    # run stops before the next model call, and the output and the parcels stay as they were.
+    output_before, parcels_before = out.read_bytes(), (tiny_region / "parcels.gpkg").read_bytes()
+    second = Recording()
+    said_at_once = []
+
+    def cancel_in_the_model(percent):
+        if percent > 70 and not said_at_once:
+            second.cancel()
+            said_at_once.append(second.infos[-1])
+            said_at_once.append(len(second.calls))
+
+    second.progressChanged.connect(cancel_in_the_model)
+    with pytest.raises(QgsProcessingException, match="Cancelled"):
+        processing.run("thermocrop:classifyparcels", params, context=QgsProcessingContext(), feedback=second)
+    assert said_at_once[0] == "Cancelling…"
+    assert len(second.calls) == said_at_once[1]  # no progress after the cancel: nothing more was done
+    assert out.read_bytes() == output_before and (tiny_region / "parcels.gpkg").read_bytes() == parcels_before
+
+
+@pytest.mark.slow
+def test_dock_task_cancel_is_acknowledged_and_writes_nothing(qgis_app, tiny_region, region_weather, small_bundle,
+                                                             tmp_path):
+    import geopandas as gpd
+    from qgis.core import QgsApplication
+
+    from thermocrop.plugin.task import ClassificationParameters, ClassificationTask
+
+    frame = gpd.read_file(tiny_region / "parcels.gpkg")
+    out = tmp_path / "new.gpkg"
+    task = ClassificationTask(ClassificationParameters(
+        parcels=frame, fids=list(range(len(frame))), scenes=[str(tiny_region / "scenes")],
+        weather=str(region_weather), model=str(small_bundle), output=str(out)), on_done=None)
+    logged: list = []
+    QgsApplication.messageLog().messageReceived.connect(lambda message, tag, level: logged.append(message))
+    percents: list = []
+    acknowledged = []
+
+    def cancel_half_way(percent):
+        percents.append(percent)
+        if percent > 50 and not acknowledged:
+            task.cancel()
+            acknowledged.append(any("cancelling" in m for m in logged))
+
+    task.progressChanged.connect(cancel_half_way)
+    assert task.run() is False and task.cancelled and task.error is None
+    assert acknowledged == [True]
+    assert percents == sorted(percents) and percents[-1] < 100
+    assert not out.exists() and list(tmp_path.iterdir()) == []
