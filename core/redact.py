@@ -28,7 +28,8 @@ _PATTERNS = (
     # The query string of any URL: SAS tokens, S3 pre-signed parameters, keys in queries.
     (re.compile(r"((?:https?|s3|ftp)://[^\s?#'\"<>]*)\?[^\s#'\"<>]*", re.IGNORECASE), r"\1?" + REDACTED),
     # A password in an address (``https://user:password@host``).
-    (re.compile(r"((?:https?|s3|ftp)://[^\s/?#@:'\"<>]*:)[^\s/?#@'\"<>]*@", re.IGNORECASE), r"\1" + REDACTED + "@"),
+    (re.compile(r"((?:https?|s3|ftp)://[^\s/?#@:'\"<>]*:)[^\s/?#@'\"<>]*@", re.IGNORECASE),
+     r"\1" + REDACTED + "@"),
     # Parameters that carry credentials, wherever they stand.
     (re.compile(r"\b(sig|se|st|sp|sv|skoid|sktid|skt|ske|sks|skv|X-Amz-Signature|X-Amz-Credential|"
                 r"X-Amz-Security-Token|token|access_token|subscription-key|key|apikey|api_key|password)=[^&\s'\"]+",
