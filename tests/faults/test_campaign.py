@@ -892,10 +892,6 @@ def test_c08_a_run_folder_that_holds_the_users_files_keeps_them(work, capsys):
     assert (run_folder / "part-00000-draft.csv").read_text() == "mine too"
 
 
-@pytest.mark.xfail(strict=True, reason="'import table --overwrite' into a dataset folder that also holds a file of "
-                   "the user's (my-notes.txt) exits 0 and the file is gone: the folder is exchanged whole. The "
-                   "preflight should refuse a dataset folder holding files no dataset writes (core/dataset.py "
-                   "is_dataset_folder / core/output.py check_output)")
 def test_c08_overwriting_a_dataset_keeps_the_users_other_files_or_refuses(tmp_path, capsys):
     table = _table(tmp_path / "t.csv")
     weather = weather_csv(tmp_path / "w.csv")
@@ -906,7 +902,8 @@ def test_c08_overwriting_a_dataset_keeps_the_users_other_files_or_refuses(tmp_pa
     code, text = run(capsys, "import", "table", table, "--label-column", "label", "--weather", weather, "--out", out,
                      "--overwrite")
     assert "Traceback" not in text
-    assert (out / "my-notes.txt").exists() or (code == EXIT_OUTPUT and "my-notes.txt" in text)
+    assert (out / "my-notes.txt").read_text() == "field notes"
+    answered_well(code, text, (0, EXIT_OUTPUT), *(("not a ThermoCrop",) if code else ()))
 
 
 # ============================================================================================
