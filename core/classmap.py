@@ -312,8 +312,9 @@ def _block_entries(cls: str, block: Any, source: str) -> list[ClassMapEntry]:
         raise InputError(f"{source}: a class block has no name.")
     if block is None or block == "":
         return []
-    if not isinstance(block, list):
-        raise InputError(f"{source}: the block of class {cls!r} must list codes, not {block!r}.")
+    if not isinstance(block, list) or not all(isinstance(p, tuple) and len(p) == 2 for p in block):
+        raise InputError(f"{source}: the block of class {cls!r} must give 'code: name' lines, not "
+                         f"{block!r}"[:300] + ".")
     keys = [str(k).strip().lower() for k, _ in block]
     seasonal = [k for k in keys if k in _SEASONS]
     if seasonal and set(seasonal) != set(_SEASONS):
@@ -324,7 +325,7 @@ def _block_entries(cls: str, block: Any, source: str) -> list[ClassMapEntry]:
     for key, value in block:
         season = str(key).strip().lower()
         if seasonal and season in _SEASONS:
-            if isinstance(value, list):
+            if isinstance(value, list) and all(isinstance(p, tuple) and len(p) == 2 for p in value):
                 entries.extend(ClassMapEntry(code, f"{season}_{cls}", _text(name)) for code, name in value)
             elif value not in (None, ""):
                 raise InputError(f"{source}: the {season!r} block of class {cls!r} must list codes.")

@@ -428,10 +428,14 @@ def save_dataset(
 
 
 def is_dataset_folder(path: Union[str, os.PathLike]) -> bool:
-    """Whether ``path`` holds a ThermoCrop dataset (which ``overwrite`` may replace)."""
+    """Whether ``path`` holds a ThermoCrop dataset and nothing else (which ``overwrite`` may
+    replace: a file of the user's kept in the folder would go with it)."""
     try:
         header = read_json(Path(path) / "dataset.json", what="dataset header")
     except InputError:
+        return False
+    own = {"dataset.json", *(f"{name}.npy" for name in _ARRAYS)}
+    if any(entry.name not in own for entry in Path(path).iterdir()):
         return False
     return isinstance(header, dict) and header.get("format") == DATASET_FORMAT
 

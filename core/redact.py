@@ -27,9 +27,12 @@ through ``rasterio._env``)."""
 _PATTERNS = (
     # The query string of any URL: SAS tokens, S3 pre-signed parameters, keys in queries.
     (re.compile(r"((?:https?|s3|ftp)://[^\s?#'\"<>]*)\?[^\s#'\"<>]*", re.IGNORECASE), r"\1?" + REDACTED),
+    # A password in an address (``https://user:password@host``).
+    (re.compile(r"((?:https?|s3|ftp)://[^\s/?#@:'\"<>]*:)[^\s/?#@'\"<>]*@", re.IGNORECASE),
+     r"\1" + REDACTED + "@"),
     # Parameters that carry credentials, wherever they stand.
     (re.compile(r"\b(sig|skoid|sktid|X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token|access_token|"
-                r"subscription[-_]key)=[^&\s'\"]+", re.IGNORECASE), r"\1=" + REDACTED),
+                r"subscription[-_]key|apikey|api_key|password)=[^&\s'\"]+", re.IGNORECASE), r"\1=" + REDACTED),
     # Headers (as requests, urllib3 and GDAL print them).
     (re.compile(r"((?:Ocp-Apim-Subscription-Key|Authorization|X-Amz-Security-Token|PRIVATE-TOKEN|"
                 r"x-api-key)['\"]?\s*[:=]\s*['\"]?)[^'\"}\r\n]+", re.IGNORECASE), r"\1" + REDACTED),

@@ -459,8 +459,8 @@ def checked_href(href: Any, folder: Optional[Path], item_id: str, key: str = "",
                           f"which is refused: {why}. Only http(s):// and s3:// addresses and files inside the item "
                           "collection's own folder are read.")
 
-    if not isinstance(href, str) or not href.strip():
-        raise refuse("it is not a text")
+    if not isinstance(href, str) or not href.strip() or "\x00" in href:
+        raise refuse("it is not a text (or holds a NUL character)")
     if href.lower().startswith("/vsi"):
         raise refuse("GDAL /vsi paths are not accepted")
     parts = urllib.parse.urlsplit(href)

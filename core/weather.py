@@ -158,7 +158,7 @@ def _read_station_csv(path: Path, n_points: int, start, end, tmin_col: str, tmax
         tmax -= np.float32(273.15)
     for values, col in ((tmin, tmin_col), (tmax, tmax_col)):
         with np.errstate(invalid="ignore"):
-            wrong = np.flatnonzero(np.isfinite(values) & ((values < PLAUSIBLE_CELSIUS[0])
+            wrong = np.flatnonzero(~np.isnan(values) & ((values < PLAUSIBLE_CELSIUS[0])
                                                           | (values > PLAUSIBLE_CELSIUS[1])))
         if wrong.size:
             check_plausible(values, f"column {col!r} of {path}", units="degrees C (station CSVs are)",
@@ -247,9 +247,10 @@ def to_celsius(values: np.ndarray, units: Optional[str], what: str) -> np.ndarra
 
 
 def _value_range(values: np.ndarray) -> Optional[tuple[float, float]]:
-    """Smallest and largest finite value, or None when there is none."""
-    finite = values[np.isfinite(values)]
-    return (float(finite.min()), float(finite.max())) if finite.size else None
+    """Smallest and largest value that is not a gap (NaN), infinities included (so they are
+    refused as implausible), or None when there is none."""
+    given = values[~np.isnan(values)]
+    return (float(given.min()), float(given.max())) if given.size else None
 
 
 def _describe_range(seen: tuple[float, float]) -> str:

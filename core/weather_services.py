@@ -44,6 +44,10 @@ CELL_DEGREES = 0.1
 CELLS_PER_REQUEST = 50
 """Cells asked of Open-Meteo in one request (its URLs stay short and its answers small)."""
 
+MAX_ANSWER_OFFSET_DEG = 0.5
+"""The farthest (degrees of latitude or longitude) an Open-Meteo answer's grid point may lie from
+the cell centre asked; its grids are 0.1 to 0.25 degrees."""
+
 SERVICES = ("open-meteo", "cds:e-obs", "cds:era5-land")
 EOBS_DATASET = "insitu-gridded-observations-europe"
 EOBS_VERSION = "31_0e"
@@ -252,7 +256,11 @@ def fetch_open_meteo(
         answers = answer if isinstance(answer, list) else [answer]
         if len(answers) != len(group):
             raise WeatherError(f"Open-Meteo answered {len(answers)} locations for the {len(group)} asked.")
-        for k, one in zip(group, answers):
+        for j, (k, one) in enumerate(zip(group, answers)):
+            if not isinstance(one, dict):
+                raise WeatherError(f"Open-Meteo at {url} answered {str(one)[:100]!r} for a location; nothing "
+                                   "was cached.")
+            _check_answer_place(one, centres[j], url)
             daily = one.get("daily") or {}
             try:
                 got = np.array(daily["time"], dtype="datetime64[D]")
@@ -302,6 +310,21 @@ def fetch_open_meteo(
 
 # --------------------------------------------------------------------------------------------
 # Copernicus Climate Data Store
+
+
+def _check_answer_place(one: dict, centre: np.ndarray, url: str) -> None:
+    """Refuse an answer given for a place farther than :data:`MAX_ANSWER_OFFSET_DEG` from the
+    cell centre asked (Open-Meteo answers for its nearest grid point, a few km away)."""
+    lat, lon = one.get("latitude"), one.get("longitude")
+    if lat is None and lon is None:
+        return
+    try:
+        off = max(abs(float(lat) - centre[0]), abs((float(lon) - centre[1] + 180.0) % 360.0 - 180.0))
+    except (TypeError, ValueError):
+        off = float("nan")
+    if not off <= MAX_ANSWER_OFFSET_DEG:
+        raise WeatherError(f"Open-Meteo at {url} answered for latitude {lat!r}, longitude {lon!r} when asked for "
+                           f"{centre[0]:.4f}, {centre[1]:.4f}: another place; nothing was cached.")
 
 
 def cds_client() -> Any:

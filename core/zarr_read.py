@@ -49,7 +49,10 @@ def _dtype(value: Any, source: str, key: str) -> np.dtype:
     if not isinstance(value, str) or not _PLAIN_DTYPE.match(value):
         raise ZarrError(f"{source}: {key} {value!r} is not a plain numeric dtype (such as '<u2'); object, "
                         "text and structured arrays are refused")
-    return np.dtype(value)
+    try:
+        return np.dtype(value)
+    except TypeError:  # kind and size that exist separately but not together, e.g. '<f1'
+        raise ZarrError(f"{source}: {key} {value!r} is not a dtype numpy knows") from None
 
 
 def _whole_numbers(value: Any, source: str, key: str, minimum: int) -> tuple[int, ...]:

@@ -30,7 +30,7 @@ import sys
 from typing import Optional, Sequence
 
 from ..core.errors import CancelledError, InputError, NoUsableParcelsError, OutputError, ThermoCropError
-from ..core.redact import install_redaction
+from ..core.redact import install_redaction, redact
 from . import commands
 from .progress_bar import configure_logging
 
@@ -103,7 +103,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return int(args._run(args) or EXIT_OK)
     except (ThermoCropError, KeyboardInterrupt) as exc:
         code = exit_code(exc)
-        text = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"error: {exc}"
+        text = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"error: {redact(str(exc))}"
         print(f"thermocrop {args.command}: {text}", file=sys.stderr)
         return code
 

@@ -151,8 +151,10 @@ def run(args: argparse.Namespace) -> int:
 
         frame = pd.DataFrame(np.round(gdd, 2), columns=names)
         frame.insert(0, args.id_field or "parcel_id", table.parcel_ids)
-        write_text(out, inert_frame(frame).to_csv(index=False, float_format="%.2f"), overwrite=args.overwrite,
-                   what="GDD table")
+        # CRLF rows (RFC 4180): pandas then quotes a cell holding a carriage return, which a
+        # spreadsheet would otherwise take for a new row (whose first cell could be a formula).
+        text = inert_frame(frame).to_csv(index=False, float_format="%.2f", lineterminator="\r\n")
+        write_text(out, text, overwrite=args.overwrite, what="GDD table")
     else:
         write_with_fields(args.parcels, {n: np.round(gdd[:, i], 2) for i, n in enumerate(names)}, out,
                           overwrite=args.overwrite, out_layer=args.out_layer, inputs=inputs)
