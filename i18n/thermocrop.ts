@@ -781,12 +781,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1180"/>
+        <location filename="../plugin/dock.py" line="1182"/>
         <source>The parcel layer was removed while classifying; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1184"/>
+        <location filename="../plugin/dock.py" line="1186"/>
         <source>Cancelled; nothing was written and the layer was not changed.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -796,7 +796,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="279"/>
+        <location filename="../plugin/algorithms/base.py" line="285"/>
         <source>Temperatures from {service}: {path}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -806,167 +806,172 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1187"/>
+        <location filename="../plugin/algorithms/base.py" line="135"/>
+        <source>Cancelling…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock.py" line="1189"/>
         <source>Classification failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1192"/>
+        <location filename="../plugin/dock.py" line="1194"/>
         <source>{layer} (classified)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1195"/>
+        <location filename="../plugin/dock.py" line="1197"/>
         <source>QGIS cannot open the written file {path}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1196"/>
+        <location filename="../plugin/dock.py" line="1198"/>
         <source>the new layer {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1201"/>
+        <location filename="../plugin/dock.py" line="1203"/>
         <source>{layer} (saved)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1202"/>
+        <location filename="../plugin/dock.py" line="1204"/>
         <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1205"/>
+        <location filename="../plugin/dock.py" line="1207"/>
         <source>Writing the result failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1220"/>
+        <location filename="../plugin/dock.py" line="1222"/>
         <source>Classified {done} of {n} parcels ({unknown} unknown) into {where}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1263"/>
+        <location filename="../plugin/dock.py" line="1265"/>
         <source>{qml} exists and was left as it is.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1265"/>
+        <location filename="../plugin/dock.py" line="1267"/>
         <source>Style saved to {qml}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1269"/>
+        <location filename="../plugin/dock.py" line="1271"/>
         <source>below 0.4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1269"/>
+        <location filename="../plugin/dock.py" line="1271"/>
         <source>0.4 to 0.6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1269"/>
+        <location filename="../plugin/dock.py" line="1271"/>
         <source>0.6 to 0.8</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1269"/>
+        <location filename="../plugin/dock.py" line="1271"/>
         <source>0.8 and above</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1269"/>
+        <location filename="../plugin/dock.py" line="1271"/>
         <source>not classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1298"/>
+        <location filename="../plugin/dock.py" line="1300"/>
         <source>{layer} is being edited; save or discard the edits to filter it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1302"/>
+        <location filename="../plugin/dock.py" line="1304"/>
         <source>{layer} cannot be filtered by its provider.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1308"/>
+        <location filename="../plugin/dock.py" line="1310"/>
         <source>{names} already exist(s). Overwrite?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1331"/>
+        <location filename="../plugin/dock.py" line="1333"/>
         <source>Reading the parcel's pixels …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1339"/>
+        <location filename="../plugin/dock.py" line="1341"/>
         <source>Explaining was cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1342"/>
+        <location filename="../plugin/dock.py" line="1344"/>
         <source>Cannot explain this parcel: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1349"/>
+        <location filename="../plugin/dock.py" line="1351"/>
         <source>Reference: {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1349"/>
+        <location filename="../plugin/dock.py" line="1351"/>
         <source>none given</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1375"/>
+        <location filename="../plugin/dock.py" line="1377"/>
         <source>against calendar date</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1380"/>
+        <location filename="../plugin/dock.py" line="1382"/>
         <source>growing degree days (°C·d)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1382"/>
+        <location filename="../plugin/dock.py" line="1384"/>
         <source>against thermal time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1396"/>
+        <location filename="../plugin/dock.py" line="1398"/>
         <source>class probability</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1406"/>
+        <location filename="../plugin/dock.py" line="1408"/>
         <source> of {layer}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1439"/>
+        <location filename="../plugin/dock.py" line="1441"/>
         <source>Choose a parcel layer (or classify) first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1446"/>
+        <location filename="../plugin/dock.py" line="1448"/>
         <source>Click a parcel of {layer} on the map.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1475"/>
+        <location filename="../plugin/dock.py" line="1477"/>
         <source>Choose the scenes and the weather file on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1469"/>
+        <location filename="../plugin/dock.py" line="1471"/>
         <source>Select exactly one parcel of {layer} to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="1471"/>
+        <location filename="../plugin/dock.py" line="1473"/>
         <source>Select exactly one parcel to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1021,22 +1026,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="148"/>
+        <location filename="../plugin/task.py" line="118"/>
+        <source>{task}: cancelling…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/task.py" line="160"/>
         <source>ThermoCrop: classify parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="202"/>
+        <location filename="../plugin/task.py" line="232"/>
         <source>the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="254"/>
+        <location filename="../plugin/task.py" line="284"/>
         <source>ThermoCrop: explain a parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="268"/>
+        <location filename="../plugin/task.py" line="298"/>
         <source>Feature {fid} is no longer in {layer}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1316,82 +1326,82 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="139"/>
+        <location filename="../plugin/algorithms/base.py" line="145"/>
         <source>Cancelled: {reason}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="169"/>
+        <location filename="../plugin/algorithms/base.py" line="175"/>
         <source>The parcel layer {problem}; assign the right one first (Layer Properties &gt; Source, or Assign projection; a shapefile needs its .prj).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="188"/>
+        <location filename="../plugin/algorithms/base.py" line="194"/>
         <source>Inputs checked in {seconds} s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="256"/>
+        <location filename="../plugin/algorithms/base.py" line="262"/>
         <source>Give either the temperature file {path!r} or the weather service {service}, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="261"/>
+        <location filename="../plugin/algorithms/base.py" line="267"/>
         <source>Give a daily temperature file (WEATHER), or choose a weather service (WEATHER_SERVICE).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="263"/>
+        <location filename="../plugin/algorithms/base.py" line="269"/>
         <source>temperature file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="317"/>
+        <location filename="../plugin/algorithms/base.py" line="323"/>
         <source>STAC items {path}: {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="337"/>
+        <location filename="../plugin/algorithms/base.py" line="343"/>
         <source>Give either scene files (&apos;{scenes}&apos;, &apos;{folder}&apos;) or saved STAC items (&apos;{stac}&apos;), not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="345"/>
+        <location filename="../plugin/algorithms/base.py" line="351"/>
         <source>The STAC items file {path!r} does not exist; choose the .json file &apos;Search a catalogue&apos; wrote.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="348"/>
+        <location filename="../plugin/algorithms/base.py" line="354"/>
         <source>{path!r} is not a STAC item collection; choose the .json file &apos;Search a catalogue&apos; wrote.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="352"/>
+        <location filename="../plugin/algorithms/base.py" line="358"/>
         <source>The scene folder {folder!r} does not exist; choose an existing folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="356"/>
+        <location filename="../plugin/algorithms/base.py" line="362"/>
         <source>Give Sentinel-2 scenes: &apos;{scenes}&apos; (SCENES, layers or files), &apos;{folder}&apos; (SCENE_FOLDER){stac}; one of them is required.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="367"/>
+        <location filename="../plugin/algorithms/base.py" line="373"/>
         <source>{dates} dates from {products} products</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="383"/>
+        <location filename="../plugin/algorithms/base.py" line="389"/>
         <source>The M (measure) values of the parcels are not written: {driver} files cannot hold them. Write a .gpkg, .shp, .fgb or .csv file to keep them.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="389"/>
+        <location filename="../plugin/algorithms/base.py" line="395"/>
         <source>Writing feature {fid} failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="409"/>
+        <location filename="../plugin/algorithms/base.py" line="415"/>
         <source>The {what} {path!r} does not exist; choose an existing file or folder.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1411,22 +1421,22 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="137"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="140"/>
         <source>Model: {variant}, classes {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="140"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="148"/>
         <source>{n} parcels, {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="189"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="198"/>
         <source>Fields {fields} of the input are replaced by the new values.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="192"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="201"/>
         <source>Field names as stored in this format: {names}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1436,7 +1446,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="238"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="251"/>
         <source>Style saved to {qml}</source>
         <translation type="unfinished"></translation>
     </message>
