@@ -561,17 +561,20 @@ def _flock(kind: int, start: int, length: int) -> bytes:
     return struct.pack(_FLOCK, start, length, 0, kind, os.SEEK_SET)
 
 
-def _lock_held(fd: int, start: int, length: int = 1) -> Optional[int]:
+def _lock_held(fd: int, start: int, length: int = 1, *, others_only: bool = False) -> Optional[int]:
     """The kind of lock (``F_RDLCK``, which is 0 on Linux, or ``F_WRLCK``) another holder has on
-    bytes ``start..``, or None when there is none."""
+    bytes ``start..``, or None when there is none. With ``others_only``, a lock this process holds
+    (SQLite's own locks, as QGIS holds them for a layer loaded in the project) counts as none."""
     try:
         answer = fcntl.fcntl(fd, _GETLK, _flock(fcntl.F_WRLCK, start, length))
     except OSError as exc:
         log.debug("Cannot test the locks of a SQLite file (%s)", exc)
         return None
     fields = struct.unpack(_FLOCK, answer)
-    kind = fields[0] if _LINUX else fields[3]
-    return None if kind == fcntl.F_UNLCK else kind
+    kind, pid = (fields[0], fields[4]) if _LINUX else (fields[3], fields[2])
+    if kind == fcntl.F_UNLCK or (others_only and pid == os.getpid()):
+        return None
+    return kind
 
 
 def _take_lock(fd: int, start: int, length: int) -> bool:
@@ -595,7 +598,9 @@ def _wal_activity(shm: Path) -> Optional[str]:
             return "holds an open write transaction on it (WAL mode)"
         if _lock_held(fd, _WAL_WRITE_LOCK + 1, _WAL_LOCKS - 1) is not None:
             return "is reading or checkpointing it (WAL mode)"
-        if _lock_held(fd, _WAL_DMS) is not None:
+        # This process's own connection (a layer of the QGIS project the run belongs to) is the
+        # run's own business: only another program's open connection could commit unseen.
+        if _lock_held(fd, _WAL_DMS, others_only=True) is not None:
             return "has it open (WAL mode), and could commit a change to it at any moment"
     finally:
         os.close(fd)
@@ -654,7 +659,7 @@ def sqlite_writers_held(path: PathLike) -> Iterator[None]:
     """Keep other programs from starting a change to the SQLite file ``path`` while the block runs.
 
     Checks :func:`sqlite_activity`, then holds the locks a writer needs (PENDING and RESERVED;
-    in WAL mode the write lock and the dead man switch), so nobody can begin a transaction between
+    in WAL mode the write, checkpoint, recovery and read locks), so nobody can begin a transaction between
     the check and the replacement. Readers of rollback-journal files are not blocked.
 
     Raises:
@@ -666,7 +671,7 @@ def sqlite_writers_held(path: PathLike) -> Iterator[None]:
         raise OutputError(_busy_message(path, busy))
     held: list[int] = []
     try:
-        for name, start, length in ((path, _PENDING_BYTE, 2), (Path(f"{path}-shm"), _WAL_WRITE_LOCK, _WAL_LOCKS + 1)):
+        for name, start, length in ((path, _PENDING_BYTE, 2), (Path(f"{path}-shm"), _WAL_WRITE_LOCK, _WAL_LOCKS)):
             try:
                 fd = os.open(name, os.O_RDWR)
             except FileNotFoundError:
