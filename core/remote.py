@@ -344,6 +344,35 @@ def _gdal_network_bytes() -> int:
     return int(sum(m.get("downloaded_bytes", 0) for m in (stats.get("methods") or {}).values()))
 
 
+STALL_OPTIONS = ("GDAL_HTTP_TIMEOUT", "GDAL_HTTP_CONNECTTIMEOUT", "GDAL_HTTP_LOW_SPEED_TIME",
+                 "GDAL_HTTP_LOW_SPEED_LIMIT")
+"""GDAL's settings that end a stalled request (see :func:`bound_every_request`)."""
+
+
+def bound_every_request(timeout: float) -> None:
+    """Give every GDAL request of the process an end, where the user set none.
+
+    A reader's threads carry its timeouts as thread-local settings, but GDAL may also fetch on
+    threads that never saw them (a dataset closed or described on another thread), and one that
+    waits on a silent server without a timeout waits for ever, holding the interpreter while
+    rasterio opens the file. So GDAL's own defaults for the whole process become this reader's
+    timeouts; whatever the user set (in the environment or GDAL's configuration) stays.
+    """
+    from osgeo import gdal
+
+    values = {"GDAL_HTTP_TIMEOUT": max(int(timeout), 1), "GDAL_HTTP_CONNECTTIMEOUT": max(int(min(timeout, 30)), 1),
+              "GDAL_HTTP_LOW_SPEED_TIME": max(int(timeout), 1), "GDAL_HTTP_LOW_SPEED_LIMIT": 1}
+    # What the process as a whole has (its global settings and environment), without this
+    # thread's own: asked on a thread of its own (GDAL 3.6 has no GetGlobalConfigOption).
+    unset: list[str] = []
+    probe = threading.Thread(target=lambda: unset.extend(k for k in STALL_OPTIONS if gdal.GetConfigOption(k) is None),
+                             name="thermocrop-gdal-settings")
+    probe.start()
+    probe.join()
+    for key in unset:
+        gdal.SetConfigOption(key, str(values[key]))
+
+
 class RemoteReader:
     """Reads blocks of remote raster assets through GDAL, caching every block on disk.
 
@@ -381,6 +410,7 @@ class RemoteReader:
         self._lock = threading.Lock()
         self._infos: dict[str, AssetInfo] = {}
         self._stop = threading.Event()  # stops the reads on the calling thread (none by default)
+        bound_every_request(timeout)
 
     # -- GDAL set-up ---------------------------------------------------------------------
     def gdal_options(self) -> dict[str, Any]:

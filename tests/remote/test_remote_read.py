@@ -195,3 +195,29 @@ def test_s3_keys_given_to_the_reader_reach_only_gdal_not_the_environment(publish
     np.testing.assert_array_equal(remote.pixels, local_pixels.pixels)
     assert "AWS_ACCESS_KEY_ID" not in os.environ
     assert server.counters.total_bytes("/eodata/") > 0 and not any(s == 403 for *_, s in server.counters.log)
+
+
+def test_every_gdal_request_of_the_process_gets_an_end(tmp_path, monkeypatch):
+    """A thread that never saw a reader's settings (GDAL closing or describing a dataset there)
+    still has timeouts once a reader exists; what the user set stays."""
+    import threading
+
+    from osgeo import gdal
+
+    from thermocrop.core.remote import STALL_OPTIONS, RemoteReader
+
+    saved = {k: gdal.GetConfigOption(k) for k in STALL_OPTIONS}
+    monkeypatch.setenv("GDAL_HTTP_CONNECTTIMEOUT", "7")
+    try:
+        for key in STALL_OPTIONS:
+            gdal.SetConfigOption(key, None)
+        RemoteReader(tmp_path / "cache", timeout=12.0)
+        seen = {}
+        thread = threading.Thread(target=lambda: seen.update({k: gdal.GetConfigOption(k) for k in STALL_OPTIONS}))
+        thread.start()
+        thread.join()
+        assert seen == {"GDAL_HTTP_TIMEOUT": "12", "GDAL_HTTP_CONNECTTIMEOUT": "7", "GDAL_HTTP_LOW_SPEED_TIME": "12",
+                        "GDAL_HTTP_LOW_SPEED_LIMIT": "1"}
+    finally:
+        for key, value in saved.items():
+            gdal.SetConfigOption(key, value)
