@@ -1462,15 +1462,38 @@ def _overlap_cases():
 @pytest.mark.parametrize("case", ["same-field-twice", "inside-touching-the-edge", "island-in-a-hole",
                                   "multipolygon-part-overlaps", "touching-only", "reversed-vertex-order",
                                   "covered-by-two-others"])
-def test_c10_overlapping_parcels_are_found_as_the_areas_say(case):
+def test_c10_overlapping_parcels_each_get_the_pixels_they_cover(case, work):
+    # The fields (metres from a corner 10 m pixels start at) on one L1C tile: each parcel's
+    # pixels are those of its own polygon rasterised alone (rasterio's geometry_mask), whatever
+    # the others cover.
     import geopandas as gpd
+    import rasterio
+    from rasterio.features import geometry_mask
+    from rasterio.transform import from_origin
+    from shapely.affinity import translate
 
-    from thermocrop.core.extract import overlapping_parcels
+    from thermocrop.core.extract import extract_pixel_sets
 
-    geoms = _overlap_cases()[case]
-    expected = [any(a is not b and a.intersection(b).area > 0 for b in geoms) for a in geoms]
-    found = overlapping_parcels(gpd.GeoSeries(geoms, crs=32631), np.ones(len(geoms), dtype=bool))
-    assert found.tolist() == expected
+    size, x0, y0 = 32, 600000.0, 5000000.0
+    cube = np.random.default_rng(10).integers(1100, 9000, size=(10, size, size), dtype=np.uint16)
+    transform = from_origin(x0, y0, 10.0, 10.0)
+    scenes = work / "scenes"
+    scenes.mkdir()
+    with rasterio.open(scenes / "S2A_MSIL1C_20230601T103031_N0205_R108_T31TCJ_20230601T1.tif", "w", driver="GTiff",
+                       width=size, height=size, count=10, dtype="uint16", crs="EPSG:32631", transform=transform,
+                       nodata=0) as ds:
+        ds.write(cube)
+        ds.descriptions = ("B02", "B03", "B04", "B05", "B06", "B07", "B08", "B8A", "B11", "B12")
+    # Shifted by a third of a pixel so that no pixel centre lies on an edge.
+    geoms = [translate(g, x0 + 3.3, y0 - 300.0 + 3.3) for g in _overlap_cases()[case]]
+    parcels = gpd.GeoDataFrame({"parcel_id": [f"f{i}" for i in range(len(geoms))]}, geometry=geoms,
+                               crs="EPSG:32631")
+    ps = extract_pixel_sets(parcels, scenes, work / "weather.csv", max_pixels=1024)
+    for i, geom in enumerate(geoms):
+        inside = geometry_mask([geom], out_shape=(size, size), transform=transform, invert=True)
+        expected = sorted(map(tuple, cube[:, inside].T.tolist()))
+        got = sorted(map(tuple, ps.pixels[i, 0][:, ps.pixel_mask[i, 0]].T.tolist()))
+        assert got == expected, (case, i)
 
 
 # ============================================================================================
