@@ -23,11 +23,11 @@ from pathlib import Path
 
 CHILD = """
 import json, sys, time
-from thermocrop.core.bundle import ModelBundle
+from thermocrop.core.model.bundle import ModelBundle
 from thermocrop.core.classify import classify_parcels
 from thermocrop.core.errors import CancelledError
 from thermocrop.core.progress import Progress
-from thermocrop.core.scenes import ProductReader
+from thermocrop.core.scenes.local import ProductReader
 
 region, phase, after = sys.argv[1], sys.argv[2], float(sys.argv[3])
 began = {}
@@ -79,7 +79,7 @@ def main() -> None:
     args = parser.parse_args()
     args.region = args.region or Path(tempfile.gettempdir()) / f"thermocrop-bench-cancel-{args.parcels}"
     if not (args.region / "parcels.gpkg").exists():
-        from thermocrop.training.synth import generate_region
+        from thermocrop.synth import generate_region
 
         generate_region("FR2", args.region, parcels=args.parcels, seed=0, level="L1C")
     here = Path(__file__).resolve().parents[1]

@@ -83,7 +83,7 @@ def _fork_server_peak_mb() -> float:
 
 def worker_one(folder: Path, chunk_size: int, save: Path, sample: bool = False) -> dict:
     from thermocrop.core.classify import classify_parcels
-    from thermocrop.core.scenes import find_scenes
+    from thermocrop.core.scenes.local import find_scenes
 
     memory = TotalMemory() if sample else None
     t0 = time.perf_counter()
@@ -96,8 +96,8 @@ def worker_one(folder: Path, chunk_size: int, save: Path, sample: bool = False) 
 
 
 def worker_dask(folder: Path, chunk_size: int, workers: int, save: Path, sample: bool = False) -> dict:
-    from thermocrop.core.distributed import ClusterOptions, classify_partitioned
-    from thermocrop.core.scenes import find_scenes
+    from thermocrop.core.runs.cluster import ClusterOptions, classify_partitioned
+    from thermocrop.core.scenes.local import find_scenes
 
     run = Path(tempfile.mkdtemp(prefix="bench-dask-")) / "run"
     memory = TotalMemory() if sample else None

@@ -2,7 +2,7 @@
 parcel per scene (rasterio.mask) and against bare decoding of the same scenes (the floor).
 
 Writes a benchmark region once into a cache folder, by default a synthetic L2A region from
-``training/synth`` (10-band GeoTIFFs with SCL sidecars, E-OBS weather), or with
+``synth/`` (10-band GeoTIFFs with SCL sidecars, E-OBS weather), or with
 ``--source random`` simpler random-textured scenes and rotated rectangles; then measures each
 approach in its own process so that peak memory is its own.
 
@@ -28,7 +28,7 @@ X0, Y0, RES = 600000.0, 5400000.0, 10.0
 
 def make_synth_region(folder: Path, size: int, n_parcels: int, seed: int = 0) -> Path:
     """Generate a synthetic FR2 L2A region into ``folder`` unless already there."""
-    from thermocrop.training.synth import generate_region
+    from thermocrop.synth import generate_region
 
     done = folder / "done.json"
     if not done.exists():
@@ -45,7 +45,7 @@ def make_region(folder: Path, size: int, n_parcels: int, n_dates: int, seed: int
     from shapely import affinity
     from shapely.geometry import box
 
-    from thermocrop.core.bands import S2_BANDS
+    from thermocrop.core.scenes.bands import S2_BANDS
 
     done = folder / "done.json"
     if done.exists():
@@ -119,7 +119,7 @@ def _scene_files(folder: Path) -> list[tuple[Path, Path | None]]:
 
 def worker_thermocrop(folder: Path) -> dict:
     from thermocrop.core.extract import extract_pixel_sets
-    from thermocrop.core.scenes import find_scenes
+    from thermocrop.core.scenes.local import find_scenes
 
     scenes = find_scenes(folder / "scenes")
     t0 = time.perf_counter()
@@ -135,7 +135,7 @@ def worker_chunked(folder: Path, chunk_size: int) -> dict:
     import tempfile
 
     from thermocrop.core.extract import extract_to_dataset
-    from thermocrop.core.scenes import find_scenes
+    from thermocrop.core.scenes.local import find_scenes
 
     scenes = find_scenes(folder / "scenes")
     out = Path(tempfile.mkdtemp(prefix="bench-extract-")) / "dataset"

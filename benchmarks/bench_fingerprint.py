@@ -41,7 +41,7 @@ def best_of(call, runs: int = 3) -> float:
 
 
 def main() -> None:
-    from thermocrop.core.fingerprint import input_fingerprints
+    from thermocrop.core.runs.fingerprint import input_fingerprints
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=8)

@@ -31,8 +31,8 @@ def _best(fn, repeat: int = 3) -> float:
 
 
 def bench_gdd(n: int, loop_n: int) -> None:
-    from thermocrop.core.gdd import gdd_at_dates, growing_degree_days
-    from thermocrop.core.weather import DailyTemperature
+    from thermocrop.core.thermal.gdd import gdd_at_dates, growing_degree_days
+    from thermocrop.core.thermal.weather import DailyTemperature
 
     rng = np.random.default_rng(0)
     days = np.arange("2021-01-01", "2022-01-01", dtype="datetime64[D]")
@@ -103,7 +103,7 @@ def bench_weather(n: int, loop_n: int) -> None:
     import xarray as xr
     from pyproj import Transformer
 
-    from thermocrop.core.weather import read_daily_temperature
+    from thermocrop.core.thermal.weather import read_daily_temperature
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "tn_tx.nc"

@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from thermocrop.core.models import VARIANTS, build_model, fast_inference_model
+from thermocrop.core.model.networks import VARIANTS, build_model, fast_inference_model
 
 
 def make_batch(b: int, t: int, s: int, seed: int = 0) -> tuple[torch.Tensor, ...]:

@@ -39,7 +39,7 @@ def make_region(folder: Path, n_parcels: int, n_dates: int) -> Path:
     from rasterio.transform import from_origin
     from shapely.geometry import box
 
-    from thermocrop.core.bands import S2_BANDS
+    from thermocrop.core.scenes.bands import S2_BANDS
 
     done = folder / "done.json"
     if done.exists():
@@ -82,7 +82,7 @@ def extraction_loop(folder: Path) -> tuple[np.ndarray, np.ndarray]:
     """Classification's extraction loop without the model: statuses and mean reflectances."""
     from thermocrop.core import extract
     from thermocrop.core.extract import _meta, _settings, load_parcels
-    from thermocrop.core.scenes import find_scenes
+    from thermocrop.core.scenes.local import find_scenes
 
     settings = _settings(64, 0, 0.5, 1, None, 0.0, 30.0, "paper", extract.SCL_INVALID, None)
     table = load_parcels(folder / "parcels.gpkg", block_field=None)

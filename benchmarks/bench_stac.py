@@ -143,7 +143,7 @@ def run(work: Path, loop) -> int:
     from rasterio.transform import from_origin
 
     from thermocrop.core.classify import classify_parcels
-    from thermocrop.core.stac import reader_for, scenes_from_items
+    from thermocrop.core.scenes.stac import reader_for, scenes_from_items
 
     t0 = time.perf_counter()
     parcels = make_parcels(work / "parcels.gpkg")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 os.environ.setdefault("PROJ_DATA", "/usr/share/proj")
 
-from thermocrop.training.synth import generate as gen  # noqa: E402
+from thermocrop.synth import generate as gen
 
 PARCELS = 800
 SIZE = 1536

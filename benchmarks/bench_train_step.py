@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
-from thermocrop.core import pse_training
-from thermocrop.core.models import build_model
+from thermocrop.core.model import pse_training
+from thermocrop.core.model.networks import build_model
 from thermocrop.training.losses import FocalLoss
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -55,7 +55,7 @@ def baseline(source: Path, fields: dict, out: Path) -> None:
 
 
 def checked(source: Path, fields: dict, out: Path) -> None:
-    from thermocrop.core.vector import write_with_fields
+    from thermocrop.core.io.vector import write_with_fields
 
     write_with_fields(source, fields, out)
 

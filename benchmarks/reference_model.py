@@ -3,7 +3,7 @@
 Built from the architecture facts only (widths, layer order, pooling, attention, encodings):
 BatchNorm1d over every pixel slot of every date (no masks in the statistics), masked mean and
 std pooling, no date padding (every date of a batch is used), sinusoids looked up in a table
-of integer positions. Its parameter and buffer names match ``thermocrop.core.models`` so one
+of integer positions. Its parameter and buffer names match ``thermocrop.core.model.networks`` so one
 state dict loads into both; nothing here imports ThermoCrop's model code.
 """
 

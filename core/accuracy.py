@@ -25,11 +25,11 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from .csv_cells import inert_row, inert_text
+from .io.csv_cells import inert_row, inert_text
 from .crops import CROP_CLASSES
 from .errors import InputError
-from .output import check_distinct_outputs, check_output, write_text
-from .safe_read import read_limited
+from .io.output import check_distinct_outputs, check_output, write_text
+from .io.safe_read import read_limited
 
 log = logging.getLogger(__name__)
 

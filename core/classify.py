@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from .crops import UNKNOWN_CLASS
-from .dataset import STATUS_OK
+from .pixel_sets import STATUS_OK
 from .errors import InputError, SceneError
 from .extract import (
     ParcelSource,
@@ -30,9 +30,9 @@ from .extract import (
     spatial_chunks,
 )
 from .progress import Progress
-from .vector import feature_count, write_with_fields
-from .scenes import SCL_INVALID, check_missing_scl, select_season
-from .uncertainty import uncertainty_fields
+from .io.vector import feature_count, write_with_fields
+from .scenes.local import SCL_INVALID, check_missing_scl, select_season
+from .model.uncertainty import uncertainty_fields
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ class ClassificationResult:
 
 
 def _bundle(bundle: Any):
-    from .bundle import default_bundle_path, load_bundle
+    from .model.bundle import default_bundle_path, load_bundle
 
     if bundle is None:
         return load_bundle(default_bundle_path())
@@ -382,7 +382,7 @@ def write_classification(
     Every feature and attribute of the input is kept; the three fields are added (or replace
     fields of the same name). Parcels that were not classified get NULL as class and
     confidence; those not selected get the status ``not_selected``. With ``probabilities`` the
-    fields of :func:`~thermocrop.core.uncertainty.uncertainty_fields` follow (``p_<class>`` per
+    fields of :func:`~thermocrop.core.model.uncertainty.uncertainty_fields` follow (``p_<class>`` per
     class, ``crop_margin``, ``crop_entropy``). The output is written beside the target, read
     back and counted, and only then takes its name; an existing file (the input included) is
     replaced only with ``overwrite``, and in a GeoPackage only the written layer is. Field

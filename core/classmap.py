@@ -30,10 +30,10 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from .crops import UNKNOWN_CLASS
-from .csv_cells import inert_row
+from .io.csv_cells import inert_row
 from .errors import InputError
-from .output import write_text
-from .safe_read import MAX_NESTING, read_limited
+from .io.output import write_text
+from .io.safe_read import MAX_NESTING, read_limited
 
 log = logging.getLogger(__name__)
 

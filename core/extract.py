@@ -17,14 +17,26 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from .bands import S2_BANDS
-from .dataset import STATUS_OK, DatasetWriter, PixelSets
+from .scenes.bands import S2_BANDS
+from .pixel_sets import STATUS_OK, DatasetWriter, PixelSets
 from .errors import ExtractionError, InputError, NoUsableParcelsError, SceneError, WeatherError
 from .progress import Progress
-from .remote import RemoteProduct
-from .scenes import (NOT_DIGITAL_NUMBERS, SCL_INVALID, Grid, Scene, bright_cloud_mask, check_missing_scl,
-                     decode_threads, decoding_threads, find_scenes, select_season, to_reflectance, usable_cpus)
-from .vector import default_layer_name, parcel_layer_problem
+from .scenes.remote import RemoteProduct
+from .scenes.local import (
+    NOT_DIGITAL_NUMBERS,
+    SCL_INVALID,
+    Grid,
+    Scene,
+    bright_cloud_mask,
+    check_missing_scl,
+    decode_threads,
+    decoding_threads,
+    find_scenes,
+    select_season,
+    to_reflectance,
+    usable_cpus,
+)
+from .io.vector import default_layer_name, parcel_layer_problem
 
 log = logging.getLogger(__name__)
 
@@ -558,8 +570,8 @@ def _gdd_for_parcels(table: ParcelTable, idx: np.ndarray, weather: Any, dates: n
     in one cell's record) marks those parcels; one of the file as a whole (days not covered,
     variables missing) raises ``WeatherError``.
     """
-    from .gdd import gdd_at_points
-    from .weather import DailyTemperature
+    from .thermal.gdd import gdd_at_points
+    from .thermal.weather import DailyTemperature
 
     n = len(idx)
     if n == 0:
@@ -626,7 +638,7 @@ def _pixel_sets(chunk: _ChunkPixels, rows: np.ndarray, table: ParcelTable, dates
                 settings: ExtractionSettings, classes: Sequence[str], meta: dict[str, Any],
                 slots: Optional[int] = None) -> PixelSets:
     """The ``PixelSets`` of the chunk's parcels ``rows``."""
-    from .gdd import day_of_season
+    from .thermal.gdd import day_of_season
 
     pixels, pixel_mask = chunk.dense(rows, slots)
     idx = chunk.idx[rows]
@@ -739,7 +751,7 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
     read_progress = progress.sub(0.1, 0.9)
     unreadable = set()  # products (STAC items) that could not be fetched whole: never half-used
     if passes and any(isinstance(p, RemoteProduct) for sc in scenes for p in sc.products):
-        from .remote import prefetch_chunk
+        from .scenes.remote import prefetch_chunk
 
         windows_by_grid = [[w for per_grid in passes for w, *_ in per_grid[k][1]] for k in range(len(grids))]
         unreadable = prefetch_chunk(scenes, grids, windows_by_grid, progress.sub(0.1, 0.6))
@@ -796,7 +808,7 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
 
 
 def scene_threads(scenes: Sequence[Scene]) -> int:
-    """Scenes a chunk reads at once: :func:`~thermocrop.core.scenes.decode_threads` as a
+    """Scenes a chunk reads at once: :func:`~thermocrop.core.scenes.local.decode_threads` as a
     number (``ALL_CPUS``: every CPU), one where a product is read over the network (its
     reader keeps fetched blocks in one cache)."""
     if any(isinstance(p, RemoteProduct) for sc in scenes for p in sc.products):
@@ -952,7 +964,7 @@ def _read_scene(t: int, scene: Scene, passes: list, grids: list[Grid], unreadabl
 def _settings(max_pixels: int, seed: int, min_valid_fraction: float, min_pixels: int, season_start: Any,
               t_base: float, t_cap: float, gdd_method: str, scl_invalid: Sequence[int],
               weather_options: Optional[dict[str, Any]], missing_scl: str = "warn") -> ExtractionSettings:
-    from .gdd import SeasonStart
+    from .thermal.gdd import SeasonStart
 
     if max_pixels < 1:
         raise InputError(f"max_pixels must be at least 1, got {max_pixels}.")
@@ -1203,7 +1215,7 @@ def extract_to_dataset(
         raise ExtractionError(f"Parcel layer {table.source} holds no parcels.")
     meta = _meta(table, scene_list, weather, settings, label_field)
     dates = np.array([sc.date for sc in scene_list], dtype="datetime64[D]")
-    from .gdd import day_of_season
+    from .thermal.gdd import day_of_season
 
     writer = DatasetWriter(
         out,

@@ -18,7 +18,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .errors import InputError, WeatherError
-from .vector import default_layer_name, parcel_layer_problem
+from .io.vector import default_layer_name, parcel_layer_problem
 
 log = logging.getLogger(__name__)
 
@@ -106,8 +106,8 @@ def check_weather(weather: Any, *, crs: Any, bounds: Optional[Sequence[float]], 
     Raises:
         WeatherError: any of the problems above.
     """
-    from .gdd import SeasonStart, season_bounds
-    from .weather import read_daily_temperature, record_period
+    from .thermal.gdd import SeasonStart, season_bounds
+    from .thermal.weather import read_daily_temperature, record_period
 
     if weather is None:
         return None
@@ -171,7 +171,7 @@ def check_inputs(
         InputError (or a subclass): the first problem found, naming the file, layer or field.
     """
     from .extract import check_crs
-    from .gdd import SeasonStart
+    from .thermal.gdd import SeasonStart
 
     t0 = time.perf_counter()
     result = Preflight()
@@ -179,7 +179,7 @@ def check_inputs(
     check_weather_file(weather)
 
     if need_bundle or bundle is not None:
-        from .bundle import default_bundle_path, load_bundle
+        from .model.bundle import default_bundle_path, load_bundle
 
         if bundle is None or isinstance(bundle, (str, os.PathLike)):
             bundle = load_bundle(bundle or default_bundle_path())
@@ -208,7 +208,7 @@ def check_inputs(
 
     scene_dates = None
     if scenes is not None:
-        from .scenes import Scene, find_scenes, select_season
+        from .scenes.local import Scene, find_scenes, select_season
 
         if isinstance(scenes, (list, tuple)) and scenes and all(isinstance(s, Scene) for s in scenes):
             found = list(scenes)

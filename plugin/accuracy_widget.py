@@ -31,8 +31,8 @@ from qgis.PyQt.QtWidgets import (
     QWidget,
 )
 
-from .accuracy import WEIGHTING_LABELS, assess_features, guess_fields
-from .outputs import layer_file
+from .accuracy_layer import WEIGHTING_LABELS, assess_features, guess_fields
+from .staged_sinks import layer_file
 from .task import ThermoCropTask
 from .train_panel import CLASS_MAP_LABELS, CLASS_MAPS, CODE_FIELDS
 

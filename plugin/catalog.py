@@ -93,7 +93,7 @@ def describe_search(summaries: Sequence) -> str:
 def stac_scenes(paths: Sequence[str], *, credentials: Optional[dict] = None, cache_dir=None, progress=None,
                 on_stats: Optional[Callable] = None) -> list:
     """Scenes of saved item collections, read with ``credentials`` (see :func:`auth_credentials`)."""
-    from ..core.stac import load_item_files, reader_for, scenes_from_items
+    from ..core.scenes.stac import load_item_files, reader_for, scenes_from_items
 
     items, folders = load_item_files(paths)
     reader = reader_for(items, cache_dir=cache_dir, credentials=credentials, on_stats=on_stats)
@@ -139,7 +139,7 @@ class CatalogSearchTask(ThermoCropTask):
         self.path: Optional[str] = None
 
     def work(self, progress) -> None:
-        from ..core.stac import save_items, search_items, summarize
+        from ..core.scenes.stac import save_items, search_items, summarize
 
         p = self.params
         frame = p.parcels.read()[0] if hasattr(p.parcels, "read") else p.parcels
@@ -157,7 +157,7 @@ def search_file(cache_dir: Optional[Path], catalog: str, season: int, max_cloud:
     """Where the dock keeps the items of a search: under the cache folder, named after the search."""
     import hashlib
 
-    from ..core.remote import default_cache_dir
+    from ..core.scenes.remote import default_cache_dir
 
     key = hashlib.sha1(f"{catalog}|{season}|{max_cloud}|{layer_id}".encode()).hexdigest()[:12]
     return (Path(cache_dir) if cache_dir else default_cache_dir()) / "searches" / f"items-{season}-{key}.json"

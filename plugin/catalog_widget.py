@@ -270,7 +270,7 @@ class CatalogWidget(QGroupBox):
         settings.endGroup()
         if items and Path(items).is_file():
             from ..core.errors import ThermoCropError
-            from ..core.stac import load_items, summarize
+            from ..core.scenes.stac import load_items, summarize
 
             try:
                 self.show_results(summarize(load_items(items)), items)

@@ -65,9 +65,9 @@ from .dependencies import (describe_install, describe_missing, dependency_folder
                            missing_requirements)
 from .i18n import tr
 from .layers import SCENE_FILE_FILTER, scene_candidate, scene_source
-from .accuracy import guess_fields
+from .accuracy_layer import guess_fields
 from .catalog import WEATHER_LABELS, WEATHER_SERVICES
-from .outputs import layer_file
+from .staged_sinks import layer_file
 from .styles import UNCLASSIFIED_COLOUR, apply_class_style, class_label, confidence_renderer, save_style_beside
 from .train_panel import TrainPanel
 from .weather_task import WeatherTask, scene_dates
@@ -97,7 +97,7 @@ def layer_is_writable(layer: QgsVectorLayer) -> bool:
 def result_values(result, fids: list, label_field: str, conf_field: str, status_field: Optional[str] = None,
                   probabilities: bool = False) -> dict:
     """The fields to write, as ``{name: (QVariant type, {fid: value})}`` in writing order."""
-    from ..core.uncertainty import uncertainty_fields
+    from ..core.model.uncertainty import uncertainty_fields
 
     def number(v):
         return None if v is None or math.isnan(float(v)) else float(v)
@@ -204,8 +204,8 @@ def check_new_layer_file(path: str, layer: QgsVectorLayer, inputs: list, kinds: 
     Raises:
         OutputError: what is wrong, naming the path or field.
     """
-    from ..core.vector import check_vector_output, replaced_fields
-    from .outputs import field_kinds
+    from ..core.io.vector import check_vector_output, replaced_fields
+    from .staged_sinks import field_kinds
 
     target = check_vector_output(path, overwrite=True, inputs=[p for p in inputs if p], fields=list(kinds))
     replaced_fields(field_kinds(layer.fields()), target, kinds,
@@ -219,8 +219,8 @@ def check_layer_fields(layer: QgsVectorLayer, kinds: dict) -> None:
     Raises:
         OutputError: a field of the same name and another type, naming it.
     """
-    from ..core.vector import VectorTarget, output_field_names, replaced_fields
-    from .outputs import field_kinds
+    from ..core.io.vector import VectorTarget, output_field_names, replaced_fields
+    from .staged_sinks import field_kinds
 
     driver = layer.dataProvider().storageType() or "Memory"
     target = VectorTarget(path=Path(), driver=driver, layer=layer.name(),
@@ -888,7 +888,7 @@ class ThermoCropDock(QgsDockWidget):
     def show_model_card(self, *args) -> None:
         """Describe the chosen (or shipped) model: variant, classes, regions and scores."""
         try:
-            from ..core.bundle import default_bundle_path, load_bundle
+            from ..core.model.bundle import default_bundle_path, load_bundle
 
             path = self.model.filePath() or str(default_bundle_path())
             if not Path(path).is_file():
@@ -1026,7 +1026,7 @@ class ThermoCropDock(QgsDockWidget):
             checked = self.check_inputs(layer, None if from_catalog else scenes, weather or None, model)
             self.preflight = checked
             if self.probabilities.isChecked():
-                from ..core.uncertainty import ENTROPY_FIELD, MARGIN_FIELD, probability_field_names
+                from ..core.model.uncertainty import ENTROPY_FIELD, MARGIN_FIELD, probability_field_names
 
                 extra = [*probability_field_names(checked.bundle.classes), MARGIN_FIELD, ENTROPY_FIELD]
                 kinds.update(dict.fromkeys(extra, "real"))

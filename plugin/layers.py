@@ -155,9 +155,9 @@ def scene_candidate(provider: str, source: str) -> SceneCandidate:
 
 
 def _judge_file(path: Path) -> SceneCandidate:
-    from ..core.bands import S2_BANDS
+    from ..core.scenes.bands import S2_BANDS
     from ..core.errors import ThermoCropError
-    from ..core.scenes import band_name, find_scenes
+    from ..core.scenes.local import band_name, find_scenes
 
     try:
         scenes = find_scenes([path])

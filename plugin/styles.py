@@ -62,7 +62,7 @@ def save_style_beside(layer: QgsVectorLayer, path: str) -> Optional[Path]:
     if not file_path.is_file():
         return None
     from ..core.errors import OutputError
-    from ..core.output import staged_file
+    from ..core.io.output import staged_file
 
     qml = file_path.with_suffix(".qml")
     try:

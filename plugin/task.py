@@ -167,7 +167,7 @@ class ClassificationTask(ThermoCropTask):
     def work(self, progress) -> None:
         import geopandas as gpd
 
-        from ..core.bundle import default_bundle_path, load_bundle
+        from ..core.model.bundle import default_bundle_path, load_bundle
         from ..core.classify import classify_parcels, estimated_seconds, write_classification
         from ..core.extract import require_usable
 
@@ -288,7 +288,7 @@ class ExplainTask(ThermoCropTask):
     def work(self, progress) -> None:
         import numpy as np
 
-        from ..core.bundle import default_bundle_path, load_bundle
+        from ..core.model.bundle import default_bundle_path, load_bundle
         from ..core.classify import _gdd_settings
         from ..core.errors import ThermoCropError
         from ..core.extract import extract_pixel_sets

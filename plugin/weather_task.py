@@ -17,7 +17,7 @@ from .task import LayerSnapshot, ThermoCropTask
 def scene_dates(scenes: Sequence[Any]) -> list:
     """The acquisition dates of ``scenes``: ``Scene`` objects (``.date``) or saved STAC item
     collections (the dates of their items)."""
-    from ..core.stac import is_item_collection_file, load_items, summarize
+    from ..core.scenes.stac import is_item_collection_file, load_items, summarize
 
     dates = []
     for scene in scenes:
@@ -46,7 +46,7 @@ class WeatherTask(ThermoCropTask):
 
     def work(self, progress) -> None:
         from ..core.errors import WeatherError
-        from ..core.weather_services import fetch_for_parcels
+        from ..core.thermal.weather_services import fetch_for_parcels
 
         if not self.dates:
             raise WeatherError(tr("No scene dates to fetch temperatures for; choose the scenes first."))

@@ -19,7 +19,7 @@ from qgis.gui import QgsFieldComboBox
 from qgis.PyQt.QtCore import QVariant
 from qgis.PyQt.QtWidgets import QFileDialog, QHBoxLayout, QLineEdit, QToolButton, QWidget
 
-from .accuracy import guess_fields
+from .accuracy_layer import guess_fields
 from .i18n import tr
 from .layers import guess_label_field
 

@@ -25,8 +25,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from thermocrop.core.bundle import load_bundle
-from thermocrop.core.dataset import PixelSets, open_dataset, save_dataset
+from thermocrop.core.model.bundle import load_bundle
+from thermocrop.core.pixel_sets import PixelSets, open_dataset, save_dataset
 from thermocrop.training.evaluate import evaluate_bundle
 from thermocrop.training.experiment import (PAPER_TABLE1, REGIONS, VARIANT_NAMES,
                                             prepare_regions)
@@ -73,7 +73,7 @@ def real_datasets(realdata: Path, work: Path, classes: list[str]) -> dict[str, P
     if not all_path.exists():
         work.mkdir(parents=True, exist_ok=True)  # the importer writes only into an existing folder
         cmd = real_import_command(realdata, all_path, classes)
-        subprocess.run([sys.executable, "-m", "thermocrop.training.cli"] + cmd[1:], check=True)
+        subprocess.run([sys.executable, "-m", "thermocrop.cli.main"] + cmd[1:], check=True)
     paths = {"all": all_path, "west": work / "bavaria-west", "east": work / "bavaria-east"}
     if not (paths["west"].exists() and paths["east"].exists()):
         import geopandas as gpd

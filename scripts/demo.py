@@ -81,9 +81,9 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     import geopandas as gpd
 
-    from thermocrop.core.bundle import default_bundle_path, load_bundle
+    from thermocrop.core.model.bundle import default_bundle_path, load_bundle
     from thermocrop.plugin.headless import run_algorithm
-    from thermocrop.training.synth import generate_region
+    from thermocrop.synth import generate_region
 
     model = Path(args.model) if args.model else default_bundle_path()
     if not model.is_file():

@@ -72,8 +72,8 @@ def main(argv=None) -> int:
     try:
         region = Path(args.region) if args.region else work / f"region_FR2_seed{SHOT_SEED}"
         if not (region / "parcels.gpkg").is_file():
-            from thermocrop.core.bundle import default_bundle_path, load_bundle
-            from thermocrop.training.synth import generate_region
+            from thermocrop.core.model.bundle import default_bundle_path, load_bundle
+            from thermocrop.synth import generate_region
 
             # Scenes of the processing level the model was trained on.
             level = load_bundle(args.model or default_bundle_path()).config.scene_level or "L2A"

@@ -1,8 +1,8 @@
 """``make package``: the installable plugin zip ``thermocrop-<version>.zip`` and its checks.
 
 The zip holds one folder, ``thermocrop/``, with what the plugin needs at run time: the entry
-``__init__.py``, ``metadata.txt``, ``LICENSE``, every module of the packages ``core``,
-``training`` and ``plugin`` (modules are also named in strings, e.g. the dialogs' widget class
+``__init__.py``, ``metadata.txt``, ``LICENSE``, every module of the packages ``cli``,
+``core``, ``plugin``, ``synth`` and ``training`` (modules are also named in strings, e.g. the dialogs' widget class
 path, and reached through ``importlib``, so following imports is not enough), ``pyproject.toml``
 (the installer reads its dependencies), the icons, styles and model bundles of ``resources/``,
 compiled translations (``i18n/*.qm``) and the documentation pages the plugin opens or names
@@ -49,7 +49,7 @@ RESERVED_DOMAINS = ("example", "invalid", "test", "localhost", "example.com", "e
 FORBIDDEN_DIRS = ("__MACOSX", ".git", "__pycache__")
 ENTRY_MODULES = ("__init__.py",)
 """Where QGIS enters the plugin (classFactory); everything it imports, directly or not, is packaged."""
-ENTRY_PACKAGES: tuple[str, ...] = ("core", "training", "plugin")
+ENTRY_PACKAGES: tuple[str, ...] = ("cli", "core", "plugin", "synth", "training")
 """Packages taken whole besides what the entry modules import: all of ThermoCrop's Python."""
 RESOURCE_PATTERNS = ("pyproject.toml", "resources/icons/*.svg", "resources/icons/*.png", "resources/styles/*.qml",
                      "resources/models/*.tcm", "i18n/*.qm",

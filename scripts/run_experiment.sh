@@ -7,7 +7,7 @@ OUT=${1:-runs/experiment}
 PY=${PY:-.venv/bin/python}
 $PY scripts/prepare_regions.py "$OUT" --parcels "${PARCELS:-500}" --seed 0 --max-pixels 32
 [ "${DATA_ONLY:-0}" = 1 ] && exit 0
-$PY -m thermocrop.training.cli experiment \
+$PY -m thermocrop.cli.main experiment \
     --regions "$OUT"/datasets/AT1 "$OUT"/datasets/DK1 "$OUT"/datasets/FR1 "$OUT"/datasets/FR2 \
     --variants all --out "$OUT/results" --epochs "${EPOCHS:-20}" \
     --steps-per-epoch "${STEPS:-25}" --batch-size "${BATCH:-64}" \

@@ -22,7 +22,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-# Synthetic regions (training/synth): generated once per test session and shared.
+# Synthetic regions (synth/): generated once per test session and shared.
 @pytest.fixture(scope="session")
 def make_region(tmp_path_factory):
     """Factory ``make_region(region="FR2", level="L2A", seed=0, parcels=100, **kw) -> Path``.
@@ -30,7 +30,7 @@ def make_region(tmp_path_factory):
     Each distinct set of arguments is generated once per session into its own folder; tests
     must not modify the files.
     """
-    from thermocrop.training.synth import generate_region
+    from thermocrop.synth import generate_region
 
     cache = {}
 

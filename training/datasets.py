@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..core.dataset import PixelSets
+from ..core.pixel_sets import PixelSets
 from ..core.errors import DatasetError
 from .sampling import usable_parcels
 
@@ -92,7 +92,7 @@ def gdd_settings(datasets: Sequence[PixelSets]) -> dict[str, Any]:
     Raises:
         DatasetError: datasets extracted with different settings.
     """
-    from ..core.gdd import SeasonStart
+    from ..core.thermal.gdd import SeasonStart
 
     found = []
     for ps in datasets:

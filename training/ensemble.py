@@ -17,10 +17,10 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from ..core.bundle import load_bundle
-from ..core.dataset import PixelSets
+from ..core.model.bundle import load_bundle
+from ..core.pixel_sets import PixelSets
 from ..core.errors import DatasetError
-from ..core.models import build_model
+from ..core.model.networks import build_model
 from ..core.progress import Progress
 from .predict import score_rows
 from .train import (TrainingConfig, TrainingResult, _finish, data_provenance, output_paths,

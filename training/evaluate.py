@@ -8,8 +8,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..core.bundle import ModelBundle
-from ..core.dataset import PixelSets
+from ..core.model.bundle import ModelBundle
+from ..core.pixel_sets import PixelSets
 from ..core.errors import DatasetError
 from .datasets import align_classes, gdd_settings, split_blocks
 from .metrics import confusion_matrix, scores

@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from ..core.output import write_text
+from ..core.io.output import write_text
 from ..core.progress import Progress
 from .train import TrainingConfig
 
@@ -84,8 +84,8 @@ def _one_run(job: tuple[list[str], str, str, dict[str, Any], str, int]) -> dict[
     train_paths, held_path, variant, cfg, run_dir, threads = job
     import torch
 
-    from ..core.bundle import load_bundle
-    from ..core.dataset import open_dataset
+    from ..core.model.bundle import load_bundle
+    from ..core.pixel_sets import open_dataset
     from .evaluate import evaluate_bundle
     from .train import train_model
 
@@ -126,7 +126,7 @@ def check_held_out_classes(regions: Sequence[Path], classes: Optional[Sequence[s
     Raises:
         DatasetError: naming each region and the classes the other regions lack.
     """
-    from ..core.dataset import open_dataset
+    from ..core.pixel_sets import open_dataset
     from ..core.errors import DatasetError
     from .datasets import model_classes, unseen_classes
 
@@ -355,8 +355,8 @@ def measure_speed(datasets: Sequence[Any], config: TrainingConfig, threads: int,
     """
     import torch
 
-    from ..core.bundle import InputScaling
-    from ..core.models import build_model
+    from ..core.model.bundle import InputScaling
+    from ..core.model.networks import build_model
     from .datasets import align_classes, model_classes
     from .losses import FocalLoss
     from .predict import predict_rows
@@ -411,7 +411,7 @@ def estimate_experiment(regions: Sequence[Path], variants: Sequence[str], config
     the slowest-looking variant among ``variants`` and the threads each run will get) and scaled
     by the steps of a run and the parcels it scores (validation every epoch, test and held-out
     region once)."""
-    from ..core.dataset import open_dataset
+    from ..core.pixel_sets import open_dataset
     from .datasets import SPLIT_FRACTIONS, align_classes, model_classes
     from .sampling import usable_parcels
 
@@ -546,7 +546,7 @@ def prepare_regions(out: Path, parcels: int, seed: int, max_pixels: int) -> list
     import subprocess
     import sys
 
-    tc = [sys.executable, "-m", "thermocrop.training.cli"]
+    tc = [sys.executable, "-m", "thermocrop.cli.main"]
     regions, datasets = out / "regions", out / "datasets"
     todo = [r for r in REGIONS if not (regions / r / "parcels.gpkg").exists()]
     if todo:
@@ -595,8 +595,8 @@ def _paper_run(job: tuple[list[str], str, str, dict[str, Any], str, int, int]) -
     train_paths, held_path, variant, cfg, run_dir, threads, fold = job
     import torch
 
-    from ..core.bundle import load_bundle
-    from ..core.dataset import open_dataset
+    from ..core.model.bundle import load_bundle
+    from ..core.pixel_sets import open_dataset
     from .evaluate import evaluate_bundle
     from .sampling import usable_parcels
     from .train import train_model

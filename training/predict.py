@@ -9,8 +9,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ..core.bundle import InputScaling
-from ..core.dataset import PixelSets
+from ..core.model.bundle import InputScaling
+from ..core.pixel_sets import PixelSets
 from .metrics import confusion_matrix, scores
 from .sampling import full_batches
 

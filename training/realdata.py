@@ -18,9 +18,9 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from ..core.dataset import PixelSets, open_dataset
+from ..core.pixel_sets import PixelSets, open_dataset
 from ..core.errors import InputError
-from ..core.output import write_text
+from ..core.io.output import write_text
 from .metrics import scores
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def bavaria_import_args(realdata: Union[str, Path], out: Union[str, Path]) -> li
 
 def bavaria_dataset(out: Union[str, Path], realdata: Optional[Union[str, Path]] = None) -> Path:
     """The Bavarian parcels as a dataset folder at ``out`` (imported once, then re-used)."""
-    from .cli import main
+    from ..cli.main import main
 
     out = Path(out)
     if (out / "dataset.json").is_file():
@@ -104,7 +104,7 @@ def score_confusion(cm: np.ndarray, classes: Sequence[str], min_support: int = M
 def score_bundle(bundle_path: Union[str, Path], dataset: Union[str, Path, PixelSets],
                  min_support: int = MIN_SUPPORT) -> dict[str, Any]:
     """A bundle's scores on every labelled parcel of a dataset (see ``score_confusion``)."""
-    from ..core.bundle import load_bundle
+    from ..core.model.bundle import load_bundle
     from .evaluate import evaluate_bundle
 
     ps = open_dataset(dataset) if not isinstance(dataset, PixelSets) else dataset
@@ -164,7 +164,7 @@ def cross_validate(dataset: Union[str, Path], variants: Sequence[str], out: Unio
     Returns:
         ``{"runs": [...], "summary": {variant: {...}}}`` (also in ``results.json``).
     """
-    from ..core.bundle import load_bundle
+    from ..core.model.bundle import load_bundle
     from .evaluate import evaluate_bundle
     from .train import train_model
 

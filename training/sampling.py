@@ -9,8 +9,8 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from ..core.bundle import InputScaling
-from ..core.dataset import PixelSets
+from ..core.model.bundle import InputScaling
+from ..core.pixel_sets import PixelSets
 from ..core.errors import DatasetError
 
 log = logging.getLogger(__name__)

@@ -15,15 +15,15 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 import torch
 
-from ..core.bundle import BundleConfig, InputScaling, save_bundle
+from ..core.model.bundle import BundleConfig, InputScaling, save_bundle
 from ..core.crops import class_colours
-from ..core.dataset import PixelSets
+from ..core.pixel_sets import PixelSets
 from ..core.errors import DatasetError, InputError
-from ..core.fingerprint import changed_files, input_fingerprints
-from ..core.models import VARIANTS, build_model, set_statistics_group
-from ..core.output import staged_file, write_text
+from ..core.runs.fingerprint import changed_files, input_fingerprints
+from ..core.model.networks import VARIANTS, build_model, set_statistics_group
+from ..core.io.output import staged_file, write_text
 from ..core.progress import Progress
-from .distributed import join
+from .data_parallel import join
 from .datasets import align_classes, check_bands, gdd_settings, model_classes, split_blocks
 from .losses import FocalLoss
 from .metrics import scores

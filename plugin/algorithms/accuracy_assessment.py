@@ -18,9 +18,9 @@ from qgis.core import (
     QgsWkbTypes,
 )
 
-from ..accuracy import WEIGHTING_LABELS, assess_features
+from ..accuracy_layer import WEIGHTING_LABELS, assess_features
 from ..i18n import tr
-from ..outputs import layer_file
+from ..staged_sinks import layer_file
 from .base import WIDGETS_MODULE, ThermoCropAlgorithm
 
 WEIGHTINGS = tuple(WEIGHTING_LABELS)

@@ -277,7 +277,7 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
             return self.parameterAsFile(parameters, "WEATHER", context)
 
         def fetch():
-            from ...core.weather_services import fetch_for_parcels
+            from ...core.thermal.weather_services import fetch_for_parcels
 
             return fetch_for_parcels(service, frame.geometry, dates, season_start)
 
@@ -309,7 +309,7 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
                 feedback.pushInfo(stats.describe())
 
         def scenes():
-            from ...core.stac import CATALOG_KEY, load_items
+            from ...core.scenes.stac import CATALOG_KEY, load_items
 
             recorded = load_items(path).extra_fields.get(CATALOG_KEY)
             catalog = recorded.get("name", "url") if isinstance(recorded, dict) else "url"
@@ -345,7 +345,7 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
                                              folder=self.parameterDefinition("SCENE_FOLDER").description(),
                                              stac=self.parameterDefinition("STAC_ITEMS").description())
         if stac:
-            from ...core.stac import is_item_collection_file
+            from ...core.scenes.stac import is_item_collection_file
 
             if not os.path.isfile(stac):
                 return False, tr("The STAC items file {path!r} does not exist; choose the .json file 'Search a "
@@ -399,7 +399,7 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
         """``(ok, message)`` of ``core.output.check_output(path, **check)``: the output can be
         written there (before any work; nothing is written)."""
         from ...core.errors import ThermoCropError
-        from ...core.output import check_output
+        from ...core.io.output import check_output
 
         try:
             check_output(path, **check)

@@ -27,7 +27,7 @@ from qgis.PyQt.QtCore import QVariant
 
 from ..i18n import tr
 from ..layers import features_to_frame
-from ..outputs import StagedSink, check_sink, field_kinds, geometry_type, layer_file
+from ..staged_sinks import StagedSink, check_sink, field_kinds, geometry_type, layer_file
 from ..styles import apply_class_style, save_style_beside
 from .base import ThermoCropAlgorithm
 
@@ -168,7 +168,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
 
         extra = {}
         if with_probabilities:
-            from ...core.uncertainty import uncertainty_fields
+            from ...core.model.uncertainty import uncertainty_fields
 
             extra = uncertainty_fields(result.probabilities, result.classes)
         with StagedSink(self, parameters, context, inputs=self._inputs(parameters, context),
@@ -187,7 +187,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
         """Write the input's features plus label, confidence and status (and the ``extra`` fields:
         name -> one value per classified parcel) into ``staged``; ``writing`` is the part of the
         progress (a ``core.progress.Progress``) it moves through."""
-        from ...core.vector import measures_supported, replaced_fields
+        from ...core.io.vector import measures_supported, replaced_fields
 
         extra = extra or {}
         names = [staged.field_names[n] for n in requested]

@@ -88,7 +88,7 @@ class ExportTrainingData(ThermoCropAlgorithm):
         if not ok:
             return ok, message
         try:
-            from ...core.gdd import SeasonStart
+            from ...core.thermal.gdd import SeasonStart
 
             SeasonStart.parse(self.parameterAsString(parameters, "SEASON_START", context))
         except ValueError as exc:
@@ -172,7 +172,7 @@ class ExportTrainingData(ThermoCropAlgorithm):
                                       progress=self.progress(feedback))
 
         path = self.run_core(extract)
-        from ...core.dataset import open_dataset
+        from ...core.pixel_sets import open_dataset
 
         ps = open_dataset(path)
         labels = ps.meta.get("labels", {})

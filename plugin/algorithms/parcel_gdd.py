@@ -20,7 +20,7 @@ from qgis.core import (
 from qgis.PyQt.QtCore import QVariant
 
 from ..i18n import tr
-from ..outputs import StagedSink, check_sink, destination_driver, field_kinds, geometry_type, layer_file
+from ..staged_sinks import StagedSink, check_sink, destination_driver, field_kinds, geometry_type, layer_file
 from .base import ThermoCropAlgorithm
 
 METHODS = ("paper", "average")
@@ -74,10 +74,10 @@ class ParcelGDD(ThermoCropAlgorithm):
 
         def dates():
             if stac:  # the items' dates, without opening their images
-                from ...core.stac import load_items, summarize
+                from ...core.scenes.stac import load_items, summarize
 
                 return np.array(sorted({np.datetime64(s.date, "D") for s in summarize(load_items(stac))}))
-            from ...core.scenes import find_scenes
+            from ...core.scenes.local import find_scenes
 
             return np.array(sorted({np.datetime64(s.date, "D") for s in find_scenes(scenes)}))
 
@@ -99,7 +99,7 @@ class ParcelGDD(ThermoCropAlgorithm):
                                                                                            context):
             return False, tr("The cap temperature must be above the base temperature.")
         try:
-            from ...core.gdd import SeasonStart
+            from ...core.thermal.gdd import SeasonStart
 
             SeasonStart.parse(self.parameterAsString(parameters, "SEASON_START", context))
         except ValueError as exc:
@@ -126,7 +126,7 @@ class ParcelGDD(ThermoCropAlgorithm):
                 self.parameterAsFile(parameters, "WEATHER", context), self.stac_items(parameters, context)]
 
     def _field_names(self, dates, parameters, context) -> list[str]:
-        from ...core.vector import date_field_names
+        from ...core.io.vector import date_field_names
 
         return date_field_names(dates, destination_driver(self, parameters, context))
 
@@ -158,7 +158,7 @@ class ParcelGDD(ThermoCropAlgorithm):
             weather_path = self.fetch_weather(parameters, context, feedback, frame, dates, season)
 
         def compute():
-            from ...core.gdd import SeasonStart, gdd_at_points
+            from ...core.thermal.gdd import SeasonStart, gdd_at_points
 
             feedback.pushInfo(tr("GDD of {n} parcels at {dates} dates from {weather}").format(
                 n=len(features), dates=len(dates), weather=weather_path))
@@ -166,7 +166,7 @@ class ParcelGDD(ThermoCropAlgorithm):
                                  t_base=t_base, t_cap=t_cap, method=method,
                                  parcel_ids=[str(f.id()) for f in features])
 
-        from ...core.vector import measures_supported, replaced_fields
+        from ...core.io.vector import measures_supported, replaced_fields
 
         gdd = self.run_core(compute)
         feedback.setProgress(50)

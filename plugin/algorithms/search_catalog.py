@@ -78,7 +78,7 @@ class SearchCatalog(ThermoCropAlgorithm):
         if not ok:
             return ok, message
         from ...core.errors import InputError
-        from ...core.stac import resolve_catalog, season_period
+        from ...core.scenes.stac import resolve_catalog, season_period
 
         try:
             options = self._search_options(parameters, context)
@@ -103,7 +103,7 @@ class SearchCatalog(ThermoCropAlgorithm):
             catalog=options["catalog"], n=len(frame), cloud=options["max_cloud"]))
 
         def search():
-            from ...core.stac import save_items, search_items, summarize
+            from ...core.scenes.stac import save_items, search_items, summarize
 
             items = search_items(frame, progress=self.progress(feedback, 0.0, 0.9), **options)
             summaries = summarize(items)

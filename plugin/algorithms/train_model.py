@@ -95,7 +95,7 @@ class TrainModel(ThermoCropAlgorithm):
         def train():
             import torch
 
-            from ...core.dataset import open_dataset
+            from ...core.pixel_sets import open_dataset
             from ...training.experiment import describe_training_estimate, estimate_training
             from ...training.train import TrainingConfig, train_model
 

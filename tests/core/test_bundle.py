@@ -14,12 +14,18 @@ import torch
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
-from thermocrop.core.bands import S2_BANDS
-from thermocrop.core.bundle import (BundleConfig, InputScaling, ModelBundle, default_bundle_path,
-                                    load_bundle, save_bundle)
-from thermocrop.core.dataset import PixelSets
+from thermocrop.core.scenes.bands import S2_BANDS
+from thermocrop.core.model.bundle import (
+    BundleConfig,
+    InputScaling,
+    ModelBundle,
+    default_bundle_path,
+    load_bundle,
+    save_bundle,
+)
+from thermocrop.core.pixel_sets import PixelSets
 from thermocrop.core.errors import BundleError
-from thermocrop.core.models import VARIANTS, build_model
+from thermocrop.core.model.networks import VARIANTS, build_model
 
 
 def _pixel_sets(p=23, t=7, s=6, seed=0):
@@ -282,7 +288,7 @@ def test_file_records_no_device_and_loads_on_the_cpu(saved):
 
 _LOAD_ON_CPU = """
 import json, sys, torch
-from thermocrop.core.bundle import load_bundle
+from thermocrop.core.model.bundle import load_bundle
 assert not torch.cuda.is_available()
 bundle = load_bundle(sys.argv[1])
 args = torch.load(sys.argv[2], weights_only=True)

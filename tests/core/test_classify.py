@@ -106,7 +106,7 @@ def _small_scene_region(root: Path) -> tuple[Path, object]:
     import rasterio
     from rasterio.transform import from_origin
 
-    from thermocrop.core.bands import S2_BANDS
+    from thermocrop.core.scenes.bands import S2_BANDS
 
     x0, y0 = 500000.0, 5300000.0
     rng = np.random.default_rng(2)
@@ -133,12 +133,12 @@ def _small_scene_region(root: Path) -> tuple[Path, object]:
 
 def test_classification_streams_in_chunks_reports_progress_and_stops_when_asked(tmp_path):
     pytest.importorskip("torch")
-    from thermocrop.core.bundle import BundleConfig, InputScaling, ModelBundle
+    from thermocrop.core.model.bundle import BundleConfig, InputScaling, ModelBundle
     from thermocrop.core.classify import classify_parcels
     from thermocrop.core.crops import CROP_CLASSES
     from thermocrop.core.errors import CancelledError
     from thermocrop.core.extract import extract_pixel_sets
-    from thermocrop.core.models import build_model
+    from thermocrop.core.model.networks import build_model
     from thermocrop.core.progress import Progress
 
     weather, parcels = _small_scene_region(tmp_path)
@@ -178,10 +178,10 @@ def test_classification_streams_in_chunks_reports_progress_and_stops_when_asked(
 
 def test_scenes_of_another_level_than_the_model_trained_on_are_warned_about(tmp_path):
     pytest.importorskip("torch")
-    from thermocrop.core.bundle import BundleConfig, InputScaling, ModelBundle
+    from thermocrop.core.model.bundle import BundleConfig, InputScaling, ModelBundle
     from thermocrop.core.classify import classify_parcels
     from thermocrop.core.crops import CROP_CLASSES
-    from thermocrop.core.models import build_model
+    from thermocrop.core.model.networks import build_model
 
     weather, parcels = _small_scene_region(tmp_path)  # L1C products (MSIL1C in their names)
     model = build_model("no_pe", len(CROP_CLASSES)).eval()
@@ -201,9 +201,9 @@ def _train_in_test(ps, steps: int = 150, seed: int = 0):
     """A short direct training loop (Adam, cross-entropy) on all labelled, usable parcels."""
     import torch
 
-    from thermocrop.core.bundle import BundleConfig, InputScaling, ModelBundle
+    from thermocrop.core.model.bundle import BundleConfig, InputScaling, ModelBundle
     from thermocrop.core.crops import CROP_CLASSES
-    from thermocrop.core.models import build_model
+    from thermocrop.core.model.networks import build_model
 
     torch.manual_seed(seed)
     keep = np.flatnonzero((ps.status == "ok") & (ps.labels >= 0))
@@ -230,8 +230,8 @@ def _train_in_test(ps, steps: int = 150, seed: int = 0):
 
 @pytest.mark.slow
 def test_classifying_an_unseen_synthetic_region_beats_chance(make_region, tmp_path):
-    pytest.importorskip("thermocrop.core.gdd")
-    pytest.importorskip("thermocrop.core.weather")
+    pytest.importorskip("thermocrop.core.thermal.gdd")
+    pytest.importorskip("thermocrop.core.thermal.weather")
     pytest.importorskip("torch")
     from thermocrop.core.classify import classify_parcels
     from thermocrop.core.crops import CROP_CLASSES

@@ -16,16 +16,24 @@ import rasterio
 from rasterio.transform import from_origin
 from shapely.geometry import box
 
-from thermocrop.core.bands import S2_BANDS
+from thermocrop.core.scenes.bands import S2_BANDS
 from thermocrop.core.classify import classify_parcels
-from thermocrop.core.dataset import open_dataset
-from thermocrop.core.bundle import default_bundle_path
-from thermocrop.core.distributed import (ClusterOptions, EarlyClient, PartitionListener, cached_bundle,
-                                         classify_partitioned, dask_client, default_run_folder, release_freed_memory,
-                                         start_fork_server)
+from thermocrop.core.pixel_sets import open_dataset
+from thermocrop.core.model.bundle import default_bundle_path
+from thermocrop.core.runs.cluster import (
+    ClusterOptions,
+    EarlyClient,
+    PartitionListener,
+    cached_bundle,
+    classify_partitioned,
+    dask_client,
+    default_run_folder,
+    release_freed_memory,
+    start_fork_server,
+)
 from thermocrop.core.errors import CancelledError, OutputError, ThermoCropError
-from thermocrop.core.scenes import decode_threads
-from thermocrop.training.cli import EXIT_OUTPUT, main
+from thermocrop.core.scenes.local import decode_threads
+from thermocrop.cli.main import EXIT_OUTPUT, main
 
 gpd = pytest.importorskip("geopandas")
 distributed = pytest.importorskip("distributed")
@@ -407,7 +415,7 @@ def test_dask_variables_carry_the_local_clusters_settings_to_other_processes():
     import sys
     from pathlib import Path
 
-    from thermocrop.core.distributed import cluster_config, dask_variables
+    from thermocrop.core.runs.cluster import cluster_config, dask_variables
 
     settings = {k: v for k, v in cluster_config().items() if k != "distributed.nanny.pre-spawn-environ"}
     keys = sorted(settings)

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from thermocrop.core.dataset import DatasetWriter, PixelSets, open_dataset, save_dataset
+from thermocrop.core.pixel_sets import DatasetWriter, PixelSets, open_dataset, save_dataset
 from thermocrop.core.errors import DatasetError, OutputError
 
 T, C, S = 4, 10, 6

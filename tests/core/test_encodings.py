@@ -4,8 +4,7 @@ import math
 
 import torch
 
-from thermocrop.core.encodings import (FourierEncoding, RecurrentEncoding, SinusoidalEncoding,
-                                       sinusoid)
+from thermocrop.core.model.encodings import FourierEncoding, RecurrentEncoding, SinusoidalEncoding, sinusoid
 
 
 def test_sinusoid_at_hand_computed_positions():

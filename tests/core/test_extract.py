@@ -14,17 +14,17 @@ import rasterio.mask
 from rasterio.transform import from_origin
 from shapely.geometry import MultiPolygon, Polygon, box
 
-from thermocrop.core.bands import BANDS_10M, BANDS_20M, S2_BANDS
+from thermocrop.core.scenes.bands import BANDS_10M, BANDS_20M, S2_BANDS
 from thermocrop.core.crops import CROP_CLASSES
-from thermocrop.core.dataset import open_dataset
+from thermocrop.core.pixel_sets import open_dataset
 from thermocrop.core.errors import CancelledError, SceneError
 from thermocrop.core.extract import extract_pixel_sets, extract_to_dataset
 from thermocrop.core.progress import Progress
 
 gpd = pytest.importorskip("geopandas")
 # Growing degree days and weather reading come from core.gdd / core.weather.
-pytest.importorskip("thermocrop.core.gdd")
-pytest.importorskip("thermocrop.core.weather")
+pytest.importorskip("thermocrop.core.thermal.gdd")
+pytest.importorskip("thermocrop.core.thermal.weather")
 
 CRS = "EPSG:32632"
 X0, Y0, RES, SIZE = 500000.0, 5300000.0, 10.0, 60
@@ -273,7 +273,7 @@ def _recording_reads(monkeypatch) -> list:
     """Patch ProductReader.read to record (thread, GDAL_NUM_THREADS) of every read."""
     import threading
 
-    from thermocrop.core.scenes import ProductReader
+    from thermocrop.core.scenes.local import ProductReader
 
     seen = []
     read = ProductReader.read
@@ -325,7 +325,7 @@ def test_scene_threads_follow_the_decoding_threads(region, monkeypatch):
     import os
 
     from thermocrop.core.extract import scene_threads
-    from thermocrop.core.scenes import find_scenes
+    from thermocrop.core.scenes.local import find_scenes
 
     scenes = find_scenes(region["scenes"])
     monkeypatch.setenv("GDAL_NUM_THREADS", "ALL_CPUS")

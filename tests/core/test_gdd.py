@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from thermocrop.core.errors import GDDGapError
-from thermocrop.core.gdd import (
+from thermocrop.core.thermal.gdd import (
     SeasonStart,
     day_of_season,
     gdd_at_dates,

@@ -8,11 +8,11 @@ import rasterio
 from rasterio.transform import from_origin
 from shapely.geometry import box
 
-from thermocrop.core.bands import S2_BANDS
+from thermocrop.core.scenes.bands import S2_BANDS
 from thermocrop.core.errors import SceneError
 from thermocrop.core.extract import extract_pixel_sets
-from thermocrop.core.scenes import BRIGHT_CLOUD, bright_cloud_mask, check_missing_scl, find_scenes
-from thermocrop.training.cli import EXIT_INPUT, main
+from thermocrop.core.scenes.local import BRIGHT_CLOUD, bright_cloud_mask, check_missing_scl, find_scenes
+from thermocrop.cli.main import EXIT_INPUT, main
 
 gpd = pytest.importorskip("geopandas")
 

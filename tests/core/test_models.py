@@ -5,8 +5,13 @@ import math
 import pytest
 import torch
 
-from thermocrop.core.models import (VARIANTS, build_model, fast_inference_model,
-                                    masked_mean_std, shift_positions)
+from thermocrop.core.model.networks import (
+    VARIANTS,
+    build_model,
+    fast_inference_model,
+    masked_mean_std,
+    shift_positions,
+)
 
 EXPECTED_PARAMS = {
     "calendar": 129_257, "no_pe": 129_257, "shiftaug": 129_257, "tpe_sinusoidal": 129_257,

@@ -29,9 +29,9 @@ def untrained_bundle():
     pytest.importorskip("torch")
     import torch
 
-    from thermocrop.core.bundle import BundleConfig, ModelBundle
+    from thermocrop.core.model.bundle import BundleConfig, ModelBundle
     from thermocrop.core.crops import CROP_CLASSES
-    from thermocrop.core.models import build_model
+    from thermocrop.core.model.networks import build_model
 
     torch.manual_seed(0)
     return ModelBundle(build_model("tpe_sinusoidal", len(CROP_CLASSES)).eval(), BundleConfig(classes=CROP_CLASSES))
@@ -40,7 +40,7 @@ def untrained_bundle():
 @pytest.fixture
 def counted_reads(monkeypatch):
     """Every scene window read, as ``(thread, cancel already asked)``; ``asked`` is set by the test."""
-    from thermocrop.core.scenes import ProductReader
+    from thermocrop.core.scenes.local import ProductReader
 
     asked = threading.Event()
     reads: list[tuple[str, bool]] = []
@@ -63,7 +63,7 @@ def test_a_cancel_during_extraction_waits_for_one_window_per_thread(tiny_region,
     from thermocrop.core import classify
     from thermocrop.core.classify import classify_parcels
     from thermocrop.core.extract import scene_threads
-    from thermocrop.core.scenes import find_scenes
+    from thermocrop.core.scenes.local import find_scenes
 
     # Windows of 64 pixels: each of the tiny region's scenes is read in several, as a real
     # tile is in 1024-pixel ones.
@@ -94,7 +94,7 @@ def test_a_cancel_during_extraction_waits_for_one_window_per_thread(tiny_region,
 
 def test_a_cancel_during_prediction_waits_for_one_model_call(tiny_region, untrained_bundle):
     from thermocrop.core.classify import CPU_BATCH_PIXEL_DATES, classify_parcels, estimated_seconds
-    from thermocrop.core.scenes import find_scenes
+    from thermocrop.core.scenes.local import find_scenes
 
     scenes = find_scenes(tiny_region / "scenes")
     cost = estimated_seconds(100, len(scenes))

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from thermocrop.core.errors import InputError, WeatherError
-from thermocrop.core.safe_read import (
+from thermocrop.core.io.safe_read import (
     check_archive,
     extract_members,
     load_npy,

@@ -10,10 +10,16 @@ import rasterio
 from rasterio.transform import from_origin
 from rasterio.windows import Window
 
-from thermocrop.core.bands import BANDS_10M, BANDS_20M, S2_BANDS
+from thermocrop.core.scenes.bands import BANDS_10M, BANDS_20M, S2_BANDS
 from thermocrop.core.errors import SceneError
-from thermocrop.core.scenes import (band_name, date_from_name, decode_threads, decoding_threads, find_scenes,
-                                    to_reflectance)
+from thermocrop.core.scenes.local import (
+    band_name,
+    date_from_name,
+    decode_threads,
+    decoding_threads,
+    find_scenes,
+    to_reflectance,
+)
 
 CRS = "EPSG:32632"
 X0, Y0 = 500000.0, 5300000.0

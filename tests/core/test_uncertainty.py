@@ -9,7 +9,7 @@ import pytest
 
 
 def test_margin_and_entropy_by_hand():
-    from thermocrop.core.uncertainty import normalised_entropy, probability_margin
+    from thermocrop.core.model.uncertainty import normalised_entropy, probability_margin
 
     p = np.array([[0.7, 0.2, 0.1, 0.0],
                   [0.25, 0.25, 0.25, 0.25],
@@ -22,7 +22,7 @@ def test_margin_and_entropy_by_hand():
 
 
 def test_uncertainty_fields_order_and_shape_check():
-    from thermocrop.core.uncertainty import uncertainty_fields
+    from thermocrop.core.model.uncertainty import uncertainty_fields
 
     p = np.array([[0.6, 0.4], [0.1, 0.9]], dtype=np.float32)
     fields = uncertainty_fields(p, ("corn", "meadow"))

@@ -9,7 +9,7 @@ import geopandas as gpd
 import numpy as np
 from shapely.geometry import box
 
-from thermocrop.core.vector import write_with_fields
+from thermocrop.core.io.vector import write_with_fields
 
 
 def _connect(path, read_only: bool = False):

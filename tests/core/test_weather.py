@@ -9,8 +9,8 @@ import pytest
 from pyproj import Transformer
 
 from thermocrop.core.errors import WeatherError
-from thermocrop.core.gdd import gdd_at_points
-from thermocrop.core.weather import describe_days, read_daily_temperature
+from thermocrop.core.thermal.gdd import gdd_at_points
+from thermocrop.core.thermal.weather import describe_days, read_daily_temperature
 
 LAT = np.array([48.0, 48.1, 48.2, 48.3])  # 0.1 degree E-OBS-like grid
 LON = np.array([11.0, 11.1, 11.2, 11.3, 11.4])
@@ -180,7 +180,7 @@ def test_cf_variable_names_given_explicitly(tmp_path):
 
 
 def test_only_the_needed_days_and_cells_are_read(tmp_path, monkeypatch):
-    from thermocrop.core import weather
+    from thermocrop.core.thermal import weather
 
     lat = np.round(np.arange(40.0, 55.0, 0.1), 2)
     lon = np.round(np.arange(0.0, 20.0, 0.1), 2)

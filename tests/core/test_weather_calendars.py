@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from thermocrop.core.errors import GDDGapError, WeatherError
-from thermocrop.core.gdd import gdd_at_dates, gdd_at_points
-from thermocrop.core.weather import DailyTemperature, read_daily_temperature, record_period
+from thermocrop.core.thermal.gdd import gdd_at_dates, gdd_at_points
+from thermocrop.core.thermal.weather import DailyTemperature, read_daily_temperature, record_period
 
 LAT, LON = np.array([48.0, 48.1]), np.array([11.0, 11.1])
 

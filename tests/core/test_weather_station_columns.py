@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from thermocrop.core.errors import WeatherError
-from thermocrop.core.weather import read_daily_temperature, record_period
+from thermocrop.core.thermal.weather import read_daily_temperature, record_period
 
 
 def test_named_columns_and_datetimes(tmp_path):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import zarr
 
-from thermocrop.core.zarr_read import COMPRESSORS, ZarrError, read_zarr_array
+from thermocrop.core.io.zarr_read import COMPRESSORS, ZarrError, read_zarr_array
 
 VALUES = (np.arange(7 * 10 * 13, dtype=np.int64).reshape(7, 10, 13) * 37 % 60000).astype("<u2")
 

@@ -14,9 +14,9 @@ import torch
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
-from thermocrop.core.bundle import BundleConfig, InputScaling, load_bundle, save_bundle
+from thermocrop.core.model.bundle import BundleConfig, InputScaling, load_bundle, save_bundle
 from thermocrop.core.errors import BundleError, InputError
-from thermocrop.core.models import build_model
+from thermocrop.core.model.networks import build_model
 
 
 @pytest.fixture(scope="module")

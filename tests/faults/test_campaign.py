@@ -39,7 +39,7 @@ import numpy as np
 import pytest
 
 from thermocrop.core.errors import InputError, ThermoCropError
-from thermocrop.training.cli import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OUTPUT, main
+from thermocrop.cli.main import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OUTPUT, main
 
 ogr = pytest.importorskip("osgeo.ogr")
 osr = pytest.importorskip("osgeo.osr")
@@ -61,7 +61,7 @@ def cli(*args: str, timeout: float = 120, env: Optional[dict] = None, cwd=None) 
     """``thermocrop ARGS`` in a subprocess, as a user runs it: (exit code, stdout + stderr)."""
     full = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO.parent), os.environ.get("PYTHONPATH", "")]))
     full.update(env or {})
-    proc = subprocess.run([sys.executable, "-m", "thermocrop.training.cli", *args], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "thermocrop.cli.main", *args], capture_output=True,
                           text=True, timeout=timeout, env=full, cwd=cwd)
     return proc.returncode, proc.stdout + proc.stderr
 
@@ -270,7 +270,7 @@ ZARRAY_CASES = {
 
 @pytest.mark.parametrize("case", list(ZARRAY_CASES))
 def test_c01_zarr_metadata_outside_the_lists_is_a_named_refusal(case, tmp_path):
-    from thermocrop.core.zarr_read import ZarrError, read_zarr_array
+    from thermocrop.core.io.zarr_read import ZarrError, read_zarr_array
 
     store = _zarr_store(tmp_path, **ZARRAY_CASES[case])
     named(lambda: read_zarr_array(store, what="parcel 0", max_bytes=1 << 20), "parcel 0", error=ZarrError)
@@ -320,14 +320,14 @@ def _npy_with_header(path: Path, header: str, payload: bytes = b"") -> Path:
     ("{'descr': __import__('os').getcwd(), 'fortran_order': False, 'shape': (1,), }", []),
 ])
 def test_c01_npy_headers_run_nothing_and_allocate_nothing(header, words, tmp_path):
-    from thermocrop.core.safe_read import load_npy
+    from thermocrop.core.io.safe_read import load_npy
 
     path = _npy_with_header(tmp_path / "x.npy", header, b"\x00" * 16)
     named(lambda: load_npy(path), "x.npy", *words, error=InputError)
 
 
 def test_c01_an_object_npy_whose_pickle_would_run_code_runs_nothing(tmp_path):
-    from thermocrop.core.safe_read import load_npy
+    from thermocrop.core.io.safe_read import load_npy
 
     marker = tmp_path / "ran"
 
@@ -382,7 +382,7 @@ def _zip(path: Path, members: list[tuple[str, bytes]], link: Optional[str] = Non
     [("..\\escaped.nc", b"x")],
 ])
 def test_c04_archive_members_stay_in_their_folder(members, tmp_path):
-    from thermocrop.core.safe_read import extract_members
+    from thermocrop.core.io.safe_read import extract_members
 
     into = tmp_path / "a" / "b"
     into.mkdir(parents=True)
@@ -447,7 +447,7 @@ def token_service():
 def test_c02_a_token_goes_only_to_the_host_the_request_reaches(template, token_service):
     from osgeo import gdal
 
-    from thermocrop.core.remote import PlanetaryComputerSigner
+    from thermocrop.core.scenes.remote import PlanetaryComputerSigner
 
     with Server(lambda r: (404, {}, b"")) as hostile:
         signer = PlanetaryComputerSigner(token_service.url + "/api/sas/v1/token", subscription_key=KEY,
@@ -499,7 +499,7 @@ CATALOG_FIELDS = {
 
 @pytest.mark.parametrize("case", list(CATALOG_FIELDS))
 def test_c02_an_item_collection_cannot_choose_where_the_key_goes(case, monkeypatch, tmp_path):
-    from thermocrop.core.stac import reader_for
+    from thermocrop.core.scenes.stac import reader_for
 
     monkeypatch.setenv("PC_SDK_SUBSCRIPTION_KEY", KEY)
     with Server(lambda r: as_json({"token": "sig=stolen", "msft:expiry": "2099-01-01T00:00:00Z"})) as hostile:
@@ -517,7 +517,7 @@ def test_c02_an_item_collection_cannot_choose_where_the_key_goes(case, monkeypat
 def test_c02_a_nested_s3_endpoint_is_ignored(monkeypatch, tmp_path):
     from osgeo import gdal
 
-    from thermocrop.core.stac import CATALOGS, reader_for
+    from thermocrop.core.scenes.stac import CATALOGS, reader_for
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "CAMPAIGNKEY")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
@@ -559,7 +559,7 @@ def _items_file(folder: Path, href: Any) -> Path:
     "link.tif",
 ])
 def test_c03_hrefs_outside_the_folder_are_refused_by_name(href, tmp_path, capsys):
-    from thermocrop.core.stac import load_items
+    from thermocrop.core.scenes.stac import load_items
 
     folder = tmp_path / "collection"
     folder.mkdir()
@@ -581,13 +581,13 @@ def test_c03_hrefs_outside_the_folder_are_refused_by_name(href, tmp_path, capsys
                    "SourceFilename is any path or /vsicurl/ address: reading the scene requests it from the "
                    "hostile host (GET /secret.tif). Local scene files are opened with every GDAL driver; they "
                    "should be limited to GeoTIFF/JPEG2000 (allowed_drivers) where scenes are opened "
-                   "(core/scenes.py, core/remote.py)")
+                   "(core/scenes/local.py, core/scenes/remote.py)")
 def test_c03_a_vrt_inside_the_folder_reads_no_file_or_host_outside_it(tmp_path, capsys):
     """A local VRT the item collection names lies inside the folder, but its sources can be
     anywhere: another user's file, or a host that then sees the request."""
     from rasterio.windows import Window
 
-    from thermocrop.core.stac import scenes_from_files
+    from thermocrop.core.scenes.stac import scenes_from_files
 
     with Server(lambda r: (404, {}, b"")) as hostile:
         folder = tmp_path / "collection"
@@ -915,7 +915,7 @@ def _interrupted_gdd_run(work: Path, n: int = 3000) -> tuple[Path, list[str]]:
     run_folder = work / "run"
     args = gdd(parcels, work / "weather.csv", work / "g.csv", "--run-folder", run_folder, "--chunk-size", "50")
     env = dict(os.environ, PYTHONPATH=str(REPO.parent))
-    proc = subprocess.Popen([sys.executable, "-m", "thermocrop.training.cli", *args], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "thermocrop.cli.main", *args], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not list(run_folder.glob("part-*")) and proc.poll() is None:
@@ -951,7 +951,7 @@ def test_c09_resume_refuses_what_changed(change, work, capsys):
 @pytest.mark.parametrize("damage", ["drop-an-array", "truncate-an-array", "dataset-json-more-parcels",
                                     "dataset-json-not-json"])
 def test_c11_a_damaged_dataset_is_named(damage, tmp_path, capsys):
-    from thermocrop.core.dataset import open_dataset
+    from thermocrop.core.pixel_sets import open_dataset
 
     out = tmp_path / "ds"
     code, text = run(capsys, "import", "table", _table(tmp_path / "t.csv"), "--label-column", "label", "--weather",
@@ -1055,7 +1055,7 @@ def _lon_not_a_number(a, q):
                                     _no_daily, _us_dates], ids=lambda f: f.__name__.strip("_"))
 def test_c12_a_bad_weather_answer_is_refused_and_asked_again(mutate, tmp_path):
     from thermocrop.core.errors import WeatherError
-    from thermocrop.core.weather_services import fetch_open_meteo
+    from thermocrop.core.thermal.weather_services import fetch_open_meteo
 
     lon, lat = np.array([1.2]), np.array([43.7])
     with Server(_open_meteo(mutate)) as server:
@@ -1114,7 +1114,7 @@ PAGINGS = {
 
 @pytest.mark.parametrize("case", list(PAGINGS))
 def test_c13_broken_paging_ends_with_a_named_error_in_time(case, monkeypatch):
-    from thermocrop.core.stac import search_items
+    from thermocrop.core.scenes.stac import search_items
 
     monkeypatch.setenv("THERMOCROP_NETWORK_DEADLINE", "4")
     holder, answer = _stac(PAGINGS[case])
@@ -1134,7 +1134,7 @@ def test_c13_broken_paging_ends_with_a_named_error_in_time(case, monkeypatch):
 @pytest.mark.parametrize("value", ["-5", "1e308", "99999999999999999999999", "Wed, 21 Oct 2099 07:28:00 GMT",
                                    "soon", "0x10"])
 def test_c13_odd_retry_after_values_are_capped(value, monkeypatch):
-    from thermocrop.core.stac import search_items
+    from thermocrop.core.scenes.stac import search_items
 
     monkeypatch.setenv("THERMOCROP_MAX_RETRY_WAIT", "0.3")
     state = {"n": 0}
@@ -1162,8 +1162,8 @@ def test_c13_odd_retry_after_values_are_capped(value, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="a search page whose body arrives one byte at a time never trips the "
                    "per-read time-out, and the deadline is checked only between pages: 'scenes search' with "
-                   "THERMOCROP_NETWORK_DEADLINE=3 ran 22 s, until the server stopped (core/stac.py, "
-                   "core/http_session.py: bound the whole response read by the deadline)")
+                   "THERMOCROP_NETWORK_DEADLINE=3 ran 22 s, until the server stopped (core/scenes/stac.py, "
+                   "core/io/http_session.py: bound the whole response read by the deadline)")
 def test_c13_a_search_answer_that_drips_forever_stops_at_the_deadline(work):
     holder, answer = _stac(lambda n, b: (200, {"Content-Type": "application/geo+json"}, drip))
     with Server(answer) as server:
@@ -1180,10 +1180,10 @@ def test_c13_a_search_answer_that_drips_forever_stops_at_the_deadline(work):
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="an Open-Meteo answer dripping one byte at a time runs past deadline=3 "
                    "until the server stops (20 s): the deadline is not applied to reading the body "
-                   "(core/weather_services.py, core/http_session.py)")
+                   "(core/thermal/weather_services.py, core/io/http_session.py)")
 def test_c13_a_weather_answer_that_drips_forever_stops_at_the_deadline(tmp_path):
     from thermocrop.core.errors import WeatherError
-    from thermocrop.core.weather_services import fetch_open_meteo
+    from thermocrop.core.thermal.weather_services import fetch_open_meteo
 
     with Server(lambda r: (200, {"Content-Type": "application/json"}, drip)) as server:
         began = time.monotonic()
@@ -1198,7 +1198,7 @@ def test_c13_ctrl_c_during_a_stalled_search_stops_within_two_seconds(work):
     with Server(answer) as server:
         holder["url"] = server.url
         env = dict(os.environ, PYTHONPATH=str(REPO.parent))
-        proc = subprocess.Popen([sys.executable, "-m", "thermocrop.training.cli", "scenes", "search", "--parcels",
+        proc = subprocess.Popen([sys.executable, "-m", "thermocrop.cli.main", "scenes", "search", "--parcels",
                                  str(work / "parcels.gpkg"), "--catalog", server.url + "/stac", "--season", "2023",
                                  "--out", str(work / "items.json")], env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
@@ -1248,7 +1248,7 @@ def test_c14_hostile_bundle_headers_are_refused_without_reading(case, tmp_path, 
         path.write_bytes(struct.pack("<Q", 2 ** 63) + b"{}")
     else:
         _bundle_with_header(path, header, data)
-    from thermocrop.core.bundle import load_bundle
+    from thermocrop.core.model.bundle import load_bundle
     from thermocrop.core.errors import BundleError
 
     named(lambda: load_bundle(path), "model.tcm", error=BundleError)
@@ -1259,7 +1259,7 @@ def test_c14_a_tcm_with_duplicate_tensor_names_is_refused(tmp_path, capsys, base
             '"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}').encode()
     path = tmp_path / "model.tcm"
     path.write_bytes(struct.pack("<Q", len(text)) + text + b"\x00" * 8)
-    from thermocrop.core.bundle import load_bundle
+    from thermocrop.core.model.bundle import load_bundle
     from thermocrop.core.errors import BundleError
 
     named(lambda: load_bundle(path), "model.tcm", error=BundleError)

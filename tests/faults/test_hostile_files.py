@@ -15,8 +15,8 @@ import pytest
 
 from thermocrop.core.accuracy import assess_accuracy, report_rows, write_csv, write_matrix_csv
 from thermocrop.core.classmap import ClassMap
-from thermocrop.core.csv_cells import inert_frame, inert_text
-from thermocrop.core.dataset import PixelSets, open_dataset, save_dataset
+from thermocrop.core.io.csv_cells import inert_frame, inert_text
+from thermocrop.core.pixel_sets import PixelSets, open_dataset, save_dataset
 from thermocrop.core.errors import DatasetError, InputError
 from thermocrop.training.importers.table import read_table, table_pixel_sets
 
@@ -75,7 +75,7 @@ def test_class_maps_and_gdd_tables_are_written_inert(tmp_path):
 def test_a_parcel_layer_written_as_csv_has_inert_text_cells(tmp_path):
     from shapely.geometry import box
 
-    from thermocrop.core.vector import write_with_fields
+    from thermocrop.core.io.vector import write_with_fields
 
     layer = tmp_path / "parcels.gpkg"
     gpd.GeoDataFrame({"parcel_id": [HOSTILE[1], "-12"], "area": [-3.5, 2.0]},
@@ -148,7 +148,7 @@ def test_dataset_headers_that_declare_more_than_their_files_are_refused(tmp_path
 def test_netcdf_attributes_are_read_as_text(tmp_path):
     netCDF4 = pytest.importorskip("netCDF4")
     from thermocrop.core.errors import WeatherError
-    from thermocrop.core.weather import read_daily_temperature
+    from thermocrop.core.thermal.weather import read_daily_temperature
 
     marker = tmp_path / "ran"
     code = f"__import__('os').system('touch {marker}')"

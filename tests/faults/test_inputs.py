@@ -13,10 +13,10 @@ import rasterio
 from rasterio.transform import from_origin
 from shapely.geometry import Point, box
 
-from thermocrop.core.bands import S2_BANDS
+from thermocrop.core.scenes.bands import S2_BANDS
 from thermocrop.core.errors import InputError, SceneError, WeatherError
-from thermocrop.training import cli
-from thermocrop.training.cli import main
+from thermocrop.cli import main as cli
+from thermocrop.cli.main import main
 
 gpd = pytest.importorskip("geopandas")
 xr = pytest.importorskip("xarray")
@@ -70,13 +70,13 @@ def _year(year=2021):
 
 
 def test_kelvin_without_units_is_converted_and_said(tmp_path, caplog):
-    from thermocrop.core.weather import read_daily_temperature
+    from thermocrop.core.thermal.weather import read_daily_temperature
 
     seasonal = 5 + 10 * np.sin(np.arange(365) / 365 * 2 * np.pi)
     celsius = _weather_nc(tmp_path / "c.nc", seasonal - 4, seasonal + 4)
     kelvin = _weather_nc(tmp_path / "k.nc", seasonal - 4 + 273.15, seasonal + 4 + 273.15, units=None)
     args = ([X0 + 50], [Y0 - 50], CRS, "2021-01-01", "2021-12-31")
-    with caplog.at_level(logging.WARNING, logger="thermocrop.core.weather"):
+    with caplog.at_level(logging.WARNING, logger="thermocrop.core.thermal.weather"):
         from_k = read_daily_temperature(kelvin, *args)
     from_c = read_daily_temperature(celsius, *args)
     np.testing.assert_allclose(from_k.tmin, from_c.tmin, atol=1e-3)
@@ -87,7 +87,7 @@ def test_kelvin_without_units_is_converted_and_said(tmp_path, caplog):
 
 
 def test_kelvin_labelled_as_celsius_is_refused_naming_the_values(tmp_path):
-    from thermocrop.core.weather import read_daily_temperature
+    from thermocrop.core.thermal.weather import read_daily_temperature
 
     path = _weather_nc(tmp_path / "w.nc", 275.0, 290.0, units="degC")
     with pytest.raises(WeatherError, match=r"variable 'tn'.*units 'degC'.*275\.0 to 275\.0 degrees C"):
@@ -95,7 +95,7 @@ def test_kelvin_labelled_as_celsius_is_refused_naming_the_values(tmp_path):
 
 
 def test_swapped_netcdf_variables_are_refused(tmp_path):
-    from thermocrop.core.weather import read_daily_temperature
+    from thermocrop.core.thermal.weather import read_daily_temperature
 
     path = _weather_nc(tmp_path / "w.nc", 12.0, 2.0)
     with pytest.raises(WeatherError, match=r"variable 'tn'.*above.*look swapped.*--tmin-var tx --tmax-var tn"):
@@ -103,19 +103,19 @@ def test_swapped_netcdf_variables_are_refused(tmp_path):
 
 
 def test_swapped_csv_columns_are_refused_and_a_few_odd_days_only_warned(tmp_path, caplog):
-    from thermocrop.core.weather import read_daily_temperature
+    from thermocrop.core.thermal.weather import read_daily_temperature
 
     swapped = _csv(tmp_path / "s.csv", [(d, 12.0, 2.0) for d in _year()])
     with pytest.raises(WeatherError, match=r"column 'tmin'.*100% of the days.*swapped.*--tmin-var tmax"):
         read_daily_temperature(swapped, [0.0], [0.0], CRS, "2021-01-01", "2021-06-30")
     odd = _csv(tmp_path / "o.csv", [(d, 12.0 if str(d) == "2021-02-03" else 2.0, 10.0) for d in _year()])
-    with caplog.at_level(logging.WARNING, logger="thermocrop.core.weather"):
+    with caplog.at_level(logging.WARNING, logger="thermocrop.core.thermal.weather"):
         weather = read_daily_temperature(odd, [0.0], [0.0], CRS, "2021-01-01", "2021-06-30")
     assert "2021-02-03" in caplog.text and weather.tmin[0, 33] == 12.0
 
 
 def test_conflicting_duplicate_csv_days_are_refused_naming_lines(tmp_path):
-    from thermocrop.core.weather import read_daily_temperature
+    from thermocrop.core.thermal.weather import read_daily_temperature
 
     rows = [(d, 2.0, 12.0) for d in _year()]
     same = _csv(tmp_path / "same.csv", rows + [(np.datetime64("2021-03-05"), 2.0, 12.0)])
@@ -127,7 +127,7 @@ def test_conflicting_duplicate_csv_days_are_refused_naming_lines(tmp_path):
 
 
 def test_a_missing_value_written_as_a_number_is_refused(tmp_path):
-    from thermocrop.core.weather import read_daily_temperature
+    from thermocrop.core.thermal.weather import read_daily_temperature
 
     rows = [(d, -999 if str(d) == "2021-03-10" else 2.0, 12.0) for d in _year()]
     with pytest.raises(WeatherError, match=r"line 70 \(2021-03-10: -999\).*left empty"):
@@ -135,10 +135,10 @@ def test_a_missing_value_written_as_a_number_is_refused(tmp_path):
 
 
 def test_the_gap_warning_names_the_dates(tmp_path, caplog):
-    from thermocrop.core.gdd import gdd_at_points
+    from thermocrop.core.thermal.gdd import gdd_at_points
 
     rows = [(d, "" if "2021-03-01" <= str(d) <= "2021-03-10" else 2.0, 12.0) for d in _year()]
-    with caplog.at_level(logging.WARNING, logger="thermocrop.core.gdd"):
+    with caplog.at_level(logging.WARNING, logger="thermocrop.core.thermal.gdd"):
         gdd = gdd_at_points(_csv(tmp_path / "w.csv", rows), [0.0], [0.0], CRS, ["2021-05-01"],
                             parcel_ids=["a"])
     assert np.isnan(gdd).all()
@@ -168,8 +168,8 @@ def test_a_geopackage_with_an_undefined_crs_is_refused(tmp_path, capsys):
 
 
 def test_scenes_of_two_seasons_are_refused_naming_the_years(tmp_path):
-    from thermocrop.core.gdd import SeasonStart
-    from thermocrop.core.scenes import find_scenes, select_season
+    from thermocrop.core.thermal.gdd import SeasonStart
+    from thermocrop.core.scenes.local import find_scenes, select_season
 
     for day in ("2017-04-01", "2017-06-01", "2018-04-01", "2018-05-01", "2018-06-01"):
         _scene(tmp_path / "s", day)
@@ -245,7 +245,7 @@ def test_numeric_options_out_of_range_are_usage_errors(argv, tmp_path, capsys, m
 
 def test_toolbox_and_command_line_share_the_ranges():
     from thermocrop.core.limits import LIMITS
-    from thermocrop.training.commands._options import bounded
+    from thermocrop.cli.options import bounded
 
     for name, limit in LIMITS.items():
         parse = bounded(name)
@@ -285,7 +285,8 @@ def test_a_point_layer_classifies_nothing_and_exits_4(tmp_path, capsys):
 
 @pytest.mark.parametrize("problem", ["missing weather", "kelvin as celsius", "damaged model", "no id field"])
 def test_problems_are_found_before_any_scene_is_read(problem, tmp_path, capsys, monkeypatch):
-    from thermocrop.core import extract, scenes
+    from thermocrop.core import extract
+    from thermocrop.core.scenes import local as scenes
 
     def never(*args, **kwargs):
         raise AssertionError("a scene was read before the inputs were checked")
@@ -330,7 +331,7 @@ def test_null_geometries_make_no_library_noise(tmp_path, capfd, caplog):
 def test_chunk_buffers_follow_the_pixels_parcels_cover(tmp_path, monkeypatch):
     from thermocrop.core import extract
     from thermocrop.core.extract import (_settings, extract_pixel_sets, iter_chunks, load_parcels)
-    from thermocrop.core.scenes import find_scenes
+    from thermocrop.core.scenes.local import find_scenes
 
     for k, day in enumerate(("2021-05-01", "2021-06-01")):
         _scene(tmp_path / "s", day, value=2000 + 100 * k)
@@ -369,7 +370,7 @@ def test_every_kind_of_failure_has_its_exit_code():
 
 
 def test_the_reliability_page_lists_the_exit_codes_of_the_cli():
-    """docs/reliability.md's table of exit codes holds exactly the codes training/cli.py defines."""
+    """docs/reliability.md's table of exit codes holds exactly the codes cli/main.py defines."""
     import re
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "reliability.md").read_text()
@@ -440,7 +441,7 @@ def _tagged_scene(path: Path, tags: dict, crs=CRS, descriptions=S2_BANDS, count=
 
 
 def test_metadata_that_contradicts_the_name_wins_and_both_are_named(tmp_path, caplog):
-    from thermocrop.core.scenes import find_scenes
+    from thermocrop.core.scenes.local import find_scenes
 
     name = "S2A_MSIL1C_20210501T103021_N0205_R108_T32UPU_20210501T103021.tif"
     path = _tagged_scene(tmp_path / "a" / name, {"ACQUISITION_DATE": "2021-05-03T10:30:21",
@@ -457,7 +458,7 @@ def test_metadata_that_contradicts_the_name_wins_and_both_are_named(tmp_path, ca
 
 
 def test_a_consistent_file_raises_no_warning_and_the_file_written_time_is_no_acquisition_date(tmp_path, caplog):
-    from thermocrop.core.scenes import find_scenes
+    from thermocrop.core.scenes.local import find_scenes
 
     name = "S2A_MSIL2A_20210501T103021_N0400_R108_T32UPU_20210501T103021.tif"
     path = _tagged_scene(tmp_path / name, {"ACQUISITION_DATE": "2021-05-01", "PROCESSING_LEVEL": "Level-2A",
@@ -468,7 +469,7 @@ def test_a_consistent_file_raises_no_warning_and_the_file_written_time_is_no_acq
 
 
 def test_band_files_whose_description_contradicts_their_name_are_read_by_description(tmp_path, caplog):
-    from thermocrop.core.scenes import find_scenes
+    from thermocrop.core.scenes.local import find_scenes
 
     folder = tmp_path / "S2B_32UPU_20210501_0_L1C"
     for band in S2_BANDS:
@@ -482,7 +483,7 @@ def test_band_files_whose_description_contradicts_their_name_are_read_by_descrip
 
 
 def test_a_tile_name_in_another_utm_zone_than_the_georeferencing_is_said(tmp_path, caplog):
-    from thermocrop.core.scenes import find_scenes
+    from thermocrop.core.scenes.local import find_scenes
 
     name = "S2A_MSIL1C_20210501T103021_N0205_R108_T32UPU_20210501T103021.tif"
     path = _tagged_scene(tmp_path / name, {}, crs="EPSG:32631")

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from thermocrop.training.cli import EXIT_OUTPUT, main
+from thermocrop.cli.main import EXIT_OUTPUT, main
 
 ogr = pytest.importorskip("osgeo.ogr")
 osr = pytest.importorskip("osgeo.osr")
@@ -109,7 +109,7 @@ def _start(args: list[str], *, limit: int | None = None) -> subprocess.Popen:
             resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a failed write, not a killed process
 
-    return subprocess.Popen([sys.executable, "-m", "thermocrop.training.cli", *args], stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "thermocrop.cli.main", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, preexec_fn=restrict)
 
 
@@ -185,7 +185,7 @@ def test_full_tmpfs_leaves_no_file(files, tmp_path):
 def test_full_disk_while_saving_a_dataset_or_bundle_leaves_the_old_one(tmp_path):
     script = f"""
 import sys, numpy as np
-from thermocrop.core.dataset import PixelSets, save_dataset
+from thermocrop.core.pixel_sets import PixelSets, save_dataset
 from thermocrop.core.errors import ThermoCropError
 p, t, s = int(sys.argv[2]), 10, 16
 ps = PixelSets(pixels=np.full((p, t, 10, s), 7, np.uint16), pixel_mask=np.ones((p, t, s), bool),
@@ -217,10 +217,10 @@ except ThermoCropError as exc:
 
     bundle_script = """
 import sys, torch
-from thermocrop.core.bundle import BundleConfig, save_bundle
+from thermocrop.core.model.bundle import BundleConfig, save_bundle
 from thermocrop.core.crops import CROP_CLASSES
 from thermocrop.core.errors import ThermoCropError
-from thermocrop.core.models import build_model
+from thermocrop.core.model.networks import build_model
 try:
     save_bundle(sys.argv[1], build_model("tpe_recurrent", len(CROP_CLASSES)), BundleConfig())
 except ThermoCropError as exc:
@@ -261,7 +261,7 @@ def test_two_runs_racing_for_one_output_one_fails_clearly(files, tmp_path):
 def test_the_final_step_refuses_an_output_that_appeared_meanwhile(files, tmp_path):
     """The no-replace promise holds at the rename itself, not only at the preflight."""
     from thermocrop.core.errors import OutputError
-    from thermocrop.core.vector import VectorOutput, check_vector_output
+    from thermocrop.core.io.vector import VectorOutput, check_vector_output
 
     out = tmp_path / "late.geojson"
     first = VectorOutput(check_vector_output(out))
@@ -449,7 +449,7 @@ def test_a_read_only_folder_is_reported_before_any_work(files, tmp_path):
         shutil.copy(files / "weather.csv", folder / "weather.csv")
         folder.chmod(0o555)
         user = 65534 if os.geteuid() == 0 else None
-        proc = subprocess.run([sys.executable, "-m", "thermocrop.training.cli",
+        proc = subprocess.run([sys.executable, "-m", "thermocrop.cli.main",
                                *_gdd_args(folder / "parcels.gpkg", folder / "weather.csv", folder / "out.gpkg")],
                               capture_output=True, text=True, user=user, cwd="/",
                               env={**os.environ, "HOME": "/tmp"})
@@ -464,7 +464,7 @@ def test_a_read_only_folder_is_reported_before_any_work(files, tmp_path):
 # -- smaller: geometry types and M values ----------------------------------------------------
 
 def test_declared_geometry_type_is_the_stored_one_and_m_values_are_kept(files, tmp_path, caplog):
-    from thermocrop.core.vector import write_with_fields
+    from thermocrop.core.io.vector import write_with_fields
 
     source = tmp_path / "odd.gpkg"
     srs = osr.SpatialReference()
@@ -505,7 +505,7 @@ def scene_region(tmp_path_factory):
     rasterio = pytest.importorskip("rasterio")
     from rasterio.transform import from_origin
 
-    from thermocrop.core.bands import S2_BANDS
+    from thermocrop.core.scenes.bands import S2_BANDS
 
     root = tmp_path_factory.mktemp("scenes")
     rng = np.random.default_rng(1)
@@ -632,7 +632,7 @@ def test_accuracy_report_writes_that_fail_are_named_errors(tmp_path):
     try:
         shutil.copy(layer, folder / "classified.gpkg")
         folder.chmod(0o555)
-        proc = subprocess.run([sys.executable, "-m", "thermocrop.training.cli",
+        proc = subprocess.run([sys.executable, "-m", "thermocrop.cli.main",
                                *_accuracy(folder / "classified.gpkg", folder / "r.html")],
                               capture_output=True, text=True, user=65534 if os.geteuid() == 0 else None, cwd="/",
                               env={**os.environ, "HOME": "/tmp"})
@@ -755,7 +755,7 @@ def test_overwrite_stops_while_another_program_is_changing_the_geopackage(files,
 def test_the_final_step_stops_for_a_transaction_begun_during_the_run(files, tmp_path, mode):
     """A program that begins its change after the preflight: the replacing rename is refused."""
     from thermocrop.core.errors import OutputError
-    from thermocrop.core.vector import VectorOutput, check_vector_output
+    from thermocrop.core.io.vector import VectorOutput, check_vector_output
 
     target = _notes(Path(shutil.copy(files / "small.gpkg", tmp_path / "lpis.gpkg")), mode)
     before = _features(target, "parcels")
@@ -791,7 +791,7 @@ def test_a_geopackage_with_an_unfinished_change_in_its_journal_is_not_replaced(f
 def test_cleanup_leaves_the_users_files_that_look_like_staging(files, tmp_path):
     import socket
 
-    from thermocrop.core.output import STAGING_MARKER, STAGING_PREFIX
+    from thermocrop.core.io.output import STAGING_MARKER, STAGING_PREFIX
 
     host = socket.gethostname()
     old = time.time() - 3 * 24 * 3600

@@ -52,10 +52,10 @@ def small_bundle(tiny_region, region_weather, tmp_path_factory):
     pytest.importorskip("torch")
     import torch
 
-    from thermocrop.core.bundle import BundleConfig, InputScaling, save_bundle
+    from thermocrop.core.model.bundle import BundleConfig, InputScaling, save_bundle
     from thermocrop.core.crops import CROP_CLASSES
     from thermocrop.core.extract import extract_pixel_sets
-    from thermocrop.core.models import build_model
+    from thermocrop.core.model.networks import build_model
 
     ps = extract_pixel_sets(tiny_region / "parcels.gpkg", tiny_region / "scenes", region_weather,
                             label_field="crop", classes=CROP_CLASSES, max_pixels=16)

@@ -50,7 +50,7 @@ def test_classifyparcels_matches_core_and_saves_style(provider, tiny_region, sce
     renderer = layer.renderer()
     assert isinstance(renderer, QgsCategorizedSymbolRenderer)
     assert renderer.classAttribute() == "crop_pred"
-    from thermocrop.core.bundle import load_bundle
+    from thermocrop.core.model.bundle import load_bundle
     from thermocrop.core.crops import NOT_CLASSIFIED_COLOUR, UNKNOWN_COLOUR, class_colours
 
     colours = {c.value(): c.symbol().color().name() for c in renderer.categories()}
@@ -113,7 +113,7 @@ def test_parcelgdd_refuses_bad_dates(provider, tmp_path):
 def test_exporttrainingdata_writes_a_dataset(provider, tiny_region, scene_files, region_weather, tmp_path):
     import geopandas as gpd
 
-    from thermocrop.core.dataset import open_dataset
+    from thermocrop.core.pixel_sets import open_dataset
 
     out = tmp_path / "dataset"
     result = _run("thermocrop:exporttrainingdata", {
@@ -136,8 +136,8 @@ def test_trainmodel_writes_a_bundle(provider, tiny_region, scene_files, region_w
     pytest.importorskip("thermocrop.training.train")
     import geopandas as gpd
 
-    from thermocrop.core.bundle import load_bundle
-    from thermocrop.core.dataset import open_dataset
+    from thermocrop.core.model.bundle import load_bundle
+    from thermocrop.core.pixel_sets import open_dataset
 
     # The region's parcels labelled with RPG codes, one of them a code outside the table.
     layer = gpd.read_file(tiny_region / "parcels.gpkg")

@@ -96,7 +96,7 @@ def _run(name, params, feedback=None):
 
 
 def _search_cli(parcels, server, out):
-    from thermocrop.training.cli import main
+    from thermocrop.cli.main import main
 
     assert main(["scenes", "search", "--parcels", str(parcels), "--season", "2017", "--catalog",
                  server.url + "/stac", "--max-cloud", "60", "--out", str(out)]) == 0
@@ -108,7 +108,7 @@ def test_search_writes_the_clis_collection_and_classify_from_it_labels_as_the_cl
         provider, loopback_services, tiny_region, small_bundle, tmp_path):
     import geopandas as gpd
 
-    from thermocrop.training.cli import main
+    from thermocrop.cli.main import main
 
     server = loopback_services
     parcels = tiny_region / "parcels.gpkg"
@@ -210,7 +210,7 @@ def test_dock_search_lists_dates_with_cloud_cover_and_the_run_reads_them(
     from qgis.core import QgsProject, QgsSettings, QgsVectorLayer
 
     from thermocrop.core.classify import classify_parcels
-    from thermocrop.core.stac import load_items
+    from thermocrop.core.scenes.stac import load_items
     from thermocrop.plugin.dock import ThermoCropDock
 
     server = loopback_services

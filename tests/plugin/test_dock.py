@@ -295,7 +295,7 @@ def test_existing_fields_are_kept_unless_the_user_agrees(qgis_app):
 
 
 def test_ndvi_series_by_hand():
-    from thermocrop.core.bands import S2_BANDS
+    from thermocrop.core.scenes.bands import S2_BANDS
     from thermocrop.plugin.dock import ndvi_series
 
     pixels = np.zeros((1, 3, len(S2_BANDS), 2), dtype=np.uint16)
@@ -453,7 +453,7 @@ def test_only_rasters_that_can_be_sentinel2_are_offered(qgis_app, tiny_region, t
 
 
 def test_model_card_shows_variant_classes_regions_and_scores(dock, small_bundle, tmp_path):
-    from thermocrop.core.bundle import load_bundle, save_bundle
+    from thermocrop.core.model.bundle import load_bundle, save_bundle
 
     bundle = load_bundle(small_bundle)
     config = bundle.config

@@ -96,7 +96,7 @@ def test_scenes_added_by_hand_can_be_removed_and_cleared(make_dock, tmp_path, ti
 
 
 def test_the_scene_file_filter_offers_what_the_core_reads(make_dock, tmp_path):
-    from thermocrop.core.scenes import RASTER_SUFFIXES, _is_safe
+    from thermocrop.core.scenes.local import RASTER_SUFFIXES, _is_safe
     from thermocrop.plugin.layers import SCENE_FILE_FILTER, scene_source
 
     first = SCENE_FILE_FILTER.split(";;")[0]
@@ -162,8 +162,8 @@ def test_open_meteo_gives_the_run_its_temperature_file(make_dock, tiny_region, s
     import geopandas as gpd
     from qgis.core import QgsApplication, QgsProject, QgsVectorLayer
 
-    from thermocrop.core.scenes import find_scenes
-    from thermocrop.core.weather import read_daily_temperature
+    from thermocrop.core.scenes.local import find_scenes
+    from thermocrop.core.thermal.weather import read_daily_temperature
 
     loopback = _loopback()
     shutil.copy(tiny_region / "parcels.gpkg", tmp_path / "parcels.gpkg")

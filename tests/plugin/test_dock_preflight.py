@@ -62,7 +62,8 @@ def dock(qgis_app, tiny_region, region_weather, small_bundle):
 @pytest.fixture
 def never_read(monkeypatch):
     """Reading scene pixels fails the test: refusals must come before any."""
-    from thermocrop.core import extract, scenes
+    from thermocrop.core import extract
+    from thermocrop.core.scenes import local as scenes
 
     def never(*args, **kwargs):
         raise AssertionError("a scene was read before the inputs and output were checked")
@@ -194,7 +195,7 @@ def test_probability_fields_are_checked_against_the_model_classes(dock, never_re
     from qgis.core import QgsField
     from qgis.PyQt.QtCore import QVariant
 
-    from thermocrop.core.bundle import load_bundle
+    from thermocrop.core.model.bundle import load_bundle
 
     first = load_bundle(small_bundle).classes[0]
     assert parcels_layer.dataProvider().addAttributes([QgsField(f"p_{first}", QVariant.String)])

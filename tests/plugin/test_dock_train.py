@@ -80,8 +80,8 @@ def test_training_writes_a_bundle_beside_the_project_and_selects_it(rpg_layer, t
                                                                    tmp_path):
     from qgis.core import QgsProject
 
-    from thermocrop.core.bundle import load_bundle
-    from thermocrop.core.dataset import open_dataset
+    from thermocrop.core.model.bundle import load_bundle
+    from thermocrop.core.pixel_sets import open_dataset
     from thermocrop.plugin.dock import ThermoCropDock
 
     layer, frame = rpg_layer

@@ -11,7 +11,7 @@ def test_attributes_keep_their_types_and_nulls_in_a_written_file(qgis_app, tmp_p
     from qgis.core import QgsFeature, QgsGeometry, QgsVectorLayer
     from qgis.PyQt.QtCore import QDate
 
-    from thermocrop.core.vector import write_with_fields
+    from thermocrop.core.io.vector import write_with_fields
     from thermocrop.plugin.layers import features_to_frame
 
     layer = QgsVectorLayer("Polygon?crs=EPSG:32631&field=name:string&field=n:integer&field=x:double"

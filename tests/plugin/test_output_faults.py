@@ -81,7 +81,7 @@ def region(tmp_path_factory):
     rasterio = pytest.importorskip("rasterio")
     from rasterio.transform import from_origin
 
-    from thermocrop.core.bands import S2_BANDS
+    from thermocrop.core.scenes.bands import S2_BANDS
 
     root = tmp_path_factory.mktemp("qgis-writes")
     rng = np.random.default_rng(1)
@@ -311,7 +311,7 @@ def test_qgis_process_killed_while_writing_leaves_no_partial_file(qgis_process, 
     assert killed, "qgis_process finished before it could be killed"
     assert not out.exists()
     assert _hidden(tmp_path)  # its staging folder; the next run writing here removes it
-    from thermocrop.training.cli import main
+    from thermocrop.cli.main import main
 
     assert main(["gdd", "--parcels", str(region / "parcels.gpkg"), "--weather", str(region / "weather.csv"),
                  "--dates", "2023-05-01", "--out", str(tmp_path / "next.gpkg")]) == 0

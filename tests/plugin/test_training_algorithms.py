@@ -43,8 +43,8 @@ def test_export_keeps_blocks_and_train_logs_its_estimate(provider, tiny_region, 
     pytest.importorskip("thermocrop.training.train")
     import geopandas as gpd
 
-    from thermocrop.core.bundle import load_bundle
-    from thermocrop.core.dataset import open_dataset
+    from thermocrop.core.model.bundle import load_bundle
+    from thermocrop.core.pixel_sets import open_dataset
 
     source = gpd.read_file(tiny_region / "parcels.gpkg")
     assert source["block"].nunique() > 1

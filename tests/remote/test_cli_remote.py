@@ -8,7 +8,7 @@ import json
 import geopandas as gpd
 import numpy as np
 
-from thermocrop.training.cli import EXIT_INPUT, main
+from thermocrop.cli.main import EXIT_INPUT, main
 
 ES = dict(dates=6, cloud_cover=(5, 70, 20, 90, 10, 40))
 

@@ -20,12 +20,20 @@ import pytest
 
 from loopback import SAS_TOKEN, Fault, LoopbackServer, StacCatalog
 from thermocrop.core.errors import InputError, SceneError, WeatherError
-from thermocrop.core.http_session import NetworkDeadlineError
-from thermocrop.core.remote import BlockCacheError
-from thermocrop.core.stac import (CATALOGS, Catalog, load_item_files, load_items, reader_for, scenes_from_files,
-                                  scenes_from_items, search_items)
-from thermocrop.core.weather_services import fetch_cds, fetch_open_meteo
-from thermocrop.training.cli import EXIT_INPUT, EXIT_INTERRUPTED, main
+from thermocrop.core.io.http_session import NetworkDeadlineError
+from thermocrop.core.scenes.remote import BlockCacheError
+from thermocrop.core.scenes.stac import (
+    CATALOGS,
+    Catalog,
+    load_item_files,
+    load_items,
+    reader_for,
+    scenes_from_files,
+    scenes_from_items,
+    search_items,
+)
+from thermocrop.core.thermal.weather_services import fetch_cds, fetch_open_meteo
+from thermocrop.cli.main import EXIT_INPUT, EXIT_INTERRUPTED, main
 
 ES = dict(dates=6, cloud_cover=(5, 70, 20, 90, 10, 40))
 PC_KEY = "pc-subscription-key-0123456789"
@@ -122,7 +130,7 @@ def test_an_item_collection_cannot_send_s3_signatures_to_its_own_endpoint(publis
 
 
 def test_tokens_go_to_the_parsed_host_only():
-    from thermocrop.core.remote import PlanetaryComputerSigner, host_matches
+    from thermocrop.core.scenes.remote import PlanetaryComputerSigner, host_matches
 
     hosts = ("blob.core.windows.net",)
     assert host_matches("https://sentinel2l2a01.blob.core.windows.net/a/b.tif", hosts)
@@ -368,7 +376,7 @@ def test_a_full_disk_under_the_block_cache_is_named(published, tiny_region, tmp_
     script = ("import resource, signal, sys\n"
               "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
               "resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))\n"
-              "from thermocrop.training.cli import main\n"
+              "from thermocrop.cli.main import main\n"
               f"sys.exit(main(['classify', '--parcels', {str(tiny_region / 'parcels.gpkg')!r}, '--stac', "
               f"{str(path)!r}, '--weather', {str(tiny_region / 'weather.nc')!r}, '--out', "
               f"{str(tmp_path / 'o.gpkg')!r}, '--cache', {str(tmp_path / 'cache')!r}]))\n")
@@ -420,7 +428,7 @@ def test_log_records_of_any_logger_are_redacted_at_debug_level(caplog):
 
 
 def _cli(args: list, env: dict, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "thermocrop.training.cli", *args], env={**os.environ, **env},
+    return subprocess.Popen([sys.executable, "-m", "thermocrop.cli.main", *args], env={**os.environ, **env},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from loopback import Fault, write_band_folder
 from thermocrop.core.extract import extract_pixel_sets, scene_threads
-from thermocrop.core.scenes import find_scenes
-from thermocrop.core.stac import Catalog, reader_for, scenes_from_items
+from thermocrop.core.scenes.local import find_scenes
+from thermocrop.core.scenes.stac import Catalog, reader_for, scenes_from_items
 
 ES = dict(dates=6, cloud_cover=(5, 70, 20, 90, 10, 40))
 
@@ -204,7 +204,7 @@ def test_every_gdal_request_of_the_process_gets_an_end(tmp_path, monkeypatch):
 
     from osgeo import gdal
 
-    from thermocrop.core.remote import STALL_OPTIONS, RemoteReader
+    from thermocrop.core.scenes.remote import STALL_OPTIONS, RemoteReader
 
     saved = {k: gdal.GetConfigOption(k) for k in STALL_OPTIONS}
     monkeypatch.setenv("GDAL_HTTP_CONNECTTIMEOUT", "7")

@@ -9,8 +9,15 @@ import pystac
 import pytest
 
 from thermocrop.core.errors import InputError, SceneError
-from thermocrop.core.stac import (dn_offset, load_items, reader_for, save_items, scenes_from_items,
-                                  search_items, summarize)
+from thermocrop.core.scenes.stac import (
+    dn_offset,
+    load_items,
+    reader_for,
+    save_items,
+    scenes_from_items,
+    search_items,
+    summarize,
+)
 
 
 @pytest.mark.parametrize("method", ["POST", "GET"])
@@ -92,7 +99,7 @@ def test_each_catalogue_layout_maps_its_assets_to_the_bands(published, layout, e
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
     server, items = published(layout, dates=2)
     collection = pystac.ItemCollection([pystac.Item.from_dict(i) for i in items])
-    from thermocrop.core.stac import _product_of
+    from thermocrop.core.scenes.stac import _product_of
 
     product = _product_of(collection.items[0], reader_for(collection, cache_dir=tmp_path), None)
     assert product.assets["B04"].href == items[0]["assets"][expect_key]["href"]

@@ -11,8 +11,8 @@ import pytest
 
 from loopback import Fault, LoopbackServer, open_meteo_temperature
 from thermocrop.core.errors import WeatherError
-from thermocrop.core.weather import read_daily_temperature
-from thermocrop.core.weather_services import cells_of, fetch_cds, fetch_open_meteo
+from thermocrop.core.thermal.weather import read_daily_temperature
+from thermocrop.core.thermal.weather_services import cells_of, fetch_cds, fetch_open_meteo
 
 # Five points in four 0.1-degree cells (the first two share one).
 LON = np.array([1.201, 1.207, 1.315, 1.452, 1.109])

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from thermocrop.core.errors import OutputError
-from thermocrop.training.cli import EXIT_INPUT, main
+from thermocrop.cli.main import EXIT_INPUT, main
 
 gpd = pytest.importorskip("geopandas")
 
@@ -53,7 +53,7 @@ def test_accuracy_command_writes_reports(layer, tmp_path, capsys):
 
 def _run_raw(argv):
     """Run a command without main()'s error handling, so the exception itself is seen."""
-    from thermocrop.training.cli import build_parser
+    from thermocrop.cli.main import build_parser
 
     args = build_parser().parse_args(argv)
     return args._run(args)

@@ -12,9 +12,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from thermocrop.core.bundle import load_bundle
-from thermocrop.core.dataset import open_dataset, save_dataset
-from thermocrop.core.models import EnsembleClassifier, build_model
+from thermocrop.core.model.bundle import load_bundle
+from thermocrop.core.pixel_sets import open_dataset, save_dataset
+from thermocrop.core.model.networks import EnsembleClassifier, build_model
 from thermocrop.training.ensemble import member_configs, member_paths
 from thermocrop.training.train import TrainingConfig, train_model
 

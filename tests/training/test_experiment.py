@@ -9,8 +9,8 @@ import os
 import numpy as np
 import pytest
 
-from thermocrop.core.dataset import save_dataset
-from thermocrop.training.cli import main
+from thermocrop.core.pixel_sets import save_dataset
+from thermocrop.cli.main import main
 from thermocrop.core.progress import Progress
 from thermocrop.training.experiment import (
     estimate_experiment,
@@ -171,7 +171,7 @@ def test_evaluate_warns_about_another_processing_level(tmp_path, caplog, capsys)
 
 
 def test_one_training_run_is_estimated_from_a_measured_step(tmp_path):
-    from thermocrop.core.dataset import open_dataset
+    from thermocrop.core.pixel_sets import open_dataset
     from thermocrop.training.experiment import describe_training_estimate, estimate_training
 
     save_dataset(make_pixel_sets(n=40, seed=3, blocks=4), tmp_path / "A")

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from shapely.geometry import box
 
-from thermocrop.core.bands import S2_BANDS
-from thermocrop.core.dataset import open_dataset
+from thermocrop.core.scenes.bands import S2_BANDS
+from thermocrop.core.pixel_sets import open_dataset
 from thermocrop.core.errors import InputError
-from thermocrop.training.cli import EXIT_INPUT, main
+from thermocrop.cli.main import EXIT_INPUT, main
 from thermocrop.training.importers.psetae import import_psetae
 
 ORDER = ("B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12")  # of the arrays

@@ -12,10 +12,10 @@ import pytest
 from pyproj import Transformer
 from shapely.geometry import box
 
-from thermocrop.core.bands import S2_BANDS
-from thermocrop.core.dataset import open_dataset
+from thermocrop.core.scenes.bands import S2_BANDS
+from thermocrop.core.pixel_sets import open_dataset
 from thermocrop.core.errors import InputError
-from thermocrop.training.cli import main
+from thermocrop.cli.main import main
 from thermocrop.training.importers.table import import_table, table_pixel_sets
 
 BANDS = list(S2_BANDS)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from fake_timematch import make_tile
 
-from thermocrop.training.cli import main
+from thermocrop.cli.main import main
 
 TILES = {"AT1": "austria/33UVP/2017", "DK1": "denmark/32VNH/2017", "FR1": "france/30TXT/2017",
          "FR2": "france/31TCJ/2017"}

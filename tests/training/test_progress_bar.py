@@ -6,7 +6,7 @@ import io
 import logging
 import re
 
-from thermocrop.training.progress_bar import LOG_FORMAT, TqdmLoggingHandler, progress_bar
+from thermocrop.cli.progress_bar import LOG_FORMAT, TqdmLoggingHandler, progress_bar
 
 
 def _screen_lines(text: str) -> list[str]:

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from thermocrop.core.dataset import PixelSets, save_dataset
+from thermocrop.core.pixel_sets import PixelSets, save_dataset
 from thermocrop.training.realdata import (SECTION_END, SECTION_START, block_folds, cross_validate,
                                           find_realdata, macro_f1_min_support, model_card_section,
                                           score_bundle, score_confusion, update_model_card)
@@ -86,7 +86,7 @@ def test_model_card_section_replaces_its_earlier_self(tmp_path):
 
 @pytest.mark.slow
 def test_shipped_model_on_the_bavarian_parcels(tmp_path):
-    from thermocrop.core.bundle import default_bundle_path
+    from thermocrop.core.model.bundle import default_bundle_path
     from thermocrop.training.realdata import bavaria_dataset
 
     realdata = find_realdata()

@@ -138,7 +138,7 @@ def test_truth_manifest(tiny_region):
 
 
 def test_same_seed_same_bytes(tmp_path):
-    from thermocrop.training.synth import generate_region
+    from thermocrop.synth import generate_region
 
     a = generate_region("AT1", tmp_path / "a", parcels=15, seed=3, level="L2A")
     b = generate_region("AT1", tmp_path / "b", parcels=15, seed=3, level="L2A")
@@ -155,7 +155,7 @@ def test_same_seed_same_bytes(tmp_path):
 def test_baseline_offset_and_toa(tmp_path):
     import rasterio
 
-    from thermocrop.training.synth import generate_region
+    from thermocrop.synth import generate_region
 
     old = generate_region("FR1", tmp_path / "old", parcels=12, seed=1, level="L2A")
     new = generate_region("FR1", tmp_path / "new", parcels=12, seed=1, level="L2A", baseline="N0400")
@@ -188,7 +188,7 @@ def test_baseline_offset_and_toa(tmp_path):
 
 def test_rejects_bad_arguments(tmp_path):
     from thermocrop.core.errors import InputError
-    from thermocrop.training.synth import generate_region
+    from thermocrop.synth import generate_region
 
     with pytest.raises(InputError, match="AT1, DK1, FR1, FR2"):
         generate_region("XX9", tmp_path / "x")
@@ -199,7 +199,7 @@ def test_rejects_bad_arguments(tmp_path):
 
 
 def test_command_line_with_plot(tmp_path):
-    from thermocrop.training.cli import main
+    from thermocrop.cli.main import main
 
     rc = main(["synth", "--region", "DK1", "--out", str(tmp_path / "dk"), "--parcels", "12",
                "--seed", "2", "--level", "L2A", "--plot"])
@@ -210,7 +210,7 @@ def test_command_line_with_plot(tmp_path):
 
 
 def test_strip_height_does_not_change_the_scenes(tmp_path, monkeypatch):
-    from thermocrop.training.synth import generate as gen
+    from thermocrop.synth import generate as gen
 
     gen.generate_region("FR2", tmp_path / "a", parcels=15, size=300, seed=5, level="L2A")
     monkeypatch.setattr(gen, "STRIP_ROWS", 96)
@@ -224,7 +224,7 @@ def test_strip_height_does_not_change_the_scenes(tmp_path, monkeypatch):
 def test_cancel_leaves_target_as_it_was(tmp_path):
     from thermocrop.core.errors import CancelledError, InputError
     from thermocrop.core.progress import Progress
-    from thermocrop.training.synth import generate_region
+    from thermocrop.synth import generate_region
 
     out = tmp_path / "region"
     generate_region("FR2", out, parcels=12, seed=1)
@@ -251,8 +251,8 @@ def test_cancel_leaves_target_as_it_was(tmp_path):
 
 
 def test_scene_reader_pairs_scl_sidecars(tiny_region, tmp_path):
-    from thermocrop.core.scenes import find_scenes
-    from thermocrop.training.synth import generate_region
+    from thermocrop.core.scenes.local import find_scenes
+    from thermocrop.synth import generate_region
 
     scenes = find_scenes(tiny_region / "scenes")
     assert len(scenes) == 39

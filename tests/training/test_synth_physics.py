@@ -208,8 +208,8 @@ def test_clouds_shadows_and_nodata_are_marked(tiny_region):
 
 
 def test_plot_reads_what_an_independent_reader_sees(tiny_region, tmp_path):
-    from thermocrop.training.synth import plot_phenology
-    from thermocrop.training.synth.plot import read_parcel_series
+    from thermocrop.synth import plot_phenology
+    from thermocrop.synth.plot import read_parcel_series
 
     series = read_parcel_series(tiny_region)
     gdf, dates, ndvi, ndyi = _parcel_indices(tiny_region)
@@ -251,8 +251,8 @@ def test_acquisitions_per_month_in_every_region(four_regions):
 def test_anomaly_spread_by_month_and_persistence():
     # The fact sheet's method on 30 simulated years: subtract the 31-day-smoothed daily
     # climatology of the series itself, then the SD by month and the lag-1 correlation.
-    from thermocrop.training.synth import get_region
-    from thermocrop.training.synth.climate import simulate_weather
+    from thermocrop.synth import get_region
+    from thermocrop.synth.climate import simulate_weather
 
     for name, (sd_facts, r1_facts) in FACT_ANOMALY_SD.items():
         grid = simulate_weather(get_region(name), (10.0, 10.2), (48.0, 48.2), np.datetime64("1991-01-01"),
@@ -314,9 +314,9 @@ def test_meadow_mowing_regimes_show_in_the_scenes(four_regions):
 
 def test_snow_lies_in_continental_winters_and_rarely_in_france():
     # The snow pack of 30 simulated winters at one point per region.
-    from thermocrop.training.synth import get_region
-    from thermocrop.training.synth.climate import simulate_weather
-    from thermocrop.training.synth.snow import snow_cover, wet_days
+    from thermocrop.synth import get_region
+    from thermocrop.synth.climate import simulate_weather
+    from thermocrop.synth.snow import snow_cover, wet_days
 
     days = {}
     for name in ("AT1", "DK1", "FR1", "FR2"):

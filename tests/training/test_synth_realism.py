@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from thermocrop.core.dataset import PixelSets, save_dataset
+from thermocrop.core.pixel_sets import PixelSets, save_dataset
 from thermocrop.core.errors import InputError
-from thermocrop.training.cli import main
-from thermocrop.training.synth.realism import FEATURES, compare, gdd_bins, parcel_observations
+from thermocrop.cli.main import main
+from thermocrop.synth.realism import FEATURES, compare, gdd_bins, parcel_observations
 
 CLASSES = ("meadow", "rare", "wheat")
 BASE = np.array([900, 800, 700, 1000, 2000, 2600, 2700, 2900, 2000, 1200], dtype=np.int64)

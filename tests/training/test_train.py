@@ -11,11 +11,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from thermocrop.core.bundle import InputScaling, load_bundle
+from thermocrop.core.model.bundle import InputScaling, load_bundle
 from thermocrop.core.crops import CROP_CLASSES
-from thermocrop.core.dataset import PixelSets, open_dataset, save_dataset
+from thermocrop.core.pixel_sets import PixelSets, open_dataset, save_dataset
 from thermocrop.core.errors import CancelledError, InputError
-from thermocrop.core.models import VARIANTS, build_model
+from thermocrop.core.model.networks import VARIANTS, build_model
 from thermocrop.core.progress import Progress
 from thermocrop.training.losses import FocalLoss
 from thermocrop.training.sampling import BatchSampler, sample_dates, sample_pixels
@@ -250,7 +250,7 @@ def test_resume_refuses_training_data_changed_since_the_checkpoint(dataset_dir, 
     import os
     import shutil
 
-    from thermocrop.training.cli import EXIT_INPUT, main
+    from thermocrop.cli.main import EXIT_INPUT, main
 
     data = Path(shutil.copytree(dataset_dir, tmp_path / "region"))
     out = tmp_path / "m.tcm"

@@ -246,7 +246,7 @@ def thermal_time(weather: PathLike, locations: Optional[Locations], dates: np.nd
     A station CSV gives every parcel the same series and needs no locations; a gridded file
     takes each parcel's nearest cell with data.
     """
-    from ...core.gdd import gdd_at_points
+    from ...core.thermal.gdd import gdd_at_points
 
     n = len(parcel_ids)
     options = {k: v for k, v in dict(weather_options or {}).items() if v is not None}

@@ -20,12 +20,12 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from ...core.bands import QUANTIFICATION_VALUE, S2_BANDS
-from ...core.dataset import STATUS_OK, DatasetWriter, PixelSets
+from ...core.scenes.bands import QUANTIFICATION_VALUE, S2_BANDS
+from ...core.pixel_sets import STATUS_OK, DatasetWriter, PixelSets
 from ...core.errors import InputError
 from ...core.extract import STATUS_NO_WEATHER, STATUS_TOO_SMALL
 from ...core.progress import Progress
-from ...core.safe_read import inside, npy_header, read_json
+from ...core.io.safe_read import inside, npy_header, read_json
 from .common import (
     Locations,
     PathLike,
@@ -115,7 +115,7 @@ def import_psetae(
         overwrite: replace an existing dataset folder.
         progress: progress and cancellation.
     """
-    from ...core.gdd import SeasonStart, day_of_season
+    from ...core.thermal.gdd import SeasonStart, day_of_season
 
     progress = progress or Progress()
     folder, out = Path(folder), Path(out)

@@ -22,11 +22,11 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from ...core.bands import QUANTIFICATION_VALUE, S2_BANDS
-from ...core.dataset import STATUS_OK, PixelSets, save_dataset
+from ...core.scenes.bands import QUANTIFICATION_VALUE, S2_BANDS
+from ...core.pixel_sets import STATUS_OK, PixelSets, save_dataset
 from ...core.errors import InputError
 from ...core.extract import STATUS_NO_CLEAR_DATE, STATUS_NO_WEATHER
-from ...core.safe_read import check_archive
+from ...core.io.safe_read import check_archive
 from .common import (
     Locations,
     PathLike,
@@ -425,7 +425,7 @@ def table_pixel_sets(
     """
     import pandas as pd
 
-    from ...core.gdd import SeasonStart, day_of_season
+    from ...core.thermal.gdd import SeasonStart, day_of_season
 
     paths = [Path(tables)] if isinstance(tables, (str, Path)) else [Path(t) for t in tables]
     if not paths:

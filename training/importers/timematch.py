@@ -28,14 +28,14 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from ...core.bands import S2_BANDS
+from ...core.scenes.bands import S2_BANDS
 from ...core.crops import CROP_CLASSES
-from ...core.dataset import STATUS_OK, DatasetWriter, PixelSets
+from ...core.pixel_sets import STATUS_OK, DatasetWriter, PixelSets
 from ...core.errors import InputError
 from ...core.extract import STATUS_NO_WEATHER
 from ...core.progress import Progress
-from ...core.safe_read import check_nesting, inside, member_path, read_json, read_limited
-from ...core.zarr_read import read_zarr_array
+from ...core.io.safe_read import check_nesting, inside, member_path, read_json, read_limited
+from ...core.io.zarr_read import read_zarr_array
 from .common import PathLike, assign_labels, check_parcel_ids
 from .safe_pickle import safe_loads
 
@@ -101,7 +101,7 @@ def _read_pickle(folder: Path, path: Path) -> Any:
 
 def _season(start: np.datetime64, dates: np.ndarray):
     """The ``SeasonStart`` whose season for ``dates`` begins on ``start``."""
-    from ...core.gdd import SeasonStart, season_bounds
+    from ...core.thermal.gdd import SeasonStart, season_bounds
 
     text = str(start)
     for offset in (0, -1, -2):
@@ -177,8 +177,8 @@ def import_timematch(
         The dataset folder. Its ``meta`` records the tile, the block folds of
         ``dataset_split.json`` (``splits``), the source channel order and the settings.
     """
-    from ...core.gdd import day_of_season, gdd_at_dates
-    from ...core.weather import DailyTemperature
+    from ...core.thermal.gdd import day_of_season, gdd_at_dates
+    from ...core.thermal.weather import DailyTemperature
 
     progress = progress or Progress()
     root, out = Path(root), Path(out)

@@ -1,0 +1,139 @@
+"""``thermocrop train``: train a crop classifier on extracted pixel-set datasets."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..options import bounded
+
+HELP = "train a crop classifier (bundle, metrics.json, confusion and training-curve PNGs)"
+
+VARIANT_CHOICES = ("calendar", "no_pe", "shiftaug", "tpe_sinusoidal", "tpe_concat",
+                   "tpe_fourier", "tpe_recurrent")
+
+
+def add_training_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags shared by ``train`` and ``experiment`` (paper values as defaults)."""
+    parser.add_argument("--epochs", type=bounded("epochs"), default=100, help="epochs (default 100)")
+    parser.add_argument("--steps-per-epoch", type=bounded("steps_per_epoch"), default=500,
+                        help="optimiser steps per epoch (default 500)")
+    parser.add_argument("--batch-size", type=bounded("batch_size"), default=128,
+                        help="parcels per step (default 128)")
+    parser.add_argument("--sample-pixels", type=bounded("sample_pixels"), default=64,
+                        help="random pixels per parcel and step, S (default 64)")
+    parser.add_argument("--sample-dates", type=bounded("sample_dates"), default=30,
+                        help="random dates per parcel and step, T (default 30)")
+    parser.add_argument("--mean-pixel-share", type=bounded("mean_pixel_share"), default=0.0,
+                        help="share of samples whose pixels are all the parcel mean, for models "
+                             "that will meet per-parcel mean tables (default 0)")
+    parser.add_argument("--season-window-share", type=bounded("season_window_share"), default=0.0,
+                        help="share of samples cut to a random part of the season, for partial "
+                             "seasons (default 0)")
+    parser.add_argument("--members", type=bounded("members"), default=1,
+                        help="train this many models on one split with seeds SEED, SEED+1, ... and "
+                             "ship the average of their class probabilities in one bundle (an "
+                             "ensemble; the members are kept in <out stem>.members/) (default 1)")
+    parser.add_argument("--lr", type=bounded("lr"), default=1e-3, help="Adam learning rate (default 1e-3)")
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="auto (CUDA when present), cpu or cuda")
+    parser.add_argument("--amp", action="store_true", help="mixed precision on CUDA")
+    parser.add_argument("--seed", type=bounded("seed"), default=0,
+                        help="seed of the block split, weights and sampling (default 0)")
+    parser.add_argument("--classes",
+                        help="comma-separated class list of the model, e.g. corn,meadow,unknown (default: every "
+                             "class of the training datasets); parcels of other classes are left out")
+
+
+def parse_classes(text):
+    """``"a, b,c"`` -> ``("a", "b", "c")``; None or empty -> None."""
+    if not text:
+        return None
+    return tuple(c.strip() for c in text.split(",") if c.strip()) or None
+
+
+def config_from_args(args: argparse.Namespace, variant: str):
+    """The ``TrainingConfig`` the flags describe."""
+    from ...training.train import TrainingConfig
+
+    return TrainingConfig(variant=variant, epochs=args.epochs,
+                          steps_per_epoch=args.steps_per_epoch, batch_size=args.batch_size,
+                          sample_pixels=args.sample_pixels, sample_dates=args.sample_dates,
+                          mean_pixel_share=args.mean_pixel_share,
+                          season_window_share=args.season_window_share,
+                          lr=args.lr, seed=args.seed, members=args.members, device=args.device, amp=args.amp,
+                          classes=parse_classes(args.classes))
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", required=True, nargs="+",
+                        help="labelled dataset folder(s) from 'thermocrop extract --label-field'")
+    parser.add_argument("--variant", default="tpe_recurrent", choices=VARIANT_CHOICES,
+                        help="positional encoding variant (default tpe_recurrent)")
+    parser.add_argument("--out", required=True,
+                        help="bundle to write, e.g. model.tcm; metrics and figures go beside it")
+    parser.add_argument("--val-data", nargs="+",
+                        help="validation dataset(s); default: 10%% of the spatial blocks")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from the checkpoint beside --out (<stem>.ckpt)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing bundle (and its metrics and figures)")
+    parser.add_argument("--devices", type=bounded("devices"), default=1,
+                        help="train data-parallel in N processes on this machine (one per GPU "
+                             "with CUDA, else an equal share of the CPU cores each); the batch "
+                             "size stays the global batch (default 1; under torchrun, torchrun "
+                             "sets the number)")
+    add_training_flags(parser)
+
+
+def check_training_outputs(out, *, overwrite: bool, inputs=()) -> None:
+    """Preflight of a training run's files: the bundle (``.tcm``) and, beside it, its metrics,
+    figures and checkpoint, which belong to it and are replaced with it."""
+    from ...core.errors import OutputError
+    from ...core.io.output import check_output
+    from ...training.train import output_paths
+
+    check_output(out, what="model bundle", suffixes=(".tcm",), overwrite=overwrite, inputs=inputs)
+    for role, path in output_paths(out).items():
+        if role != "bundle":
+            check_output(path, what=role, overwrite=True, inputs=inputs)
+    checkpoint = output_paths(out)["checkpoint"]
+    if checkpoint.exists() and not overwrite:
+        raise OutputError(f"{checkpoint} holds an unfinished training run; continue it with --resume, or start over "
+                          "with --overwrite.")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ...training.data_parallel import launch, under_torchrun
+
+    from pathlib import Path
+
+    check_training_outputs(Path(args.out), overwrite=args.overwrite or args.resume,
+                           inputs=[*args.data, *(args.val_data or [])])
+    if args.devices > 1 and not under_torchrun():
+        launch(train_and_report, args.devices, args.device, args)
+    else:
+        train_and_report(args)
+    return 0
+
+
+def train_and_report(args: argparse.Namespace) -> None:
+    """Train as the flags say and print the result (in every process of a data-parallel run;
+    only rank 0 has a result to print)."""
+    from pathlib import Path
+
+    from ...core.pixel_sets import open_dataset
+    from ...training.train import train_model
+
+    datasets = [open_dataset(p) for p in args.data]
+    val = [open_dataset(p) for p in args.val_data] if args.val_data else None
+    result = train_model(datasets, Path(args.out), config_from_args(args, args.variant),
+                         val_datasets=val, resume=args.resume,
+                         provenance={"train_data": [str(p) for p in args.data]})
+    if result is None:
+        return
+    ev = result.metrics["eval"]
+    print(f"{len(result.metrics['classes'])} classes: {', '.join(result.metrics['classes'])}")
+    print(f"{args.variant}: {result.metrics['eval_split']} macro F1 {ev['macro_f1']:.3f}, "
+          f"OA {ev['overall_accuracy']:.3f}, kappa {ev['kappa']:.3f} "
+          f"({result.metrics['train_samples_per_s']:.0f} samples/s)")
+    for role, path in result.files.items():
+        print(f"{role}: {path}")

@@ -1,0 +1,240 @@
+"""Command-line options shared by several commands."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Callable
+
+from ..core.limits import LIMITS
+
+
+def bounded(name: str) -> Callable[[str], float]:
+    """An argparse ``type`` reading a number within ``core.limits.LIMITS[name]``.
+
+    A value out of range (or NaN, or text) is a usage error when the command line is parsed,
+    before anything is read or written.
+    """
+    limit = LIMITS[name]
+
+    def parse(text: str):
+        try:
+            value = int(text) if limit.integer else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {limit.describe()}, not {text!r}") from None
+        problem = limit.problem(value)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    parse.__name__ = name  # argparse names the type in some messages
+    return parse
+
+
+def season_start(text: str):
+    """An argparse ``type`` for ``--season-start`` (``MM-DD`` or ``MM-DD/-1``)."""
+    from ..core.thermal.gdd import SeasonStart
+
+    try:
+        return SeasonStart.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def date(text: str):
+    """An argparse ``type`` for a day written ``YYYY-MM-DD``."""
+    import numpy as np
+
+    try:
+        day = np.datetime64(text.strip(), "D")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date written YYYY-MM-DD") from None
+    if str(day) != text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date written YYYY-MM-DD")
+    return day
+
+
+def add_weather_options(parser: argparse.ArgumentParser) -> None:
+    """Options of the weather reader beyond the file itself."""
+    group = parser.add_argument_group("weather file")
+    group.add_argument("--tmin-var", help="NetCDF variable / CSV column of the daily minimum (default: tn, "
+                                          "tasmin, ... or CF standard_name with 'time: minimum')")
+    group.add_argument("--tmax-var", help="NetCDF variable / CSV column of the daily maximum")
+    group.add_argument("--date-var", help="CSV column of a station's dates (default: date; YYYY-MM-DD or "
+                                          "ISO date-times such as 2018-01-01T00:00:00)")
+    group.add_argument("--tmax-file", help="second NetCDF file holding the daily maximum (an E-OBS tn_ file "
+                                           "finds its tx_ companion by itself)")
+    group.add_argument("--max-distance-km", type=bounded("max_distance_km"), default=25.0,
+                       help="how far a parcel may be from the grid cell it takes temperatures from (default 25)")
+
+
+def add_season_option(parser: argparse.ArgumentParser) -> None:
+    """``--season``: which season to use when the scenes hold several."""
+    parser.add_argument("--season", type=bounded("season"), metavar="YEAR",
+                        help="use only the scenes of this season (named by its harvest year) when the "
+                             "scenes hold several; without it scenes of several seasons are refused (with "
+                             "--catalog, also the year searched)")
+
+
+def weather_options(args: argparse.Namespace) -> dict:
+    """Keyword arguments of ``core.weather.read_daily_temperature`` from the options above."""
+    return {"tmin_var": args.tmin_var, "tmax_var": args.tmax_var, "tmax_path": args.tmax_file,
+            "max_distance_m": args.max_distance_km * 1000.0, "date_var": args.date_var}
+
+
+def add_cluster_options(parser: argparse.ArgumentParser) -> None:
+    """Options of partitioned runs on a Dask cluster (``core.distributed``)."""
+    group = parser.add_argument_group("partitioned runs (Dask)")
+    where = group.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=bounded("workers"), default=1,
+                       help="worker processes of a Dask LocalCluster on this machine (default 1: one process, "
+                            "no Dask)")
+    where.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                       help="run the partitions on this Dask scheduler's cluster (dask-jobqueue, Kubernetes, ...); "
+                            "the run folder and the input files must be on a file system every worker sees")
+    group.add_argument("--run-folder",
+                       help="where the partitions are written (default: the output's name + .parts, beside it); "
+                            "removed once the output is written")
+    group.add_argument("--resume", action="store_true",
+                       help="continue an interrupted run from the partitions its run folder holds")
+
+
+def cluster_options(args: argparse.Namespace):
+    """``core.distributed.ClusterOptions`` from the options above, or None for a one-process run."""
+    from ..core.runs.cluster import ClusterOptions
+    from ..core.io.output import check_distinct_outputs
+
+    options = ClusterOptions(workers=args.workers, scheduler=args.scheduler)
+    if not (options.partitioned or args.resume or args.run_folder):
+        return None
+    check_distinct_outputs([("--out", args.out), ("--run-folder", args.run_folder)])
+    import logging
+
+    # Dask's own INFO lines (workers starting and stopping) would drown the progress bar.
+    for name in ("distributed", "bokeh", "tornado"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    return options
+
+
+def print_run_summary(summary, wall_s: float) -> None:
+    """What a partitioned run computed and what it cost (the cost model's figures for this run)."""
+    cost = summary.cost()
+    line = (f"{summary.partitions} partitions ({summary.computed} computed now, {summary.resumed} from the interrupted "
+            f"run) in {wall_s:.1f} s; partitions took {cost['cpu_s']:.1f} CPU s in all")
+    if cost["windows"]:
+        line += (f": {cost['windows']:.0f} scene windows ({cost['window_pixels'] / 1e6:.1f} Mpx per band) decoded in "
+                 f"{cost['read_cpu_s']:.1f} CPU s, {cost['parcel_dates']:.0f} parcel-dates")
+    print(line)
+# --------------------------------------------------------------------------------------------
+# Scenes from STAC catalogues and temperatures from weather services
+
+
+def add_stac_options(parser: argparse.ArgumentParser) -> None:
+    """Options that take scenes from a STAC catalogue instead of files (``--scenes``). The
+    command's ``--season`` (``add_season_option``) is also the year searched."""
+    group = parser.add_argument_group("scenes from a STAC catalogue (instead of --scenes)")
+    group.add_argument("--stac", nargs="+", metavar="ITEMS_JSON",
+                       help="STAC item collection(s) saved by 'thermocrop scenes search'")
+    add_search_options(group, season=False)
+    group.add_argument("--cache", help="folder for fetched blocks and weather files (default: $THERMOCROP_CACHE "
+                                       "or ~/.cache/thermocrop)")
+    group.add_argument("--max-requests", type=bounded("max_requests"), default=8,
+                       help="assets read at the same time (default 8)")
+    group.add_argument("--refresh-weather", action="store_true",
+                       help="with --weather open-meteo / cds:...: ask the service again instead of reusing the "
+                            "cached temperatures (THERMOCROP_WEATHER_CACHE=off does it for every run)")
+
+
+def add_search_options(group, season: bool = True) -> None:
+    """The search's options; ``season=False`` where the command already has ``--season``."""
+    group.add_argument("--catalog", help="search this catalogue: earth-search, planetary-computer, cdse or the URL "
+                                         "of a STAC API")
+    group.add_argument("--collection", help="collection id (default: the catalogue's Sentinel-2 L2A collection)")
+    if season:
+        group.add_argument("--season", type=bounded("season"), help="year to search (1 January to 31 December)")
+    group.add_argument("--start", help="first day to search, YYYY-MM-DD (narrows or replaces --season)")
+    group.add_argument("--end", help="last day to search, YYYY-MM-DD")
+    group.add_argument("--max-cloud", type=bounded("max_cloud"), default=60.0, help="largest eo:cloud_cover kept, percent (default 60)")
+
+
+def _stats_printer():
+    """A callback printing the fetch progress (bytes and dates) every few seconds."""
+    import sys
+    import time
+
+    last = [0.0]
+
+    def show(stats) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 5.0:
+            last[0] = now
+            from tqdm import tqdm
+
+            tqdm.write(f"  {stats.describe()}", file=sys.stderr)
+
+    return show
+
+
+def _items(args: argparse.Namespace, parcels):
+    """The STAC items of ``--stac`` files or of a ``--catalog`` search, and the folders their
+    local hrefs may be in (those of the files; none for a search)."""
+    from ..core.errors import InputError
+    from ..core.scenes.stac import load_item_files, search_items
+
+    if args.stac:
+        return load_item_files(args.stac)
+    if parcels is None:
+        raise InputError("A catalogue search needs the parcels (--parcels).")
+    items = search_items(parcels, season=args.season, start=args.start, end=args.end, catalog=args.catalog,
+                         collection=args.collection, max_cloud=args.max_cloud)
+    print(f"{len(items)} items found in {args.catalog}")
+    return items, []
+
+
+def scene_dates(args: argparse.Namespace, parcels=None):
+    """The acquisition dates of ``--scenes`` / ``--stac`` / ``--catalog`` (items are not opened)."""
+    import numpy as np
+
+    if getattr(args, "scenes", None):
+        from ..core.scenes.local import find_scenes
+
+        return np.unique(np.array([s.date for s in find_scenes(args.scenes)], dtype="datetime64[D]"))
+    from ..core.scenes.stac import summarize
+
+    return np.unique(np.array([s.date for s in summarize(_items(args, parcels)[0])], dtype="datetime64[D]"))
+
+
+def resolve_scenes(args: argparse.Namespace, parcels=None, **find_options) -> list:
+    """The scenes asked for by ``--scenes``, ``--stac`` or the search options."""
+    from ..core.errors import InputError
+
+    stac = getattr(args, "stac", None)
+    catalog = getattr(args, "catalog", None)
+    scenes = getattr(args, "scenes", None)
+    given = [name for name, value in (("--scenes", scenes), ("--stac", stac), ("--catalog", catalog)) if value]
+    if len(given) != 1:
+        raise InputError("Give exactly one of --scenes (files), --stac (saved STAC items) or --catalog (a STAC "
+                         f"search){'; got ' + ' and '.join(given) if given else ''}.")
+    if scenes:
+        from ..core.scenes.local import find_scenes
+
+        return find_scenes(scenes, **find_options)
+    from ..core.scenes.stac import reader_for, scenes_from_items
+
+    items, folders = _items(args, parcels)
+    reader = reader_for(items, cache_dir=args.cache, max_requests=args.max_requests, on_stats=_stats_printer(),
+                        catalog=catalog)
+    return scenes_from_items(items, reader=reader, level=find_options.get("level"), offset=find_options.get("offset"),
+                             folders=folders)
+
+
+def resolve_weather(args: argparse.Namespace, table, dates, season_start) -> str:
+    """``--weather`` as a file path: a service name (open-meteo, cds:e-obs, cds:era5-land)
+    is fetched for the parcels' cells and season and cached first."""
+    from ..core.thermal.weather_services import fetch_for_parcels, is_weather_service
+
+    if not is_weather_service(args.weather):
+        return args.weather
+    path = fetch_for_parcels(args.weather, table.geometry, dates, season_start, cache_dir=getattr(args, "cache", None),
+                             refresh=bool(getattr(args, "refresh_weather", False)))
+    print(f"temperatures from {args.weather}: {path}")
+    return str(path)

@@ -1,0 +1,823 @@
+"""Writing a parcel layer back out with added fields, in any OGR format: checked before any work,
+written beside the target, read back and counted, then moved into place whole.
+
+The layer is copied feature by feature with OGR, so geometries keep their Z and M values and
+their exact type; the added fields are appended (a field of the same name is replaced). A
+GeoPackage (or SQLite) output that already exists keeps its other layers: only the named
+layer is written or replaced, in a copy of the file that then replaces it in one rename.
+
+The Processing algorithms let QGIS write into a :class:`VectorOutput`'s staging path and
+commit it the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from .csv_cells import inert_feature
+from ..errors import InputError, OutputError
+from .output import Staging, check_output, directory_lock, publish, publish_parts, same_file
+
+log = logging.getLogger(__name__)
+
+OGR_DRIVERS = {
+    ".gpkg": "GPKG",
+    ".shp": "ESRI Shapefile",
+    ".geojson": "GeoJSON",
+    ".json": "GeoJSON",
+    ".fgb": "FlatGeobuf",
+    ".sqlite": "SQLite",
+    ".gml": "GML",
+    ".csv": "CSV",
+}
+
+CONTAINER_DRIVERS = ("GPKG", "SQLite")
+"""Formats holding several layers per file: writing one layer leaves the others alone."""
+
+_PARTS = {"ESRI Shapefile": (".shx", ".dbf", ".prj", ".cpg"), "GML": (".xsd",)}
+"""Files a driver writes beside the main one; they belong to the output."""
+
+_STALE_PARTS = {"ESRI Shapefile": (".qix", ".sbn", ".sbx", ".qpj", ".cpg", ".prj"), "GML": (".xsd",)}
+"""Files of a replaced output that would describe the old one (an old spatial index): deleted
+when the new output does not write them itself."""
+
+_LAYER_OPTIONS = {"CSV": ["GEOMETRY=AS_WKT"], "SQLite": ["LAUNDER=NO"]}
+"""Layer creation options a format needs: CSV drops geometry otherwise, SQLite lower-cases names."""
+
+SHAPEFILE_NAME_BYTES = 10
+"""dBase field names hold at most 10 bytes."""
+
+PathLike = Union[str, os.PathLike]
+
+
+def ogr_driver(out: PathLike) -> str:
+    """The OGR driver for ``out``'s extension.
+
+    Raises:
+        OutputError: an extension no driver is known for.
+    """
+    driver = OGR_DRIVERS.get(Path(os.fspath(out).split("|")[0]).suffix.lower())
+    if driver is None:
+        raise OutputError(f"Cannot tell the format of {out} from its extension; use one of "
+                          f"{', '.join(sorted(OGR_DRIVERS))}.")
+    return driver
+
+
+def written_field_name(driver: str, name: str) -> str:
+    """The name ``driver`` stores for a field called ``name`` (shapefiles keep 10 bytes)."""
+    if driver != "ESRI Shapefile":
+        return name
+    return name.encode("utf-8")[:SHAPEFILE_NAME_BYTES].decode("utf-8", "ignore")
+
+
+def output_field_names(driver: str, names: Sequence[str]) -> dict[str, str]:
+    """The names the fields ``names`` get in a ``driver`` file, by requested name.
+
+    Raises:
+        OutputError: an empty name, or two names that would be stored as one (case is not
+            told apart by GeoPackage, SQLite and shapefiles).
+    """
+    out: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for name in names:
+        if not str(name).strip():
+            raise OutputError("An output field needs a name; give a non-empty field name.")
+        written = written_field_name(driver, name)
+        other = seen.get(written.lower())
+        if other is not None and other != name:
+            cut = " (shapefile field names keep 10 characters)" if written != name else ""
+            raise OutputError(f"The fields {other!r} and {name!r} would both be written as {written!r}{cut}; "
+                              "choose names that differ" + (" in their first 10 characters." if cut else "."))
+        seen[written.lower()] = name
+        out[name] = written
+    return out
+
+
+def date_field_names(dates: Sequence[Any], driver: Optional[str] = None) -> list[str]:
+    """Field names for one value per date: ``gdd_YYYYMMDD``, or ``gYYYYMMDD`` in a shapefile,
+    whose 10-byte names would make all dates of one month ``gdd_YYYYMM``."""
+    stamps = [str(np.datetime64(d, "D")).replace("-", "") for d in dates]
+    prefix = "g" if driver == "ESRI Shapefile" else "gdd_"
+    return [prefix + s for s in stamps]
+
+
+@dataclass
+class VectorTarget:
+    """A checked vector output: where, in which format, which layer, which field names."""
+
+    path: Path
+    driver: str
+    layer: str
+    fields: dict[str, str] = field(default_factory=dict)
+    """Requested field name -> the name stored in this format."""
+    overwrite: bool = False
+
+    @property
+    def container(self) -> bool:
+        return self.driver in CONTAINER_DRIVERS
+
+    def part_paths(self) -> list[Path]:
+        """The files beside the main one that belong to this output."""
+        return [self.path.with_suffix(s) for s in _PARTS.get(self.driver, ())]
+
+    def source_string(self) -> str:
+        """How GDAL and QGIS name the written layer: ``path|layername=...`` in a container."""
+        return f"{self.path}|layername={self.layer}" if self.container else str(self.path)
+
+
+def _first_layer_name(path: PathLike, layer: Optional[str]) -> Optional[str]:
+    from osgeo import gdal
+
+    if layer:
+        return layer
+    with _gdal_messages():
+        ds = gdal.OpenEx(os.fspath(path), gdal.OF_VECTOR | gdal.OF_READONLY)
+        if ds is None or ds.GetLayerCount() == 0:
+            return None
+        return ds.GetLayer(0).GetName()
+
+
+def default_layer_name(path: PathLike, layer: Optional[str] = None) -> Optional[str]:
+    """``layer``, or the name of the first layer of ``path`` (None when it has none)."""
+    return _first_layer_name(path, layer)
+
+
+def feature_count(parcels: Any, layer: Optional[str] = None) -> int:
+    """The number of features of a GeoDataFrame, or of ``layer`` (default: the first) of a file.
+
+    Raises:
+        InputError: the file or layer cannot be read.
+    """
+    from osgeo import gdal
+
+    if hasattr(parcels, "geometry") and hasattr(parcels, "__len__"):
+        return len(parcels)
+    problem = parcel_layer_problem(parcels, layer)
+    if problem:
+        raise InputError(problem)
+    with _gdal_messages() as messages:
+        ds = gdal.OpenEx(os.fspath(parcels), gdal.OF_VECTOR | gdal.OF_READONLY)
+        lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
+        if lyr is None:
+            raise InputError(f"Cannot read parcel layer {parcels}{f' (layer {layer})' if layer else ''}: "
+                             f"{_said(messages)}")
+        count = lyr.GetFeatureCount(force=1)
+        lyr = ds = None
+    return count
+
+
+def parcel_layer_problem(path: PathLike, layer: Optional[str] = None) -> Optional[str]:
+    """Why the layer ``layer`` (default: the first) of the vector file ``path`` cannot be read,
+    in words a user can act on (not GDAL's), or None when it opens.
+
+    Checked: the file exists and is not empty, a shapefile has its ``.shx`` and ``.dbf``,
+    GDAL recognises the format, the file holds a layer and the named one is among them.
+    """
+    from osgeo import gdal
+
+    p = Path(os.fspath(path))
+    if not p.exists():
+        return f"Parcel file {p} does not exist (file not found); check the path."
+    if p.is_file() and p.stat().st_size == 0:
+        return f"Parcel file {p} is empty (0 bytes): it was not written completely. Save or export the layer again."
+    if p.suffix.lower() == ".shp":
+        lacking = [s for s in (".shx", ".dbf") if not (p.with_suffix(s).exists() or p.with_suffix(s.upper()).exists())]
+        if lacking:
+            return (f"Shapefile {p} lacks its {' and '.join(lacking)} file: a shapefile is several files (.shp, .shx, "
+                    ".dbf, .prj) that must stay together; copy them all, or save the layer as a GeoPackage.")
+    with _gdal_messages():
+        ds = gdal.OpenEx(str(p), gdal.OF_VECTOR | gdal.OF_READONLY)
+        names = [] if ds is None else [ds.GetLayer(i).GetName() for i in range(ds.GetLayerCount())]
+        ds = None
+    if not names:
+        what = "a folder" if p.is_dir() else "a file"
+        return (f"Parcel file {p} is {what} GDAL cannot read as a vector layer; give a GeoPackage (.gpkg), "
+                "shapefile (.shp), GeoJSON, FlatGeobuf (.fgb) or another OGR vector format.")
+    if isinstance(layer, str) and layer and layer not in names:
+        return f"Parcel file {p} has no layer {layer!r}; its layers are {', '.join(map(repr, names))}."
+    return None
+
+
+def _is_sqlite_file(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+def check_vector_output(
+    out: PathLike,
+    *,
+    overwrite: bool = False,
+    inputs: Iterable[PathLike] = (),
+    replaceable: Iterable[PathLike] = (),
+    layer: Optional[str] = None,
+    fields: Sequence[str] = (),
+    source_layer: Optional[str] = None,
+) -> VectorTarget:
+    """Preflight of a vector output (milliseconds, nothing written); see ``output.check_output``.
+
+    Args:
+        out: the output file; the format follows the extension.
+        overwrite: allow replacing an existing file (in a GeoPackage: the named layer only).
+        inputs: files the run reads (the parcels, the weather, the model): never the output.
+        replaceable: those of ``inputs`` that ``overwrite`` may replace (the parcel layer).
+        layer: output layer name; default: the source layer's name when writing into the
+            parcels' own file, else the file name without extension (as GDAL and QGIS name it).
+        fields: names of the fields that will be added.
+        source_layer: name of the layer read from the parcel file, when known.
+
+    Raises:
+        OutputError: unknown format, unusable path, an input, an existing output without
+            ``overwrite``, an existing GeoPackage that is not one, or clashing field names.
+    """
+    from .geoparquet import PARQUET_SUFFIX, is_parquet
+
+    if is_parquet(out):  # written through pyarrow, not OGR (GDAL 3.6 has no Parquet driver)
+        path = check_output(out, what="output", suffixes=(PARQUET_SUFFIX,), overwrite=overwrite, inputs=inputs)
+        return VectorTarget(path=path, driver="Parquet", layer=layer or path.stem,
+                            fields=output_field_names("Parquet", list(fields)), overwrite=overwrite)
+    driver = ogr_driver(out)
+    replaceable = [r for r in replaceable if r]
+    candidate = Path(os.path.realpath(os.fspath(out)))
+    parts = [candidate.with_suffix(s) for s in _PARTS.get(driver, ())]
+    path = check_output(out, what="output", suffixes=tuple(OGR_DRIVERS), overwrite=overwrite, inputs=inputs,
+                        replaceable=replaceable, parts=parts)
+    if driver in CONTAINER_DRIVERS and path.exists() and not _is_sqlite_file(path):
+        raise OutputError(f"{path} exists but is not a {driver} file; it is not replaced. Remove it or choose "
+                          "another output.")
+    if not layer:
+        in_place = [r for r in replaceable if same_file(path, r)]
+        if in_place and driver in CONTAINER_DRIVERS:
+            layer = source_layer or _first_layer_name(in_place[0], None)
+    return VectorTarget(path=path, driver=driver, layer=layer or path.stem,
+                        fields=output_field_names(driver, list(fields)), overwrite=overwrite)
+
+
+FIELD_KINDS = ("string", "real", "integer")
+
+
+def field_kind(values: np.ndarray) -> str:
+    """``"string"``, ``"real"`` or ``"integer"``: how values of this array are stored."""
+    kind = np.asarray(values).dtype.kind
+    if kind == "f":
+        return "real"
+    if kind in "iub":
+        return "integer"
+    return "string"
+
+
+def replaced_fields(existing: Mapping[str, str], target: VectorTarget, kinds: Mapping[str, str],
+                    source: Any = "the parcel layer") -> list[str]:
+    """The fields of the input that the added fields replace (same name as stored in the output
+    format, case aside), checking that each is of the same kind.
+
+    Args:
+        existing: the input's field names -> kind (``"string"``, ``"real"``, ``"integer"`` or
+            another word for other types).
+        target: the checked output (its ``fields`` give the stored names).
+        kinds: requested field name -> kind of the values to write.
+        source: how messages name the input.
+
+    Raises:
+        OutputError: a field of the same name holds another kind of value.
+    """
+    stored = {w.lower(): name for name, w in target.fields.items()}
+    stored.update({name.lower(): name for name in target.fields})
+    out = []
+    for name, kind in existing.items():
+        ours = stored.get(written_field_name(target.driver, name).lower())
+        if ours is None:
+            continue
+        if kinds.get(ours) != kind:
+            raise OutputError(f"{source} already has a field {name!r} of type {kind}, where the {kinds.get(ours)} "
+                              f"field {target.fields[ours]!r} would be written; choose another output field name "
+                              "(or remove or rename that field).")
+        out.append(name)
+    return out
+
+
+def source_field_kinds(parcels: Any, layer: Optional[str] = None) -> dict[str, str]:
+    """Field name -> kind of a vector file's layer (default: the first), or of a GeoDataFrame."""
+    from osgeo import gdal, ogr
+
+    if hasattr(parcels, "geometry") and hasattr(parcels, "columns"):
+        return {c: field_kind(parcels[c].to_numpy()) for c in parcels.columns if c != parcels.geometry.name}
+    kinds = {ogr.OFTString: "string", ogr.OFTReal: "real", ogr.OFTInteger: "integer", ogr.OFTInteger64: "integer"}
+    problem = parcel_layer_problem(parcels, layer)
+    if problem:
+        raise InputError(problem)
+    with _gdal_messages() as messages:
+        ds = gdal.OpenEx(os.fspath(parcels), gdal.OF_VECTOR | gdal.OF_READONLY)
+        lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
+        if lyr is None:
+            raise InputError(f"Cannot read parcel layer {parcels}: {_said(messages)}")
+        defn = lyr.GetLayerDefn()
+        out = {}
+        for i in range(defn.GetFieldCount()):
+            f = defn.GetFieldDefn(i)
+            out[f.GetName()] = kinds.get(f.GetType(), f.GetFieldTypeName(f.GetType()).lower())
+        lyr = ds = None
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def measures_supported(driver: str) -> bool:
+    """Whether ``driver`` stores M (measure) values (GeoJSON and GML do not)."""
+    from osgeo import gdal, ogr
+
+    ext = {v: k for k, v in OGR_DRIVERS.items()}.get(driver, ".dat")
+    path = f"/vsimem/thermocrop_measures_probe{ext}"
+    with _gdal_messages():
+        ds = gdal.GetDriverByName(driver).Create(path, 0, 0, 0, gdal.GDT_Unknown)
+        try:
+            layer = ds.CreateLayer("probe", geom_type=ogr.wkbPolygonM, options=_LAYER_OPTIONS.get(driver, []))
+            return bool(layer.TestCapability(ogr.OLCMeasuredGeometries))
+        finally:
+            layer = ds = None
+            gdal.GetDriverByName(driver).Delete(path)
+
+
+# -- GDAL plumbing ----------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _gdal_messages() -> Iterator[list[str]]:
+    """Collect GDAL's error messages (thread-local handler) instead of letting them print."""
+    from osgeo import gdal
+
+    failures: list[str] = []
+
+    def handler(level, code, message):
+        if level >= gdal.CE_Failure:
+            failures.append(str(message).strip())
+        else:
+            log.debug("GDAL: %s", message)
+
+    gdal.PushErrorHandler(handler)
+    try:
+        yield failures
+    finally:
+        gdal.PopErrorHandler()
+
+
+def _said(messages: Sequence[str]) -> str:
+    unique = list(dict.fromkeys(m for m in messages if m))
+    return "; ".join(unique[:3]) or "no message from GDAL"
+
+
+def _declared_geometry_type(layer) -> tuple[int, bool]:
+    """The geometry type to declare for ``layer``'s features, and whether to make them multi.
+
+    A layer declared ``Polygon`` may hold ``MultiPolygon`` features (shapefiles do, and files
+    written by tools that do not check); declaring what is stored means the multi type.
+    """
+    from osgeo import ogr
+
+    declared = layer.GetGeomType()
+    if ogr.GT_Flatten(declared) not in (ogr.wkbPoint, ogr.wkbLineString, ogr.wkbPolygon):
+        return declared, False
+    multi = ogr.GT_GetCollection(declared)
+    defn = layer.GetLayerDefn()
+    layer.SetIgnoredFields([defn.GetFieldDefn(i).GetName() for i in range(defn.GetFieldCount())])
+    layer.ResetReading()
+    found = False
+    try:
+        for feature in layer:
+            geometry = feature.GetGeometryRef()
+            if geometry is not None and ogr.GT_Flatten(geometry.GetGeometryType()) == ogr.GT_Flatten(multi):
+                found = True
+                break
+    finally:
+        layer.SetIgnoredFields([])
+        layer.ResetReading()
+    return (multi, True) if found else (declared, False)
+
+
+def _is_null(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
+
+
+def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: VectorTarget, dst_path: Path,
+                      fields: Mapping[str, np.ndarray]) -> int:
+    """Write the features of ``source`` plus ``fields`` into a new ``dst_path``; returns the count."""
+    from osgeo import gdal, ogr
+
+    with _gdal_messages() as messages:
+        src = gdal.OpenEx(os.fspath(source), gdal.OF_VECTOR | gdal.OF_READONLY)
+        if src is None:
+            raise InputError(f"Cannot read parcel layer {source}: {_said(messages)}")
+        layer = src.GetLayerByName(source_layer) if source_layer else src.GetLayer(0)
+        if layer is None:
+            names = [src.GetLayer(i).GetName() for i in range(src.GetLayerCount())]
+            raise InputError(f"{source} has no layer {source_layer!r}; its layers are {names}.")
+        count = layer.GetFeatureCount(force=1)
+        for name, values in fields.items():
+            if len(values) != count:
+                raise InputError(f"Field {name} holds {len(values)} values but the layer has {count} features; "
+                                 "compute it for this layer again.")
+        geom_type, promote = _declared_geometry_type(layer)
+        options = list(_LAYER_OPTIONS.get(target.driver, []))
+        keep_fid = target.container and bool(layer.GetFIDColumn())
+        if target.driver == "GPKG":
+            if layer.GetGeometryColumn():
+                options.append(f"GEOMETRY_NAME={layer.GetGeometryColumn()}")
+            if keep_fid:
+                options.append(f"FID={layer.GetFIDColumn()}")
+        dst = gdal.GetDriverByName(target.driver).Create(str(dst_path), 0, 0, 0, gdal.GDT_Unknown)
+        if dst is None:
+            raise OutputError(f"Cannot create {target.path} ({target.driver}): {_said(messages)}")
+        out = dst.CreateLayer(target.layer, srs=layer.GetSpatialRef(), geom_type=geom_type, options=options)
+        if out is None:
+            raise OutputError(f"Cannot create layer {target.layer} in {target.path}: {_said(messages)}")
+
+        # The input's fields, but those the added ones replace (compared as stored in this format).
+        ours = {w.lower() for w in target.fields.values()} | {n.lower() for n in target.fields}
+        src_defn = layer.GetLayerDefn()
+        field_map = []
+        for i in range(src_defn.GetFieldCount()):
+            src_field = src_defn.GetFieldDefn(i)
+            if written_field_name(target.driver, src_field.GetName()).lower() in ours:
+                log.info("Field %s of %s is replaced by the new values", src_field.GetName(), source)
+                field_map.append(-1)
+                continue
+            if out.CreateField(src_field, 1) != 0:
+                raise OutputError(f"Cannot create field {src_field.GetName()} in {target.path}: "
+                                  f"{_said(messages)}")
+            field_map.append(out.GetLayerDefn().GetFieldCount() - 1)
+        added = []
+        for name, values in fields.items():
+            written = target.fields.get(name, written_field_name(target.driver, name))
+            kind = field_kind(values)
+            definition = ogr.FieldDefn(written, {"real": ogr.OFTReal, "integer": ogr.OFTInteger64,
+                                                 "string": ogr.OFTString}[kind])
+            as_list = np.asarray(values, dtype=object).tolist()
+            if kind == "string" and target.driver == "ESRI Shapefile":
+                longest = max((len(str(v).encode("utf-8")) for v in as_list if not _is_null(v)), default=1)
+                definition.SetWidth(min(max(longest, 1), 254))
+            if out.CreateField(definition) != 0:
+                raise OutputError(f"Cannot create field {written} in {target.path}: {_said(messages)}")
+            index = out.GetLayerDefn().GetFieldCount() - 1
+            stored = out.GetLayerDefn().GetFieldDefn(index).GetName()
+            if stored != written:
+                raise OutputError(f"{target.driver} stored field {written!r} as {stored!r}; choose another field "
+                                  "name.")
+            added.append((index, kind, as_list))
+
+        transaction = dst.TestCapability(ogr.ODsCTransactions) and dst.StartTransaction() == 0
+        out_defn = out.GetLayerDefn()
+        measured = False
+        written_count = 0
+        layer.ResetReading()
+        for row, feature in enumerate(layer):
+            new = ogr.Feature(out_defn)
+            new.SetFromWithMap(feature, 1, field_map)
+            geometry = feature.GetGeometryRef()
+            if geometry is not None:
+                measured = measured or bool(geometry.IsMeasured())
+                if promote and ogr.GT_Flatten(geometry.GetGeometryType()) != ogr.GT_Flatten(geom_type):
+                    new.SetGeometry(ogr.ForceTo(geometry.Clone(), geom_type))
+            if keep_fid:
+                new.SetFID(feature.GetFID())
+            for index, kind, values in added:
+                value = values[row]
+                if _is_null(value):
+                    new.SetFieldNull(index)
+                elif kind == "real":
+                    new.SetField(index, float(value))
+                elif kind == "integer":
+                    new.SetField(index, int(value))
+                else:
+                    new.SetField(index, str(value))
+            if target.driver == "CSV":
+                inert_feature(new)  # text from the layer or the model must not run in a spreadsheet
+            if out.CreateFeature(new) != 0:
+                raise OutputError(f"Writing feature {row} to {target.path} failed ({_said(messages)}); the "
+                                  "disk may be full. Nothing was written.")
+            written_count += 1
+        if transaction and dst.CommitTransaction() != 0:
+            raise OutputError(f"Writing {target.path} failed ({_said(messages)}); the disk may be full. "
+                              "Nothing was written.")
+        if measured and not out.TestCapability(ogr.OLCMeasuredGeometries):
+            log.warning("The M (measure) values of %s are not written: %s files cannot hold them. Write a "
+                        ".gpkg, .shp, .fgb or .csv file to keep them.", source, target.driver)
+        out = layer = None
+        dst.FlushCache()
+        dst = src = None  # closing writes what is left; failures show up in messages
+        if messages:
+            raise OutputError(f"Writing {target.path} ({target.driver}) failed ({_said(messages)}); the disk "
+                              "may be full. Nothing was written.")
+    return written_count
+
+
+def _layer_counts(path: Path, driver: str, skip: Optional[str] = None, count: bool = True) -> dict[str, int]:
+    from osgeo import gdal
+
+    with _gdal_messages():
+        ds = gdal.OpenEx(str(path), gdal.OF_VECTOR | gdal.OF_READONLY, allowed_drivers=[driver])
+        if ds is None:
+            return {}
+        out = {}
+        for i in range(ds.GetLayerCount()):
+            layer = ds.GetLayer(i)
+            if layer.GetName() != skip:
+                out[layer.GetName()] = layer.GetFeatureCount(force=1) if count else -1
+        layer = ds = None
+    return out
+
+
+def layer_names(path: PathLike, driver: Optional[str] = None) -> list[str]:
+    """The layer names of a vector file (empty when it cannot be opened)."""
+    return list(_layer_counts(Path(path), driver or ogr_driver(path), count=False))
+
+
+def verify_layer(path: PathLike, driver: str, layer: Optional[str], features: int,
+                 fields: Sequence[str] = ()) -> None:
+    """Read a written file back: it opens, ``layer`` holds ``features`` features and ``fields``.
+
+    Every feature is read, so a file cut short by a full disk fails here even when the
+    writer did not notice. GeoPackage and SQLite files also pass SQLite's ``quick_check``.
+
+    Raises:
+        OutputError: the file is not what was written.
+    """
+    from osgeo import gdal
+
+    path = Path(path)
+    with _gdal_messages() as messages:
+        ds = gdal.OpenEx(str(path), gdal.OF_VECTOR | gdal.OF_READONLY, allowed_drivers=[driver])
+        if ds is None:
+            raise OutputError(f"{path.name} cannot be read back after writing ({_said(messages)}); the disk may "
+                              "be full. Nothing was written.")
+        lyr = ds.GetLayerByName(layer) if layer else ds.GetLayer(0)
+        if lyr is None:
+            raise OutputError(f"{path.name} has no layer {layer} after writing; nothing was written.")
+        names = [lyr.GetLayerDefn().GetFieldDefn(i).GetName() for i in range(lyr.GetLayerDefn().GetFieldCount())]
+        count = sum(1 for _ in lyr)
+        lyr = ds = None
+    if messages:
+        raise OutputError(f"{path.name} cannot be read back after writing ({_said(messages)}); the disk may be "
+                          "full. Nothing was written.")
+    if count != features:
+        raise OutputError(f"{path.name} holds {count} features after writing instead of {features}; the disk may be "
+                          "full. Nothing was written.")
+    missing = [f for f in fields if f not in names]
+    if missing:
+        raise OutputError(f"{path.name} lacks the fields {missing} after writing (it has {names}); nothing was "
+                          "written.")
+    if driver in CONTAINER_DRIVERS:
+        _sqlite_check(path)
+
+
+def _sqlite_check(path: Path) -> None:
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+            answer = db.execute("PRAGMA quick_check").fetchone()[0]
+    except sqlite3.Error as exc:
+        answer = str(exc)
+    if answer != "ok":
+        raise OutputError(f"{path.name} is damaged after writing ({answer}); the disk may be full. Nothing was "
+                          "written.")
+
+
+def _sqlite_state(path: Path) -> tuple:
+    """What tells whether a SQLite file changed: the main file's and its write-ahead log's stat
+    (an empty log, which merely opening a file in WAL mode creates, counts as none)."""
+    state = []
+    for p in (path, Path(f"{path}-wal")):
+        try:
+            st = p.stat()
+            state.append((st.st_ino, st.st_size, st.st_mtime_ns) if st.st_size or p == path else None)
+        except FileNotFoundError:
+            state.append(None)
+    return tuple(state)
+
+
+def _settle_sqlite(path: Path) -> None:
+    """Move everything in ``path``'s write-ahead log into the file, so the file alone is whole.
+
+    Raises:
+        OutputError: another program holds the file open in the middle of a change.
+    """
+    wal = Path(f"{path}-wal")
+    if not wal.exists() or wal.stat().st_size == 0:
+        return
+    try:
+        with contextlib.closing(sqlite3.connect(str(path), timeout=10)) as db:
+            busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    except sqlite3.Error as exc:
+        raise OutputError(f"{path} is in use by another program ({exc}); close it there and run again.") from None
+    if busy:
+        raise OutputError(f"{path} is being changed by another program; close it there and run again.")
+
+
+def _contents_order(path: Path) -> list[str]:
+    """The tables of a GeoPackage in the order GDAL lists them (``gpkg_contents`` row order)."""
+    with contextlib.closing(sqlite3.connect(str(path))) as db:
+        return [row[0] for row in db.execute("SELECT table_name FROM gpkg_contents ORDER BY rowid")]
+
+
+def _keep_layer_order(path: Path, order: Sequence[str]) -> None:
+    """Give a replaced layer its old place in the GeoPackage's list of layers.
+
+    GDAL replaces a layer by deleting and creating it, which moves it to the end of the list,
+    and the first layer is the one programs read when none is named.
+    """
+    with contextlib.closing(sqlite3.connect(str(path))) as db, db:
+        now = [row[0] for row in db.execute("SELECT table_name FROM gpkg_contents ORDER BY rowid")]
+        wanted = [t for t in order if t in now] + [t for t in now if t not in order]
+        if wanted == now:
+            return
+        db.execute("UPDATE gpkg_contents SET rowid = -rowid - 1")
+        for position, table in enumerate(wanted, start=1):
+            db.execute("UPDATE gpkg_contents SET rowid = ? WHERE table_name = ?", (position, table))
+
+
+def _snapshot(path: Path, copy: Path) -> None:
+    """A consistent copy of the SQLite file ``path`` (its write-ahead log included)."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)) as src, \
+                contextlib.closing(sqlite3.connect(str(copy))) as dst:
+            src.backup(dst)
+    except sqlite3.Error as exc:
+        raise OutputError(f"Cannot copy {path} to add the layer to it ({exc}); the disk may be full. It is left as "
+                          "it is.") from None
+
+
+class VectorOutput:
+    """A vector output written in a staging folder and published whole by :meth:`commit`.
+
+    Use as a context manager; whoever writes puts a complete file at :attr:`path` (layer
+    :attr:`layer` for GeoPackage/SQLite, any other name being ignored for single-layer
+    formats), then calls :meth:`commit`. Leaving the block without committing removes it all.
+    """
+
+    def __init__(self, target: VectorTarget) -> None:
+        self.target = target
+        self.staging = Staging(target.path)
+
+    @property
+    def path(self) -> Path:
+        """Where to write the output (the target's name inside the staging folder)."""
+        return self.staging.path
+
+    @property
+    def layer(self) -> str:
+        return self.target.layer
+
+    def commit(self, features: int, fields: Sequence[str] = ()) -> Path:
+        """Check the staged file and move it into place.
+
+        Args:
+            features: how many features were written.
+            fields: field names the written layer must have.
+
+        Returns:
+            The output path.
+
+        Raises:
+            OutputError: the staged file is not whole, or the target exists without
+                ``overwrite`` (also when it appeared during the run), or it changed meanwhile.
+        """
+        t = self.target
+        verify_layer(self.path, t.driver, t.layer if t.container else None, features, fields)
+        if t.container:
+            _settle_sqlite(self.path)
+            with directory_lock(t.path.parent):
+                if t.path.exists():
+                    if not t.overwrite:
+                        raise OutputError(f"{t.path} appeared while this run was writing it (another run writing "
+                                          "the same output?); it was left as it is and this run's result was not "
+                                          "written. Choose another output, or allow replacing it.")
+                    self._merge(features, fields)
+                else:
+                    publish(self.path, t.path, overwrite=False, staging=self.staging, locked=True)
+            return t.path
+        produced = sorted(p for p in self.staging.folder.iterdir()
+                          if p.is_file() and p.name.startswith(t.path.stem + ".") and p != self.path)
+        pairs = [(self.path, t.path)] + [(p, t.path.parent / p.name) for p in produced]
+        stale = [t.path.with_suffix(s) for s in _STALE_PARTS.get(t.driver, ())
+                 if not (self.staging.folder / (t.path.stem + s)).exists()]
+        publish_parts(pairs, overwrite=t.overwrite, stale=stale)
+        return t.path
+
+    def _merge(self, features: int, fields: Sequence[str]) -> None:
+        """Write the staged layer into a copy of the existing file and put the copy in its place."""
+        from osgeo import gdal
+
+        t = self.target
+        if not _is_sqlite_file(t.path):
+            raise OutputError(f"{t.path} exists but is not a {t.driver} file; it is not replaced.")
+        _settle_sqlite(t.path)
+        before = _sqlite_state(t.path)
+        merged = self.staging.folder / f"merged-{t.path.name}"
+        _snapshot(t.path, merged)
+        others = _layer_counts(merged, t.driver, skip=t.layer)
+        order = _contents_order(merged) if t.driver == "GPKG" else []
+        with _gdal_messages() as messages:
+            options = gdal.VectorTranslateOptions(accessMode="overwrite", layerName=t.layer, layers=[t.layer],
+                                                  options=["-preserve_fid"])
+            done = gdal.VectorTranslate(str(merged), str(self.path), options=options)
+            ok = done is not None
+            done = None
+        if not ok or messages:
+            raise OutputError(f"Writing layer {t.layer} into {t.path} failed ({_said(messages)}); the disk may be "
+                              "full. The file is left as it was.")
+        verify_layer(merged, t.driver, t.layer, features, fields)
+        after = _layer_counts(merged, t.driver, skip=t.layer)
+        if after != others:
+            raise OutputError(f"Writing layer {t.layer} into {t.path} changed its other layers ({others} before, "
+                              f"{after} after); the file is left as it was.")
+        if t.driver == "GPKG":
+            _keep_layer_order(merged, order)
+        _settle_sqlite(merged)
+        for suffix in ("-wal", "-shm", "-journal"):
+            with contextlib.suppress(FileNotFoundError):
+                Path(f"{merged}{suffix}").unlink()
+        if _sqlite_state(t.path) != before:
+            raise OutputError(f"{t.path} was changed by another program while this run was writing into it; it is "
+                              "left as it is. Run again.")
+        publish(merged, t.path, overwrite=True, staging=self.staging, locked=True)
+        log.info("Layer %s written into %s; its other layers %s are unchanged", t.layer, t.path, sorted(others))
+
+    def discard(self) -> None:
+        self.staging.discard()
+
+    def __enter__(self) -> "VectorOutput":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.discard()
+
+
+def write_with_fields(
+    parcels: Any,
+    fields: Mapping[str, np.ndarray],
+    out: PathLike,
+    *,
+    overwrite: bool = False,
+    layer: Optional[str] = None,
+    out_layer: Optional[str] = None,
+    inputs: Iterable[PathLike] = (),
+) -> Path:
+    """Write every feature and attribute of ``parcels`` plus ``fields``, format by extension.
+
+    Args:
+        parcels: a vector file or a GeoDataFrame.
+        fields: field name -> one value per feature of the layer, in layer order; a field of
+            the same name (as stored in the output format) is replaced. ``None`` and NaN are
+            written as NULL.
+        out: output file.
+        overwrite: allow replacing an existing output, the parcel file included; in a
+            GeoPackage only the written layer is replaced.
+        layer: layer name inside a multi-layer input file (default: its first layer).
+        out_layer: output layer name (see ``check_vector_output``).
+        inputs: other files the run read, which ``out`` must not be.
+
+    Returns:
+        The output path.
+
+    Raises:
+        OutputError: see ``check_vector_output``; the write or its check failed (the target
+            is left as it was).
+        InputError: an unreadable input, fields that do not fit the layer.
+    """
+    import geopandas as gpd
+
+    from .geoparquet import is_parquet, write_geoparquet
+
+    if is_parquet(out):
+        return write_geoparquet(parcels, fields, out, overwrite=overwrite, layer=layer, inputs=inputs)
+    frame = parcels if isinstance(parcels, gpd.GeoDataFrame) else None
+    source = None if frame is not None else Path(parcels)
+    source_layer = layer
+    if source is not None and same_file(out, source):
+        source_layer = _first_layer_name(source, layer)
+    target = check_vector_output(out, overwrite=overwrite, inputs=[*([source] if source else []), *inputs],
+                                 replaceable=[source] if source else [], layer=out_layer, fields=list(fields),
+                                 source_layer=source_layer)
+    kinds = {name: field_kind(values) for name, values in fields.items()}
+    replaced_fields(source_field_kinds(frame if frame is not None else source, source_layer), target, kinds,
+                    source=f"The parcel layer {source if frame is None else ''}".rstrip())
+    with VectorOutput(target) as output:
+        if frame is not None:
+            (output.staging.folder / "in").mkdir()
+            source, source_layer = output.staging.folder / "in" / "parcels.gpkg", "parcels"
+            frame.to_file(source, layer=source_layer, driver="GPKG")
+        try:
+            count = _copy_with_fields(source, source_layer, target, output.path, fields)
+        except OSError as exc:
+            raise OutputError(f"Writing {target.path} failed ({exc.strerror or exc}); the disk may be full. Nothing "
+                              "was written.") from exc
+        output.commit(count, list(target.fields.values()))
+    log.info("Wrote %d features to %s (layer %s)", count, target.path, target.layer)
+    return target.path
