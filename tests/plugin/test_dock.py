@@ -259,7 +259,7 @@ def test_existing_fields_are_kept_unless_the_user_agrees(qgis_app):
     from qgis.core import QgsFeature, QgsField, QgsGeometry, QgsVectorLayer
     from qgis.PyQt.QtCore import QVariant
 
-    from thermocrop.plugin.dock import write_result_to_layer
+    from thermocrop.plugin.layer_writer import write_result_to_layer
 
     layer = QgsVectorLayer("Polygon?crs=EPSG:32631", "p", "memory")
     layer.dataProvider().addAttributes([QgsField("crop_pred", QVariant.String)])
@@ -296,7 +296,7 @@ def test_existing_fields_are_kept_unless_the_user_agrees(qgis_app):
 
 def test_ndvi_series_by_hand():
     from thermocrop.core.scenes.bands import S2_BANDS
-    from thermocrop.plugin.dock import ndvi_series
+    from thermocrop.plugin.task import ndvi_series
 
     pixels = np.zeros((1, 3, len(S2_BANDS), 2), dtype=np.uint16)
     red, nir = S2_BANDS.index("B04"), S2_BANDS.index("B08")

@@ -232,7 +232,7 @@ def test_every_page_fits_the_default_dock_width_and_long_messages_wrap(make_dock
 def test_a_rerun_layer_gets_its_own_name(qgis_app, tiny_region):
     from qgis.core import QgsProject, QgsVectorLayer
 
-    from thermocrop.plugin.dock import unique_layer_name
+    from thermocrop.plugin.layer_writer import unique_layer_name
 
     try:
         assert unique_layer_name("parcels (classified)") == "parcels (classified)"

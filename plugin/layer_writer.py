@@ -1,0 +1,176 @@
+"""Classification results into QGIS layers: the attribute values of a result, written into the
+parcel layer's own fields as one undoable edit, and the checks of a new layer file or of the
+fields a run would replace."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Callable, Optional
+
+from qgis.core import QgsField, QgsProject, QgsVectorDataProvider, QgsVectorLayer
+from qgis.PyQt.QtCore import QVariant
+
+from .i18n import tr
+
+
+def layer_is_writable(layer: QgsVectorLayer) -> bool:
+    """True when fields can be added and values changed in ``layer``."""
+    needed = QgsVectorDataProvider.AddAttributes | QgsVectorDataProvider.ChangeAttributeValues
+    caps = layer.dataProvider().capabilities()
+    return not layer.readOnly() and (caps & needed) == needed
+
+
+def result_values(result, fids: list, label_field: str, conf_field: str, status_field: Optional[str] = None,
+                  probabilities: bool = False) -> dict:
+    """The fields to write, as ``{name: (QVariant type, {fid: value})}`` in writing order."""
+    from ..core.model.uncertainty import uncertainty_fields
+
+    def number(v):
+        return None if v is None or math.isnan(float(v)) else float(v)
+
+    ok = [s == "ok" for s in result.status]
+    row_fids = [fids[row] for row in result.rows]
+    fields = {
+        label_field: (QVariant.String, {fid: str(lab) if good else None
+                                        for fid, lab, good in zip(row_fids, result.labels, ok)}),
+        conf_field: (QVariant.Double, {fid: number(c) for fid, c in zip(row_fids, result.confidence)}),
+    }
+    if status_field:
+        fields[status_field] = (QVariant.String, {fid: str(s) for fid, s in zip(row_fids, result.status)})
+    if probabilities:
+        for name, values in uncertainty_fields(result.probabilities, result.classes).items():
+            fields[name] = (QVariant.Double, {fid: number(v) for fid, v in zip(row_fids, values)})
+    return fields
+
+
+SHAPEFILE_NAME_LENGTH = 10
+
+
+def field_name_problems(layer: QgsVectorLayer, names: list, probabilities: bool) -> list:
+    """Field names ``layer``'s format would cut short (a shapefile keeps 10 characters)."""
+    if layer.dataProvider().storageType() != "ESRI Shapefile":
+        return []
+    problems = [tr("{field} is longer than a shapefile field name may be ({n} characters)").format(
+        field=name, n=SHAPEFILE_NAME_LENGTH) for name in names if len(name) > SHAPEFILE_NAME_LENGTH]
+    if probabilities:
+        problems.append(tr("the probability fields (p_<class>, crop_margin, crop_entropy) do not fit shapefile "
+                           "field names"))
+    return problems
+
+
+def write_result_to_layer(layer: QgsVectorLayer, fids: list, result, label_field: str, conf_field: str,
+                          confirm_overwrite: Callable[[list], bool], status_field: Optional[str] = None,
+                          probabilities: bool = False) -> Optional[QgsVectorLayer]:
+    """Write the result into ``layer``'s fields as one edit command.
+
+    A layer that was not being edited is saved at once and left out of edit mode; in a layer the
+    user is editing, the result is one more undoable edit of that session. Existing fields are
+    overwritten only when ``confirm_overwrite(names)`` returns True.
+
+    Returns:
+        ``layer``, or None when the user declined to overwrite.
+
+    Raises:
+        ValueError: the layer cannot be edited, or saving it failed (the edit is rolled back).
+    """
+    if not layer_is_writable(layer):
+        raise ValueError(tr("{layer} cannot be edited; write a new layer file instead.").format(layer=layer.name()))
+    fields = result_values(result, fids, label_field, conf_field, status_field, probabilities)
+    existing = [n for n in fields if layer.fields().indexOf(n) >= 0]
+    if existing and not confirm_overwrite(existing):
+        return None
+    was_editing = layer.isEditable()
+    if not was_editing:
+        layer.startEditing()
+    layer.beginEditCommand(tr("ThermoCrop classification"))
+    try:
+        for name, (kind, _) in fields.items():
+            if layer.fields().indexOf(name) < 0:
+                layer.addAttribute(QgsField(name, kind, len=40 if kind == QVariant.String else 0))
+        indexes = {name: layer.fields().indexOf(name) for name in fields}
+        for fid in fields[label_field][1]:
+            layer.changeAttributeValues(fid, {indexes[name]: values[fid] for name, (_, values) in fields.items()})
+    except Exception:
+        layer.destroyEditCommand()
+        if not was_editing:
+            layer.rollBack()
+        raise
+    layer.endEditCommand()
+    if not was_editing and not layer.commitChanges():
+        errors = "; ".join(layer.commitErrors())
+        layer.rollBack()
+        raise ValueError(tr("Saving {layer} failed: {errors}").format(layer=layer.name(), errors=errors))
+    return layer
+
+
+def default_output_path(layer: QgsVectorLayer) -> Optional[str]:
+    """``<parcel file>_classified.gpkg`` beside a file layer (``_2``, ``_3``... if taken), else None."""
+    if layer is None or layer.providerType() != "ogr":
+        return None
+    source = Path(layer.source().split("|")[0])
+    if not source.is_file():
+        return None
+    for n in range(1, 1000):
+        path = source.with_name(f"{source.stem}_classified{'' if n == 1 else f'_{n}'}.gpkg")
+        if not path.exists():
+            return str(path)
+    return None
+
+
+def check_new_layer_file(path: str, layer: QgsVectorLayer, inputs: list, kinds: dict):
+    """Preflight of a new layer file (milliseconds, nothing written): ``core.vector``'s checks.
+
+    The extension names a format, the folder exists and a file can be created in it, the path
+    is no folder, device or system path and none of the run's ``inputs`` (under any name), and
+    no field of ``layer`` (copied into the file) has a name of ``kinds`` with another kind.
+
+    Returns:
+        The checked ``core.vector.VectorTarget`` (an existing file is allowed; the dock asks).
+
+    Raises:
+        OutputError: what is wrong, naming the path or field.
+    """
+    from ..core.io.vector import check_vector_output, replaced_fields
+    from .staged_sinks import field_kinds
+
+    target = check_vector_output(path, overwrite=True, inputs=[p for p in inputs if p], fields=list(kinds))
+    replaced_fields(field_kinds(layer.fields()), target, kinds,
+                    source=tr("The parcel layer {layer}").format(layer=layer.name()))
+    return target
+
+
+def check_layer_fields(layer: QgsVectorLayer, kinds: dict) -> None:
+    """Existing fields of ``layer`` named as in ``kinds`` must hold that kind (``core.vector``).
+
+    Raises:
+        OutputError: a field of the same name and another type, naming it.
+    """
+    from ..core.io.vector import VectorTarget, output_field_names, replaced_fields
+    from .staged_sinks import field_kinds
+
+    driver = layer.dataProvider().storageType() or "Memory"
+    target = VectorTarget(path=Path(), driver=driver, layer=layer.name(),
+                          fields=output_field_names(driver, list(kinds)))
+    replaced_fields(field_kinds(layer.fields()), target, kinds,
+                    source=tr("The parcel layer {layer}").format(layer=layer.name()))
+
+
+def layer_alive(layer) -> bool:
+    """False when ``layer`` was deleted (removed from the project) behind Python's back."""
+    if layer is None:
+        return False
+    try:
+        layer.id()
+    except RuntimeError:  # the wrapped C++ layer is gone
+        return False
+    return True
+
+
+def unique_layer_name(name: str) -> str:
+    """``name``, or ``name 2``, ``name 3``... when the project has a layer of that name (re-runs)."""
+    taken = {layer.name() for layer in QgsProject.instance().mapLayers().values()}
+    if name not in taken:
+        return name
+    stem, close = (name[:-1], ")") if name.endswith(")") else (name, "")
+    return next(f"{stem} {n}{close}" for n in range(2, 10_000) if f"{stem} {n}{close}" not in taken)
