@@ -646,4 +646,4 @@ def load_bundle(path: Union[str, os.PathLike], device: str = "cpu") -> ModelBund
 
 def default_bundle_path() -> Path:
     """Path of the model bundle shipped with the plugin."""
-    return Path(__file__).resolve().parent.parent / "resources" / "models" / "default.tcm"
+    return Path(__file__).resolve().parents[2] / "resources" / "models" / "default.tcm"

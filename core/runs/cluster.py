@@ -165,7 +165,9 @@ class EarlyClient:
                 cluster.close()
 
 
-WARM_UP_MODULES = {"gdd": ("gdd",), "extract": ("dataset", "extract"), "classify": ("dataset", "extract", "classify")}
+CORE_PACKAGE = __package__.rsplit(".", 1)[0]
+WARM_UP_MODULES = {"gdd": ("thermal.gdd",), "extract": ("pixel_sets", "extract"),
+                   "classify": ("pixel_sets", "extract", "classify")}
 """What a partition of each kind imports (with torch, rasterio, geopandas and pyarrow under them)."""
 
 
@@ -175,15 +177,16 @@ def warm_up_worker(kind: str, bundle: Optional[tuple] = None) -> None:
     import importlib
 
     for name in WARM_UP_MODULES[kind]:
-        importlib.import_module(f"{__package__}.{name}")
+        importlib.import_module(f"{CORE_PACKAGE}.{name}")
     if bundle is not None:
         cached_bundle(*bundle)
 
 
 PRELOAD_MODULES = ("distributed", "dask", "msgpack", "cloudpickle", "tornado", "toolz", "numpy", "pandas", "lz4",
                    "torch", "safetensors", "rasterio", "shapely", "pyproj", "geopandas", "pyarrow.parquet", "xarray",
-                   "netCDF4", "scipy.spatial", f"{__package__}.bundle", f"{__package__}.classify",
-                   f"{__package__}.dataset", f"{__package__}.extract", f"{__package__}.gdd", f"{__package__}.weather",
+                   "netCDF4", "scipy.spatial", f"{CORE_PACKAGE}.model.bundle",
+                   f"{CORE_PACKAGE}.classify", f"{CORE_PACKAGE}.pixel_sets", f"{CORE_PACKAGE}.extract",
+                   f"{CORE_PACKAGE}.thermal.gdd", f"{CORE_PACKAGE}.thermal.weather",
                    __name__)
 """What the fork server imports once for all of a local cluster's workers: Dask's own list
 (``distributed.utils.get_mp_context``) and what a partition needs. A module that is not

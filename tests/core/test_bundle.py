@@ -207,7 +207,7 @@ def test_missing_file_and_default_path(tmp_path):
         load_bundle(tmp_path / "nothing.tcm")
     path = default_bundle_path()
     assert path.name == "default.tcm" and path.parent.name == "models"
-    assert (path.parent.parent.parent / "core" / "bundle.py").is_file()
+    assert (path.parent.parent.parent / "core" / "model" / "bundle.py").is_file()
 
 
 def _header(path):
