@@ -597,7 +597,7 @@ ReportOutput = tuple[str, str, Union[str, os.PathLike, None]]
 
 def check_report_outputs(outputs: Sequence[ReportOutput], *, overwrite: bool = False,
                          inputs: Sequence[Union[str, os.PathLike, None]] = ()) -> list[tuple[str, Path]]:
-    """Check every report output before the assessment: ``core.output.check_output`` for each
+    """Check every report output before the assessment: ``core.io.output.check_output`` for each
     (the folder can be written, the name fits, it is none of ``inputs`` under any name, it does
     not exist unless ``overwrite``) and no two of them are one file.
 

@@ -23,7 +23,7 @@ class TrainingConfig:
     """Settings of one training run (paper values as defaults).
 
     Attributes:
-        variant: model variant, one of ``core.models.VARIANTS``.
+        variant: model variant, one of ``core.model.networks.VARIANTS``.
         epochs: epochs (paper 100).
         steps_per_epoch: optimiser steps per epoch (paper 500).
         batch_size: parcels per step (paper 128).
@@ -49,7 +49,7 @@ class TrainingConfig:
         classes: the model's class list; None takes the union of the training datasets'
             classes. With a list, parcels of other classes are left out of training and
             validation.
-        model_settings: ``core.models.ModelConfig`` fields other than the defaults, e.g.
+        model_settings: ``core.model.networks.ModelConfig`` fields other than the defaults, e.g.
             ``{"dropout": 0.0}``; stored in the bundle with the rest of the model config.
     """
 

@@ -1,5 +1,5 @@
 """Ensembles: several models of one recipe, trained on one split with different seeds, in one
-bundle that averages their class probabilities (``core.models.EnsembleClassifier``).
+bundle that averages their class probabilities (``core.model.networks.EnsembleClassifier``).
 
 Models trained on synthetic regions agree with each other there, but on real fields a model's
 accuracy swings with its seed (on the real Bavarian parcels, the five members of the shipped

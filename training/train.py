@@ -127,7 +127,7 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
         progress: progress and cancellation (checked every step).
 
     Data-parallel: called in every process of a ``torch.distributed`` run (see
-    ``training.distributed``), each process trains on its slice of every global batch of
+    ``training.data_parallel``), each process trains on its slice of every global batch of
     ``config.batch_size``; only rank 0 validates, writes and returns a result.
 
     Ensembles: with ``config.members`` > 1 the members are trained one after the other
