@@ -38,9 +38,11 @@ $(QGIS_PLUGINPATH)/thermocrop:
 	@mkdir -p $(QGIS_PLUGINPATH)
 	@ln -sfn $(CURDIR) $@
 
+# ruff first (configured in pyproject.toml): any finding fails the target before the tests run.
 # pytest's exit code 5 (no test collected) fails the target like a failing test.
 test: setup
 	@mkdir -p $(XDG_RUNTIME_DIR) && chmod 700 $(XDG_RUNTIME_DIR)
+	@$(PY) -m ruff check . || { echo "make test: ruff found problems (see above)" >&2; exit 1; }
 	@$(PY) -m pytest -q -p no:cacheprovider tests; rc=$$?; \
 		if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
 

@@ -6,7 +6,18 @@ when the user asks for it, so that QGIS starts fast and a missing dependency is 
 instead of breaking the plugin load.
 """
 
-__version__ = "0.1.0"
+import configparser
+from pathlib import Path
+
+
+def __getattr__(name):
+    """``__version__``: the version of ``metadata.txt``, the one place it is written (QGIS reads it
+    there; ``pyproject.toml`` takes it from here)."""
+    if name != "__version__":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    metadata = configparser.ConfigParser(interpolation=None)
+    metadata.read(Path(__file__).with_name("metadata.txt"), encoding="utf-8")
+    return metadata["general"]["version"]
 
 
 def classFactory(iface):  # noqa: N802 (name fixed by QGIS)

@@ -205,7 +205,7 @@ def run(work: Path, loop) -> int:
         collection = pystac.ItemCollection(items)
 
         runs = []
-        for run_index in range(2):
+        for _ in range(2):
             gdal.VSICurlClearCache()  # a new process would start with GDAL's memory cache empty
             server.reset_counters()
             start = time.perf_counter()

@@ -14,10 +14,10 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from thermocrop.core.model.bundle import InputScaling
 from thermocrop.core.crops import CROP_CLASSES
-from thermocrop.core.pixel_sets import PixelSets, open_dataset, save_dataset
+from thermocrop.core.model.bundle import InputScaling
 from thermocrop.core.model.networks import build_model
+from thermocrop.core.pixel_sets import PixelSets, open_dataset, save_dataset
 from thermocrop.training.losses import FocalLoss
 from thermocrop.training.sampling import BatchSampler
 

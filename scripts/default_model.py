@@ -27,11 +27,10 @@ import numpy as np
 
 from thermocrop.core.model.bundle import load_bundle
 from thermocrop.core.pixel_sets import PixelSets, open_dataset, save_dataset
-from thermocrop.training.evaluate import evaluate_bundle
-from thermocrop.training.experiment import (PAPER_TABLE1, REGIONS, VARIANT_NAMES,
-                                            prepare_regions)
-from thermocrop.training.realdata import find_realdata
 from thermocrop.training.ensemble import member_paths
+from thermocrop.training.evaluate import evaluate_bundle
+from thermocrop.training.experiment import PAPER_TABLE1, REGIONS, VARIANT_NAMES, prepare_regions
+from thermocrop.training.realdata import find_realdata
 from thermocrop.training.train import TrainingConfig, train_model
 
 ROOT = Path(__file__).resolve().parent.parent

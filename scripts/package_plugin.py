@@ -145,15 +145,9 @@ def metadata_text(source: str, overrides: dict[str, Optional[str]]) -> str:
 
 
 def project_version(root: Path = ROOT) -> str:
-    """The version in ``__init__.py``; ``pyproject.toml`` and ``metadata.txt`` must agree."""
-    init = re.search(r'^__version__\s*=\s*"([^"]+)"', (root / "__init__.py").read_text(), re.M)
-    pyproject = re.search(r'^version\s*=\s*"([^"]+)"', (root / "pyproject.toml").read_text(), re.M)
-    metadata = read_metadata((root / "metadata.txt").read_text(encoding="utf-8"))["general"]["version"]
-    versions = {"__init__.py": init and init.group(1), "pyproject.toml": pyproject and pyproject.group(1),
-                "metadata.txt": metadata}
-    if len(set(versions.values())) != 1:
-        raise SystemExit(f"The versions differ: {versions}; give all three files the same version.")
-    return metadata
+    """The version in ``metadata.txt``, the one place it is written (``thermocrop.__version__`` and
+    the Python package's version read it there)."""
+    return read_metadata((root / "metadata.txt").read_text(encoding="utf-8"))["general"]["version"]
 
 
 # -- checks -------------------------------------------------------------------------------------

@@ -56,8 +56,7 @@ def shot(name):
 
 def true_colour(layer):
     """B04/B03/B02 stretched, in grey so the class colours on top stand out."""
-    from qgis.core import (QgsContrastEnhancement, QgsHueSaturationFilter, QgsMultiBandColorRenderer,
-                           QgsRasterBandStats)
+    from qgis.core import QgsContrastEnhancement, QgsHueSaturationFilter, QgsMultiBandColorRenderer, QgsRasterBandStats
 
     names = [layer.bandName(i) for i in range(1, layer.bandCount() + 1)]
     bands = []

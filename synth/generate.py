@@ -10,8 +10,9 @@ import json
 import logging
 import os
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -216,16 +217,16 @@ def _generate(reg: Region, out: Path, parcels: int, size: int, seed: int, level:
     labels = rasterize(((poly, i + 1) for i, poly in enumerate(layout.polygons)),
                        out_shape=(size, size), transform=transform, fill=0, dtype="int32")
     kinds = ["road"] + cover_kinds
+    series = _SceneSeries(level=level, dn_offset=dn_offset, baseline=baseline, region=reg, labels=labels,
+                          kinds=kinds, canopy=canopy, transform=transform, crs=f"EPSG:{reg.epsg}",
+                          pixel_seed=pixel_seed, snow=snow, soil_factor=soil_factor)
     scene_info = []
     sats = _satellites(acq, rng_dates)
     for t, date in enumerate(acq):
         name = product_name(sats[t], level, date, reg.sensing_time,
                             baseline, reg.orbit, reg.tile)
         srng = np.random.default_rng([pixel_seed, 1, t])
-        info = _write_scene(
-            scenes_dir / f"{name}.tif", level, dn_offset, date, baseline, reg, labels, kinds, canopy,
-            t, transform, f"EPSG:{reg.epsg}", srng, pixel_seed, snow[:, t], soil_factor,
-        )
+        info = _write_scene(scenes_dir / f"{name}.tif", series, t, date, srng)
         info.update(date=str(date), file=f"scenes/{name}.tif")
         if level == "L2A":
             info["scl"] = f"scenes/{name}{SCL_SUFFIX}.tif"
@@ -328,10 +329,42 @@ def _cloud_opacity(fields, rows, cols, threshold):
     return np.clip((v - threshold) / 0.5, 0.0, 1.0)
 
 
-def _write_scene(path, level, dn_offset, date, baseline, reg, labels, kinds, canopy, t, transform,
-                 crs, rng, pixel_seed, snow, soil_factor) -> dict:
+@dataclass(frozen=True)
+class _SceneSeries:
+    """What the scenes of one region share: the product level and format, the landscape raster,
+    its georeferencing and the state of the ground over the season.
+
+    Attributes:
+        labels: ``(size, size)`` cell of each pixel (0 roads and hedges, then parcels and other land).
+        kinds: the cover kind of each cell.
+        canopy: the simulated canopy of every parcel and background cell.
+        snow: ``(cells - 1, T)`` snow cover of open ground at each acquisition.
+        soil_factor: ``(cells - 1,)`` soil brightness of each parcel or background cell.
+    """
+
+    level: str
+    dn_offset: int
+    baseline: str
+    region: Region
+    labels: np.ndarray
+    kinds: list[str]
+    canopy: Any
+    transform: Any
+    crs: str
+    pixel_seed: int
+    snow: np.ndarray
+    soil_factor: np.ndarray
+
+
+def _write_scene(path: Path, series: _SceneSeries, t: int, date: Any, rng: np.random.Generator) -> dict:
+    """Write acquisition ``t`` of ``series`` (and its SCL layer for L2A) at ``path``; return its
+    cloud, shadow, no-data and snow fractions and its haze and soil wetness."""
     import rasterio
 
+    level, dn_offset, baseline, reg = series.level, series.dn_offset, series.baseline, series.region
+    labels, kinds, canopy = series.labels, series.kinds, series.canopy
+    transform, crs, pixel_seed = series.transform, series.crs, series.pixel_seed
+    snow, soil_factor = series.snow[:, t], series.soil_factor
     size = labels.shape[0]
     month = int(str(date)[5:7])
     # Cloud cover of this scene: many scenes clear, some partly cloudy, never over the 80 %

@@ -19,9 +19,9 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..core.pixel_sets import PixelSets
 from ..core.errors import InputError
 from ..core.io.output import staged_file, write_text
+from ..core.pixel_sets import PixelSets
 
 log = logging.getLogger(__name__)
 

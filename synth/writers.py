@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.scenes.bands import S2_BANDS
 from ..core.io.output import staged_file, write_text
+from ..core.scenes.bands import S2_BANDS
 from .climate import WeatherGrid
 
 # Fixed modification date written into the GeoPackage metadata tables.

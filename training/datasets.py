@@ -12,8 +12,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..core.pixel_sets import PixelSets
 from ..core.errors import DatasetError
+from ..core.pixel_sets import PixelSets
 from .sampling import usable_parcels
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """Ensembles: several models of one recipe, trained on one split with different seeds, in one
-bundle that averages their class probabilities (``core.models.EnsembleClassifier``).
+bundle that averages their class probabilities (``core.model.networks.EnsembleClassifier``).
 
 Models trained on synthetic regions agree with each other there, but on real fields a model's
 accuracy swings with its seed (on the real Bavarian parcels, the five members of the shipped
@@ -13,18 +13,18 @@ import json
 import logging
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from ..core.model.bundle import load_bundle
-from ..core.pixel_sets import PixelSets
 from ..core.errors import DatasetError
+from ..core.model.bundle import load_bundle
 from ..core.model.networks import build_model
+from ..core.pixel_sets import PixelSets
 from ..core.progress import Progress
+from .config import TrainingConfig, TrainingResult, data_provenance, output_paths, resolve_device, training_split
 from .predict import score_rows
-from .train import (TrainingConfig, TrainingResult, _finish, data_provenance, output_paths,
-                    resolve_device, train_model, training_split)
+from .results import write_results
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +60,14 @@ def _finished(path: Path, config: TrainingConfig) -> bool:
 
 
 def train_ensemble(datasets: Sequence[PixelSets], out: Union[str, Path], config: TrainingConfig,
+                   train_member: Callable[..., Optional[TrainingResult]],
                    val_datasets: Optional[Sequence[PixelSets]] = None, resume: bool = False,
                    show_progress: bool = True, provenance: Optional[dict[str, Any]] = None,
                    progress: Optional[Progress] = None) -> Optional[TrainingResult]:
     """Train ``config.members`` models one after the other and write the ensemble's bundle.
 
-    Each member is an ordinary run of ``train_model`` (bundle, metrics, figures, checkpoint in
+    Each member is an ordinary run of ``train_member`` (``train.train_model``, which calls this
+    function for ``members`` > 1 and hands itself over: bundle, metrics, figures, checkpoint in
     ``member_paths(out)``) with the settings of ``member_configs(config)``; the ensemble's
     bundle, metrics and figures at ``out`` score the average on the same test blocks.
     With ``resume``, members whose bundles were finished with these settings are kept and an
@@ -85,7 +87,7 @@ def train_ensemble(datasets: Sequence[PixelSets], out: Union[str, Path], config:
             log.info("Ensemble member %d of %d: kept %s", m + 1, len(configs), path)
             continue
         log.info("Ensemble member %d of %d (seed %d) -> %s", m + 1, len(configs), member.seed, path)
-        result = train_model(datasets, path, member, val_datasets=val_datasets, resume=resume,
+        result = train_member(datasets, path, member, val_datasets=val_datasets, resume=resume,
                              show_progress=show_progress, provenance=provenance, progress=step)
         main = main and result is not None
     if not main:
@@ -119,7 +121,6 @@ def train_ensemble(datasets: Sequence[PixelSets], out: Union[str, Path], config:
     members_record = [{"bundle": p.relative_to(out.parent).as_posix(), "seed": c.seed,
                        "best_val_macro_f1": m["best_val_macro_f1"]} for p, c, m in zip(paths, configs, metrics)]
     samples_per_s = float(np.mean([m["train_samples_per_s"] for m in metrics]))
-    return _finish(ensemble, first.scaling, split.classes, split.gdd, config, output_paths(out), history,
-                   val_f1, split.test_sets, split.test_rows, split.val_sets, split.val_rows, device,
-                   samples_per_s, {**data_provenance(split.datasets), **(provenance or {}),
-                                   "members": members_record})
+    return write_results(ensemble, first.scaling, split, config, output_paths(out), history, val_f1, device,
+                         samples_per_s, {**data_provenance(split.datasets), **(provenance or {}),
+                                         "members": members_record})

@@ -8,9 +8,9 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ..core.errors import DatasetError
 from ..core.model.bundle import ModelBundle
 from ..core.pixel_sets import PixelSets
-from ..core.errors import DatasetError
 from .datasets import align_classes, gdd_settings, split_blocks
 from .metrics import confusion_matrix, scores
 from .sampling import usable_parcels

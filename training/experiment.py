@@ -126,8 +126,8 @@ def check_held_out_classes(regions: Sequence[Path], classes: Optional[Sequence[s
     Raises:
         DatasetError: naming each region and the classes the other regions lack.
     """
-    from ..core.pixel_sets import open_dataset
     from ..core.errors import DatasetError
+    from ..core.pixel_sets import open_dataset
     from .datasets import model_classes, unseen_classes
 
     sets = {Path(r): open_dataset(r) for r in regions}
@@ -172,7 +172,7 @@ def _plan_runs(regions: Sequence[Path], variants: Sequence[str], out: Path, conf
 
 
 def run_experiment(regions: Sequence[Path], variants: Sequence[str], out: Path,
-                   config: TrainingConfig = TrainingConfig(), jobs: int = 1,
+                   config: Optional[TrainingConfig] = None, jobs: int = 1,
                    progress: Optional[Progress] = None, estimate_only: bool = False
                    ) -> list[dict[str, Any]]:
     """Leave-one-region-out over ``regions`` x ``variants``.
@@ -201,6 +201,7 @@ def run_experiment(regions: Sequence[Path], variants: Sequence[str], out: Path,
         DatasetError: before any training, when a held-out region has classes its model would
             not have (see :func:`check_held_out_classes`).
     """
+    config = TrainingConfig() if config is None else config
     regions = [Path(r) for r in regions]
     if len(regions) < 2:
         raise ValueError("leave-one-region-out needs at least two regions")
@@ -650,7 +651,7 @@ def import_paper_tiles(data_root: Path, out: Path, *, class_maps: Optional[dict[
 
 
 def run_paper_protocol(data_root: Path, variants: Sequence[str], out: Path,
-                       config: TrainingConfig = TrainingConfig(), *, fold: int = 0, jobs: int = 1,
+                       config: Optional[TrainingConfig] = None, *, fold: int = 0, jobs: int = 1,
                        class_maps: Optional[dict[str, Any]] = None, max_pixels: int = 64
                        ) -> list[dict[str, Any]]:
     """The paper's Table 1 protocol on the TimeMatch data.
@@ -675,6 +676,7 @@ def run_paper_protocol(data_root: Path, variants: Sequence[str], out: Path,
     Returns:
         One record per run, as ``run_experiment``'s.
     """
+    config = TrainingConfig() if config is None else config
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     regions = import_paper_tiles(Path(data_root), out / "datasets", class_maps=class_maps,

@@ -18,9 +18,10 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from ..core.pixel_sets import PixelSets, open_dataset
 from ..core.errors import InputError
 from ..core.io.output import write_text
+from ..core.pixel_sets import PixelSets, open_dataset
+from .importers.table import import_table
 from .metrics import scores
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,8 @@ def find_realdata(start: Optional[Path] = None) -> Optional[Path]:
 
 
 def bavaria_import_args(realdata: Union[str, Path], out: Union[str, Path]) -> list[str]:
-    """``thermocrop import table`` arguments that make the Bavarian dataset."""
+    """``thermocrop import table`` arguments that make the Bavarian dataset (for the model card:
+    the command a reader runs; :func:`bavaria_dataset` makes the same dataset through the importer)."""
     r = Path(realdata)
     return ["import", "table", str(r / BAVARIA_TABLE), "--parcels", str(r / BAVARIA_LAYER), "--join-by-row",
             "--label-field", "NC_ant", "--class-map", "bavaria", "--level", "L1C", "--block-size-km", "1",
@@ -60,9 +62,8 @@ def bavaria_import_args(realdata: Union[str, Path], out: Union[str, Path]) -> li
 
 
 def bavaria_dataset(out: Union[str, Path], realdata: Optional[Union[str, Path]] = None) -> Path:
-    """The Bavarian parcels as a dataset folder at ``out`` (imported once, then re-used)."""
-    from ..cli.main import main
-
+    """The Bavarian parcels as a dataset folder at ``out`` (imported once, then re-used), with the
+    settings of :func:`bavaria_import_args`."""
     out = Path(out)
     if (out / "dataset.json").is_file():
         return out
@@ -70,8 +71,11 @@ def bavaria_dataset(out: Union[str, Path], realdata: Optional[Union[str, Path]] 
     if realdata is None:
         raise InputError("the real data (shared/realdata) are not next to this checkout; set "
                          "THERMOCROP_REALDATA to the folder holding bavaria2018/ and duernast-weather/")
-    if main(bavaria_import_args(realdata, out)) != 0:
-        raise InputError(f"importing the Bavarian parcels into {out} failed (see the messages above)")
+    realdata = Path(realdata)
+    import_table(realdata / BAVARIA_TABLE, out, parcels=realdata / BAVARIA_LAYER, join_by_row=True,
+                 label_field="NC_ant", class_map="bavaria", level="L1C", block_size_m=1000.0,
+                 weather=realdata / DUERNAST_CSV,
+                 weather_options={"date_var": "Termin", "tmin_var": "T_Min_2m", "tmax_var": "T_Max_2m"})
     return out
 
 

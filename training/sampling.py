@@ -9,9 +9,9 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
+from ..core.errors import DatasetError
 from ..core.model.bundle import InputScaling
 from ..core.pixel_sets import PixelSets
-from ..core.errors import DatasetError
 
 log = logging.getLogger(__name__)
 

@@ -3,139 +3,33 @@ per-step cosine annealing, validation macro-F1 each epoch, best checkpoint kept,
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 import torch
 
-from ..core.model.bundle import BundleConfig, InputScaling, save_bundle
-from ..core.crops import class_colours
+from ..core.errors import InputError
+from ..core.io.output import staged_file
+from ..core.model.bundle import InputScaling
+from ..core.model.networks import build_model, set_statistics_group
 from ..core.pixel_sets import PixelSets
-from ..core.errors import DatasetError, InputError
-from ..core.runs.fingerprint import changed_files, input_fingerprints
-from ..core.model.networks import VARIANTS, build_model, set_statistics_group
-from ..core.io.output import staged_file, write_text
 from ..core.progress import Progress
+from ..core.runs.fingerprint import changed_files, input_fingerprints
+from .config import TrainingConfig, TrainingResult, data_provenance, output_paths, resolve_device, training_split
 from .data_parallel import join
-from .datasets import align_classes, check_bands, gdd_settings, model_classes, split_blocks
+from .ensemble import train_ensemble
 from .losses import FocalLoss
-from .metrics import scores
 from .predict import score_rows
-from .sampling import BatchSampler, usable_parcels
+from .results import write_results
+from .sampling import BatchSampler
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class TrainingConfig:
-    """Settings of one training run (paper values as defaults).
-
-    Attributes:
-        variant: model variant, one of ``core.models.VARIANTS``.
-        epochs: epochs (paper 100).
-        steps_per_epoch: optimiser steps per epoch (paper 500).
-        batch_size: parcels per step (paper 128).
-        sample_pixels: S, random pixels per parcel (paper 64).
-        sample_dates: T, random dates per parcel kept in order (paper 30).
-        lr: Adam learning rate.
-        weight_decay: Adam weight decay.
-        gamma: focal loss gamma.
-        max_shift: ShiftAug range in days (used by the "shiftaug" variant only).
-        mean_pixel_share: share of training samples whose pixels all equal the parcel mean of
-            their date, so that the model also meets per-parcel mean inputs (S = 1); 0 in
-            the paper's recipe.
-        season_window_share: share of training samples cut to a random part of the season
-            (from the first third to the second half of the dates), so that partial seasons
-            are met too; 0 in the paper's recipe.
-        seed: seed of the split, the initial weights and the sampling.
-        split_seed: seed of the block split and the input scaling alone, when it is not
-            ``seed`` (None): an ensemble's members share one split and differ in the rest.
-        members: train this many models on one split, with seeds ``seed``, ``seed + 1``, ...,
-            and keep the average of their class probabilities (``training.ensemble``).
-        device: "auto" (CUDA when present), "cpu" or "cuda".
-        amp: mixed precision on CUDA.
-        classes: the model's class list; None takes the union of the training datasets'
-            classes. With a list, parcels of other classes are left out of training and
-            validation.
-        model_settings: ``core.models.ModelConfig`` fields other than the defaults, e.g.
-            ``{"dropout": 0.0}``; stored in the bundle with the rest of the model config.
-    """
-
-    variant: str = "tpe_recurrent"
-    epochs: int = 100
-    steps_per_epoch: int = 500
-    batch_size: int = 128
-    sample_pixels: int = 64
-    sample_dates: int = 30
-    lr: float = 1e-3
-    weight_decay: float = 1e-4
-    gamma: float = 1.0
-    max_shift: int = 60
-    mean_pixel_share: float = 0.0
-    season_window_share: float = 0.0
-    seed: int = 0
-    split_seed: Optional[int] = None
-    members: int = 1
-    device: str = "auto"
-    amp: bool = False
-    classes: Optional[tuple[str, ...]] = None
-    model_settings: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def data_seed(self) -> int:
-        """The seed of the block split and the input scaling."""
-        return self.seed if self.split_seed is None else self.split_seed
-
-    def __post_init__(self) -> None:
-        if self.classes is not None:
-            self.classes = tuple(str(c) for c in self.classes)
-        if self.variant not in VARIANTS:
-            raise ValueError(f"Unknown variant {self.variant!r}; choose one of {VARIANTS}.")
-        for name in ("epochs", "steps_per_epoch", "batch_size", "sample_pixels", "sample_dates", "members"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
-        for name in ("mean_pixel_share", "season_window_share"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must lie between 0 and 1")
-
-
-@dataclass
-class TrainingResult:
-    """What a run produced.
-
-    Attributes:
-        bundle_path: the saved bundle (best validation checkpoint).
-        metrics: the content of ``metrics.json``.
-        files: every output file by role.
-    """
-
-    bundle_path: Path
-    metrics: dict[str, Any]
-    files: dict[str, Path] = field(default_factory=dict)
-
-
-def resolve_device(device: str) -> torch.device:
-    """``"auto"`` -> CUDA when available, else CPU."""
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError("CUDA was asked for but PyTorch sees no GPU; use --device cpu.")
-    return torch.device(device)
-
-
-def output_paths(out: Path) -> dict[str, Path]:
-    """Files written next to the bundle ``out`` (e.g. ``model.tcm``)."""
-    stem = out.with_suffix("")
-    return {"bundle": out, "metrics": Path(f"{stem}.metrics.json"),
-            "confusion": Path(f"{stem}.confusion.png"), "curve": Path(f"{stem}.curve.png"),
-            "checkpoint": Path(f"{stem}.ckpt")}
 
 
 _CHECKPOINT_KEYS = ("config", "model", "optimiser", "scheduler", "history", "best_f1", "best_state",
@@ -204,59 +98,8 @@ def _log_classes(datasets: Sequence[PixelSets], classes: Sequence[str]) -> None:
         log.warning("No training parcels of %s: the model has these classes but cannot learn them.", empty)
 
 
-@dataclass
-class TrainingSplit:
-    """The data of a run: the datasets on the model's classes and their rows by role."""
-
-    datasets: list[PixelSets]
-    classes: tuple[str, ...]
-    gdd: dict[str, Any]
-    train_rows: list[np.ndarray]
-    val_sets: list[PixelSets]
-    val_rows: list[np.ndarray]
-    test_sets: list[PixelSets]
-    test_rows: list[np.ndarray]
-
-
-def data_provenance(datasets: Sequence[PixelSets]) -> dict[str, Any]:
-    """What a bundle records about its training data: the scene levels, when the datasets name any."""
-    levels = sorted({lv for ps in datasets for lv in (ps.meta or {}).get("levels", [])})
-    return {"scene_levels": levels} if levels else {}
-
-
-def training_split(datasets: Sequence[PixelSets], config: TrainingConfig,
-                   val_datasets: Optional[Sequence[PixelSets]] = None) -> TrainingSplit:
-    """Classes, GDD settings and train / validation / test rows of a run (see ``train_model``).
-
-    Raises:
-        DatasetError: bands or GDD settings differ, or the validation split is empty.
-    """
-    check_bands(list(datasets) + list(val_datasets or []), "training")
-    classes = model_classes(datasets, config.classes)
-    # A chosen list leaves the other classes out; the union leaves nothing out of training, and
-    # validation data must not hold classes the model cannot predict.
-    datasets = align_classes(datasets, classes, unseen="drop")
-    val_datasets = align_classes(val_datasets, classes, "drop" if config.classes else "error") \
-        if val_datasets else None
-    gdd = gdd_settings(list(datasets) + list(val_datasets or []))
-    k = len(classes)
-    if val_datasets:
-        train_rows = [usable_parcels(ps, k) for ps in datasets]
-        val_sets, val_rows = list(val_datasets), [usable_parcels(ps, k) for ps in val_datasets]
-        test_sets, test_rows = [], []
-    else:
-        splits = split_blocks(datasets, k, config.data_seed)
-        train_rows = [s[0] for s in splits]
-        val_sets, val_rows = list(datasets), [s[1] for s in splits]
-        test_sets, test_rows = list(datasets), [s[2] for s in splits]
-    if sum(len(r) for r in val_rows) == 0:
-        raise DatasetError("The validation split is empty; give --val-data or more blocks.")
-    return TrainingSplit(list(datasets), tuple(classes), gdd, train_rows, val_sets, val_rows, test_sets,
-                         test_rows)
-
-
 def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
-                config: TrainingConfig = TrainingConfig(),
+                config: Optional[TrainingConfig] = None,
                 val_datasets: Optional[Sequence[PixelSets]] = None,
                 resume: bool = False, show_progress: bool = True,
                 provenance: Optional[dict[str, Any]] = None,
@@ -276,7 +119,7 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
         datasets: labelled pixel sets (one per region), same bands.
         out: bundle path to write (``.tcm``); ``<stem>.metrics.json``, ``.confusion.png``,
             ``.curve.png`` and ``.ckpt`` (the resumable checkpoint) go beside it.
-        config: run settings.
+        config: run settings (default: ``TrainingConfig()``).
         val_datasets: separate validation data.
         resume: continue from ``<stem>.ckpt`` when it exists (same config expected).
         show_progress: draw a tqdm bar with loss and validation F1.
@@ -284,7 +127,7 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
         progress: progress and cancellation (checked every step).
 
     Data-parallel: called in every process of a ``torch.distributed`` run (see
-    ``training.distributed``), each process trains on its slice of every global batch of
+    ``training.data_parallel``), each process trains on its slice of every global batch of
     ``config.batch_size``; only rank 0 validates, writes and returns a result.
 
     Ensembles: with ``config.members`` > 1 the members are trained one after the other
@@ -293,10 +136,9 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     Returns:
         A ``TrainingResult``; None on ranks other than 0 of a data-parallel run.
     """
+    config = TrainingConfig() if config is None else config
     if config.members > 1:
-        from .ensemble import train_ensemble
-
-        return train_ensemble(datasets, out, config, val_datasets=val_datasets, resume=resume,
+        return train_ensemble(datasets, out, config, train_model, val_datasets=val_datasets, resume=resume,
                               show_progress=show_progress, provenance=provenance, progress=progress)
     out = Path(out)
     paths = output_paths(out)
@@ -306,9 +148,8 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     data_fingerprint = input_fingerprints(sorted({ps.source for ps in [*datasets, *(val_datasets or [])]
                                                   if ps.source}))
     split = training_split(datasets, config, val_datasets)
-    datasets, classes, gdd = split.datasets, split.classes, split.gdd
+    datasets, classes = split.datasets, split.classes
     train_rows, val_sets, val_rows = split.train_rows, split.val_sets, split.val_rows
-    test_sets, test_rows = split.test_sets, split.test_rows
     k = len(classes)
     _log_classes(datasets, classes)
     device = resolve_device(config.device)
@@ -436,41 +277,7 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     model.load_state_dict(best_state)
     model.eval()
     provenance = {**data_provenance(datasets), **(provenance or {})}
-    return _finish(model, scaling, classes, gdd, config, paths, history, best_f1, test_sets,
-                   test_rows, val_sets, val_rows, device, samples / max(elapsed, 1e-9),
-                   provenance)
+    return write_results(model, scaling, split, config, paths, history, best_f1, device,
+                         samples / max(elapsed, 1e-9), provenance)
 
-
-def _finish(model, scaling, classes, gdd, config, paths, history, best_f1, test_sets, test_rows,
-            val_sets, val_rows, device, samples_per_s, provenance) -> TrainingResult:
-    from .plots import plot_confusion, plot_curves
-
-    k = len(classes)
-    eval_sets, eval_rows, split_name = test_sets, test_rows, "test"
-    if sum(len(r) for r in test_rows) == 0:
-        eval_sets, eval_rows, split_name = val_sets, val_rows, "validation"
-    _, cm = score_rows(model, scaling, eval_sets, eval_rows, device, k)
-    result = scores(cm, classes)
-    metrics = {
-        "variant": config.variant, "config": asdict(config), "best_val_macro_f1": best_f1,
-        "eval_split": split_name, "eval": result, "confusion_matrix": cm.tolist(),
-        "classes": list(classes), "history": history,
-        "train_samples_per_s": samples_per_s, **provenance,
-    }
-    bundle_config = BundleConfig(
-        classes=classes, colours=class_colours(classes),
-        scaling=scaling, gdd=gdd,
-        calendar={"season_start": gdd["season_start"], "offset": 60.0, "max_shift": config.max_shift},
-        provenance={"training": asdict(config), "best_val_macro_f1": best_f1,
-                    f"{split_name}_macro_f1": result["macro_f1"],
-                    f"{split_name}_overall_accuracy": result["overall_accuracy"], **provenance})
-    save_bundle(paths["bundle"], model.cpu(), bundle_config)
-    model.to(device)
-    write_text(paths["metrics"], json.dumps(metrics, indent=2), what="metrics")
-    with staged_file(paths["confusion"], what="figure") as tmp:
-        plot_confusion(cm, classes, tmp, f"{config.variant}: {split_name} macro F1 {result['macro_f1']:.3f}, "
-                                         f"OA {result['overall_accuracy']:.3f}")
-    with staged_file(paths["curve"], what="figure") as tmp:
-        plot_curves(history, tmp, f"{config.variant} ({paths['bundle'].name})")
-    return TrainingResult(paths["bundle"], metrics, dict(paths))
 

@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping, Optional, Union
 import numpy as np
 
 from ..errors import InputError, OutputError
+from .gdal_messages import gdal_messages, said
 from .output import Staging, check_output, publish
 
 log = logging.getLogger(__name__)
@@ -91,8 +92,6 @@ def write_geoparquet(
     import pyarrow.parquet as pq
     from osgeo import gdal
 
-    from .vector import _gdal_messages, _said
-
     frame = parcels if isinstance(parcels, gpd.GeoDataFrame) else None
     source = None if frame is not None else Path(parcels)
     target = check_output(out, what="output", suffixes=(PARQUET_SUFFIX,), overwrite=overwrite,
@@ -101,11 +100,11 @@ def write_geoparquet(
         if frame is not None:
             source, layer = staging.folder / "parcels.gpkg", "parcels"
             frame.to_file(source, layer=layer, driver="GPKG")
-        with _gdal_messages() as messages:
+        with gdal_messages() as messages:
             ds = gdal.OpenEx(os.fspath(source), gdal.OF_VECTOR | gdal.OF_READONLY)
             lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
             if lyr is None:
-                raise InputError(f"Cannot read parcel layer {source}: {_said(messages)}")
+                raise InputError(f"Cannot read parcel layer {source}: {said(messages)}")
             count = lyr.GetFeatureCount(force=1)
             for name, values in fields.items():
                 if len(values) != count:

@@ -16,16 +16,18 @@ import contextlib
 import functools
 import logging
 import os
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from .csv_cells import inert_feature
 from ..errors import InputError, OutputError
+from .csv_cells import inert_feature
+from .gdal_messages import gdal_messages, said
+from .geoparquet import PARQUET_SUFFIX, is_parquet, write_geoparquet
 from .output import Staging, check_output, directory_lock, publish, publish_parts, same_file
+from .sqlite_files import check_sqlite, contents_order, keep_layer_order, settle_sqlite, snapshot_sqlite, sqlite_state
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +141,7 @@ def _first_layer_name(path: PathLike, layer: Optional[str]) -> Optional[str]:
 
     if layer:
         return layer
-    with _gdal_messages():
+    with gdal_messages():
         ds = gdal.OpenEx(os.fspath(path), gdal.OF_VECTOR | gdal.OF_READONLY)
         if ds is None or ds.GetLayerCount() == 0:
             return None
@@ -164,12 +166,12 @@ def feature_count(parcels: Any, layer: Optional[str] = None) -> int:
     problem = parcel_layer_problem(parcels, layer)
     if problem:
         raise InputError(problem)
-    with _gdal_messages() as messages:
+    with gdal_messages() as messages:
         ds = gdal.OpenEx(os.fspath(parcels), gdal.OF_VECTOR | gdal.OF_READONLY)
         lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
         if lyr is None:
             raise InputError(f"Cannot read parcel layer {parcels}{f' (layer {layer})' if layer else ''}: "
-                             f"{_said(messages)}")
+                             f"{said(messages)}")
         count = lyr.GetFeatureCount(force=1)
         lyr = ds = None
     return count
@@ -194,7 +196,7 @@ def parcel_layer_problem(path: PathLike, layer: Optional[str] = None) -> Optiona
         if lacking:
             return (f"Shapefile {p} lacks its {' and '.join(lacking)} file: a shapefile is several files (.shp, .shx, "
                     ".dbf, .prj) that must stay together; copy them all, or save the layer as a GeoPackage.")
-    with _gdal_messages():
+    with gdal_messages():
         ds = gdal.OpenEx(str(p), gdal.OF_VECTOR | gdal.OF_READONLY)
         names = [] if ds is None else [ds.GetLayer(i).GetName() for i in range(ds.GetLayerCount())]
         ds = None
@@ -241,8 +243,6 @@ def check_vector_output(
         OutputError: unknown format, unusable path, an input, an existing output without
             ``overwrite``, an existing GeoPackage that is not one, or clashing field names.
     """
-    from .geoparquet import PARQUET_SUFFIX, is_parquet
-
     if is_parquet(out):  # written through pyarrow, not OGR (GDAL 3.6 has no Parquet driver)
         path = check_output(out, what="output", suffixes=(PARQUET_SUFFIX,), overwrite=overwrite, inputs=inputs)
         return VectorTarget(path=path, driver="Parquet", layer=layer or path.stem,
@@ -317,11 +317,11 @@ def source_field_kinds(parcels: Any, layer: Optional[str] = None) -> dict[str, s
     problem = parcel_layer_problem(parcels, layer)
     if problem:
         raise InputError(problem)
-    with _gdal_messages() as messages:
+    with gdal_messages() as messages:
         ds = gdal.OpenEx(os.fspath(parcels), gdal.OF_VECTOR | gdal.OF_READONLY)
         lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
         if lyr is None:
-            raise InputError(f"Cannot read parcel layer {parcels}: {_said(messages)}")
+            raise InputError(f"Cannot read parcel layer {parcels}: {said(messages)}")
         defn = lyr.GetLayerDefn()
         out = {}
         for i in range(defn.GetFieldCount()):
@@ -338,7 +338,7 @@ def measures_supported(driver: str) -> bool:
 
     ext = {v: k for k, v in OGR_DRIVERS.items()}.get(driver, ".dat")
     path = f"/vsimem/thermocrop_measures_probe{ext}"
-    with _gdal_messages():
+    with gdal_messages():
         ds = gdal.GetDriverByName(driver).Create(path, 0, 0, 0, gdal.GDT_Unknown)
         try:
             layer = ds.CreateLayer("probe", geom_type=ogr.wkbPolygonM, options=_LAYER_OPTIONS.get(driver, []))
@@ -346,33 +346,6 @@ def measures_supported(driver: str) -> bool:
         finally:
             layer = ds = None
             gdal.GetDriverByName(driver).Delete(path)
-
-
-# -- GDAL plumbing ----------------------------------------------------------------------------
-
-@contextlib.contextmanager
-def _gdal_messages() -> Iterator[list[str]]:
-    """Collect GDAL's error messages (thread-local handler) instead of letting them print."""
-    from osgeo import gdal
-
-    failures: list[str] = []
-
-    def handler(level, code, message):
-        if level >= gdal.CE_Failure:
-            failures.append(str(message).strip())
-        else:
-            log.debug("GDAL: %s", message)
-
-    gdal.PushErrorHandler(handler)
-    try:
-        yield failures
-    finally:
-        gdal.PopErrorHandler()
-
-
-def _said(messages: Sequence[str]) -> str:
-    unique = list(dict.fromkeys(m for m in messages if m))
-    return "; ".join(unique[:3]) or "no message from GDAL"
 
 
 def _declared_geometry_type(layer) -> tuple[int, bool]:
@@ -412,10 +385,10 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
     """Write the features of ``source`` plus ``fields`` into a new ``dst_path``; returns the count."""
     from osgeo import gdal, ogr
 
-    with _gdal_messages() as messages:
+    with gdal_messages() as messages:
         src = gdal.OpenEx(os.fspath(source), gdal.OF_VECTOR | gdal.OF_READONLY)
         if src is None:
-            raise InputError(f"Cannot read parcel layer {source}: {_said(messages)}")
+            raise InputError(f"Cannot read parcel layer {source}: {said(messages)}")
         layer = src.GetLayerByName(source_layer) if source_layer else src.GetLayer(0)
         if layer is None:
             names = [src.GetLayer(i).GetName() for i in range(src.GetLayerCount())]
@@ -435,10 +408,10 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
                 options.append(f"FID={layer.GetFIDColumn()}")
         dst = gdal.GetDriverByName(target.driver).Create(str(dst_path), 0, 0, 0, gdal.GDT_Unknown)
         if dst is None:
-            raise OutputError(f"Cannot create {target.path} ({target.driver}): {_said(messages)}")
+            raise OutputError(f"Cannot create {target.path} ({target.driver}): {said(messages)}")
         out = dst.CreateLayer(target.layer, srs=layer.GetSpatialRef(), geom_type=geom_type, options=options)
         if out is None:
-            raise OutputError(f"Cannot create layer {target.layer} in {target.path}: {_said(messages)}")
+            raise OutputError(f"Cannot create layer {target.layer} in {target.path}: {said(messages)}")
 
         # The input's fields, but those the added ones replace (compared as stored in this format).
         ours = {w.lower() for w in target.fields.values()} | {n.lower() for n in target.fields}
@@ -452,7 +425,7 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
                 continue
             if out.CreateField(src_field, 1) != 0:
                 raise OutputError(f"Cannot create field {src_field.GetName()} in {target.path}: "
-                                  f"{_said(messages)}")
+                                  f"{said(messages)}")
             field_map.append(out.GetLayerDefn().GetFieldCount() - 1)
         added = []
         for name, values in fields.items():
@@ -465,7 +438,7 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
                 longest = max((len(str(v).encode("utf-8")) for v in as_list if not _is_null(v)), default=1)
                 definition.SetWidth(min(max(longest, 1), 254))
             if out.CreateField(definition) != 0:
-                raise OutputError(f"Cannot create field {written} in {target.path}: {_said(messages)}")
+                raise OutputError(f"Cannot create field {written} in {target.path}: {said(messages)}")
             index = out.GetLayerDefn().GetFieldCount() - 1
             stored = out.GetLayerDefn().GetFieldDefn(index).GetName()
             if stored != written:
@@ -501,11 +474,11 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
             if target.driver == "CSV":
                 inert_feature(new)  # text from the layer or the model must not run in a spreadsheet
             if out.CreateFeature(new) != 0:
-                raise OutputError(f"Writing feature {row} to {target.path} failed ({_said(messages)}); the "
+                raise OutputError(f"Writing feature {row} to {target.path} failed ({said(messages)}); the "
                                   "disk may be full. Nothing was written.")
             written_count += 1
         if transaction and dst.CommitTransaction() != 0:
-            raise OutputError(f"Writing {target.path} failed ({_said(messages)}); the disk may be full. "
+            raise OutputError(f"Writing {target.path} failed ({said(messages)}); the disk may be full. "
                               "Nothing was written.")
         if measured and not out.TestCapability(ogr.OLCMeasuredGeometries):
             log.warning("The M (measure) values of %s are not written: %s files cannot hold them. Write a "
@@ -514,7 +487,7 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
         dst.FlushCache()
         dst = src = None  # closing writes what is left; failures show up in messages
         if messages:
-            raise OutputError(f"Writing {target.path} ({target.driver}) failed ({_said(messages)}); the disk "
+            raise OutputError(f"Writing {target.path} ({target.driver}) failed ({said(messages)}); the disk "
                               "may be full. Nothing was written.")
     return written_count
 
@@ -522,7 +495,7 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
 def _layer_counts(path: Path, driver: str, skip: Optional[str] = None, count: bool = True) -> dict[str, int]:
     from osgeo import gdal
 
-    with _gdal_messages():
+    with gdal_messages():
         ds = gdal.OpenEx(str(path), gdal.OF_VECTOR | gdal.OF_READONLY, allowed_drivers=[driver])
         if ds is None:
             return {}
@@ -553,10 +526,10 @@ def verify_layer(path: PathLike, driver: str, layer: Optional[str], features: in
     from osgeo import gdal
 
     path = Path(path)
-    with _gdal_messages() as messages:
+    with gdal_messages() as messages:
         ds = gdal.OpenEx(str(path), gdal.OF_VECTOR | gdal.OF_READONLY, allowed_drivers=[driver])
         if ds is None:
-            raise OutputError(f"{path.name} cannot be read back after writing ({_said(messages)}); the disk may "
+            raise OutputError(f"{path.name} cannot be read back after writing ({said(messages)}); the disk may "
                               "be full. Nothing was written.")
         lyr = ds.GetLayerByName(layer) if layer else ds.GetLayer(0)
         if lyr is None:
@@ -565,7 +538,7 @@ def verify_layer(path: PathLike, driver: str, layer: Optional[str], features: in
         count = sum(1 for _ in lyr)
         lyr = ds = None
     if messages:
-        raise OutputError(f"{path.name} cannot be read back after writing ({_said(messages)}); the disk may be "
+        raise OutputError(f"{path.name} cannot be read back after writing ({said(messages)}); the disk may be "
                           "full. Nothing was written.")
     if count != features:
         raise OutputError(f"{path.name} holds {count} features after writing instead of {features}; the disk may be "
@@ -575,82 +548,7 @@ def verify_layer(path: PathLike, driver: str, layer: Optional[str], features: in
         raise OutputError(f"{path.name} lacks the fields {missing} after writing (it has {names}); nothing was "
                           "written.")
     if driver in CONTAINER_DRIVERS:
-        _sqlite_check(path)
-
-
-def _sqlite_check(path: Path) -> None:
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
-            answer = db.execute("PRAGMA quick_check").fetchone()[0]
-    except sqlite3.Error as exc:
-        answer = str(exc)
-    if answer != "ok":
-        raise OutputError(f"{path.name} is damaged after writing ({answer}); the disk may be full. Nothing was "
-                          "written.")
-
-
-def _sqlite_state(path: Path) -> tuple:
-    """What tells whether a SQLite file changed: the main file's and its write-ahead log's stat
-    (an empty log, which merely opening a file in WAL mode creates, counts as none)."""
-    state = []
-    for p in (path, Path(f"{path}-wal")):
-        try:
-            st = p.stat()
-            state.append((st.st_ino, st.st_size, st.st_mtime_ns) if st.st_size or p == path else None)
-        except FileNotFoundError:
-            state.append(None)
-    return tuple(state)
-
-
-def _settle_sqlite(path: Path) -> None:
-    """Move everything in ``path``'s write-ahead log into the file, so the file alone is whole.
-
-    Raises:
-        OutputError: another program holds the file open in the middle of a change.
-    """
-    wal = Path(f"{path}-wal")
-    if not wal.exists() or wal.stat().st_size == 0:
-        return
-    try:
-        with contextlib.closing(sqlite3.connect(str(path), timeout=10)) as db:
-            busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-    except sqlite3.Error as exc:
-        raise OutputError(f"{path} is in use by another program ({exc}); close it there and run again.") from None
-    if busy:
-        raise OutputError(f"{path} is being changed by another program; close it there and run again.")
-
-
-def _contents_order(path: Path) -> list[str]:
-    """The tables of a GeoPackage in the order GDAL lists them (``gpkg_contents`` row order)."""
-    with contextlib.closing(sqlite3.connect(str(path))) as db:
-        return [row[0] for row in db.execute("SELECT table_name FROM gpkg_contents ORDER BY rowid")]
-
-
-def _keep_layer_order(path: Path, order: Sequence[str]) -> None:
-    """Give a replaced layer its old place in the GeoPackage's list of layers.
-
-    GDAL replaces a layer by deleting and creating it, which moves it to the end of the list,
-    and the first layer is the one programs read when none is named.
-    """
-    with contextlib.closing(sqlite3.connect(str(path))) as db, db:
-        now = [row[0] for row in db.execute("SELECT table_name FROM gpkg_contents ORDER BY rowid")]
-        wanted = [t for t in order if t in now] + [t for t in now if t not in order]
-        if wanted == now:
-            return
-        db.execute("UPDATE gpkg_contents SET rowid = -rowid - 1")
-        for position, table in enumerate(wanted, start=1):
-            db.execute("UPDATE gpkg_contents SET rowid = ? WHERE table_name = ?", (position, table))
-
-
-def _snapshot(path: Path, copy: Path) -> None:
-    """A consistent copy of the SQLite file ``path`` (its write-ahead log included)."""
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)) as src, \
-                contextlib.closing(sqlite3.connect(str(copy))) as dst:
-            src.backup(dst)
-    except sqlite3.Error as exc:
-        raise OutputError(f"Cannot copy {path} to add the layer to it ({exc}); the disk may be full. It is left as "
-                          "it is.") from None
+        check_sqlite(path)
 
 
 class VectorOutput:
@@ -691,7 +589,7 @@ class VectorOutput:
         t = self.target
         verify_layer(self.path, t.driver, t.layer if t.container else None, features, fields)
         if t.container:
-            _settle_sqlite(self.path)
+            settle_sqlite(self.path)
             with directory_lock(t.path.parent):
                 if t.path.exists():
                     if not t.overwrite:
@@ -717,20 +615,20 @@ class VectorOutput:
         t = self.target
         if not _is_sqlite_file(t.path):
             raise OutputError(f"{t.path} exists but is not a {t.driver} file; it is not replaced.")
-        _settle_sqlite(t.path)
-        before = _sqlite_state(t.path)
+        settle_sqlite(t.path)
+        before = sqlite_state(t.path)
         merged = self.staging.folder / f"merged-{t.path.name}"
-        _snapshot(t.path, merged)
+        snapshot_sqlite(t.path, merged)
         others = _layer_counts(merged, t.driver, skip=t.layer)
-        order = _contents_order(merged) if t.driver == "GPKG" else []
-        with _gdal_messages() as messages:
+        order = contents_order(merged) if t.driver == "GPKG" else []
+        with gdal_messages() as messages:
             options = gdal.VectorTranslateOptions(accessMode="overwrite", layerName=t.layer, layers=[t.layer],
                                                   options=["-preserve_fid"])
             done = gdal.VectorTranslate(str(merged), str(self.path), options=options)
             ok = done is not None
             done = None
         if not ok or messages:
-            raise OutputError(f"Writing layer {t.layer} into {t.path} failed ({_said(messages)}); the disk may be "
+            raise OutputError(f"Writing layer {t.layer} into {t.path} failed ({said(messages)}); the disk may be "
                               "full. The file is left as it was.")
         verify_layer(merged, t.driver, t.layer, features, fields)
         after = _layer_counts(merged, t.driver, skip=t.layer)
@@ -738,12 +636,12 @@ class VectorOutput:
             raise OutputError(f"Writing layer {t.layer} into {t.path} changed its other layers ({others} before, "
                               f"{after} after); the file is left as it was.")
         if t.driver == "GPKG":
-            _keep_layer_order(merged, order)
-        _settle_sqlite(merged)
+            keep_layer_order(merged, order)
+        settle_sqlite(merged)
         for suffix in ("-wal", "-shm", "-journal"):
             with contextlib.suppress(FileNotFoundError):
                 Path(f"{merged}{suffix}").unlink()
-        if _sqlite_state(t.path) != before:
+        if sqlite_state(t.path) != before:
             raise OutputError(f"{t.path} was changed by another program while this run was writing into it; it is "
                               "left as it is. Run again.")
         publish(merged, t.path, overwrite=True, staging=self.staging, locked=True)
@@ -793,7 +691,6 @@ def write_with_fields(
     """
     import geopandas as gpd
 
-    from .geoparquet import is_parquet, write_geoparquet
 
     if is_parquet(out):
         return write_geoparquet(parcels, fields, out, overwrite=overwrite, layer=layer, inputs=inputs)

@@ -1,0 +1,174 @@
+"""What a training run is given and what it gives back: its settings (``TrainingConfig``), the
+split of its data into training, validation and test rows, the files it writes beside the
+bundle and the device it runs on. ``train`` and ``ensemble`` both build on these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import numpy as np
+import torch
+
+from ..core.errors import DatasetError
+from ..core.model.networks import VARIANTS
+from ..core.pixel_sets import PixelSets
+from .datasets import align_classes, check_bands, gdd_settings, model_classes, split_blocks
+from .sampling import usable_parcels
+
+
+@dataclass
+class TrainingConfig:
+    """Settings of one training run (paper values as defaults).
+
+    Attributes:
+        variant: model variant, one of ``core.model.networks.VARIANTS``.
+        epochs: epochs (paper 100).
+        steps_per_epoch: optimiser steps per epoch (paper 500).
+        batch_size: parcels per step (paper 128).
+        sample_pixels: S, random pixels per parcel (paper 64).
+        sample_dates: T, random dates per parcel kept in order (paper 30).
+        lr: Adam learning rate.
+        weight_decay: Adam weight decay.
+        gamma: focal loss gamma.
+        max_shift: ShiftAug range in days (used by the "shiftaug" variant only).
+        mean_pixel_share: share of training samples whose pixels all equal the parcel mean of
+            their date, so that the model also meets per-parcel mean inputs (S = 1); 0 in
+            the paper's recipe.
+        season_window_share: share of training samples cut to a random part of the season
+            (from the first third to the second half of the dates), so that partial seasons
+            are met too; 0 in the paper's recipe.
+        seed: seed of the split, the initial weights and the sampling.
+        split_seed: seed of the block split and the input scaling alone, when it is not
+            ``seed`` (None): an ensemble's members share one split and differ in the rest.
+        members: train this many models on one split, with seeds ``seed``, ``seed + 1``, ...,
+            and keep the average of their class probabilities (``training.ensemble``).
+        device: "auto" (CUDA when present), "cpu" or "cuda".
+        amp: mixed precision on CUDA.
+        classes: the model's class list; None takes the union of the training datasets'
+            classes. With a list, parcels of other classes are left out of training and
+            validation.
+        model_settings: ``core.model.networks.ModelConfig`` fields other than the defaults, e.g.
+            ``{"dropout": 0.0}``; stored in the bundle with the rest of the model config.
+    """
+
+    variant: str = "tpe_recurrent"
+    epochs: int = 100
+    steps_per_epoch: int = 500
+    batch_size: int = 128
+    sample_pixels: int = 64
+    sample_dates: int = 30
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    gamma: float = 1.0
+    max_shift: int = 60
+    mean_pixel_share: float = 0.0
+    season_window_share: float = 0.0
+    seed: int = 0
+    split_seed: Optional[int] = None
+    members: int = 1
+    device: str = "auto"
+    amp: bool = False
+    classes: Optional[tuple[str, ...]] = None
+    model_settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def data_seed(self) -> int:
+        """The seed of the block split and the input scaling."""
+        return self.seed if self.split_seed is None else self.split_seed
+
+    def __post_init__(self) -> None:
+        if self.classes is not None:
+            self.classes = tuple(str(c) for c in self.classes)
+        if self.variant not in VARIANTS:
+            raise ValueError(f"Unknown variant {self.variant!r}; choose one of {VARIANTS}.")
+        for name in ("epochs", "steps_per_epoch", "batch_size", "sample_pixels", "sample_dates", "members"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+        for name in ("mean_pixel_share", "season_window_share"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must lie between 0 and 1")
+
+
+@dataclass
+class TrainingResult:
+    """What a run produced.
+
+    Attributes:
+        bundle_path: the saved bundle (best validation checkpoint).
+        metrics: the content of ``metrics.json``.
+        files: every output file by role.
+    """
+
+    bundle_path: Path
+    metrics: dict[str, Any]
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+def resolve_device(device: str) -> torch.device:
+    """``"auto"`` -> CUDA when available, else CPU."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError("CUDA was asked for but PyTorch sees no GPU; use --device cpu.")
+    return torch.device(device)
+
+
+def output_paths(out: Path) -> dict[str, Path]:
+    """Files written next to the bundle ``out`` (e.g. ``model.tcm``)."""
+    stem = out.with_suffix("")
+    return {"bundle": out, "metrics": Path(f"{stem}.metrics.json"),
+            "confusion": Path(f"{stem}.confusion.png"), "curve": Path(f"{stem}.curve.png"),
+            "checkpoint": Path(f"{stem}.ckpt")}
+
+
+@dataclass
+class TrainingSplit:
+    """The data of a run: the datasets on the model's classes and their rows by role."""
+
+    datasets: list[PixelSets]
+    classes: tuple[str, ...]
+    gdd: dict[str, Any]
+    train_rows: list[np.ndarray]
+    val_sets: list[PixelSets]
+    val_rows: list[np.ndarray]
+    test_sets: list[PixelSets]
+    test_rows: list[np.ndarray]
+
+
+def data_provenance(datasets: Sequence[PixelSets]) -> dict[str, Any]:
+    """What a bundle records about its training data: the scene levels, when the datasets name any."""
+    levels = sorted({lv for ps in datasets for lv in (ps.meta or {}).get("levels", [])})
+    return {"scene_levels": levels} if levels else {}
+
+
+def training_split(datasets: Sequence[PixelSets], config: TrainingConfig,
+                   val_datasets: Optional[Sequence[PixelSets]] = None) -> TrainingSplit:
+    """Classes, GDD settings and train / validation / test rows of a run (see ``train_model``).
+
+    Raises:
+        DatasetError: bands or GDD settings differ, or the validation split is empty.
+    """
+    check_bands(list(datasets) + list(val_datasets or []), "training")
+    classes = model_classes(datasets, config.classes)
+    # A chosen list leaves the other classes out; the union leaves nothing out of training, and
+    # validation data must not hold classes the model cannot predict.
+    datasets = align_classes(datasets, classes, unseen="drop")
+    val_datasets = align_classes(val_datasets, classes, "drop" if config.classes else "error") \
+        if val_datasets else None
+    gdd = gdd_settings(list(datasets) + list(val_datasets or []))
+    k = len(classes)
+    if val_datasets:
+        train_rows = [usable_parcels(ps, k) for ps in datasets]
+        val_sets, val_rows = list(val_datasets), [usable_parcels(ps, k) for ps in val_datasets]
+        test_sets, test_rows = [], []
+    else:
+        splits = split_blocks(datasets, k, config.data_seed)
+        train_rows = [s[0] for s in splits]
+        val_sets, val_rows = list(datasets), [s[1] for s in splits]
+        test_sets, test_rows = list(datasets), [s[2] for s in splits]
+    if sum(len(r) for r in val_rows) == 0:
+        raise DatasetError("The validation split is empty; give --val-data or more blocks.")
+    return TrainingSplit(list(datasets), tuple(classes), gdd, train_rows, val_sets, val_rows, test_sets,
+                         test_rows)

@@ -1,0 +1,70 @@
+"""The end of a training run: the trained model scored on the held-out rows, then its bundle,
+metrics and figures written beside each other."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..core.crops import class_colours
+from ..core.io.output import staged_file, write_text
+from ..core.model.bundle import BundleConfig, InputScaling, save_bundle
+from .config import TrainingConfig, TrainingResult, TrainingSplit
+from .metrics import scores
+from .predict import score_rows
+
+
+def write_results(model: torch.nn.Module, scaling: InputScaling, split: TrainingSplit, config: TrainingConfig,
+                  paths: dict[str, Path], history: list[dict[str, Any]], best_f1: float, device: torch.device,
+                  samples_per_s: float, provenance: dict[str, Any]) -> TrainingResult:
+    """Score the trained ``model`` on the test rows of ``split`` (the validation rows when there
+    are none) and write the bundle, ``metrics.json`` and the figures to ``paths``
+    (``output_paths``).
+
+    Args:
+        model: the trained model (a single one or an ensemble), on ``device``.
+        scaling: the input scaling it was trained with.
+        split: the run's data (classes, GDD settings, rows by role).
+        config: the run's settings, stored with the results.
+        paths: where each output goes (``output_paths(out)``).
+        history: one record per epoch (loss, validation macro F1, ...).
+        best_f1: the best validation macro F1, the one of the saved weights.
+        device: where ``model`` lives.
+        samples_per_s: training speed, recorded in the metrics.
+        provenance: facts about the data and the run stored in the bundle and the metrics.
+    """
+    from .plots import plot_confusion, plot_curves
+
+    classes, gdd = split.classes, split.gdd
+    k = len(classes)
+    eval_sets, eval_rows, split_name = split.test_sets, split.test_rows, "test"
+    if sum(len(r) for r in split.test_rows) == 0:
+        eval_sets, eval_rows, split_name = split.val_sets, split.val_rows, "validation"
+    _, cm = score_rows(model, scaling, eval_sets, eval_rows, device, k)
+    result = scores(cm, classes)
+    metrics = {
+        "variant": config.variant, "config": asdict(config), "best_val_macro_f1": best_f1,
+        "eval_split": split_name, "eval": result, "confusion_matrix": cm.tolist(),
+        "classes": list(classes), "history": history,
+        "train_samples_per_s": samples_per_s, **provenance,
+    }
+    bundle_config = BundleConfig(
+        classes=classes, colours=class_colours(classes),
+        scaling=scaling, gdd=gdd,
+        calendar={"season_start": gdd["season_start"], "offset": 60.0, "max_shift": config.max_shift},
+        provenance={"training": asdict(config), "best_val_macro_f1": best_f1,
+                    f"{split_name}_macro_f1": result["macro_f1"],
+                    f"{split_name}_overall_accuracy": result["overall_accuracy"], **provenance})
+    save_bundle(paths["bundle"], model.cpu(), bundle_config)
+    model.to(device)
+    write_text(paths["metrics"], json.dumps(metrics, indent=2), what="metrics")
+    with staged_file(paths["confusion"], what="figure") as tmp:
+        plot_confusion(cm, classes, tmp, f"{config.variant}: {split_name} macro F1 {result['macro_f1']:.3f}, "
+                                         f"OA {result['overall_accuracy']:.3f}")
+    with staged_file(paths["curve"], what="figure") as tmp:
+        plot_curves(history, tmp, f"{config.variant} ({paths['bundle'].name})")
+    return TrainingResult(paths["bundle"], metrics, dict(paths))
