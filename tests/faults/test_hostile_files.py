@@ -47,7 +47,7 @@ def test_accuracy_tables_write_class_names_inert_and_numbers_as_numbers(tmp_path
     reference = [HOSTILE[1], HOSTILE[1], HOSTILE[0], HOSTILE[0], HOSTILE[0]]
     report = assess_accuracy(mapped, reference)
     rows = _rows(write_csv(report, tmp_path / "report.csv"))
-    header, body = rows[0], [dict(zip(rows[0], r)) for r in rows[1:]]
+    body = [dict(zip(rows[0], r)) for r in rows[1:]]
     assert sorted(r["class"] for r in body[:-1]) == sorted("'" + c for c in HOSTILE[:2])
     expected = report_rows(report)
     overall = body[-1]

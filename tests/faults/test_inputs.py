@@ -4,6 +4,7 @@ before any scene is read. Files are small and written here."""
 
 from __future__ import annotations
 
+import argparse
 import logging
 from pathlib import Path
 
@@ -250,7 +251,7 @@ def test_toolbox_and_command_line_share_the_ranges():
     for name, limit in LIMITS.items():
         parse = bounded(name)
         assert parse(str(limit.high)) == limit.high
-        with pytest.raises(Exception):
+        with pytest.raises(argparse.ArgumentTypeError):
             parse(str(limit.high + 1))
 
 

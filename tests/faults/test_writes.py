@@ -183,7 +183,7 @@ def test_full_tmpfs_leaves_no_file(files, tmp_path):
 
 
 def test_full_disk_while_saving_a_dataset_or_bundle_leaves_the_old_one(tmp_path):
-    script = f"""
+    script = """
 import sys, numpy as np
 from thermocrop.core.pixel_sets import PixelSets, save_dataset
 from thermocrop.core.errors import ThermoCropError

@@ -171,9 +171,9 @@ def test_accuracyassessment_writes_the_reports(provider, tmp_path):
 
 def test_accuracyassessment_by_count_and_table(provider, tmp_path):
     write_classified_layer(tmp_path / "classified.gpkg")
-    result = _run({"INPUT": str(tmp_path / "classified.gpkg"), "PREDICTED_FIELD": "crop_pred",
-                   "REFERENCE_FIELD": "crop", "WEIGHTING": 1, "OUTPUT_HTML": str(tmp_path / "r.html"),
-                   "OUTPUT_CSV": str(tmp_path / "r.csv")})
+    _run({"INPUT": str(tmp_path / "classified.gpkg"), "PREDICTED_FIELD": "crop_pred",
+          "REFERENCE_FIELD": "crop", "WEIGHTING": 1, "OUTPUT_HTML": str(tmp_path / "r.html"),
+          "OUTPUT_CSV": str(tmp_path / "r.csv")})
     with open(tmp_path / "r.csv", newline="") as fh:
         rows = {r["class"]: r for r in csv.DictReader(fh)}
     assert rows["corn"]["area_unit"] == "parcels" and float(rows["corn"]["map_area"]) == 4

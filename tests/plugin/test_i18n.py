@@ -22,7 +22,7 @@ _SHOWN = {"QLabel", "QPushButton", "QCheckBox", "QRadioButton", "QGroupBox", "QA
           "setToolTip", "setPlaceholderText", "addTab", "addRow", "setHeaderLabels", "addItems", "say",
           "pushMessage", "setWindowTitle", "QgsProcessingException", "setTitle",
           # Runtime messages of the Processing algorithms and the installer.
-          "pushInfo", "pushWarning", "reportError", "setProgressText", "DependencyError", "say"}
+          "pushInfo", "pushWarning", "reportError", "setProgressText", "DependencyError"}
 
 
 def _literal_texts(node):
