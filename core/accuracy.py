@@ -582,16 +582,23 @@ th, td { border: 1px solid #bbb; padding: 3px 6px; text-align: right; }
 th { background: #eee; } td.name, th.name { text-align: left; }
 p.note { color: #555; font-size: 9pt; } ul.warn { color: #8a4b00; }
 """
+_NARROW_CSS = "body { margin: 4px; } th, td { padding: 2px 3px; }\n"
+"""What :func:`report_html` adds for a narrow panel."""
 
 
-def report_html(report: AccuracyReport) -> str:
+def report_html(report: AccuracyReport, narrow: bool = False) -> str:
     """The report as one self-contained HTML page (inline style, no scripts, no external files);
-    the confusion matrix is a heat map coloured by each cell's share of its map class."""
+    the confusion matrix is a heat map coloured by each cell's share of its map class.
+
+    ``narrow``: for a narrow panel: the matrices' columns headed by class numbers (``1``, ``2``,
+    ...) and their rows by number and name (``1 corn``), so that a matrix is as narrow as its
+    counts, and table cells padded less; otherwise both are headed by the class names.
+    """
     e, s, classes = report.estimates, report.sample, report.classes
     esc = html.escape
     out = ["<!DOCTYPE html>", "<html><head><meta charset=\"utf-8\">",
            f"<title>{esc(report.title or 'Accuracy assessment')}</title>",
-           f"<style>{_CSS}</style></head><body>",
+           f"<style>{_CSS}{_NARROW_CSS if narrow else ''}</style></head><body>",
            f"<h1>Accuracy assessment{': ' + esc(report.title) if report.title else ''}</h1>",
            f"<p class=\"note\">ThermoCrop, {datetime.now():%Y-%m-%d %H:%M}</p>"]
     if report.warnings:
@@ -611,7 +618,13 @@ def report_html(report: AccuracyReport) -> str:
     out.append("<h2>Confusion matrix (reference units)</h2>")
     out.append("<p class=\"note\">Rows: map (predicted) class; columns: reference class. Colour: "
                "the cell's share of its row (blue: agreement, orange: confusion).</p>")
-    head = "".join(f"<th>{esc(c)}</th>" for c in classes)
+    if narrow:
+        head = "".join(f"<th title=\"{esc(c)}\">{k}</th>" for k, c in enumerate(classes, 1))
+        row_names = [f"{k} {esc(c)}" for k, c in enumerate(classes, 1)]
+        out.append("<p class=\"note\">Columns are numbered as the rows.</p>")
+    else:
+        head = "".join(f"<th>{esc(c)}</th>" for c in classes)
+        row_names = [esc(c) for c in classes]
     rows = [f"<tr><th class=\"name\">map \\ reference</th>{head}<th>total</th><th>user's</th></tr>"]
     for i, c in enumerate(classes):
         cells = []
@@ -621,7 +634,7 @@ def report_html(report: AccuracyReport) -> str:
             ink = "#ffffff" if share > 0.6 else "#222222"
             cells.append(f"<td bgcolor=\"{colour}\" style=\"background-color:{colour};color:{ink}\">"
                          f"{counts[i, j]}</td>")
-        rows.append(f"<tr><th class=\"name\">{esc(c)}</th>{''.join(cells)}<td>{row_tot[i]}</td>"
+        rows.append(f"<tr><th class=\"name\">{row_names[i]}</th>{''.join(cells)}<td>{row_tot[i]}</td>"
                     f"<td>{_fmt(s.users_accuracy[i])}</td></tr>")
     rows.append("<tr><th class=\"name\">total</th>" + "".join(f"<td>{v}</td>" for v in col_tot)
                 + f"<td>{counts.sum()}</td><td></td></tr>")
@@ -660,7 +673,7 @@ def report_html(report: AccuracyReport) -> str:
         out.append("<h2>Estimated error matrix (proportions of mapped area)</h2><table>"
                    f"<tr><th class=\"name\">map \\ reference</th>{head}<th>total</th></tr>")
         for i, c in enumerate(classes):
-            out.append(f"<tr><th class=\"name\">{esc(c)}</th>" + "".join(
+            out.append(f"<tr><th class=\"name\">{row_names[i]}</th>" + "".join(
                 f"<td>{_fmt(v, 4)}</td>" for v in e.proportions[i])
                 + f"<td>{_fmt(e.proportions[i].sum(), 4)}</td></tr>")
         out.append("<tr><th class=\"name\">total</th>" + "".join(
