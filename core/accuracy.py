@@ -564,6 +564,12 @@ def _fmt_area(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}"
 
 
+def _whole_percent(value: float) -> str:
+    """``value`` (a proportion) in whole per cent; ``<1`` for a share above 0 that rounds to 0."""
+    percent = 100 * float(value)
+    return "<1" if 0 < percent < 0.5 else f"{percent:.0f}"
+
+
 def _heat(share: float, diagonal: bool) -> str:
     """Background colour of a matrix cell: blue for agreement, orange for confusion, by share."""
     if not share > 0:
@@ -591,8 +597,10 @@ def report_html(report: AccuracyReport, narrow: bool = False) -> str:
     the confusion matrix is a heat map coloured by each cell's share of its map class.
 
     ``narrow``: for a narrow panel: the matrices' columns headed by class numbers (``1``, ``2``,
-    ...) and their rows by number and name (``1 corn``), so that a matrix is as narrow as its
-    counts, and table cells padded less; otherwise both are headed by the class names.
+    ...) and their rows by number and name (``1 corn``), their cells never wrapped, the user's
+    and producer's accuracies only in the per-class table, the estimated error matrix in per
+    cent with one decimal, and table cells padded less, so that a matrix is as narrow as its
+    numbers; otherwise the matrices are headed by the class names.
     """
     e, s, classes = report.estimates, report.sample, report.classes
     esc = html.escape
@@ -618,28 +626,37 @@ def report_html(report: AccuracyReport, narrow: bool = False) -> str:
     out.append("<h2>Confusion matrix (reference units)</h2>")
     out.append("<p class=\"note\">Rows: map (predicted) class; columns: reference class. Colour: "
                "the cell's share of its row (blue: agreement, orange: confusion).</p>")
+    # Narrow: numbered columns, cells that never wrap (a squeezed table would break "12" or
+    # "total" letter by letter), and the user's and producer's accuracies left to the per-class
+    # table, so that the matrix is as narrow as its counts.
+    nowrap = ";white-space:nowrap" if narrow else ""
+    cell = f"<td style=\"white-space:nowrap\">" if narrow else "<td>"
     if narrow:
-        head = "".join(f"<th title=\"{esc(c)}\">{k}</th>" for k, c in enumerate(classes, 1))
+        head = "".join(f"<th style=\"white-space:nowrap\">{k}</th>" for k in range(1, len(classes) + 1))
         row_names = [f"{k} {esc(c)}" for k, c in enumerate(classes, 1)]
-        out.append("<p class=\"note\">Columns are numbered as the rows.</p>")
+        out.append("<p class=\"note\">Columns are numbered as the rows; user's and producer's accuracies "
+                   "are in the per-class table.</p>")
+        rows = [f"<tr><th class=\"name\">map \\ reference</th>{head}<th style=\"white-space:nowrap\">total</th>"
+                "</tr>"]
     else:
         head = "".join(f"<th>{esc(c)}</th>" for c in classes)
         row_names = [esc(c) for c in classes]
-    rows = [f"<tr><th class=\"name\">map \\ reference</th>{head}<th>total</th><th>user's</th></tr>"]
+        rows = [f"<tr><th class=\"name\">map \\ reference</th>{head}<th>total</th><th>user's</th></tr>"]
     for i, c in enumerate(classes):
         cells = []
         for j in range(len(classes)):
             share = counts[i, j] / row_tot[i] if row_tot[i] else 0.0
             colour = _heat(share, i == j)
             ink = "#ffffff" if share > 0.6 else "#222222"
-            cells.append(f"<td bgcolor=\"{colour}\" style=\"background-color:{colour};color:{ink}\">"
+            cells.append(f"<td bgcolor=\"{colour}\" style=\"background-color:{colour};color:{ink}{nowrap}\">"
                          f"{counts[i, j]}</td>")
-        rows.append(f"<tr><th class=\"name\">{row_names[i]}</th>{''.join(cells)}<td>{row_tot[i]}</td>"
-                    f"<td>{_fmt(s.users_accuracy[i])}</td></tr>")
-    rows.append("<tr><th class=\"name\">total</th>" + "".join(f"<td>{v}</td>" for v in col_tot)
-                + f"<td>{counts.sum()}</td><td></td></tr>")
-    rows.append("<tr><th class=\"name\">producer's</th>" + "".join(
-        f"<td>{_fmt(v)}</td>" for v in s.producers_accuracy) + "<td></td><td></td></tr>")
+        users = "" if narrow else f"<td>{_fmt(s.users_accuracy[i])}</td>"
+        rows.append(f"<tr><th class=\"name\">{row_names[i]}</th>{''.join(cells)}{cell}{row_tot[i]}</td>{users}</tr>")
+    rows.append("<tr><th class=\"name\">total</th>" + "".join(f"{cell}{v}</td>" for v in col_tot)
+                + f"{cell}{counts.sum()}</td>" + ("" if narrow else "<td></td>") + "</tr>")
+    if not narrow:
+        rows.append("<tr><th class=\"name\">producer's</th>" + "".join(
+            f"<td>{_fmt(v)}</td>" for v in s.producers_accuracy) + "<td></td><td></td></tr>")
     out.append("<table>" + "".join(rows) + "</table>")
 
     out.append("<h2>Per class (reference units, unweighted)</h2><table><tr><th class=\"name\">class"
@@ -670,14 +687,17 @@ def report_html(report: AccuracyReport, narrow: bool = False) -> str:
         out.append(f"<tr><td class=\"name\">total</td><td>{_fmt_area(e.total_area)}</td><td>1</td>"
                    "<td></td><td></td><td></td>"
                    f"<td>{_fmt_area(e.area.sum())}</td><td>1</td></tr></table>")
-        out.append("<h2>Estimated error matrix (proportions of mapped area)</h2><table>"
+        # Narrow: whole per cent, as narrow as the counts above.
+        share = (lambda v: esc(_whole_percent(v))) if narrow else (lambda v: _fmt(v, 4))
+        unit = "per cent, rounded" if narrow else "proportions"
+        out.append(f"<h2>Estimated error matrix ({unit} of mapped area)</h2><table>"
                    f"<tr><th class=\"name\">map \\ reference</th>{head}<th>total</th></tr>")
         for i, c in enumerate(classes):
             out.append(f"<tr><th class=\"name\">{row_names[i]}</th>" + "".join(
-                f"<td>{_fmt(v, 4)}</td>" for v in e.proportions[i])
-                + f"<td>{_fmt(e.proportions[i].sum(), 4)}</td></tr>")
+                f"{cell}{share(v)}</td>" for v in e.proportions[i])
+                + f"{cell}{share(e.proportions[i].sum())}</td></tr>")
         out.append("<tr><th class=\"name\">total</th>" + "".join(
-            f"<td>{_fmt(v, 4)}</td>" for v in e.area_proportion) + "<td>1</td></tr></table>")
+            f"{cell}{share(v)}</td>" for v in e.area_proportion) + f"{cell}{share(1.0)}</td></tr></table>")
         out.append(
             "<p class=\"note\">Stratified estimators of Olofsson et al. (2014), Remote Sensing of "
             "Environment 148, 42-57 (eqs. 1-13), with the map classes as strata: each reference "
