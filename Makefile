@@ -70,7 +70,8 @@ translations: setup
 	sed -i 's|<name>@default</name>|<name>ThermoCrop</name>|' i18n/thermocrop*.ts
 	@for ts in $(wildcard i18n/thermocrop_*.ts); do lrelease -silent $$ts -qm $${ts%.ts}.qm || exit 1; done
 
-# The dock and dialog pictures of docs/img/, from real runs on a synthetic region.
+# The dock and dialog pictures of docs/img/, from real runs on a synthetic region, taken from the
+# plugin installed from its zip into a fresh QGIS profile (packages by its own installer).
 screenshots: setup
 	@mkdir -p $(XDG_RUNTIME_DIR) && chmod 700 $(XDG_RUNTIME_DIR)
 	$(PY) scripts/dock_screenshot.py

@@ -395,6 +395,12 @@ def _fmt_area(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}"
 
 
+def _whole_percent(value: float) -> str:
+    """``value`` (a proportion) in whole per cent; ``<1`` for a share above 0 that rounds to 0."""
+    percent = 100 * float(value)
+    return "<1" if 0 < percent < 0.5 else f"{percent:.0f}"
+
+
 def _heat(share: float, diagonal: bool) -> str:
     """Background colour of a matrix cell: blue for agreement, orange for confusion, by share."""
     if not share > 0:
@@ -413,16 +419,25 @@ th, td { border: 1px solid #bbb; padding: 3px 6px; text-align: right; }
 th { background: #eee; } td.name, th.name { text-align: left; }
 p.note { color: #555; font-size: 9pt; } ul.warn { color: #8a4b00; }
 """
+_NARROW_CSS = "body { margin: 4px; } th, td { padding: 2px 3px; }\n"
+"""What :func:`report_html` adds for a narrow panel."""
 
 
-def report_html(report: AccuracyReport) -> str:
+def report_html(report: AccuracyReport, narrow: bool = False) -> str:
     """The report as one self-contained HTML page (inline style, no scripts, no external files);
-    the confusion matrix is a heat map coloured by each cell's share of its map class."""
+    the confusion matrix is a heat map coloured by each cell's share of its map class.
+
+    ``narrow``: for a narrow panel: the matrices' columns headed by class numbers (``1``, ``2``,
+    ...) and their rows by number and name (``1 corn``), their cells never wrapped, the user's
+    and producer's accuracies only in the per-class table, the estimated error matrix in per
+    cent with one decimal, and table cells padded less, so that a matrix is as narrow as its
+    numbers; otherwise the matrices are headed by the class names.
+    """
     e, s, classes = report.estimates, report.sample, report.classes
     esc = html.escape
     out = ["<!DOCTYPE html>", "<html><head><meta charset=\"utf-8\">",
            f"<title>{esc(report.title or 'Accuracy assessment')}</title>",
-           f"<style>{_CSS}</style></head><body>",
+           f"<style>{_CSS}{_NARROW_CSS if narrow else ''}</style></head><body>",
            f"<h1>Accuracy assessment{': ' + esc(report.title) if report.title else ''}</h1>",
            f"<p class=\"note\">ThermoCrop, {datetime.now():%Y-%m-%d %H:%M}</p>"]
     if report.warnings:
@@ -442,22 +457,37 @@ def report_html(report: AccuracyReport) -> str:
     out.append("<h2>Confusion matrix (reference units)</h2>")
     out.append("<p class=\"note\">Rows: map (predicted) class; columns: reference class. Colour: "
                "the cell's share of its row (blue: agreement, orange: confusion).</p>")
-    head = "".join(f"<th>{esc(c)}</th>" for c in classes)
-    rows = [f"<tr><th class=\"name\">map \\ reference</th>{head}<th>total</th><th>user's</th></tr>"]
+    # Narrow: numbered columns, cells that never wrap (a squeezed table would break "12" or
+    # "total" letter by letter), and the user's and producer's accuracies left to the per-class
+    # table, so that the matrix is as narrow as its counts.
+    nowrap = ";white-space:nowrap" if narrow else ""
+    cell = f"<td style=\"white-space:nowrap\">" if narrow else "<td>"
+    if narrow:
+        head = "".join(f"<th style=\"white-space:nowrap\">{k}</th>" for k in range(1, len(classes) + 1))
+        row_names = [f"{k} {esc(c)}" for k, c in enumerate(classes, 1)]
+        out.append("<p class=\"note\">Columns are numbered as the rows; user's and producer's accuracies "
+                   "are in the per-class table.</p>")
+        rows = [f"<tr><th class=\"name\">map \\ reference</th>{head}<th style=\"white-space:nowrap\">total</th>"
+                "</tr>"]
+    else:
+        head = "".join(f"<th>{esc(c)}</th>" for c in classes)
+        row_names = [esc(c) for c in classes]
+        rows = [f"<tr><th class=\"name\">map \\ reference</th>{head}<th>total</th><th>user's</th></tr>"]
     for i, c in enumerate(classes):
         cells = []
         for j in range(len(classes)):
             share = counts[i, j] / row_tot[i] if row_tot[i] else 0.0
             colour = _heat(share, i == j)
             ink = "#ffffff" if share > 0.6 else "#222222"
-            cells.append(f"<td bgcolor=\"{colour}\" style=\"background-color:{colour};color:{ink}\">"
+            cells.append(f"<td bgcolor=\"{colour}\" style=\"background-color:{colour};color:{ink}{nowrap}\">"
                          f"{counts[i, j]}</td>")
-        rows.append(f"<tr><th class=\"name\">{esc(c)}</th>{''.join(cells)}<td>{row_tot[i]}</td>"
-                    f"<td>{_fmt(s.users_accuracy[i])}</td></tr>")
-    rows.append("<tr><th class=\"name\">total</th>" + "".join(f"<td>{v}</td>" for v in col_tot)
-                + f"<td>{counts.sum()}</td><td></td></tr>")
-    rows.append("<tr><th class=\"name\">producer's</th>" + "".join(
-        f"<td>{_fmt(v)}</td>" for v in s.producers_accuracy) + "<td></td><td></td></tr>")
+        users = "" if narrow else f"<td>{_fmt(s.users_accuracy[i])}</td>"
+        rows.append(f"<tr><th class=\"name\">{row_names[i]}</th>{''.join(cells)}{cell}{row_tot[i]}</td>{users}</tr>")
+    rows.append("<tr><th class=\"name\">total</th>" + "".join(f"{cell}{v}</td>" for v in col_tot)
+                + f"{cell}{counts.sum()}</td>" + ("" if narrow else "<td></td>") + "</tr>")
+    if not narrow:
+        rows.append("<tr><th class=\"name\">producer's</th>" + "".join(
+            f"<td>{_fmt(v)}</td>" for v in s.producers_accuracy) + "<td></td><td></td></tr>")
     out.append("<table>" + "".join(rows) + "</table>")
 
     out.append("<h2>Per class (reference units, unweighted)</h2><table><tr><th class=\"name\">class"
@@ -488,14 +518,17 @@ def report_html(report: AccuracyReport) -> str:
         out.append(f"<tr><td class=\"name\">total</td><td>{_fmt_area(e.total_area)}</td><td>1</td>"
                    "<td></td><td></td><td></td>"
                    f"<td>{_fmt_area(e.area.sum())}</td><td>1</td></tr></table>")
-        out.append("<h2>Estimated error matrix (proportions of mapped area)</h2><table>"
+        # Narrow: whole per cent, as narrow as the counts above.
+        share = (lambda v: esc(_whole_percent(v))) if narrow else (lambda v: _fmt(v, 4))
+        unit = "per cent, rounded" if narrow else "proportions"
+        out.append(f"<h2>Estimated error matrix ({unit} of mapped area)</h2><table>"
                    f"<tr><th class=\"name\">map \\ reference</th>{head}<th>total</th></tr>")
         for i, c in enumerate(classes):
-            out.append(f"<tr><th class=\"name\">{esc(c)}</th>" + "".join(
-                f"<td>{_fmt(v, 4)}</td>" for v in e.proportions[i])
-                + f"<td>{_fmt(e.proportions[i].sum(), 4)}</td></tr>")
+            out.append(f"<tr><th class=\"name\">{row_names[i]}</th>" + "".join(
+                f"{cell}{share(v)}</td>" for v in e.proportions[i])
+                + f"{cell}{share(e.proportions[i].sum())}</td></tr>")
         out.append("<tr><th class=\"name\">total</th>" + "".join(
-            f"<td>{_fmt(v, 4)}</td>" for v in e.area_proportion) + "<td>1</td></tr></table>")
+            f"{cell}{share(v)}</td>" for v in e.area_proportion) + f"{cell}{share(1.0)}</td></tr></table>")
         out.append(
             "<p class=\"note\">Stratified estimators of Olofsson et al. (2014), Remote Sensing of "
             "Environment 148, 42-57 (eqs. 1-13), with the map classes as strata: each reference "

@@ -3,6 +3,7 @@ the map class weighting; assesses in a background task and shows the HTML report
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Optional
@@ -18,7 +19,7 @@ from qgis.core import (
     QgsWkbTypes,
 )
 from qgis.gui import QgsFieldComboBox, QgsFileWidget, QgsMapLayerComboBox
-from qgis.PyQt.QtCore import pyqtSignal
+from qgis.PyQt.QtCore import QEvent, pyqtSignal
 from qgis.PyQt.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -37,10 +38,11 @@ from .task import ThermoCropTask
 from .train_panel import CLASS_MAP_LABELS, CLASS_MAPS, CODE_FIELDS
 
 
-REPORT_WIDTH = 640
-"""Pixels the report is laid out in at least; wider for many classes (``MATRIX_COLUMN`` each)."""
-MATRIX_COLUMN = 92
-"""Pixels a confusion matrix column needs for a class name of two words, one per line."""
+TABLE_MARGIN = 24
+"""Pixels kept right of the widest table when the report is laid out wider than the browser."""
+PAGE_EDGE = 8
+"""Pixels the document's own margins add to its page: the page is that much narrower than the
+browser, and a document at most that much wider than its page fits."""
 
 
 def readable_headers(page: str) -> str:
@@ -153,10 +155,10 @@ class AccuracyWidget(QWidget):
         self.status.setWordWrap(True)
         self.browser = QTextBrowser()
         self.browser.setOpenLinks(False)
-        # The report is laid out REPORT_WIDTH px wide and scrolls sideways in a narrower dock, so
-        # that the confusion matrix keeps its headers whole instead of wrapping them letter by letter.
+        # The report is laid out as wide as the browser, or as its widest table when that is wider
+        # (then it scrolls sideways), so that no table squeezes its headers letter by letter.
         self.browser.setLineWrapMode(QTextBrowser.FixedPixelWidth)
-        self.browser.setLineWrapColumnOrWidth(REPORT_WIDTH)
+        self.browser.viewport().installEventFilter(self)
 
         form = QFormLayout()
         # In a narrow dock a field goes below its label rather than past the dock's edge.
@@ -297,9 +299,10 @@ class AccuracyWidget(QWidget):
         from ..core.accuracy import report_html
 
         self.report = report
-        # Wide enough for the matrix's columns (class names wrap between words, never inside one).
-        self.browser.setLineWrapColumnOrWidth(max(REPORT_WIDTH, 160 + MATRIX_COLUMN * (len(report.classes) + 2)))
-        self.browser.setHtml(readable_headers(report_html(report)))
+        # The matrices' columns are numbered (the rows give number and name): they fit a dock of
+        # the default width.
+        self.browser.setHtml(readable_headers(report_html(report, narrow=True)))
+        self.fit_report()
         s = report.sample
         text = (f"{s.n} reference parcels: overall accuracy {s.overall_accuracy:.3f}, "
                 f"kappa {s.kappa:.3f}")
@@ -317,6 +320,25 @@ class AccuracyWidget(QWidget):
         self.save_button.setEnabled(True)
         QgsMessageLog.logMessage(f"Accuracy of {report.title}: {text}", "ThermoCrop", Qgis.Info)
         self.reportReady.emit(report)
+
+    def fit_report(self) -> None:
+        """Lay the report out as wide as the browser shows, or as its widest table needs."""
+        browser = self.browser
+        width = browser.viewport().width() - PAGE_EDGE
+        # A table that cannot be narrower than its words makes the document wider than the page;
+        # on a wider page it may widen again (its text wraps less), hence a few rounds.
+        for _ in range(4):
+            browser.setLineWrapColumnOrWidth(width)
+            need = int(math.ceil(browser.document().size().width()))
+            if need <= width + PAGE_EDGE:
+                return
+            width = need + TABLE_MARGIN
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt's name)
+        # The browser's viewport resized (the dock did): the report follows its width.
+        if event.type() == QEvent.Resize and watched is self.browser.viewport() and self.report is not None:
+            self.fit_report()
+        return super().eventFilter(watched, event)
 
     def _fail(self, message: str) -> None:
         self.status.setText(message)

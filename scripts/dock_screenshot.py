@@ -1,7 +1,9 @@
 """Screenshots of the ThermoCrop dock and Processing dialogs in the real QGIS desktop, for the docs.
 
 Generates a synthetic FR2 region (seed 4242; the shipped model was trained on other seeds), a
-throw-away QGIS profile with the plugin enabled, a DEM and a web basemap layer beside the scenes
+throw-away QGIS profile with the plugin installed from the zip of ``make package`` and its
+packages installed by *Install missing packages* (no virtual environment, no PYTHONPATH: the
+plugin as analysts have it), a DEM and a web basemap layer beside the scenes
 (so the dock shows which rasters it leaves out), and starts QGIS under Xvfb at 1366x768 with
 ``scripts/qgis_dock_shots.py``, which drives the dock and saves into ``docs/img/``:
 ``dock-before``, ``dock-during``, ``dock-after``, ``dock-confidence``, ``dock-explain``,
@@ -15,11 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -63,6 +63,17 @@ def _bad_weather(path: Path) -> None:
     path.write_text("date,tmin,tmax\n" + rows)
 
 
+def _installed_qgis():
+    """``tests/plugin/installed_qgis.py``: the zip install into a fresh profile, the in-QGIS
+    installer and the environment without the checkout's virtual environment."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("installed_qgis", ROOT / "tests" / "plugin" / "installed_qgis.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     width, height = (int(v) for v in args.size.lower().split("x"))
@@ -86,13 +97,16 @@ def main(argv=None) -> int:
         _dem(data / "dem.tif", scene)
         _bad_weather(data / "station_2015.csv")
 
+        # The plugin as analysts have it: the zip installed into a fresh profile and its packages
+        # installed by its own installer (from the wheel folder the installed-plugin test fills).
+        installed = _installed_qgis()
         profiles = work / "profiles"
-        ini = profiles / "profiles" / "default" / "QGIS" / "QGIS3.ini"
-        ini.parent.mkdir(parents=True)
-        ini.write_text("[PythonPlugins]\nthermocrop=true\n\n[qgis]\nshowTips=false\ncheckVersion=false\n")
-        plugins = work / "plugins"
-        plugins.mkdir()
-        (plugins / "thermocrop").symlink_to(ROOT)
+        installed.install_zip(installed._packager().build_package(work / "dist"), profiles)
+        wheels = installed.wheel_folder()
+        installed.fill_wheels(wheels, installed.qgis_python())
+        install = installed.run_qgis(profiles, installed.INSTALL_SCRIPT, installed.analyst_environment(wheels),
+                                     work / "install", timeout=1800)
+        print(f"installed from the zip; Install missing packages: {install['message']}")
         for old in out.glob("shots.log"):
             old.unlink()
         config = {"out": str(out), "region": str(region), "parcels": str(data / "parcels.gpkg"),
@@ -101,16 +115,8 @@ def main(argv=None) -> int:
                   "bad_weather": str(data / "station_2015.csv"), "dock_width": 400 if width >= 1300 else 360,
                   "work": str(data)}
         (work / "shots.json").write_text(json.dumps(config))
-        # The packages of the environment running this script (its venv), else the checkout's .venv.
-        venv_site = (Path(sysconfig.get_paths()["purelib"]) if sys.prefix != sys.base_prefix
-                     else next((ROOT / ".venv" / "lib").glob("python3*/site-packages"), None))
-        env = dict(os.environ, THERMOCROP_SHOTS=str(work / "shots.json"), QGIS_PLUGINPATH=str(plugins),
-                   PROJ_DATA=os.environ.get("PROJ_DATA", "/usr/share/proj"), QT_QPA_PLATFORM="xcb",
-                   XDG_RUNTIME_DIR=os.environ.get("XDG_RUNTIME_DIR", "/tmp/runtime-thermocrop"),
-                   LANG="en_GB.UTF-8", LC_ALL="C.UTF-8")
-        if venv_site is not None:
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(venv_site), os.environ.get("PYTHONPATH")) if p)
-        Path(env["XDG_RUNTIME_DIR"]).mkdir(mode=0o700, exist_ok=True)
+        env = installed.analyst_environment(THERMOCROP_SHOTS=str(work / "shots.json"), LANG="en_GB.UTF-8",
+                                            LC_ALL="C.UTF-8")
         command = ["xvfb-run", "-a", "-s", f"-screen 0 {width}x{height}x24", "qgis", "--nologo",
                    "--noversioncheck", "--profiles-path", str(profiles), "--code",
                    str(ROOT / "scripts" / "qgis_dock_shots.py")]

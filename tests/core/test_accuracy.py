@@ -293,6 +293,30 @@ def test_html_report_is_self_contained_with_a_heat_map(tmp_path):
     assert parser.colours[1] == "#ffffff"                    # deforestation mapped, gain: 0
 
 
+def test_narrow_report_numbers_the_matrix_columns_and_keeps_every_number():
+    mapped, reference = _labels_of(PAPER_COUNTS, PAPER_CLASSES)
+    report = assess_accuracy(mapped, reference, classes=PAPER_CLASSES,
+                             map_area={c: a * 0.09 for c, a in zip(PAPER_CLASSES, PAPER_PIXELS)})
+    wide, narrow = _Collect(), _Collect()
+    wide.feed(report_html(report))
+    narrow.feed(report_html(report, narrow=True))
+    # The matrix header: numbers instead of names, the rows say number and name.
+    start = narrow.cells.index("map \\ reference")
+    assert narrow.cells[start:start + 6] == ["map \\ reference", "1", "2", "3", "4", "total"]
+    for k, name in enumerate(PAPER_CLASSES, 1):
+        assert f"{k} {name}" in narrow.cells and name in wide.cells
+    # The same counts in the same heat-map colours.
+    assert narrow.colours == wide.colours and len(narrow.colours) == 16
+    counts = [str(v) for v in np.asarray(report.matrix).ravel()]
+    row = narrow.cells.index(f"1 {PAPER_CLASSES[0]}")
+    assert narrow.cells[row + 1:row + 5] == counts[:4]
+    # The estimated error matrix in whole per cent, computed here from the proportions.
+    e = report.estimates
+    row = len(narrow.cells) - 1 - narrow.cells[::-1].index(f"1 {PAPER_CLASSES[0]}")
+    expected = ["<1" if 0 < 100 * v < 0.5 else str(round(100 * v)) for v in e.proportions[0]]
+    assert narrow.cells[row + 1:row + 5] == expected
+
+
 def test_csv_reports_read_back(tmp_path):
     mapped, reference = _labels_of(PAPER_COUNTS, PAPER_CLASSES)
     report = assess_accuracy(mapped, reference, classes=PAPER_CLASSES,

@@ -197,15 +197,21 @@ def installed_profile(tmp_path_factory):
     """A fresh QGIS profile with the zip installed and enabled, after the dock's *Install missing
     packages* ran in the QGIS desktop (once per test session): a namespace with ``profiles``
     (for ``--profiles-path``), ``profile``, ``plugin`` (the unpacked plugin folder), ``folder``
-    (the installer's package folder), ``install`` (what the install script saw) and ``wheels``."""
+    (the installer's package folder), ``install`` (what the install script saw), ``wheels`` and
+    ``timings`` (seconds of the zip install and of *Install missing packages*)."""
     if shutil.which("xvfb-run") is None or shutil.which("qgis") is None:
         pytest.fail("the QGIS desktop and xvfb are missing; make setup installs them")
     work = tmp_path_factory.mktemp("analyst")
-    plugin_zip = _packager().build_package(work / "dist")
     profiles = work / "qgis"
-    profile = install_zip(plugin_zip, profiles)
+    start = time.monotonic()
+    profile = install_zip(_packager().build_package(work / "dist"), profiles)
+    timings = {"build the zip and install it into the profile": time.monotonic() - start}
     wheels = wheel_folder()
     fill_wheels(wheels, qgis_python())
+    start = time.monotonic()
     install = run_qgis(profiles, INSTALL_SCRIPT, analyst_environment(wheels), work / "install", timeout=1800)
+    timings["desktop session of Install missing packages"] = time.monotonic() - start
+    timings["Install missing packages (button to done)"] = install["install_seconds"]
     return SimpleNamespace(profiles=profiles, profile=profile, plugin=profile / "python" / "plugins" / "thermocrop",
-                           folder=Path(install["folder"]), install=install, wheels=wheels, work=work)
+                           folder=Path(install["folder"]), install=install, wheels=wheels, work=work,
+                           timings={k: round(v, 2) for k, v in timings.items()})

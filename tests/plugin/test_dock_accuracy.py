@@ -1,5 +1,6 @@
 """The dock's Accuracy tab: a filtered layer says what it assessed, reference crop codes go through a
-code table, the report's wide tables scroll instead of wrapping."""
+code table, the matrices' columns are numbered so that they fit the dock, and a table wider than the
+dock scrolls instead of wrapping."""
 
 from __future__ import annotations
 
@@ -99,7 +100,18 @@ def test_a_filtered_layer_says_which_features_were_assessed(widget, rpg_layer):
     assert _assess(widget).sample.n == 7 and "filter" not in widget.status.text()
 
 
-def test_the_report_scrolls_sideways_instead_of_wrapping(widget, rpg_layer):
+def _matrix_headers(browser) -> list:
+    """The header row of the report's first confusion matrix."""
+    from qgis.PyQt.QtGui import QTextTable
+
+    for frame in browser.document().rootFrame().childFrames():
+        if isinstance(frame, QTextTable) and frame.cellAt(0, 0).firstCursorPosition().block().text().startswith("map"):
+            return [frame.cellAt(0, j).firstCursorPosition().block().text() for j in range(frame.columns())]
+    return []
+
+
+def test_the_report_scrolls_sideways_only_when_a_table_is_wider_than_the_dock(widget, rpg_layer):
+    from qgis.PyQt.QtTest import QTest
     from qgis.PyQt.QtWidgets import QTextEdit
 
     assert widget.browser.lineWrapMode() == QTextEdit.FixedPixelWidth
@@ -107,14 +119,68 @@ def test_the_report_scrolls_sideways_instead_of_wrapping(widget, rpg_layer):
     widget.set_layer(rpg_layer)
     _assess(widget)
     widget.show()
-    document = widget.browser.document()
-    # Laid out wider than the dock: the matrix keeps its width and the browser scrolls sideways.
-    assert document.size().width() >= widget.browser.lineWrapColumnOrWidth() > widget.browser.viewport().width()
-    assert widget.browser.horizontalScrollBar().maximum() > 0
+    QTest.qWait(50)
+    # Laid out as wide as the browser, or wider when a table needs it (then it scrolls sideways).
+    browser = widget.browser
+    assert browser.document().size().width() <= browser.viewport().width() or \
+        browser.horizontalScrollBar().maximum() > 0
     # Class ids in the headers read as words, so narrow columns wrap between words.
-    page = widget.browser.toPlainText()
-    assert "winter wheat" in page
+    assert "winter wheat" in widget.browser.toPlainText()
+    # Too narrow for the matrix: laid out as wide as the tables need and scrolled sideways.
+    browser.setFixedWidth(150)
+    QTest.qWait(50)
+    assert browser.lineWrapColumnOrWidth() > browser.viewport().width()
+    assert browser.document().size().width() <= browser.lineWrapColumnOrWidth() + 8
+    assert browser.horizontalScrollBar().maximum() > 0
     widget.hide()
+
+
+def test_the_matrices_of_all_classes_fit_the_default_dock_width(qgis_app, tmp_path):
+    """Every ThermoCrop class mapped and referenced: the matrices' columns are numbered, their
+    rows say number and name, and they fit the dock at its width on a 1366x768 screen."""
+    import geopandas as gpd
+    import numpy as np
+    from qgis.core import QgsProject, QgsVectorLayer
+    from qgis.PyQt.QtTest import QTest
+    from shapely.geometry import box
+
+    from thermocrop.core.crops import CROP_CLASSES
+    from thermocrop.plugin.dock import ThermoCropDock
+
+    rng = np.random.default_rng(0)
+    truth = rng.choice(CROP_CLASSES, 400)
+    mapped = np.where(rng.random(400) < 0.7, truth, rng.choice(CROP_CLASSES, 400))
+    gpd.GeoDataFrame({"crop_pred": mapped, "crop": truth},
+                     geometry=[box(200 * i, 0, 200 * i + 100 + i, 100) for i in range(400)],
+                     crs="EPSG:32631").to_file(tmp_path / "all.gpkg")
+    layer = QgsVectorLayer(str(tmp_path / "all.gpkg"), "all", "ogr")
+    QgsProject.instance().addMapLayer(layer)
+    dock = ThermoCropDock(restore=False)
+    try:
+        dock.resize(400, 700)  # what the dock gets beside the map at 1366x768
+        dock.show()
+        widget = dock.accuracy_widget
+        dock.tabs.setCurrentIndex(dock.tabs.indexOf(widget.parentWidget().parentWidget()))
+        widget.set_layer(layer, "crop_pred", "crop")
+        _assess(widget)
+        QTest.qWait(50)
+        classes = widget.report.classes
+        assert len(classes) == len(CROP_CLASSES)
+        plain = widget.browser.toPlainText()
+        for k, name in enumerate(classes, 1):  # the rows are the legend of the numbered columns
+            assert f"{k} {name.replace('_', ' ')}" in plain
+        matrix = _matrix_headers(widget.browser)
+        assert matrix == ["map \\ reference", *map(str, range(1, len(classes) + 1)), "total"]
+        # Nothing wider than the dock: the report is laid out at the browser's width, unscrolled.
+        browser = widget.browser
+        assert browser.lineWrapColumnOrWidth() < browser.viewport().width()
+        assert browser.document().size().width() <= browser.viewport().width(), (
+            browser.lineWrapColumnOrWidth(), browser.viewport().width(), browser.document().size().width())
+        assert browser.horizontalScrollBar().maximum() == 0
+    finally:
+        dock.shutdown()
+        dock.deleteLater()
+        QgsProject.instance().removeAllMapLayers()
 
 
 def test_headers_become_words_and_nothing_else_changes():
