@@ -343,8 +343,8 @@ def _check_training(report: dict, region: Path, out: Path) -> None:
     import geopandas as gpd
     import numpy as np
 
-    from thermocrop.core.bundle import load_bundle
-    from thermocrop.core.dataset import open_dataset
+    from thermocrop.core.model.bundle import load_bundle
+    from thermocrop.core.pixel_sets import open_dataset
 
     crops = gpd.read_file(region / "parcels.gpkg")["crop"]
     data = open_dataset(out / "dataset")
