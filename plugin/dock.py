@@ -59,8 +59,8 @@ from qgis.PyQt.QtWidgets import (
 )
 
 from ..core.crops import UNKNOWN_CLASS, class_colours, colour_list
-from .dependencies import (describe_install, describe_missing, dependency_folder, make_install_task,
-                           missing_requirements)
+from .dependencies import describe_missing, dependency_folder, missing_requirements
+from .dependency_install import describe_install, make_install_task
 from .i18n import tr
 from .layer_writer import (
     check_layer_fields,
