@@ -65,7 +65,7 @@ experiment: setup
 translations: setup
 	@mkdir -p $(XDG_RUNTIME_DIR) && chmod 700 $(XDG_RUNTIME_DIR)
 	$(PY) scripts/i18n_strings.py i18n/algorithm_strings.py
-	pylupdate5 -noobsolete plugin/*.py plugin/algorithms/*.py i18n/algorithm_strings.py \
+	pylupdate5 -noobsolete plugin/*.py plugin/dock/*.py plugin/algorithms/*.py i18n/algorithm_strings.py \
 		-ts i18n/thermocrop.ts $(wildcard i18n/thermocrop_*.ts)
 	sed -i 's|<name>@default</name>|<name>ThermoCrop</name>|' i18n/thermocrop*.ts
 	@for ts in $(wildcard i18n/thermocrop_*.ts); do lrelease -silent $$ts -qm $${ts%.ts}.qm || exit 1; done

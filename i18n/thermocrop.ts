@@ -4,52 +4,52 @@
 <context>
     <name>ThermoCrop</name>
     <message>
-        <location filename="../plugin/catalog.py" line="44"/>
+        <location filename="../plugin/catalog.py" line="41"/>
         <source>Give the address of the STAC API (http:// or https://) for &apos;Another STAC API&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="68"/>
+        <location filename="../plugin/catalog.py" line="65"/>
         <source>The authentication configuration {id} cannot be loaded; choose another one in QGIS&apos;s authentication manager (Settings &gt; Options &gt; Authentication).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="71"/>
+        <location filename="../plugin/catalog.py" line="68"/>
         <source>The authentication configuration {name} is of the {method} method; use a Basic one (user name and password).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="81"/>
+        <location filename="../plugin/catalog.py" line="78"/>
         <source>cloud ?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="81"/>
+        <location filename="../plugin/catalog.py" line="78"/>
         <source>cloud {c:.1f} %</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="89"/>
+        <location filename="../plugin/catalog.py" line="86"/>
         <source>{items} items on {dates} dates, tiles {tiles}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="89"/>
+        <location filename="../plugin/catalog.py" line="86"/>
         <source>unknown</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog.py" line="136"/>
+        <location filename="../plugin/catalog_search.py" line="48"/>
         <source>ThermoCrop: search a catalogue</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="63"/>
+        <location filename="../plugin/catalog_widget.py" line="61"/>
         <source>Search a catalogue (instead of scene files)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="71"/>
+        <location filename="../plugin/catalog_widget.py" line="69"/>
         <source>Find Sentinel-2 L2A scenes over the parcel layer in a STAC catalogue; only the parts of the images that hold parcels are read, and kept in the cache.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -59,920 +59,295 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="86"/>
+        <location filename="../plugin/catalog_widget.py" line="84"/>
         <source>https://…/v1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="87"/>
+        <location filename="../plugin/catalog_widget.py" line="85"/>
         <source>The address of the STAC API (its landing page)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="88"/>
+        <location filename="../plugin/catalog_widget.py" line="86"/>
         <source>STAC API</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="94"/>
+        <location filename="../plugin/catalog_widget.py" line="92"/>
         <source>Calendar year searched (1 January to 31 December)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="100"/>
+        <location filename="../plugin/catalog_widget.py" line="98"/>
         <source>Largest cloud cover of an item (eo:cloud_cover)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="102"/>
+        <location filename="../plugin/catalog_widget.py" line="100"/>
         <source>clouds ≤</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="104"/>
+        <location filename="../plugin/catalog_widget.py" line="102"/>
         <source>Season</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="107"/>
+        <location filename="../plugin/catalog_widget.py" line="105"/>
         <source>Credentials</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="108"/>
+        <location filename="../plugin/catalog_widget.py" line="106"/>
         <source>Search</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="120"/>
+        <location filename="../plugin/catalog_widget.py" line="118"/>
         <source>The items found: date, tile and cloud cover; all of them are used</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="135"/>
+        <location filename="../plugin/catalog_widget.py" line="133"/>
         <source>A Basic configuration of QGIS&apos;s authentication manager: S3 access key and secret for the Copernicus Data Space, or a Planetary Computer subscription key as password. Empty: the environment&apos;s variables.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="177"/>
+        <location filename="../plugin/catalog_widget.py" line="175"/>
         <source>Choose a parcel layer to search a catalogue over.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="192"/>
+        <location filename="../plugin/catalog_widget.py" line="190"/>
         <source>Searching…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="193"/>
+        <location filename="../plugin/catalog_widget.py" line="191"/>
         <source>Searching {catalog} for the scenes of {season} over {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="202"/>
+        <location filename="../plugin/catalog_widget.py" line="200"/>
         <source>Search cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="205"/>
+        <location filename="../plugin/catalog_widget.py" line="203"/>
         <source>Search failed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="206"/>
+        <location filename="../plugin/catalog_widget.py" line="204"/>
         <source>The catalogue search failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="210"/>
+        <location filename="../plugin/catalog_widget.py" line="208"/>
         <source>The search found no scenes; widen the season or the cloud limit.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="212"/>
+        <location filename="../plugin/catalog_widget.py" line="210"/>
         <source>Found {summary}; they are the scenes of the next run.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/catalog_widget.py" line="225"/>
+        <location filename="../plugin/catalog_widget.py" line="223"/>
         <source>No scenes found.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="65"/>
+        <location filename="../plugin/dependencies.py" line="64"/>
         <source>pyproject.toml has no [project] dependencies list.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="82"/>
+        <location filename="../plugin/dependencies.py" line="81"/>
         <source>pyproject.toml has no readable [project] dependencies list: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="90"/>
+        <location filename="../plugin/dependencies.py" line="89"/>
         <source>{spec!r} in pyproject.toml is not a pip requirement.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="103"/>
+        <location filename="../plugin/dependencies.py" line="102"/>
         <source>{path} cannot be read ({error}); reinstall the ThermoCrop plugin.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="117"/>
+        <location filename="../plugin/dependencies.py" line="116"/>
         <source>pyproject.toml pins no version of {name}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="150"/>
+        <location filename="../plugin/dependencies.py" line="149"/>
         <source>ThermoCrop needs Python 3.9 or newer; this QGIS runs Python {version}. Install QGIS 3.22 or newer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="153"/>
+        <location filename="../plugin/dependencies.py" line="152"/>
         <source>PyTorch publishes no wheels for Windows on ARM; run QGIS for x86-64 (it runs emulated on Windows on ARM).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="158"/>
+        <location filename="../plugin/dependencies.py" line="157"/>
         <source>PyTorch&apos;s last release for Intel Macs (torch {torch}) has no wheels for Python {version}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="199"/>
+        <location filename="../plugin/dependencies.py" line="198"/>
         <source>install the OSGeo4W package {package} (built on QGIS&apos;s GDAL) with the OSGeo4W setup of your QGIS: run its bin\setup.bat (or the OSGeo4W network installer, Advanced Install) as administrator, e.g. setup.bat -q -k -P {package}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="204"/>
+        <location filename="../plugin/dependencies.py" line="203"/>
         <source>it comes with the official QGIS macOS package; reinstall QGIS from qgis.org (a QGIS built with Homebrew or MacPorts needs its own package, e.g. {package})</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="207"/>
+        <location filename="../plugin/dependencies.py" line="206"/>
         <source>Debian/Ubuntu: apt install {package}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="236"/>
+        <location filename="../plugin/dependencies.py" line="235"/>
         <source>numpy comes with QGIS; reinstall QGIS</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="459"/>
-        <source>; tried {candidates}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dependencies.py" line="460"/>
-        <source> under {prefix}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dependencies.py" line="461"/>
-        <source>Cannot find the Python {version} interpreter QGIS runs on{detail}. Install the packages by hand (see docs/install.md).</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dependencies.py" line="504"/>
-        <source>pip is missing; running {command}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dependencies.py" line="516"/>
-        <source>{python} has no pip and ensurepip could not install it ({output}). Windows: add the OSGeo4W package python3-pip; Debian/Ubuntu: apt install python3-pip.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dependencies.py" line="580"/>
+        <location filename="../plugin/dependencies.py" line="403"/>
         <source>ThermoCrop needs these Python packages, which are missing:</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="592"/>
+        <location filename="../plugin/dependencies.py" line="415"/>
         <source>Install them from the ThermoCrop dock (&apos;Install missing packages&apos;), or run with QGIS&apos;s Python: {command}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="635"/>
+        <location filename="../plugin/dependencies.py" line="458"/>
         <source>Could not check the packages with {python}: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="639"/>
+        <location filename="../plugin/dependencies.py" line="462"/>
         <source>Checking the packages with {python} stopped (exit code {code}): {output}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="649"/>
+        <location filename="../plugin/dependencies.py" line="472"/>
         <source>ThermoCrop could not check that its packages import: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="651"/>
+        <location filename="../plugin/dependencies.py" line="474"/>
         <source>These Python packages are installed but do not import (checked in a new Python process with QGIS&apos;s path):</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="655"/>
+        <location filename="../plugin/dependencies.py" line="478"/>
         <source>All ThermoCrop requirements are installed: {modules} import in a new Python process with QGIS&apos;s path. If this QGIS session still fails to import one, it loaded an older copy before they were installed: restart QGIS.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="799"/>
+        <location filename="../plugin/dependency_install.py" line="60"/>
+        <source>pip is missing; running {command}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependency_install.py" line="72"/>
+        <source>{python} has no pip and ensurepip could not install it ({output}). Windows: add the OSGeo4W package python3-pip; Debian/Ubuntu: apt install python3-pip.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dependency_install.py" line="246"/>
         <source>Already in QGIS&apos;s Python in the same version, removed from {folder}: {names}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="807"/>
+        <location filename="../plugin/dependency_install.py" line="254"/>
         <source>Checking that {modules} import in a new Python process …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="811"/>
+        <location filename="../plugin/dependency_install.py" line="258"/>
         <source>(the check)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="813"/>
+        <location filename="../plugin/dependency_install.py" line="260"/>
         <source>pip finished, but these packages do not import in a new Python process with QGIS&apos;s path:</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="818"/>
+        <location filename="../plugin/dependency_install.py" line="265"/>
         <source>All of them import.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="825"/>
+        <location filename="../plugin/dependency_install.py" line="272"/>
         <source>Packages installed; every requirement imports in a new Python process with QGIS&apos;s path.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="827"/>
+        <location filename="../plugin/dependency_install.py" line="274"/>
         <source>The packages were installed, but some do not import:
 {tail}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="827"/>
+        <location filename="../plugin/dependency_install.py" line="274"/>
         <source>pip finished</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="830"/>
+        <location filename="../plugin/dependency_install.py" line="277"/>
         <source>Installation cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="831"/>
+        <location filename="../plugin/dependency_install.py" line="278"/>
         <source>pip failed ({code}); its output is in the ThermoCrop log:
 {tail}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="850"/>
+        <location filename="../plugin/dependency_install.py" line="297"/>
         <source>Installing ThermoCrop packages</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="127"/>
+        <location filename="../plugin/layer_writer.py" line="54"/>
         <source>{field} is longer than a shapefile field name may be ({n} characters)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="130"/>
+        <location filename="../plugin/layer_writer.py" line="57"/>
         <source>the probability fields (p_&lt;class&gt;, crop_margin, crop_entropy) do not fit shapefile field names</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="151"/>
+        <location filename="../plugin/layer_writer.py" line="78"/>
         <source>{layer} cannot be edited; write a new layer file instead.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="159"/>
+        <location filename="../plugin/layer_writer.py" line="86"/>
         <source>ThermoCrop classification</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="176"/>
+        <location filename="../plugin/layer_writer.py" line="103"/>
         <source>Saving {layer} failed: {errors}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock.py" line="228"/>
+        <location filename="../plugin/layer_writer.py" line="155"/>
         <source>The parcel layer {layer}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/main.py" line="50"/>
-        <source>ThermoCrop</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="559"/>
-        <source>Classify</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="335"/>
-        <source>Explain</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="365"/>
-        <source>Accuracy assessment: {message}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="368"/>
-        <source>Accuracy assessment finished; the report is on the Accuracy tab.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="376"/>
-        <source>Accuracy</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="384"/>
-        <source>Model {name} trained and chosen for the next classification.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/train_panel.py" line="248"/>
-        <source>Train</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="436"/>
-        <source>Input</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="440"/>
-        <source>Polygon layer of the project whose parcels are classified</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="589"/>
-        <source>Parcels</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="443"/>
-        <source>Selected features only</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="451"/>
-        <source>Ticked scenes are used: the project&apos;s Sentinel-2 rasters and added files or folders</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="453"/>
-        <source>Scenes</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="455"/>
-        <source>Add files…</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="456"/>
-        <source>Add Sentinel-2 products: .zip or .SAFE (choose its MTD_MSIL*.xml), or GeoTIFF / JPEG 2000 files</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="458"/>
-        <source>Add folder…</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="459"/>
-        <source>Add a folder: every product and raster in it (and below) is read</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="460"/>
-        <source>Remove</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="461"/>
-        <source>Remove the selected files or folders added by hand (a project layer stays listed: untick it)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="463"/>
-        <source>Clear</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="464"/>
-        <source>Remove every file and folder added by hand</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="486"/>
-        <source>Where the daily temperatures come from: a file, or a weather service fetched for the parcels when the run starts and kept in the cache (Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="493"/>
-        <source>Temperatures (*.nc *.nc4 *.csv);;All files (*)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="494"/>
-        <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="496"/>
-        <source>Weather</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="504"/>
-        <source>Model</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/train_panel.py" line="240"/>
-        <source>ThermoCrop model (*.tcm)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="507"/>
-        <source>empty: the shipped model</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="516"/>
-        <source>Output</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="518"/>
-        <source>New layer file</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="519"/>
-        <source>Write the parcels with the result fields to a new file; the parcel layer is not changed</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="521"/>
-        <source>Fields of the parcel layer</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="522"/>
-        <source>Add the result fields to the parcel layer and save it (in a running edit session: one undoable edit)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="531"/>
-        <source>GeoPackage (*.gpkg);;Shapefile (*.shp);;GeoJSON (*.geojson);;FlatGeobuf (*.fgb)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="36"/>
-        <source>Class field</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="37"/>
-        <source>Confidence field</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="38"/>
-        <source>Status field</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="544"/>
-        <source>Probabilities, margin, entropy</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="545"/>
-        <source>Also write p_&lt;class&gt; for every class, crop_margin (best minus second best probability) and crop_entropy (0 sure .. 1 undecided)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/train_panel.py" line="249"/>
-        <source>Cancel</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="579"/>
-        <source>Install missing packages</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="584"/>
-        <source>Parcels per class</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="589"/>
-        <source>Class</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="589"/>
-        <source>Share</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="594"/>
-        <source>colour by class</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="594"/>
-        <source>colour by confidence</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="595"/>
-        <source>The result layer&apos;s style: class colours, or confidence from purple (unsure) to yellow (sure)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="599"/>
-        <source>only below</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="600"/>
-        <source>Show only the parcels whose confidence is below the threshold (a filter on the result layer; untick to show all)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="621"/>
-        <source>Click a parcel</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="623"/>
-        <source>Then click a parcel of the classified layer on the map to explain it</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="626"/>
-        <source>Explain the selected</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="627"/>
-        <source>Explain the one selected parcel of the classified layer</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="637"/>
-        <source>A field of the parcels with their known (reference) class, shown beside the prediction; empty: none</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="639"/>
-        <source>Reference</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="641"/>
-        <source>Click a parcel of the classified layer (or select one) to see its NDVI series against the calendar and against growing degree days, and the model&apos;s class probabilities.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="774"/>
-        <source>Project layers stay listed; untick them to leave them out of the run.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="788"/>
-        <source>Sentinel-2 scenes</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="792"/>
-        <source>Folder of Sentinel-2 scenes</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="95"/>
-        <source>Search a catalogue</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="822"/>
-        <source>fetched from {service} when the run starts</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="895"/>
-        <source>No model at {path}; choose a .tcm file.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="900"/>
-        <source>Model not available: {error}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="903"/>
-        <source>not recorded</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="926"/>
-        <source>Installing into {folder} …</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="942"/>
-        <source>empty: {name} beside the parcels</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="942"/>
-        <source>choose a file (.gpkg, .shp, .geojson, .fgb)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="966"/>
-        <source>Choose a parcel layer.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="969"/>
-        <source>No feature of {layer} is selected; select parcels or untick &apos;Selected features only&apos;.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="974"/>
-        <source>Search the catalogue first (Search), or untick &apos;Search a catalogue&apos; to use scene files.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="978"/>
-        <source>Tick or add at least one Sentinel-2 scene.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="984"/>
-        <source>Choose a daily temperature file, or a weather service under &apos;Weather&apos;.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="989"/>
-        <source>The class, confidence and status fields need three different names.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="997"/>
-        <source>{layer} is not a file layer; choose the new layer file.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1002"/>
-        <source>{layer} is read-only; choose &apos;New layer file&apos; to write the result.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1007"/>
-        <source>Cannot write into {layer}: {problems}. Choose other field names or a new layer file.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1018"/>
-        <source>The scene {path} does not exist; untick it or add it again.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1021"/>
-        <source>Checking the inputs …</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1038"/>
-        <source>Not started: {reason}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1043"/>
-        <source>Not started: {path} exists and is not to be replaced.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1049"/>
-        <source>Not started: the fields exist and are not to be overwritten.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1114"/>
-        <source>Fetching the daily temperatures of {layer}'s parcels from {service} …</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1182"/>
-        <source>The parcel layer was removed while classifying; nothing was written.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1186"/>
-        <source>Cancelled; nothing was written and the layer was not changed.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1135"/>
-        <source>No temperatures from {service}: {error}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/algorithms/base.py" line="285"/>
-        <source>Temperatures from {service}: {path}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1153"/>
-        <source>Classifying {n} parcels of {layer} …</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/algorithms/base.py" line="135"/>
-        <source>Cancelling…</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1189"/>
-        <source>Classification failed: {error}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1194"/>
-        <source>{layer} (classified)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1197"/>
-        <source>QGIS cannot open the written file {path}.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1198"/>
-        <source>the new layer {name}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1203"/>
-        <source>{layer} (saved)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1204"/>
-        <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1207"/>
-        <source>Writing the result failed: {error}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1222"/>
-        <source>Classified {done} of {n} parcels ({unknown} unknown) into {where}.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1265"/>
-        <source>{qml} exists and was left as it is.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1267"/>
-        <source>Style saved to {qml}.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1271"/>
-        <source>below 0.4</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1271"/>
-        <source>0.4 to 0.6</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1271"/>
-        <source>0.6 to 0.8</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1271"/>
-        <source>0.8 and above</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1271"/>
-        <source>not classified</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1300"/>
-        <source>{layer} is being edited; save or discard the edits to filter it.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1304"/>
-        <source>{layer} cannot be filtered by its provider.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1310"/>
-        <source>{names} already exist(s). Overwrite?</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1333"/>
-        <source>Reading the parcel's pixels …</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1341"/>
-        <source>Explaining was cancelled.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1344"/>
-        <source>Cannot explain this parcel: {error}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1351"/>
-        <source>Reference: {name}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1351"/>
-        <source>none given</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1377"/>
-        <source>against calendar date</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1382"/>
-        <source>growing degree days (°C·d)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1384"/>
-        <source>against thermal time</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1398"/>
-        <source>class probability</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1408"/>
-        <source> of {layer}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1441"/>
-        <source>Choose a parcel layer (or classify) first.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1448"/>
-        <source>Click a parcel of {layer} on the map.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1477"/>
-        <source>Choose the scenes and the weather file on the Classify tab first.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1471"/>
-        <source>Select exactly one parcel of {layer} to explain ({n} selected).</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock.py" line="1473"/>
-        <source>Select exactly one parcel to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -1011,6 +386,11 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
+        <location filename="../plugin/dock/shell.py" line="58"/>
+        <source>ThermoCrop</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <location filename="../plugin/main.py" line="52"/>
         <source>Classify parcels with ThermoCrop</source>
         <translation type="unfinished"></translation>
@@ -1023,6 +403,21 @@
     <message>
         <location filename="../plugin/main.py" line="57"/>
         <source>Missing Python packages: {names}. Open the ThermoCrop dock to install them.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/python_interpreter.py" line="101"/>
+        <source>; tried {candidates}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/python_interpreter.py" line="102"/>
+        <source> under {prefix}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/python_interpreter.py" line="103"/>
+        <source>Cannot find the Python {version} interpreter QGIS runs on{detail}. Install the packages by hand (see docs/install.md).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -1131,6 +526,11 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
+        <location filename="../plugin/dock/inputs.py" line="142"/>
+        <source>ThermoCrop model (*.tcm)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <location filename="../plugin/train_panel.py" line="242"/>
         <source>empty: beside the project</source>
         <translation type="unfinished"></translation>
@@ -1148,6 +548,16 @@
     <message>
         <location filename="../plugin/train_panel.py" line="246"/>
         <source>Model file</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/shell.py" line="73"/>
+        <source>Train</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/status.py" line="47"/>
+        <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -1206,47 +616,47 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="399"/>
+        <location filename="../plugin/train_panel.py" line="398"/>
         <source>Extracting the labelled parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="408"/>
+        <location filename="../plugin/train_panel.py" line="406"/>
         <source>Training: {estimate}. Cancel stops it and leaves nothing behind.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="428"/>
+        <location filename="../plugin/train_panel.py" line="414"/>
         <source>Training cancelled; no model or dataset was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="431"/>
+        <location filename="../plugin/train_panel.py" line="417"/>
         <source>Training failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="438"/>
+        <location filename="../plugin/train_panel.py" line="424"/>
         <source>Model saved to {path} and chosen for the next classification{scores}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="440"/>
+        <location filename="../plugin/train_panel.py" line="426"/>
         <source>Trained {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="446"/>
+        <location filename="../plugin/train_panel.py" line="432"/>
         <source>{n:.0f} s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="448"/>
+        <location filename="../plugin/train_panel.py" line="434"/>
         <source>{n:.0f} min</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="449"/>
+        <location filename="../plugin/train_panel.py" line="435"/>
         <source>{n:.1f} h</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1276,42 +686,632 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="101"/>
+        <location filename="../plugin/dock/accuracy.py" line="19"/>
+        <source>Accuracy assessment: {message}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/accuracy.py" line="21"/>
+        <source>Accuracy assessment finished; the report is on the Accuracy tab.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="99"/>
+        <source>Parcels per class</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="104"/>
+        <source>Class</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="77"/>
+        <source>Parcels</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="104"/>
+        <source>Share</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="109"/>
+        <source>colour by class</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="109"/>
+        <source>colour by confidence</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="110"/>
+        <source>The result layer&apos;s style: class colours, or confidence from purple (unsure) to yellow (sure)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="114"/>
+        <source>only below</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="115"/>
+        <source>Show only the parcels whose confidence is below the threshold (a filter on the result layer; untick to show all)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="189"/>
+        <source>The scene {path} does not exist; untick it or add it again.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="192"/>
+        <source>Checking the inputs …</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="212"/>
+        <source>Not started: {reason}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="217"/>
+        <source>Not started: {path} exists and is not to be replaced.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="223"/>
+        <source>Not started: the fields exist and are not to be overwritten.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="291"/>
+        <source>Fetching the daily temperatures of {layer}'s parcels from {service} …</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="358"/>
+        <source>The parcel layer was removed while classifying; nothing was written.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="361"/>
+        <source>Cancelled; nothing was written and the layer was not changed.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="307"/>
+        <source>No temperatures from {service}: {error}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/base.py" line="306"/>
+        <source>Temperatures from {service}: {path}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="324"/>
+        <source>Classifying {n} parcels of {layer} …</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/base.py" line="157"/>
+        <source>Cancelling…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="364"/>
+        <source>Classification failed: {error}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="369"/>
+        <source>{layer} (classified)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="372"/>
+        <source>QGIS cannot open the written file {path}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="373"/>
+        <source>the new layer {name}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="378"/>
+        <source>{layer} (saved)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="379"/>
+        <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="382"/>
+        <source>Writing the result failed: {error}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="396"/>
+        <source>Classified {done} of {n} parcels ({unknown} unknown) into {where}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="440"/>
+        <source>{qml} exists and was left as it is.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="442"/>
+        <source>Style saved to {qml}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="446"/>
+        <source>below 0.4</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="446"/>
+        <source>0.4 to 0.6</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="446"/>
+        <source>0.6 to 0.8</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="446"/>
+        <source>0.8 and above</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="446"/>
+        <source>not classified</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="475"/>
+        <source>{layer} is being edited; save or discard the edits to filter it.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="479"/>
+        <source>{layer} cannot be filtered by its provider.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify.py" line="486"/>
+        <source>{names} already exist(s). Overwrite?</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="57"/>
+        <source>Click a parcel</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="59"/>
+        <source>Then click a parcel of the classified layer on the map to explain it</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="62"/>
+        <source>Explain the selected</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="63"/>
+        <source>Explain the one selected parcel of the classified layer</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="73"/>
+        <source>A field of the parcels with their known (reference) class, shown beside the prediction; empty: none</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="75"/>
+        <source>Reference</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="77"/>
+        <source>Click a parcel of the classified layer (or select one) to see its NDVI series against the calendar and against growing degree days, and the model&apos;s class probabilities.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="113"/>
+        <source>Reading the parcel's pixels …</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="121"/>
+        <source>Explaining was cancelled.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="124"/>
+        <source>Cannot explain this parcel: {error}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="131"/>
+        <source>Reference: {name}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="131"/>
+        <source>none given</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="157"/>
+        <source>against calendar date</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="162"/>
+        <source>growing degree days (°C·d)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="164"/>
+        <source>against thermal time</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="178"/>
+        <source>class probability</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="188"/>
+        <source> of {layer}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="222"/>
+        <source>Choose a parcel layer (or classify) first.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="229"/>
+        <source>Click a parcel of {layer} on the map.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="248"/>
+        <source>Select exactly one parcel of {layer} to explain ({n} selected).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="250"/>
+        <source>Select exactly one parcel to explain ({n} selected).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain.py" line="259"/>
+        <source>Choose the scenes and the weather file on the Classify tab first.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/form.py" line="70"/>
+        <source>Choose a parcel layer.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/form.py" line="72"/>
+        <source>No feature of {layer} is selected; select parcels or untick &apos;Selected features only&apos;.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/form.py" line="75"/>
+        <source>Search the catalogue first (Search), or untick &apos;Search a catalogue&apos; to use scene files.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/form.py" line="77"/>
+        <source>Tick or add at least one Sentinel-2 scene.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/form.py" line="79"/>
+        <source>Choose a daily temperature file, or a weather service under &apos;Weather&apos;.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/form.py" line="81"/>
+        <source>The class, confidence and status fields need three different names.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/form.py" line="84"/>
+        <source>{layer} is not a file layer; choose the new layer file.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/form.py" line="87"/>
+        <source>{layer} is read-only; choose &apos;New layer file&apos; to write the result.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/form.py" line="91"/>
+        <source>Cannot write into {layer}: {problems}. Choose other field names or a new layer file.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="71"/>
+        <source>Input</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="75"/>
+        <source>Polygon layer of the project whose parcels are classified</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="78"/>
+        <source>Selected features only</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="86"/>
+        <source>Ticked scenes are used: the project&apos;s Sentinel-2 rasters and added files or folders</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="88"/>
+        <source>Scenes</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="90"/>
+        <source>Add files…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="91"/>
+        <source>Add Sentinel-2 products: .zip or .SAFE (choose its MTD_MSIL*.xml), or GeoTIFF / JPEG 2000 files</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="93"/>
+        <source>Add folder…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="94"/>
+        <source>Add a folder: every product and raster in it (and below) is read</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="95"/>
+        <source>Remove</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="96"/>
+        <source>Remove the selected files or folders added by hand (a project layer stays listed: untick it)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="98"/>
+        <source>Clear</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="99"/>
+        <source>Remove every file and folder added by hand</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="121"/>
+        <source>Where the daily temperatures come from: a file, or a weather service fetched for the parcels when the run starts and kept in the cache (Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="128"/>
+        <source>Temperatures (*.nc *.nc4 *.csv);;All files (*)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="129"/>
+        <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="131"/>
+        <source>Weather</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="140"/>
+        <source>Model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="143"/>
+        <source>empty: the shipped model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="153"/>
+        <source>Output</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="155"/>
+        <source>New layer file</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="156"/>
+        <source>Write the parcels with the result fields to a new file; the parcel layer is not changed</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="158"/>
+        <source>Fields of the parcel layer</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="159"/>
+        <source>Add the result fields to the parcel layer and save it (in a running edit session: one undoable edit)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="168"/>
+        <source>GeoPackage (*.gpkg);;Shapefile (*.shp);;GeoJSON (*.geojson);;FlatGeobuf (*.fgb)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="36"/>
+        <source>Class field</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="37"/>
+        <source>Confidence field</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="38"/>
+        <source>Status field</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="181"/>
+        <source>Probabilities, margin, entropy</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="182"/>
+        <source>Also write p_&lt;class&gt; for every class, crop_margin (best minus second best probability) and crop_entropy (0 sure .. 1 undecided)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="200"/>
+        <source>empty: {name} beside the parcels</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="200"/>
+        <source>choose a file (.gpkg, .shp, .geojson, .fgb)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="269"/>
+        <source>Project layers stay listed; untick them to leave them out of the run.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="283"/>
+        <source>Sentinel-2 scenes</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="287"/>
+        <source>Folder of Sentinel-2 scenes</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="95"/>
+        <source>Search a catalogue</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="331"/>
+        <source>fetched from {service} when the run starts</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="395"/>
+        <source>No model at {path}; choose a .tcm file.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="400"/>
+        <source>Model not available: {error}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/inputs.py" line="403"/>
+        <source>not recorded</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/status.py" line="45"/>
+        <source>Classify</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/shell.py" line="71"/>
+        <source>Explain</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/shell.py" line="72"/>
+        <source>Accuracy</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/status.py" line="63"/>
+        <source>Install missing packages</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/status.py" line="97"/>
+        <source>Installing into {folder} …</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/train.py" line="34"/>
+        <source>Model {name} trained and chosen for the next classification.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="110"/>
         <source>Choose both the map (predicted) class field and the reference class field.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="103"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="112"/>
         <source>The map and reference fields are the same field; choose the field holding the reference (ground truth) classes.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="107"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="120"/>
         <source>The class-area table {table!r} does not exist; choose a CSV file or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="137"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="157"/>
         <source>The classified layer could not be read; check INPUT.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="143"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="163"/>
         <source>The layer has no field {name!r} ({what}); its fields are {fields}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="150"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="170"/>
         <source>Map class areas from the layer need polygons; choose the parcel count weighting, give CLASS_AREAS or choose no weighting.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="175"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="195"/>
         <source>{n} reference units: overall accuracy {oa}, kappa {kappa}, macro F1 {f1}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="180"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="200"/>
         <source>Area-adjusted overall accuracy {estimate} (95 %)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1321,247 +1321,247 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="89"/>
+        <location filename="../plugin/algorithms/base.py" line="106"/>
         <source>{name} needs {modules}, which this QGIS cannot import.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="145"/>
+        <location filename="../plugin/algorithms/base.py" line="167"/>
         <source>Cancelled: {reason}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="175"/>
+        <location filename="../plugin/algorithms/base.py" line="196"/>
         <source>The parcel layer {problem}; assign the right one first (Layer Properties &gt; Source, or Assign projection; a shapefile needs its .prj).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="194"/>
+        <location filename="../plugin/algorithms/base.py" line="215"/>
         <source>Inputs checked in {seconds} s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="262"/>
+        <location filename="../plugin/algorithms/base.py" line="283"/>
         <source>Give either the temperature file {path!r} or the weather service {service}, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="267"/>
+        <location filename="../plugin/algorithms/base.py" line="288"/>
         <source>Give a daily temperature file (WEATHER), or choose a weather service (WEATHER_SERVICE).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="269"/>
+        <location filename="../plugin/algorithms/base.py" line="290"/>
         <source>temperature file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="323"/>
+        <location filename="../plugin/algorithms/base.py" line="344"/>
         <source>STAC items {path}: {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="343"/>
+        <location filename="../plugin/algorithms/base.py" line="364"/>
         <source>Give either scene files (&apos;{scenes}&apos;, &apos;{folder}&apos;) or saved STAC items (&apos;{stac}&apos;), not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="351"/>
+        <location filename="../plugin/algorithms/base.py" line="372"/>
         <source>The STAC items file {path!r} does not exist; choose the .json file &apos;Search a catalogue&apos; wrote.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="354"/>
+        <location filename="../plugin/algorithms/base.py" line="375"/>
         <source>{path!r} is not a STAC item collection; choose the .json file &apos;Search a catalogue&apos; wrote.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="358"/>
+        <location filename="../plugin/algorithms/base.py" line="379"/>
         <source>The scene folder {folder!r} does not exist; choose an existing folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="362"/>
+        <location filename="../plugin/algorithms/base.py" line="383"/>
         <source>Give Sentinel-2 scenes: &apos;{scenes}&apos; (SCENES, layers or files), &apos;{folder}&apos; (SCENE_FOLDER){stac}; one of them is required.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="373"/>
+        <location filename="../plugin/algorithms/base.py" line="394"/>
         <source>{dates} dates from {products} products</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="389"/>
+        <location filename="../plugin/algorithms/base.py" line="410"/>
         <source>The M (measure) values of the parcels are not written: {driver} files cannot hold them. Write a .gpkg, .shp, .fgb or .csv file to keep them.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="395"/>
+        <location filename="../plugin/algorithms/base.py" line="416"/>
         <source>Writing feature {fid} failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="415"/>
+        <location filename="../plugin/algorithms/base.py" line="436"/>
         <source>The {what} {path!r} does not exist; choose an existing file or folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="97"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="98"/>
         <source>The model bundle {model!r} does not exist; choose a .tcm file or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="102"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="111"/>
         <source>The class, confidence and status fields need three different, non-empty names.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/search_catalog.py" line="98"/>
+        <location filename="../plugin/algorithms/search_catalog.py" line="108"/>
         <source>The parcel layer could not be read; check INPUT.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="140"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="150"/>
         <source>Model: {variant}, classes {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="148"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="158"/>
         <source>{n} parcels, {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="198"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="208"/>
         <source>Fields {fields} of the input are replaced by the new values.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="201"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="211"/>
         <source>Field names as stored in this format: {names}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="197"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="212"/>
         <source>Cancelled: nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="251"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="261"/>
         <source>Style saved to {qml}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="114"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="123"/>
         <source>Give either the {preset} code table or the class map file {path}, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="136"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="145"/>
         <source>The parcels have no &apos;{field}&apos; field; Train model will split them at random (give a block field for a spatial split).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="139"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="148"/>
         <source>The parcel layer has no field {field}; choose its block field or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="158"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="167"/>
         <source>The dataset folder {out} is not empty; choose a new folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="179"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="188"/>
         <source>{n} classes (labelled parcels with data):</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="183"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="192"/>
         <source>Codes not in the class map, counted as unknown: {codes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="186"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="195"/>
         <source>Classes with fewer than {n} parcels, counted as unknown: {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="70"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="75"/>
         <source>Cannot read the dates {text!r}: write them as YYYY-MM-DD, separated by commas.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="96"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="100"/>
         <source>Give either DATES or scenes, so that there are dates to compute GDD at.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="100"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="108"/>
         <source>The cap temperature must be above the base temperature.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="163"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="178"/>
         <source>GDD of {n} parcels at {dates} dates from {weather}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="175"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="190"/>
         <source>{n} parcels have no usable temperatures (no grid cell with data within 25 km, or a gap of more than 3 days); their GDD fields stay empty. Features: {features}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/search_catalog.py" line="102"/>
+        <location filename="../plugin/algorithms/search_catalog.py" line="112"/>
         <source>Searching {catalog} for {n} parcels, cloud cover at most {cloud:g} %</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/search_catalog.py" line="116"/>
+        <location filename="../plugin/algorithms/search_catalog.py" line="126"/>
         <source>The search found no items; widen the period or the cloud limit, or check the catalogue and collection. Nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="74"/>
+        <location filename="../plugin/algorithms/train_model.py" line="80"/>
         <source>Give at least one dataset folder (separate several with &apos;;&apos;).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="75"/>
+        <location filename="../plugin/algorithms/train_model.py" line="81"/>
         <source>dataset folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="88"/>
+        <location filename="../plugin/algorithms/train_model.py" line="98"/>
         <source>{out} already exists; choose a new model file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="103"/>
+        <location filename="../plugin/algorithms/train_model.py" line="113"/>
         <source>No CUDA GPU is available to this QGIS; choose the cpu or auto device.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="108"/>
+        <location filename="../plugin/algorithms/train_model.py" line="118"/>
         <source>Training {variant} on {n} parcels, {epochs} epochs of {steps} steps, device {device}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="112"/>
+        <location filename="../plugin/algorithms/train_model.py" line="122"/>
         <source>Classes of the datasets: {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="114"/>
+        <location filename="../plugin/algorithms/train_model.py" line="124"/>
         <source>Estimate: {estimate}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="116"/>
+        <location filename="../plugin/algorithms/train_model.py" line="126"/>
         <source>This budget takes long on the CPU; fewer epochs or steps per epoch finish sooner (the defaults take minutes).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="121"/>
+        <location filename="../plugin/algorithms/train_model.py" line="131"/>
         <source>Model classes ({n}): {classes}</source>
         <translation type="unfinished"></translation>
     </message>

@@ -10,7 +10,6 @@ from typing import Optional
 
 from qgis.core import (
     Qgis,
-    QgsApplication,
     QgsFeatureRequest,
     QgsMapLayerProxyModel,
     QgsMessageLog,
@@ -35,6 +34,7 @@ from qgis.PyQt.QtWidgets import (
 from .accuracy_layer import WEIGHTING_LABELS, assess_features, guess_fields
 from .staged_sinks import layer_file
 from .task import ThermoCropTask
+from .task_panel import TaskPanelMixin
 from .train_panel import CLASS_MAP_LABELS, CLASS_MAPS, CODE_FIELDS
 
 
@@ -95,7 +95,7 @@ class AccuracyTask(ThermoCropTask):
             cancelled=self.isCanceled, reference_class_map=self.reference_class_map or None)
 
 
-class AccuracyWidget(QWidget):
+class AccuracyWidget(TaskPanelMixin, QWidget):
     """Accuracy assessment of a classified layer against a reference field.
 
     Use: ``set_layer(layer, predicted_field, reference_field)`` (or let the user pick), then
@@ -263,31 +263,17 @@ class AccuracyWidget(QWidget):
             self._fail(problem)
             return None
         layer = self.layer()
-        self.task = AccuracyTask(layer, self.predicted_combo.currentField(),
-                                 self.reference_combo.currentField(), self.weighting(),
-                                 self.areas_file.filePath() or None, self._finished,
-                                 reference_class_map=self.codes_combo.currentData())
+        task = AccuracyTask(layer, self.predicted_combo.currentField(),
+                            self.reference_combo.currentField(), self.weighting(),
+                            self.areas_file.filePath() or None, self._finished,
+                            reference_class_map=self.codes_combo.currentData())
         self.assess_button.setEnabled(False)
-        self.cancel_button.setEnabled(True)
         self.status.setText(f"Assessing {layer.name()}…")
         self.status.setStyleSheet("")
-        QgsApplication.taskManager().addTask(self.task)
-        return self.task
-
-    def cancel(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-
-    def shutdown(self) -> None:
-        """Cancel a running assessment and forget it (the widget is going away)."""
-        if self.task is not None:
-            self.task.on_done = None
-            self.task.cancel()
-            self.task = None
+        return self.launch(task)
 
     def _finished(self, task: AccuracyTask) -> None:
-        self.task = None
-        self.cancel_button.setEnabled(False)
+        self.task_ended()
         self.assess_button.setEnabled(self.layer() is not None)
         if task.report is None:
             self._fail(task.error or "Cancelled: the assessment was stopped.")

@@ -34,14 +34,12 @@ from qgis.PyQt.QtWidgets import (
 from .catalog import (
     CATALOG_LABELS,
     CATALOGS,
-    CatalogSearchTask,
-    SearchParameters,
     auth_credentials,
     catalog_spec,
     describe_search,
     describe_summary,
-    search_file,
 )
+from .catalog_search import CatalogSearchTask, SearchParameters, search_file
 from .i18n import tr
 from .task import LayerSnapshot
 

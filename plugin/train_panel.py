@@ -16,7 +16,6 @@ from typing import Callable, Optional
 
 from qgis.core import (
     Qgis,
-    QgsApplication,
     QgsMapLayerProxyModel,
     QgsMessageLog,
     QgsProject,
@@ -43,6 +42,7 @@ from qgis.PyQt.QtWidgets import (
 from .i18n import tr
 from .layers import features_to_frame, guess_label_field
 from .task import LayerSnapshot, ThermoCropTask
+from .task_panel import TaskPanelMixin
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ class TrainingTask(ThermoCropTask):
                 Path(path).unlink()
 
 
-class TrainPanel(QWidget):
+class TrainPanel(TaskPanelMixin, QWidget):
     """The Train tab. ``inputs()`` gives the Classify tab's ``(scenes, weather)``; a finished
     training calls ``use_model(path)`` and emits ``trained(path)``.
 
@@ -390,15 +390,13 @@ class TrainPanel(QWidget):
         request = self.request()
         if request is None:
             return None
-        self.task = TrainingTask(request, self._finished)
-        self.task.estimated.connect(self._estimated)
-        self.task.progressChanged.connect(lambda value: self.progress.setValue(int(value)))
+        task = TrainingTask(request, self._finished)
+        task.estimated.connect(self._estimated)
+        task.progressChanged.connect(lambda value: self.progress.setValue(int(value)))
         self.train_button.setEnabled(False)
-        self.cancel_button.setEnabled(True)
         self.progress.setValue(0)
         self._show(tr("Extracting the labelled parcels of {layer} …").format(layer=request.parcels.name), Qgis.Info)
-        QgsApplication.taskManager().addTask(self.task)
-        return self.task
+        return self.launch(task)
 
     def _estimated(self, text: str) -> None:
         task = self.task
@@ -408,21 +406,9 @@ class TrainPanel(QWidget):
         self._show(tr("Training: {estimate}. Cancel stops it and leaves nothing behind.").format(estimate=text),
                    Qgis.Info)
 
-    def cancel(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-
-    def shutdown(self) -> None:
-        """Cancel a running training and forget it (the dock is going away)."""
-        if self.task is not None:
-            self.task.on_done = None
-            self.task.cancel()
-            self.task = None
-
     def _finished(self, task: TrainingTask) -> None:
-        self.task = None
+        self.task_ended()
         self.train_button.setEnabled(True)
-        self.cancel_button.setEnabled(False)
         self._show_budget()
         if task.cancelled:
             self._show(tr("Training cancelled; no model or dataset was written."), Qgis.Info)

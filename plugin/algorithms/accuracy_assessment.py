@@ -24,8 +24,6 @@ from ..staged_sinks import layer_file
 from .base import WIDGETS_MODULE, ThermoCropAlgorithm
 
 WEIGHTINGS = tuple(WEIGHTING_LABELS)
-OUTPUTS = (("html", "OUTPUT_HTML"), ("csv", "OUTPUT_CSV"), ("matrix", "OUTPUT_MATRIX"))
-"""The file outputs: ``core.accuracy.REPORT_FORMATS`` kind and parameter."""
 
 
 class AccuracyAssessment(ThermoCropAlgorithm):
@@ -34,6 +32,19 @@ class AccuracyAssessment(ThermoCropAlgorithm):
 
     NAME = "accuracyassessment"
     DISPLAY = "Accuracy assessment"
+    PREDICTED_FIELD = "PREDICTED_FIELD"
+    REFERENCE_FIELD = "REFERENCE_FIELD"
+    WEIGHTING = "WEIGHTING"
+    CLASS_AREAS = "CLASS_AREAS"
+    OUTPUT_HTML = "OUTPUT_HTML"
+    OUTPUT_CSV = "OUTPUT_CSV"
+    OUTPUT_MATRIX = "OUTPUT_MATRIX"
+    OVERALL_ACCURACY = "OVERALL_ACCURACY"
+    KAPPA = "KAPPA"
+    ADJUSTED_OVERALL_ACCURACY = "ADJUSTED_OVERALL_ACCURACY"
+    SAMPLE_SIZE = "SAMPLE_SIZE"
+    FILE_OUTPUTS = (("html", OUTPUT_HTML), ("csv", OUTPUT_CSV), ("matrix", OUTPUT_MATRIX))
+    """The file outputs: ``core.accuracy.REPORT_FORMATS`` kind and parameter."""
     SUMMARY = (
         "Compares the classes of a classified layer with reference (ground truth) classes: "
         "confusion matrix, overall accuracy, kappa, and per class the user's accuracy "
@@ -66,46 +77,52 @@ class AccuracyAssessment(ThermoCropAlgorithm):
     }
 
     def initAlgorithm(self, config=None):  # noqa: N802
-        self.add(QgsProcessingParameterFeatureSource("INPUT", "Classified layer",
+        self.add(QgsProcessingParameterFeatureSource(self.INPUT, "Classified layer",
                                                      [QgsProcessing.TypeVector]))
-        self.add(QgsProcessingParameterField("PREDICTED_FIELD", "Map (predicted) class field",
-                                             defaultValue="crop_pred", parentLayerParameterName="INPUT"))
-        reference = QgsProcessingParameterField("REFERENCE_FIELD", "Reference class field",
-                                                parentLayerParameterName="INPUT")
+        self.add(QgsProcessingParameterField(self.PREDICTED_FIELD, "Map (predicted) class field",
+                                             defaultValue="crop_pred", parentLayerParameterName=self.INPUT))
+        reference = QgsProcessingParameterField(self.REFERENCE_FIELD, "Reference class field",
+                                                parentLayerParameterName=self.INPUT)
         # The dialog starts at a reference-like field (reference, truth, crop...), never at fid.
         reference.setMetadata({"widget_wrapper": {"class": f"{WIDGETS_MODULE}.GuessedFieldWrapper",
                                                   "guess": "reference"}})
         self.add(reference)
-        self.add(QgsProcessingParameterEnum("WEIGHTING", "Map class areas",
+        self.add(QgsProcessingParameterEnum(self.WEIGHTING, "Map class areas",
                                             options=list(WEIGHTING_LABELS.values()), defaultValue=0))
-        self.add(QgsProcessingParameterFile("CLASS_AREAS", "Table of map class areas (CSV)",
+        self.add(QgsProcessingParameterFile(self.CLASS_AREAS, "Table of map class areas (CSV)",
                                             fileFilter="CSV (*.csv);;All files (*)", optional=True))
-        self.add(QgsProcessingParameterFileDestination("OUTPUT_HTML", "Accuracy report",
+        self.add(QgsProcessingParameterFileDestination(self.OUTPUT_HTML, "Accuracy report",
                                                        "HTML files (*.html)"))
-        self.add(QgsProcessingParameterFileDestination("OUTPUT_CSV", "Per-class table", "CSV files (*.csv)"))
-        self.add(QgsProcessingParameterFileDestination("OUTPUT_MATRIX", "Confusion matrix table",
+        self.add(QgsProcessingParameterFileDestination(self.OUTPUT_CSV, "Per-class table", "CSV files (*.csv)"))
+        self.add(QgsProcessingParameterFileDestination(self.OUTPUT_MATRIX, "Confusion matrix table",
                                                        "CSV files (*.csv)", optional=True,
                                                        createByDefault=False))
-        for name, label in (("OVERALL_ACCURACY", "Overall accuracy"), ("KAPPA", "Kappa"),
-                            ("ADJUSTED_OVERALL_ACCURACY", "Area-adjusted overall accuracy"),
-                            ("SAMPLE_SIZE", "Reference units")):
+        for name, label in ((self.OVERALL_ACCURACY, "Overall accuracy"), (self.KAPPA, "Kappa"),
+                            (self.ADJUSTED_OVERALL_ACCURACY, "Area-adjusted overall accuracy"),
+                            (self.SAMPLE_SIZE, "Reference units")):
             self.addOutput(QgsProcessingOutputNumber(name, label))
 
-    def checkParameterValues(self, parameters, context):  # noqa: N802
-        ok, message = super().checkParameterValues(parameters, context)
-        if not ok:
-            return ok, message
-        predicted = self.parameterAsString(parameters, "PREDICTED_FIELD", context)
-        reference = self.parameterAsString(parameters, "REFERENCE_FIELD", context)
+    def check_fields(self, parameters, context) -> tuple[bool, str]:
+        """``(ok, message)``: a map field and a different reference field."""
+        predicted = self.parameterAsString(parameters, self.PREDICTED_FIELD, context)
+        reference = self.parameterAsString(parameters, self.REFERENCE_FIELD, context)
         if not predicted or not reference:
             return False, tr("Choose both the map (predicted) class field and the reference class field.")
         if predicted == reference:
             return False, tr("The map and reference fields are the same field; choose the field holding "
                              "the reference (ground truth) classes.")
-        table = self.parameterAsFile(parameters, "CLASS_AREAS", context)
+        return True, ""
+
+    def check_class_areas(self, parameters, context) -> tuple[bool, str]:
+        """``(ok, message)``: the class-area table given exists."""
+        table = self.parameterAsFile(parameters, self.CLASS_AREAS, context)
         if table and not os.path.isfile(table):
             return False, tr("The class-area table {table!r} does not exist; choose a CSV file or leave it "
                              "empty.").format(table=table)
+        return True, ""
+
+    def check_outputs(self, parameters, context) -> tuple[bool, str]:
+        """``(ok, message)`` of :meth:`checked_outputs`."""
         from ...core.errors import ThermoCropError
 
         try:
@@ -114,12 +131,15 @@ class AccuracyAssessment(ThermoCropAlgorithm):
             return False, str(exc)
         return True, ""
 
+    CHECKS = (check_fields, check_class_areas, check_outputs)
+
     def output_files(self, parameters, context) -> tuple[list, list]:
         """``(outputs, inputs)`` for ``core.accuracy.check_report_outputs``: each file output as
         ``(kind, parameter, path)`` and the files the algorithm reads."""
-        outputs = [(kind, key, self.parameterAsFileOutput(parameters, key, context) or None) for kind, key in OUTPUTS]
-        inputs = [layer_file(self.parameterAsVectorLayer(parameters, "INPUT", context)),
-                  self.parameterAsFile(parameters, "CLASS_AREAS", context) or None]
+        outputs = [(kind, key, self.parameterAsFileOutput(parameters, key, context) or None)
+                   for kind, key in self.FILE_OUTPUTS]
+        inputs = [layer_file(self.parameterAsVectorLayer(parameters, self.INPUT, context)),
+                  self.parameterAsFile(parameters, self.CLASS_AREAS, context) or None]
         return outputs, inputs
 
     def checked_outputs(self, parameters, context) -> list:
@@ -132,19 +152,19 @@ class AccuracyAssessment(ThermoCropAlgorithm):
         return check_report_outputs(outputs, overwrite=True, inputs=inputs)
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
-        source = self.parameterAsSource(parameters, "INPUT", context)
+        source = self.parameterAsSource(parameters, self.INPUT, context)
         if source is None:
             raise QgsProcessingException(tr("The classified layer could not be read; check INPUT."))
-        predicted = self.parameterAsString(parameters, "PREDICTED_FIELD", context)
-        reference = self.parameterAsString(parameters, "REFERENCE_FIELD", context)
+        predicted = self.parameterAsString(parameters, self.PREDICTED_FIELD, context)
+        reference = self.parameterAsString(parameters, self.REFERENCE_FIELD, context)
         fields = source.fields()
-        for name, what in ((predicted, "PREDICTED_FIELD"), (reference, "REFERENCE_FIELD")):
+        for name, what in ((predicted, self.PREDICTED_FIELD), (reference, self.REFERENCE_FIELD)):
             if fields.indexOf(name) < 0:
                 raise QgsProcessingException(tr("The layer has no field {name!r} ({what}); its fields are "
                                                 "{fields}.").format(name=name, what=what,
                                                                     fields=", ".join(fields.names())))
-        weighting = WEIGHTINGS[self.parameterAsEnum(parameters, "WEIGHTING", context)]
-        table = self.parameterAsFile(parameters, "CLASS_AREAS", context) or None
+        weighting = WEIGHTINGS[self.parameterAsEnum(parameters, self.WEIGHTING, context)]
+        table = self.parameterAsFile(parameters, self.CLASS_AREAS, context) or None
         if (table is None and weighting == "area"
                 and QgsWkbTypes.geometryType(source.wkbType()) != QgsWkbTypes.PolygonGeometry):
             raise QgsProcessingException(tr("Map class areas from the layer need polygons; choose the parcel "
@@ -186,10 +206,10 @@ class AccuracyAssessment(ThermoCropAlgorithm):
             return write_reports(report, outputs, overwrite=True, inputs=inputs)
 
         self.run_core(write)
-        results = {"OUTPUT_HTML": html_path, "OUTPUT_CSV": csv_path,
-                   "OVERALL_ACCURACY": s.overall_accuracy, "KAPPA": s.kappa,
-                   "ADJUSTED_OVERALL_ACCURACY": e.overall_accuracy if e is not None else None,
-                   "SAMPLE_SIZE": s.n}
+        results = {self.OUTPUT_HTML: html_path, self.OUTPUT_CSV: csv_path,
+                   self.OVERALL_ACCURACY: s.overall_accuracy, self.KAPPA: s.kappa,
+                   self.ADJUSTED_OVERALL_ACCURACY: e.overall_accuracy if e is not None else None,
+                   self.SAMPLE_SIZE: s.n}
         if matrix_path:
-            results["OUTPUT_MATRIX"] = matrix_path
+            results[self.OUTPUT_MATRIX] = matrix_path
         return results

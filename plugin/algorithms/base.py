@@ -37,12 +37,29 @@ TORCH_ALGORITHMS = ("classifyparcels", "trainmodel")
 
 
 class ThermoCropAlgorithm(QgsProcessingAlgorithm):
-    """Base class: subclasses set ``NAME``, ``DISPLAY``, ``SUMMARY`` and ``HELP`` (param -> text)."""
+    """Base class: subclasses set ``NAME``, ``DISPLAY``, ``SUMMARY``, ``HELP`` (param -> text) and
+    ``CHECKS``, and name their parameters' keys as class attributes (``LABEL_FIELD = "LABEL_FIELD"``).
+    """
 
     NAME = ""
     DISPLAY = ""
     SUMMARY = ""
     HELP: dict[str, str] = {}
+
+    # Parameter keys several algorithms share.
+    INPUT = "INPUT"
+    OUTPUT = "OUTPUT"
+    SCENES = "SCENES"
+    SCENE_FOLDER = "SCENE_FOLDER"
+    STAC_ITEMS = "STAC_ITEMS"
+    AUTH = "AUTH"
+    WEATHER = "WEATHER"
+    WEATHER_SERVICE = "WEATHER_SERVICE"
+
+    CHECKS: tuple[Callable[..., tuple[bool, str]], ...] = ()
+    """The algorithm's own checks of its parameters, in order: functions ``(algorithm, parameters,
+    context) -> (ok, message)``. ``checkParameterValues`` runs them after Processing's checks and
+    the package check, and answers with the first that fails."""
 
     def name(self) -> str:
         return self.NAME
@@ -98,13 +115,18 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
         return True, ""
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
-        """Processing's own checks, then the packages (so qgis_process says so before running)."""
+        """Processing's own checks, then the packages (so qgis_process says so before running),
+        then the algorithm's ``CHECKS``."""
         ok, message = super().checkParameterValues(parameters, context)
         if not ok:
             return ok, message
         missing = self.missing_modules()
         if missing:
             return False, self.missing_message(missing)
+        for check in self.CHECKS:
+            ok, message = check(self, parameters, context)
+            if not ok:
+                return False, message
         return True, ""
 
     def createInstance(self):  # noqa: N802
@@ -161,12 +183,11 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
         return QgsProcessingParameterNumber(name, description, kind, defaultValue=default, minValue=low,
                                             maxValue=rule.high)
 
-    def check_parcel_crs(self, parameters: dict, context: QgsProcessingContext, key: str = "INPUT"
-                         ) -> tuple[bool, str]:
+    def check_parcel_crs(self, parameters: dict, context: QgsProcessingContext) -> tuple[bool, str]:
         """``(ok, message)``: the parcel layer has a CRS that places it on Earth."""
         from ...core.extract import crs_problem
 
-        source = self.parameterAsSource(parameters, key, context)
+        source = self.parameterAsSource(parameters, self.INPUT, context)
         if source is None:
             return True, ""  # QGIS reports an unreadable layer itself
         crs = source.sourceCrs()
@@ -183,7 +204,7 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
         ``QgsProcessingException``."""
         from ...core.preflight import check_inputs
 
-        source = self.parameterAsSource(parameters, "INPUT", context)
+        source = self.parameterAsSource(parameters, self.INPUT, context)
         crs, bounds = None, None
         if source is not None:
             crs = source.sourceCrs().toWkt() if source.sourceCrs().isValid() else None
@@ -226,37 +247,37 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
             folder_label = "Folder of scenes (or the scenes above)"
         else:
             scenes_label, folder_label = label or "Sentinel-2 scenes", "Folder of scenes"
-        self.add(QgsProcessingParameterMultipleLayers("SCENES", scenes_label, QgsProcessing.TypeRaster,
+        self.add(QgsProcessingParameterMultipleLayers(self.SCENES, scenes_label, QgsProcessing.TypeRaster,
                                                       optional=True),
-                 self.HELP.get("SCENES", self.SCENES_HELP))
-        self.add(QgsProcessingParameterFile("SCENE_FOLDER", folder_label,
+                 self.HELP.get(self.SCENES, self.SCENES_HELP))
+        self.add(QgsProcessingParameterFile(self.SCENE_FOLDER, folder_label,
                                             behavior=QgsProcessingParameterFile.Folder, optional=True),
-                 self.HELP.get("SCENE_FOLDER", self.SCENE_FOLDER_HELP))
-        self.add(QgsProcessingParameterFile("STAC_ITEMS", "Saved STAC items (instead of scene files)", optional=True,
+                 self.HELP.get(self.SCENE_FOLDER, self.SCENE_FOLDER_HELP))
+        self.add(QgsProcessingParameterFile(self.STAC_ITEMS, "Saved STAC items (instead of scene files)", optional=True,
                                             fileFilter="STAC item collection (*.json *.geojson)"),
-                 self.HELP.get("STAC_ITEMS", self.STAC_HELP))
+                 self.HELP.get(self.STAC_ITEMS, self.STAC_HELP))
         if auth:
-            self.add(QgsProcessingParameterAuthConfig("AUTH", "Catalogue credentials (authentication configuration)",
+            self.add(QgsProcessingParameterAuthConfig(self.AUTH, "Catalogue credentials (authentication configuration)",
                                                       optional=True), self.AUTH_HELP)
 
     def add_weather_parameters(self, help_text: str) -> None:
         """Add ``WEATHER`` (a file) and ``WEATHER_SERVICE`` (the file, or a service to fetch from)."""
         from ..catalog import WEATHER_LABELS
 
-        self.add(QgsProcessingParameterFile("WEATHER", "Daily temperature file", optional=True, fileFilter=(
+        self.add(QgsProcessingParameterFile(self.WEATHER, "Daily temperature file", optional=True, fileFilter=(
             "Temperature files (*.nc *.nc4 *.csv);;All files (*)")), help_text)
-        self.add(QgsProcessingParameterEnum("WEATHER_SERVICE", "Temperatures from", options=list(WEATHER_LABELS),
+        self.add(QgsProcessingParameterEnum(self.WEATHER_SERVICE, "Temperatures from", options=list(WEATHER_LABELS),
                                             defaultValue=0), self.WEATHER_SERVICE_HELP)
 
     def weather_service(self, parameters: dict, context: QgsProcessingContext) -> str:
         """The weather service chosen (``open-meteo``, ``cds:e-obs``...), or "" for the file."""
         from ..catalog import WEATHER_SERVICES
 
-        return WEATHER_SERVICES[self.parameterAsEnum(parameters, "WEATHER_SERVICE", context)]
+        return WEATHER_SERVICES[self.parameterAsEnum(parameters, self.WEATHER_SERVICE, context)]
 
     def check_weather(self, parameters: dict, context: QgsProcessingContext) -> tuple[bool, str]:
         """``(ok, message)``: a temperature file that exists, or a service, not both."""
-        path = self.parameterAsFile(parameters, "WEATHER", context)
+        path = self.parameterAsFile(parameters, self.WEATHER, context)
         service = self.weather_service(parameters, context)
         if service and path:
             return False, tr("Give either the temperature file {path!r} or the weather service {service}, not "
@@ -274,7 +295,7 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
         cells from the season start to the last date (fetched once, then taken from the cache)."""
         service = self.weather_service(parameters, context)
         if not service:
-            return self.parameterAsFile(parameters, "WEATHER", context)
+            return self.parameterAsFile(parameters, self.WEATHER, context)
 
         def fetch():
             from ...core.thermal.weather_services import fetch_for_parcels
@@ -287,9 +308,9 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
 
     def stac_items(self, parameters: dict, context: QgsProcessingContext) -> str:
         """The saved item collection given (``STAC_ITEMS``), or ""."""
-        if self.parameterDefinition("STAC_ITEMS") is None:
+        if self.parameterDefinition(self.STAC_ITEMS) is None:
             return ""
-        return self.parameterAsFile(parameters, "STAC_ITEMS", context) or ""
+        return self.parameterAsFile(parameters, self.STAC_ITEMS, context) or ""
 
     def stac_scenes(self, parameters: dict, context: QgsProcessingContext, feedback: QgsProcessingFeedback,
                     progress=None) -> list:
@@ -300,7 +321,7 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
         from ..catalog import auth_credentials, stac_scenes
 
         path = self.stac_items(parameters, context)
-        auth = self.parameterAsString(parameters, "AUTH", context) if self.parameterDefinition("AUTH") else ""
+        auth = self.parameterAsString(parameters, self.AUTH, context) if self.parameterDefinition(self.AUTH) else ""
         last = [0.0]
 
         def show(stats) -> None:
@@ -325,8 +346,8 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
 
     def scenes(self, parameters: dict, context: QgsProcessingContext) -> list[str]:
         """File paths of the scenes from ``SCENES`` and ``SCENE_FOLDER``."""
-        paths = self.scene_paths(self.parameterAsLayerList(parameters, "SCENES", context), context)
-        folder = self.parameterAsFile(parameters, "SCENE_FOLDER", context)
+        paths = self.scene_paths(self.parameterAsLayerList(parameters, self.SCENES, context), context)
+        folder = self.parameterAsFile(parameters, self.SCENE_FOLDER, context)
         if folder:
             inside = os.path.abspath(folder) + os.sep
             # A layer from inside the folder would otherwise be read twice.
@@ -336,14 +357,14 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
     def check_scenes(self, parameters: dict, context: QgsProcessingContext) -> tuple[bool, str]:
         """``(ok, message)``: exactly one source of scenes was given (files and/or a folder, or
         saved STAC items) and it exists."""
-        folder = self.parameterAsFile(parameters, "SCENE_FOLDER", context)
-        files = bool(folder or self.parameterAsLayerList(parameters, "SCENES", context))
+        folder = self.parameterAsFile(parameters, self.SCENE_FOLDER, context)
+        files = bool(folder or self.parameterAsLayerList(parameters, self.SCENES, context))
         stac = self.stac_items(parameters, context)
         if files and stac:
             return False, tr("Give either scene files ('{scenes}', '{folder}') or saved STAC items ('{stac}'), not "
-                             "both.").format(scenes=self.parameterDefinition("SCENES").description(),
-                                             folder=self.parameterDefinition("SCENE_FOLDER").description(),
-                                             stac=self.parameterDefinition("STAC_ITEMS").description())
+                             "both.").format(scenes=self.parameterDefinition(self.SCENES).description(),
+                                             folder=self.parameterDefinition(self.SCENE_FOLDER).description(),
+                                             stac=self.parameterDefinition(self.STAC_ITEMS).description())
         if stac:
             from ...core.scenes.stac import is_item_collection_file
 
@@ -358,11 +379,11 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
             return False, tr("The scene folder {folder!r} does not exist; choose an existing folder.").format(
                 folder=folder)
         if not files:
-            stac_label = self.parameterDefinition("STAC_ITEMS")
+            stac_label = self.parameterDefinition(self.STAC_ITEMS)
             return False, tr("Give Sentinel-2 scenes: '{scenes}' (SCENES, layers or files), '{folder}' "
                              "(SCENE_FOLDER){stac}; one of them is required.").format(
-                scenes=self.parameterDefinition("SCENES").description(),
-                folder=self.parameterDefinition("SCENE_FOLDER").description(),
+                scenes=self.parameterDefinition(self.SCENES).description(),
+                folder=self.parameterDefinition(self.SCENE_FOLDER).description(),
                 stac=f" or '{stac_label.description()}' (STAC_ITEMS)" if stac_label is not None else "")
         return True, ""
 

@@ -49,6 +49,12 @@ class ClassifyParcels(ThermoCropAlgorithm):
 
     NAME = "classifyparcels"
     DISPLAY = "Classify parcels"
+    MODEL = "MODEL"
+    LABEL_FIELD = "LABEL_FIELD"
+    CONFIDENCE_FIELD = "CONFIDENCE_FIELD"
+    STATUS_FIELD = "STATUS_FIELD"
+    PROBABILITIES = "PROBABILITIES"
+    CLASSIFIED = "CLASSIFIED"
     SUMMARY = ("Predicts the crop type of every parcel from a Sentinel-2 time series and daily "
                "temperatures with a ThermoCrop model (PSE+LTAE with thermal positional encoding). "
                "The output keeps every feature and attribute of the input and adds the predicted "
@@ -71,46 +77,50 @@ class ClassifyParcels(ThermoCropAlgorithm):
 
     def initAlgorithm(self, config=None):  # noqa: N802
         self.add(QgsProcessingParameterFeatureSource(
-            "INPUT", "Parcel layer", [QgsProcessing.TypeVectorPolygon]))
+            self.INPUT, "Parcel layer", [QgsProcessing.TypeVectorPolygon]))
         self.add_scene_parameters()
         self.add_weather_parameters(self.HELP["WEATHER"])
-        self.add(QgsProcessingParameterFile("MODEL", "Model bundle", fileFilter="ThermoCrop model (*.tcm)",
+        self.add(QgsProcessingParameterFile(self.MODEL, "Model bundle", fileFilter="ThermoCrop model (*.tcm)",
                                             optional=True))
-        self.add(QgsProcessingParameterString("LABEL_FIELD", "Class field", defaultValue="crop_pred"))
-        self.add(QgsProcessingParameterString("CONFIDENCE_FIELD", "Confidence field", defaultValue="crop_conf"))
-        self.add(QgsProcessingParameterString("STATUS_FIELD", "Status field", defaultValue="crop_status"))
-        self.add(QgsProcessingParameterBoolean("PROBABILITIES", "Class probabilities, margin and entropy fields",
+        self.add(QgsProcessingParameterString(self.LABEL_FIELD, "Class field", defaultValue="crop_pred"))
+        self.add(QgsProcessingParameterString(self.CONFIDENCE_FIELD, "Confidence field", defaultValue="crop_conf"))
+        self.add(QgsProcessingParameterString(self.STATUS_FIELD, "Status field", defaultValue="crop_status"))
+        self.add(QgsProcessingParameterBoolean(self.PROBABILITIES, "Class probabilities, margin and entropy fields",
                                                defaultValue=False))
-        self.add(QgsProcessingParameterFeatureSink("OUTPUT", "Classified parcels",
+        self.add(QgsProcessingParameterFeatureSink(self.OUTPUT, "Classified parcels",
                                                    QgsProcessing.TypeVectorPolygon))
-        self.addOutput(QgsProcessingOutputNumber("CLASSIFIED", "Parcels classified"))
+        self.addOutput(QgsProcessingOutputNumber(self.CLASSIFIED, "Parcels classified"))
 
-    def checkParameterValues(self, parameters, context):  # noqa: N802
-        ok, message = super().checkParameterValues(parameters, context)
-        if not ok:
-            return ok, message
-        ok, message = self.check_weather(parameters, context)
-        if not ok:
-            return ok, message
-        model = self.parameterAsFile(parameters, "MODEL", context)
+    def check_model(self, parameters, context) -> tuple[bool, str]:
+        """``(ok, message)``: the model bundle given exists (empty: the shipped one)."""
+        model = self.parameterAsFile(parameters, self.MODEL, context)
         if model and not os.path.isfile(model):
             return False, tr("The model bundle {model!r} does not exist; choose a .tcm file or leave it "
                              "empty.").format(model=model)
-        names = [self.parameterAsString(parameters, key, context)
-                 for key in ("LABEL_FIELD", "CONFIDENCE_FIELD", "STATUS_FIELD")]
+        return True, ""
+
+    def _field_names(self, parameters, context) -> list[str]:
+        """The class, confidence and status field names given."""
+        return [self.parameterAsString(parameters, key, context)
+                for key in (self.LABEL_FIELD, self.CONFIDENCE_FIELD, self.STATUS_FIELD)]
+
+    def check_field_names(self, parameters, context) -> tuple[bool, str]:
+        """``(ok, message)``: three different, non-empty output field names."""
+        names = self._field_names(parameters, context)
         if any(not name.strip() for name in names) or len(set(names)) < 3:
             return False, tr("The class, confidence and status fields need three different, non-empty names.")
-        ok, message = self.check_parcel_crs(parameters, context)
-        if not ok:
-            return ok, message
-        ok, message = self.check_scenes(parameters, context)
-        if not ok:
-            return ok, message
-        # The output, before any scene is read: format, folder, not the input, field names and types.
-        source = self.parameterAsSource(parameters, "INPUT", context)
+        return True, ""
+
+    def check_output(self, parameters, context) -> tuple[bool, str]:
+        """``(ok, message)``: the output, before any scene is read: format, folder, not the input, field
+        names and types."""
+        source = self.parameterAsSource(parameters, self.INPUT, context)
         return check_sink(self, parameters, context, inputs=self._inputs(parameters, context),
-                          kinds=dict(zip(names, ("string", "real", "string"))),
+                          kinds=dict(zip(self._field_names(parameters, context), ("string", "real", "string"))),
                           source_fields=source.fields() if source is not None else None)
+
+    CHECKS = (ThermoCropAlgorithm.check_weather, check_model, check_field_names, ThermoCropAlgorithm.check_parcel_crs,
+              ThermoCropAlgorithm.check_scenes, check_output)
 
     def _inputs(self, parameters, context) -> list:
         """The files this run reads, which the output may not be."""

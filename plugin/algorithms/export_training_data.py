@@ -20,7 +20,7 @@ from ..i18n import tr
 from ..layers import features_to_frame
 from .base import WIDGETS_MODULE, ThermoCropAlgorithm
 
-BLOCK_FIELD = "block"
+DEFAULT_BLOCK_FIELD = "block"
 """The block field ``core.extract`` reads by default, and this algorithm's default."""
 PRESETS = ("", "france", "denmark", "austria")
 PRESET_LABELS = ("none: the label values are the classes", "france (RPG CODE_CULTU codes)",
@@ -32,6 +32,13 @@ class ExportTrainingData(ThermoCropAlgorithm):
 
     NAME = "exporttrainingdata"
     DISPLAY = "Export training data"
+    LABEL_FIELD = "LABEL_FIELD"
+    BLOCK_FIELD = "BLOCK_FIELD"
+    CLASS_MAP = "CLASS_MAP"
+    CLASS_MAP_FILE = "CLASS_MAP_FILE"
+    MIN_PARCELS = "MIN_PARCELS"
+    SEASON_START = "SEASON_START"
+    MAX_PIXELS = "MAX_PIXELS"
     SUMMARY = ("Samples up to MAX_PIXELS pixels of every labelled parcel on every scene date, with "
                "cloud masks and growing degree days, and writes them as a ThermoCrop dataset folder "
                "that Train model reads. The dataset's classes are the labels found, or the classes "
@@ -59,57 +66,59 @@ class ExportTrainingData(ThermoCropAlgorithm):
     }
 
     def initAlgorithm(self, config=None):  # noqa: N802
-        self.add(QgsProcessingParameterFeatureSource("INPUT", "Labelled parcels", [QgsProcessing.TypeVectorPolygon]))
-        label = QgsProcessingParameterField("LABEL_FIELD", "Label field", parentLayerParameterName="INPUT")
+        self.add(QgsProcessingParameterFeatureSource(self.INPUT, "Labelled parcels",
+                                                     [QgsProcessing.TypeVectorPolygon]))
+        label = QgsProcessingParameterField(self.LABEL_FIELD, "Label field", parentLayerParameterName=self.INPUT)
         # The dialog starts at a label-like field (crop, CODE_CULTU...), never at fid.
         label.setMetadata({"widget_wrapper": {"class": f"{WIDGETS_MODULE}.GuessedFieldWrapper", "guess": "label"}})
         self.add(label)
-        self.add(QgsProcessingParameterField("BLOCK_FIELD", "Block field (spatial split)", defaultValue=BLOCK_FIELD,
-                                             parentLayerParameterName="INPUT", optional=True))
-        self.add(QgsProcessingParameterEnum("CLASS_MAP", "Crop code table (class map preset)",
+        self.add(QgsProcessingParameterField(self.BLOCK_FIELD, "Block field (spatial split)",
+                                             defaultValue=DEFAULT_BLOCK_FIELD, parentLayerParameterName=self.INPUT,
+                                             optional=True))
+        self.add(QgsProcessingParameterEnum(self.CLASS_MAP, "Crop code table (class map preset)",
                                             options=list(PRESET_LABELS), defaultValue=0))
-        self.add(QgsProcessingParameterFile("CLASS_MAP_FILE", "Class map file (CSV or YAML)", optional=True,
+        self.add(QgsProcessingParameterFile(self.CLASS_MAP_FILE, "Class map file (CSV or YAML)", optional=True,
                                             fileFilter="Class maps (*.csv *.yml *.yaml)"))
-        self.add(self.number("MIN_PARCELS", "Minimum parcels per class", "min_parcels", 0))
+        self.add(self.number(self.MIN_PARCELS, "Minimum parcels per class", "min_parcels", 0))
         self.add_scene_parameters()
         self.add_weather_parameters(self.HELP["WEATHER"])
-        self.add(QgsProcessingParameterString("SEASON_START", "Season start", defaultValue="01-01"))
-        self.add(self.number("MAX_PIXELS", "Pixels per parcel", "max_pixels", 64))
-        self.add(QgsProcessingParameterFolderDestination("OUTPUT", "Dataset folder"))
+        self.add(QgsProcessingParameterString(self.SEASON_START, "Season start", defaultValue="01-01"))
+        self.add(self.number(self.MAX_PIXELS, "Pixels per parcel", "max_pixels", 64))
+        self.add(QgsProcessingParameterFolderDestination(self.OUTPUT, "Dataset folder"))
 
-    def checkParameterValues(self, parameters, context):  # noqa: N802
-        ok, message = super().checkParameterValues(parameters, context)
-        if not ok:
-            return ok, message
-        ok, message = self.check_weather(parameters, context)
-        if not ok:
-            return ok, message
-        ok, message = self.check_parcel_crs(parameters, context)
-        if not ok:
-            return ok, message
+    def check_season_start(self, parameters, context) -> tuple[bool, str]:
+        """``(ok, message)``: the season start reads as MM-DD or MM-DD/-1."""
+        from ...core.thermal.gdd import SeasonStart
+
         try:
-            from ...core.thermal.gdd import SeasonStart
-
-            SeasonStart.parse(self.parameterAsString(parameters, "SEASON_START", context))
+            SeasonStart.parse(self.parameterAsString(parameters, self.SEASON_START, context))
         except ValueError as exc:
             return False, str(exc)
+        return True, ""
+
+    def check_class_map(self, parameters, context) -> tuple[bool, str]:
+        """``(ok, message)``: a code table or a class map file that loads, not both."""
         try:
             self.class_map(parameters, context)
         except QgsProcessingException as exc:
             return False, str(exc)
-        ok, message = self.check_scenes(parameters, context)
-        if not ok:
-            return ok, message
-        return self.check_output_file(self.parameterAsString(parameters, "OUTPUT", context), what="dataset folder",
-                                      kind="folder")
+        return True, ""
+
+    def check_output(self, parameters, context) -> tuple[bool, str]:
+        """``(ok, message)``: the dataset folder can be created (before any scene is read)."""
+        return self.check_output_file(self.parameterAsString(parameters, self.OUTPUT, context),
+                                      what="dataset folder", kind="folder")
+
+    CHECKS = (ThermoCropAlgorithm.check_weather, ThermoCropAlgorithm.check_parcel_crs, check_season_start,
+              check_class_map, ThermoCropAlgorithm.check_scenes, check_output)
 
     def class_map(self, parameters, context):
         """The ``ClassMap`` chosen (preset or file), or None."""
         from ...core.classmap import ClassMap
         from ...core.errors import InputError
 
-        preset = PRESETS[self.parameterAsEnum(parameters, "CLASS_MAP", context)]
-        path = self.parameterAsFile(parameters, "CLASS_MAP_FILE", context)
+        preset = PRESETS[self.parameterAsEnum(parameters, self.CLASS_MAP, context)]
+        path = self.parameterAsFile(parameters, self.CLASS_MAP_FILE, context)
         if preset and path:
             raise QgsProcessingException(tr("Give either the {preset} code table or the class map file {path}, "
                                             "not both.").format(preset=preset, path=path))
@@ -126,15 +135,15 @@ class ExportTrainingData(ThermoCropAlgorithm):
         Raises:
             QgsProcessingException: another field was named that the layer lacks.
         """
-        name = self.parameterAsString(parameters, "BLOCK_FIELD", context)
+        name = self.parameterAsString(parameters, self.BLOCK_FIELD, context)
         if not name:
             return None
         if name in names:
             return name
-        if name == BLOCK_FIELD:
+        if name == DEFAULT_BLOCK_FIELD:
             if feedback is not None:
                 feedback.pushInfo(tr("The parcels have no '{field}' field; Train model will split them at random "
-                                     "(give a block field for a spatial split).").format(field=BLOCK_FIELD))
+                                     "(give a block field for a spatial split).").format(field=DEFAULT_BLOCK_FIELD))
             return None
         raise QgsProcessingException(tr("The parcel layer has no field {field}; choose its block field or leave "
                                         "it empty.").format(field=name))

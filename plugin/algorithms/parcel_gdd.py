@@ -31,6 +31,11 @@ class ParcelGDD(ThermoCropAlgorithm):
 
     NAME = "parcelgdd"
     SCENES_REQUIRED = False  # DATES may give the dates instead
+    DATES = "DATES"
+    SEASON_START = "SEASON_START"
+    T_BASE = "T_BASE"
+    T_CAP = "T_CAP"
+    METHOD = "METHOD"
     DISPLAY = "Growing degree days per parcel"
     SUMMARY = ("Accumulates growing degree days (GDD) from the season start at each parcel's "
                "centroid, from daily temperatures, and adds one field per date.")
@@ -51,18 +56,18 @@ class ParcelGDD(ThermoCropAlgorithm):
     }
 
     def initAlgorithm(self, config=None):  # noqa: N802
-        self.add(QgsProcessingParameterFeatureSource("INPUT", "Parcel layer", [QgsProcessing.TypeVectorPolygon]))
+        self.add(QgsProcessingParameterFeatureSource(self.INPUT, "Parcel layer", [QgsProcessing.TypeVectorPolygon]))
         self.add_weather_parameters(self.HELP["WEATHER"])
-        self.add(QgsProcessingParameterString("DATES", "Dates", optional=True))
+        self.add(QgsProcessingParameterString(self.DATES, "Dates", optional=True))
         self.add_scene_parameters("Scenes (for their dates)", auth=False)
-        self.add(QgsProcessingParameterString("SEASON_START", "Season start", defaultValue="01-01"))
-        self.add(self.number("T_BASE", "Base temperature", "t_base", 0.0))
-        self.add(self.number("T_CAP", "Cap temperature", "t_cap", 30.0))
-        self.add(QgsProcessingParameterEnum("METHOD", "Method", options=list(METHODS), defaultValue=0))
-        self.add(QgsProcessingParameterFeatureSink("OUTPUT", "Parcels with GDD", QgsProcessing.TypeVectorPolygon))
+        self.add(QgsProcessingParameterString(self.SEASON_START, "Season start", defaultValue="01-01"))
+        self.add(self.number(self.T_BASE, "Base temperature", "t_base", 0.0))
+        self.add(self.number(self.T_CAP, "Cap temperature", "t_cap", 30.0))
+        self.add(QgsProcessingParameterEnum(self.METHOD, "Method", options=list(METHODS), defaultValue=0))
+        self.add(QgsProcessingParameterFeatureSink(self.OUTPUT, "Parcels with GDD", QgsProcessing.TypeVectorPolygon))
 
     def _dates(self, parameters, context) -> np.ndarray:
-        text = self.parameterAsString(parameters, "DATES", context).strip()
+        text = self.parameterAsString(parameters, self.DATES, context).strip()
         if text:
             try:
                 return np.array(sorted({np.datetime64(d.strip(), "D") for d in text.split(",") if d.strip()}))
@@ -83,47 +88,57 @@ class ParcelGDD(ThermoCropAlgorithm):
 
         return self.run_core(dates)
 
-    def checkParameterValues(self, parameters, context):  # noqa: N802
-        ok, message = super().checkParameterValues(parameters, context)
-        if not ok:
-            return ok, message
-        ok, message = self.check_weather(parameters, context)
-        if not ok:
-            return ok, message
-        if not self.parameterAsString(parameters, "DATES", context).strip():
-            ok, message = self.check_scenes(parameters, context)
-            if not ok:
-                return False, tr("Give either DATES or scenes, so that there are dates to compute GDD at.") + " " \
-                    + message
-        if self.parameterAsDouble(parameters, "T_CAP", context) <= self.parameterAsDouble(parameters, "T_BASE",
-                                                                                           context):
-            return False, tr("The cap temperature must be above the base temperature.")
-        try:
-            from ...core.thermal.gdd import SeasonStart
+    def _dates_given(self, parameters, context) -> bool:
+        return bool(self.parameterAsString(parameters, self.DATES, context).strip())
 
-            SeasonStart.parse(self.parameterAsString(parameters, "SEASON_START", context))
+    def check_dates_or_scenes(self, parameters, context) -> tuple[bool, str]:
+        """``(ok, message)``: dates are given, or scenes whose dates can be used."""
+        if self._dates_given(parameters, context):
+            return True, ""
+        ok, message = self.check_scenes(parameters, context)
+        if not ok:
+            return False, tr("Give either DATES or scenes, so that there are dates to compute GDD at.") + " " \
+                + message
+        return True, ""
+
+    def check_temperatures(self, parameters, context) -> tuple[bool, str]:
+        """``(ok, message)``: the cap temperature is above the base temperature."""
+        if self.parameterAsDouble(parameters, self.T_CAP, context) <= self.parameterAsDouble(parameters, self.T_BASE,
+                                                                                              context):
+            return False, tr("The cap temperature must be above the base temperature.")
+        return True, ""
+
+    def check_season_start(self, parameters, context) -> tuple[bool, str]:
+        """``(ok, message)``: the season start reads as MM-DD or MM-DD/-1."""
+        from ...core.thermal.gdd import SeasonStart
+
+        try:
+            SeasonStart.parse(self.parameterAsString(parameters, self.SEASON_START, context))
         except ValueError as exc:
             return False, str(exc)
-        ok, message = self.check_parcel_crs(parameters, context)
-        if not ok:
-            return ok, message
-        # The output, before any file is read: format, folder, not the input, and the fields of
-        # given dates (scene dates are known only when the scenes are listed).
+        return True, ""
+
+    def check_output(self, parameters, context) -> tuple[bool, str]:
+        """``(ok, message)``: the output, before any file is read: format, folder, not the input, and the
+        fields of given dates (scene dates are known only when the scenes are listed)."""
         names = []
-        if self.parameterAsString(parameters, "DATES", context).strip():
+        if self._dates_given(parameters, context):
             try:
                 names = self._field_names(self._dates(parameters, context), parameters, context)
             except QgsProcessingException as exc:
                 return False, str(exc)
-        source = self.parameterAsSource(parameters, "INPUT", context)
+        source = self.parameterAsSource(parameters, self.INPUT, context)
         return check_sink(self, parameters, context, inputs=self._inputs(parameters, context),
                           kinds=dict.fromkeys(names, "real"),
                           source_fields=source.fields() if source is not None else None)
 
+    CHECKS = (ThermoCropAlgorithm.check_weather, check_dates_or_scenes, check_temperatures, check_season_start,
+              ThermoCropAlgorithm.check_parcel_crs, check_output)
+
     def _inputs(self, parameters, context) -> list:
         """The files this run reads, which the output may not be."""
-        return [layer_file(self.parameterAsVectorLayer(parameters, "INPUT", context)),
-                self.parameterAsFile(parameters, "WEATHER", context), self.stac_items(parameters, context)]
+        return [layer_file(self.parameterAsVectorLayer(parameters, self.INPUT, context)),
+                self.parameterAsFile(parameters, self.WEATHER, context), self.stac_items(parameters, context)]
 
     def _field_names(self, dates, parameters, context) -> list[str]:
         from ...core.io.vector import date_field_names

@@ -24,6 +24,15 @@ class SearchCatalog(ThermoCropAlgorithm):
 
     NAME = "searchcatalog"
     DISPLAY = "Search a catalogue"
+    CATALOG = "CATALOG"
+    URL = "URL"
+    COLLECTION = "COLLECTION"
+    SEASON = "SEASON"
+    START = "START"
+    END = "END"
+    MAX_CLOUD = "MAX_CLOUD"
+    ITEMS = "ITEMS"
+    DATES = "DATES"
     SUMMARY = ("Finds the Sentinel-2 L2A items of a STAC catalogue that cover the parcel layer in a season, "
                "keeps those with at most the given cloud cover, logs their dates, tiles and cloud cover and "
                "saves them as a STAC ItemCollection (.json). Classify parcels, Export training data and Growing "
@@ -43,40 +52,38 @@ class SearchCatalog(ThermoCropAlgorithm):
     }
 
     def initAlgorithm(self, config=None):  # noqa: N802
-        self.add(QgsProcessingParameterFeatureSource("INPUT", "Parcel layer", [QgsProcessing.TypeVectorPolygon]))
-        self.add(QgsProcessingParameterEnum("CATALOG", "Catalogue", options=list(CATALOG_LABELS), defaultValue=0))
-        self.add(QgsProcessingParameterString("URL", "STAC API URL (for another STAC API)", optional=True))
-        self.add(QgsProcessingParameterString("COLLECTION", "Collection", optional=True))
-        season = self.number("SEASON", "Season (year)", "season", 2024)
+        self.add(QgsProcessingParameterFeatureSource(self.INPUT, "Parcel layer", [QgsProcessing.TypeVectorPolygon]))
+        self.add(QgsProcessingParameterEnum(self.CATALOG, "Catalogue", options=list(CATALOG_LABELS), defaultValue=0))
+        self.add(QgsProcessingParameterString(self.URL, "STAC API URL (for another STAC API)", optional=True))
+        self.add(QgsProcessingParameterString(self.COLLECTION, "Collection", optional=True))
+        season = self.number(self.SEASON, "Season (year)", "season", 2024)
         season.setFlags(season.flags() | season.FlagOptional)
         self.add(season)
-        self.add(QgsProcessingParameterString("START", "Start (YYYY-MM-DD)", optional=True))
-        self.add(QgsProcessingParameterString("END", "End (YYYY-MM-DD)", optional=True))
-        self.add(self.number("MAX_CLOUD", "Largest cloud cover (%)", "max_cloud", 60.0))
-        self.add(QgsProcessingParameterFileDestination("OUTPUT", "Item collection",
+        self.add(QgsProcessingParameterString(self.START, "Start (YYYY-MM-DD)", optional=True))
+        self.add(QgsProcessingParameterString(self.END, "End (YYYY-MM-DD)", optional=True))
+        self.add(self.number(self.MAX_CLOUD, "Largest cloud cover (%)", "max_cloud", 60.0))
+        self.add(QgsProcessingParameterFileDestination(self.OUTPUT, "Item collection",
                                                        fileFilter="STAC item collection (*.json)"))
-        self.addOutput(QgsProcessingOutputNumber("ITEMS", "Items found"))
-        self.addOutput(QgsProcessingOutputNumber("DATES", "Dates found"))
+        self.addOutput(QgsProcessingOutputNumber(self.ITEMS, "Items found"))
+        self.addOutput(QgsProcessingOutputNumber(self.DATES, "Dates found"))
 
     def _search_options(self, parameters, context) -> dict:
         """Keyword arguments of ``core.stac.search_items`` (the catalogue, period and cloud limit)."""
-        choice = CATALOGS[self.parameterAsEnum(parameters, "CATALOG", context)]
+        choice = CATALOGS[self.parameterAsEnum(parameters, self.CATALOG, context)]
         try:
-            catalog = catalog_spec(choice, self.parameterAsString(parameters, "URL", context))
+            catalog = catalog_spec(choice, self.parameterAsString(parameters, self.URL, context))
         except ValueError as exc:
             raise QgsProcessingException(str(exc)) from None
-        season = parameters.get("SEASON")
+        season = parameters.get(self.SEASON)
         return {"catalog": catalog,
-                "collection": self.parameterAsString(parameters, "COLLECTION", context).strip() or None,
-                "season": None if season in (None, "") else self.parameterAsInt(parameters, "SEASON", context),
-                "start": self.parameterAsString(parameters, "START", context).strip() or None,
-                "end": self.parameterAsString(parameters, "END", context).strip() or None,
-                "max_cloud": self.parameterAsDouble(parameters, "MAX_CLOUD", context)}
+                "collection": self.parameterAsString(parameters, self.COLLECTION, context).strip() or None,
+                "season": None if season in (None, "") else self.parameterAsInt(parameters, self.SEASON, context),
+                "start": self.parameterAsString(parameters, self.START, context).strip() or None,
+                "end": self.parameterAsString(parameters, self.END, context).strip() or None,
+                "max_cloud": self.parameterAsDouble(parameters, self.MAX_CLOUD, context)}
 
-    def checkParameterValues(self, parameters, context):  # noqa: N802
-        ok, message = super().checkParameterValues(parameters, context)
-        if not ok:
-            return ok, message
+    def check_search(self, parameters, context) -> tuple[bool, str]:
+        """``(ok, message)``: a known catalogue (or a STAC API URL) and a period that reads."""
         from ...core.errors import InputError
         from ...core.scenes.stac import resolve_catalog, season_period
 
@@ -86,18 +93,21 @@ class SearchCatalog(ThermoCropAlgorithm):
             season_period(options["season"], options["start"], options["end"])
         except (QgsProcessingException, InputError) as exc:
             return False, str(exc)
-        ok, message = self.check_parcel_crs(parameters, context)
-        if not ok:
-            return ok, message
-        return self.check_output_file(self.parameterAsFileOutput(parameters, "OUTPUT", context),
+        return True, ""
+
+    def check_output(self, parameters, context) -> tuple[bool, str]:
+        """``(ok, message)``: the item collection can be written there."""
+        return self.check_output_file(self.parameterAsFileOutput(parameters, self.OUTPUT, context),
                                       what="item collection", suffixes=(".json", ".geojson"), overwrite=True)
 
+    CHECKS = (check_search, ThermoCropAlgorithm.check_parcel_crs, check_output)
+
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
-        source = self.parameterAsSource(parameters, "INPUT", context)
+        source = self.parameterAsSource(parameters, self.INPUT, context)
         if source is None:
             raise QgsProcessingException(tr("The parcel layer could not be read; check INPUT."))
         options = self._search_options(parameters, context)
-        out = self.parameterAsFileOutput(parameters, "OUTPUT", context)
+        out = self.parameterAsFileOutput(parameters, self.OUTPUT, context)
         frame, _ = features_to_frame(source.getFeatures(), source.sourceCrs())
         feedback.pushInfo(tr("Searching {catalog} for {n} parcels, cloud cover at most {cloud:g} %").format(
             catalog=options["catalog"], n=len(frame), cloud=options["max_cloud"]))
@@ -119,4 +129,4 @@ class SearchCatalog(ThermoCropAlgorithm):
             feedback.pushInfo(f"  {describe_summary(summary)}  {summary.id}")
         feedback.pushInfo(describe_search(summaries))
         feedback.setProgress(100)
-        return {"OUTPUT": out, "ITEMS": len(summaries), "DATES": len({s.date for s in summaries})}
+        return {self.OUTPUT: out, self.ITEMS: len(summaries), self.DATES: len({s.date for s in summaries})}

@@ -28,6 +28,13 @@ class TrainModel(ThermoCropAlgorithm):
 
     NAME = "trainmodel"
     DISPLAY = "Train model"
+    DATASETS = "DATASETS"
+    VARIANT = "VARIANT"
+    EPOCHS = "EPOCHS"
+    STEPS = "STEPS"
+    BATCH_SIZE = "BATCH_SIZE"
+    DEVICE = "DEVICE"
+    CLASSES = "CLASSES"
     SUMMARY = ("Trains a PSE+LTAE classifier with the chosen positional encoding on one or more "
                "datasets written by Export training data, and saves a model bundle (.tcm) that "
                "Classify parcels and the dock can use.")
@@ -47,49 +54,52 @@ class TrainModel(ThermoCropAlgorithm):
     }
 
     def initAlgorithm(self, config=None):  # noqa: N802
-        datasets = QgsProcessingParameterString("DATASETS", "Dataset folders")
+        datasets = QgsProcessingParameterString(self.DATASETS, "Dataset folders")
         # A folder picker in the dialog; the value stays folders separated by ';' for qgis_process.
         datasets.setMetadata({"widget_wrapper": {"class": f"{WIDGETS_MODULE}.DatasetFoldersWrapper"}})
         self.add(datasets)
-        self.add(QgsProcessingParameterEnum("VARIANT", "Model variant", options=list(VARIANTS),
+        self.add(QgsProcessingParameterEnum(self.VARIANT, "Model variant", options=list(VARIANTS),
                                             defaultValue=VARIANTS.index(RECOMMENDED_VARIANT)))
-        self.add(self.number("EPOCHS", "Epochs", "epochs", EPOCHS))
-        self.add(self.number("STEPS", "Steps per epoch", "steps_per_epoch", STEPS))
-        self.add(self.number("BATCH_SIZE", "Batch size", "batch_size", BATCH_SIZE))
-        self.add(QgsProcessingParameterEnum("DEVICE", "Device", options=list(DEVICES), defaultValue=0))
-        self.add(QgsProcessingParameterString("CLASSES", "Classes (empty: all classes of the datasets)",
+        self.add(self.number(self.EPOCHS, "Epochs", "epochs", EPOCHS))
+        self.add(self.number(self.STEPS, "Steps per epoch", "steps_per_epoch", STEPS))
+        self.add(self.number(self.BATCH_SIZE, "Batch size", "batch_size", BATCH_SIZE))
+        self.add(QgsProcessingParameterEnum(self.DEVICE, "Device", options=list(DEVICES), defaultValue=0))
+        self.add(QgsProcessingParameterString(self.CLASSES, "Classes (empty: all classes of the datasets)",
                                               optional=True))
-        self.add(QgsProcessingParameterFileDestination("OUTPUT", "Model bundle", fileFilter="ThermoCrop model (*.tcm)"))
+        self.add(QgsProcessingParameterFileDestination(self.OUTPUT, "Model bundle",
+                                                       fileFilter="ThermoCrop model (*.tcm)"))
 
     def _datasets(self, parameters, context) -> list[str]:
-        text = self.parameterAsString(parameters, "DATASETS", context)
+        text = self.parameterAsString(parameters, self.DATASETS, context)
         return [p.strip() for p in text.split(";") if p.strip()]
 
-    def checkParameterValues(self, parameters, context):  # noqa: N802
-        ok, message = super().checkParameterValues(parameters, context)
-        if not ok:
-            return ok, message
+    def check_datasets(self, parameters, context) -> tuple[bool, str]:
+        """``(ok, message)``: at least one dataset folder, and every one exists."""
         datasets = self._datasets(parameters, context)
         if not datasets:
             return False, tr("Give at least one dataset folder (separate several with ';').")
-        ok, message = self.check_files(datasets, tr("dataset folder"))
-        if not ok:
-            return ok, message
-        return self.check_output_file(self.parameterAsFileOutput(parameters, "OUTPUT", context),
-                                      what="model bundle", suffixes=(".tcm",), inputs=datasets)
+        return self.check_files(datasets, tr("dataset folder"))
+
+    def check_output(self, parameters, context) -> tuple[bool, str]:
+        """``(ok, message)``: the model bundle can be written there (not over a dataset)."""
+        return self.check_output_file(self.parameterAsFileOutput(parameters, self.OUTPUT, context),
+                                      what="model bundle", suffixes=(".tcm",),
+                                      inputs=self._datasets(parameters, context))
+
+    CHECKS = (check_datasets, check_output)
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         datasets = self._datasets(parameters, context)
-        variant = VARIANTS[self.parameterAsEnum(parameters, "VARIANT", context)]
-        epochs = self.parameterAsInt(parameters, "EPOCHS", context)
-        device = DEVICES[self.parameterAsEnum(parameters, "DEVICE", context)]
-        out = self.parameterAsFileOutput(parameters, "OUTPUT", context)
+        variant = VARIANTS[self.parameterAsEnum(parameters, self.VARIANT, context)]
+        epochs = self.parameterAsInt(parameters, self.EPOCHS, context)
+        device = DEVICES[self.parameterAsEnum(parameters, self.DEVICE, context)]
+        out = self.parameterAsFileOutput(parameters, self.OUTPUT, context)
         if os.path.exists(out):
             raise QgsProcessingException(tr("{out} already exists; choose a new model file.").format(out=out))
 
-        steps = self.parameterAsInt(parameters, "STEPS", context)
-        batch_size = self.parameterAsInt(parameters, "BATCH_SIZE", context)
-        text = self.parameterAsString(parameters, "CLASSES", context)
+        steps = self.parameterAsInt(parameters, self.STEPS, context)
+        batch_size = self.parameterAsInt(parameters, self.BATCH_SIZE, context)
+        text = self.parameterAsString(parameters, self.CLASSES, context)
         classes = tuple(c.strip() for c in text.split(",") if c.strip()) or None
 
         def train():
@@ -123,4 +133,4 @@ class TrainModel(ThermoCropAlgorithm):
         for key, value in result.metrics.items():
             if isinstance(value, (int, float, str)):
                 feedback.pushInfo(f"  {key}: {value}")
-        return {"OUTPUT": str(result.bundle_path)}
+        return {self.OUTPUT: str(result.bundle_path)}

@@ -30,10 +30,10 @@ QGIS_INI = "[PythonPlugins]\nthermocrop=true\n\n[qgis]\nshowTips=false\ncheckVer
 def qgis_python() -> Path:
     """The interpreter the installer finds inside the QGIS desktop on this machine: QGIS's
     ``sys.prefix`` is the system Python's, whatever ``python3`` comes first on the PATH."""
-    from thermocrop.plugin import dependencies as deps
+    from thermocrop.plugin import python_interpreter as interpreter
 
     prefix = Path(sys.base_prefix)
-    return deps.find_interpreter("Linux", Path("/usr/bin/qgis"), prefix, prefix, sys.version_info[:2], environ={})
+    return interpreter.find_interpreter("Linux", Path("/usr/bin/qgis"), prefix, prefix, sys.version_info[:2], environ={})
 
 
 def wheel_folder() -> Path:

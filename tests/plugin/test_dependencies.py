@@ -21,6 +21,8 @@ import pytest
 
 from thermocrop.core.errors import DependencyError
 from thermocrop.plugin import dependencies as deps
+from thermocrop.plugin import dependency_install as installer
+from thermocrop.plugin import python_interpreter as interpreter
 
 
 def fake_python(path: Path, version: str = "3.9", body: str = "") -> Path:
@@ -40,10 +42,10 @@ def test_osgeo4w_layout_finds_apps_python(tmp_path):
     qgis.write_text("")
     python = fake_python(root / "apps" / "Python39" / "python.exe")
     # Inside QGIS on Windows sys.prefix is the apps\Python39 folder.
-    found = deps.find_interpreter("Windows", qgis, root / "apps" / "Python39", root / "apps" / "Python39", (3, 9))
+    found = interpreter.find_interpreter("Windows", qgis, root / "apps" / "Python39", root / "apps" / "Python39", (3, 9))
     assert found == python
     # Even with a prefix that does not lead there, the layout beside qgis-bin.exe does.
-    found = deps.find_interpreter("Windows", qgis, tmp_path / "elsewhere", tmp_path / "elsewhere", (3, 9))
+    found = interpreter.find_interpreter("Windows", qgis, tmp_path / "elsewhere", tmp_path / "elsewhere", (3, 9))
     assert found == python
 
 
@@ -51,12 +53,12 @@ def test_windows_store_stub_is_never_taken(tmp_path):
     stub = fake_python(tmp_path / "AppData" / "Local" / "Microsoft" / "WindowsApps" / "python.exe")
     program = tmp_path / "Program Files" / "QGIS 3.28.2"
     real = fake_python(program / "apps" / "Python39" / "python.exe")
-    candidates = deps.interpreter_candidates("Windows", stub, stub.parent, stub.parent, (3, 9), environ={})
+    candidates = interpreter.interpreter_candidates("Windows", stub, stub.parent, stub.parent, (3, 9), environ={})
     assert stub not in candidates
     with pytest.raises(DependencyError, match="Python 3.9 interpreter"):
-        deps.find_interpreter("Windows", stub, stub.parent, stub.parent, (3, 9), environ={})
+        interpreter.find_interpreter("Windows", stub, stub.parent, stub.parent, (3, 9), environ={})
     # OSGEO4W_ROOT (set by QGIS's launcher) leads to the real one.
-    found = deps.find_interpreter("Windows", stub, stub.parent, stub.parent, (3, 9),
+    found = interpreter.find_interpreter("Windows", stub, stub.parent, stub.parent, (3, 9),
                                   environ={"OSGEO4W_ROOT": str(program)})
     assert found == real
 
@@ -68,13 +70,13 @@ def test_macos_bundle_layouts(tmp_path):
     qgis.write_text("")
     framework = contents / "Frameworks" / "Python.framework" / "Versions" / "3.9"
     python = fake_python(framework / "bin" / "python3.9")
-    assert deps.find_interpreter("Darwin", qgis, framework, framework, (3, 9)) == python
+    assert interpreter.find_interpreter("Darwin", qgis, framework, framework, (3, 9)) == python
     # A bundle whose prefix is Resources/python and whose interpreter sits in MacOS/bin.
     other = tmp_path / "QGIS.app" / "Contents"
     (other / "MacOS").mkdir(parents=True)
     (other / "MacOS" / "QGIS").write_text("")
     bin_python = fake_python(other / "MacOS" / "bin" / "python3")
-    found = deps.find_interpreter("Darwin", other / "MacOS" / "QGIS", other / "Resources" / "python",
+    found = interpreter.find_interpreter("Darwin", other / "MacOS" / "QGIS", other / "Resources" / "python",
                                   other / "Resources" / "python", (3, 9))
     assert found == bin_python
 
@@ -83,17 +85,17 @@ def test_linux_prefers_the_exact_version_and_checks_it(tmp_path):
     usr = tmp_path / "usr"
     wrong = fake_python(usr / "bin" / "python3.11", version="3.10")   # a broken alternative
     right = fake_python(usr / "bin" / "python3", version="3.11")
-    assert deps.find_interpreter("Linux", usr / "bin" / "qgis", usr, usr, (3, 11)) == right
+    assert interpreter.find_interpreter("Linux", usr / "bin" / "qgis", usr, usr, (3, 11)) == right
     wrong.write_text("#!/bin/sh\nexit 1\n")
     right.unlink()
     with pytest.raises(DependencyError) as error:
-        deps.find_interpreter("Linux", usr / "bin" / "qgis", usr, usr, (3, 11))
+        interpreter.find_interpreter("Linux", usr / "bin" / "qgis", usr, usr, (3, 11))
     assert "python3.11 (does not run)" in str(error.value)
 
 
 def test_running_interpreter_is_found_here():
-    found = deps.find_interpreter()
-    assert deps.interpreter_version(found) == sys.version_info[:2]
+    found = interpreter.find_interpreter()
+    assert interpreter.interpreter_version(found) == sys.version_info[:2]
 
 
 def test_python_on_the_path_is_not_taken_for_qgis_own(tmp_path):
@@ -102,15 +104,15 @@ def test_python_on_the_path_is_not_taken_for_qgis_own(tmp_path):
     shim = fake_python(tmp_path / ".pyenv" / "shims" / "python3", version="3.11")
     usr = tmp_path / "usr"
     real = fake_python(usr / "bin" / "python3.11", version="3.11")
-    assert shim not in deps.interpreter_candidates("Linux", shim, usr, usr, (3, 11), environ={})
-    assert deps.find_interpreter("Linux", shim, usr, usr, (3, 11), environ={}) == real
+    assert shim not in interpreter.interpreter_candidates("Linux", shim, usr, usr, (3, 11), environ={})
+    assert interpreter.find_interpreter("Linux", shim, usr, usr, (3, 11), environ={}) == real
     real.unlink()
     with pytest.raises(DependencyError) as error:
-        deps.find_interpreter("Linux", shim, usr, usr, (3, 11), environ={})
+        interpreter.find_interpreter("Linux", shim, usr, usr, (3, 11), environ={})
     assert "shims" not in str(error.value)
     # In a virtual environment sys.executable lies in the prefix and is taken.
     venv = fake_python(tmp_path / "venv" / "bin" / "python", version="3.11")
-    assert deps.find_interpreter("Linux", venv, tmp_path / "venv", usr, (3, 11), environ={}) == venv
+    assert interpreter.find_interpreter("Linux", venv, tmp_path / "venv", usr, (3, 11), environ={}) == venv
 
 
 # -- torch per Python and platform -----------------------------------------------------------------
@@ -204,7 +206,7 @@ def test_ensure_pip_bootstraps_when_pip_is_missing(tmp_path):
             f'if [ "$2" = ensurepip ]; then case "$*" in *--user*) exit 1;; esac; touch {marker}; exit 0; fi\n')
     python = fake_python(tmp_path / "python3", body=body)
     said = []
-    assert deps.ensure_pip(str(python), said.append) == (23, 0, 1)
+    assert installer.ensure_pip(str(python), said.append) == (23, 0, 1)
     assert [line.split()[:3] for line in calls.read_text().splitlines()] == [
         ["-m", "pip", "--version"], ["-m", "ensurepip", "--upgrade"], ["-m", "pip", "--version"],
         ["-m", "ensurepip", "--upgrade"], ["-m", "pip", "--version"]]
@@ -213,11 +215,11 @@ def test_ensure_pip_bootstraps_when_pip_is_missing(tmp_path):
     # Without any way to get pip, the error says what to install.
     never = fake_python(tmp_path / "python-nopip", body="exit 1\n")
     with pytest.raises(DependencyError, match="python3-pip"):
-        deps.ensure_pip(str(never))
+        installer.ensure_pip(str(never))
 
 
 def test_pip_progress_lines():
-    progress = deps.PipProgress()
+    progress = installer.PipProgress()
     lines = ["Collecting torch==2.8.0", "  Downloading torch-2.8.0-cp39-cp39-win_amd64.whl (241.3 MB)",
              "Progress 0 of 1000", "Progress 500 of 1000", "Progress 1000 of 1000",
              "  Downloading sympy-1.13.3-py3-none-any.whl (6.2 MB)", "Progress 0 of 3000",
@@ -225,13 +227,13 @@ def test_pip_progress_lines():
     fractions = [progress.feed(line) for line in lines]
     assert fractions == [None, None, 0.0, 0.5, 1.0, None, 1000 / 4000, 1.0, 1.0]
     assert progress.files == ["torch-2.8.0-cp39-cp39-win_amd64.whl", "sympy-1.13.3-py3-none-any.whl"]
-    assert deps.PipProgress.is_progress("Progress 1 of 2") and not deps.PipProgress.is_progress("Collecting")
+    assert installer.PipProgress.is_progress("Progress 1 of 2") and not installer.PipProgress.is_progress("Collecting")
 
 
 def test_install_command_asks_raw_progress_from_new_pip(tmp_path):
     torch = deps.Requirement("torch", "torch==2.8.0")
-    old, _ = deps.install_command([torch], tmp_path, gpu=True, executable="py", pip=(23, 0, 1))
-    new, _ = deps.install_command([torch], tmp_path, gpu=True, executable="py", pip=(24, 2))
+    old, _ = installer.install_command([torch], tmp_path, gpu=True, executable="py", pip=(23, 0, 1))
+    new, _ = installer.install_command([torch], tmp_path, gpu=True, executable="py", pip=(24, 2))
     assert "--progress-bar" not in old
     assert new[new.index("--progress-bar") + 1] == "raw"
     assert old[0] == new[0] == "py" and old[-1] == "torch==2.8.0"
@@ -354,7 +356,7 @@ def test_copies_of_what_qgis_has_in_the_same_version_are_removed(tmp_path):
     (folder / "bin").mkdir()
     (folder / "bin" / "tc-same-tool").write_text("")
     _fake_distribution(folder, "tc_older", "4.16.0", {"tc_older.py": ""})
-    removed = deps.remove_duplicates(folder, [str(folder), str(system)])
+    removed = installer.remove_duplicates(folder, [str(folder), str(system)])
     assert removed == ["tc-same 1.24.2"]
     # Its files, its script and the folders they leave empty are gone; the system's copy stays.
     assert sorted(p.name for p in folder.iterdir()) == ["tc_older-4.16.0.dist-info", "tc_older.py"]
@@ -362,12 +364,12 @@ def test_copies_of_what_qgis_has_in_the_same_version_are_removed(tmp_path):
 
 
 def test_install_outcomes_in_words():
-    assert deps.describe_install(0, "").startswith("Packages installed; every requirement imports")
+    assert installer.describe_install(0, "").startswith("Packages installed; every requirement imports")
     failed = "Collecting x\npip finished, but these packages do not import in a new Python process with " \
              "QGIS's path:\n  - torch: ImportError: cannot import name 'deprecated'"
-    text = deps.describe_install(deps.IMPORT_FAILED, failed)
+    text = installer.describe_install(installer.IMPORT_FAILED, failed)
     assert "some do not import" in text and "torch: ImportError" in text and "Collecting" not in text
-    assert deps.describe_install(1, "ERROR: no matching distribution").startswith("pip failed (1)")
+    assert installer.describe_install(1, "ERROR: no matching distribution").startswith("pip failed (1)")
 
 
 # -- pip streaming from a local index -------------------------------------------------------------
@@ -433,7 +435,7 @@ def test_install_streams_pip_from_a_local_index(tmp_path, monkeypatch):
     said, fractions = [], []
     start = time.monotonic()
     try:
-        code, output = deps.run_install([deps.Requirement("tc_probe", "tc-probe==1.0")], folder,
+        code, output = installer.run_install([deps.Requirement("tc_probe", "tc-probe==1.0")], folder,
                                         on_output=lambda line: said.append((time.monotonic(), line)),
                                         on_progress=fractions.append)
     finally:
@@ -446,8 +448,8 @@ def test_install_streams_pip_from_a_local_index(tmp_path, monkeypatch):
     # Streamed: the first lines arrived while the wheel was still trickling in.
     collecting = next(t for t, line in said if "Collecting" in line)
     assert end - collecting > 1.0, (collecting - start, end - start)
-    pip = deps.pip_version(sys.executable)
-    if pip >= deps.RAW_PROGRESS:
+    pip = installer.pip_version(sys.executable)
+    if pip >= installer.RAW_PROGRESS:
         assert fractions and fractions[-1] == 1.0 and fractions == sorted(fractions)
     else:
         assert fractions == [] and not any(line.startswith("Progress ") for line in lines)
@@ -473,12 +475,12 @@ def test_install_whose_package_does_not_import_is_a_failure(tmp_path, monkeypatc
     folder = tmp_path / "pkgs"
     said = []
     try:
-        code, output = deps.run_install([deps.Requirement("tc_probe", "tc-probe==1.0")], folder, on_output=said.append)
+        code, output = installer.run_install([deps.Requirement("tc_probe", "tc-probe==1.0")], folder, on_output=said.append)
     finally:
         server.shutdown()
-    assert code == deps.IMPORT_FAILED, output
+    assert code == installer.IMPORT_FAILED, output
     assert "Successfully installed tc-probe-1.0" in output
     assert "tc_probe: ImportError: cannot import name 'tc_missing_name' from 'json'" in output
     assert "All of them import." not in said
-    text = deps.describe_install(code, output)
+    text = installer.describe_install(code, output)
     assert "some do not import" in text and "tc_probe: ImportError" in text

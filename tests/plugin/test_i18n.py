@@ -40,9 +40,10 @@ def _literal_texts(node):
 
 
 def _checked_files() -> list:
-    names = ("dock.py", "main.py", "widgets.py", "task.py", "layers.py", "dependencies.py", "catalog.py",
-             "catalog_widget.py")
-    return [ROOT / "plugin" / name for name in names] + sorted((ROOT / "plugin" / "algorithms").glob("*.py"))
+    names = ("main.py", "widgets.py", "task.py", "layers.py", "dependencies.py", "dependency_install.py",
+             "python_interpreter.py", "catalog.py", "catalog_widget.py")
+    return [ROOT / "plugin" / name for name in names] + sorted((ROOT / "plugin" / "dock").glob("*.py")) \
+        + sorted((ROOT / "plugin" / "algorithms").glob("*.py"))
 
 
 def test_widget_texts_and_runtime_messages_of_the_plugin_go_through_tr():

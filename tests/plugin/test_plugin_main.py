@@ -113,7 +113,8 @@ plugin.unload()
 def test_install_command_pins_qgis_numpy(tmp_path):
     import numpy
 
-    from thermocrop.plugin.dependencies import REQUIREMENTS, install_command
+    from thermocrop.plugin.dependencies import REQUIREMENTS
+    from thermocrop.plugin.dependency_install import install_command
 
     command, constraints = install_command([REQUIREMENTS[0]], tmp_path)
     assert command[1:4] == ["-m", "pip", "install"]
@@ -123,7 +124,8 @@ def test_install_command_pins_qgis_numpy(tmp_path):
 
 
 def test_torch_comes_from_the_cpu_index_without_a_gpu(tmp_path):
-    from thermocrop.plugin.dependencies import REQUIREMENTS, TORCH_CPU_INDEX, install_command
+    from thermocrop.plugin.dependencies import REQUIREMENTS, TORCH_CPU_INDEX
+    from thermocrop.plugin.dependency_install import install_command
 
     torch_req, safetensors_req = REQUIREMENTS[0], REQUIREMENTS[1]
     without_gpu, _ = install_command([torch_req, safetensors_req], tmp_path, gpu=False)
@@ -163,7 +165,8 @@ def test_dependency_folder_is_inside_the_qgis_profile(qgis_app):
 
 
 def test_installer_stops_when_cancelled(tmp_path):
-    from thermocrop.plugin.dependencies import REQUIREMENTS, run_install
+    from thermocrop.plugin.dependencies import REQUIREMENTS
+    from thermocrop.plugin.dependency_install import run_install
 
     code, _ = run_install([REQUIREMENTS[1]], tmp_path / "pkgs", cancelled=lambda: True)
     assert code == -1

@@ -1,0 +1,413 @@
+"""The Classify tab's form: the parcel layer, the scenes (project rasters, files and folders, or a
+catalogue search), the weather (a file or a service), the model with its card and the output
+(a new layer file or the layer's own fields), remembered between sessions."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable, Optional
+
+from qgis.core import (
+    QgsApplication,
+    QgsMapLayerProxyModel,
+    QgsProject,
+    QgsRasterLayer,
+    QgsSettings,
+)
+from qgis.gui import QgsFileWidget, QgsMapLayerComboBox
+from qgis.PyQt.QtCore import Qt
+from qgis.PyQt.QtWidgets import (
+    QButtonGroup,
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QRadioButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..catalog import WEATHER_LABELS, WEATHER_SERVICES
+from ..catalog_widget import CatalogWidget
+from ..i18n import tr
+from ..layer_writer import default_output_path
+from ..layers import SCENE_FILE_FILTER, scene_candidate, scene_source
+from .layout import ElidedLabel, file_row, wrapping_form
+
+SETTINGS_GROUP = "thermocrop/dock"
+NEW_FILE, IN_PLACE = "new_file", "in_place"
+
+
+class ClassifyInputs(QWidget):
+    """The Classify page's form; ``say(text, level)`` shows its hints in the dock's status panel.
+
+    A form made with ``remember=False`` keeps nothing in the settings (tests, throw-away docks).
+    """
+
+    def __init__(self, say: Callable, parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.say = say
+        self.left_out: dict = {}
+        # Off while the form is built and restored, so that half a form never overwrites the settings.
+        self._remembering = False
+        self.classify_layout = QVBoxLayout(self)
+        self.classify_layout.addWidget(self._build_inputs())
+        self.classify_layout.addWidget(self._build_model())
+        self.classify_layout.addWidget(self._build_output())
+        self.classify_layout.addStretch(1)
+        self.show_model_card()
+
+    # ----- layout
+    def _build_inputs(self) -> QGroupBox:
+        inputs = QGroupBox(tr("Input"))
+        form = wrapping_form(inputs)
+        self.layer_combo = QgsMapLayerComboBox()
+        self.layer_combo.setFilters(QgsMapLayerProxyModel.PolygonLayer)
+        self.layer_combo.setToolTip(tr("Polygon layer of the project whose parcels are classified"))
+        self.layer_combo.layerChanged.connect(self._layer_changed)
+        form.addRow(tr("Parcels"), self.layer_combo)
+        self.selected_only = QCheckBox(tr("Selected features only"))
+        form.addRow("", self.selected_only)
+        self.scene_list = QListWidget()
+        self.scene_list.setMinimumHeight(60)
+        self.scene_list.setMaximumHeight(110)
+        # Long names are shortened in the middle rather than scrolled sideways; the tooltip has them whole.
+        self.scene_list.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.scene_list.setTextElideMode(Qt.ElideMiddle)
+        self.scene_list.setToolTip(tr("Ticked scenes are used: the project's Sentinel-2 rasters and added "
+                                      "files or folders"))
+        form.addRow(tr("Scenes"), self.scene_list)
+        buttons = QHBoxLayout()
+        self.add_files = QPushButton(tr("Add files…"))
+        self.add_files.setToolTip(tr("Add Sentinel-2 products: .zip or .SAFE (choose its MTD_MSIL*.xml), "
+                                     "or GeoTIFF / JPEG 2000 files"))
+        self.add_folder = QPushButton(tr("Add folder…"))
+        self.add_folder.setToolTip(tr("Add a folder: every product and raster in it (and below) is read"))
+        self.remove_scenes = QPushButton(tr("Remove"))
+        self.remove_scenes.setToolTip(tr("Remove the selected files or folders added by hand (a project layer "
+                                         "stays listed: untick it)"))
+        self.clear_scenes = QPushButton(tr("Clear"))
+        self.clear_scenes.setToolTip(tr("Remove every file and folder added by hand"))
+        self.add_files.clicked.connect(self._pick_files)
+        self.add_folder.clicked.connect(self._pick_folder)
+        self.remove_scenes.clicked.connect(self.remove_selected_scenes)
+        self.clear_scenes.clicked.connect(self.clear_added_scenes)
+        self.scene_list.setSelectionMode(QListWidget.ExtendedSelection)
+        self.scene_list.itemChanged.connect(lambda *_: self._remember())
+        for button in (self.add_files, self.add_folder, self.remove_scenes, self.clear_scenes):
+            # Narrow docks: the four buttons share the row instead of pushing the form wider.
+            button.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+            button.setMinimumWidth(40)
+            buttons.addWidget(button)
+        form.addRow(buttons)
+        self.left_out_note = QLabel()
+        self.left_out_note.setWordWrap(True)
+        self.left_out_note.setTextFormat(Qt.RichText)
+        self.left_out_note.setVisible(False)
+        form.addRow(self.left_out_note)
+        self._add_catalog(form)
+        self.weather_from = QComboBox()
+        for service, label in zip(WEATHER_SERVICES, WEATHER_LABELS):
+            self.weather_from.addItem(tr(label), service)
+        self.weather_from.setToolTip(tr("Where the daily temperatures come from: a file, or a weather service "
+                                        "fetched for the parcels when the run starts and kept in the cache "
+                                        "(Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / "
+                                        "CDSAPI_KEY in the environment)"))
+        self.weather_from.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.weather_from.setMinimumContentsLength(10)
+        self.weather_from.currentIndexChanged.connect(self._weather_source_changed)
+        self.weather = file_row(tr("Temperatures (*.nc *.nc4 *.csv);;All files (*)"))
+        self.weather.setToolTip(tr("Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV"))
+        # Label above the field: the path gets the dock's whole width.
+        form.addRow(QLabel(tr("Weather")))
+        form.addRow(self.weather_from)
+        form.addRow(self.weather)
+        self.weather_caption = ElidedLabel()
+        form.addRow(self.weather_caption)
+        self.weather.fileChanged.connect(lambda *_: self._path_changed(self.weather, self.weather_caption))
+        return inputs
+
+    def _build_model(self) -> QGroupBox:
+        model_box = QGroupBox(tr("Model"))
+        form = wrapping_form(model_box)
+        self.model = file_row(tr("ThermoCrop model (*.tcm)"))
+        self.model.lineEdit().setPlaceholderText(tr("empty: the shipped model"))
+        self.model.fileChanged.connect(self.show_model_card)
+        form.addRow(self.model)
+        self.model_card = QLabel()
+        self.model_card.setWordWrap(True)
+        self.model_card.setTextFormat(Qt.RichText)
+        form.addRow(self.model_card)
+        return model_box
+
+    def _build_output(self) -> QGroupBox:
+        output_box = QGroupBox(tr("Output"))
+        form = wrapping_form(output_box)
+        self.to_new_file = QRadioButton(tr("New layer file"))
+        self.to_new_file.setToolTip(tr("Write the parcels with the result fields to a new file; the parcel "
+                                       "layer is not changed"))
+        self.in_place = QRadioButton(tr("Fields of the parcel layer"))
+        self.in_place.setToolTip(tr("Add the result fields to the parcel layer and save it (in a running edit "
+                                    "session: one undoable edit)"))
+        self.output_mode = QButtonGroup(self)
+        self.output_mode.addButton(self.to_new_file)
+        self.output_mode.addButton(self.in_place)
+        self.to_new_file.setChecked(True)
+        form.addRow(self.to_new_file)
+        self.output_file = QgsFileWidget()
+        self.output_file.setStorageMode(QgsFileWidget.SaveFile)
+        self.output_file.setFilter(tr("GeoPackage (*.gpkg);;Shapefile (*.shp);;GeoJSON (*.geojson);;"
+                                      "FlatGeobuf (*.fgb)"))
+        self.output_file.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
+        self.output_file.setConfirmOverwrite(True)
+        form.addRow(self.output_file)
+        form.addRow(self.in_place)
+        self.to_new_file.toggled.connect(self.output_file.setEnabled)
+        self.label_field = QLineEdit("crop_pred")
+        self.conf_field = QLineEdit("crop_conf")
+        self.status_field = QLineEdit("crop_status")
+        form.addRow(tr("Class field"), self.label_field)
+        form.addRow(tr("Confidence field"), self.conf_field)
+        form.addRow(tr("Status field"), self.status_field)
+        self.probabilities = QCheckBox(tr("Probabilities, margin, entropy"))
+        self.probabilities.setToolTip(tr("Also write p_<class> for every class, crop_margin (best minus second "
+                                         "best probability) and crop_entropy (0 sure .. 1 undecided)"))
+        form.addRow(self.probabilities)
+        return output_box
+
+    def _path_changed(self, widget: QgsFileWidget, caption: ElidedLabel) -> None:
+        """Show a chosen path from its left end; the caption below shows it whole, elided in the middle.
+
+        A path being typed keeps its cursor where the typing is (the line edit is "modified"
+        while the user edits it; choosing a file or ``setFilePath`` resets that).
+        """
+        if not widget.lineEdit().isModified():
+            widget.lineEdit().setCursorPosition(0)
+        caption.setFullText(widget.filePath())
+        self._remember()
+
+    def _layer_changed(self, layer) -> None:
+        path = default_output_path(layer)
+        self.output_file.lineEdit().setPlaceholderText(
+            tr("empty: {name} beside the parcels").format(name=Path(path).name) if path
+            else tr("choose a file (.gpkg, .shp, .geojson, .fgb)"))
+
+    # ----- scenes
+    def refresh_rasters(self, *args) -> None:
+        """List the project's rasters that can be Sentinel-2 before files added by hand.
+
+        Rasters read as whole Sentinel-2 products are ticked; ones that could be part of one (a
+        single band file) are listed unticked; the rest (web maps, DEMs...) are left out and named
+        in a note with the reason.
+        """
+        files = [self.scene_list.item(i).data(Qt.UserRole) for i in range(self.scene_list.count())
+                 if self.scene_list.item(i).data(Qt.UserRole + 1) == "file"]
+        states = {self.scene_list.item(i).data(Qt.UserRole): self.scene_list.item(i).checkState() == Qt.Checked
+                  for i in range(self.scene_list.count())}
+        self.scene_list.clear()
+        self.left_out = {}
+        for layer in QgsProject.instance().mapLayers().values():
+            if not isinstance(layer, QgsRasterLayer):
+                continue
+            verdict = scene_candidate(layer.providerType(), layer.source())
+            if verdict.use == "no":
+                self.left_out[layer.name()] = verdict.reason
+                continue
+            path = layer.source().split("|")[0]
+            self._add_scene(f"{layer.name()} ({verdict.reason})" if verdict.use == "scene" else layer.name(),
+                            path, "layer", states.get(path, verdict.use == "scene"),
+                            tooltip=path if verdict.use == "scene" else f"{path}\n{verdict.reason}")
+        for path in files:
+            self._add_scene(Path(path).name, path, "file", states.get(path, True))
+        self.left_out_note.setVisible(bool(self.left_out))
+        if self.left_out:
+            names = "; ".join(f"<b>{name}</b>: {reason}" for name, reason in sorted(self.left_out.items()))
+            self.left_out_note.setText(f"<small>{tr('Not offered as scenes')}: {names}</small>")
+
+    def _add_scene(self, text: str, path: str, kind: str, checked: bool = True, tooltip: str = "") -> None:
+        icon = "/mIconRasterLayer.svg" if kind == "layer" else (
+            "/mIconFolder.svg" if Path(path).is_dir() else "/mIconFile.svg")
+        item = QListWidgetItem(QgsApplication.getThemeIcon(icon), text)
+        item.setToolTip(tooltip or path)
+        item.setData(Qt.UserRole, path)
+        item.setData(Qt.UserRole + 1, kind)
+        item.setFlags(item.flags() | Qt.ItemIsUserCheckable)
+        item.setCheckState(Qt.Checked if checked else Qt.Unchecked)
+        self.scene_list.addItem(item)
+
+    def add_scene_paths(self, paths: list) -> None:
+        """Add scene files or folders to the list, checked (a path already listed is not repeated).
+
+        A product's ``MTD_MSIL*.xml`` stands for its ``.SAFE`` folder (what the file dialog can pick).
+        """
+        listed = {self.scene_list.item(i).data(Qt.UserRole) for i in range(self.scene_list.count())}
+        for path in map(scene_source, paths):
+            if path not in listed:
+                self._add_scene(Path(path).name, path, "file")
+                listed.add(path)
+        self._remember()
+
+    def remove_selected_scenes(self) -> int:
+        """Remove the selected files and folders added by hand; returns how many were removed.
+
+        Project layers stay in the list (they are the project's; unticking leaves them out).
+        """
+        rows = sorted((self.scene_list.row(item) for item in self.scene_list.selectedItems()
+                       if item.data(Qt.UserRole + 1) == "file"), reverse=True)
+        for row in rows:
+            self.scene_list.takeItem(row)
+        if not rows and self.scene_list.selectedItems():
+            self.say(tr("Project layers stay listed; untick them to leave them out of the run."))
+        self._remember()
+        return len(rows)
+
+    def clear_added_scenes(self) -> int:
+        """Remove every file and folder added by hand; returns how many were removed."""
+        rows = [i for i in range(self.scene_list.count())
+                if self.scene_list.item(i).data(Qt.UserRole + 1) == "file"]
+        for row in reversed(rows):
+            self.scene_list.takeItem(row)
+        self._remember()
+        return len(rows)
+
+    def _pick_files(self) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(self, tr("Sentinel-2 scenes"), "", SCENE_FILE_FILTER)
+        self.add_scene_paths(paths)
+
+    def _pick_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, tr("Folder of Sentinel-2 scenes"))
+        if folder:
+            self.add_scene_paths([folder])
+
+    def _add_catalog(self, form: QFormLayout) -> None:
+        """The "Search a catalogue" section (``catalog_widget.py``): ticked, its items replace the
+        scene list as the run's scenes."""
+        self.catalog = CatalogWidget(self.layer_combo.currentLayer)
+        # A short title: the long one set the narrowest the dock could be.
+        self.catalog.setTitle(tr("Search a catalogue"))
+        self.catalog.message.connect(lambda text, level: self.say(text, level))
+        self.catalog.itemsChanged.connect(self._catalog_used)
+        form.addRow(self.catalog)
+        self._catalog_used()
+
+    def _catalog_used(self) -> None:
+        files = not self.catalog.in_use()
+        for widget in (self.scene_list, self.add_files, self.add_folder):
+            widget.setEnabled(files)
+
+    def scene_paths(self) -> list:
+        """The checked scenes; files inside a checked folder are left to the folder. With
+        "Search a catalogue" ticked, the item collection it found instead."""
+        if self.catalog.in_use():
+            return self.catalog.scene_paths()
+        paths = [self.scene_list.item(i).data(Qt.UserRole) for i in range(self.scene_list.count())
+                 if self.scene_list.item(i).checkState() == Qt.Checked]
+        folders = [os.path.abspath(p) + os.sep for p in paths if os.path.isdir(p)]
+        return [p for p in paths if not any(os.path.abspath(p).startswith(f) for f in folders)]
+
+    # ----- weather
+    def weather_service(self) -> str:
+        """The weather service chosen (``open-meteo``, ``cds:e-obs``...), or "" for the file."""
+        return self.weather_from.currentData() or ""
+
+    def set_weather_service(self, service: str) -> None:
+        """Choose where the temperatures come from by key ("" for the file)."""
+        index = self.weather_from.findData(service)
+        if index < 0:
+            raise ValueError(f"unknown weather service {service!r}")
+        self.weather_from.setCurrentIndex(index)
+
+    def _weather_source_changed(self, *args) -> None:
+        service = self.weather_service()
+        self.weather.lineEdit().setPlaceholderText(
+            tr("fetched from {service} when the run starts").format(service=self.weather_from.currentText())
+            if service else "")
+        self._remember()
+
+    # ----- settings
+    def remember(self, on: bool) -> None:
+        """From now on keep the form in the settings as it changes (``on``), or not."""
+        self._remembering = on
+        self.model.fileChanged.connect(lambda *_: self._remember())
+        self.to_new_file.toggled.connect(lambda *_: self._remember())
+        self.probabilities.toggled.connect(lambda *_: self._remember())
+
+    def _remember(self) -> None:
+        if self._remembering:
+            self.save_settings()
+
+    def save_settings(self) -> None:
+        """Remember the scenes added by hand (and which are ticked), the weather, model and output."""
+        settings = QgsSettings()
+        settings.beginGroup(SETTINGS_GROUP)
+        items = [self.scene_list.item(i) for i in range(self.scene_list.count())]
+        settings.setValue("scenes", [i.data(Qt.UserRole) for i in items if i.data(Qt.UserRole + 1) == "file"])
+        settings.setValue("unticked", [i.data(Qt.UserRole) for i in items if i.checkState() != Qt.Checked])
+        settings.setValue("weather", self.weather.filePath())
+        settings.setValue("weather_service", self.weather_service())
+        settings.setValue("model", self.model.filePath())
+        settings.setValue("output_mode", NEW_FILE if self.to_new_file.isChecked() else IN_PLACE)
+        settings.setValue("probabilities", self.probabilities.isChecked())
+        settings.endGroup()
+        self.catalog.save_settings()
+
+    def restore_settings(self) -> None:
+        """Fill the form with what the last run used (paths that no longer exist are skipped)."""
+        settings = QgsSettings()
+        settings.beginGroup(SETTINGS_GROUP)
+
+        def paths(key):
+            value = settings.value(key, []) or []
+            return [value] if isinstance(value, str) else list(value)
+
+        unticked = set(paths("unticked"))
+        for path in paths("scenes"):
+            if os.path.exists(path):
+                self._add_scene(Path(path).name, path, "file", path not in unticked)
+        for key, widget in (("weather", self.weather), ("model", self.model)):
+            path = settings.value(key, "") or ""
+            if path and os.path.isfile(path):
+                widget.setFilePath(path)
+        index = self.weather_from.findData(settings.value("weather_service", "") or "")
+        self.weather_from.setCurrentIndex(max(index, 0))
+        self.in_place.setChecked(settings.value("output_mode", NEW_FILE) == IN_PLACE)
+        self.to_new_file.setChecked(settings.value("output_mode", NEW_FILE) != IN_PLACE)
+        self.probabilities.setChecked(settings.value("probabilities", False, type=bool))
+        settings.endGroup()
+
+    # ----- model card
+    def show_model_card(self, *args) -> None:
+        """Describe the chosen (or shipped) model: variant, classes, regions and scores."""
+        try:
+            from ...core.model.bundle import default_bundle_path, load_bundle  # torch
+
+            path = self.model.filePath() or str(default_bundle_path())
+            if not Path(path).is_file():
+                self.model_card.setText("<i>" + tr("No model at {path}; choose a .tcm file.").format(path=path)
+                                        + "</i>")
+                return
+            config = load_bundle(path).config
+        except Exception as exc:  # missing torch or a bad file: the card says so
+            self.model_card.setText("<i>" + tr("Model not available: {error}").format(error=exc) + "</i>")
+            return
+        prov = config.provenance or {}
+        regions = prov.get("train_regions") or prov.get("regions") or prov.get("datasets") or tr("not recorded")
+        if isinstance(regions, (list, tuple)):
+            regions = ", ".join(map(str, regions))
+        if prov.get("data"):
+            regions = f"{regions} ({prov['data']})"
+        flat = dict(prov.get("metrics") or {}, **{k: v for k, v in prov.items() if k != "metrics"})
+        scores = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in sorted(flat.items())
+                           if isinstance(v, float) and any(w in k for w in ("f1", "accuracy", "kappa", "oa")))
+        self.model_card.setText(
+            f"<small><b>{Path(path).name}</b>: {config.variant}<br>{tr('classes')}: {', '.join(config.classes)}"
+            f"<br>{tr('trained on')}: {regions}<br>{tr('scores')}: {scores or tr('not recorded')}</small>")

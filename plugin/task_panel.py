@@ -1,0 +1,44 @@
+"""What the dock's Train and Accuracy panels share: one background task at a time, started with
+its Cancel button enabled, cancelled on demand, and forgotten (without calling back) when the
+panel goes away."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from qgis.core import QgsApplication
+
+from .task import ThermoCropTask
+
+
+class TaskPanelMixin:
+    """For a widget with a ``cancel_button`` that runs one :class:`ThermoCropTask` at a time.
+
+    The panel starts its task with :meth:`launch` and calls :meth:`task_ended` first thing in the
+    task's ``on_done``.
+    """
+
+    task: Optional[ThermoCropTask] = None
+
+    def launch(self, task: ThermoCropTask) -> ThermoCropTask:
+        """Hand ``task`` to QGIS's task manager; Cancel stops it until it ends."""
+        self.task = task
+        self.cancel_button.setEnabled(True)
+        QgsApplication.taskManager().addTask(task)
+        return task
+
+    def cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+
+    def task_ended(self) -> None:
+        """The panel runs nothing any more (the task's ``on_done`` calls this first)."""
+        self.task = None
+        self.cancel_button.setEnabled(False)
+
+    def shutdown(self) -> None:
+        """Cancel a running task and forget it (the panel is going away)."""
+        if self.task is not None:
+            self.task.on_done = None
+            self.task.cancel()
+            self.task = None

@@ -1,0 +1,62 @@
+"""The algorithms' declared parameter checks and key constants: the base class runs ``CHECKS`` in
+order and answers with the first failure; every parameter and output key is a class constant of
+the same name."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.qgis
+
+
+def test_the_declared_checks_run_in_order_until_one_fails(qgis_app):
+    from qgis.core import QgsProcessingContext, QgsProcessingParameterString
+
+    from thermocrop.plugin.algorithms.base import ThermoCropAlgorithm
+
+    ran = []
+
+    def needs_text(algorithm, parameters, context):
+        ran.append("text")
+        text = algorithm.parameterAsString(parameters, algorithm.TEXT, context)
+        return (True, "") if text else (False, "Give a text.")
+
+    def short_text(algorithm, parameters, context):
+        ran.append("short")
+        text = algorithm.parameterAsString(parameters, algorithm.TEXT, context)
+        return (True, "") if len(text) <= 3 else (False, f"{text!r} is longer than 3 characters.")
+
+    class Sample(ThermoCropAlgorithm):
+        NAME = "sample"
+        TEXT = "TEXT"
+        CHECKS = (needs_text, short_text)
+
+        def initAlgorithm(self, config=None):  # noqa: N802
+            self.add(QgsProcessingParameterString(self.TEXT, "Text", optional=True))
+
+        def missing_modules(self) -> list:
+            return []  # the sample runs no model and reads no file
+
+    algorithm = Sample()
+    algorithm.initAlgorithm()
+    context = QgsProcessingContext()
+    assert algorithm.checkParameterValues({"TEXT": ""}, context) == (False, "Give a text.")
+    assert ran == ["text"]  # the first failure answers; the later checks do not run
+    ran.clear()
+    assert algorithm.checkParameterValues({"TEXT": "wheat"}, context) == (False,
+                                                                          "'wheat' is longer than 3 characters.")
+    assert ran == ["text", "short"]
+    ran.clear()
+    assert algorithm.checkParameterValues({"TEXT": "oat"}, context) == (True, "")
+    assert ran == ["text", "short"]
+
+
+def test_every_key_is_a_constant_of_its_own_name(provider):
+    algorithms = provider.algorithms()
+    assert len(algorithms) == 6
+    for algorithm in algorithms:
+        keys = [p.name() for p in algorithm.parameterDefinitions()] + [o.name() for o in algorithm.outputDefinitions()]
+        assert keys, algorithm.id()
+        unnamed = [key for key in keys if getattr(type(algorithm), key, None) != key]
+        assert unnamed == [], f"{algorithm.id()} has no constant for {unnamed}"
+        assert all(callable(check) for check in algorithm.CHECKS) and algorithm.CHECKS, algorithm.id()
