@@ -22,6 +22,6 @@ def __getattr__(name):
 
 def classFactory(iface):  # noqa: N802 (name fixed by QGIS)
     """Return the plugin instance QGIS asks for at start-up."""
-    from .plugin.main import ThermoCropPlugin
+    from .plugin.qgis_plugin import ThermoCropPlugin
 
     return ThermoCropPlugin(iface)

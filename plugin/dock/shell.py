@@ -17,13 +17,13 @@ from qgis.gui import QgsDockWidget
 from qgis.PyQt.QtWidgets import QTabWidget, QVBoxLayout, QWidget
 
 from ..i18n import tr
-from .accuracy import accuracy_tab
-from .classify import ClassifyPanel
-from .explain import ExplainPanel
+from .accuracy_tab import accuracy_tab
+from .classify_tab import ClassifyPanel
+from .explain_tab import ExplainPanel
 from .inputs import ClassifyInputs
 from .layout import narrow_combos
-from .status import StatusPanel
-from .train import train_tab
+from .status_panel import StatusPanel
+from .train_tab import train_tab
 
 FORWARDED = {
     "inputs": ("layer_combo", "selected_only", "scene_list", "add_files", "add_folder", "remove_scenes",

@@ -54,7 +54,7 @@ def test_zip_holds_only_what_the_plugin_runs_on(plugin_zip, tmp_path):
     # Of the docs only the pages the plugin opens or names in its messages.
     assert sorted(n for n in inside if n.endswith(".md")) == ["docs/accuracy.md", "docs/install.md",
                                                               "docs/plugin.md"]
-    for needed in ("__init__.py", "metadata.txt", "LICENSE", "plugin/main.py", "plugin/provider.py",
+    for needed in ("__init__.py", "metadata.txt", "LICENSE", "plugin/qgis_plugin.py", "plugin/provider.py",
                    "plugin/algorithms/accuracy_assessment.py", "core/accuracy.py", "core/model/networks.py",
                    "training/train.py", "resources/models/default.tcm", "resources/icons/thermocrop.png"):
         assert needed in inside, needed

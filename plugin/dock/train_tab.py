@@ -13,7 +13,7 @@ from ..i18n import tr
 from ..train_panel import TrainPanel
 from .inputs import ClassifyInputs
 from .layout import scrolled
-from .status import LOG_TAG
+from .status_panel import LOG_TAG
 
 
 def train_tab(inputs: ClassifyInputs, iface: Callable[[], object]) -> tuple[TrainPanel, QScrollArea]:

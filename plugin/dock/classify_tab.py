@@ -56,7 +56,7 @@ from ..weather_task import WeatherTask, scene_dates
 from .form import read_form
 from .inputs import ClassifyInputs
 from .layout import scrolled
-from .status import LOG_TAG, StatusPanel
+from .status_panel import LOG_TAG, StatusPanel
 
 log = logging.getLogger(__name__)
 
@@ -196,11 +196,7 @@ class ClassifyPanel(QObject):
             checked = self.check_inputs(layer, None if form.from_catalog else scenes, weather or None, model)
             self.preflight = checked
             if form.probabilities:
-                from ...core.model.uncertainty import (
-                    ENTROPY_FIELD,
-                    MARGIN_FIELD,
-                    probability_field_names,
-                )
+                from ...core.model.uncertainty import ENTROPY_FIELD, MARGIN_FIELD, probability_field_names
 
                 extra = [*probability_field_names(checked.bundle.classes), MARGIN_FIELD, ENTROPY_FIELD]
                 kinds.update(dict.fromkeys(extra, "real"))
@@ -238,7 +234,7 @@ class ClassifyPanel(QObject):
         Raises:
             ThermoCropError: the first problem, naming the file, layer or variable.
         """
-        from ...core.preflight import check_inputs  # numpy and the scene readers
+        from ...core.preflight import check_inputs
 
         crs = layer.crs()
         extent = layer.extent()

@@ -32,9 +32,9 @@ from ..i18n import tr
 from ..layer_writer import layer_alive
 from ..styles import class_label
 from ..task import ExplainTask, LayerSnapshot
-from .classify import ClassifyPanel
+from .classify_tab import ClassifyPanel
 from .layout import month_locator
-from .status import LOG_TAG
+from .status_panel import LOG_TAG
 
 
 class ExplainPanel(QWidget):
