@@ -62,7 +62,7 @@ def test_direction_rule_catches_core_importing_training_and_synth_importing_cli(
 
 
 @pytest.mark.xfail(strict=True, reason="left: core.extract -> core.scenes.remote -> core.scenes.local -> "
-                   "core.scenes.stac -> core.extract, and plugin.catalog <-> plugin.task")
+                   "core.scenes.stac -> core.extract")
 def test_no_import_cycles():
     loops = rules.import_cycles()
     assert not loops, [" <-> ".join(c) for c in loops]
@@ -105,8 +105,8 @@ def test_private_rule_catches_a_private_name_and_a_private_module(tmp_path):
 # -- sizes -----------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="left over 800 lines: plugin/dock.py, core/extract.py, core/scenes/local.py, "
-                   "core/runs/cluster.py, core/scenes/remote.py, core/scenes/stac.py, plugin/dependencies.py")
+@pytest.mark.xfail(strict=True, reason="left over 800 lines: core/extract.py, core/scenes/local.py, "
+                   "core/runs/cluster.py, core/scenes/remote.py, core/scenes/stac.py")
 def test_no_module_over_800_lines():
     assert not rules.long_modules(), rules.long_modules()
 
@@ -140,7 +140,6 @@ def test_parameter_rule_counts_keywords_and_skips_self(tmp_path):
 # -- names -----------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="left: main in cli/main.py (the entry point) and plugin/main.py")
 def test_no_module_name_in_two_packages():
     assert not rules.homonyms(), rules.homonyms()
 
