@@ -23,7 +23,7 @@ import numpy as np
 from ...core.scenes.bands import QUANTIFICATION_VALUE, S2_BANDS
 from ...core.pixel_sets import STATUS_OK, DatasetWriter, PixelSets
 from ...core.errors import InputError
-from ...core.extract import STATUS_NO_WEATHER, STATUS_TOO_SMALL
+from ...core.parcels import STATUS_NO_WEATHER, STATUS_TOO_SMALL
 from ...core.progress import Progress
 from ...core.io.safe_read import inside, npy_header, read_json
 from .common import (

@@ -25,7 +25,7 @@ import numpy as np
 from ...core.scenes.bands import QUANTIFICATION_VALUE, S2_BANDS
 from ...core.pixel_sets import STATUS_OK, PixelSets, save_dataset
 from ...core.errors import InputError
-from ...core.extract import STATUS_NO_CLEAR_DATE, STATUS_NO_WEATHER
+from ...core.parcels import STATUS_NO_CLEAR_DATE, STATUS_NO_WEATHER
 from ...core.io.safe_read import check_archive
 from .common import (
     Locations,
