@@ -1,7 +1,10 @@
-"""Parcels + scenes + weather -> per-parcel pixel sets ``(T, C, S)``, one pass over each scene.
+"""Parcels + scenes + weather -> per-parcel pixel sets ``(T, C, S)``, one pass over each scene:
+scene windows read on threads, masked and converted, GDD per parcel, and datasets written.
 
-All parcels are rasterised once per grid, window by window; S pixel positions per parcel are
-drawn once (seeded) and read from every date, so a scene is decoded at most once per chunk.
+Parcels come as a ``ParcelTable`` (:mod:`.parcels`); all of a chunk's parcels are rasterised once
+per grid and S pixel positions per parcel drawn once (seeded, :mod:`.sampling`) and read from
+every date, so a scene is decoded at most once per chunk. Settings travel as one
+``ExtractionSettings`` (:mod:`.settings`).
 """
 
 from __future__ import annotations
@@ -558,7 +561,7 @@ def chunk_groups(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weath
                  stats: Optional[dict[str, float]] = None):
     """Yield ``(indices, PixelSets)`` for the groups of one chunk ``idx`` (see :func:`iter_chunks`).
 
-    A partitioned run (``core.distributed``) calls it for one chunk per task, so that its
+    A partitioned run (``core.runs.partitions``) calls it for one chunk per task, so that its
     groups, and so every model batch, are those of a one-process run.
     """
     dates = np.array([sc.date for sc in scenes], dtype="datetime64[D]")
