@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from thermocrop.core.settings import ExtractionSettings, PixelSampling
 
 CRS = "EPSG:32632"
 X0, Y0, RES = 600000.0, 5400000.0, 10.0
@@ -120,6 +119,7 @@ def _scene_files(folder: Path) -> list[tuple[Path, Path | None]]:
 
 def worker_thermocrop(folder: Path) -> dict:
     from thermocrop.core.extract import extract_pixel_sets
+    from thermocrop.core.settings import ExtractionSettings, PixelSampling
     from thermocrop.core.scenes.local import find_scenes
 
     scenes = find_scenes(folder / "scenes")
