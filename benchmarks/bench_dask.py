@@ -96,7 +96,8 @@ def worker_one(folder: Path, chunk_size: int, save: Path, sample: bool = False) 
 
 
 def worker_dask(folder: Path, chunk_size: int, workers: int, save: Path, sample: bool = False) -> dict:
-    from thermocrop.core.runs.cluster import ClusterOptions, classify_partitioned
+    from thermocrop.core.runs.cluster import ClusterOptions
+    from thermocrop.core.runs.partitions import classify_partitioned
     from thermocrop.core.scenes.local import find_scenes
 
     run = Path(tempfile.mkdtemp(prefix="bench-dask-")) / "run"

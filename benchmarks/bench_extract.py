@@ -119,11 +119,13 @@ def _scene_files(folder: Path) -> list[tuple[Path, Path | None]]:
 
 def worker_thermocrop(folder: Path) -> dict:
     from thermocrop.core.extract import extract_pixel_sets
+    from thermocrop.core.settings import ExtractionSettings, PixelSampling
     from thermocrop.core.scenes.local import find_scenes
 
     scenes = find_scenes(folder / "scenes")
     t0 = time.perf_counter()
-    ps = extract_pixel_sets(folder / "parcels.gpkg", scenes, _weather(folder), max_pixels=64, seed=0)
+    ps = extract_pixel_sets(folder / "parcels.gpkg", scenes, _weather(folder),
+                            settings=ExtractionSettings(sampling=PixelSampling(max_pixels=64, seed=0)))
     seconds = time.perf_counter() - t0
     ok = int((ps.status == "ok").sum())
     return {"seconds": seconds, "parcel_dates": len(ps) * ps.n_dates, "ok": ok, "peak_mb": _peak_mb()}
@@ -152,7 +154,7 @@ def worker_floor(folder: Path) -> dict:
     import rasterio
     from rasterio.windows import Window
 
-    from thermocrop.core.extract import BLOCK_SIZE
+    from thermocrop.core.settings import BLOCK_SIZE
 
     t0 = time.perf_counter()
     checksum = 0

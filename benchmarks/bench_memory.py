@@ -81,13 +81,15 @@ def make_region(folder: Path, n_parcels: int, n_dates: int) -> Path:
 def extraction_loop(folder: Path) -> tuple[np.ndarray, np.ndarray]:
     """Classification's extraction loop without the model: statuses and mean reflectances."""
     from thermocrop.core import extract
-    from thermocrop.core.extract import _meta, _settings, load_parcels
+    from thermocrop.core.extract import dataset_meta
+    from thermocrop.core.parcels import load_parcels
+    from thermocrop.core.settings import ExtractionSettings
     from thermocrop.core.scenes.local import find_scenes
 
-    settings = _settings(64, 0, 0.5, 1, None, 0.0, 30.0, "paper", extract.SCL_INVALID, None)
+    settings = ExtractionSettings()
     table = load_parcels(folder / "parcels.gpkg", block_field=None)
     scenes = find_scenes(folder / "scenes")
-    meta = _meta(table, scenes, folder / "weather.csv", settings, None)
+    meta = dataset_meta(table, scenes, folder / "weather.csv", settings, None)
     status = np.empty(len(table), dtype=object)
     mean = np.full((len(table), 10), np.nan, dtype=np.float32)
     for idx, ps in extract.iter_chunks(table, scenes, folder / "weather.csv", settings, (), meta, 20000):

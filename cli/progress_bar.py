@@ -66,7 +66,7 @@ def partition_bar(description: str) -> Iterator[Any]:
     """A tqdm bar counting the partitions of a partitioned run (``core.distributed``)."""
     from tqdm import tqdm
 
-    from ..core.runs.cluster import PartitionListener
+    from ..core.runs.partitions import PartitionListener
 
     interval = 0.2 if sys.stderr.isatty() else 15.0
 

@@ -17,22 +17,14 @@ import numpy as np
 from .crops import UNKNOWN_CLASS
 from .pixel_sets import STATUS_OK
 from .errors import InputError, SceneError
-from .extract import (
-    ParcelSource,
-    ParcelTable,
-    SceneSource,
-    _meta,
-    _scene_list,
-    _settings,
-    chunk_groups,
-    load_parcels,
-    scene_grids,
-    spatial_chunks,
-)
+from .extract import SceneSource, chunk_groups, dataset_meta, scene_list_of
+from .parcels import ParcelSource, ParcelTable, load_parcels
 from .progress import Progress
 from .io.vector import feature_count, write_with_fields
-from .scenes.local import SCL_INVALID, check_missing_scl, select_season
+from .sampling import scene_grids, spatial_chunks
+from .scenes.local import check_missing_scl, select_season
 from .model.uncertainty import uncertainty_fields
+from .settings import ExtractionSettings, PixelSampling, ThermalTime
 
 log = logging.getLogger(__name__)
 
@@ -119,26 +111,13 @@ def _bundle(bundle: Any):
     return bundle
 
 
-def _gdd_settings(bundle: Any) -> dict[str, Any]:
-    """The GDD settings the model was trained with, so that inputs match its training."""
+def bundle_thermal_time(bundle: Any) -> ThermalTime:
+    """The thermal time the model of ``bundle`` was trained with, so that inputs match its
+    training: its config's ``gdd`` record, or for older bundles the config's own fields
+    (``method`` or ``gdd_method``)."""
     config = bundle.config
     gdd = getattr(config, "gdd", None)
-    source = gdd if gdd is not None else config
-
-    def pick(*names: str, default: Any = None) -> Any:
-        for name in names:
-            if isinstance(source, dict) and name in source:
-                return source[name]
-            if hasattr(source, name):
-                return getattr(source, name)
-        return default
-
-    return {
-        "t_base": float(pick("t_base", default=0.0)),
-        "t_cap": float(pick("t_cap", default=30.0)),
-        "gdd_method": pick("method", "gdd_method", default="paper"),
-        "season_start": pick("season_start", default=None),
-    }
+    return ThermalTime.from_dict(gdd if gdd is not None else config)
 
 
 def level_mismatch(bundle: Any, scenes: Sequence[Any]) -> Optional[str]:
@@ -195,18 +174,13 @@ def classify_parcels(
     weather: Any,
     bundle: Any = None,
     *,
-    chunk_size: int = 20000,
-    progress: Optional[Progress] = None,
+    sampling: Optional[PixelSampling] = None,
     selected_ids: Optional[Sequence[Any]] = None,
     id_field: Optional[str] = None,
-    max_pixels: int = 64,
-    seed: int = 0,
-    min_valid_fraction: float = 0.5,
-    min_pixels: int = 1,
-    scl_invalid: Sequence[int] = SCL_INVALID,
     weather_options: Optional[dict[str, Any]] = None,
+    chunk_size: int = 20000,
     batch_size: int = 256,
-    missing_scl: str = "warn",
+    progress: Optional[Progress] = None,
 ) -> ClassificationResult:
     """Predict the crop of every parcel.
 
@@ -215,32 +189,30 @@ def classify_parcels(
         scenes: scene folder / glob / files, or scenes from ``find_scenes``.
         weather: temperature file (E-OBS / CF NetCDF / station CSV) or ``DailyTemperature``.
         bundle: a ``ModelBundle``, a bundle path, or None for the shipped default model.
-        chunk_size: parcels extracted and classified at a time. 20,000 parcels x 60 dates x
-            64 pixels take about 1.5 GB, so 100k parcels stay well within 4 GB.
-        progress: progress and cancellation.
+        sampling: how pixels are sampled and masked (:class:`PixelSampling`; None for its
+            defaults). L2A products without SCL (``missing_scl="warn"``) give a warning in the
+            result. The thermal time comes from the bundle (:func:`bundle_thermal_time`).
         selected_ids: classify only these parcel ids.
         id_field: field with the parcel ids (default ``parcel_id`` or the row number).
-        max_pixels, seed, min_valid_fraction, min_pixels, scl_invalid, weather_options: see
-            ``extract_pixel_sets``; GDD settings come from the bundle.
+        weather_options: extra keyword arguments of ``read_daily_temperature``.
+        chunk_size: parcels extracted and classified at a time. 20,000 parcels x 60 dates x
+            64 pixels take about 1.5 GB, so 100k parcels stay well within 4 GB.
         batch_size: parcels per model batch.
-        missing_scl: L2A products without SCL: ``"warn"`` (use them unmasked, with a warning in
-            the result), ``"bands"`` (brightness cloud test) or ``"refuse"``.
+        progress: progress and cancellation.
 
     Returns:
         A :class:`ClassificationResult` in layer order.
     """
     progress = progress or Progress()
-    job = prepare_classification(parcels, scenes, weather, bundle, selected_ids=selected_ids, id_field=id_field,
-                                 max_pixels=max_pixels, seed=seed, min_valid_fraction=min_valid_fraction,
-                                 min_pixels=min_pixels, scl_invalid=scl_invalid, weather_options=weather_options,
-                                 missing_scl=missing_scl)
+    job = prepare_classification(parcels, scenes, weather, bundle, sampling=sampling, selected_ids=selected_ids,
+                                 id_field=id_field, weather_options=weather_options)
     progress.check()
     n, k = len(job.table), len(job.classes)
     probabilities = np.full((n, k), np.nan, dtype=np.float32)
     status = np.empty(n, dtype=object)
-    select_season(job.scenes, job.settings.season_start)  # refuses scenes of several seasons
+    select_season(job.scenes, job.settings.thermal.season_start)  # refuses scenes of several seasons
     chunks = spatial_chunks(job.table, chunk_size, scene_grids(job.scenes))
-    costs = [estimated_seconds(len(idx), len(job.scenes), max_pixels) for idx in chunks]
+    costs = [estimated_seconds(len(idx), len(job.scenes), job.settings.sampling.max_pixels) for idx in chunks]
     # Each chunk is read, then its parcels go through the model: the bar moves through both
     # by their cost, the model's part batch by batch.
     for idx, part, cost in zip(chunks, progress.parts([c["extract"] + c["predict"] for c in costs]), costs):
@@ -263,7 +235,7 @@ class ClassificationJob:
 
     model: Any
     classes: tuple[str, ...]
-    settings: Any
+    settings: ExtractionSettings
     table: ParcelTable
     scenes: list
     meta: dict[str, Any]
@@ -276,32 +248,27 @@ def prepare_classification(
     weather: Any,
     bundle: Any = None,
     *,
+    sampling: Optional[PixelSampling] = None,
     selected_ids: Optional[Sequence[Any]] = None,
     id_field: Optional[str] = None,
-    max_pixels: int = 64,
-    seed: int = 0,
-    min_valid_fraction: float = 0.5,
-    min_pixels: int = 1,
-    scl_invalid: Sequence[int] = SCL_INVALID,
     weather_options: Optional[dict[str, Any]] = None,
-    missing_scl: str = "warn",
 ) -> ClassificationJob:
     """Load the model and the parcels and find the scenes (arguments as :func:`classify_parcels`)."""
     model = _bundle(bundle)
     classes = tuple(model.config.classes)
-    settings = _settings(max_pixels, seed, min_valid_fraction, min_pixels, scl_invalid=scl_invalid,
-                         weather_options=weather_options, missing_scl=missing_scl, **_gdd_settings(model))
+    settings = ExtractionSettings(sampling=sampling or PixelSampling(), thermal=bundle_thermal_time(model),
+                                  weather_options=dict(weather_options or {}))
     table = parcels if isinstance(parcels, ParcelTable) else load_parcels(
         parcels, id_field=id_field, block_field=None, selected_ids=selected_ids)
     if len(table) == 0:
         raise InputError(f"No parcels to classify in {table.source}"
                          + (" among the selected ids." if selected_ids is not None else "."))
-    scene_list = _scene_list(scenes)
+    scene_list = scene_list_of(scenes)
     if not scene_list:
         raise SceneError("No scenes were given.")
-    meta = _meta(table, scene_list, weather, settings, None)
-    warnings = [w for w in (level_mismatch(model, scene_list), check_missing_scl(scene_list, missing_scl),
-                            few_dates(scene_list)) if w]
+    meta = dataset_meta(table, scene_list, weather, settings, None)
+    warnings = [w for w in (level_mismatch(model, scene_list),
+                            check_missing_scl(scene_list, settings.sampling.missing_scl), few_dates(scene_list)) if w]
     for w in warnings:
         log.warning(w)
     return ClassificationJob(model, classes, settings, table, scene_list, meta, tuple(warnings))

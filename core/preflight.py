@@ -47,6 +47,16 @@ class Preflight:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class LayerFootprint:
+    """A parcel layer held elsewhere (a QGIS layer) as the preflight needs it: its CRS (WKT or
+    pyproj input; ``""`` or None when it has none) and its extent ``(xmin, ymin, xmax, ymax)``
+    (None when empty)."""
+
+    crs: Any
+    bounds: Optional[Sequence[float]] = None
+
+
 def parcel_layer_info(path: Any, layer: Optional[str] = None) -> dict[str, Any]:
     """CRS, field names, feature count and extent of a vector file, without reading its features.
 
@@ -107,7 +117,7 @@ def check_weather(weather: Any, *, crs: Any, bounds: Optional[Sequence[float]], 
         WeatherError: any of the problems above.
     """
     from .thermal.gdd import SeasonStart, season_bounds
-    from .thermal.weather import read_daily_temperature, record_period
+    from .thermal.weather import WeatherVariables, read_daily_temperature, record_period
 
     if weather is None:
         return None
@@ -123,7 +133,8 @@ def check_weather(weather: Any, *, crs: Any, bounds: Optional[Sequence[float]], 
         record_period(path, tmin_var=options.get("tmin_var"), date_var=options.get("date_var"))
         return None
     xs, ys = _sample_points(bounds)
-    sample = read_daily_temperature(path, xs, ys, crs, start, end, missing="mask", **options)
+    sample = read_daily_temperature(path, xs, ys, crs, start, end, variables=WeatherVariables.from_dict(options),
+                                    missing="mask")
     return f"weather {sample.source}: {start} to {end} readable"
 
 
@@ -131,8 +142,6 @@ def check_inputs(
     *,
     parcels: Any = None,
     layer: Optional[str] = None,
-    parcel_crs: Any = None,
-    parcel_bounds: Optional[Sequence[float]] = None,
     fields: Optional[dict[str, Optional[str]]] = None,
     scenes: Any = None,
     scene_options: Optional[dict] = None,
@@ -147,11 +156,10 @@ def check_inputs(
     """Check a run's inputs quickly, before any pixel is read.
 
     Args:
-        parcels: parcel file (its CRS, fields and extent are read, not its features); or None
-            when the layer is held elsewhere (QGIS) and ``parcel_crs`` / ``parcel_bounds`` say
-            what is needed.
+        parcels: parcel file (its CRS, fields and extent are read, not its features); or a
+            :class:`LayerFootprint` when the layer is held elsewhere (QGIS); None: no parcels
+            are checked.
         layer: layer name inside ``parcels``.
-        parcel_crs, parcel_bounds: CRS (WKT or pyproj input) and extent of a layer given otherwise.
         fields: the fields the run reads from the parcels, by role (``{"id": ..., "label": ...}``;
             None values are skipped).
         scenes: scene source for ``find_scenes`` (or scenes already found).
@@ -170,7 +178,7 @@ def check_inputs(
     Raises:
         InputError (or a subclass): the first problem found, naming the file, layer or field.
     """
-    from .extract import check_crs
+    from .parcels import check_crs
     from .thermal.gdd import SeasonStart
 
     t0 = time.perf_counter()
@@ -192,8 +200,10 @@ def check_inputs(
             raise InputError(str(exc)) from None
     result.season_start = season_start = season_start or SeasonStart()
 
-    crs, bounds, source = parcel_crs, parcel_bounds, "the parcel layer"
-    if parcels is not None and isinstance(parcels, (str, os.PathLike)):
+    crs, bounds, source = None, None, "the parcel layer"
+    if isinstance(parcels, LayerFootprint):
+        crs, bounds = parcels.crs, parcels.bounds
+    elif isinstance(parcels, (str, os.PathLike)):
         info = parcel_layer_info(parcels, layer)
         crs, bounds, source = info["crs"], info["bounds"], str(parcels)
         result.parcel_count = info["count"]
@@ -203,7 +213,7 @@ def check_inputs(
                                  f"{info['fields']}.")
         if info["count"] == 0:
             raise InputError(f"Parcel layer {default_layer_name(parcels, layer)!r} of {parcels} has no features.")
-    if parcels is not None or parcel_crs is not None:
+    if parcels is not None:
         check_crs(crs, source)
 
     scene_dates = None

@@ -15,9 +15,6 @@ from .thermal.gdd import SeasonStart
 BLOCK_SIZE = 1024
 """Window edge in pixels: a multiple of the usual GeoTIFF/COG tile sizes (256, 512)."""
 
-GDD_METHODS = ("paper", "average")
-MISSING_SCL = ("warn", "error", "bright")
-
 
 def season_start_of(value: Union[SeasonStart, str, None]) -> SeasonStart:
     """``value`` as a ``SeasonStart``: None is 1 January, text is parsed (``"09-01/-1"``)."""
@@ -69,8 +66,9 @@ class ThermalTime:
 class PixelSampling:
     """Which pixels of a parcel are read: at most ``max_pixels`` per date (drawn with ``seed``),
     a date kept where at least ``min_valid_fraction`` of them and ``min_pixels`` are clear of the
-    SCL classes ``scl_invalid``; ``missing_scl`` says what happens to scenes without a cloud mask
-    (``warn``, ``error`` or ``bright``: mask bright pixels)."""
+    SCL classes ``scl_invalid``; parcels covering fewer than ``min_pixels`` pixels are ``too_small``;
+    ``missing_scl`` says what happens to L2A products without SCL (``warn``: use them unmasked;
+    ``bands``: mask bright pixels; ``refuse``)."""
 
     max_pixels: int = 64
     seed: int = 0
@@ -110,11 +108,14 @@ class ExtractionSettings:
     weather_options: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """The flat record datasets store in their metadata (``gdd_method`` for the method, as
-        datasets always did)."""
-        thermal = self.thermal.to_dict()
-        return {**self.sampling.to_dict(), "season_start": thermal["season_start"], "t_base": thermal["t_base"],
-                "t_cap": thermal["t_cap"], "gdd_method": thermal["method"]}
+        """The flat record datasets store in their metadata, keys and values as datasets always
+        held them (``gdd_method`` for the method; ``min_pixels``, the window size and the weather
+        options are not part of it)."""
+        sampling, thermal = self.sampling, self.thermal
+        return {"max_pixels": sampling.max_pixels, "seed": sampling.seed,
+                "min_valid_fraction": sampling.min_valid_fraction, "season_start": str(thermal.season_start),
+                "t_base": thermal.t_base, "t_cap": thermal.t_cap, "gdd_method": thermal.method,
+                "scl_invalid": list(sampling.scl_invalid), "missing_scl": sampling.missing_scl}
 
     @classmethod
     def from_dict(cls, data: Optional[Mapping[str, Any]]) -> "ExtractionSettings":

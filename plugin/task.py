@@ -169,7 +169,7 @@ class ClassificationTask(ThermoCropTask):
 
         from ..core.model.bundle import default_bundle_path, load_bundle
         from ..core.classify import classify_parcels, estimated_seconds, write_classification
-        from ..core.extract import require_usable
+        from ..core.parcels import require_usable
 
         p = self.params
         # The bar moves through reading the layer, classifying and writing by their cost, which
@@ -289,9 +289,11 @@ class ExplainTask(ThermoCropTask):
         import numpy as np
 
         from ..core.model.bundle import default_bundle_path, load_bundle
-        from ..core.classify import _gdd_settings
+        from ..core.classify import bundle_thermal_time
         from ..core.errors import ThermoCropError
         from ..core.extract import extract_pixel_sets
+        from ..core.parcels import ParcelFields
+        from ..core.settings import ExtractionSettings
 
         features = list(self.snapshot.source.getFeatures(QgsFeatureRequest(self.fid)))
         if not features:
@@ -302,8 +304,9 @@ class ExplainTask(ThermoCropTask):
         bundle = self.bundle if self.bundle is not None and not isinstance(self.bundle, str) else \
             load_bundle(self.bundle or default_bundle_path())
         progress(0.1)
-        ps = extract_pixel_sets(frame, self.scenes, self.weather, block_field=None,
-                                progress=progress.sub(0.1, 0.9), **_gdd_settings(bundle))
+        ps = extract_pixel_sets(frame, self.scenes, self.weather, fields=ParcelFields(block_field=None),
+                                settings=ExtractionSettings(thermal=bundle_thermal_time(bundle)),
+                                progress=progress.sub(0.1, 0.9))
         ok = ps.status[0] == "ok"
         probs = bundle.predict(ps)[0] if ok else np.full(len(bundle.classes), np.nan)
         name = feature["parcel_id"] if feature.fields().indexOf("parcel_id") >= 0 else self.fid

@@ -131,6 +131,8 @@ class TrainingTask(ThermoCropTask):
     def _train(self, progress) -> None:
         from ..core.pixel_sets import open_dataset
         from ..core.extract import extract_to_dataset
+        from ..core.parcels import ParcelFields
+        from ..core.settings import ExtractionSettings, PixelSampling
         from ..core.scenes.local import find_scenes
         from ..core.thermal.weather_services import fetch_for_parcels, is_weather_service
         from ..training.experiment import describe_training_estimate, estimate_training
@@ -146,9 +148,11 @@ class TrainingTask(ThermoCropTask):
             scenes = find_scenes(scenes)
             weather = str(fetch_for_parcels(weather, frame.geometry, [s.date for s in scenes],
                                             progress=progress.sub(0.02, 0.05)))
-        dataset = extract_to_dataset(frame, scenes, weather, r.dataset, label_field=r.label_field,
-                                     block_field=r.block_field, class_map=r.class_map or None,
-                                     max_pixels=r.max_pixels, progress=progress.sub(0.05, 0.35))
+        dataset = extract_to_dataset(frame, scenes, weather, r.dataset,
+                                     settings=ExtractionSettings(sampling=PixelSampling(max_pixels=r.max_pixels)),
+                                     fields=ParcelFields(label_field=r.label_field, block_field=r.block_field,
+                                                         class_map=r.class_map or None),
+                                     progress=progress.sub(0.05, 0.35))
         data = [open_dataset(dataset)]
         config = TrainingConfig(variant=r.variant, epochs=r.epochs, steps_per_epoch=r.steps_per_epoch,
                                 batch_size=r.batch_size, sample_pixels=min(r.max_pixels, 64))

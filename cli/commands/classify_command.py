@@ -48,8 +48,9 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from ...core.classify import classify_parcels, write_classification
-    from ...core.extract import require_usable
+    from ...core.parcels import require_usable
     from ...core.preflight import check_inputs
+    from ...core.settings import PixelSampling
     from ...core.io.vector import check_vector_output, replaced_fields, source_field_kinds
     from ...core.thermal.weather_services import is_weather_service
     from ..progress_bar import partition_bar, progress_bar
@@ -74,17 +75,18 @@ def run(args: argparse.Namespace) -> int:
           f"(inputs checked in {checked.seconds:.1f} s)")
     weather = args.weather
     if service:
-        from ...core.extract import load_parcels
+        from ...core.parcels import load_parcels
 
         weather = resolve_weather(args, load_parcels(args.parcels, id_field=args.id_field, block_field=None),
                                   [s.date for s in scenes], checked.season_start)
+    sampling = PixelSampling(min_pixels=args.min_pixels, missing_scl=args.missing_scl)
     if cluster is None:
         with progress_bar("classify") as progress:
             result = classify_parcels(args.parcels, scenes, weather, checked.bundle, chunk_size=args.chunk_size,
-                                      id_field=args.id_field, min_pixels=args.min_pixels,
-                                      missing_scl=args.missing_scl, progress=progress)
+                                      id_field=args.id_field, sampling=sampling, progress=progress)
     else:
-        from ...core.runs.cluster import classify_partitioned, default_run_folder
+        from ...core.runs.folder import default_run_folder
+        from ...core.runs.partitions import classify_partitioned
 
         start = time.perf_counter()
         # Workers load the model from its file (once each); a checksum of it guards --resume.
@@ -92,8 +94,7 @@ def run(args: argparse.Namespace) -> int:
             result, summary, folder = classify_partitioned(
                 args.parcels, scenes, weather, args.model, cluster=cluster, resume=args.resume,
                 run_folder=args.run_folder or default_run_folder(target.path), chunk_size=args.chunk_size,
-                listener=bar, inputs=inputs, id_field=args.id_field, min_pixels=args.min_pixels,
-                missing_scl=args.missing_scl)
+                listener=bar, inputs=inputs, id_field=args.id_field, sampling=sampling)
         print_run_summary(summary, time.perf_counter() - start)
     require_usable(result.status, "classified", args.parcels)
     out = write_classification(args.parcels, result, args.out, label_field=args.label_field,
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
                                overwrite=args.overwrite, out_layer=args.out_layer, inputs=inputs,
                                probabilities=args.probabilities)
     if cluster is not None:
-        from ...core.runs.cluster import remove_run_folder
+        from ...core.runs.folder import remove_run_folder
 
         remove_run_folder(folder)
     names = target.fields

@@ -72,7 +72,7 @@ def grid_block_table(args: argparse.Namespace):
 
     import numpy as np
 
-    from ...core.extract import load_parcels
+    from ...core.parcels import load_parcels
     from ...training.importers.common import grid_blocks, locations_from_geometries
 
     table = load_parcels(args.parcels, id_field=args.id_field, label_field=args.label_field, block_field=None,
@@ -92,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
     from ...core.pixel_sets import is_dataset_folder, open_dataset
     from ...core.extract import extract_to_dataset
     from ...core.io.output import check_output
+    from ...core.parcels import ParcelFields
+    from ...core.settings import ExtractionSettings, PixelSampling, ThermalTime
     from ...core.preflight import check_inputs
     from ...core.thermal.weather_services import is_weather_service
     from ..progress_bar import partition_bar, progress_bar
@@ -112,20 +114,22 @@ def run(args: argparse.Namespace) -> int:
     parcels = grid_block_table(args) if args.block_size_km else args.parcels
     weather = args.weather
     if service:
-        from ...core.extract import load_parcels
+        from ...core.parcels import load_parcels
 
         weather = resolve_weather(args, load_parcels(args.parcels, id_field=args.id_field, block_field=None),
                                   [s.date for s in scenes], args.season_start)
-    options = dict(max_pixels=args.max_pixels, seed=args.seed, id_field=args.id_field, label_field=args.label_field,
-                   block_field=args.block_field, class_map=args.class_map, min_parcels=args.min_parcels,
-                   season_start=args.season_start, min_valid_fraction=args.min_valid_fraction,
-                   min_pixels=args.min_pixels, missing_scl=args.missing_scl)
+    sampling = PixelSampling(max_pixels=args.max_pixels, seed=args.seed, min_valid_fraction=args.min_valid_fraction,
+                             min_pixels=args.min_pixels, missing_scl=args.missing_scl)
+    options = dict(settings=ExtractionSettings(sampling=sampling, thermal=ThermalTime(season_start=args.season_start)),
+                   fields=ParcelFields(id_field=args.id_field, label_field=args.label_field, class_map=args.class_map,
+                                       min_parcels=args.min_parcels, block_field=args.block_field))
     if cluster is None:
         with progress_bar("extract") as progress:
             out = extract_to_dataset(parcels, scenes, weather, args.out, chunk_size=args.chunk_size,
                                      overwrite=args.overwrite, progress=progress, **options)
     else:
-        from ...core.runs.cluster import default_run_folder, extract_partitioned, remove_run_folder
+        from ...core.runs.folder import default_run_folder, remove_run_folder
+        from ...core.runs.partitions import extract_partitioned
 
         start = time.perf_counter()
         with partition_bar("extract") as bar:

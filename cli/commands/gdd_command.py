@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ...core.io.csv_cells import inert_frame
     from ...core.errors import NoUsableParcelsError
-    from ...core.extract import load_parcels
+    from ...core.parcels import load_parcels
     from ...core.thermal.gdd import gdd_at_points, season_bounds
     from ...core.io.output import check_output, write_text
     from ...core.preflight import check_inputs
@@ -143,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         import time
 
-        from ...core.runs.cluster import default_run_folder, gdd_partitioned
+        from ...core.runs.folder import default_run_folder
+        from ...core.runs.partitions import gdd_partitioned
         from ..progress_bar import partition_bar
         from ..options import print_run_summary
 
@@ -173,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         write_with_fields(args.parcels, {n: np.round(gdd[:, i], 2) for i, n in enumerate(names)}, out,
                           overwrite=args.overwrite, out_layer=args.out_layer, inputs=inputs)
     if cluster is not None:
-        from ...core.runs.cluster import remove_run_folder
+        from ...core.runs.folder import remove_run_folder
 
         remove_run_folder(folder)
     missing = int((~np.isfinite(gdd).all(axis=1)).sum())

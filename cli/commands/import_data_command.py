@@ -35,9 +35,13 @@ def _add_gdd(parser: argparse.ArgumentParser, weather_required: bool = True) -> 
     add_weather_options(parser)
 
 
-def _gdd_options(args: argparse.Namespace) -> dict:
-    return {"weather": args.weather, "season_start": args.season_start, "t_base": args.t_base, "t_cap": args.t_cap,
-            "gdd_method": args.gdd_method, "weather_options": weather_options(args)}
+def _weather(args: argparse.Namespace):
+    """The importers' ``ImportWeather`` from the weather and thermal time options."""
+    from ...core.settings import ThermalTime
+    from ...training.importers.common import ImportWeather
+
+    thermal = ThermalTime(season_start=args.season_start, t_base=args.t_base, t_cap=args.t_cap, method=args.gdd_method)
+    return ImportWeather(args.weather, thermal, weather_options(args))
 
 
 def _classes(args: argparse.Namespace):
@@ -86,7 +90,8 @@ def _configure_table(parser: argparse.ArgumentParser) -> None:
 
 def _run_table(args: argparse.Namespace) -> str:
     from ...core.errors import InputError
-    from ...training.importers.table import import_table
+    from ...training.importers.common import ClassesAndBlocks, ParcelLayer
+    from ...training.importers.table import TableColumns, import_table
 
     bands = None
     if args.band_columns:
@@ -95,16 +100,17 @@ def _run_table(args: argparse.Namespace) -> str:
         except ValueError:
             raise InputError(f"--band-columns {args.band_columns!r}: write band=column pairs separated "
                              "by commas") from None
-    return import_table(
-        args.tables, args.out, overwrite=args.overwrite, layout=args.layout, sheet=args.sheet,
-        id_column=args.id_column, date_column=args.date_column, date_format=args.date_format,
-        band_columns=bands, label_column=args.label_column, block_column=args.block_column,
-        lon_column=args.lon_column, lat_column=args.lat_column, parcels=args.parcels,
-        parcels_layer=args.parcels_layer, join_field=args.join_field, join_by_row=args.join_by_row,
-        label_field=args.label_field, block_field=args.block_field,
-        block_size_m=args.block_size_km * 1000.0 if args.block_size_km else None,
-        class_map=args.class_map, classes=_classes(args), value_scale=args.value_scale,
-        offset=args.offset, level=args.level, **_gdd_options(args))
+    columns = TableColumns(layout=args.layout, sheet=args.sheet, id_column=args.id_column,
+                           date_column=args.date_column, date_format=args.date_format, band_columns=bands,
+                           label_column=args.label_column, block_column=args.block_column,
+                           lon_column=args.lon_column, lat_column=args.lat_column, value_scale=args.value_scale,
+                           offset=args.offset, level=args.level)
+    layer = ParcelLayer(path=args.parcels, layer=args.parcels_layer, join_field=args.join_field,
+                        join_by_row=args.join_by_row, label_field=args.label_field, block_field=args.block_field)
+    grouping = ClassesAndBlocks(class_map=args.class_map, classes=_classes(args),
+                                block_size_m=args.block_size_km * 1000.0 if args.block_size_km else None)
+    return import_table(args.tables, args.out, overwrite=args.overwrite, weather=_weather(args), columns=columns,
+                        layer=layer, grouping=grouping)
 
 
 def _configure_timematch(parser: argparse.ArgumentParser) -> None:
@@ -161,18 +167,22 @@ def _configure_psetae(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_psetae(args: argparse.Namespace) -> str:
-    from ...training.importers.psetae import import_psetae
+    from ...core.settings import PixelSampling
+    from ...training.importers.common import ClassesAndBlocks, ParcelLayer
+    from ...training.importers.psetae import PsetaeFormat, import_psetae
     from ..progress_bar import progress_bar
 
     with progress_bar("import") as progress:
         return import_psetae(
-            args.folder, args.out, nomenclature=args.nomenclature, band_order=args.band_order.split(","),
-            value_scale=args.value_scale, class_map=args.class_map, classes=_classes(args),
-            parcels=args.parcels, parcels_layer=args.parcels_layer, join_field=args.join_field,
-            point=tuple(args.point) if args.point else None, block_field=args.block_field,
-            block_size_m=args.block_size_km * 1000.0 if args.block_size_km else None, level=args.level,
-            max_pixels=args.max_pixels, seed=args.seed, overwrite=args.overwrite, progress=progress,
-            **_gdd_options(args))
+            args.folder, args.out, weather=_weather(args),
+            source=PsetaeFormat(nomenclature=args.nomenclature, band_order=args.band_order.split(","),
+                                value_scale=args.value_scale, level=args.level),
+            layer=ParcelLayer(path=args.parcels, layer=args.parcels_layer, join_field=args.join_field,
+                              block_field=args.block_field, point=tuple(args.point) if args.point else None),
+            grouping=ClassesAndBlocks(class_map=args.class_map, classes=_classes(args),
+                                      block_size_m=args.block_size_km * 1000.0 if args.block_size_km else None),
+            sampling=PixelSampling(max_pixels=args.max_pixels, seed=args.seed), overwrite=args.overwrite,
+            progress=progress)
 
 
 FORMATS = {

@@ -1,6 +1,6 @@
 """Fingerprints of input files by content, to tell later whether a run's inputs changed.
 
-A partitioned run (``core.distributed``) and a training checkpoint record the fingerprints of
+A partitioned run (``core.runs.partitions``) and a training checkpoint record the fingerprints of
 their inputs; a resumed run compares them and refuses, naming the file, when one changed.
 """
 

@@ -132,7 +132,7 @@ def parcels_bbox(parcels: Any) -> tuple[float, float, float, float]:
         return tuple(float(v) for v in parcels)  # type: ignore[return-value]
     geometry = getattr(parcels, "geometry", None)
     if geometry is None or isinstance(parcels, (str, os.PathLike)):
-        from ..extract import load_parcels
+        from ..parcels import load_parcels
 
         geometry = load_parcels(parcels, block_field=None).geometry
     usable = geometry[geometry.notna()]

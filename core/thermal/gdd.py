@@ -308,13 +308,14 @@ def gdd_at_points(
     Raises:
         WeatherError: the file cannot be read or does not cover the season.
     """
-    from .weather import DailyTemperature, read_daily_temperature
+    from .weather import DailyTemperature, WeatherVariables, read_daily_temperature
 
     dates = np.asarray(acquisition_dates, dtype="datetime64[D]")
     if not isinstance(weather, DailyTemperature):
         start, end = season_bounds(dates, season_start)
         weather = read_daily_temperature(weather, points_x, points_y, crs, start, end,
-                                         parcel_ids=parcel_ids, missing="mask", **weather_options)
+                                         variables=WeatherVariables.from_dict(weather_options), parcel_ids=parcel_ids,
+                                         missing="mask")
     gaps: list = []
     filled: list = []
     gdd = gdd_at_dates(weather, dates, season_start=season_start, t_base=t_base, t_cap=t_cap,

@@ -22,7 +22,7 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -723,11 +723,39 @@ def record_period(path, *, tmin_var: Optional[str] = None, date_var: Optional[st
     return days.min(), days.max()
 
 
+@dataclass(frozen=True)
+class WeatherVariables:
+    """Where a weather file keeps its temperatures and how far a point may reach for them.
+
+    Attributes:
+        tmin_var, tmax_var: variable names (NetCDF) or column names (CSV) of the daily minimum
+            and maximum; None: E-OBS ``tn``/``tx``, CF names or ``tmin``/``tmax``.
+        tmax_path: a second NetCDF file holding the daily maximum.
+        date_var: the date column of a station CSV (None: ``date``; dates or ISO date-times
+            such as ``2018-01-01T00:00:00``); unused for NetCDF.
+        max_distance_m: how far a point may be from the cell centre it takes its data from.
+    """
+
+    tmin_var: Optional[str] = None
+    tmax_var: Optional[str] = None
+    tmax_path: Any = None
+    date_var: Optional[str] = None
+    max_distance_m: float = 25_000
+
+    @classmethod
+    def from_dict(cls, options: Optional[Mapping[str, Any]]) -> "WeatherVariables":
+        """From the flat weather options runs carry (``{"tmin_var": ..., "max_distance_m": ...}``).
+
+        Raises:
+            TypeError: a key that is none of the attributes.
+        """
+        return cls(**dict(options or {}))
+
+
 def read_daily_temperature(
     path, points_x: Sequence[float], points_y: Sequence[float], crs, start, end, *,
-    tmin_var: Optional[str] = None, tmax_var: Optional[str] = None, tmax_path=None,
-    max_distance_m: float = 25_000, parcel_ids: Optional[Sequence[str]] = None,
-    missing: str = "raise", date_var: Optional[str] = None,
+    variables: Optional[WeatherVariables] = None, parcel_ids: Optional[Sequence[str]] = None,
+    missing: str = "raise",
 ) -> DailyTemperature:
     """Read daily minimum and maximum temperature at points for ``start..end`` (inclusive).
 
@@ -739,15 +767,11 @@ def read_daily_temperature(
         points_x, points_y: point coordinates (e.g. parcel centroids), ``(P,)``, in ``crs``.
         crs: CRS of the points (anything pyproj understands: WKT, ``EPSG:32632``, a CRS object).
         start, end: first and last day needed.
-        tmin_var, tmax_var: variable names (NetCDF) or column names (CSV) of the daily minimum
-            and maximum; by default E-OBS ``tn``/``tx``, CF names or ``tmin``/``tmax``.
-        tmax_path: a second NetCDF file holding the daily maximum.
-        max_distance_m: how far a point may be from the cell centre it takes its data from.
+        variables: variable names, a separate maximum file and the reach
+            (:class:`WeatherVariables`; None for its defaults).
         parcel_ids: names of the points for error messages.
         missing: ``"raise"``: points without a cell within reach are an error naming them;
             ``"mask"``: their series are NaN and ``found`` marks them.
-        date_var: the date column of a station CSV (default ``date``; dates or ISO
-            date-times such as ``2018-01-01T00:00:00``); unused for NetCDF.
 
     Returns:
         DailyTemperature with ``tmin``/``tmax`` of shape ``(P, D)`` in degrees C,
@@ -756,13 +780,14 @@ def read_daily_temperature(
     Raises:
         WeatherError: unreadable file, variables not found, days not covered, points out of reach.
     """
+    v = variables or WeatherVariables()
     if missing not in ("raise", "mask"):
         raise ValueError(f"missing must be 'raise' or 'mask', not {missing!r}")
     path = Path(path)
     if path.suffix.lower() in (".csv", ".txt"):
         if not path.exists():
             raise WeatherError(f"weather file {path} does not exist")
-        return _read_station_csv(path, len(points_x), start, end, tmin_var or "tmin", tmax_var or "tmax",
-                                 date_var or "date")
-    return _read_netcdf(path, Path(tmax_path) if tmax_path else None, points_x, points_y, crs, start, end,
-                        tmin_var, tmax_var, max_distance_m, parcel_ids, missing)
+        return _read_station_csv(path, len(points_x), start, end, v.tmin_var or "tmin", v.tmax_var or "tmax",
+                                 v.date_var or "date")
+    return _read_netcdf(path, Path(v.tmax_path) if v.tmax_path else None, points_x, points_y, crs, start, end,
+                        v.tmin_var, v.tmax_var, v.max_distance_m, parcel_ids, missing)

@@ -185,7 +185,7 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
 
     def check_parcel_crs(self, parameters: dict, context: QgsProcessingContext) -> tuple[bool, str]:
         """``(ok, message)``: the parcel layer has a CRS that places it on Earth."""
-        from ...core.extract import crs_problem
+        from ...core.parcels import crs_problem
 
         source = self.parameterAsSource(parameters, self.INPUT, context)
         if source is None:
@@ -202,7 +202,7 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
         """Run ``core.preflight.check_inputs`` for the ``INPUT`` layer and ``checks`` (weather,
         scenes, bundle, ...), before any scene is read; its problems become a
         ``QgsProcessingException``."""
-        from ...core.preflight import check_inputs
+        from ...core.preflight import LayerFootprint, check_inputs
 
         source = self.parameterAsSource(parameters, self.INPUT, context)
         crs, bounds = None, None
@@ -211,7 +211,7 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
             extent = source.sourceExtent()
             if not extent.isEmpty():
                 bounds = (extent.xMinimum(), extent.yMinimum(), extent.xMaximum(), extent.yMaximum())
-        checked = self.run_core(lambda: check_inputs(parcel_crs=crs or "", parcel_bounds=bounds, **checks))
+        checked = self.run_core(lambda: check_inputs(parcels=LayerFootprint(crs or "", bounds), **checks))
         feedback.pushInfo(tr("Inputs checked in {seconds} s").format(seconds=f"{checked.seconds:.1f}"))
         return checked
 

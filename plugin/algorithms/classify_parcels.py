@@ -167,7 +167,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
         result = self.run_core(classify)
 
         def require_some():
-            from ...core.extract import require_usable
+            from ...core.parcels import require_usable
 
             require_usable(result.status, "classified", source.sourceName())
 

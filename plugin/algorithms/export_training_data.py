@@ -174,10 +174,14 @@ class ExportTrainingData(ThermoCropAlgorithm):
 
         def extract():
             from ...core.extract import extract_to_dataset
+            from ...core.parcels import ParcelFields
+            from ...core.settings import ExtractionSettings, PixelSampling, ThermalTime
 
-            return extract_to_dataset(frame, scenes, weather, out, label_field=label_field, block_field=block_field,
-                                      class_map=class_map, min_parcels=min_parcels,
-                                      max_pixels=max_pixels, season_start=season,
+            settings = ExtractionSettings(sampling=PixelSampling(max_pixels=max_pixels),
+                                          thermal=ThermalTime(season_start=season))
+            fields = ParcelFields(label_field=label_field, block_field=block_field, class_map=class_map,
+                                  min_parcels=min_parcels)
+            return extract_to_dataset(frame, scenes, weather, out, settings=settings, fields=fields,
                                       progress=self.progress(feedback))
 
         path = self.run_core(extract)

@@ -234,13 +234,13 @@ class ClassifyPanel(QObject):
         Raises:
             ThermoCropError: the first problem, naming the file, layer or variable.
         """
-        from ...core.preflight import check_inputs
+        from ...core.preflight import LayerFootprint, check_inputs
 
         crs = layer.crs()
         extent = layer.extent()
         bounds = None if extent.isEmpty() else (extent.xMinimum(), extent.yMinimum(), extent.xMaximum(),
                                                 extent.yMaximum())
-        checked = check_inputs(parcel_crs=crs.toWkt() if crs.isValid() else "", parcel_bounds=bounds, scenes=scenes,
+        checked = check_inputs(parcels=LayerFootprint(crs.toWkt() if crs.isValid() else "", bounds), scenes=scenes,
                                weather=weather, bundle=model, need_bundle=True)
         log.info("Dock preflight of %s took %.2f s", layer.name(), checked.seconds)
         return checked

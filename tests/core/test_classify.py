@@ -10,6 +10,8 @@ from shapely.geometry import box
 
 from thermocrop.core.classify import ClassificationResult, write_classification
 from thermocrop.core.errors import InputError, OutputError
+from thermocrop.core.parcels import ParcelFields
+from thermocrop.core.settings import PixelSampling
 
 gpd = pytest.importorskip("geopandas")
 
@@ -161,9 +163,10 @@ def test_classification_streams_in_chunks_reports_progress_and_stops_when_asked(
     assert chunked.status.tolist() == whole.status.tolist()
     # Each parcel covers 12 x 12 pixel centres: asking for more marks them too small.
     assert ps.pixel_mask[:4, 0].sum(axis=1).tolist() == [64] * 4
-    strict = classify_parcels(parcels, scenes, weather, bundle, min_pixels=145)
+    strict = classify_parcels(parcels, scenes, weather, bundle, sampling=PixelSampling(min_pixels=145))
     assert strict.status.tolist() == ["too_small"] * 4 + ["outside_scenes"] and (strict.labels == "").all()
-    assert classify_parcels(parcels, scenes, weather, bundle, min_pixels=144).status.tolist()[:4] == ["ok"] * 4
+    loose = classify_parcels(parcels, scenes, weather, bundle, sampling=PixelSampling(min_pixels=144))
+    assert loose.status.tolist()[:4] == ["ok"] * 4
 
     asked = []
 
@@ -239,8 +242,8 @@ def test_classifying_an_unseen_synthetic_region_beats_chance(make_region, tmp_pa
 
     seen = make_region("FR2", "L2A", seed=0, parcels=100)
     unseen = make_region("FR2", "L2A", seed=1, parcels=100)
-    ps = extract_pixel_sets(seen / "parcels.gpkg", seen / "scenes", seen / "weather.nc", label_field="crop",
-                            classes=CROP_CLASSES)
+    ps = extract_pixel_sets(seen / "parcels.gpkg", seen / "scenes", seen / "weather.nc",
+                            fields=ParcelFields(label_field="crop", classes=CROP_CLASSES))
     bundle = _train_in_test(ps)
 
     result = classify_parcels(unseen / "parcels.gpkg", unseen / "scenes", unseen / "weather.nc", bundle,

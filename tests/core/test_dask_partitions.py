@@ -20,20 +20,13 @@ from thermocrop.core.scenes.bands import S2_BANDS
 from thermocrop.core.classify import classify_parcels
 from thermocrop.core.pixel_sets import open_dataset
 from thermocrop.core.model.bundle import default_bundle_path
-from thermocrop.core.runs.cluster import (
-    ClusterOptions,
-    EarlyClient,
-    PartitionListener,
-    cached_bundle,
-    classify_partitioned,
-    dask_client,
-    default_run_folder,
-    release_freed_memory,
-    start_fork_server,
-)
+from thermocrop.core.runs.cluster import ClusterOptions, EarlyClient, cached_bundle, dask_client, start_fork_server
+from thermocrop.core.runs.folder import default_run_folder
+from thermocrop.core.runs.partitions import PartitionListener, classify_partitioned, release_freed_memory
 from thermocrop.core.errors import CancelledError, OutputError, ThermoCropError
 from thermocrop.core.scenes.local import decode_threads
 from thermocrop.cli.main import EXIT_OUTPUT, main
+from thermocrop.core.settings import PixelSampling
 
 gpd = pytest.importorskip("geopandas")
 distributed = pytest.importorskip("distributed")
@@ -187,8 +180,8 @@ def test_an_interrupted_run_resumes_from_its_partitions(region, cluster, one_pro
         classify_partitioned(region["parcels"], region["scenes"], region["weather"], chunk_size=CHUNK,
                              run_folder=run, cluster=options)
     with pytest.raises(OutputError, match="other inputs or settings"):
-        classify_partitioned(region["parcels"], region["scenes"], region["weather"], chunk_size=CHUNK,
-                             run_folder=run, cluster=options, resume=True, min_pixels=2)
+        classify_partitioned(region["parcels"], region["scenes"], region["weather"], chunk_size=CHUNK, run_folder=run,
+                             cluster=options, resume=True, sampling=PixelSampling(min_pixels=2))
     # Partitions still running when a run stops may land afterwards, so the count is checked on
     # a second run folder holding exactly three partitions, as a run stopped there leaves it.
     other = tmp_path / "other"

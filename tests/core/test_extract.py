@@ -20,6 +20,8 @@ from thermocrop.core.pixel_sets import open_dataset
 from thermocrop.core.errors import CancelledError, SceneError
 from thermocrop.core.extract import extract_pixel_sets, extract_to_dataset
 from thermocrop.core.progress import Progress
+from thermocrop.core.parcels import ParcelFields
+from thermocrop.core.settings import ExtractionSettings, PixelSampling
 
 gpd = pytest.importorskip("geopandas")
 # Growing degree days and weather reading come from core.gdd / core.weather.
@@ -125,8 +127,9 @@ def region(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def extracted(region):
-    return extract_pixel_sets(region["parcels"], region["scenes"], region["weather"], max_pixels=64, seed=3,
-                              label_field="crop", classes=CROP_CLASSES)
+    return extract_pixel_sets(region["parcels"], region["scenes"], region["weather"],
+                              settings=ExtractionSettings(sampling=PixelSampling(max_pixels=64, seed=3)),
+                              fields=ParcelFields(label_field="crop", classes=CROP_CLASSES))
 
 
 def _row(ps, pid: str) -> int:
@@ -236,8 +239,9 @@ def test_gdd_and_day_of_season_by_hand(extracted):
 
 
 def test_sampling_is_seeded_and_chunking_changes_nothing(region, extracted, tmp_path):
-    out = extract_to_dataset(region["parcels"], region["scenes"], region["weather"], tmp_path / "ds",
-                             chunk_size=3, max_pixels=64, seed=3, label_field="crop")
+    out = extract_to_dataset(region["parcels"], region["scenes"], region["weather"], tmp_path / "ds", chunk_size=3,
+                             settings=ExtractionSettings(sampling=PixelSampling(max_pixels=64, seed=3)),
+                             fields=ParcelFields(label_field="crop"))
     ds = open_dataset(out)
     for name in ("pixels", "pixel_mask", "date_mask", "gdd", "blocks"):
         np.testing.assert_array_equal(getattr(ds, name), getattr(extracted, name), err_msg=name)
@@ -248,7 +252,8 @@ def test_sampling_is_seeded_and_chunking_changes_nothing(region, extracted, tmp_
     np.testing.assert_array_equal(ds.relabel(CROP_CLASSES, unseen="drop").labels, extracted.labels)
     assert ds.parcel_ids.tolist() == extracted.parcel_ids.tolist()
     assert ds.status.tolist() == extracted.status.tolist()
-    other = extract_pixel_sets(region["parcels"], region["scenes"], region["weather"], max_pixels=64, seed=4)
+    other = extract_pixel_sets(region["parcels"], region["scenes"], region["weather"],
+                               settings=ExtractionSettings(sampling=PixelSampling(max_pixels=64, seed=4)))
     i = _row(other, "big")
     assert not np.array_equal(other.pixels[i], extracted.pixels[i])
 
@@ -297,8 +302,9 @@ def test_scenes_read_on_several_threads_give_the_same_pixel_sets(region, extract
     seen = _recording_reads(monkeypatch)
     monkeypatch.delenv("GDAL_NUM_THREADS", raising=False)
     monkeypatch.setenv("OMP_NUM_THREADS", "4")
-    ps = extract_pixel_sets(region["parcels"], deflate_scenes, region["weather"], max_pixels=64, seed=3,
-                            label_field="crop", classes=CROP_CLASSES)
+    ps = extract_pixel_sets(region["parcels"], deflate_scenes, region["weather"],
+                            settings=ExtractionSettings(sampling=PixelSampling(max_pixels=64, seed=3)),
+                            fields=ParcelFields(label_field="crop", classes=CROP_CLASSES))
     # Four scene threads, each decoding on one GDAL thread; the setting ends with the reads.
     assert len({name for name, _ in seen}) > 1 and all(name.startswith("thermocrop-read") for name, _ in seen)
     assert {threads for _, threads in seen} == {"1"}
@@ -309,15 +315,17 @@ def test_scenes_read_on_several_threads_give_the_same_pixel_sets(region, extract
     # One thread (as in a Dask worker): scenes in this thread, GDAL on one thread, same values.
     seen.clear()
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    one = extract_pixel_sets(region["parcels"], deflate_scenes, region["weather"], max_pixels=64, seed=3,
-                             label_field="crop", classes=CROP_CLASSES)
+    one = extract_pixel_sets(region["parcels"], deflate_scenes, region["weather"],
+                             settings=ExtractionSettings(sampling=PixelSampling(max_pixels=64, seed=3)),
+                             fields=ParcelFields(label_field="crop", classes=CROP_CLASSES))
     assert {name for name, _ in seen} == {"MainThread"} and {threads for _, threads in seen} == {"1"}
     np.testing.assert_array_equal(one.pixels, extracted.pixels)
     # A single scene: read on the calling thread, GDAL decoding its blocks on the threads.
     seen.clear()
     monkeypatch.setenv("OMP_NUM_THREADS", "4")
     first = sorted(p for p in deflate_scenes.glob("*.tif") if not p.stem.endswith("_SCL"))[0]
-    extract_pixel_sets(region["parcels"], [first], region["weather"], max_pixels=64, seed=3)
+    extract_pixel_sets(region["parcels"], [first], region["weather"],
+                       settings=ExtractionSettings(sampling=PixelSampling(max_pixels=64, seed=3)))
     assert {name for name, _ in seen} == {"MainThread"} and {threads for _, threads in seen} == {"4"}
 
 
@@ -341,7 +349,8 @@ def test_a_damaged_scene_read_on_a_thread_stops_the_run_with_its_name(region, de
     data = damaged.read_bytes()
     damaged.write_bytes(data[: len(data) // 2])  # blocks cut off half-way through the file
     with pytest.raises(SceneError, match=damaged.stem):
-        extract_pixel_sets(region["parcels"], deflate_scenes, region["weather"], max_pixels=64, seed=3)
+        extract_pixel_sets(region["parcels"], deflate_scenes, region["weather"],
+                           settings=ExtractionSettings(sampling=PixelSampling(max_pixels=64, seed=3)))
     assert not _read_threads()
 
 
@@ -389,8 +398,8 @@ def test_parcels_read_from_the_tile_that_covers_them_most(region, tmp_path):
 
 
 def test_min_pixels_marks_small_parcels(region):
-    ps = extract_pixel_sets(region["parcels"], region["scenes"], region["weather"], max_pixels=8,
-                            min_pixels=4)
+    ps = extract_pixel_sets(region["parcels"], region["scenes"], region["weather"],
+                            settings=ExtractionSettings(sampling=PixelSampling(max_pixels=8, min_pixels=4)))
     status = dict(zip(ps.parcel_ids, ps.status))
     assert status["subpixel"] == "too_small" and status["small"] == "ok"
     assert not ps.date_mask[_row(ps, "subpixel")].any()
@@ -457,8 +466,9 @@ def test_dates_with_too_few_clear_pixels_are_dropped(region, tmp_path):
     parcels = gpd.GeoDataFrame({"parcel_id": ["part", "overcast"]},
                                geometry=[_px(10.3, 10.3, 19.7, 19.7), _px(30.3, 30.3, 39.7, 39.7)], crs=CRS)
     for fraction, part_dates in ((0.5, [True, False]), (0.6, [True, False]), (0.61, [False, False])):
-        ps = extract_pixel_sets(parcels, tmp_path, region["weather"], max_pixels=128,
-                                min_valid_fraction=fraction)
+        ps = extract_pixel_sets(parcels, tmp_path, region["weather"],
+                                settings=ExtractionSettings(sampling=PixelSampling(max_pixels=128,
+                                                                                   min_valid_fraction=fraction)))
         assert ps.date_mask[0].tolist() == part_dates, fraction
         assert ps.status.tolist() == ["ok" if any(part_dates) else "no_clear_date", "no_clear_date"]
         # Kept dates hold exactly the 60 clear pixels; dropped ones and masked slots nothing.
@@ -485,7 +495,8 @@ def test_overlapping_parcels_each_get_every_pixel_they_cover(region, tmp_path):
         "alone": _px(40.3, 40.3, 45.7, 44.7),
     }
     parcels = gpd.GeoDataFrame({"parcel_id": list(shapes)}, geometry=list(shapes.values()), crs=CRS)
-    ps = extract_pixel_sets(parcels, tmp_path, region["weather"], max_pixels=256)
+    ps = extract_pixel_sets(parcels, tmp_path, region["weather"],
+                            settings=ExtractionSettings(sampling=PixelSampling(max_pixels=256)))
     assert ps.status.tolist() == ["ok"] * len(shapes)
     transform = from_origin(X0, Y0, RES, RES)
     for i, (pid, geom) in enumerate(shapes.items()):
@@ -506,13 +517,15 @@ def test_overlaps_sample_the_same_pixels_whatever_the_chunks(region, tmp_path):
           rng.integers(1100, 9000, size=(10, SIZE, SIZE), dtype=np.uint16))
     shapes = [_px(2.3, 2.3, 20.7, 20.7), _px(10.3, 10.3, 30.7, 30.7), _px(35.3, 35.3, 50.7, 50.7)]
     parcels = gpd.GeoDataFrame({"parcel_id": ["a", "b", "c"]}, geometry=shapes, crs=CRS)
-    together = extract_pixel_sets(parcels, tmp_path / "scenes", region["weather"], max_pixels=16, seed=5)
+    together = extract_pixel_sets(parcels, tmp_path / "scenes", region["weather"],
+                                  settings=ExtractionSettings(sampling=PixelSampling(max_pixels=16, seed=5)))
     for i in range(3):
-        one = extract_pixel_sets(parcels.iloc[[i]], tmp_path / "scenes", region["weather"], max_pixels=16, seed=5)
+        one = extract_pixel_sets(parcels.iloc[[i]], tmp_path / "scenes", region["weather"],
+                                 settings=ExtractionSettings(sampling=PixelSampling(max_pixels=16, seed=5)))
         assert np.array_equal(one.pixels[0], together.pixels[i]) and np.array_equal(one.pixel_mask[0],
                                                                                       together.pixel_mask[i])
-    extract_to_dataset(parcels, tmp_path / "scenes", region["weather"], tmp_path / "ds", max_pixels=16, seed=5,
-                       chunk_size=1)
+    extract_to_dataset(parcels, tmp_path / "scenes", region["weather"], tmp_path / "ds", chunk_size=1,
+                       settings=ExtractionSettings(sampling=PixelSampling(max_pixels=16, seed=5)))
     ds = open_dataset(tmp_path / "ds")
     assert np.array_equal(np.asarray(ds.pixels), together.pixels)
 
@@ -536,7 +549,8 @@ def test_values_that_are_no_reflectance_are_counted_masked_and_give_a_status(reg
                                geometry=[_px(10.3, 10.3, 12.7, 12.7), _px(30.3, 30.3, 31.7, 31.7),
                                          _px(40.3, 40.3, 41.7, 41.7)], crs=CRS)
     with caplog.at_level(logging.WARNING):
-        ps = extract_pixel_sets(parcels, tmp_path, region["weather"], max_pixels=16)
+        ps = extract_pixel_sets(parcels, tmp_path, region["weather"],
+                                settings=ExtractionSettings(sampling=PixelSampling(max_pixels=16)))
     assert ps.status.tolist() == ["ok", "invalid_values", "ok"]
     bad = {(10, 10), (10, 11), (11, 10), (12, 12)}
     clear = [(r, c) for r in range(10, 13) for c in range(10, 13) if (r, c) not in bad]

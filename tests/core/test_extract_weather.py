@@ -12,6 +12,7 @@ import pytest
 from pyproj import Transformer
 
 from thermocrop.core.extract import extract_pixel_sets
+from thermocrop.core.settings import ExtractionSettings, PixelSampling
 
 EARTH_RADIUS_M = 6_371_000.0
 
@@ -59,7 +60,8 @@ def region(make_region):
 
 
 def test_each_parcel_takes_the_gdd_of_its_nearest_cell(region):
-    ps = extract_pixel_sets(region / "parcels.gpkg", region / "scenes", region / "weather.nc", max_pixels=8)
+    ps = extract_pixel_sets(region / "parcels.gpkg", region / "scenes", region / "weather.nc",
+                            settings=ExtractionSettings(sampling=PixelSampling(max_pixels=8)))
     days, lat, lon, tn, tx = _decoded(region / "weather.nc")
     ids, plon, plat = _parcel_lonlat(region)
     glat, glon = np.meshgrid(lat, lon, indexing="ij")
@@ -90,8 +92,9 @@ def test_parcels_out_of_reach_of_any_cell_with_data_get_no_weather(region, tmp_p
             nc[name][:] = raw
     dist = _haversine(plat, plon, lat[row], lon[col])
     reach = float(np.median(dist))  # half the parcels within reach
-    ps = extract_pixel_sets(region / "parcels.gpkg", region / "scenes", path, max_pixels=4,
-                            weather_options={"max_distance_m": reach})
+    ps = extract_pixel_sets(region / "parcels.gpkg", region / "scenes", path,
+                            settings=ExtractionSettings(sampling=PixelSampling(max_pixels=4),
+                                                        weather_options={"max_distance_m": reach}))
     near = dist <= reach
     readable = ps.status != "no_weather"
     assert 0 < near.sum() < len(near)

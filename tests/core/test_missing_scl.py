@@ -13,6 +13,7 @@ from thermocrop.core.errors import SceneError
 from thermocrop.core.extract import extract_pixel_sets
 from thermocrop.core.scenes.local import BRIGHT_CLOUD, bright_cloud_mask, check_missing_scl, find_scenes
 from thermocrop.cli.main import EXIT_INPUT, main
+from thermocrop.core.settings import ExtractionSettings, PixelSampling
 
 gpd = pytest.importorskip("geopandas")
 
@@ -71,9 +72,11 @@ def test_refused_unless_asked(l2a_without_scl):
 def test_warned_or_masked(l2a_without_scl, caplog):
     args = (l2a_without_scl / "parcels.gpkg", l2a_without_scl / "scenes", l2a_without_scl / "weather.csv")
     caplog.set_level("WARNING")
-    warned = extract_pixel_sets(*args, max_pixels=64, missing_scl="warn")
+    warned = extract_pixel_sets(*args,
+                                settings=ExtractionSettings(sampling=PixelSampling(max_pixels=64, missing_scl="warn")))
     assert "their clouds are not masked" in caplog.text
-    masked = extract_pixel_sets(*args, max_pixels=64, missing_scl="bands")
+    masked = extract_pixel_sets(*args,
+                                settings=ExtractionSettings(sampling=PixelSampling(max_pixels=64, missing_scl="bands")))
     assert masked.meta["missing_scl"] == "bands"
     # p1 has 64 pixels; 8 x 4 of them are cloud on the second date, which the test removes
     # (32 of 64 clear is the 0.5 minimum fraction, so the date stays).
@@ -102,5 +105,5 @@ def test_classification_result_carries_the_warning(l2a_without_scl):
     from thermocrop.core.classify import classify_parcels
 
     result = classify_parcels(l2a_without_scl / "parcels.gpkg", l2a_without_scl / "scenes",
-                              l2a_without_scl / "weather.csv", missing_scl="warn")
+                              l2a_without_scl / "weather.csv", sampling=PixelSampling(missing_scl="warn"))
     assert any("their clouds are not masked" in w for w in result.warnings)

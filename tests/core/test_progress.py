@@ -67,8 +67,8 @@ def test_a_cancel_during_extraction_waits_for_one_window_per_thread(tiny_region,
 
     # Windows of 64 pixels: each of the tiny region's scenes is read in several, as a real
     # tile is in 1024-pixel ones.
-    settings = classify._settings
-    monkeypatch.setattr(classify, "_settings", lambda *a, **k: dataclasses.replace(settings(*a, **k), block_size=64))
+    settings = classify.ExtractionSettings
+    monkeypatch.setattr(classify, "ExtractionSettings", lambda **k: dataclasses.replace(settings(**k), block_size=64))
     reads, asked = counted_reads
     scenes = find_scenes(tiny_region / "scenes")
     reported: list[float] = []

@@ -10,7 +10,7 @@ from pyproj import Transformer
 
 from thermocrop.core.errors import WeatherError
 from thermocrop.core.thermal.gdd import gdd_at_points
-from thermocrop.core.thermal.weather import describe_days, read_daily_temperature
+from thermocrop.core.thermal.weather import WeatherVariables, describe_days, read_daily_temperature
 
 LAT = np.array([48.0, 48.1, 48.2, 48.3])  # 0.1 degree E-OBS-like grid
 LON = np.array([11.0, 11.1, 11.2, 11.3, 11.4])
@@ -107,7 +107,8 @@ def test_point_beyond_reach_is_named_or_masked(eobs):
     assert list(w.found) == [True, False]
     assert np.isnan(w.tmin[1]).all() and np.isfinite(w.tmin[0]).all()
     # A larger reach takes the nearest land cell (row 1, column 3).
-    w = read_daily_temperature(eobs, x, y, "EPSG:32632", "2020-01-01", "2020-01-02", max_distance_m=40_000)
+    w = read_daily_temperature(eobs, x, y, "EPSG:32632", "2020-01-01", "2020-01-02",
+                               variables=WeatherVariables(max_distance_m=40_000))
     assert np.allclose(w.tmin[1], np.round(tn_value(np.arange(2), 1, 3), 2), atol=1e-4)
 
 
@@ -126,7 +127,8 @@ def test_tn_and_tx_in_two_files_found_by_name(tmp_path):
     # Or named explicitly.
     other = tmp_path / "maxima.nc"
     tx.rename(other)
-    w = read_daily_temperature(tn, [11.2], [48.2], "EPSG:4326", "2020-02-29", "2020-02-29", tmax_path=other)
+    w = read_daily_temperature(tn, [11.2], [48.2], "EPSG:4326", "2020-02-29", "2020-02-29",
+                               variables=WeatherVariables(tmax_path=other))
     assert np.isclose(w.tmax[0, 0], round(tx_value(59, 2, 2), 2), atol=1e-4)
     with pytest.raises(WeatherError, match=r"has no daily maximum temperature variable \(variables: tn\)"):
         read_daily_temperature(tn, [11.2], [48.2], "EPSG:4326", "2020-02-29", "2020-02-29")
@@ -174,7 +176,7 @@ def test_cf_variable_names_given_explicitly(tmp_path):
     with pytest.raises(WeatherError, match=r"variables: .*lowest.*tmin_var"):
         read_daily_temperature(path, [0.0], [48.0], "EPSG:4326", "2020-01-01", "2020-01-01")
     w = read_daily_temperature(path, [0.0], [48.0], "EPSG:4326", "2020-01-01", "2020-01-01",
-                               tmin_var="lowest", tmax_var="highest")
+                               variables=WeatherVariables(tmin_var="lowest", tmax_var="highest"))
     assert np.isclose(w.tmin[0, 0], 3 * 2.0 + 2 * 0.25, atol=1e-4)
     assert np.isclose(w.tmax[0, 0], 3 * 2.0 + 2 * 0.25 + 9.0, atol=1e-4)
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from thermocrop.core.errors import WeatherError
-from thermocrop.core.thermal.weather import read_daily_temperature, record_period
+from thermocrop.core.thermal.weather import WeatherVariables, read_daily_temperature, record_period
 
 
 def test_named_columns_and_datetimes(tmp_path):
@@ -13,7 +13,7 @@ def test_named_columns_and_datetimes(tmp_path):
                     "2018-01-01T00:00:00,0.5,-3.0,3.5\n"
                     "2018-01-03T00:00:00,2.0,,6.5\n")
     w = read_daily_temperature(path, [0.0, 1.0], [0.0, 1.0], "EPSG:4326", "2018-01-01", "2018-01-03",
-                               date_var="Termin", tmin_var="T_Min_2m", tmax_var="T_Max_2m")
+                               variables=WeatherVariables(date_var="Termin", tmin_var="T_Min_2m", tmax_var="T_Max_2m"))
     assert w.dates.tolist() == np.arange("2018-01-01", "2018-01-04", dtype="datetime64[D]").tolist()
     np.testing.assert_array_equal(w.tmin[1], [-3.0, -2.5, np.nan])
     np.testing.assert_array_equal(w.tmax[0], [3.5, 4.0, 6.5])
@@ -25,4 +25,4 @@ def test_named_columns_and_datetimes(tmp_path):
     path.write_text("Termin,T_Min_2m,T_Max_2m\n01.01.2018,1,2\n")
     with pytest.raises(WeatherError, match="Termin column must hold dates"):
         read_daily_temperature(path, [0.0], [0.0], "EPSG:4326", "2018-01-01", "2018-01-01",
-                               date_var="Termin", tmin_var="T_Min_2m", tmax_var="T_Max_2m")
+                               variables=WeatherVariables(date_var="Termin", tmin_var="T_Min_2m", tmax_var="T_Max_2m"))

@@ -40,6 +40,7 @@ import pytest
 
 from thermocrop.core.errors import InputError, ThermoCropError
 from thermocrop.cli.main import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OUTPUT, main
+from thermocrop.core.settings import ExtractionSettings, PixelSampling
 
 ogr = pytest.importorskip("osgeo.ogr")
 osr = pytest.importorskip("osgeo.osr")
@@ -1488,7 +1489,8 @@ def test_c10_overlapping_parcels_each_get_the_pixels_they_cover(case, work):
     geoms = [translate(g, x0 + 3.3, y0 - 300.0 + 3.3) for g in _overlap_cases()[case]]
     parcels = gpd.GeoDataFrame({"parcel_id": [f"f{i}" for i in range(len(geoms))]}, geometry=geoms,
                                crs="EPSG:32631")
-    ps = extract_pixel_sets(parcels, scenes, work / "weather.csv", max_pixels=1024)
+    ps = extract_pixel_sets(parcels, scenes, work / "weather.csv",
+                            settings=ExtractionSettings(sampling=PixelSampling(max_pixels=1024)))
     for i, geom in enumerate(geoms):
         inside = geometry_mask([geom], out_shape=(size, size), transform=transform, invert=True)
         expected = sorted(map(tuple, cube[:, inside].T.tolist()))

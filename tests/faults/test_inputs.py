@@ -18,6 +18,7 @@ from thermocrop.core.scenes.bands import S2_BANDS
 from thermocrop.core.errors import InputError, SceneError, WeatherError
 from thermocrop.cli import main as cli
 from thermocrop.cli.main import main
+from thermocrop.core.settings import ExtractionSettings, PixelSampling
 
 gpd = pytest.importorskip("geopandas")
 xr = pytest.importorskip("xarray")
@@ -150,7 +151,7 @@ def test_the_gap_warning_names_the_dates(tmp_path, caplog):
 
 
 def test_a_geopackage_with_an_undefined_crs_is_refused(tmp_path, capsys):
-    from thermocrop.core.extract import crs_problem, load_parcels
+    from thermocrop.core.parcels import crs_problem, load_parcels
 
     path = _parcels(tmp_path / "nocrs.gpkg", crs=None)  # GeoPackage srs_id 0
     assert gpd.read_file(path).crs is not None  # GDAL reports "Undefined geographic SRS"
@@ -317,7 +318,7 @@ def test_problems_are_found_before_any_scene_is_read(problem, tmp_path, capsys, 
 
 
 def test_null_geometries_make_no_library_noise(tmp_path, capfd, caplog):
-    from thermocrop.core.extract import load_parcels
+    from thermocrop.core.parcels import load_parcels
 
     path = tmp_path / "nulls.gpkg"
     gpd.GeoDataFrame({"parcel_id": ["a", "b", "c"]}, geometry=[box(X0, Y0 - 50, X0 + 50, Y0), None, None],
@@ -331,7 +332,8 @@ def test_null_geometries_make_no_library_noise(tmp_path, capfd, caplog):
 
 def test_chunk_buffers_follow_the_pixels_parcels_cover(tmp_path, monkeypatch):
     from thermocrop.core import extract
-    from thermocrop.core.extract import (_settings, extract_pixel_sets, iter_chunks, load_parcels)
+    from thermocrop.core.extract import extract_pixel_sets, iter_chunks
+    from thermocrop.core.parcels import load_parcels
     from thermocrop.core.scenes.local import find_scenes
 
     for k, day in enumerate(("2021-05-01", "2021-06-01")):
@@ -341,8 +343,9 @@ def test_chunk_buffers_follow_the_pixels_parcels_cover(tmp_path, monkeypatch):
                      geometry=[box(X0 + 10, Y0 - 90, X0 + 90, Y0 - 10), box(X0 + 101, Y0 - 109, X0 + 109, Y0 - 101),
                                box(X0 + 121, Y0 - 129, X0 + 129, Y0 - 121)], crs=CRS).to_file(tmp_path / "p.gpkg")
     weather = _csv(tmp_path / "w.csv", [(d, 2, 12) for d in _year()])
-    whole = extract_pixel_sets(tmp_path / "p.gpkg", tmp_path / "s", weather, max_pixels=16)
-    settings = _settings(16, 0, 0.5, 1, None, 0.0, 30.0, "paper", (), None)
+    whole = extract_pixel_sets(tmp_path / "p.gpkg", tmp_path / "s", weather,
+                               settings=ExtractionSettings(sampling=PixelSampling(max_pixels=16)))
+    settings = ExtractionSettings(sampling=PixelSampling(max_pixels=16, scl_invalid=()))
     table = load_parcels(tmp_path / "p.gpkg")
     # Room for two one-slot parcels (2 dates x 10 bands x 2 bytes each) per dense array.
     monkeypatch.setattr(extract, "DENSE_BYTES", 2 * 1 * 2 * 10 * 2)
@@ -410,7 +413,7 @@ def _unreadable_parcels(tmp_path: Path) -> dict[str, tuple[Path, object, str]]:
 @pytest.mark.parametrize("case", ["missing", "empty layer", "no such layer", "not a vector file", "zero bytes",
                                   "shapefile without .shx"])
 def test_an_unusable_parcel_file_is_named_with_its_cause(case, tmp_path, capsys):
-    from thermocrop.core.extract import load_parcels
+    from thermocrop.core.parcels import load_parcels
 
     path, layer, said = _unreadable_parcels(tmp_path)[case]
     with pytest.raises(InputError) as caught:

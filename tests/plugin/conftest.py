@@ -58,7 +58,8 @@ def small_bundle(tiny_region, region_weather, tmp_path_factory):
     from thermocrop.core.model.networks import build_model
 
     ps = extract_pixel_sets(tiny_region / "parcels.gpkg", tiny_region / "scenes", region_weather,
-                            label_field="crop", classes=CROP_CLASSES, max_pixels=16)
+                            settings=ExtractionSettings(sampling=PixelSampling(max_pixels=16)),
+                            fields=ParcelFields(label_field="crop", classes=CROP_CLASSES))
     keep = np.flatnonzero((ps.status == "ok") & (ps.labels >= 0))
     train = ps.subset(keep)
     scaling = InputScaling.from_pixel_sets(train)
@@ -100,3 +101,5 @@ def scene_files(tiny_region):
 
 # The plugin installed from its zip into a fresh profile, packages and all (tests/plugin/installed_qgis.py).
 from installed_qgis import installed_profile  # noqa: E402,F401
+from thermocrop.core.parcels import ParcelFields
+from thermocrop.core.settings import ExtractionSettings, PixelSampling

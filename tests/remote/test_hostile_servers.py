@@ -34,6 +34,7 @@ from thermocrop.core.scenes.stac import (
 )
 from thermocrop.core.thermal.weather_services import fetch_cds, fetch_open_meteo
 from thermocrop.cli.main import EXIT_INPUT, EXIT_INTERRUPTED, main
+from thermocrop.core.settings import ExtractionSettings, PixelSampling
 
 ES = dict(dates=6, cloud_cover=(5, 70, 20, 90, 10, 40))
 PC_KEY = "pc-subscription-key-0123456789"
@@ -395,7 +396,8 @@ def test_when_every_download_fails_the_message_says_so(published, tiny_region, t
     server.faults.append(Fault("/files/*", "404", times=None, methods=("HEAD", "GET")))
     _forget_gdal_cache()
     with pytest.raises(SceneError) as caught:
-        extract_pixel_sets(tiny_region / "parcels.gpkg", scenes, tiny_region / "weather.nc", max_pixels=16)
+        extract_pixel_sets(tiny_region / "parcels.gpkg", scenes, tiny_region / "weather.nc",
+                           settings=ExtractionSettings(sampling=PixelSampling(max_pixels=16)))
     message = str(caught.value)
     assert "Every download failed" in message and server.host in message and "cloud mask" not in message
 

@@ -13,6 +13,7 @@ from loopback import Fault, write_band_folder
 from thermocrop.core.extract import extract_pixel_sets, scene_threads
 from thermocrop.core.scenes.local import find_scenes
 from thermocrop.core.scenes.stac import Catalog, reader_for, scenes_from_items
+from thermocrop.core.settings import ExtractionSettings, PixelSampling
 
 ES = dict(dates=6, cloud_cover=(5, 70, 20, 90, 10, 40))
 
@@ -42,7 +43,8 @@ def _remote(items, cache, **options):
 
 def _extract(region, scenes):
     _forget_gdal_cache()
-    return extract_pixel_sets(region / "parcels.gpkg", scenes, region / "weather.nc", max_pixels=16)
+    return extract_pixel_sets(region / "parcels.gpkg", scenes, region / "weather.nc",
+                              settings=ExtractionSettings(sampling=PixelSampling(max_pixels=16)))
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,8 @@ import pytest
 
 from thermocrop.core.model.bundle import default_bundle_path, load_bundle
 from thermocrop.core.crops import CROP_CLASSES
+from thermocrop.core.parcels import ParcelFields
+from thermocrop.core.settings import ExtractionSettings, PixelSampling
 
 pytestmark = pytest.mark.skipif(not default_bundle_path().exists(),
                                 reason="resources/models/default.tcm has not been built yet "
@@ -31,7 +33,8 @@ def test_default_bundle_classifies_an_unseen_region_above_chance(tmp_path):
     region = tmp_path / "FR1"
     generate_region("FR1", region, parcels=80, seed=11)
     extract_to_dataset(region / "parcels.gpkg", region / "scenes", region / "weather.nc", tmp_path / "ds",
-                       label_field="crop", max_pixels=32)
+                       settings=ExtractionSettings(sampling=PixelSampling(max_pixels=32)),
+                       fields=ParcelFields(label_field="crop"))
     bundle = load_bundle(default_bundle_path())
     ps = open_dataset(tmp_path / "ds").relabel(bundle.classes)  # the labels as indices of the model's classes
     ok = (ps.status == "ok") & (ps.labels >= 0)

@@ -13,7 +13,8 @@ from thermocrop.core.scenes.bands import S2_BANDS
 from thermocrop.core.pixel_sets import open_dataset
 from thermocrop.core.errors import InputError
 from thermocrop.cli.main import EXIT_INPUT, main
-from thermocrop.training.importers.psetae import import_psetae
+from thermocrop.training.importers.common import ParcelLayer
+from thermocrop.training.importers.psetae import PsetaeFormat, import_psetae
 
 ORDER = ("B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12")  # of the arrays
 DATES = {"1": 20170408, "2": 20170102, "3": 20170725}  # index -> date, time axis not sorted
@@ -100,20 +101,22 @@ def test_layer_blocks_station_weather_and_errors(tmp_path):
     layer = gpd.GeoDataFrame({"pid": [33, 10, 2, 7], "blk": [5, 6, 5, 6]},
                              geometry=[box(i * 100, 0, i * 100 + 50, 50) for i in range(4)], crs="EPSG:2154")
     layer.to_file(tmp_path / "p.gpkg", driver="GPKG")
-    out = import_psetae(folder, tmp_path / "ds", weather=tmp_path / "st.csv", nomenclature="label_44class",
-                        parcels=tmp_path / "p.gpkg", join_field="pid", block_field="blk",
-                        band_order=ORDER, value_scale=20000.0)  # values are reflectance x 20000
+    out = import_psetae(folder, tmp_path / "ds", weather=tmp_path / "st.csv",
+                        layer=ParcelLayer(path=tmp_path / "p.gpkg", join_field="pid", block_field="blk"),
+                        source=PsetaeFormat(nomenclature="label_44class", band_order=ORDER,
+                                            value_scale=20000.0))  # values are reflectance x 20000
     ps = open_dataset(out)
     assert ps.blocks.tolist() == [5, 6, 6, 5]
     assert ps.classes == ("17", "3") and ps.labels.tolist() == [0, 1, 1, 1]
     assert ps.pixels[0, 0, 0, 0] == np.floor(value("2", 1, 0, 0) / 2 + 0.5)  # 1881 -> 940.5 -> 941
     np.testing.assert_allclose(ps.gdd[2], [5.0 * 2, 5.0 * 98, 5.0 * 206])
     with pytest.raises(InputError, match="ten bands"):
-        import_psetae(folder, tmp_path / "x", weather=tmp_path / "st.csv", nomenclature="CODE_GROUP",
-                      band_order=ORDER[:9])
+        import_psetae(folder, tmp_path / "x", weather=tmp_path / "st.csv",
+                      source=PsetaeFormat(nomenclature="CODE_GROUP", band_order=ORDER[:9]))
     with pytest.raises(InputError, match="needs the parcels' locations"):
-        import_psetae(folder, tmp_path / "x", weather=tmp_path / "w.nc", nomenclature="CODE_GROUP")
+        import_psetae(folder, tmp_path / "x", weather=tmp_path / "w.nc", source=PsetaeFormat(nomenclature="CODE_GROUP"))
     np.save(folder / "DATA" / "2.npy", np.zeros((2, 10, 3), np.int16))
     with pytest.raises(InputError, match="2.npy holds an array of shape"):
-        import_psetae(folder, tmp_path / "x", weather=tmp_path / "st.csv", nomenclature="CODE_GROUP")
+        import_psetae(folder, tmp_path / "x", weather=tmp_path / "st.csv",
+                      source=PsetaeFormat(nomenclature="CODE_GROUP"))
     assert not (tmp_path / "x").exists()

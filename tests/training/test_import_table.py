@@ -16,7 +16,8 @@ from thermocrop.core.scenes.bands import S2_BANDS
 from thermocrop.core.pixel_sets import open_dataset
 from thermocrop.core.errors import InputError
 from thermocrop.cli.main import main
-from thermocrop.training.importers.table import import_table, table_pixel_sets
+from thermocrop.training.importers.common import ClassesAndBlocks, ImportWeather
+from thermocrop.training.importers.table import TableColumns, import_table, table_pixel_sets
 
 BANDS = list(S2_BANDS)
 SEASON = np.arange("2021-01-01", "2021-07-01", dtype="datetime64[D]")
@@ -66,8 +67,8 @@ def test_long_csv_values_dates_duplicates_and_missing_bands(tmp_path):
     df = pd.concat([df, extra]).sample(frac=1.0, random_state=3)  # rows in any order
     df.to_csv(tmp_path / "t.csv", index=False)
 
-    ps = table_pixel_sets(tmp_path / "t.csv", weather=weather, id_column="field", date_column="when",
-                          label_column="crop", weather_options=STATION)
+    ps = table_pixel_sets(tmp_path / "t.csv", weather=ImportWeather(weather, options=STATION),
+                          columns=TableColumns(id_column="field", date_column="when", label_column="crop"))
     assert ps.pixels.shape == (3, 3, 10, 1)
     assert list(ps.dates) == list(np.array(dates, dtype="datetime64[D]"))
     assert ps.classes == ("maize", "wheat")
@@ -126,8 +127,9 @@ def test_wide_parquet_reflectance_lonlat_grid_weather_and_grid_blocks(tmp_path):
         rows.append(row)
     pd.DataFrame(rows).to_parquet(tmp_path / "wide.parquet")
 
-    ps = table_pixel_sets(tmp_path / "wide.parquet", weather=weather, lon_column="lon", lat_column="lat",
-                          block_size_m=1000.0)
+    ps = table_pixel_sets(tmp_path / "wide.parquet", weather=weather,
+                          columns=TableColumns(lon_column="lon", lat_column="lat"),
+                          grouping=ClassesAndBlocks(block_size_m=1000.0))
     assert ps.meta["layout"] == "wide" and ps.meta["value_scale"] == 1.0
     for p in range(4):
         for t in range(2):
@@ -181,7 +183,7 @@ def test_layer_join_by_field_class_map_and_cli(tmp_path, capsys):
     np.testing.assert_allclose(ps.gdd[:, 0], gdd_by_hand(tmin, tmax, SEASON, ["2021-04-15"])[0], rtol=1e-6)
     # An existing folder is left alone.
     with pytest.raises(InputError, match="already exists"):
-        import_table(tmp_path / "t.csv", out, weather=weather, weather_options=STATION)
+        import_table(tmp_path / "t.csv", out, weather=ImportWeather(weather, options=STATION))
 
 
 def test_bad_tables_are_named(tmp_path):
@@ -190,16 +192,17 @@ def test_bad_tables_are_named(tmp_path):
     row.update({b: 1000 for b in BANDS[:-1]})
     pd.DataFrame([row]).to_csv(tmp_path / "short.csv", index=False)
     with pytest.raises(InputError, match="B12: no column"):
-        table_pixel_sets(tmp_path / "short.csv", weather=weather, weather_options=STATION)
+        table_pixel_sets(tmp_path / "short.csv", weather=ImportWeather(weather, options=STATION))
     rows = [dict(row, B12=1000, date=d, label=lab) for d, lab in (("2021-04-01", "a"), ("2021-05-01", "b"))]
     pd.DataFrame(rows).to_csv(tmp_path / "two.csv", index=False)
     with pytest.raises(InputError, match="parcel 1 has two values of label"):
-        table_pixel_sets(tmp_path / "two.csv", weather=weather, label_column="label", weather_options=STATION)
+        table_pixel_sets(tmp_path / "two.csv", weather=ImportWeather(weather, options=STATION),
+                         columns=TableColumns(label_column="label"))
     pd.DataFrame([dict(rows[0], date="1.4.2021")]).to_csv(tmp_path / "date.csv", index=False)
     with pytest.raises(InputError, match="--date-format"):
-        table_pixel_sets(tmp_path / "date.csv", weather=weather, weather_options=STATION)
-    ps = table_pixel_sets(tmp_path / "date.csv", weather=weather, date_format="%d.%m.%Y",
-                          weather_options=STATION)
+        table_pixel_sets(tmp_path / "date.csv", weather=ImportWeather(weather, options=STATION))
+    ps = table_pixel_sets(tmp_path / "date.csv", weather=ImportWeather(weather, options=STATION),
+                          columns=TableColumns(date_format="%d.%m.%Y"))
     assert str(ps.dates[0]) == "2021-04-01"
 
 

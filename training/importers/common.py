@@ -8,17 +8,79 @@ import math
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from ...core.errors import InputError
+from ...core.settings import ThermalTime
 
 log = logging.getLogger(__name__)
 
 PathLike = Union[str, os.PathLike]
+
+
+@dataclass(frozen=True)
+class ImportWeather:
+    """The temperatures an import computes thermal time from.
+
+    Attributes:
+        path: daily temperatures (E-OBS / CF NetCDF or station CSV).
+        thermal: how growing degree days are counted.
+        options: keyword arguments of ``core.thermal.weather.WeatherVariables`` (``tmin_var``,
+            ``tmax_var``, ``date_var``, ``max_distance_m``, ...); None values are left out.
+    """
+
+    path: Any
+    thermal: ThermalTime = field(default_factory=ThermalTime)
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, weather: Union["ImportWeather", PathLike]) -> "ImportWeather":
+        """``weather`` as it is, or a file with the default thermal time."""
+        return weather if isinstance(weather, ImportWeather) else cls(weather)
+
+
+@dataclass(frozen=True)
+class ParcelLayer:
+    """A vector layer that gives an import its parcels' locations, labels and blocks.
+
+    Attributes:
+        path: the layer's file (any OGR format); None: no layer.
+        layer: the layer name inside ``path``.
+        join_field: the layer field holding the imported parcel ids; or
+        join_by_row: the imported parcel ids are 0-based feature numbers of the layer.
+        label_field, block_field: the layer's label and spatial block fields.
+        point: ``(lon, lat)`` in WGS 84 for every parcel (a tile's centre) where there is no layer.
+    """
+
+    path: Optional[PathLike] = None
+    layer: Optional[str] = None
+    join_field: Optional[str] = None
+    join_by_row: bool = False
+    label_field: Optional[str] = None
+    block_field: Optional[str] = None
+    point: Optional[tuple[float, float]] = None
+
+
+@dataclass(frozen=True)
+class ClassesAndBlocks:
+    """How an import turns labels into classes and parcels into spatial blocks.
+
+    Attributes:
+        class_map: codes -> classes (CSV ``code,class[,name]``, YAML, a mapping or a preset name
+            such as ``france``); codes it lacks become ``unknown``.
+        classes: the class list (default: the sorted classes that occur); labels of other
+            classes are left unlabelled.
+        block_size_m: blocks from a square grid of this size over the parcel locations, where
+            no block field or column gives them.
+    """
+
+    class_map: Union[PathLike, Mapping, None] = None
+    classes: Optional[Sequence[str]] = None
+    block_size_m: Optional[float] = None
 
 
 MAX_ID_LENGTH = 256

@@ -15,6 +15,7 @@ or from one point for every parcel, and GDD from a weather file.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
 
@@ -23,11 +24,15 @@ import numpy as np
 from ...core.scenes.bands import QUANTIFICATION_VALUE, S2_BANDS
 from ...core.pixel_sets import STATUS_OK, DatasetWriter, PixelSets
 from ...core.errors import InputError
-from ...core.extract import STATUS_NO_WEATHER, STATUS_TOO_SMALL
+from ...core.parcels import STATUS_NO_WEATHER, STATUS_TOO_SMALL
 from ...core.progress import Progress
+from ...core.settings import PixelSampling
 from ...core.io.safe_read import inside, npy_header, read_json
 from .common import (
+    ClassesAndBlocks,
+    ImportWeather,
     Locations,
+    ParcelLayer,
     PathLike,
     assign_labels,
     grid_blocks,
@@ -64,30 +69,32 @@ def psetae_ids(folder: Path) -> list[str]:
     return numeric + sorted(s for s in stems if not s.lstrip("-").isdigit())
 
 
+@dataclass(frozen=True)
+class PsetaeFormat:
+    """How a PSE-TAE folder is to be read.
+
+    Attributes:
+        nomenclature: which labelling of ``labels.json`` to use (needed when it has several).
+        band_order: the bands of the arrays' channel axis, in order (ten Sentinel-2 bands).
+        value_scale: the value a reflectance of 1 is written as (10000 for digital numbers).
+        level: processing level of the source, recorded.
+    """
+
+    nomenclature: Optional[str] = None
+    band_order: Sequence[str] = S2_BANDS
+    value_scale: float = float(QUANTIFICATION_VALUE)
+    level: Optional[str] = None
+
+
 def import_psetae(
     folder: PathLike,
     out: PathLike,
     *,
-    weather: PathLike,
-    nomenclature: Optional[str] = None,
-    band_order: Sequence[str] = S2_BANDS,
-    value_scale: float = float(QUANTIFICATION_VALUE),
-    class_map: Union[PathLike, Mapping, None] = None,
-    classes: Optional[Sequence[str]] = None,
-    parcels: Optional[PathLike] = None,
-    parcels_layer: Optional[str] = None,
-    join_field: Optional[str] = None,
-    point: Optional[tuple[float, float]] = None,
-    block_field: Optional[str] = None,
-    block_size_m: Optional[float] = None,
-    level: Optional[str] = None,
-    max_pixels: int = 64,
-    seed: int = 0,
-    season_start: Any = "01-01",
-    t_base: float = 0.0,
-    t_cap: float = 30.0,
-    gdd_method: str = "paper",
-    weather_options: Optional[Mapping[str, Any]] = None,
+    weather: Union[ImportWeather, PathLike],
+    source: Optional[PsetaeFormat] = None,
+    layer: Optional[ParcelLayer] = None,
+    grouping: Optional[ClassesAndBlocks] = None,
+    sampling: Optional[PixelSampling] = None,
     chunk_size: int = 2000,
     overwrite: bool = False,
     progress: Optional[Progress] = None,
@@ -97,26 +104,30 @@ def import_psetae(
     Args:
         folder: the folder holding ``DATA/`` and ``META/``.
         out: the dataset folder to create.
-        weather: daily temperatures (E-OBS / CF NetCDF or station CSV).
-        nomenclature: which labelling of ``labels.json`` to use (needed when it has several).
-        band_order: the bands of the arrays' channel axis, in order (ten Sentinel-2 bands).
-        value_scale: the value a reflectance of 1 is written as (10000 for digital numbers).
-        class_map, classes: label values -> classes, as in ``assign_labels``.
-        parcels, parcels_layer, join_field: a layer whose ``join_field`` holds the ids, for
-            locations (and ``block_field``); or
-        point: ``(lon, lat)`` in WGS 84 for every parcel (a tile's centre) when the weather
-            is gridded. A station CSV needs neither.
-        block_field, block_size_m: spatial blocks from the layer or a grid (metres).
-        level: processing level of the source, recorded.
-        max_pixels: S, pixels kept per parcel (a seeded random subset of larger parcels).
-        seed: seed of the pixel subsets.
-        season_start, t_base, t_cap, gdd_method, weather_options: thermal time settings.
+        weather: the temperatures and thermal time (:class:`ImportWeather`), or a weather file
+            (E-OBS / CF NetCDF or station CSV) with the default thermal time.
+        source: nomenclature, band order, value scale and level (:class:`PsetaeFormat`).
+        layer: a layer whose ``join_field`` holds the ids, for locations (and ``block_field``);
+            or its ``point``, ``(lon, lat)`` in WGS 84 for every parcel (a tile's centre) when
+            the weather is gridded. A station CSV needs neither (:class:`ParcelLayer`; its
+            ``label_field`` and ``join_by_row`` are not used: labels come from ``labels.json``).
+        grouping: label values -> classes (as in ``assign_labels``) and grid blocks in metres
+            (:class:`ClassesAndBlocks`).
+        sampling: ``max_pixels`` (S, pixels kept per parcel: a seeded random subset of larger
+            parcels) and ``seed`` of the subsets; the other fields are not used.
         chunk_size: parcels held in memory at once.
         overwrite: replace an existing dataset folder.
         progress: progress and cancellation.
     """
-    from ...core.thermal.gdd import SeasonStart, day_of_season
+    from ...core.thermal.gdd import day_of_season
 
+    fmt, lay, grp = source or PsetaeFormat(), layer or ParcelLayer(), grouping or ClassesAndBlocks()
+    sampling, weather = sampling or PixelSampling(), ImportWeather.of(weather)
+    nomenclature, band_order, value_scale, level = fmt.nomenclature, fmt.band_order, fmt.value_scale, fmt.level
+    parcels, parcels_layer, join_field, point = lay.path, lay.layer, lay.join_field, lay.point
+    block_field = lay.block_field
+    class_map, classes, block_size_m = grp.class_map, grp.classes, grp.block_size_m
+    max_pixels, seed, thermal = sampling.max_pixels, sampling.seed, weather.thermal
     progress = progress or Progress()
     folder, out = Path(folder), Path(out)
     if out.exists() and not overwrite:
@@ -154,7 +165,7 @@ def import_psetae(
                          dtype="datetime64[D]")
     order = np.argsort(raw_dates, kind="stable")
     dates = raw_dates[order]
-    season = season_start if isinstance(season_start, SeasonStart) else SeasonStart.parse(str(season_start))
+    season = thermal.season_start
 
     labels, classes, label_summary = assign_labels([table.get(i) for i in ids], class_map=class_map, classes=classes,
                                     source=f"{folder / 'META' / 'labels.json'} {nomenclature}")
@@ -182,17 +193,17 @@ def import_psetae(
             raise InputError("grid blocks need the parcels' locations: give --parcels and --join-field")
         blocks = grid_blocks(locations, block_size_m)
 
-    gdd_all = thermal_time(weather, locations, dates, ids, season_start=season, t_base=t_base, t_cap=t_cap,
-                           method=gdd_method, weather_options=weather_options)
+    gdd_all = thermal_time(weather.path, locations, dates, ids, season_start=season, t_base=thermal.t_base,
+                           t_cap=thermal.t_cap, method=thermal.method, weather_options=weather.options)
     channel = [band_order.index(b) for b in S2_BANDS]
     meta = {
         "importer": "psetae", "source": str(folder), "nomenclature": nomenclature,
         "source_bands": band_order, "value_scale": value_scale, "max_pixels": max_pixels, "seed": seed,
         "class_map": None if class_map is None or isinstance(class_map, Mapping) else str(class_map),
         "labels": label_summary,
-        "parcels": str(parcels) if parcels is not None else None, "weather": str(weather),
-        "levels": [level] if level else [], "season_start": str(season), "t_base": t_base, "t_cap": t_cap,
-        "gdd_method": gdd_method,
+        "parcels": str(parcels) if parcels is not None else None, "weather": str(weather.path),
+        "levels": [level] if level else [], "season_start": str(season), "t_base": thermal.t_base,
+        "t_cap": thermal.t_cap, "gdd_method": thermal.method,
     }
     t_count = len(dates)
     writer = DatasetWriter(out, n_parcels=n, dates=dates,

@@ -25,10 +25,13 @@ import numpy as np
 from ...core.scenes.bands import QUANTIFICATION_VALUE, S2_BANDS
 from ...core.pixel_sets import STATUS_OK, PixelSets, save_dataset
 from ...core.errors import InputError
-from ...core.extract import STATUS_NO_CLEAR_DATE, STATUS_NO_WEATHER
+from ...core.parcels import STATUS_NO_CLEAR_DATE, STATUS_NO_WEATHER
 from ...core.io.safe_read import check_archive
 from .common import (
+    ClassesAndBlocks,
+    ImportWeather,
     Locations,
+    ParcelLayer,
     PathLike,
     assign_labels,
     check_parcel_ids,
@@ -359,43 +362,11 @@ def to_dn(values: np.ndarray, value_scale: Optional[float], offset: float = 0.0,
 # The importer
 
 
-def table_pixel_sets(
-    tables: Union[PathLike, Sequence[PathLike]],
-    *,
-    weather: PathLike,
-    layout: str = "auto",
-    sheet: Optional[str] = None,
-    id_column: Optional[str] = None,
-    date_column: Optional[str] = None,
-    date_format: Optional[str] = None,
-    band_columns: Optional[Mapping[str, str]] = None,
-    label_column: Optional[str] = None,
-    block_column: Optional[str] = None,
-    lon_column: Optional[str] = None,
-    lat_column: Optional[str] = None,
-    parcels: Optional[PathLike] = None,
-    parcels_layer: Optional[str] = None,
-    join_field: Optional[str] = None,
-    join_by_row: bool = False,
-    label_field: Optional[str] = None,
-    block_field: Optional[str] = None,
-    block_size_m: Optional[float] = None,
-    class_map: Union[PathLike, Mapping, None] = None,
-    classes: Optional[Sequence[str]] = None,
-    value_scale: Optional[float] = None,
-    offset: float = 0.0,
-    level: Optional[str] = None,
-    season_start: Any = "01-01",
-    t_base: float = 0.0,
-    t_cap: float = 30.0,
-    gdd_method: str = "paper",
-    weather_options: Optional[Mapping[str, Any]] = None,
-) -> PixelSets:
-    """Read per-parcel tables into pixel sets with one pixel slot per parcel and date.
+@dataclass(frozen=True)
+class TableColumns:
+    """How per-parcel tables are laid out and what their values are.
 
-    Args:
-        tables: one or more files (CSV, Parquet, xlsx) of the same layout; rows are appended.
-        weather: daily temperatures (E-OBS / CF NetCDF or station CSV).
+    Attributes:
         layout: ``"long"``, ``"wide"`` or ``"auto"`` (long when a date column exists).
         sheet: Excel sheet name (default the first).
         id_column, date_column: default ``parcel_id``/``id``/... and ``date``/``time``/...
@@ -403,21 +374,43 @@ def table_pixel_sets(
         band_columns: band name -> column, for columns not recognised by name.
         label_column, block_column: per-parcel label (crop code or class) and block columns.
         lon_column, lat_column: parcel locations in WGS 84 degrees.
-        parcels: a vector layer (any OGR format) for locations, labels and blocks.
-        parcels_layer: the layer name inside ``parcels``.
-        join_field: the layer field holding the table's parcel ids; or
-        join_by_row: the table's parcel ids are 0-based feature numbers of the layer.
-        label_field, block_field: label and block fields of the layer.
-        block_size_m: blocks from a square grid of this size over the parcel locations.
-        class_map: codes -> classes (CSV ``code,class[,name]``, YAML, or a preset name such as
-            ``france`` or ``bavaria``); codes it lacks become ``unknown``.
-        classes: the class list (default: the sorted classes that occur); labels of other
-            classes are left unlabelled.
         value_scale, offset: see ``to_dn``.
         level: processing level of the source reflectances (``L1C`` or ``L2A``), recorded.
-        season_start, t_base, t_cap, gdd_method: thermal time settings.
-        weather_options: more keyword arguments of ``core.weather.read_daily_temperature``
-            (``tmin_var``, ``tmax_var``, ``date_var``, ``max_distance_m``, ...).
+    """
+
+    layout: str = "auto"
+    sheet: Optional[str] = None
+    id_column: Optional[str] = None
+    date_column: Optional[str] = None
+    date_format: Optional[str] = None
+    band_columns: Optional[Mapping[str, str]] = None
+    label_column: Optional[str] = None
+    block_column: Optional[str] = None
+    lon_column: Optional[str] = None
+    lat_column: Optional[str] = None
+    value_scale: Optional[float] = None
+    offset: float = 0.0
+    level: Optional[str] = None
+
+
+def table_pixel_sets(
+    tables: Union[PathLike, Sequence[PathLike]],
+    *,
+    weather: Union[ImportWeather, PathLike],
+    columns: Optional[TableColumns] = None,
+    layer: Optional[ParcelLayer] = None,
+    grouping: Optional[ClassesAndBlocks] = None,
+) -> PixelSets:
+    """Read per-parcel tables into pixel sets with one pixel slot per parcel and date.
+
+    Args:
+        tables: one or more files (CSV, Parquet, xlsx) of the same layout; rows are appended.
+        weather: the temperatures and thermal time (:class:`ImportWeather`), or a weather file
+            (E-OBS / CF NetCDF or station CSV) with the default thermal time.
+        columns: the tables' layout, columns and values (:class:`TableColumns`).
+        layer: a vector layer for locations, labels and blocks, joined by ``join_field`` or
+            ``join_by_row`` (:class:`ParcelLayer`; its ``point`` is not used).
+        grouping: class map, class list and grid blocks (:class:`ClassesAndBlocks`).
 
     Returns:
         PixelSets ``(P, T, 10, 1)``; status ``no_clear_date`` for parcels without a date
@@ -425,8 +418,17 @@ def table_pixel_sets(
     """
     import pandas as pd
 
-    from ...core.thermal.gdd import SeasonStart, day_of_season
+    from ...core.thermal.gdd import day_of_season
 
+    c, lay, grp = columns or TableColumns(), layer or ParcelLayer(), grouping or ClassesAndBlocks()
+    weather = ImportWeather.of(weather)
+    layout, sheet, id_column, date_column, date_format = c.layout, c.sheet, c.id_column, c.date_column, c.date_format
+    band_columns, label_column, block_column = c.band_columns, c.label_column, c.block_column
+    lon_column, lat_column, value_scale, offset, level = c.lon_column, c.lat_column, c.value_scale, c.offset, c.level
+    parcels, parcels_layer, join_field, join_by_row = lay.path, lay.layer, lay.join_field, lay.join_by_row
+    label_field, block_field = lay.label_field, lay.block_field
+    class_map, classes, block_size_m = grp.class_map, grp.classes, grp.block_size_m
+    thermal = weather.thermal
     paths = [Path(tables)] if isinstance(tables, (str, Path)) else [Path(t) for t in tables]
     if not paths:
         raise InputError("no table given")
@@ -441,7 +443,7 @@ def table_pixel_sets(
         date_column = _pick_column(columns, None, DATE_COLUMNS, "date", source, required=layout == "long")
     if layout == "auto":
         layout = "long" if date_column is not None else "wide"
-    season = season_start if isinstance(season_start, SeasonStart) else SeasonStart.parse(str(season_start))
+    season = thermal.season_start
 
     attribute_columns = {role: col for role, col in (("label", label_column), ("block", block_column),
                                                      ("lon", lon_column), ("lat", lat_column)) if col}
@@ -528,8 +530,9 @@ def table_pixel_sets(
     date_mask = np.isfinite(series.values).all(axis=2)
     status = np.full(n, STATUS_OK, dtype=object)
     status[~date_mask.any(axis=1)] = STATUS_NO_CLEAR_DATE
-    gdd = thermal_time(weather, locations, series.dates, series.parcel_ids, season_start=season,
-                       t_base=t_base, t_cap=t_cap, method=gdd_method, weather_options=weather_options)
+    gdd = thermal_time(weather.path, locations, series.dates, series.parcel_ids, season_start=season,
+                       t_base=thermal.t_base, t_cap=thermal.t_cap, method=thermal.method,
+                       weather_options=weather.options)
     no_weather = ~np.isfinite(gdd).all(axis=1) & (status == STATUS_OK)
     status[no_weather] = STATUS_NO_WEATHER
     gdd[~np.isfinite(gdd)] = 0.0
@@ -543,8 +546,8 @@ def table_pixel_sets(
         "parcels": str(parcels) if parcels is not None else None,
         "label_field": label_field or label_column, "class_map": None if class_map is None or
         isinstance(class_map, Mapping) else str(class_map), "labels": label_summary,
-        "weather": str(weather), "levels": [level] if level else [],
-        "season_start": str(season), "t_base": t_base, "t_cap": t_cap, "gdd_method": gdd_method,
+        "weather": str(weather.path), "levels": [level] if level else [],
+        "season_start": str(season), "t_base": thermal.t_base, "t_cap": thermal.t_cap, "gdd_method": thermal.method,
         "max_pixels": 1, "pixels": "per-parcel mean (S = 1)",
     }
     return PixelSets(
@@ -556,8 +559,9 @@ def table_pixel_sets(
 
 
 def import_table(tables: Union[PathLike, Sequence[PathLike]], out: PathLike, *, overwrite: bool = False,
-                 **options) -> Path:
-    """``table_pixel_sets(tables, **options)`` written as a dataset folder at ``out``."""
+                 **options: Any) -> Path:
+    """``table_pixel_sets(tables, **options)`` written as a dataset folder at ``out`` (``options``:
+    ``weather``, ``columns``, ``layer``, ``grouping`` as :func:`table_pixel_sets` takes them)."""
     out = Path(out)
     if out.exists() and not overwrite:
         raise InputError(f"{out} already exists; choose another output or allow overwriting")

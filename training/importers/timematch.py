@@ -32,7 +32,7 @@ from ...core.scenes.bands import S2_BANDS
 from ...core.crops import CROP_CLASSES
 from ...core.pixel_sets import STATUS_OK, DatasetWriter, PixelSets
 from ...core.errors import InputError
-from ...core.extract import STATUS_NO_WEATHER
+from ...core.parcels import STATUS_NO_WEATHER
 from ...core.progress import Progress
 from ...core.io.safe_read import check_nesting, inside, member_path, read_json, read_limited
 from ...core.io.zarr_read import read_zarr_array

@@ -1,0 +1,462 @@
+"""Partitioned runs on a Dask cluster: classification, extraction and GDD of large layers.
+
+The parcels are cut into partitions by tile and spatial strip (``sampling.spatial_chunks``, the
+same chunks a one-process run makes, so the results are the same). Each partition runs as one
+Dask task on any worker and writes its result as a file of its own in a run folder
+(:mod:`.folder`; a Parquet table, or a dataset folder for extraction), atomically; at the end
+the client merges the partitions into the output in parcel order and publishes it whole.
+
+A worker lost mid-run is replaced by the cluster and its partitions are computed again by
+another worker (Dask reschedules the tasks of a dead worker). An interrupted run is taken up
+with ``resume=True`` (see :mod:`.folder`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import logging
+import os
+import socket
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from ..classify import assemble_result, predict_chunk, prepare_classification
+from ..errors import CancelledError, ExtractionError, OutputError, SceneError, ThermoCropError
+from ..extract import chunk_groups, dataset_meta, say_missing_scl, scene_list_of
+from ..model.bundle import default_bundle_path
+from ..parcels import ParcelFields, ParcelTable, parcel_table, require_usable
+from ..pixel_sets import DatasetWriter, open_dataset
+from ..sampling import scene_grids, spatial_chunks
+from ..scenes.local import select_season
+from ..settings import ExtractionSettings
+from ..thermal.gdd import day_of_season, gdd_at_points
+from ..thermal.weather import DailyTemperature
+from .cluster import ClusterOptions, EarlyClient, cached_bundle, dashboard_link, prestart_fork_server
+from .fingerprint import file_fingerprint, input_fingerprints
+from .folder import (
+    PathLike,
+    RunFolder,
+    check_partition,
+    open_run_folder,
+    read_table,
+    weather_fingerprint,
+    write_stats,
+    write_table,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunSummary:
+    """What a partitioned run did: partitions computed now and before, where, and what they cost."""
+
+    partitions: int
+    computed: int
+    resumed: int
+    dashboard: Optional[str]
+    stats: list[dict] = field(default_factory=list)
+
+    def cost(self) -> dict[str, float]:
+        """Totals over the partitions' stats (CPU seconds, windows, decoded pixels, parcel-dates)."""
+        keys = ("cpu_s", "read_cpu_s", "windows", "window_pixels", "parcel_dates", "parcels", "wall_s")
+        return {k: float(sum(s.get(k, 0) for s in self.stats)) for k in keys}
+
+
+class PartitionListener:
+    """Told how a partitioned run goes; the CLI draws its progress bar from it."""
+
+    def started(self, total: int, done: int, dashboard: Optional[str]) -> None:
+        """The run has ``total`` partitions, ``done`` of them from an earlier run."""
+
+    def finished(self, index: int) -> None:
+        """Partition ``index`` is written."""
+
+
+def run_partitions(task: Callable[..., dict], arguments: Sequence[tuple], folder: RunFolder,
+                   early: EarlyClient, *, listener: Optional[PartitionListener] = None,
+                   cancelled: Optional[Callable[[], bool]] = None, shared: Optional[dict] = None) -> RunSummary:
+    """Run ``task(i, folder, *arguments[i], **shared)`` for every partition not yet written.
+
+    With a cluster each call is one Dask task (``pure=False``: a task whose worker dies is
+    run again elsewhere); without, they run here one after the other. ``shared`` holds
+    keyword arguments common to every task, sent to the workers once. ``early``: the run's
+    client (the caller closes it).
+
+    Raises:
+        CancelledError: ``cancelled()`` said to stop (the partitions written so far stay).
+        Whatever a partition raised (the others are cancelled; those written stay).
+    """
+    listener = listener or PartitionListener()
+    total = len(arguments)
+    todo = [i for i in range(total) if not folder.part(i).exists()]
+    shared = dict(shared or {})
+    client = early.client()
+    link = dashboard_link(client) if client is not None else None
+    if link:
+        log.info("Dask dashboard: %s", link)
+    listener.started(total, total - len(todo), link)
+    if client is None:
+        for i in todo:
+            if cancelled is not None and cancelled():
+                raise CancelledError("Cancelled by the user.")
+            run_partition(task, i, folder, *arguments[i], **shared)
+            listener.finished(i)
+    else:
+        from distributed import as_completed
+
+        # Wrapped in a list: scatter would take a dict or a tuple apart into several futures.
+        shared_futures = {k: client.scatter([v], broadcast=True)[0] for k, v in shared.items()}
+        futures = {client.submit(run_partition, task, i, folder, *arguments[i], **shared_futures, pure=False,
+                                 key=f"thermocrop-partition-{i:05d}-{os.getpid()}-{time.monotonic_ns()}"): i
+                   for i in todo}
+        try:
+            for future in as_completed(list(futures)):
+                future.result()  # raises the partition's error here
+                listener.finished(futures[future])
+                if cancelled is not None and cancelled():
+                    raise CancelledError("Cancelled by the user.")
+        except BaseException:
+            client.cancel(list(futures))
+            raise
+    return RunSummary(partitions=total, computed=len(todo), resumed=total - len(todo), dashboard=link,
+                      stats=folder.stats(total))
+
+
+def run_partition(task: Callable[..., None], i: int, folder: RunFolder, *arguments: Any, **shared: Any) -> None:
+    """``task(i, folder, *arguments, **shared)``, then the memory it freed goes back to the system."""
+    try:
+        task(i, folder, *arguments, **shared)
+    finally:
+        release_freed_memory()
+
+
+# -- partition inputs -------------------------------------------------------------------------
+
+@dataclass
+class PartitionParcels:
+    """The parcels of one partition, compact for sending to a worker (WKB geometries)."""
+
+    rows: np.ndarray  # positions in the table (layer order, sorted)
+    wkb: list
+    crs: str
+    parcel_ids: np.ndarray
+    labels: np.ndarray
+    blocks: np.ndarray
+    status: np.ndarray
+    layer_rows: np.ndarray
+    source: str
+
+    @classmethod
+    def of(cls, table: Any, idx: np.ndarray) -> "PartitionParcels":
+        geoms = table.geometry.iloc[idx]
+        wkb = [None if g is None else g.wkb for g in geoms]
+        return cls(np.asarray(idx, dtype=np.int64), wkb, table.geometry.crs.to_wkt(), table.parcel_ids[idx],
+                   table.labels[idx], table.blocks[idx], table.status[idx], np.asarray(table.rows)[idx],
+                   table.source)
+
+    def table(self, classes: Sequence[str] = ()) -> Any:
+        """A ``ParcelTable`` of these parcels alone."""
+        import geopandas as gpd
+        from shapely import wkb as shapely_wkb
+
+        geometry = gpd.GeoSeries([None if b is None else shapely_wkb.loads(b) for b in self.wkb], crs=self.crs)
+        return ParcelTable(geometry, self.parcel_ids, self.labels, self.blocks, self.status.copy(), self.source,
+                           self.layer_rows, tuple(classes))
+
+
+def weather_for(weather: Any, rows: np.ndarray) -> Any:
+    """The weather argument of one partition: a file as it is, per-parcel series cut to its rows."""
+    if isinstance(weather, DailyTemperature):
+        return DailyTemperature(weather.dates, weather.tmin[rows], weather.tmax[rows], weather.source)
+    return weather
+
+
+# -- classification, extraction and GDD in partitions -----------------------------------------
+
+def peak_memory_mb() -> float:
+    """Peak resident memory of this process so far (VmHWM), in MiB; 0 where /proc is missing."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def release_freed_memory() -> None:
+    """Give the memory a finished partition freed back to the system (glibc's ``malloc_trim``).
+
+    A worker runs partition after partition; without this, the pages the last one freed stay
+    in the process, scattered, and the next one's peak lands on top of them (a worker's peak
+    grew from 683 to 754 MB over five partitions). Elsewhere than glibc it does nothing.
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _task_stats(i: int, parcels: PartitionParcels, wall_start: float, cpu_start: float, **extra: float) -> dict:
+    wall, end = time.perf_counter() - wall_start, time.time()
+    return {"partition": i, "parcels": len(parcels.rows), "wall_s": wall, "start_time": end - wall, "end_time": end,
+            "cpu_s": time.process_time() - cpu_start, "host": socket.gethostname(), "pid": os.getpid(),
+            "peak_mb": peak_memory_mb(), **extra}
+
+
+def _extract_stats(stats: dict) -> dict:
+    return {"windows": stats.get("windows", 0), "window_pixels": stats.get("window_pixels", 0),
+            "read_cpu_s": stats.get("read_cpu_s", 0.0), "extract_cpu_s": stats.get("cpu_s", 0.0),
+            "parcel_dates": stats.get("parcel_dates", 0)}
+
+
+def classify_partition(i: int, folder: RunFolder, parcels: PartitionParcels, weather: Any, *, scenes: list,
+                       settings: Any, bundle: Any, batch_size: int) -> None:
+    """One partition of a classification: extract, predict, write ``part-i.parquet`` (row, status, p0..pK-1)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    model = cached_bundle(*bundle) if isinstance(bundle, tuple) else bundle
+    classes = tuple(model.config.classes)
+    table = parcels.table()
+    n = len(table)
+    stats: dict = {}
+    probabilities = np.full((n, len(classes)), np.nan, dtype=np.float32)
+    status = np.empty(n, dtype=object)
+    predict_cpu = 0.0
+    # The same groups, and so the same model batches, as a one-process run's chunk.
+    for rows, ps in chunk_groups(table, np.arange(n), scenes, weather, settings, classes, {}, stats=stats):
+        status[rows] = ps.status
+        predict_start = time.process_time()
+        probabilities[rows] = predict_chunk(model, ps, batch_size)
+        predict_cpu += time.process_time() - predict_start
+        del ps
+    columns = {"row": parcels.rows, "status": status.astype(str)}
+    columns.update({f"p{k}": probabilities[:, k] for k in range(probabilities.shape[1])})
+    write_table(folder.part(i), columns)
+    write_stats(folder, i, _task_stats(i, parcels, wall, cpu, predict_cpu_s=predict_cpu, **_extract_stats(stats)))
+
+
+def classify_partitioned(
+    parcels: Any,
+    scenes: Any,
+    weather: Any,
+    bundle: Any = None,
+    *,
+    run_folder: PathLike,
+    cluster: ClusterOptions,
+    resume: bool = False,
+    chunk_size: int = 20000,
+    listener: Optional[PartitionListener] = None,
+    cancelled: Optional[Callable[[], bool]] = None,
+    batch_size: int = 256,
+    inputs: Sequence[PathLike] = (),
+    **options: Any,
+) -> tuple[Any, RunSummary, RunFolder]:
+    """:func:`core.classify.classify_parcels` in partitions on a Dask cluster.
+
+    Args:
+        parcels, scenes, weather, bundle: as ``classify_parcels`` (``bundle``: a path or None
+            for the shipped model; a loaded ``ModelBundle`` is sent to every worker).
+        run_folder: where the partitions are written (kept when the run stops; removed by the
+            caller with :func:`remove_run_folder` once the output is written).
+        cluster: the workers or scheduler.
+        resume: take up the partitions an interrupted run left in ``run_folder``.
+        chunk_size: parcels per partition (at most; partitions never span two tiles).
+        listener: told the partitions' progress.
+        cancelled: asked between partitions whether to stop.
+        batch_size: parcels per model batch.
+        inputs: files the run reads, which the run folder must not be.
+        options: ``sampling``, ``selected_ids``, ``id_field``, ``weather_options`` as for
+            ``classify_parcels``.
+
+    Returns:
+        The :class:`ClassificationResult` (the same as ``classify_parcels`` with the same
+        ``chunk_size``; probabilities bit for bit when torch runs on as many threads here as
+        on a worker, one), the run's summary and its folder.
+    """
+    prestart_fork_server(cluster)
+    bundle_ref: Any = bundle
+    if bundle is None or isinstance(bundle, (str, os.PathLike)):
+        path = str(Path(os.fspath(bundle)).resolve()) if bundle is not None else str(default_bundle_path())
+        bundle_ref = (path, os.stat(path).st_mtime)
+        model_key: Any = input_fingerprints([path])
+    else:
+        model_key = getattr(bundle.config, "checksum", None) or repr(asdict(bundle.config))
+    # The cluster starts, and its workers load the model, while the layer is read here.
+    with EarlyClient(cluster, warm_up=("classify", bundle_ref if isinstance(bundle_ref, tuple) else None)) as early:
+        job = prepare_classification(parcels, scenes, weather, bundle, **options)
+        table = job.table
+        chunks = spatial_chunks(table, chunk_size, scene_grids(job.scenes))
+        fingerprint = {
+            "kind": "classify",
+            "parcels": file_fingerprint(parcels) if isinstance(parcels, (str, os.PathLike)) else table.source,
+            "parcel_ids": hashlib.sha256("\n".join(map(str, table.parcel_ids)).encode()).hexdigest(),
+            "scenes": input_fingerprints(f for sc in job.scenes for f in sc.files),
+            "weather": weather_fingerprint(weather, options.get("weather_options")),
+            "model": model_key,
+            "settings": repr(job.settings),
+            "chunk_size": chunk_size,
+            "batch_size": batch_size,
+        }
+        folder = open_run_folder(run_folder, fingerprint=fingerprint, chunks=chunks, n_parcels=len(table),
+                                 suffix=".parquet", resume=resume, inputs=inputs)
+        arguments = [(PartitionParcels.of(table, idx), weather_for(weather, idx)) for idx in chunks]
+        summary = run_partitions(classify_partition, arguments, folder, early, listener=listener, cancelled=cancelled,
+                                 shared={"scenes": job.scenes, "settings": job.settings, "bundle": bundle_ref,
+                                         "batch_size": batch_size})
+    # Merge: partition by partition into per-parcel arrays, in parcel order.
+    n, k = len(table), len(job.classes)
+    probabilities = np.full((n, k), np.nan, dtype=np.float32)
+    status = np.empty(n, dtype=object)
+    for i, idx in enumerate(chunks):
+        part = read_table(folder.part(i))
+        check_partition(folder, i, idx, part["row"])
+        status[idx] = part["status"]
+        probabilities[idx] = np.stack([part[f"p{c}"] for c in range(k)], axis=1) if k else np.zeros((len(idx), 0))
+    return assemble_result(job, status, probabilities), summary, folder
+
+
+def extract_partition(i: int, folder: RunFolder, parcels: PartitionParcels, weather: Any, *, scenes: list,
+                      settings: Any, classes: tuple, meta: dict) -> None:
+    """One partition of an extraction, written as the dataset folder ``part-i``."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    table = parcels.table(classes)
+    stats: dict = {}
+    dates = np.array([sc.date for sc in scenes], dtype="datetime64[D]")
+    with DatasetWriter(folder.part(i), n_parcels=len(table), dates=dates,
+                       day_of_season=np.asarray(day_of_season(dates, settings.thermal.season_start), dtype=np.float32),
+                       max_pixels=settings.sampling.max_pixels, classes=classes, meta=meta,
+                       parcel_id_width=max(8, max(len(x) for x in table.parcel_ids))) as writer:
+        for rows, ps in chunk_groups(table, np.arange(len(table)), scenes, weather, settings, classes, meta,
+                                     full_slots=True, stats=stats):
+            writer.write_rows(rows, ps)
+    write_stats(folder, i, _task_stats(i, parcels, wall, cpu, **_extract_stats(stats)))
+
+
+def extract_partitioned(
+    parcels: Any,
+    scenes: Any,
+    weather: Any,
+    out: PathLike,
+    *,
+    run_folder: PathLike,
+    cluster: ClusterOptions,
+    resume: bool = False,
+    chunk_size: int = 20000,
+    overwrite: bool = False,
+    listener: Optional[PartitionListener] = None,
+    cancelled: Optional[Callable[[], bool]] = None,
+    inputs: Sequence[PathLike] = (),
+    **extraction: Any,
+) -> tuple[Path, RunSummary, RunFolder]:
+    """:func:`core.extract.extract_to_dataset` in partitions on a Dask cluster.
+
+    Each partition is a dataset folder in the run folder; they are merged, partition by
+    partition through memory maps, into the dataset ``out`` (written whole, as by
+    ``extract_to_dataset``, whose arrays it equals value for value). Arguments as
+    ``extract_to_dataset`` and :func:`classify_partitioned`; ``extraction`` holds
+    ``extract_to_dataset``'s ``settings`` (an ``ExtractionSettings``) and ``fields`` (a
+    ``ParcelFields``), each None or left out for the defaults.
+    """
+    prestart_fork_server(cluster)
+    settings = extraction.pop("settings", None) or ExtractionSettings()
+    fields = extraction.pop("fields", None) or ParcelFields()
+    if extraction:
+        raise TypeError(f"extract_partitioned() got unexpected keyword arguments {sorted(extraction)}")
+    with EarlyClient(cluster, warm_up=("extract",)) as early:  # starts while the layer is read
+        table = parcel_table(parcels, fields)
+        scene_list = scene_list_of(scenes)
+        if not scene_list:
+            raise SceneError("No scenes were given.")
+        if len(table) == 0:
+            raise ExtractionError(f"Parcel layer {table.source} holds no parcels.")
+        select_season(scene_list, settings.thermal.season_start)  # refuses scenes of several seasons
+        say_missing_scl(scene_list, settings)
+        meta = dataset_meta(table, scene_list, weather, settings, fields.label_field)
+        chunks = spatial_chunks(table, chunk_size, scene_grids(scene_list))
+        fingerprint = {
+            "kind": "extract",
+            "parcels": file_fingerprint(parcels) if isinstance(parcels, (str, os.PathLike)) else table.source,
+            "parcel_ids": hashlib.sha256("\n".join(map(str, table.parcel_ids)).encode()).hexdigest(),
+            "scenes": input_fingerprints(f for sc in scene_list for f in sc.files),
+            "weather": weather_fingerprint(weather, settings.weather_options),
+            "settings": repr(settings),
+            "options": repr(fields),
+            "classes": list(table.classes),
+            "chunk_size": chunk_size,
+        }
+        folder = open_run_folder(run_folder, fingerprint=fingerprint, chunks=chunks, n_parcels=len(table), suffix="",
+                                 resume=resume, inputs=inputs)
+        arguments = [(PartitionParcels.of(table, idx), weather_for(weather, idx)) for idx in chunks]
+        summary = run_partitions(extract_partition, arguments, folder, early, listener=listener, cancelled=cancelled,
+                                 shared={"scenes": scene_list, "settings": settings,
+                                         "classes": tuple(table.classes), "meta": meta})
+    dates = np.array([sc.date for sc in scene_list], dtype="datetime64[D]")
+    season_days = np.asarray(day_of_season(dates, settings.thermal.season_start), dtype=np.float32)
+    writer = DatasetWriter(out, n_parcels=len(table), dates=dates, day_of_season=season_days,
+                           max_pixels=settings.sampling.max_pixels, classes=table.classes, meta=meta,
+                           overwrite=overwrite, parcel_id_width=max(8, max(len(x) for x in table.parcel_ids)))
+    status = np.empty(len(table), dtype=object)
+    with writer:
+        for i, idx in enumerate(chunks):
+            try:
+                part = open_dataset(folder.part(i))
+            except ThermoCropError as exc:
+                raise OutputError(f"The partition {folder.part(i)} cannot be read ({exc}); remove it and run again "
+                                  "with --resume.") from None
+            if not np.array_equal(part.parcel_ids, table.parcel_ids[idx]):
+                check_partition(folder, i, idx, np.full(len(idx), -1))
+            writer.write_rows(idx, part)
+            status[idx] = part.status
+            del part
+        require_usable(status, "extracted", table.source)  # raising here leaves no dataset
+    return Path(out), summary, folder
+
+
+def gdd_partition(i: int, folder: RunFolder, parcels: PartitionParcels, weather: Any, *, dates: np.ndarray,
+                  gdd_options: dict) -> None:
+    """One partition of a GDD table: ``part-i.parquet`` with row and g0..gT-1 (float32, NaN without weather)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    table = parcels.table()
+    usable = np.array([g is not None for g in table.geometry])
+    xs = np.full(len(table), np.nan)
+    ys = np.full(len(table), np.nan)
+    if usable.any():
+        points = table.geometry[usable].representative_point()
+        xs[usable], ys[usable] = points.x.to_numpy(), points.y.to_numpy()
+    gdd = gdd_at_points(weather, xs, ys, table.geometry.crs, dates, parcel_ids=list(table.parcel_ids),
+                        **gdd_options)
+    columns = {"row": parcels.rows}
+    columns.update({f"g{t}": gdd[:, t].astype(np.float32) for t in range(gdd.shape[1])})
+    write_table(folder.part(i), columns)
+    write_stats(folder, i, _task_stats(i, parcels, wall, cpu, parcel_dates=len(table) * len(dates)))
+
+
+def gdd_partitioned(table: Any, weather: Any, dates: np.ndarray, *, run_folder: PathLike, cluster: ClusterOptions,
+                    resume: bool = False, chunk_size: int = 20000, listener: Optional[PartitionListener] = None,
+                    inputs: Sequence[PathLike] = (), **gdd_options: Any) -> tuple[np.ndarray, RunSummary, RunFolder]:
+    """GDD ``(P, T)`` float32 of a ``ParcelTable`` at ``dates``, in partitions (see ``gdd.gdd_at_points``)."""
+    with EarlyClient(cluster, warm_up=("gdd",)) as early:
+        chunks = spatial_chunks(table, chunk_size)
+        fingerprint = {
+            "kind": "gdd",
+            "parcels": table.source if not os.path.exists(str(table.source)) else file_fingerprint(table.source),
+            "parcel_ids": hashlib.sha256("\n".join(map(str, table.parcel_ids)).encode()).hexdigest(),
+            "weather": weather_fingerprint(weather, gdd_options),
+            "dates": [str(d) for d in np.asarray(dates, dtype="datetime64[D]")],
+            "options": repr(sorted(gdd_options.items())),
+            "chunk_size": chunk_size,
+        }
+        folder = open_run_folder(run_folder, fingerprint=fingerprint, chunks=chunks, n_parcels=len(table),
+                                 suffix=".parquet", resume=resume, inputs=inputs)
+        arguments = [(PartitionParcels.of(table, idx), weather_for(weather, idx)) for idx in chunks]
+        summary = run_partitions(gdd_partition, arguments, folder, early, listener=listener,
+                                 shared={"dates": np.asarray(dates, dtype="datetime64[D]"), "gdd_options": gdd_options})
+    gdd = np.full((len(table), len(dates)), np.nan, dtype=np.float32)
+    for i, idx in enumerate(chunks):
+        part = read_table(folder.part(i))
+        check_partition(folder, i, idx, part["row"])
+        gdd[idx] = np.stack([part[f"g{t}"] for t in range(len(dates))], axis=1)
+    return gdd, summary, folder
