@@ -31,7 +31,8 @@ from .extract import (
 )
 from .progress import Progress
 from .io.vector import feature_count, write_with_fields
-from .scenes.local import SCL_INVALID, check_missing_scl, select_season
+from .scenes.radiometry import SCL_INVALID, check_missing_scl
+from .scenes.seasons import select_season
 from .model.uncertainty import uncertainty_fields
 
 log = logging.getLogger(__name__)

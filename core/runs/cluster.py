@@ -858,7 +858,7 @@ def extract_partitioned(
             "gdd_method", "scl_invalid", "weather_options", "missing_scl")
     defaults = {"max_pixels": 64, "seed": 0, "min_valid_fraction": 0.5, "min_pixels": 1, "season_start": None,
                 "t_base": 0.0, "t_cap": 30.0, "gdd_method": "paper", "weather_options": None, "missing_scl": "warn"}
-    from ..scenes.local import SCL_INVALID
+    from ..scenes.radiometry import SCL_INVALID
 
     defaults["scl_invalid"] = SCL_INVALID
     settings = _settings(*(options.pop(k, defaults[k]) for k in keys))

@@ -32,7 +32,7 @@ from thermocrop.core.runs.cluster import (
     start_fork_server,
 )
 from thermocrop.core.errors import CancelledError, OutputError, ThermoCropError
-from thermocrop.core.scenes.local import decode_threads
+from thermocrop.core.scenes.product import decode_threads
 from thermocrop.cli.main import EXIT_OUTPUT, main
 
 gpd = pytest.importorskip("geopandas")
