@@ -187,7 +187,6 @@ def search_items(
     start: Optional[str] = None,
     end: Optional[str] = None,
     catalog: Union[str, Catalog] = "earth-search",
-    collection: Optional[str] = None,
     max_cloud: float = 60.0,
     max_items: Optional[int] = None,
     timeout: float = 60.0,
@@ -201,8 +200,9 @@ def search_items(
     Args:
         parcels: a parcel layer (path, GeoDataFrame, ``ParcelTable``) or a lon/lat bbox.
         season: calendar year to search; ``start`` / ``end`` (``YYYY-MM-DD``) narrow or replace it.
-        catalog: a name of :data:`CATALOGS`, a STAC API URL or a :class:`Catalog`.
-        collection: collection id other than the catalogue's Sentinel-2 L2A one.
+        catalog: a name of :data:`CATALOGS`, a STAC API URL or a :class:`Catalog`; for a
+            collection other than the catalogue's Sentinel-2 L2A one, a :class:`Catalog` from
+            :func:`resolve_catalog` with that collection.
         max_cloud: largest ``eo:cloud_cover`` (percent) kept.
         max_items: stop after this many items.
         timeout: seconds per HTTP request (requests are retried on 429/5xx with backoff).
@@ -227,7 +227,7 @@ def search_items(
 
     install_redaction()
     progress = progress or Progress()
-    cat = resolve_catalog(catalog, collection)
+    cat = resolve_catalog(catalog)
     first, last = season_period(season, start, end)
     if not 0 <= max_cloud <= 100:
         raise InputError(f"The cloud limit must lie in 0..100 percent, got {max_cloud}.")
