@@ -27,7 +27,7 @@ from thermocrop.core.model.bundle import ModelBundle
 from thermocrop.core.classify import classify_parcels
 from thermocrop.core.errors import CancelledError
 from thermocrop.core.progress import Progress
-from thermocrop.core.scenes.local import ProductReader
+from thermocrop.core.scenes.product import ProductReader
 
 region, phase, after = sys.argv[1], sys.argv[2], float(sys.argv[3])
 began = {}

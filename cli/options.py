@@ -178,14 +178,14 @@ def _items(args: argparse.Namespace, parcels):
     """The STAC items of ``--stac`` files or of a ``--catalog`` search, and the folders their
     local hrefs may be in (those of the files; none for a search)."""
     from ..core.errors import InputError
-    from ..core.scenes.stac import load_item_files, search_items
+    from ..core.scenes.stac import load_item_files, resolve_catalog, search_items
 
     if args.stac:
         return load_item_files(args.stac)
     if parcels is None:
         raise InputError("A catalogue search needs the parcels (--parcels).")
-    items = search_items(parcels, season=args.season, start=args.start, end=args.end, catalog=args.catalog,
-                         collection=args.collection, max_cloud=args.max_cloud)
+    items = search_items(parcels, season=args.season, start=args.start, end=args.end,
+                         catalog=resolve_catalog(args.catalog, args.collection), max_cloud=args.max_cloud)
     print(f"{len(items)} items found in {args.catalog}")
     return items, []
 

@@ -22,7 +22,8 @@ from .parcels import ParcelSource, ParcelTable, load_parcels
 from .progress import Progress
 from .io.vector import feature_count, write_with_fields
 from .sampling import scene_grids, spatial_chunks
-from .scenes.local import check_missing_scl, select_season
+from .scenes.radiometry import check_missing_scl
+from .scenes.seasons import select_season
 from .model.uncertainty import uncertainty_fields
 from .settings import ExtractionSettings, PixelSampling, ThermalTime
 

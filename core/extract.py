@@ -38,20 +38,11 @@ from .pixel_sets import STATUS_OK, DatasetWriter, PixelSets
 from .progress import Progress
 from .sampling import PixelSelection, reading_windows, sample_pixels, scene_grids, spatial_chunks
 from .scenes.bands import S2_BANDS
-from .scenes.local import (
-    NOT_DIGITAL_NUMBERS,
-    Grid,
-    Scene,
-    bright_cloud_mask,
-    check_missing_scl,
-    decode_threads,
-    decoding_threads,
-    find_scenes,
-    select_season,
-    to_reflectance,
-    usable_cpus,
-)
-from .scenes.remote import RemoteProduct, prefetch_chunk
+from .scenes.local import find_scenes
+from .scenes.product import NOT_DIGITAL_NUMBERS, Grid, Scene, decode_threads, decoding_threads, usable_cpus
+from .scenes.radiometry import bright_cloud_mask, check_missing_scl, to_reflectance
+from .scenes.remote_product import prefetch_chunk
+from .scenes.seasons import select_season
 from .settings import ExtractionSettings
 from .thermal.gdd import day_of_season, gdd_at_points
 from .thermal.weather import DailyTemperature
@@ -263,7 +254,7 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
     pixel_mask = np.zeros((total, t_count), dtype=bool)
     read_progress = progress.sub(0.1, 0.9)
     unreadable = set()  # products (STAC items) that could not be fetched whole: never half-used
-    if passes and any(isinstance(p, RemoteProduct) for sc in scenes for p in sc.products):
+    if passes and any(p.fetch_first for sc in scenes for p in sc.products):
         windows_by_grid = [[w for per_grid in passes for w, *_ in per_grid[k][1]] for k in range(len(grids))]
         unreadable = prefetch_chunk(scenes, grids, windows_by_grid, progress.sub(0.1, 0.6))
         read_progress = progress.sub(0.6, 0.9)
@@ -319,10 +310,10 @@ def _read_chunk(table: ParcelTable, idx: np.ndarray, scenes: list[Scene], weathe
 
 
 def scene_threads(scenes: Sequence[Scene]) -> int:
-    """Scenes a chunk reads at once: :func:`~thermocrop.core.scenes.local.decode_threads` as a
+    """Scenes a chunk reads at once: :func:`~thermocrop.core.scenes.product.decode_threads` as a
     number (``ALL_CPUS``: every CPU), one where a product is read over the network (its
     reader keeps fetched blocks in one cache)."""
-    if any(isinstance(p, RemoteProduct) for sc in scenes for p in sc.products):
+    if any(p.fetch_first for sc in scenes for p in sc.products):
         return 1
     value = decode_threads()
     if value.upper() == "ALL_CPUS":

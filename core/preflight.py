@@ -218,7 +218,9 @@ def check_inputs(
 
     scene_dates = None
     if scenes is not None:
-        from .scenes.local import Scene, find_scenes, select_season
+        from .scenes.local import find_scenes
+        from .scenes.product import Scene
+        from .scenes.seasons import select_season
 
         if isinstance(scenes, (list, tuple)) and scenes and all(isinstance(s, Scene) for s in scenes):
             found = list(scenes)

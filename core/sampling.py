@@ -12,7 +12,7 @@ import numpy as np
 
 from .errors import ExtractionError, SceneError
 from .parcels import ParcelTable
-from .scenes.local import Grid, Scene
+from .scenes.product import Grid, Scene
 
 
 def _hash64(values: np.ndarray, seed: int) -> np.ndarray:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Union
 
 from .errors import InputError
-from .scenes.local import SCL_INVALID
+from .scenes.radiometry import SCL_INVALID
 from .thermal.gdd import SeasonStart
 
 BLOCK_SIZE = 1024

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ...core.errors import InputError
-    from ...core.scenes.stac import load_items, save_items, search_items, summarize
+    from ...core.scenes.stac import load_items, resolve_catalog, save_items, search_items, summarize
 
     if args.action == "show":
         summaries = [s for path in args.items for s in summarize(load_items(path))]
@@ -51,8 +51,9 @@ def run(args: argparse.Namespace) -> int:
         args.catalog = "earth-search"
     if args.season is None and not (args.start and args.end):
         raise InputError("Give --season YEAR, or --start and --end.")
-    items = search_items(args.parcels, season=args.season, start=args.start, end=args.end, catalog=args.catalog,
-                         collection=args.collection, max_cloud=args.max_cloud, max_items=args.max_items)
+    items = search_items(args.parcels, season=args.season, start=args.start, end=args.end,
+                         catalog=resolve_catalog(args.catalog, args.collection), max_cloud=args.max_cloud,
+                         max_items=args.max_items)
     _print_table(summarize(items))
     save_items(items, out, overwrite=args.overwrite)
     print(f"wrote {out}")

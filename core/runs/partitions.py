@@ -33,7 +33,7 @@ from ..model.bundle import default_bundle_path
 from ..parcels import ParcelFields, ParcelTable, parcel_table, require_usable
 from ..pixel_sets import DatasetWriter, open_dataset
 from ..sampling import scene_grids, spatial_chunks
-from ..scenes.local import select_season
+from ..scenes.seasons import select_season
 from ..settings import ExtractionSettings
 from ..thermal.gdd import day_of_season, gdd_at_points
 from ..thermal.weather import DailyTemperature

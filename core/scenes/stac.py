@@ -1,10 +1,12 @@
 """Sentinel-2 from STAC catalogues: search (pystac-client), item collections saved as JSON,
-and items turned into scenes whose bands are read remotely by window (``core.remote``).
+and items turned into scenes whose bands are read remotely by window (``core.scenes.remote``,
+``core.scenes.remote_product``).
 
-Asset naming differs between catalogues (Earth Search ``red`` / ``scl``, Planetary Computer
-``B04`` / ``SCL``, the Copernicus Data Space ``B04_10m`` / ``SCL_20m``); bands are recognised
-from the ``eo`` extension's band names (``eo:bands``, STAC 1.1 ``bands``), then the asset
-key, and the finest resolution of each band is used. The digital-number offset comes from
+What an item's fields say is read by ``core.scenes.item_fields``. Asset naming differs between
+catalogues (Earth Search ``red`` / ``scl``, Planetary Computer ``B04`` / ``SCL``, the
+Copernicus Data Space ``B04_10m`` / ``SCL_20m``); bands are recognised from the ``eo``
+extension's band names (``eo:bands``, STAC 1.1 ``bands``), then the asset key, and the finest
+resolution of each band is used. The digital-number offset comes from
 ``earthsearch:boa_offset_applied``, else the ``raster`` extension's scale/offset, else the
 processing baseline; projections from ``proj:epsg`` or ``proj:code`` (pystac 1.15 rewrites
 the first into the second when it saves items).
@@ -16,7 +18,6 @@ local hrefs are read only inside the collection's own folder (:func:`load_items`
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 import os
@@ -29,23 +30,35 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from .bands import BASELINE_OFFSET_DN, OFFSET_FROM_BASELINE, S2_BANDS
 from ..errors import InputError, SceneError
 from ..io.http_session import Deadline, NetworkDeadlineError, deadline_in, host_of, retry_policy, timed_out_in
+from ..io.output import write_text
 from ..progress import Progress
 from ..redact import install_redaction, redact
+from .bands import S2_BANDS
+from .item_fields import (
+    asset_band,
+    asset_resolution,
+    cloud_cover,
+    dn_offset,
+    grid_of_asset,
+    is_cog,
+    item_date,
+    item_level,
+    item_tile,
+)
+from .product import BandSource, Scene
 from .remote import (
     PC_SIGNED_HOSTS,
     PC_TOKEN_URL,
     AssetRef,
     PlanetaryComputerSigner,
-    RemoteProduct,
     RemoteReader,
     host_matches,
     is_remote,
     strip_signature,
 )
-from .local import BandSource, Grid, Scene, band_name, offset_from_name
+from .remote_product import RemoteProduct
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +187,6 @@ def search_items(
     start: Optional[str] = None,
     end: Optional[str] = None,
     catalog: Union[str, Catalog] = "earth-search",
-    collection: Optional[str] = None,
     max_cloud: float = 60.0,
     max_items: Optional[int] = None,
     timeout: float = 60.0,
@@ -188,8 +200,9 @@ def search_items(
     Args:
         parcels: a parcel layer (path, GeoDataFrame, ``ParcelTable``) or a lon/lat bbox.
         season: calendar year to search; ``start`` / ``end`` (``YYYY-MM-DD``) narrow or replace it.
-        catalog: a name of :data:`CATALOGS`, a STAC API URL or a :class:`Catalog`.
-        collection: collection id other than the catalogue's Sentinel-2 L2A one.
+        catalog: a name of :data:`CATALOGS`, a STAC API URL or a :class:`Catalog`; for a
+            collection other than the catalogue's Sentinel-2 L2A one, a :class:`Catalog` from
+            :func:`resolve_catalog` with that collection.
         max_cloud: largest ``eo:cloud_cover`` (percent) kept.
         max_items: stop after this many items.
         timeout: seconds per HTTP request (requests are retried on 429/5xx with backoff).
@@ -214,7 +227,7 @@ def search_items(
 
     install_redaction()
     progress = progress or Progress()
-    cat = resolve_catalog(catalog, collection)
+    cat = resolve_catalog(catalog)
     first, last = season_period(season, start, end)
     if not 0 <= max_cloud <= 100:
         raise InputError(f"The cloud limit must lie in 0..100 percent, got {max_cloud}.")
@@ -253,7 +266,7 @@ def search_items(
         raise _search_error(exc, cat, stac_io, timeout) from None
     kept, unknown = [], 0
     for item in items:
-        cloud = _cloud_cover(item)
+        cloud = cloud_cover(item)
         if cloud is None:
             unknown += 1
             kept.append(item)
@@ -261,7 +274,7 @@ def search_items(
             kept.append(item)
     if unknown:
         log.warning("%d items of %s give no eo:cloud_cover; they are kept.", unknown, cat.url)
-    kept.sort(key=lambda i: (_item_date(i), i.id))
+    kept.sort(key=lambda i: (item_date(i), i.id))
     found = pystac.ItemCollection(kept, extra_fields={
         CATALOG_KEY: cat.as_dict(),
         "thermocrop:search": {"bbox": list(bbox), "datetime": datetime, "max_cloud": max_cloud,
@@ -331,58 +344,9 @@ def _search_error(exc: BaseException, cat: Catalog, stac_io: Any, timeout: float
     return InputError(f"Searching {cat.url} (collection {cat.collection}) failed: {_short(exc)}")
 
 
-def _item_date(item: Any) -> np.datetime64:
-    when = item.datetime or item.common_metadata.start_datetime
-    if when is None:
-        raise SceneError(f"STAC item {item.id} has no datetime.")
-    if when.tzinfo is not None:
-        when = when.astimezone(dt.timezone.utc)
-    return np.datetime64(when.date().isoformat(), "D")
-
-
-def item_tile(item: Any) -> str:
-    """The MGRS tile of an item (``31UFU``), or ""."""
-    p = item.properties
-    code = p.get("grid:code") or ""
-    if code.upper().startswith("MGRS-"):
-        return code[5:]
-    if p.get("s2:mgrs_tile"):
-        return str(p["s2:mgrs_tile"])
-    if p.get("mgrs:utm_zone"):
-        return f"{int(p['mgrs:utm_zone']):02d}{p.get('mgrs:latitude_band', '')}{p.get('mgrs:grid_square', '')}"
-    m = re.search(r"(?:_T|_)(\d{2}[C-X][A-Z]{2})(?=_|$)", item.id)
-    return m.group(1) if m else ""
-
-
-def item_level(item: Any) -> Optional[str]:
-    p = item.properties
-    for text in (p.get("processing:level"), p.get("s2:product_type"), p.get("s2:product_uri"), item.id,
-                 item.collection_id):
-        text = str(text or "")
-        m = re.search(r"(L1C|L2A|1C|2A)$", text.upper()) or re.search(r"(L1C|L2A)", text.upper())
-        if m:
-            return "L2A" if "2A" in m.group(1) else "L1C"
-    return None
-
-
-def _cloud_cover(item: Any) -> Optional[float]:
-    """The item's ``eo:cloud_cover`` in percent, or None when it gives none."""
-    value = item.properties.get("eo:cloud_cover")
-    if value is None:
-        return None
-    try:
-        cloud = float(value)
-    except (TypeError, ValueError):
-        cloud = float("nan")
-    if isinstance(value, bool) or not 0 <= cloud <= 100:
-        raise SceneError(f"STAC item {item.id} gives eo:cloud_cover {str(value)[:40]!r}, not a percentage; the item "
-                         "collection is damaged or not STAC.")
-    return cloud
-
-
 def summarize(items: Any) -> list[ItemSummary]:
     """Date, tile and cloud cover of every item, in date order."""
-    out = [ItemSummary(item.id, _item_date(item), item_tile(item), _cloud_cover(item),
+    out = [ItemSummary(item.id, item_date(item), item_tile(item), cloud_cover(item),
                        str(item.properties.get("platform") or ""), item_level(item)) for item in items]
     return sorted(out, key=lambda s: (s.date, s.id))
 
@@ -395,8 +359,6 @@ def items_json(items: Any) -> str:
 def save_items(items: Any, path: Union[str, os.PathLike], overwrite: bool = False) -> Path:
     """Write an item collection as GeoJSON, through ``core.output`` (staged beside, checked,
     then renamed: the file is never seen half-written)."""
-    from ..io.output import write_text
-
     path = Path(path)
     if path.exists() and not overwrite:
         raise InputError(f"{path} already exists; choose another name or allow overwriting.")
@@ -513,122 +475,6 @@ def load_item_files(paths: Sequence[Union[str, os.PathLike]]) -> tuple[Any, list
 
 # --------------------------------------------------------------------------------------------
 # Items -> scenes
-
-
-def _asset_resolution(key: str, asset: dict) -> float:
-    for value in (asset.get("gsd"), ((asset.get("raster:bands") or [{}])[0] or {}).get("spatial_resolution"),
-                  ((asset.get("bands") or [{}])[0] or {}).get("raster:spatial_resolution")):
-        if value:
-            return float(value)
-    transform = asset.get("proj:transform")
-    if transform:
-        return abs(float(transform[0]))
-    m = re.search(r"_(\d+)m$", key) or next((re.search(r"gsd:(\d+)m", r) for r in asset.get("roles") or []
-                                             if re.search(r"gsd:(\d+)m", r)), None)
-    return float(m.group(1)) if m else 1e9
-
-
-def _asset_band(key: str, asset: dict) -> Optional[str]:
-    """The Sentinel-2 band (``S2_BANDS`` or ``SCL``) an asset holds, or None."""
-    roles = asset.get("roles") or []
-    if roles and "data" not in roles:
-        return None
-    media = (asset.get("type") or "").lower()
-    if media and not any(t in media for t in ("tiff", "jp2", "geotiff")):
-        return None
-    bands = asset.get("eo:bands") or asset.get("bands") or []
-    if len(bands) > 1:  # a true-colour composite and the like
-        return None
-    first = bands[0] if bands else {}
-    for name in (first.get("name"), key, first.get("common_name"), first.get("eo:common_name")):
-        band = band_name(str(name)) if name else None
-        if band in S2_BANDS or band == "SCL":
-            return band
-    return None
-
-
-def _scale_offset(asset: dict) -> tuple[Optional[float], Optional[float]]:
-    raster = (asset.get("raster:bands") or [{}])[0] or {}
-    band = (asset.get("bands") or [{}])[0] or {}
-    scale = raster.get("scale", asset.get("raster:scale", band.get("raster:scale")))
-    offset = raster.get("offset", asset.get("raster:offset", band.get("raster:offset")))
-    return (None if scale is None else float(scale)), (None if offset is None else float(offset))
-
-
-def dn_offset(item: Any, assets: dict[str, dict]) -> tuple[int, str]:
-    """The offset to add to the item's digital numbers, and where it came from.
-
-    Earth Search's ``earthsearch:boa_offset_applied: true`` means its COGs already had the
-    offset removed (their ``raster:bands`` may still say -0.1); otherwise the ``raster``
-    extension's offset / scale (0.0001 for Sentinel-2) of the reflectance bands; otherwise
-    the processing baseline (-1000 from 04.00 on).
-    """
-    p = item.properties
-    if p.get("earthsearch:boa_offset_applied") is True:
-        return 0, "earthsearch:boa_offset_applied"
-    offsets = set()
-    for asset in assets.values():
-        scale, offset = _scale_offset(asset)
-        if offset is None:
-            continue
-        scale = 1e-4 if scale is None else scale
-        if offset == 0:
-            offsets.add(0)
-        elif abs(scale - 1e-4) < 1e-9:
-            offsets.add(int(round(offset / scale)))
-        else:
-            raise SceneError(f"STAC item {item.id}: reflectance scale {scale} is not Sentinel-2's 0.0001; "
-                             "ThermoCrop reads digital numbers of reflectance x 10000.")
-    if len(offsets) == 1:
-        return offsets.pop(), "raster extension"
-    if len(offsets) > 1:
-        raise SceneError(f"STAC item {item.id} gives different offsets for its bands: {sorted(offsets)}.")
-    for key in ("s2:processing_baseline", "processing:version", "sentinel:processing_baseline"):
-        m = re.match(r"\s*(\d{1,2})\.(\d{1,2})", str(p.get(key) or ""))
-        if m:
-            baseline = (int(m.group(1)), int(m.group(2)))
-            return (BASELINE_OFFSET_DN if baseline >= OFFSET_FROM_BASELINE else 0), key
-    for name in (p.get("s2:product_uri"), p.get("sentinel:product_id"), item.id):
-        offset = offset_from_name(str(name or ""))
-        if offset is not None:
-            return offset, "product name"
-    return 0, "no offset information (0 assumed)"
-
-
-def _crs_of(asset: dict, properties: dict) -> Optional[Any]:
-    from rasterio.crs import CRS
-
-    for where in (asset, properties):
-        code = where.get("proj:code")
-        epsg = where.get("proj:epsg")
-        wkt = where.get("proj:wkt2")
-        try:
-            if code:
-                return CRS.from_user_input(code)
-            if epsg:
-                return CRS.from_epsg(int(epsg))
-            if wkt:
-                return CRS.from_wkt(wkt)
-        except Exception:  # an unknown code: fall back to opening the file
-            return None
-    return None
-
-
-def _grid_of_asset(asset: dict, properties: dict) -> Optional[Grid]:
-    from affine import Affine
-
-    crs = _crs_of(asset, properties)
-    transform = asset.get("proj:transform") or properties.get("proj:transform")
-    shape = asset.get("proj:shape") or properties.get("proj:shape")
-    if crs is None or not transform or not shape or len(transform) < 6:
-        return None
-    return Grid(crs, Affine(*[float(v) for v in transform[:6]]), int(shape[1]), int(shape[0]))
-
-
-def _is_cog(asset: dict) -> bool:
-    media = (asset.get("type") or "").lower()
-    return "tiff" in media or str(asset.get("href", "")).lower().split("?")[0].endswith((".tif", ".tiff"))
-
 
 def _catalog_of(items: Any, configured: Union[None, str, Catalog] = None) -> Optional[Catalog]:
     """The catalogue whose endpoints and signing the items are read with: ``configured`` (the
@@ -755,10 +601,10 @@ def _product_of(item: Any, reader: RemoteReader, offset_override: Optional[int],
     chosen: dict[str, tuple[tuple, str, dict]] = {}
     for key, asset in item.assets.items():
         data = asset.to_dict()
-        band = _asset_band(key, data)
+        band = asset_band(key, data)
         if band is None:
             continue
-        rank = (_asset_resolution(key, data), 0 if _is_cog(data) else 1, key)
+        rank = (asset_resolution(key, data), 0 if is_cog(data) else 1, key)
         if band not in chosen or rank < chosen[band][0]:
             chosen[band] = (rank, key, data)
     missing = [b for b in S2_BANDS if b not in chosen]
@@ -773,12 +619,12 @@ def _product_of(item: Any, reader: RemoteReader, offset_override: Optional[int],
         refs[band] = AssetRef(href=_readable_href(data.get("href"), folders, item.id, key), band=band,
                               collection=item.collection_id,
                               nodata=None if nodata is None else float(nodata),
-                              grid=_grid_of_asset(data, props))
+                              grid=grid_of_asset(data, props))
     offset, why = dn_offset(item, {b: chosen[b][2] for b in S2_BANDS})
     if offset_override is not None:
         offset, why = offset_override, "given"
     log.debug("%s: DN offset %d (%s)", item.id, offset, why)
-    date = _item_date(item)
+    date = item_date(item)
     level = item_level(item)
     scl = refs.pop("SCL", None)
     if level is None and scl is not None:

@@ -113,9 +113,11 @@ class SearchCatalog(ThermoCropAlgorithm):
             catalog=options["catalog"], n=len(frame), cloud=options["max_cloud"]))
 
         def search():
-            from ...core.scenes.stac import save_items, search_items, summarize
+            from ...core.scenes.stac import resolve_catalog, save_items, search_items, summarize
 
-            items = search_items(frame, progress=self.progress(feedback, 0.0, 0.9), **options)
+            period = {k: options[k] for k in ("season", "start", "end", "max_cloud")}
+            items = search_items(frame, catalog=resolve_catalog(options["catalog"], options["collection"]),
+                                 progress=self.progress(feedback, 0.0, 0.9), **period)
             summaries = summarize(items)
             if summaries:
                 save_items(items, out, overwrite=True)

@@ -24,7 +24,7 @@ from thermocrop.core.runs.cluster import ClusterOptions, EarlyClient, cached_bun
 from thermocrop.core.runs.folder import default_run_folder
 from thermocrop.core.runs.partitions import PartitionListener, classify_partitioned, release_freed_memory
 from thermocrop.core.errors import CancelledError, OutputError, ThermoCropError
-from thermocrop.core.scenes.local import decode_threads
+from thermocrop.core.scenes.product import decode_threads
 from thermocrop.cli.main import EXIT_OUTPUT, main
 from thermocrop.core.settings import PixelSampling
 

@@ -278,7 +278,7 @@ def _recording_reads(monkeypatch) -> list:
     """Patch ProductReader.read to record (thread, GDAL_NUM_THREADS) of every read."""
     import threading
 
-    from thermocrop.core.scenes.local import ProductReader
+    from thermocrop.core.scenes.product import ProductReader
 
     seen = []
     read = ProductReader.read

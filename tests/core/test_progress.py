@@ -40,7 +40,7 @@ def untrained_bundle():
 @pytest.fixture
 def counted_reads(monkeypatch):
     """Every scene window read, as ``(thread, cancel already asked)``; ``asked`` is set by the test."""
-    from thermocrop.core.scenes.local import ProductReader
+    from thermocrop.core.scenes.product import ProductReader
 
     asked = threading.Event()
     reads: list[tuple[str, bool]] = []

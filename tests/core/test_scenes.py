@@ -12,14 +12,10 @@ from rasterio.windows import Window
 
 from thermocrop.core.scenes.bands import BANDS_10M, BANDS_20M, S2_BANDS
 from thermocrop.core.errors import SceneError
-from thermocrop.core.scenes.local import (
-    band_name,
-    date_from_name,
-    decode_threads,
-    decoding_threads,
-    find_scenes,
-    to_reflectance,
-)
+from thermocrop.core.scenes.local import find_scenes
+from thermocrop.core.scenes.naming import band_name, date_from_name
+from thermocrop.core.scenes.product import decode_threads, decoding_threads
+from thermocrop.core.scenes.radiometry import to_reflectance
 
 CRS = "EPSG:32632"
 X0, Y0 = 500000.0, 5300000.0

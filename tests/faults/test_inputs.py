@@ -171,7 +171,8 @@ def test_a_geopackage_with_an_undefined_crs_is_refused(tmp_path, capsys):
 
 def test_scenes_of_two_seasons_are_refused_naming_the_years(tmp_path):
     from thermocrop.core.thermal.gdd import SeasonStart
-    from thermocrop.core.scenes.local import find_scenes, select_season
+    from thermocrop.core.scenes.local import find_scenes
+    from thermocrop.core.scenes.seasons import select_season
 
     for day in ("2017-04-01", "2017-06-01", "2018-04-01", "2018-05-01", "2018-06-01"):
         _scene(tmp_path / "s", day)
@@ -288,7 +289,7 @@ def test_a_point_layer_classifies_nothing_and_exits_4(tmp_path, capsys):
 @pytest.mark.parametrize("problem", ["missing weather", "kelvin as celsius", "damaged model", "no id field"])
 def test_problems_are_found_before_any_scene_is_read(problem, tmp_path, capsys, monkeypatch):
     from thermocrop.core import extract
-    from thermocrop.core.scenes import local as scenes
+    from thermocrop.core.scenes import product as scenes
 
     def never(*args, **kwargs):
         raise AssertionError("a scene was read before the inputs were checked")

@@ -63,7 +63,7 @@ def dock(qgis_app, tiny_region, region_weather, small_bundle):
 def never_read(monkeypatch):
     """Reading scene pixels fails the test: refusals must come before any."""
     from thermocrop.core import extract
-    from thermocrop.core.scenes import local as scenes
+    from thermocrop.core.scenes import product as scenes
 
     def never(*args, **kwargs):
         raise AssertionError("a scene was read before the inputs and output were checked")

@@ -52,14 +52,17 @@ def local_pixels(tiny_region, local_scenes):
     return _extract(tiny_region, local_scenes)
 
 
-def test_remote_pixels_equal_local_ones_and_a_second_run_reads_nothing(published, tiny_region, local_pixels,
-                                                                        tmp_path):
+def test_remote_pixels_equal_local_ones_and_a_second_run_reads_nothing(published, tiny_region, local_scenes,
+                                                                        local_pixels, tmp_path):
     server, items = published("earth-search", **ES)
     scenes = _remote(items, tmp_path / "cache")
     # The remote grid is the whole (padded) tile: 20 m bands resampled from blocks, pixels
     # drawn on the same lattice, so the pixel sets are those of the local clip exactly.
     assert scenes[0].products[0].grid.width > 240
     assert scene_threads(scenes) == 1  # one reader's cache: scenes read one after the other
+    # Extraction asks each product whether its blocks are fetched before it is read.
+    assert all(p.fetch_first for sc in scenes for p in sc.products)
+    assert not any(p.fetch_first for sc in local_scenes for p in sc.products)
     remote = _extract(tiny_region, scenes)
     np.testing.assert_array_equal(remote.dates, local_pixels.dates)
     np.testing.assert_array_equal(remote.pixel_mask, local_pixels.pixel_mask)

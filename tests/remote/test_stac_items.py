@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 
-import numpy as np
 import pystac
 import pytest
 
 from thermocrop.core.errors import InputError, SceneError
+from thermocrop.core.scenes.item_fields import dn_offset
 from thermocrop.core.scenes.stac import (
-    dn_offset,
     load_items,
     reader_for,
     save_items,
