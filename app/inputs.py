@@ -91,7 +91,7 @@ def scene_dates(spec: ScenesSpec, parcels: Any = None, report: Report = log.info
 
 
 def resolve_weather(spec: WeatherSpec, geometry: Any, dates: Sequence, season_start: Any, *,
-                    progress: Optional[Progress] = None, report: Report = log.info) -> str:
+                    progress: Optional[Progress] = None) -> str:
     """The temperature file of ``spec``: its file, or the service's answer for the parcels'
     cells (``geometry``) from the season start to the last of ``dates``, fetched once and then
     taken from the cache."""
@@ -99,5 +99,5 @@ def resolve_weather(spec: WeatherSpec, geometry: Any, dates: Sequence, season_st
         return spec.path
     path = fetch_for_parcels(spec.service, geometry, dates, season_start, cache_dir=spec.cache,
                              refresh=spec.refresh, progress=progress)
-    report(f"temperatures from {spec.service}: {path}")
+    log.info("Temperatures from %s: %s", spec.service, path)
     return str(path)

@@ -68,6 +68,10 @@ class RunProgress:
         """A partitioned run's summary (``core.runs.cluster.RunSummary``) and its wall time."""
         log.info("%d partitions in %.1f s", summary.partitions, wall_s)
 
+    def weather_fetched(self, service: str, path: str) -> None:
+        """A weather service's temperatures are in the file ``path``."""
+        log.info("Temperatures from %s: %s", service, path)
+
     def on_stats(self, stats: Any) -> None:
         """The bytes and dates fetched so far from a catalogue."""
 
@@ -177,7 +181,8 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
     weather = request.weather.path
     if request.weather.service:
         weather = resolve_weather(request.weather, parcel_geometry(parcels), [s.date for s in scenes],
-                                  checked.season_start, report=progress.report)
+                                  checked.season_start)
+        progress.weather_fetched(request.weather.service, weather)
     options = {"id_field": parcels.id_field, **sampling_options(request.sampling)}
     if parcels.selected_ids is not None:
         options["selected_ids"] = list(parcels.selected_ids)
@@ -254,7 +259,8 @@ def run_extraction(request: ExtractRequest, progress: Optional[RunProgress] = No
     weather = request.weather.path
     if request.weather.service:
         weather = resolve_weather(request.weather, parcel_geometry(parcels), [s.date for s in scenes],
-                                  thermal.season_start, report=progress.report)
+                                  thermal.season_start)
+        progress.weather_fetched(request.weather.service, weather)
     options = dict(id_field=parcels.id_field, label_field=request.label_field, block_field=request.block_field,
                    class_map=request.class_map, min_parcels=request.min_parcels,
                    **extraction_options(request.settings))
@@ -297,14 +303,25 @@ class GddRun:
         return ~np.isfinite(self.gdd).all(axis=1)
 
 
-def gdd_dates(request: GddRequest, checked: Preflight, progress: RunProgress) -> np.ndarray:
-    """The dates asked for: given, of the scenes, or the end of the weather record."""
+def item_dates(request: GddRequest, progress: RunProgress) -> Optional[np.ndarray]:
+    """The dates asked for, or those of saved items or of a catalogue search (their images are
+    not opened); None where they come from scene files or the weather record."""
     if request.dates:
         return np.unique(np.array(request.dates, dtype="datetime64[D]"))
+    scenes = request.scenes
+    if scenes is not None and not scenes.files and scenes.sources():
+        return scene_dates(scenes, request.parcels.source, report=progress.report)
+    return None
+
+
+def gdd_dates(request: GddRequest, dates: Optional[np.ndarray], checked: Preflight,
+              progress: RunProgress) -> np.ndarray:
+    """The dates of the run: given or of items (``dates``), of the scene files, or the end of
+    the weather record."""
+    if dates is not None:
+        return dates
     if checked.scenes:
         return np.unique(np.array([s.date for s in checked.scenes], dtype="datetime64[D]"))
-    if request.scenes is not None and request.scenes.sources():
-        return scene_dates(request.scenes, request.parcels.source, report=progress.report)
     if request.weather.service:
         raise InputError(f"The weather service {request.weather.service} needs the dates: give the dates or scenes "
                          "(--dates, --scenes, --stac or --catalog).")
@@ -333,12 +350,13 @@ def run_gdd(request: GddRequest, progress: Optional[RunProgress] = None) -> GddR
                                      layer=request.out_layer)
         out = target.path
     options = weather_spec.reader_options()
+    given = item_dates(request, progress)
     local_scenes = list(request.scenes.files) if request.scenes is not None and request.scenes.files else None
     checked = check_inputs(**parcel_checks(parcels, {"id": parcels.id_field}), scenes=local_scenes,
                            season=request.scenes.season if request.scenes is not None else None,
-                           season_start=thermal.season_start, dates=request.dates,
+                           season_start=thermal.season_start, dates=given,
                            weather=weather_spec.local_files()[0], weather_options=options)
-    dates = gdd_dates(request, checked, progress)
+    dates = gdd_dates(request, given, checked, progress)
     names = None
     if out is not None:
         names = date_field_names(dates, None if table_out else target.driver)
@@ -348,7 +366,9 @@ def run_gdd(request: GddRequest, progress: Optional[RunProgress] = None) -> GddR
                             source=f"The parcel layer {parcels.source}")
     cluster = cluster_options(request.cluster, out)
     table = load_parcels(parcels.source, id_field=parcels.id_field)
-    weather = resolve_weather(weather_spec, table.geometry, dates, thermal.season_start, report=progress.report)
+    weather = resolve_weather(weather_spec, table.geometry, dates, thermal.season_start)
+    if weather_spec.service:
+        progress.weather_fetched(weather_spec.service, weather)
     folder = None
     if cluster is None:
         usable = np.array([g is not None for g in table.geometry])

@@ -219,5 +219,8 @@ class CliProgress(RunProgress):
         print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products "
               f"(inputs checked in {checked.seconds:.1f} s)")
 
+    def weather_fetched(self, service: str, path: str) -> None:
+        print(f"temperatures from {service}: {path}")
+
     def partitions_done(self, summary, wall_s: float) -> None:
         print_run_summary(summary, wall_s)

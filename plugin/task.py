@@ -14,6 +14,18 @@ from typing import Any, Callable, Optional
 
 from qgis.core import Qgis, QgsFeatureRequest, QgsMessageLog, QgsTask
 
+from ..app import (
+    ClassificationOutput,
+    ClassifyRequest,
+    ParcelsSpec,
+    ResultFields,
+    RunProgress,
+    ScenesSpec,
+    run_classification,
+    weather_spec,
+)
+from ..core.classify import estimated_seconds
+from ..core.settings import PixelSampling
 from .i18n import tr
 from .layers import ID_COLUMN, features_to_frame
 
@@ -69,6 +81,8 @@ class ClassificationParameters:
         overwrite: the user agreed to replace an existing ``output``.
         bundle: the ``ModelBundle`` the preflight loaded (else ``model`` is loaded in the task).
         inputs: files the run reads (parcel file, weather, model), which ``output`` may not be.
+        extra: ``core.settings.PixelSampling`` fields other than their defaults (``min_pixels``,
+            ``missing_scl``...).
         credentials: for reading saved STAC items (``scenes``) from QGIS's authentication manager
             (``catalog.auth_credentials``); empty: the environment's. Held in memory only.
     """
@@ -146,7 +160,8 @@ class ThermoCropTask(QgsTask):
 
 
 class ClassificationTask(ThermoCropTask):
-    """Reads the parcels, runs ``classify_parcels`` and writes a new layer file off the main thread.
+    """Reads the parcels and runs ``app.run_classification`` (which writes a new layer file when
+    asked) off the main thread; the request is :func:`classification_request` of the parameters.
 
     ``on_done(task)`` runs in the main thread. After it ends, ``result`` holds the
     ``ClassificationResult``, ``bundle`` the model, ``fids`` the feature id of each frame row and
@@ -165,54 +180,56 @@ class ClassificationTask(ThermoCropTask):
         self.written: Optional[str] = None
 
     def work(self, progress) -> None:
-        import geopandas as gpd
-
-        from ..core.model.bundle import default_bundle_path, load_bundle
-        from ..core.classify import classify_parcels, estimated_seconds, write_classification
-        from ..core.extract import require_usable
-
         p = self.params
         # The bar moves through reading the layer, classifying and writing by their cost, which
         # is known once the parcels are counted.
         dates = len(p.scenes) if _all_scenes(p.scenes) else TYPICAL_DATES
         reading, rest = progress.parts(_phase_costs(estimated_seconds(TYPICAL_PARCELS, dates), p.output, 2))
-        selected = None
-        table = p.parcels
-        if isinstance(p.parcels, LayerSnapshot):
-            # A new file gets every feature (unselected ones marked not_selected).
-            whole = p.output is not None
-            table, self.fids = p.parcels.read(attributes=whole, only_selected=not whole)
-            if whole and p.parcels.selected is not None:
-                selected = [str(fid) for fid in p.parcels.selected]
+        request, self.fids = classification_request(p)
         reading(1.0)
-        classifying, writing = rest.parts(_phase_costs(estimated_seconds(len(table), dates), p.output)[1:])
+        classifying, writing = rest.parts(_phase_costs(estimated_seconds(len(self.fids), dates), p.output)[1:])
+        run = run_classification(request, RunProgress(classifying))
+        self.result, self.bundle = run.result, run.bundle
+        self.written = None if run.written is None else str(run.written)
+        writing(1.0)
+
+
+def classification_request(p: ClassificationParameters) -> tuple[ClassifyRequest, list]:
+    """The dock's parameters as a ``ClassifyRequest``, and the feature id of each of its rows.
+
+    A layer snapshot is read here (in the worker thread): a new file gets every feature (the
+    unselected ones with status ``not_selected``), the layer itself only the selected ones.
+    """
+    import geopandas as gpd
+
+    table, fids, selected = p.parcels, list(p.fids), None
+    frame = table
+    if isinstance(p.parcels, LayerSnapshot):
+        whole = p.output is not None
+        table, fids = p.parcels.read(attributes=whole, only_selected=not whole)
+        if whole and p.parcels.selected is not None:
+            selected = tuple(str(fid) for fid in p.parcels.selected)
         frame = table
-        if isinstance(p.parcels, LayerSnapshot) and p.output:
+        if whole:
             # The user's own fields (a parcel_id among them) are kept apart from the ids core
             # reads: each row's feature id.
-            frame = gpd.GeoDataFrame({ID_COLUMN: [str(fid) for fid in self.fids]},
-                                     geometry=table.geometry.values, crs=table.crs)
-        self.bundle = p.bundle if p.bundle is not None else load_bundle(p.model or default_bundle_path())
-        progress.check()
-        scenes = p.scenes
-        if p.credentials:  # saved STAC items read with keys from QGIS's authentication manager
-            from .catalog import stac_scenes
-
-            scenes = stac_scenes(p.scenes, credentials=p.credentials, progress=classifying.sub(0.0, 0.05))
-            classifying = classifying.sub(0.05, 1.0)
-        result = classify_parcels(frame, scenes, p.weather, self.bundle, id_field=ID_COLUMN,
-                                  selected_ids=selected, progress=classifying, **p.extra)
-        # A run that classified no parcel fails, with the parcels counted by status, and
-        # writes nothing (no empty-handed new file, no in-place edit).
-        require_usable(result.status, "classified", _parcels_name(p.parcels))
-        self.result = result
-        if p.output:
-            progress.check()
-            self.written = str(write_classification(
-                table, self.result, p.output, label_field=p.label_field, conf_field=p.confidence_field,
-                status_field=p.status_field, overwrite=p.overwrite, probabilities=p.probabilities,
-                inputs=p.inputs))
-        writing(1.0)
+            frame = gpd.GeoDataFrame({ID_COLUMN: [str(fid) for fid in fids]}, geometry=table.geometry.values,
+                                     crs=table.crs)
+    if p.credentials:  # saved STAC items read with keys from QGIS's authentication manager
+        scenes = ScenesSpec(items=tuple(p.scenes), credentials=dict(p.credentials))
+    elif _all_scenes(p.scenes):
+        scenes = ScenesSpec(found=tuple(p.scenes))
+    else:
+        scenes = ScenesSpec(files=tuple(p.scenes))
+    output = None
+    if p.output:
+        output = ClassificationOutput(p.output, overwrite=p.overwrite, features=table, inputs=tuple(p.inputs))
+    request = ClassifyRequest(
+        parcels=ParcelsSpec(frame, name=_parcels_name(p.parcels), id_field=ID_COLUMN, selected_ids=selected),
+        scenes=scenes, weather=weather_spec(p.weather), model=p.bundle if p.bundle is not None else p.model,
+        fields=ResultFields(p.label_field, p.confidence_field, p.status_field, p.probabilities),
+        sampling=PixelSampling(**p.extra), output=output)
+    return request, fids
 
 
 def _phase_costs(cost: dict, output: Optional[str], parts: int = 3) -> list:

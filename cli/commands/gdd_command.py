@@ -69,9 +69,10 @@ def check_args(args: argparse.Namespace) -> Optional[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    scenes = scenes_spec(args, required=False)
     request = GddRequest(
         parcels=ParcelsSpec(args.parcels, id_field=args.id_field), weather=weather_of(args),
-        dates=as_tuple(args.dates) or None, scenes=scenes_spec(args, required=False),
+        dates=as_tuple(args.dates) or None, scenes=scenes if scenes.sources() else None,
         thermal=ThermalTime(season_start=args.season_start, t_base=args.t_base, t_cap=args.t_cap,
                             method=args.method),
         out=args.out, out_layer=args.out_layer, overwrite=args.overwrite, chunk_size=args.chunk_size,
