@@ -31,7 +31,14 @@ from ..core.io.vector import (
 from ..core.pixel_sets import is_dataset_folder
 from ..core.preflight import Preflight, check_inputs
 from ..core.progress import Progress
-from ..core.runs.cluster import ClusterOptions, default_run_folder, remove_run_folder
+from ..core.runs.cluster import (
+    ClusterOptions,
+    classify_partitioned,
+    default_run_folder,
+    extract_partitioned,
+    gdd_partitioned,
+    remove_run_folder,
+)
 from ..core.settings import ExtractionSettings, PixelSampling, ThermalTime
 from ..core.thermal.gdd import gdd_at_points
 from ..core.thermal.weather import record_period
@@ -192,13 +199,11 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
             result = classify_parcels(parcels.source, scenes, weather, checked.bundle, chunk_size=request.chunk_size,
                                       progress=bar, **options)
     else:
-        from ..core.runs.cluster import classify_partitioned
-
         # Workers load the model from its file (once each); a checksum of it guards a resume.
         result, folder = _partitioned(progress, "classify", lambda listener: classify_partitioned(
             parcels.source, scenes, weather, request.model, cluster=cluster, resume=request.cluster.resume,
-            run_folder=request.cluster.run_folder or default_run_folder(target.path if target else output.path), chunk_size=request.chunk_size,
-            listener=listener, inputs=list(output.inputs) if output else [], **options))
+            run_folder=request.cluster.run_folder or default_run_folder(target.path if target else output.path),
+            chunk_size=request.chunk_size, listener=listener, inputs=list(output.inputs) if output else [], **options))
     require_usable(result.status, "classified", parcels.describe())
     run = ClassificationRun(result, checked.bundle, scenes, checked, target=target)
     if output is not None:
@@ -269,8 +274,6 @@ def run_extraction(request: ExtractRequest, progress: Optional[RunProgress] = No
             out = extract_to_dataset(source, scenes, weather, request.out, chunk_size=request.chunk_size,
                                      overwrite=request.overwrite, progress=bar, **options)
     else:
-        from ..core.runs.cluster import extract_partitioned
-
         out, folder = _partitioned(progress, "extract", lambda listener: extract_partitioned(
             source, scenes, weather, request.out, cluster=cluster, resume=request.cluster.resume,
             run_folder=request.cluster.run_folder or default_run_folder(request.out),
@@ -379,8 +382,6 @@ def run_gdd(request: GddRequest, progress: Optional[RunProgress] = None) -> GddR
         gdd = gdd_at_points(weather, xs, ys, table.geometry.crs, dates, parcel_ids=list(table.parcel_ids),
                             **thermal_options(thermal), **options)
     else:
-        from ..core.runs.cluster import gdd_partitioned
-
         gdd, folder = _partitioned(progress, "gdd", lambda listener: gdd_partitioned(
             table, weather, dates, cluster=cluster, resume=request.cluster.resume,
             run_folder=request.cluster.run_folder or default_run_folder(out), chunk_size=request.chunk_size,

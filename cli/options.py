@@ -177,8 +177,8 @@ def scenes_spec(args: argparse.Namespace, required: bool = True) -> ScenesSpec:
         raise InputError("Give exactly one of --scenes (files), --stac (saved STAC items) or --catalog (a STAC "
                          f"search){'; got ' + ' and '.join(given) if given else ''}.")
     band_order = getattr(args, "band_order", None)
-    return ScenesSpec(files=as_tuple(scenes), items=as_tuple(stac), catalog=catalog, season=getattr(args, "season", None),
-                      collection=getattr(args, "collection", None), start=getattr(args, "start", None),
+    return ScenesSpec(files=as_tuple(scenes), items=as_tuple(stac), catalog=catalog,
+                      season=getattr(args, "season", None), collection=getattr(args, "collection", None), start=getattr(args, "start", None),
                       end=getattr(args, "end", None), max_cloud=getattr(args, "max_cloud", 60.0),
                       band_order=tuple(band_order.split(",")) if band_order else None,
                       level=getattr(args, "level", None), offset=getattr(args, "offset", None),
