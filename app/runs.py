@@ -339,7 +339,8 @@ def run_gdd(request: GddRequest, progress: Optional[RunProgress] = None) -> GddR
     CSV table or the parcels with one field per date) when given.
 
     Raises:
-        NoUsableParcelsError: no parcel has usable temperatures (nothing is written).
+        NoUsableParcelsError: ``out`` is given and no parcel has usable temperatures (nothing is
+            written; without ``out`` the door shows the parcels without values itself).
     """
     progress = progress or RunProgress()
     parcels, weather_spec, thermal = request.parcels, request.weather, request.thermal
@@ -386,7 +387,7 @@ def run_gdd(request: GddRequest, progress: Optional[RunProgress] = None) -> GddR
             table, weather, dates, cluster=cluster, resume=request.cluster.resume,
             run_folder=request.cluster.run_folder or default_run_folder(out), chunk_size=request.chunk_size,
             listener=listener, inputs=inputs, **thermal_options(thermal), **options))
-    if not np.isfinite(gdd).all(axis=1).any():
+    if out is not None and not np.isfinite(gdd).all(axis=1).any():
         raise NoUsableParcelsError(
             f"No parcel of {parcels.describe()} has usable temperatures in {weather_spec.service or weather_spec.path} "
             f"(no cell with data within {weather_spec.max_distance_km:g} km, or gaps of more than 3 days); check the "

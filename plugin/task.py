@@ -9,8 +9,8 @@ no other QGIS object, so removing the layer meanwhile harms nothing.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Optional, Union
 
 from qgis.core import Qgis, QgsFeatureRequest, QgsMessageLog, QgsTask
 
@@ -161,60 +161,47 @@ class ThermoCropTask(QgsTask):
 
 class ClassificationTask(ThermoCropTask):
     """Reads the parcels and runs ``app.run_classification`` (which writes a new layer file when
-    asked) off the main thread; the request is :func:`classification_request` of the parameters.
+    asked) off the main thread.
 
-    ``on_done(task)`` runs in the main thread. After it ends, ``result`` holds the
-    ``ClassificationResult``, ``bundle`` the model, ``fids`` the feature id of each frame row and
-    ``written`` the new file (new-layer mode); or ``error`` says what went wrong (``cancelled``
-    tells a user stop from a failure).
+    It takes a ``ClassifyRequest`` whose parcels may be a :class:`LayerSnapshot` (read here, in
+    the worker thread), or the dock's :class:`ClassificationParameters` (turned into one by
+    :func:`classification_request`). ``on_done(task)`` runs in the main thread. After it ends,
+    ``result`` holds the ``ClassificationResult``, ``bundle`` the model, ``fids`` the feature id
+    of each frame row and ``written`` the new file (new-layer mode); or ``error`` says what went
+    wrong (``cancelled`` tells a user stop from a failure).
     """
 
     WHAT = "Classification"
 
-    def __init__(self, params: ClassificationParameters, on_done: Callable[["ClassificationTask"], None]):
+    def __init__(self, params: Union[ClassificationParameters, ClassifyRequest],
+                 on_done: Optional[Callable[["ClassificationTask"], None]], fids: Optional[list] = None):
         super().__init__(tr("ThermoCrop: classify parcels"), on_done)
         self.params = params
+        self.request = params if isinstance(params, ClassifyRequest) else classification_request(params)
         self.result = None
         self.bundle = None
-        self.fids: list = list(params.fids)
+        self.fids: list = list(params.fids) if isinstance(params, ClassificationParameters) else list(fids or [])
         self.written: Optional[str] = None
 
     def work(self, progress) -> None:
-        p = self.params
+        request = self.request
+        new_file = request.output is not None
         # The bar moves through reading the layer, classifying and writing by their cost, which
         # is known once the parcels are counted.
-        dates = len(p.scenes) if _all_scenes(p.scenes) else TYPICAL_DATES
-        reading, rest = progress.parts(_phase_costs(estimated_seconds(TYPICAL_PARCELS, dates), p.output, 2))
-        request, self.fids = classification_request(p)
+        found = request.scenes.found
+        dates = len(found) if found else TYPICAL_DATES
+        reading, rest = progress.parts(_phase_costs(estimated_seconds(TYPICAL_PARCELS, dates), new_file, 2))
+        request, self.fids = read_parcels(request, self.fids)
         reading(1.0)
-        classifying, writing = rest.parts(_phase_costs(estimated_seconds(len(self.fids), dates), p.output)[1:])
+        classifying, writing = rest.parts(_phase_costs(estimated_seconds(len(self.fids), dates), new_file)[1:])
         run = run_classification(request, RunProgress(classifying))
         self.result, self.bundle = run.result, run.bundle
         self.written = None if run.written is None else str(run.written)
         writing(1.0)
 
 
-def classification_request(p: ClassificationParameters) -> tuple[ClassifyRequest, list]:
-    """The dock's parameters as a ``ClassifyRequest``, and the feature id of each of its rows.
-
-    A layer snapshot is read here (in the worker thread): a new file gets every feature (the
-    unselected ones with status ``not_selected``), the layer itself only the selected ones.
-    """
-    import geopandas as gpd
-
-    table, fids, selected = p.parcels, list(p.fids), None
-    frame = table
-    if isinstance(p.parcels, LayerSnapshot):
-        whole = p.output is not None
-        table, fids = p.parcels.read(attributes=whole, only_selected=not whole)
-        if whole and p.parcels.selected is not None:
-            selected = tuple(str(fid) for fid in p.parcels.selected)
-        frame = table
-        if whole:
-            # The user's own fields (a parcel_id among them) are kept apart from the ids core
-            # reads: each row's feature id.
-            frame = gpd.GeoDataFrame({ID_COLUMN: [str(fid) for fid in fids]}, geometry=table.geometry.values,
-                                     crs=table.crs)
+def classification_request(p: ClassificationParameters) -> ClassifyRequest:
+    """The dock's parameters as a ``ClassifyRequest`` (its parcels still the layer snapshot)."""
     if p.credentials:  # saved STAC items read with keys from QGIS's authentication manager
         scenes = ScenesSpec(items=tuple(p.scenes), credentials=dict(p.credentials))
     elif _all_scenes(p.scenes):
@@ -223,19 +210,44 @@ def classification_request(p: ClassificationParameters) -> tuple[ClassifyRequest
         scenes = ScenesSpec(files=tuple(p.scenes))
     output = None
     if p.output:
-        output = ClassificationOutput(p.output, overwrite=p.overwrite, features=table, inputs=tuple(p.inputs))
-    request = ClassifyRequest(
-        parcels=ParcelsSpec(frame, name=_parcels_name(p.parcels), id_field=ID_COLUMN, selected_ids=selected),
+        output = ClassificationOutput(p.output, overwrite=p.overwrite, inputs=tuple(p.inputs))
+    return ClassifyRequest(
+        parcels=ParcelsSpec(p.parcels, name=_parcels_name(p.parcels), id_field=ID_COLUMN),
         scenes=scenes, weather=weather_spec(p.weather), model=p.bundle if p.bundle is not None else p.model,
         fields=ResultFields(p.label_field, p.confidence_field, p.status_field, p.probabilities),
         sampling=PixelSampling(**p.extra), output=output)
-    return request, fids
 
 
-def _phase_costs(cost: dict, output: Optional[str], parts: int = 3) -> list:
-    """The costs of reading, classifying and writing (nothing to write without an ``output``
-    file), or of reading and the rest with ``parts=2``."""
-    costs = [cost["read"], cost["extract"] + cost["predict"], cost["write"] if output else 0.0]
+def read_parcels(request: ClassifyRequest, fids: list) -> tuple[ClassifyRequest, list]:
+    """``request`` with a layer snapshot read into a table (in the worker thread), and the
+    feature id of each row (``fids`` for a table given as such).
+
+    A new file gets every feature (the unselected ones with status ``not_selected``), the
+    layer itself only the selected ones.
+    """
+    import geopandas as gpd
+
+    snapshot = request.parcels.source
+    if not isinstance(snapshot, LayerSnapshot):
+        return request, list(fids)
+    whole = request.output is not None
+    table, fids = snapshot.read(attributes=whole, only_selected=not whole)
+    parcels = replace(request.parcels, source=table)
+    if whole:
+        # The user's own fields (a parcel_id among them) are kept apart from the ids core
+        # reads: each row's feature id.
+        frame = gpd.GeoDataFrame({ID_COLUMN: [str(fid) for fid in fids]}, geometry=table.geometry.values,
+                                 crs=table.crs)
+        selected = None if snapshot.selected is None else tuple(str(fid) for fid in snapshot.selected)
+        parcels = replace(parcels, source=frame, selected_ids=selected)
+        request = replace(request, output=replace(request.output, features=table))
+    return replace(request, parcels=parcels), fids
+
+
+def _phase_costs(cost: dict, new_file: bool, parts: int = 3) -> list:
+    """The costs of reading, classifying and writing (nothing to write without a new file),
+    or of reading and the rest with ``parts=2``."""
+    costs = [cost["read"], cost["extract"] + cost["predict"], cost["write"] if new_file else 0.0]
     return costs if parts == 3 else [costs[0], costs[1] + costs[2]]
 
 

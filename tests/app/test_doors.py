@@ -84,14 +84,20 @@ def test_classification_doors_build_one_request(provider, spy, tiny_region, tmp_
     layer = QgsVectorLayer(str(parcels), "parcels", "ogr")
     snapshot = dock_task.LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(),
                                        layer.fields().names())
-    task = dock_task.ClassificationTask(dock_task.ClassificationParameters(
-        parcels=snapshot, fids=[], scenes=[str(scenes)], weather=str(weather), model=str(MODEL)), on_done=None)
+    params = dock_task.ClassificationParameters(parcels=snapshot, fids=[], scenes=[str(scenes)],
+                                                weather=str(weather), model=str(MODEL))
+    task = dock_task.ClassificationTask(params, on_done=None)
     assert task.run() is False and task.error == "run_classification called"
+    # The task takes the request itself as well (its parcels the snapshot, read in the task).
+    request = dock_task.classification_request(params)
+    assert request.parcels.source is snapshot
+    assert dock_task.ClassificationTask(request, on_done=None).run() is False
 
-    cli, toolbox, dock = requests
+    cli, toolbox, dock, dock_request = requests
+    assert dataclasses.replace(dock_request, parcels=None) == dataclasses.replace(dock, parcels=None)
     assert cli.parcels.source == str(parcels) and cli.output.path == str(tmp_path / "cli.gpkg")
     assert toolbox.output is None and dock.output is None  # a Processing sink; the layer's own fields
-    _same_parcels(parcels, toolbox.parcels.source, dock.parcels.source)
+    _same_parcels(parcels, toolbox.parcels.source, dock.parcels.source, dock_request.parcels.source)
     common = [dataclasses.replace(r, parcels=None, output=None) for r in requests]
     assert common[0] == common[1] == common[2]
     assert cli.scenes.files == (str(scenes),) and cli.weather.path == str(weather) and cli.model == str(MODEL)
