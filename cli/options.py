@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from typing import Callable
 
+from ..app import ClusterSpec, RunProgress, ScenesSpec, WeatherSpec, weather_spec
+from ..app.requests import DEFAULT_MAX_DISTANCE_KM, as_tuple
+from ..core.errors import InputError
 from ..core.limits import LIMITS
+from .progress_bar import partition_bar, progress_bar
 
 
 def bounded(name: str) -> Callable[[str], float]:
@@ -63,8 +69,9 @@ def add_weather_options(parser: argparse.ArgumentParser) -> None:
                                           "ISO date-times such as 2018-01-01T00:00:00)")
     group.add_argument("--tmax-file", help="second NetCDF file holding the daily maximum (an E-OBS tn_ file "
                                            "finds its tx_ companion by itself)")
-    group.add_argument("--max-distance-km", type=bounded("max_distance_km"), default=25.0,
-                       help="how far a parcel may be from the grid cell it takes temperatures from (default 25)")
+    group.add_argument("--max-distance-km", type=bounded("max_distance_km"), default=DEFAULT_MAX_DISTANCE_KM,
+                       help="how far a parcel may be from the grid cell it takes temperatures from "
+                            f"(default {DEFAULT_MAX_DISTANCE_KM:g})")
 
 
 def add_season_option(parser: argparse.ArgumentParser) -> None:
@@ -96,23 +103,6 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
                             "removed once the output is written")
     group.add_argument("--resume", action="store_true",
                        help="continue an interrupted run from the partitions its run folder holds")
-
-
-def cluster_options(args: argparse.Namespace):
-    """``core.distributed.ClusterOptions`` from the options above, or None for a one-process run."""
-    from ..core.runs.cluster import ClusterOptions
-    from ..core.io.output import check_distinct_outputs
-
-    options = ClusterOptions(workers=args.workers, scheduler=args.scheduler)
-    if not (options.partitioned or args.resume or args.run_folder):
-        return None
-    check_distinct_outputs([("--out", args.out), ("--run-folder", args.run_folder)])
-    import logging
-
-    # Dask's own INFO lines (workers starting and stopping) would drown the progress bar.
-    for name in ("distributed", "bokeh", "tornado"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-    return options
 
 
 def print_run_summary(summary, wall_s: float) -> None:
@@ -158,9 +148,6 @@ def add_search_options(group, season: bool = True) -> None:
 
 def _stats_printer():
     """A callback printing the fetch progress (bytes and dates) every few seconds."""
-    import sys
-    import time
-
     last = [0.0]
 
     def show(stats) -> None:
@@ -174,67 +161,66 @@ def _stats_printer():
     return show
 
 
-def _items(args: argparse.Namespace, parcels):
-    """The STAC items of ``--stac`` files or of a ``--catalog`` search, and the folders their
-    local hrefs may be in (those of the files; none for a search)."""
-    from ..core.errors import InputError
-    from ..core.scenes.stac import load_item_files, resolve_catalog, search_items
-
-    if args.stac:
-        return load_item_files(args.stac)
-    if parcels is None:
-        raise InputError("A catalogue search needs the parcels (--parcels).")
-    items = search_items(parcels, season=args.season, start=args.start, end=args.end,
-                         catalog=resolve_catalog(args.catalog, args.collection), max_cloud=args.max_cloud)
-    print(f"{len(items)} items found in {args.catalog}")
-    return items, []
+def add_missing_scl_option(parser: argparse.ArgumentParser) -> None:
+    """``--missing-scl``: what to do with L2A products that have no SCL raster to mask clouds with."""
+    parser.add_argument("--missing-scl", choices=("refuse", "warn", "bands"), default="refuse",
+                        help="L2A products without an SCL raster: refuse them (default), use them unmasked with "
+                             "a warning (warn), or mask thick clouds and snow by a brightness test (bands)")
 
 
-def scene_dates(args: argparse.Namespace, parcels=None):
-    """The acquisition dates of ``--scenes`` / ``--stac`` / ``--catalog`` (items are not opened)."""
-    import numpy as np
-
-    if getattr(args, "scenes", None):
-        from ..core.scenes.local import find_scenes
-
-        return np.unique(np.array([s.date for s in find_scenes(args.scenes)], dtype="datetime64[D]"))
-    from ..core.scenes.stac import summarize
-
-    return np.unique(np.array([s.date for s in summarize(_items(args, parcels)[0])], dtype="datetime64[D]"))
-
-
-def resolve_scenes(args: argparse.Namespace, parcels=None, **find_options) -> list:
-    """The scenes asked for by ``--scenes``, ``--stac`` or the search options."""
-    from ..core.errors import InputError
-
-    stac = getattr(args, "stac", None)
-    catalog = getattr(args, "catalog", None)
-    scenes = getattr(args, "scenes", None)
+def scenes_spec(args: argparse.Namespace, required: bool = True) -> ScenesSpec:
+    """The scenes of ``--scenes``, ``--stac`` or the search options (exactly one of them where
+    ``required``), with the scene and cache options."""
+    scenes, stac, catalog = (getattr(args, name, None) for name in ("scenes", "stac", "catalog"))
     given = [name for name, value in (("--scenes", scenes), ("--stac", stac), ("--catalog", catalog)) if value]
-    if len(given) != 1:
+    if required and len(given) != 1:
         raise InputError("Give exactly one of --scenes (files), --stac (saved STAC items) or --catalog (a STAC "
                          f"search){'; got ' + ' and '.join(given) if given else ''}.")
-    if scenes:
-        from ..core.scenes.local import find_scenes
-
-        return find_scenes(scenes, **find_options)
-    from ..core.scenes.stac import reader_for, scenes_from_items
-
-    items, folders = _items(args, parcels)
-    reader = reader_for(items, cache_dir=args.cache, max_requests=args.max_requests, on_stats=_stats_printer(),
-                        catalog=catalog)
-    return scenes_from_items(items, reader=reader, level=find_options.get("level"), offset=find_options.get("offset"),
-                             folders=folders)
+    band_order = getattr(args, "band_order", None)
+    return ScenesSpec(files=as_tuple(scenes), items=as_tuple(stac), catalog=catalog,
+                      season=getattr(args, "season", None), collection=getattr(args, "collection", None), start=getattr(args, "start", None),
+                      end=getattr(args, "end", None), max_cloud=getattr(args, "max_cloud", 60.0),
+                      band_order=tuple(band_order.split(",")) if band_order else None,
+                      level=getattr(args, "level", None), offset=getattr(args, "offset", None),
+                      cache=getattr(args, "cache", None), max_requests=getattr(args, "max_requests", 8))
 
 
-def resolve_weather(args: argparse.Namespace, table, dates, season_start) -> str:
-    """``--weather`` as a file path: a service name (open-meteo, cds:e-obs, cds:era5-land)
-    is fetched for the parcels' cells and season and cached first."""
-    from ..core.thermal.weather_services import fetch_for_parcels, is_weather_service
+def weather_of(args: argparse.Namespace) -> WeatherSpec:
+    """``--weather`` (a file or a service) with the cache and, where the command has them, the
+    weather file's options."""
+    return weather_spec(args.weather, cache=getattr(args, "cache", None),
+                        refresh=bool(getattr(args, "refresh_weather", False)),
+                        tmin_var=getattr(args, "tmin_var", None), tmax_var=getattr(args, "tmax_var", None),
+                        date_var=getattr(args, "date_var", None), tmax_path=getattr(args, "tmax_file", None),
+                        max_distance_km=getattr(args, "max_distance_km", DEFAULT_MAX_DISTANCE_KM))
 
-    if not is_weather_service(args.weather):
-        return args.weather
-    path = fetch_for_parcels(args.weather, table.geometry, dates, season_start, cache_dir=getattr(args, "cache", None),
-                             refresh=bool(getattr(args, "refresh_weather", False)))
-    print(f"temperatures from {args.weather}: {path}")
-    return str(path)
+
+def cluster_spec(args: argparse.Namespace) -> ClusterSpec:
+    """Where the run goes: ``--workers``, ``--scheduler``, ``--run-folder``, ``--resume``."""
+    return ClusterSpec(workers=args.workers, scheduler=args.scheduler, run_folder=args.run_folder,
+                       resume=args.resume)
+
+
+class CliProgress(RunProgress):
+    """A run on the terminal: lines printed, a bar for one process, a partition bar for a cluster."""
+
+    def __init__(self) -> None:
+        super().__init__(report=print)
+        self.on_stats = _stats_printer()
+
+    def bar(self, what: str):
+        return progress_bar(what)
+
+    def partitions(self, what: str):
+        return partition_bar(what)
+
+    def inputs_checked(self, checked) -> None:
+        scenes = checked.scenes
+        print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products "
+              f"(inputs checked in {checked.seconds:.1f} s)")
+
+    def weather_fetched(self, service: str, path: str) -> None:
+        print(f"temperatures from {service}: {path}")
+
+    def partitions_done(self, summary, wall_s: float) -> None:
+        print_run_summary(summary, wall_s)

@@ -461,7 +461,7 @@ def report_html(report: AccuracyReport, narrow: bool = False) -> str:
     # "total" letter by letter), and the user's and producer's accuracies left to the per-class
     # table, so that the matrix is as narrow as its counts.
     nowrap = ";white-space:nowrap" if narrow else ""
-    cell = f"<td style=\"white-space:nowrap\">" if narrow else "<td>"
+    cell = "<td style=\"white-space:nowrap\">" if narrow else "<td>"
     if narrow:
         head = "".join(f"<th style=\"white-space:nowrap\">{k}</th>" for k in range(1, len(classes) + 1))
         row_names = [f"{k} {esc(c)}" for k, c in enumerate(classes, 1)]

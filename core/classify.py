@@ -20,11 +20,11 @@ from .errors import InputError, SceneError
 from .extract import SceneSource, chunk_groups, dataset_meta, scene_list_of
 from .parcels import ParcelSource, ParcelTable, load_parcels
 from .progress import Progress
+from .result_columns import result_columns
 from .io.vector import feature_count, write_with_fields
 from .sampling import scene_grids, spatial_chunks
 from .scenes.radiometry import check_missing_scl
 from .scenes.seasons import select_season
-from .model.uncertainty import uncertainty_fields
 from .settings import ExtractionSettings, PixelSampling, ThermalTime
 
 log = logging.getLogger(__name__)
@@ -349,7 +349,7 @@ def write_classification(
 
     Every feature and attribute of the input is kept; the three fields are added (or replace
     fields of the same name). Parcels that were not classified get NULL as class and
-    confidence; those not selected get the status ``not_selected``. With ``probabilities`` the
+    confidence; those not selected get the status ``not_selected`` (``result_columns``). With ``probabilities`` the
     fields of :func:`~thermocrop.core.model.uncertainty.uncertainty_fields` follow (``p_<class>`` per
     class, ``crop_margin``, ``crop_entropy``). The output is written beside the target, read
     back and counted, and only then takes its name; an existing file (the input included) is
@@ -366,18 +366,8 @@ def write_classification(
     if len(result) and (result.rows.max() >= n):
         raise InputError(f"The classification holds rows beyond the {n} features of the layer; "
                          "classify this layer again.")
-    ok = result.status == STATUS_OK
-    labels = np.full(n, None, dtype=object)
-    confidence = np.full(n, np.nan)
-    status = np.full(n, "not_selected", dtype=object)
-    labels[result.rows] = np.where(ok, result.labels.astype(object), None)
-    confidence[result.rows] = np.where(ok, result.confidence, np.nan)
-    status[result.rows] = result.status
-    values = {label_field: labels, conf_field: confidence, status_field: status}
-    if probabilities:
-        full = np.full((n, len(result.classes)), np.nan, dtype=np.float32)
-        full[result.rows] = result.probabilities
-        values.update(uncertainty_fields(full, result.classes))
+    values = result_columns(result, n, label_field=label_field, conf_field=conf_field, status_field=status_field,
+                            probabilities=probabilities)
     out = write_with_fields(parcels, values, out, overwrite=overwrite, layer=layer, out_layer=out_layer,
                             inputs=inputs)
     log.info("Wrote %d parcels to %s", n, out)

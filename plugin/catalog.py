@@ -13,6 +13,7 @@ from typing import Callable, Optional, Sequence
 
 from qgis.core import QgsApplication, QgsAuthMethodConfig
 
+from ..app import ScenesSpec, resolve_scenes
 from .i18n import tr
 
 
@@ -90,8 +91,7 @@ def describe_search(summaries: Sequence) -> str:
 def stac_scenes(paths: Sequence[str], *, credentials: Optional[dict] = None, cache_dir=None, progress=None,
                 on_stats: Optional[Callable] = None) -> list:
     """Scenes of saved item collections, read with ``credentials`` (see :func:`auth_credentials`)."""
-    from ..core.scenes.stac import load_item_files, reader_for, scenes_from_items
+    spec = ScenesSpec(items=tuple(str(p) for p in paths), credentials=dict(credentials or {}),
+                      cache=None if cache_dir is None else str(cache_dir))
+    return resolve_scenes(spec, progress=progress, on_stats=on_stats)
 
-    items, folders = load_item_files(paths)
-    reader = reader_for(items, cache_dir=cache_dir, credentials=credentials, on_stats=on_stats)
-    return scenes_from_items(items, reader=reader, progress=progress, folders=folders)

@@ -11,6 +11,7 @@ from typing import Callable, Optional
 from qgis.core import QgsField, QgsProject, QgsVectorDataProvider, QgsVectorLayer
 from qgis.PyQt.QtCore import QVariant
 
+from ..app import result_columns
 from .i18n import tr
 
 
@@ -23,25 +24,24 @@ def layer_is_writable(layer: QgsVectorLayer) -> bool:
 
 def result_values(result, fids: list, label_field: str, conf_field: str, status_field: Optional[str] = None,
                   probabilities: bool = False) -> dict:
-    """The fields to write, as ``{name: (QVariant type, {fid: value})}`` in writing order."""
-    from ..core.model.uncertainty import uncertainty_fields
+    """The fields to write for the features that have a result, as ``{name: (QVariant type,
+    {fid: value})}`` in writing order (``core.result_columns``; NaN becomes NULL)."""
+    columns = result_columns(result, len(fids), label_field=label_field, conf_field=conf_field,
+                             status_field=status_field, probabilities=probabilities)
+    rows = [int(row) for row in result.rows]
+    kinds = {label_field: QVariant.String, status_field: QVariant.String}
+    return {name: (kinds.get(name, QVariant.Double), {fids[row]: qgis_value(values[row]) for row in rows})
+            for name, values in columns.items()}
 
-    def number(v):
-        return None if v is None or math.isnan(float(v)) else float(v)
 
-    ok = [s == "ok" for s in result.status]
-    row_fids = [fids[row] for row in result.rows]
-    fields = {
-        label_field: (QVariant.String, {fid: str(lab) if good else None
-                                        for fid, lab, good in zip(row_fids, result.labels, ok)}),
-        conf_field: (QVariant.Double, {fid: number(c) for fid, c in zip(row_fids, result.confidence)}),
-    }
-    if status_field:
-        fields[status_field] = (QVariant.String, {fid: str(s) for fid, s in zip(row_fids, result.status)})
-    if probabilities:
-        for name, values in uncertainty_fields(result.probabilities, result.classes).items():
-            fields[name] = (QVariant.Double, {fid: number(v) for fid, v in zip(row_fids, values)})
-    return fields
+def qgis_value(value):
+    """A column value as a QGIS attribute: NaN and None are NULL, numbers plain floats, text str."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return str(value)
+    number = float(value)
+    return None if math.isnan(number) else number
 
 
 SHAPEFILE_NAME_LENGTH = 10

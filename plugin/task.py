@@ -9,11 +9,23 @@ no other QGIS object, so removing the layer meanwhile harms nothing.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Optional, Union
 
 from qgis.core import Qgis, QgsFeatureRequest, QgsMessageLog, QgsTask
 
+from ..app import (
+    ClassificationOutput,
+    ClassifyRequest,
+    ParcelsSpec,
+    ResultFields,
+    RunProgress,
+    ScenesSpec,
+    run_classification,
+    weather_spec,
+)
+from ..core.classify import estimated_seconds
+from ..core.settings import PixelSampling
 from .i18n import tr
 from .layers import ID_COLUMN, features_to_frame
 
@@ -69,6 +81,8 @@ class ClassificationParameters:
         overwrite: the user agreed to replace an existing ``output``.
         bundle: the ``ModelBundle`` the preflight loaded (else ``model`` is loaded in the task).
         inputs: files the run reads (parcel file, weather, model), which ``output`` may not be.
+        extra: ``core.settings.PixelSampling`` fields other than their defaults (``min_pixels``,
+            ``missing_scl``...).
         credentials: for reading saved STAC items (``scenes``) from QGIS's authentication manager
             (``catalog.auth_credentials``); empty: the environment's. Held in memory only.
     """
@@ -146,79 +160,94 @@ class ThermoCropTask(QgsTask):
 
 
 class ClassificationTask(ThermoCropTask):
-    """Reads the parcels, runs ``classify_parcels`` and writes a new layer file off the main thread.
+    """Reads the parcels and runs ``app.run_classification`` (which writes a new layer file when
+    asked) off the main thread.
 
-    ``on_done(task)`` runs in the main thread. After it ends, ``result`` holds the
-    ``ClassificationResult``, ``bundle`` the model, ``fids`` the feature id of each frame row and
-    ``written`` the new file (new-layer mode); or ``error`` says what went wrong (``cancelled``
-    tells a user stop from a failure).
+    It takes a ``ClassifyRequest`` whose parcels may be a :class:`LayerSnapshot` (read here, in
+    the worker thread), or the dock's :class:`ClassificationParameters` (turned into one by
+    :func:`classification_request`). ``on_done(task)`` runs in the main thread. After it ends,
+    ``result`` holds the ``ClassificationResult``, ``bundle`` the model, ``fids`` the feature id
+    of each frame row and ``written`` the new file (new-layer mode); or ``error`` says what went
+    wrong (``cancelled`` tells a user stop from a failure).
     """
 
     WHAT = "Classification"
 
-    def __init__(self, params: ClassificationParameters, on_done: Callable[["ClassificationTask"], None]):
+    def __init__(self, params: Union[ClassificationParameters, ClassifyRequest],
+                 on_done: Optional[Callable[["ClassificationTask"], None]], fids: Optional[list] = None):
         super().__init__(tr("ThermoCrop: classify parcels"), on_done)
         self.params = params
+        self.request = params if isinstance(params, ClassifyRequest) else classification_request(params)
         self.result = None
         self.bundle = None
-        self.fids: list = list(params.fids)
+        self.fids: list = list(params.fids) if isinstance(params, ClassificationParameters) else list(fids or [])
         self.written: Optional[str] = None
 
     def work(self, progress) -> None:
-        import geopandas as gpd
-
-        from ..core.model.bundle import default_bundle_path, load_bundle
-        from ..core.classify import classify_parcels, estimated_seconds, write_classification
-        from ..core.parcels import require_usable
-
-        p = self.params
+        request = self.request
+        new_file = request.output is not None
         # The bar moves through reading the layer, classifying and writing by their cost, which
         # is known once the parcels are counted.
-        dates = len(p.scenes) if _all_scenes(p.scenes) else TYPICAL_DATES
-        reading, rest = progress.parts(_phase_costs(estimated_seconds(TYPICAL_PARCELS, dates), p.output, 2))
-        selected = None
-        table = p.parcels
-        if isinstance(p.parcels, LayerSnapshot):
-            # A new file gets every feature (unselected ones marked not_selected).
-            whole = p.output is not None
-            table, self.fids = p.parcels.read(attributes=whole, only_selected=not whole)
-            if whole and p.parcels.selected is not None:
-                selected = [str(fid) for fid in p.parcels.selected]
+        found = request.scenes.found
+        dates = len(found) if found else TYPICAL_DATES
+        reading, rest = progress.parts(_phase_costs(estimated_seconds(TYPICAL_PARCELS, dates), new_file, 2))
+        request, self.fids = read_parcels(request, self.fids)
         reading(1.0)
-        classifying, writing = rest.parts(_phase_costs(estimated_seconds(len(table), dates), p.output)[1:])
-        frame = table
-        if isinstance(p.parcels, LayerSnapshot) and p.output:
-            # The user's own fields (a parcel_id among them) are kept apart from the ids core
-            # reads: each row's feature id.
-            frame = gpd.GeoDataFrame({ID_COLUMN: [str(fid) for fid in self.fids]},
-                                     geometry=table.geometry.values, crs=table.crs)
-        self.bundle = p.bundle if p.bundle is not None else load_bundle(p.model or default_bundle_path())
-        progress.check()
-        scenes = p.scenes
-        if p.credentials:  # saved STAC items read with keys from QGIS's authentication manager
-            from .catalog import stac_scenes
-
-            scenes = stac_scenes(p.scenes, credentials=p.credentials, progress=classifying.sub(0.0, 0.05))
-            classifying = classifying.sub(0.05, 1.0)
-        result = classify_parcels(frame, scenes, p.weather, self.bundle, id_field=ID_COLUMN,
-                                  selected_ids=selected, progress=classifying, **p.extra)
-        # A run that classified no parcel fails, with the parcels counted by status, and
-        # writes nothing (no empty-handed new file, no in-place edit).
-        require_usable(result.status, "classified", _parcels_name(p.parcels))
-        self.result = result
-        if p.output:
-            progress.check()
-            self.written = str(write_classification(
-                table, self.result, p.output, label_field=p.label_field, conf_field=p.confidence_field,
-                status_field=p.status_field, overwrite=p.overwrite, probabilities=p.probabilities,
-                inputs=p.inputs))
+        classifying, writing = rest.parts(_phase_costs(estimated_seconds(len(self.fids), dates), new_file)[1:])
+        run = run_classification(request, RunProgress(classifying))
+        self.result, self.bundle = run.result, run.bundle
+        self.written = None if run.written is None else str(run.written)
         writing(1.0)
 
 
-def _phase_costs(cost: dict, output: Optional[str], parts: int = 3) -> list:
-    """The costs of reading, classifying and writing (nothing to write without an ``output``
-    file), or of reading and the rest with ``parts=2``."""
-    costs = [cost["read"], cost["extract"] + cost["predict"], cost["write"] if output else 0.0]
+def classification_request(p: ClassificationParameters) -> ClassifyRequest:
+    """The dock's parameters as a ``ClassifyRequest`` (its parcels still the layer snapshot)."""
+    if p.credentials:  # saved STAC items read with keys from QGIS's authentication manager
+        scenes = ScenesSpec(items=tuple(p.scenes), credentials=dict(p.credentials))
+    elif _all_scenes(p.scenes):
+        scenes = ScenesSpec(found=tuple(p.scenes))
+    else:
+        scenes = ScenesSpec(files=tuple(p.scenes))
+    output = None
+    if p.output:
+        output = ClassificationOutput(p.output, overwrite=p.overwrite, inputs=tuple(p.inputs))
+    return ClassifyRequest(
+        parcels=ParcelsSpec(p.parcels, name=_parcels_name(p.parcels), id_field=ID_COLUMN),
+        scenes=scenes, weather=weather_spec(p.weather), model=p.bundle if p.bundle is not None else p.model,
+        fields=ResultFields(p.label_field, p.confidence_field, p.status_field, p.probabilities),
+        sampling=PixelSampling(**p.extra), output=output)
+
+
+def read_parcels(request: ClassifyRequest, fids: list) -> tuple[ClassifyRequest, list]:
+    """``request`` with a layer snapshot read into a table (in the worker thread), and the
+    feature id of each row (``fids`` for a table given as such).
+
+    A new file gets every feature (the unselected ones with status ``not_selected``), the
+    layer itself only the selected ones.
+    """
+    import geopandas as gpd
+
+    snapshot = request.parcels.source
+    if not isinstance(snapshot, LayerSnapshot):
+        return request, list(fids)
+    whole = request.output is not None
+    table, fids = snapshot.read(attributes=whole, only_selected=not whole)
+    parcels = replace(request.parcels, source=table)
+    if whole:
+        # The user's own fields (a parcel_id among them) are kept apart from the ids core
+        # reads: each row's feature id.
+        frame = gpd.GeoDataFrame({ID_COLUMN: [str(fid) for fid in fids]}, geometry=table.geometry.values,
+                                 crs=table.crs)
+        selected = None if snapshot.selected is None else tuple(str(fid) for fid in snapshot.selected)
+        parcels = replace(parcels, source=frame, selected_ids=selected)
+        request = replace(request, output=replace(request.output, features=table))
+    return replace(request, parcels=parcels), fids
+
+
+def _phase_costs(cost: dict, new_file: bool, parts: int = 3) -> list:
+    """The costs of reading, classifying and writing (nothing to write without a new file),
+    or of reading and the rest with ``parts=2``."""
+    costs = [cost["read"], cost["extract"] + cost["predict"], cost["write"] if new_file else 0.0]
     return costs if parts == 3 else [costs[0], costs[1] + costs[2]]
 
 

@@ -1,8 +1,8 @@
 """Daily temperatures for the dock from a weather service (``core.weather_services``), fetched in a
 ``QgsTask`` for the parcels' cells from the season start to the last scene date.
 
-The Toolbox does the same in ``ThermoCropAlgorithm.fetch_weather``; both call
-``core.weather_services.fetch_for_parcels``, which keeps the answer in the cache so that a second
+The Toolbox and the command line do the same through ``app.run_*``; all call
+``app.resolve_weather``, whose service fetch keeps the answer in the cache so that a second
 run over the same parcels and season reads nothing over the network.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
+from ..app import WeatherSpec, resolve_weather
 from .i18n import tr
 from .task import LayerSnapshot, ThermoCropTask
 
@@ -46,12 +47,12 @@ class WeatherTask(ThermoCropTask):
 
     def work(self, progress) -> None:
         from ..core.errors import WeatherError
-        from ..core.thermal.weather_services import fetch_for_parcels
 
         if not self.dates:
             raise WeatherError(tr("No scene dates to fetch temperatures for; choose the scenes first."))
         frame, _ = self.snapshot.read()
         progress(0.05)
-        self.path = str(fetch_for_parcels(self.service, frame.geometry, self.dates, self.season_start,
-                                          cache_dir=self.cache_dir, progress=progress.sub(0.05, 1.0)))
+        spec = WeatherSpec(service=self.service, cache=None if self.cache_dir is None else str(self.cache_dir))
+        self.path = resolve_weather(spec, frame.geometry, self.dates, self.season_start,
+                                    progress=progress.sub(0.05, 1.0))
         progress(1.0)

@@ -68,3 +68,40 @@ def random_batch():
         return pixels, pmask, dmask, dos, gdd
 
     return make
+
+
+# One QGIS application per test session (offscreen), with Processing and the ThermoCrop provider.
+@pytest.fixture(scope="session")
+def qgis_app(tmp_path_factory):
+    """The QgsApplication with Processing initialised and a throw-away profile folder."""
+    pytest.importorskip("qgis")
+    from qgis.core import QgsApplication
+
+    profile = tmp_path_factory.mktemp("qgis-profile")
+    app = QgsApplication([], False, str(profile))
+    app.initQgis()
+    # QGIS's own Processing plugin lives in a plugin folder (pytest's pythonpath lists it).
+    processing = pytest.importorskip("processing.core.Processing")
+    Processing = processing.Processing
+
+    Processing.initialize()
+    yield app
+    Processing.deinitialize()
+
+
+# Python-side providers must stay referenced while registered, or their overrides vanish.
+_PROVIDERS: list = []
+
+
+@pytest.fixture
+def provider(qgis_app):
+    """The ThermoCrop provider, registered again if a test removed it."""
+    from qgis.core import QgsApplication
+
+    from thermocrop.plugin.provider import ThermoCropProvider
+
+    registry = QgsApplication.processingRegistry()
+    if registry.providerById("thermocrop") is None:
+        _PROVIDERS.append(ThermoCropProvider())
+        registry.addProvider(_PROVIDERS[-1])
+    return registry.providerById("thermocrop")

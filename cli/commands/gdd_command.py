@@ -6,15 +6,22 @@ from __future__ import annotations
 import argparse
 from typing import Optional
 
+from ...app import GddRequest, ParcelsSpec, run_gdd
+from ...app.requests import as_tuple
+from ...core.settings import ThermalTime
+from ...core.thermal.gdd import season_bounds
 from ..options import (
+    CliProgress,
     add_cluster_options,
     add_season_option,
     add_stac_options,
     add_weather_options,
     bounded,
+    cluster_spec,
     date,
+    scenes_spec,
     season_start,
-    weather_options,
+    weather_of,
 )
 
 HELP = "growing degree days per parcel (and per date) from daily temperatures, to CSV or a vector file"
@@ -61,125 +68,20 @@ def check_args(args: argparse.Namespace) -> Optional[str]:
     return None
 
 
-def _dates(args: argparse.Namespace, options: dict, scenes):
-    import numpy as np
-
-    from ...core.thermal.weather import record_period
-
-    if args.dates:
-        return np.unique(np.array(args.dates, dtype="datetime64[D]"))
-    if scenes:
-        return np.unique(np.array([s.date for s in scenes], dtype="datetime64[D]"))
-    if getattr(args, "stac", None) or getattr(args, "catalog", None):
-        from ..options import scene_dates
-
-        return scene_dates(args, args.parcels)
-    from ...core.errors import InputError
-    from ...core.thermal.weather_services import is_weather_service
-
-    if is_weather_service(args.weather):
-        raise InputError(f"--weather {args.weather} needs the dates: give --dates, --scenes, --stac or --catalog.")
-    _, last = record_period(args.weather, tmin_var=options["tmin_var"], date_var=options["date_var"])
-    print(f"no --dates or --scenes: GDD at the end of the weather record, {last}")
-    return np.array([last])
-
-
 def run(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from ...core.io.csv_cells import inert_frame
-    from ...core.errors import NoUsableParcelsError
-    from ...core.parcels import load_parcels
-    from ...core.thermal.gdd import gdd_at_points, season_bounds
-    from ...core.io.output import check_output, write_text
-    from ...core.preflight import check_inputs
-    from ..options import cluster_options
-    from ...core.io.vector import (
-        check_vector_output,
-        date_field_names,
-        output_field_names,
-        replaced_fields,
-        source_field_kinds,
-        write_with_fields,
-    )
-
-    from ...core.thermal.weather_services import is_weather_service
-
-    # The output is checked before any file is read.
-    service = is_weather_service(args.weather)
-    table_out = str(args.out).lower().endswith(".csv")
-    inputs = [args.parcels, None if service else args.weather, args.tmax_file]
-    if table_out:
-        out = check_output(args.out, what="GDD table", overwrite=args.overwrite, inputs=inputs)
-    else:
-        target = check_vector_output(args.out, overwrite=args.overwrite, inputs=inputs, replaceable=[args.parcels],
-                                     layer=args.out_layer)
-        out = target.path
-    season_start = args.season_start
-    options = weather_options(args)
-    checked = check_inputs(parcels=args.parcels, fields={"id": args.id_field}, scenes=args.scenes, season=args.season,
-                           season_start=season_start, dates=args.dates, weather=None if service else args.weather,
-                           weather_options=options)
-    dates = _dates(args, options, checked.scenes)
-    names = date_field_names(dates, None if table_out else target.driver)
-    if not table_out:
-        target.fields = output_field_names(target.driver, names)
-        replaced_fields(source_field_kinds(args.parcels), target, dict.fromkeys(names, "real"),
-                        source=f"The parcel layer {args.parcels}")
-    cluster = cluster_options(args)
-    table = load_parcels(args.parcels, id_field=args.id_field)
-    from ..options import resolve_weather
-
-    weather = resolve_weather(args, table, dates, season_start)
-    if cluster is None:
-        usable = np.array([g is not None for g in table.geometry])
-        points = table.geometry[usable].representative_point()
-        xs = np.full(len(table), np.nan)
-        ys = np.full(len(table), np.nan)
-        xs[usable], ys[usable] = points.x.to_numpy(), points.y.to_numpy()
-        gdd = gdd_at_points(weather, xs, ys, table.geometry.crs, dates, season_start=season_start,
-                            t_base=args.t_base, t_cap=args.t_cap, method=args.method,
-                            parcel_ids=list(table.parcel_ids), **options)
-    else:
-        import time
-
-        from ...core.runs.folder import default_run_folder
-        from ...core.runs.partitions import gdd_partitioned
-        from ..progress_bar import partition_bar
-        from ..options import print_run_summary
-
-        start = time.perf_counter()
-        with partition_bar("gdd") as bar:
-            gdd, summary, folder = gdd_partitioned(
-                table, weather, dates, cluster=cluster, resume=args.resume,
-                run_folder=args.run_folder or default_run_folder(out), chunk_size=args.chunk_size, listener=bar,
-                inputs=inputs, season_start=season_start, t_base=args.t_base, t_cap=args.t_cap,
-                method=args.method, **options)
-        print_run_summary(summary, time.perf_counter() - start)
-    if not np.isfinite(gdd).all(axis=1).any():
-        raise NoUsableParcelsError(
-            f"No parcel of {args.parcels} has usable temperatures in {args.weather} (no cell with data "
-            f"within {args.max_distance_km:g} km, or gaps of more than 3 days); check the parcels' CRS "
-            "and that the file covers them. Nothing was written.")
-    if table_out:
-        import pandas as pd
-
-        frame = pd.DataFrame(np.round(gdd, 2), columns=names)
-        frame.insert(0, args.id_field or "parcel_id", table.parcel_ids)
-        # CRLF rows (RFC 4180): pandas then quotes a cell holding a carriage return, which a
-        # spreadsheet would otherwise take for a new row (whose first cell could be a formula).
-        text = inert_frame(frame).to_csv(index=False, float_format="%.2f", lineterminator="\r\n")
-        write_text(out, text, overwrite=args.overwrite, what="GDD table")
-    else:
-        write_with_fields(args.parcels, {n: np.round(gdd[:, i], 2) for i, n in enumerate(names)}, out,
-                          overwrite=args.overwrite, out_layer=args.out_layer, inputs=inputs)
-    if cluster is not None:
-        from ...core.runs.folder import remove_run_folder
-
-        remove_run_folder(folder)
-    missing = int((~np.isfinite(gdd).all(axis=1)).sum())
-    start, _ = season_bounds(dates, season_start)
-    print(f"wrote {out}: {len(table)} parcels x {len(dates)} dates ({dates.min()} to {dates.max()}, "
+    scenes = scenes_spec(args, required=False)
+    request = GddRequest(
+        parcels=ParcelsSpec(args.parcels, id_field=args.id_field), weather=weather_of(args),
+        dates=as_tuple(args.dates) or None, scenes=scenes if scenes.sources() else None,
+        thermal=ThermalTime(season_start=args.season_start, t_base=args.t_base, t_cap=args.t_cap,
+                            method=args.method),
+        out=args.out, out_layer=args.out_layer, overwrite=args.overwrite, chunk_size=args.chunk_size,
+        cluster=cluster_spec(args))
+    run = run_gdd(request, CliProgress())
+    dates, names = run.dates, run.names
+    missing = int(run.missing.sum())
+    start, _ = season_bounds(dates, request.thermal.season_start)
+    print(f"wrote {run.written}: {len(run.table)} parcels x {len(dates)} dates ({dates.min()} to {dates.max()}, "
           f"GDD since {start}), fields {names[0]}{' ...' if len(names) > 1 else ''}"
           + (f"; {missing} parcels without usable temperatures" if missing else ""))
     return 0

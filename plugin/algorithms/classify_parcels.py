@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import math
+import contextlib
 import os
-from typing import Optional
 
 from qgis.core import (
     QgsFeature,
@@ -25,11 +24,15 @@ from qgis.core import (
 )
 from qgis.PyQt.QtCore import QVariant
 
+from ...app import NOT_SELECTED, ClassifyRequest, ParcelsSpec, ResultFields, result_columns, run_classification
+from ...core.classify import estimated_seconds
 from ..i18n import tr
+from ..layer_writer import qgis_value
 from ..layers import features_to_frame
 from ..staged_sinks import StagedSink, check_sink, field_kinds, geometry_type, layer_file
 from ..styles import apply_class_style, save_style_beside
 from .base import ThermoCropAlgorithm
+from .request_parts import ProcessingRun, scenes_spec, weather_spec
 
 # Post-processors must outlive processAlgorithm; QGIS holds only a C++ pointer to them.
 _POST_PROCESSORS: list = []
@@ -124,82 +127,77 @@ class ClassifyParcels(ThermoCropAlgorithm):
 
     def _inputs(self, parameters, context) -> list:
         """The files this run reads, which the output may not be."""
-        return [layer_file(self.parameterAsVectorLayer(parameters, "INPUT", context)),
-                self.parameterAsFile(parameters, "WEATHER", context),
-                self.parameterAsFile(parameters, "MODEL", context), self.stac_items(parameters, context)]
+        return [layer_file(self.parameterAsVectorLayer(parameters, self.INPUT, context)),
+                self.parameterAsFile(parameters, self.WEATHER, context),
+                self.parameterAsFile(parameters, self.MODEL, context), self.stac_items(parameters, context)]
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
-        from ...core.classify import estimated_seconds
-
         self.acknowledge_cancel(feedback)
-        source = self.parameterAsSource(parameters, "INPUT", context)
+        source = self.parameterAsSource(parameters, self.INPUT, context)
         if source is None:
             raise QgsProcessingException(tr("The parcel layer could not be read; check INPUT."))
-        scenes = (self.stac_scenes(parameters, context, feedback) if self.stac_items(parameters, context)
-                  else self.scenes(parameters, context))
-        weather = self.parameterAsFile(parameters, "WEATHER", context) or None
-        model_path = self.parameterAsFile(parameters, "MODEL", context) or None
-        label_field = self.parameterAsString(parameters, "LABEL_FIELD", context)
-        conf_field = self.parameterAsString(parameters, "CONFIDENCE_FIELD", context)
-        status_field = self.parameterAsString(parameters, "STATUS_FIELD", context)
-        with_probabilities = self.parameterAsBoolean(parameters, "PROBABILITIES", context)
+        request = self.request(parameters, context, source)
+        fids = self._fids
+        # The bar moves through classifying and writing by their cost, known once the scenes are.
+        bar = self.progress(feedback)
+        parts = {}
 
-        checked = self.preflight(parameters, context, feedback, scenes=scenes, weather=weather, bundle=model_path,
-                                 need_bundle=True)
-        bundle, scenes = checked.bundle, checked.scenes
-        feedback.pushInfo(tr("Model: {variant}, classes {classes}").format(variant=bundle.config.variant,
-                                                                         classes=", ".join(bundle.classes)))
-        # The bar moves through reading the layer, classifying and writing by their cost.
-        cost = estimated_seconds(max(source.featureCount(), 1), len(scenes))
-        reading, classifying, writing = self.progress(feedback).parts(
-            [cost["read"], cost["extract"] + cost["predict"], cost["write"]])
-        frame, fids = features_to_frame(source.getFeatures(), source.sourceCrs())
-        self.run_core(lambda: reading(1.0))
-        feedback.pushInfo(tr("{n} parcels, {scenes}").format(n=len(fids), scenes=self.describe_scenes(scenes)))
-        weather = self.fetch_weather(parameters, context, feedback, frame, [s.date for s in scenes],
-                                     checked.season_start)
+        def checked(preflight) -> None:
+            bundle, scenes = preflight.bundle, preflight.scenes
+            feedback.pushInfo(tr("Model: {variant}, classes {classes}").format(variant=bundle.config.variant,
+                                                                             classes=", ".join(bundle.classes)))
+            cost = estimated_seconds(max(len(fids), 1), len(scenes))
+            reading, parts["classifying"], parts["writing"] = bar.parts(
+                [cost["read"], cost["extract"] + cost["predict"], cost["write"]])
+            reading(1.0)
+            feedback.pushInfo(tr("{n} parcels, {scenes}").format(n=len(fids), scenes=self.describe_scenes(scenes)))
 
-        def classify():
-            from ...core.classify import classify_parcels
+        class Run(ProcessingRun):
+            def bar(self, what):
+                return contextlib.nullcontext(parts["classifying"])
 
-            return classify_parcels(frame, scenes, weather, bundle, progress=classifying)
-
-        result = self.run_core(classify)
-
-        def require_some():
-            from ...core.parcels import require_usable
-
-            require_usable(result.status, "classified", source.sourceName())
-
-        self.run_core(require_some)  # a run classifying nothing fails, with a summary by status
+        run = self.run_core(lambda: run_classification(request, Run(feedback, checked=checked)))
+        result, bundle = run.result, run.bundle
         for warning in result.warnings:
             feedback.pushWarning(warning)
-        by_fid = {fids[row]: i for i, row in enumerate(result.rows)}
-
-        extra = {}
-        if with_probabilities:
-            from ...core.model.uncertainty import uncertainty_fields
-
-            extra = uncertainty_fields(result.probabilities, result.classes)
+        fields = request.fields
+        columns = result_columns(result, len(fids), label_field=fields.label, conf_field=fields.confidence,
+                                 status_field=fields.status, probabilities=fields.probabilities)
+        requested = (fields.label, fields.confidence, fields.status)
+        extra = [name for name in columns if name not in requested]
         with StagedSink(self, parameters, context, inputs=self._inputs(parameters, context),
-                        fields=[label_field, conf_field, status_field, *extra]) as staged:
-            dest_id = self._write(source, staged, result, by_fid, (label_field, conf_field, status_field), feedback,
-                                  extra, writing)
-        label_field = staged.field_names[label_field]
+                        fields=[*requested, *extra]) as staged:
+            dest_id = self._write(source, staged, columns, {fid: row for row, fid in enumerate(fids)}, requested,
+                                  feedback, parts["writing"])
+        label_field = staged.field_names[fields.label]
         counts = result.counts()
         for key in sorted(counts):
             feedback.pushInfo(f"  {key}: {counts[key]}")
         self._style = (dest_id, label_field, tuple(bundle.classes))
         return {"OUTPUT": dest_id, "CLASSIFIED": int((result.status == "ok").sum())}
 
-    def _write(self, source, staged: StagedSink, result, by_fid: dict, requested: tuple, feedback,
-               extra: Optional[dict] = None, writing=None) -> str:
-        """Write the input's features plus label, confidence and status (and the ``extra`` fields:
-        name -> one value per classified parcel) into ``staged``; ``writing`` is the part of the
-        progress (a ``core.progress.Progress``) it moves through."""
+    def request(self, parameters, context, source) -> ClassifyRequest:
+        """The classification the parameters ask for, of the features of ``source`` (read now;
+        their ids are kept in ``self._fids``, one per row)."""
+        frame, self._fids = features_to_frame(source.getFeatures(), source.sourceCrs())
+        return ClassifyRequest(
+            parcels=ParcelsSpec(frame, name=source.sourceName()),
+            scenes=scenes_spec(self, parameters, context), weather=weather_spec(self, parameters, context),
+            model=self.parameterAsFile(parameters, self.MODEL, context) or None,
+            fields=ResultFields(self.parameterAsString(parameters, self.LABEL_FIELD, context),
+                                self.parameterAsString(parameters, self.CONFIDENCE_FIELD, context),
+                                self.parameterAsString(parameters, self.STATUS_FIELD, context),
+                                self.parameterAsBoolean(parameters, self.PROBABILITIES, context)))
+
+    def _write(self, source, staged: StagedSink, columns: dict, row_of: dict, requested: tuple, feedback,
+               writing=None) -> str:
+        """Write the input's features plus the result's ``columns`` (``core.result_columns``, one
+        value per row of the classified table; ``row_of`` maps a feature id to its row) into
+        ``staged``; ``writing`` is the part of the progress (a ``core.progress.Progress``) it moves
+        through."""
         from ...core.io.vector import measures_supported, replaced_fields
 
-        extra = extra or {}
+        extra = [name for name in columns if name not in requested]
         names = [staged.field_names[n] for n in requested]
         kinds = dict(zip(requested, ("string", "real", "string")))
         kinds.update(dict.fromkeys(extra, "real"))
@@ -222,24 +220,23 @@ class ClassifyParcels(ThermoCropAlgorithm):
             feedback.pushWarning(self.measures_dropped(staged.driver))
         sink, dest_id = staged.create(fields, wkb_type, source.sourceCrs())
         total = max(source.featureCount(), 1)
+        order = [*requested, *extra]
         written = 0
         for n, feature in enumerate(source.getFeatures()):
             if feedback.isCanceled():
                 del sink
                 raise QgsProcessingException(tr("Cancelled: nothing was written."))
-            i = by_fid.get(feature.id())
+            row = row_of.get(feature.id())
             out = QgsFeature(fields)
             geometry = feature.geometry()
             if make_multi and not geometry.isNull():
                 geometry.convertToMultiType()
             out.setGeometry(geometry)
-            ok = i is not None and str(result.status[i]) == "ok"
             attributes = feature.attributes()
-            out.setAttributes([attributes[k] for k in kept] + [
-                str(result.labels[i]) if ok else None,
-                float(result.confidence[i]) if ok and not math.isnan(result.confidence[i]) else None,
-                "not_classified" if i is None else str(result.status[i])]
-                + [None if i is None or math.isnan(values[i]) else float(values[i]) for values in extra.values()])
+            values = [qgis_value(columns[name][row]) if row is not None else None for name in order]
+            if row is None:  # a feature added since the layer was read
+                values[2] = NOT_SELECTED
+            out.setAttributes([attributes[k] for k in kept] + values)
             if not sink.addFeature(out, QgsFeatureSink.FastInsert):
                 raise QgsProcessingException(self.write_failed(feature.id(), sink.lastError()))
             written += 1

@@ -16,9 +16,12 @@ from qgis.core import (
     QgsProcessingParameterString,
 )
 
+from ...app import ExtractRequest, ParcelsSpec, run_extraction
+from ...core.settings import ExtractionSettings, PixelSampling, ThermalTime
 from ..i18n import tr
 from ..layers import features_to_frame
 from .base import WIDGETS_MODULE, ThermoCropAlgorithm
+from .request_parts import ProcessingRun, scenes_spec, weather_spec
 
 DEFAULT_BLOCK_FIELD = "block"
 """The block field ``core.extract`` reads by default, and this algorithm's default."""
@@ -148,43 +151,33 @@ class ExportTrainingData(ThermoCropAlgorithm):
         raise QgsProcessingException(tr("The parcel layer has no field {field}; choose its block field or leave "
                                         "it empty.").format(field=name))
 
-    def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
-        source = self.parameterAsSource(parameters, "INPUT", context)
-        label_field = self.parameterAsString(parameters, "LABEL_FIELD", context)
+    def request(self, parameters, context, feedback) -> ExtractRequest:
+        """The extraction the parameters ask for, of the labelled features of ``INPUT`` (read now)."""
+        source = self.parameterAsSource(parameters, self.INPUT, context)
+        label_field = self.parameterAsString(parameters, self.LABEL_FIELD, context)
         block_field = self.block_field(parameters, context, source.fields().names(), feedback)
-        scenes = (self.stac_scenes(parameters, context, feedback) if self.stac_items(parameters, context)
-                  else self.scenes(parameters, context))
-        weather = self.parameterAsFile(parameters, "WEATHER", context) or None
-        season = self.parameterAsString(parameters, "SEASON_START", context)
-        max_pixels = self.parameterAsInt(parameters, "MAX_PIXELS", context)
-        class_map = self.class_map(parameters, context)
-        min_parcels = self.parameterAsInt(parameters, "MIN_PARCELS", context)
-        out = self.parameterAsString(parameters, "OUTPUT", context)
-        checked = self.preflight(parameters, context, feedback, scenes=scenes, weather=weather, season_start=season)
-        scenes = checked.scenes
+        frame, _ = features_to_frame(source.getFeatures(), source.sourceCrs(), label_field=label_field,
+                                     block_field=block_field)
+        season = self.parameterAsString(parameters, self.SEASON_START, context)
+        sampling = PixelSampling(max_pixels=self.parameterAsInt(parameters, self.MAX_PIXELS, context))
+        return ExtractRequest(
+            parcels=ParcelsSpec(frame, name=source.sourceName()), scenes=scenes_spec(self, parameters, context),
+            weather=weather_spec(self, parameters, context), out=self.parameterAsString(parameters, self.OUTPUT, context),
+            label_field=label_field, class_map=self.class_map(parameters, context),
+            min_parcels=self.parameterAsInt(parameters, self.MIN_PARCELS, context), block_field=block_field,
+            settings=ExtractionSettings(sampling=sampling, thermal=ThermalTime(season_start=season)))
+
+    def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
+        out = self.parameterAsString(parameters, self.OUTPUT, context)
+        min_parcels = self.parameterAsInt(parameters, self.MIN_PARCELS, context)
         # Processing creates the destination folder beforehand; an empty one is ours to fill.
         if os.path.isdir(out) and os.listdir(out):
             raise QgsProcessingException(tr("The dataset folder {out} is not empty; choose a new folder.").format(
                 out=out))
+        request = self.request(parameters, context, feedback)
         if os.path.isdir(out):
             os.rmdir(out)
-        frame, _ = features_to_frame(source.getFeatures(), source.sourceCrs(), label_field=label_field,
-                                     block_field=block_field)
-        weather = self.fetch_weather(parameters, context, feedback, frame, [s.date for s in scenes], season)
-
-        def extract():
-            from ...core.extract import extract_to_dataset
-            from ...core.parcels import ParcelFields
-            from ...core.settings import ExtractionSettings, PixelSampling, ThermalTime
-
-            settings = ExtractionSettings(sampling=PixelSampling(max_pixels=max_pixels),
-                                          thermal=ThermalTime(season_start=season))
-            fields = ParcelFields(label_field=label_field, block_field=block_field, class_map=class_map,
-                                  min_parcels=min_parcels)
-            return extract_to_dataset(frame, scenes, weather, out, settings=settings, fields=fields,
-                                      progress=self.progress(feedback))
-
-        path = self.run_core(extract)
+        path = self.run_core(lambda: run_extraction(request, ProcessingRun(feedback))).path
         from ...core.pixel_sets import open_dataset
 
         ps = open_dataset(path)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 from qgis.core import (
-    QgsCoordinateReferenceSystem,
     QgsFeature,
     QgsFeatureSink,
     QgsField,
     QgsFields,
     QgsProcessing,
     QgsProcessingException,
+    QgsProcessingParameterDefinition,
     QgsProcessingParameterEnum,
     QgsProcessingParameterFeatureSink,
     QgsProcessingParameterFeatureSource,
@@ -19,9 +19,13 @@ from qgis.core import (
 )
 from qgis.PyQt.QtCore import QVariant
 
+from ...app import GddRequest, ParcelsSpec, WeatherSpec, run_gdd
+from ...core.settings import ThermalTime
 from ..i18n import tr
+from ..layers import features_to_frame
 from ..staged_sinks import StagedSink, check_sink, destination_driver, field_kinds, geometry_type, layer_file
 from .base import ThermoCropAlgorithm
+from .request_parts import ProcessingRun, scenes_spec, weather_spec
 
 METHODS = ("paper", "average")
 
@@ -36,6 +40,7 @@ class ParcelGDD(ThermoCropAlgorithm):
     T_BASE = "T_BASE"
     T_CAP = "T_CAP"
     METHOD = "METHOD"
+    MAX_DISTANCE_KM = "MAX_DISTANCE_KM"
     DISPLAY = "Growing degree days per parcel"
     SUMMARY = ("Accumulates growing degree days (GDD) from the season start at each parcel's "
                "centroid, from daily temperatures, and adds one field per date.")
@@ -52,6 +57,8 @@ class ParcelGDD(ThermoCropAlgorithm):
         "T_BASE": "Base temperature (°C) below which no growth is counted.",
         "T_CAP": "Cap temperature (°C) above which no extra growth is counted.",
         "METHOD": "paper: clip daily min/max then average; average: average then clip at the base.",
+        "MAX_DISTANCE_KM": "How far a parcel may be from the grid cell (or station) it takes its temperatures "
+                           "from; farther parcels get no GDD.",
         "OUTPUT": "The parcels with one field gdd_YYYYMMDD per date.",
     }
 
@@ -64,6 +71,10 @@ class ParcelGDD(ThermoCropAlgorithm):
         self.add(self.number(self.T_BASE, "Base temperature", "t_base", 0.0))
         self.add(self.number(self.T_CAP, "Cap temperature", "t_cap", 30.0))
         self.add(QgsProcessingParameterEnum(self.METHOD, "Method", options=list(METHODS), defaultValue=0))
+        distance = self.number(self.MAX_DISTANCE_KM, "Largest distance to a weather cell (km)", "max_distance_km",
+                               WeatherSpec.max_distance_km)
+        distance.setFlags(distance.flags() | QgsProcessingParameterDefinition.FlagOptional)
+        self.add(distance)
         self.add(QgsProcessingParameterFeatureSink(self.OUTPUT, "Parcels with GDD", QgsProcessing.TypeVectorPolygon))
 
     def _dates(self, parameters, context) -> np.ndarray:
@@ -145,52 +156,42 @@ class ParcelGDD(ThermoCropAlgorithm):
 
         return date_field_names(dates, destination_driver(self, parameters, context))
 
+    def request(self, parameters, context) -> GddRequest:
+        """The GDD the parameters ask for, of the features of ``INPUT`` (read now and kept in
+        ``self._features``, one per row)."""
+        source = self.parameterAsSource(parameters, self.INPUT, context)
+        self._features = list(source.getFeatures())
+        frame, _ = features_to_frame(self._features, source.sourceCrs())
+        text = self.parameterAsString(parameters, self.DATES, context).strip()
+        thermal = ThermalTime(season_start=self.parameterAsString(parameters, self.SEASON_START, context),
+                              t_base=self.parameterAsDouble(parameters, self.T_BASE, context),
+                              t_cap=self.parameterAsDouble(parameters, self.T_CAP, context),
+                              method=METHODS[self.parameterAsEnum(parameters, self.METHOD, context)])
+        return GddRequest(
+            parcels=ParcelsSpec(frame, name=source.sourceName()),
+            weather=weather_spec(self, parameters, context,
+                                 self.parameterAsDouble(parameters, self.MAX_DISTANCE_KM, context)),
+            dates=tuple(self._dates(parameters, context)) if text else None,
+            scenes=None if text else scenes_spec(self, parameters, context), thermal=thermal)
+
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
-        source = self.parameterAsSource(parameters, "INPUT", context)
-        weather_path = self.parameterAsFile(parameters, "WEATHER", context) or None
-        season = self.parameterAsString(parameters, "SEASON_START", context)
-        text = self.parameterAsString(parameters, "DATES", context).strip()
-        given_dates = bool(text or self.stac_items(parameters, context))
-        checked = self.preflight(parameters, context, feedback, weather=weather_path, season_start=season,
-                                 scenes=None if given_dates else self.scenes(parameters, context),
-                                 dates=self._dates(parameters, context) if given_dates else None)
-        dates = (self._dates(parameters, context) if given_dates else
-                 np.array(sorted({np.datetime64(s.date, "D") for s in checked.scenes})))
-        t_base = self.parameterAsDouble(parameters, "T_BASE", context)
-        t_cap = self.parameterAsDouble(parameters, "T_CAP", context)
-        method = METHODS[self.parameterAsEnum(parameters, "METHOD", context)]
-        features = list(source.getFeatures())
-        # A point inside each parcel (as extraction uses), in the layer CRS; the weather reader
-        # transforms it to the grid's.
-        points = [f.geometry().pointOnSurface().asPoint() if f.hasGeometry() else None for f in features]
-        xs = np.array([p.x() if p is not None else np.nan for p in points])
-        ys = np.array([p.y() if p is not None else np.nan for p in points])
-        crs: QgsCoordinateReferenceSystem = source.sourceCrs()
-        if self.weather_service(parameters, context):
-            from ..layers import features_to_frame
-
-            frame, _ = features_to_frame(features, crs)
-            weather_path = self.fetch_weather(parameters, context, feedback, frame, dates, season)
-
-        def compute():
-            from ...core.thermal.gdd import SeasonStart, gdd_at_points
-
-            feedback.pushInfo(tr("GDD of {n} parcels at {dates} dates from {weather}").format(
-                n=len(features), dates=len(dates), weather=weather_path))
-            return gdd_at_points(weather_path, xs, ys, crs.toWkt(), dates, season_start=SeasonStart.parse(season),
-                                 t_base=t_base, t_cap=t_cap, method=method,
-                                 parcel_ids=[str(f.id()) for f in features])
-
+        source = self.parameterAsSource(parameters, self.INPUT, context)
+        request = self.request(parameters, context)
+        run = self.run_core(lambda: run_gdd(request, ProcessingRun(feedback)))
+        gdd, dates, features = run.gdd, run.dates, self._features
+        crs = source.sourceCrs()
+        feedback.pushInfo(tr("GDD of {n} parcels at {dates} dates from {weather}").format(
+            n=len(features), dates=len(dates), weather=run.weather))
+        feedback.setProgress(50)
+        lost = [str(features[i].id()) for i in np.flatnonzero(run.missing)]
+        if lost:
+            feedback.pushWarning(tr("{n} parcels have no usable temperatures (no grid cell with data within {km} km, "
+                                    "or a gap of more than 3 days); their GDD fields stay empty. Features: "
+                                    "{features}").format(n=len(lost), km=f"{request.weather.max_distance_km:g}",
+                                                         features=", ".join(lost[:10])
+                                                         + (" ..." if len(lost) > 10 else "")))
         from ...core.io.vector import measures_supported, replaced_fields
 
-        gdd = self.run_core(compute)
-        feedback.setProgress(50)
-        lost = [str(features[i].id()) for i in np.flatnonzero(~np.isfinite(gdd).all(axis=1))]
-        if lost:
-            feedback.pushWarning(tr("{n} parcels have no usable temperatures (no grid cell with data within 25 km, "
-                                    "or a gap of more than 3 days); their GDD fields stay empty. Features: "
-                                    "{features}").format(n=len(lost), features=", ".join(lost[:10])
-                                                         + (" ..." if len(lost) > 10 else "")))
         names = self._field_names(dates, parameters, context)
         with StagedSink(self, parameters, context, inputs=self._inputs(parameters, context), fields=names) as staged:
             stored = [staged.field_names[n] for n in names]

@@ -1,0 +1,245 @@
+"""What a door asks for: the inputs of a run (parcels, scenes, weather, where partitions run)
+and one request per use case (classify, extract, growing degree days).
+
+The command line fills these from its options, a Processing algorithm from its parameters and
+the dock from its form; the run functions of :mod:`thermocrop.app.runs` take nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Sequence
+
+from ..core.settings import ExtractionSettings, PixelSampling, ThermalTime
+
+DEFAULT_MAX_DISTANCE_KM = 25.0
+"""How far a parcel may be from the grid cell it takes temperatures from, by default."""
+
+
+@dataclass(frozen=True)
+class ParcelsSpec:
+    """The parcels of a run.
+
+    Attributes:
+        source: a vector file, or a GeoDataFrame a door read from its layer.
+        name: how messages name the parcels (default: the file).
+        id_field: the field holding parcel ids (None: ``parcel_id``, else the row number).
+        selected_ids: classify only these ids (the others get status ``not_selected``).
+    """
+
+    source: Any
+    name: Optional[str] = None
+    id_field: Optional[str] = None
+    selected_ids: Optional[tuple] = None
+
+    @property
+    def is_file(self) -> bool:
+        """Whether ``source`` is a file path (its fields can be checked without reading features)."""
+        return isinstance(self.source, (str, os.PathLike))
+
+    def describe(self) -> str:
+        return self.name or (str(self.source) if self.is_file else "the parcels")
+
+
+@dataclass(frozen=True)
+class ScenesSpec:
+    """Where the Sentinel-2 scenes come from: exactly one of ``files`` (folders, globs or
+    files, saved item collections among them), ``items`` (saved STAC item collections, read
+    with ``credentials``), ``catalog`` (a STAC search over the parcels) or ``found`` (scenes a
+    preflight already listed).
+
+    Attributes:
+        season: keep only this season's scenes (harvest year; with ``catalog`` also the year
+            searched).
+        collection, start, end, max_cloud: the catalogue search.
+        band_order, level, offset: how files are read (``find_scenes``).
+        cache: folder of fetched blocks; max_requests: assets read at the same time.
+        credentials: keys for the items' assets (``core.scenes.stac.reader_for``); in memory only.
+    """
+
+    files: tuple = ()
+    items: tuple = ()
+    catalog: Optional[str] = None
+    found: tuple = ()
+    season: Optional[int] = None
+    collection: Optional[str] = None
+    start: Optional[str] = None
+    end: Optional[str] = None
+    max_cloud: float = 60.0
+    band_order: Optional[tuple] = None
+    level: Optional[str] = None
+    offset: Optional[int] = None
+    cache: Optional[str] = None
+    max_requests: int = 8
+    credentials: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def sources(self) -> list[str]:
+        """The kinds of source given (``files``, ``items``, ``catalog``, ``found``)."""
+        return [name for name in ("files", "items", "catalog", "found") if getattr(self, name)]
+
+    def find_options(self) -> dict[str, Any]:
+        """Keyword arguments of ``core.scenes.local.find_scenes``."""
+        return {"band_order": list(self.band_order) if self.band_order else None, "level": self.level,
+                "offset": self.offset}
+
+    def local_files(self) -> list[str]:
+        """The files and folders a run reads here (which an output may not be)."""
+        return [str(p) for p in (*self.files, *self.items)]
+
+
+@dataclass(frozen=True)
+class WeatherSpec:
+    """Where the daily temperatures come from: a file (``path``) or a weather service
+    (``service``: ``open-meteo``, ``cds:e-obs``, ``cds:era5-land``) fetched into ``cache``.
+
+    Attributes:
+        tmin_var, tmax_var, date_var, tmax_path, max_distance_km: how the file is read
+            (``core.thermal.weather.read_daily_temperature``).
+        refresh: ask the service again instead of reusing cached temperatures.
+    """
+
+    path: Optional[str] = None
+    service: Optional[str] = None
+    cache: Optional[str] = None
+    refresh: bool = False
+    tmin_var: Optional[str] = None
+    tmax_var: Optional[str] = None
+    date_var: Optional[str] = None
+    tmax_path: Optional[str] = None
+    max_distance_km: float = DEFAULT_MAX_DISTANCE_KM
+
+    def reader_options(self) -> dict[str, Any]:
+        """Keyword arguments of ``read_daily_temperature`` (``max_distance_m`` in metres)."""
+        return {"tmin_var": self.tmin_var, "tmax_var": self.tmax_var, "tmax_path": self.tmax_path,
+                "max_distance_m": self.max_distance_km * 1000.0, "date_var": self.date_var}
+
+    def local_files(self) -> list[Optional[str]]:
+        """The temperature file read here (None for a service: its file is not known yet)."""
+        return [None if self.service else self.path]
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """Where the work runs: one process (the default), a Dask ``LocalCluster`` of ``workers``
+    processes, or the cluster of the Dask ``scheduler``; ``run_folder`` holds the partitions
+    (default: beside the output) and ``resume`` takes up an interrupted run's."""
+
+    workers: int = 1
+    scheduler: Optional[str] = None
+    run_folder: Optional[str] = None
+    resume: bool = False
+
+    @property
+    def partitioned(self) -> bool:
+        """Whether the run goes through partitions (a cluster, a resume or a given run folder)."""
+        return self.workers > 1 or bool(self.scheduler) or self.resume or bool(self.run_folder)
+
+
+@dataclass(frozen=True)
+class ClassificationOutput:
+    """A new vector file holding every feature of the parcels with the result's columns.
+
+    Attributes:
+        path: the file; layer: its layer name in a GeoPackage.
+        overwrite: an existing file (or layer) may be replaced.
+        features: the features copied into the file, when they are not the parcels themselves
+            (the dock's attribute table beside the geometries it classifies).
+        inputs: files the run reads, which ``path`` may not be.
+    """
+
+    path: str
+    layer: Optional[str] = None
+    overwrite: bool = False
+    features: Any = field(default=None, compare=False, repr=False)
+    inputs: tuple = ()
+
+
+@dataclass(frozen=True)
+class ResultFields:
+    """The names of the result's columns, and whether the probability columns are written."""
+
+    label: str = "crop_pred"
+    confidence: str = "crop_conf"
+    status: str = "crop_status"
+    probabilities: bool = False
+
+    def kinds(self) -> dict[str, str]:
+        """Field name -> kind (``string`` / ``real``) of the three main columns."""
+        return {self.label: "string", self.confidence: "real", self.status: "string"}
+
+
+@dataclass(frozen=True)
+class ClassifyRequest:
+    """Classify parcels with a model bundle.
+
+    Attributes:
+        model: a bundle path, a loaded ``ModelBundle``, or None for the shipped model (its
+            thermal time settings come with it).
+        sampling: which pixels are read (``min_pixels``, ``missing_scl`` are the ones doors set).
+        output: the file to write, or None where the door writes the result itself.
+    """
+
+    parcels: ParcelsSpec
+    scenes: ScenesSpec
+    weather: WeatherSpec
+    model: Any = None
+    fields: ResultFields = field(default_factory=ResultFields)
+    sampling: PixelSampling = field(default_factory=PixelSampling)
+    chunk_size: int = 20000
+    cluster: ClusterSpec = field(default_factory=ClusterSpec)
+    output: Optional[ClassificationOutput] = None
+
+
+@dataclass(frozen=True)
+class ExtractRequest:
+    """Extract the pixel sets of parcels into a dataset folder (``out``).
+
+    Attributes:
+        label_field, class_map, min_parcels: the labels of training data.
+        block_field: the spatial blocks' field; block_size_km: blocks from a square grid instead.
+        settings: sampling and thermal time (``core.settings.ExtractionSettings``).
+        inputs: files the run reads besides the parcels and weather, which ``out`` may not be.
+    """
+
+    parcels: ParcelsSpec
+    scenes: ScenesSpec
+    weather: WeatherSpec
+    out: str
+    label_field: Optional[str] = None
+    class_map: Any = None
+    min_parcels: int = 0
+    block_field: Optional[str] = "block"
+    block_size_km: Optional[float] = None
+    settings: ExtractionSettings = field(default_factory=ExtractionSettings)
+    chunk_size: int = 20000
+    overwrite: bool = False
+    cluster: ClusterSpec = field(default_factory=ClusterSpec)
+
+
+@dataclass(frozen=True)
+class GddRequest:
+    """Growing degree days of every parcel at ``dates``, or at the dates of ``scenes`` (read
+    from the items without opening images), or at the end of the weather record.
+
+    Attributes:
+        thermal: season start, base and cap temperatures, method.
+        out: a ``.csv`` table or a vector file, or None where the door writes the values itself.
+        out_layer: the output's layer name in a GeoPackage.
+    """
+
+    parcels: ParcelsSpec
+    weather: WeatherSpec
+    dates: Optional[tuple] = None
+    scenes: Optional[ScenesSpec] = None
+    thermal: ThermalTime = field(default_factory=ThermalTime)
+    out: Optional[str] = None
+    out_layer: Optional[str] = None
+    overwrite: bool = False
+    chunk_size: int = 20000
+    cluster: ClusterSpec = field(default_factory=ClusterSpec)
+
+
+def as_tuple(values: Optional[Sequence[Any]]) -> tuple:
+    """``values`` as a tuple (None and empty: ``()``), for a frozen request."""
+    return tuple(values) if values else ()

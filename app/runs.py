@@ -1,0 +1,404 @@
+"""The use cases, each assembled once: classify parcels, extract pixel sets, growing degree days
+per parcel. A run checks its inputs, resolves its scenes and weather, chooses one process or a
+Dask cluster, and writes its file output; the doors only build the request and show the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, ContextManager, Optional
+
+import numpy as np
+import pandas as pd
+
+from ..core.classify import classify_parcels, write_classification
+from ..core.errors import InputError, NoUsableParcelsError
+from ..core.extract import extract_to_dataset
+from ..core.parcels import ParcelFields, load_parcels, require_usable
+from ..core.io.csv_cells import inert_frame
+from ..core.io.output import check_distinct_outputs, check_output, write_text
+from ..core.io.vector import (
+    check_vector_output,
+    date_field_names,
+    output_field_names,
+    replaced_fields,
+    source_field_kinds,
+    write_with_fields,
+)
+from ..core.pixel_sets import is_dataset_folder
+from ..core.preflight import LayerFootprint, Preflight, check_inputs
+from ..core.progress import Progress
+from ..core.runs.cluster import ClusterOptions
+from ..core.runs.folder import default_run_folder, remove_run_folder
+from ..core.runs.partitions import classify_partitioned, extract_partitioned, gdd_partitioned
+from ..core.settings import ExtractionSettings, PixelSampling, ThermalTime
+from ..core.thermal.gdd import gdd_at_points
+from ..core.thermal.weather import record_period
+from ..training.importers.common import grid_blocks, locations_from_geometries
+from .inputs import resolve_scenes, resolve_weather, scene_dates
+from .requests import ClassifyRequest, ClusterSpec, ExtractRequest, GddRequest, ParcelsSpec
+
+log = logging.getLogger(__name__)
+
+
+class RunProgress:
+    """How a door follows a run: the fraction done and the stop request (``progress``), lines
+    for the user (``report``) and the moments a door may show in its own words. The command
+    line shows bars, QGIS its progress bar and log; by default a run only logs."""
+
+    def __init__(self, progress: Optional[Progress] = None, report=None) -> None:
+        self.progress = progress or Progress()
+        self.report = report or log.info
+
+    def bar(self, what: str) -> ContextManager[Progress]:
+        """The progress of the work of a one-process run (``what``: classify, extract, gdd)."""
+        return contextlib.nullcontext(self.progress)
+
+    def partitions(self, what: str) -> ContextManager[Any]:
+        """The ``core.runs.cluster.PartitionListener`` of a partitioned run, or None."""
+        return contextlib.nullcontext(None)
+
+    def inputs_checked(self, checked: Preflight) -> None:
+        """The inputs passed the preflight (``checked.scenes``, ``checked.bundle``...)."""
+        log.info("%d dates from %d products (inputs checked in %.1f s)", len(checked.scenes or ()),
+                 sum(len(s.products) for s in checked.scenes or ()), checked.seconds)
+
+    def partitions_done(self, summary: Any, wall_s: float) -> None:
+        """A partitioned run's summary (``core.runs.cluster.RunSummary``) and its wall time."""
+        log.info("%d partitions in %.1f s", summary.partitions, wall_s)
+
+    def weather_fetched(self, service: str, path: str) -> None:
+        """A weather service's temperatures are in the file ``path``."""
+        log.info("Temperatures from %s: %s", service, path)
+
+    def on_stats(self, stats: Any) -> None:
+        """The bytes and dates fetched so far from a catalogue."""
+
+
+# ---------------------------------------------------------------------------------------------
+# What every run shares
+
+
+def cluster_options(spec: ClusterSpec, out: Any) -> Optional[ClusterOptions]:
+    """One process (None) or the cluster ``spec`` names; the run folder may not be the output."""
+    if not spec.partitioned:
+        return None
+    check_distinct_outputs([("--out", out), ("--run-folder", spec.run_folder)])
+    # Dask's own INFO lines (workers starting and stopping) would drown the progress display.
+    for name in ("distributed", "bokeh", "tornado"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    return ClusterOptions(workers=spec.workers, scheduler=spec.scheduler)
+
+
+def parcel_checks(parcels: ParcelsSpec, fields: dict) -> dict[str, Any]:
+    """``check_inputs`` arguments for the parcels: a file is checked with its fields; a table
+    a door read by its CRS and extent."""
+    if parcels.is_file:
+        return {"parcels": parcels.source, "fields": fields}
+    frame = parcels.source
+    crs = frame.crs.to_wkt() if frame.crs is not None else ""
+    bounds = tuple(frame.total_bounds) if len(frame) and frame.geometry.notna().any() else None
+    return {"parcels": LayerFootprint(crs, bounds)}
+
+
+def parcel_geometry(parcels: ParcelsSpec):
+    """The parcels' geometries (for a weather service's cells)."""
+    if parcels.is_file:
+        return load_parcels(parcels.source, id_field=parcels.id_field, block_field=None).geometry
+    return parcels.source.geometry
+
+
+def sampling_options(sampling: PixelSampling) -> dict[str, Any]:
+    """The keyword arguments of ``classify_parcels`` a classification's doors set."""
+    return {"sampling": sampling}
+
+
+def extraction_options(request: ExtractRequest) -> dict[str, Any]:
+    """The keyword arguments of ``extract_to_dataset`` for ``request``: its settings and the
+    parcel fields it reads."""
+    fields = ParcelFields(id_field=request.parcels.id_field, label_field=request.label_field,
+                          block_field=request.block_field, class_map=request.class_map,
+                          min_parcels=request.min_parcels)
+    return {"settings": request.settings, "fields": fields}
+
+
+def thermal_options(thermal: ThermalTime) -> dict[str, Any]:
+    """The keyword arguments of ``gdd_at_points`` that ``thermal`` holds."""
+    return {"season_start": thermal.season_start, "t_base": thermal.t_base, "t_cap": thermal.t_cap,
+            "method": thermal.method}
+
+
+def _partitioned(progress: RunProgress, what: str, work):
+    """Run ``work(listener)`` (a partitioned run returning ``(value, summary, folder)``) and
+    report its summary."""
+    start = time.perf_counter()
+    with progress.partitions(what) as listener:
+        value, summary, folder = work(listener)
+    progress.partitions_done(summary, time.perf_counter() - start)
+    return value, folder
+
+
+# ---------------------------------------------------------------------------------------------
+# Classification
+
+
+@dataclass
+class ClassificationRun:
+    """What a classification gave: the result in layer order, the model, the scenes read, the
+    preflight, the file written (None without an output) and its checked
+    ``core.io.vector.VectorTarget`` (field names as stored; None where the door checked it)."""
+
+    result: Any
+    bundle: Any
+    scenes: list
+    checked: Preflight
+    written: Optional[Path] = None
+    target: Any = None
+
+
+def run_classification(request: ClassifyRequest, progress: Optional[RunProgress] = None) -> ClassificationRun:
+    """Classify the parcels of ``request`` and write its output file, if any.
+
+    The output is checked before any scene is read; a run that classifies no parcel fails with
+    the parcels counted by status and writes nothing.
+    """
+    progress = progress or RunProgress()
+    parcels, output, target = request.parcels, request.output, None
+    if output is not None and parcels.is_file:
+        target = check_vector_output(output.path, overwrite=output.overwrite, inputs=list(output.inputs),
+                                     replaceable=[parcels.source], layer=output.layer,
+                                     fields=list(request.fields.kinds()))
+        replaced_fields(source_field_kinds(parcels.source), target, request.fields.kinds(),
+                        source=f"The parcel layer {parcels.source}")
+    cluster = cluster_options(request.cluster, output.path if output else None)
+    scenes = resolve_scenes(request.scenes, parcels.source, on_stats=progress.on_stats, report=progress.report)
+    checked = check_inputs(**parcel_checks(parcels, {"id": parcels.id_field}), scenes=scenes,
+                           season=request.scenes.season, weather=request.weather.local_files()[0],
+                           bundle=request.model, need_bundle=True)
+    scenes = checked.scenes
+    progress.inputs_checked(checked)
+    weather = request.weather.path
+    if request.weather.service:
+        weather = resolve_weather(request.weather, parcel_geometry(parcels), [s.date for s in scenes],
+                                  checked.season_start)
+        progress.weather_fetched(request.weather.service, weather)
+    options = {"id_field": parcels.id_field, **sampling_options(request.sampling)}
+    if parcels.selected_ids is not None:
+        options["selected_ids"] = list(parcels.selected_ids)
+    folder = None
+    if cluster is None:
+        with progress.bar("classify") as bar:
+            result = classify_parcels(parcels.source, scenes, weather, checked.bundle, chunk_size=request.chunk_size,
+                                      progress=bar, **options)
+    else:
+        # Workers load the model from its file (once each); a checksum of it guards a resume.
+        result, folder = _partitioned(progress, "classify", lambda listener: classify_partitioned(
+            parcels.source, scenes, weather, request.model, cluster=cluster, resume=request.cluster.resume,
+            run_folder=request.cluster.run_folder or default_run_folder(target.path if target else output.path),
+            chunk_size=request.chunk_size, listener=listener, inputs=list(output.inputs) if output else [], **options))
+    require_usable(result.status, "classified", parcels.describe())
+    run = ClassificationRun(result, checked.bundle, scenes, checked, target=target)
+    if output is not None:
+        progress.progress.check()
+        fields = request.fields
+        run.written = write_classification(
+            parcels.source if output.features is None else output.features, result, output.path,
+            label_field=fields.label, conf_field=fields.confidence, status_field=fields.status,
+            overwrite=output.overwrite, out_layer=output.layer, inputs=list(output.inputs),
+            probabilities=fields.probabilities)
+    if folder is not None:
+        remove_run_folder(folder)
+    return run
+
+
+# ---------------------------------------------------------------------------------------------
+# Extraction
+
+
+@dataclass
+class ExtractionRun:
+    """What an extraction gave: the dataset folder written and the scenes read."""
+
+    path: Path
+    scenes: list
+    checked: Preflight
+
+
+def grid_block_table(request: ExtractRequest):
+    """The parcels as a ``ParcelTable`` whose blocks are the cells of a ``block_size_km`` grid."""
+    table = load_parcels(request.parcels.source, id_field=request.parcels.id_field, label_field=request.label_field,
+                         block_field=None, class_map=request.class_map, min_parcels=request.min_parcels)
+    blocks = grid_blocks(locations_from_geometries(table.geometry), request.block_size_km * 1000.0)
+    logging.getLogger("thermocrop.extract").info(
+        "%s: %d spatial blocks from a %g km grid", table.source, len(np.unique(blocks[blocks >= 0])),
+        request.block_size_km)
+    return replace(table, blocks=blocks)
+
+
+def run_extraction(request: ExtractRequest, progress: Optional[RunProgress] = None) -> ExtractionRun:
+    """Extract the pixel sets of the parcels of ``request`` into its dataset folder (checked
+    before any scene is read; only a dataset folder is ever replaced)."""
+    progress = progress or RunProgress()
+    parcels, thermal = request.parcels, request.settings.thermal
+    weather_file = request.weather.local_files()[0]
+    check_output(request.out, what="dataset folder", kind="folder", overwrite=request.overwrite,
+                 inputs=[parcels.source if parcels.is_file else None, weather_file,
+                         *request.scenes.local_files()],
+                 replaceable_folder=is_dataset_folder)
+    cluster = cluster_options(request.cluster, request.out)
+    scenes = resolve_scenes(request.scenes, parcels.source, on_stats=progress.on_stats, report=progress.report)
+    checked = check_inputs(**parcel_checks(parcels, {"id": parcels.id_field, "label": request.label_field}),
+                           scenes=scenes, season=request.scenes.season, season_start=thermal.season_start,
+                           weather=weather_file)
+    scenes = checked.scenes
+    progress.inputs_checked(checked)
+    source = grid_block_table(request) if request.block_size_km else parcels.source
+    weather = request.weather.path
+    if request.weather.service:
+        weather = resolve_weather(request.weather, parcel_geometry(parcels), [s.date for s in scenes],
+                                  thermal.season_start)
+        progress.weather_fetched(request.weather.service, weather)
+    options = extraction_options(request)
+    if cluster is None:
+        with progress.bar("extract") as bar:
+            out = extract_to_dataset(source, scenes, weather, request.out, chunk_size=request.chunk_size,
+                                     overwrite=request.overwrite, progress=bar, **options)
+    else:
+        out, folder = _partitioned(progress, "extract", lambda listener: extract_partitioned(
+            source, scenes, weather, request.out, cluster=cluster, resume=request.cluster.resume,
+            run_folder=request.cluster.run_folder or default_run_folder(request.out),
+            chunk_size=request.chunk_size, overwrite=request.overwrite, listener=listener,
+            inputs=[parcels.source if parcels.is_file else None, weather_file], **options))
+        remove_run_folder(folder)
+    return ExtractionRun(Path(out), scenes, checked)
+
+
+# ---------------------------------------------------------------------------------------------
+# Growing degree days per parcel
+
+
+@dataclass
+class GddRun:
+    """What a GDD run gave: ``gdd`` ``(P, T)`` at ``dates`` for the parcels of ``table``
+    (NaN where a parcel has no usable temperatures), the temperature file read, the output
+    written (None without one) and its field names."""
+
+    gdd: np.ndarray
+    dates: np.ndarray
+    table: Any
+    weather: str
+    written: Optional[Path] = None
+    names: Optional[list] = None
+
+    @property
+    def missing(self) -> np.ndarray:
+        """``(P,)`` True where a parcel has no usable temperatures at some date."""
+        return ~np.isfinite(self.gdd).all(axis=1)
+
+
+def item_dates(request: GddRequest, progress: RunProgress) -> Optional[np.ndarray]:
+    """The dates asked for, or those of saved items or of a catalogue search (their images are
+    not opened); None where they come from scene files or the weather record."""
+    if request.dates:
+        return np.unique(np.array(request.dates, dtype="datetime64[D]"))
+    scenes = request.scenes
+    if scenes is not None and not scenes.files and scenes.sources():
+        return scene_dates(scenes, request.parcels.source, report=progress.report)
+    return None
+
+
+def gdd_dates(request: GddRequest, dates: Optional[np.ndarray], checked: Preflight,
+              progress: RunProgress) -> np.ndarray:
+    """The dates of the run: given or of items (``dates``), of the scene files, or the end of
+    the weather record."""
+    if dates is not None:
+        return dates
+    if checked.scenes:
+        return np.unique(np.array([s.date for s in checked.scenes], dtype="datetime64[D]"))
+    if request.weather.service:
+        raise InputError(f"The weather service {request.weather.service} needs the dates: give the dates or scenes "
+                         "(--dates, --scenes, --stac or --catalog).")
+    options = request.weather.reader_options()
+    _, last = record_period(request.weather.path, tmin_var=options["tmin_var"], date_var=options["date_var"])
+    progress.report(f"no --dates or --scenes: GDD at the end of the weather record, {last}")
+    return np.array([last])
+
+
+def run_gdd(request: GddRequest, progress: Optional[RunProgress] = None) -> GddRun:
+    """Growing degree days of every parcel of ``request`` at its dates, written to ``out`` (a
+    CSV table or the parcels with one field per date) when given.
+
+    Raises:
+        NoUsableParcelsError: ``out`` is given and no parcel has usable temperatures (nothing is
+            written; without ``out`` the door shows the parcels without values itself).
+    """
+    progress = progress or RunProgress()
+    parcels, weather_spec, thermal = request.parcels, request.weather, request.thermal
+    out, target = request.out, None
+    table_out = out is not None and str(out).lower().endswith(".csv")
+    inputs = [parcels.source if parcels.is_file else None, *weather_spec.local_files(), weather_spec.tmax_path]
+    if table_out:
+        out = check_output(out, what="GDD table", overwrite=request.overwrite, inputs=inputs)
+    elif out is not None:
+        target = check_vector_output(out, overwrite=request.overwrite, inputs=inputs, replaceable=[parcels.source],
+                                     layer=request.out_layer)
+        out = target.path
+    options = weather_spec.reader_options()
+    given = item_dates(request, progress)
+    local_scenes = list(request.scenes.files) if request.scenes is not None and request.scenes.files else None
+    checked = check_inputs(**parcel_checks(parcels, {"id": parcels.id_field}), scenes=local_scenes,
+                           season=request.scenes.season if request.scenes is not None else None,
+                           season_start=thermal.season_start, dates=given,
+                           weather=weather_spec.local_files()[0], weather_options=options)
+    dates = gdd_dates(request, given, checked, progress)
+    names = None
+    if out is not None:
+        names = date_field_names(dates, None if table_out else target.driver)
+        if not table_out:
+            target.fields = output_field_names(target.driver, names)
+            replaced_fields(source_field_kinds(parcels.source), target, dict.fromkeys(names, "real"),
+                            source=f"The parcel layer {parcels.source}")
+    cluster = cluster_options(request.cluster, out)
+    table = load_parcels(parcels.source, id_field=parcels.id_field)
+    weather = resolve_weather(weather_spec, table.geometry, dates, thermal.season_start)
+    if weather_spec.service:
+        progress.weather_fetched(weather_spec.service, weather)
+    folder = None
+    if cluster is None:
+        usable = np.array([g is not None for g in table.geometry])
+        points = table.geometry[usable].representative_point()
+        xs = np.full(len(table), np.nan)
+        ys = np.full(len(table), np.nan)
+        xs[usable], ys[usable] = points.x.to_numpy(), points.y.to_numpy()
+        gdd = gdd_at_points(weather, xs, ys, table.geometry.crs, dates, parcel_ids=list(table.parcel_ids),
+                            **thermal_options(thermal), **options)
+    else:
+        gdd, folder = _partitioned(progress, "gdd", lambda listener: gdd_partitioned(
+            table, weather, dates, cluster=cluster, resume=request.cluster.resume,
+            run_folder=request.cluster.run_folder or default_run_folder(out), chunk_size=request.chunk_size,
+            listener=listener, inputs=inputs, **thermal_options(thermal), **options))
+    if out is not None and not np.isfinite(gdd).all(axis=1).any():
+        raise NoUsableParcelsError(
+            f"No parcel of {parcels.describe()} has usable temperatures in {weather_spec.service or weather_spec.path} "
+            f"(no cell with data within {weather_spec.max_distance_km:g} km, or gaps of more than 3 days); check the "
+            "parcels' CRS and that the file covers them. Nothing was written.")
+    run = GddRun(gdd, dates, table, weather, names=names)
+    if table_out:
+        frame = pd.DataFrame(np.round(gdd, 2), columns=names)
+        frame.insert(0, parcels.id_field or "parcel_id", table.parcel_ids)
+        # CRLF rows (RFC 4180): pandas then quotes a cell holding a carriage return, which a
+        # spreadsheet would otherwise take for a new row (whose first cell could be a formula).
+        text = inert_frame(frame).to_csv(index=False, float_format="%.2f", lineterminator="\r\n")
+        write_text(out, text, overwrite=request.overwrite, what="GDD table")
+        run.written = out
+    elif out is not None:
+        write_with_fields(parcels.source, {n: np.round(gdd[:, i], 2) for i, n in enumerate(names)},
+                          out, overwrite=request.overwrite, out_layer=request.out_layer, inputs=inputs)
+        run.written = out
+    if folder is not None:
+        remove_run_folder(folder)
+    return run

@@ -1,0 +1,80 @@
+"""The Toolbox's parameters as the parts of an ``app`` request (scenes, weather), and a run
+followed in the Processing log and progress bar."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Optional
+
+from qgis.core import QgsProcessingContext, QgsProcessingException, QgsProcessingFeedback
+
+from ...app import RunProgress, ScenesSpec, WeatherSpec
+from ...app.requests import DEFAULT_MAX_DISTANCE_KM
+from ...core.progress import Progress
+from ...core.scenes.stac import CATALOG_KEY, load_items
+from ..catalog import auth_credentials
+from ..i18n import tr
+from .base import ThermoCropAlgorithm
+
+
+def scenes_spec(algorithm: ThermoCropAlgorithm, parameters: dict, context: QgsProcessingContext) -> ScenesSpec:
+    """``STAC_ITEMS`` (read with the ``AUTH`` credentials, or the environment's), else the files
+    of ``SCENES`` and ``SCENE_FOLDER``.
+
+    Raises:
+        QgsProcessingException: the credentials cannot be loaded.
+    """
+    path = algorithm.stac_items(parameters, context)
+    if not path:
+        return ScenesSpec(files=tuple(algorithm.scenes(parameters, context)))
+    auth = algorithm.parameterAsString(parameters, "AUTH", context) if algorithm.parameterDefinition("AUTH") else ""
+    credentials = {}
+    if auth:
+        recorded = algorithm.run_core(lambda: load_items(path)).extra_fields.get(CATALOG_KEY)
+        catalog = recorded.get("name", "url") if isinstance(recorded, dict) else "url"
+        try:
+            credentials = auth_credentials(auth, catalog)
+        except ValueError as exc:
+            raise QgsProcessingException(str(exc)) from None
+    return ScenesSpec(items=(path,), credentials=credentials)
+
+
+def weather_spec(algorithm: ThermoCropAlgorithm, parameters: dict, context: QgsProcessingContext,
+                 max_distance_km: float = DEFAULT_MAX_DISTANCE_KM) -> WeatherSpec:
+    """``WEATHER`` (a file) or ``WEATHER_SERVICE``."""
+    service = algorithm.weather_service(parameters, context)
+    if service:
+        return WeatherSpec(service=service, max_distance_km=max_distance_km)
+    return WeatherSpec(path=algorithm.parameterAsFile(parameters, "WEATHER", context) or None,
+                       max_distance_km=max_distance_km)
+
+
+class ProcessingRun(RunProgress):
+    """A run seen in the Processing dialog: its lines in the log, its progress on the bar, the
+    user's Cancel asked between scene windows and model batches.
+
+    Args:
+        feedback: the algorithm's feedback.
+        progress: the part of the bar the run's work moves through (default: all of it).
+        checked: called with the preflight once the inputs passed it (to say what was found).
+    """
+
+    def __init__(self, feedback: QgsProcessingFeedback, progress: Optional[Progress] = None,
+                 checked: Optional[Callable] = None) -> None:
+        super().__init__(progress or ThermoCropAlgorithm.progress(feedback), report=feedback.pushInfo)
+        self.feedback = feedback
+        self.checked = checked
+        self._last_stats = 0.0
+
+    def inputs_checked(self, checked) -> None:
+        self.feedback.pushInfo(tr("Inputs checked in {seconds} s").format(seconds=f"{checked.seconds:.1f}"))
+        if self.checked is not None:
+            self.checked(checked)
+
+    def weather_fetched(self, service: str, path: str) -> None:
+        self.feedback.pushInfo(tr("Temperatures from {service}: {path}").format(service=service, path=path))
+
+    def on_stats(self, stats) -> None:
+        if time.monotonic() - self._last_stats >= 5.0:
+            self._last_stats = time.monotonic()
+            self.feedback.pushInfo(stats.describe())

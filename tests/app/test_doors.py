@@ -1,0 +1,152 @@
+"""Each use case reached from the command line, the Toolbox and the dock goes through the same
+``app`` run function with an equal request.
+
+A recording spy takes the place of the run function in every door's module (after checking
+that the door holds ``app``'s own function), keeps the request and stops the run; the requests
+are then compared. The parcels differ only in form (a file for the command line, the features
+QGIS read for the others) and are compared by their geometries; the outputs differ by door
+(a file, a Processing sink, the layer itself)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import geopandas as gpd
+import numpy as np
+import pytest
+
+import thermocrop
+from thermocrop import app
+from thermocrop.core.errors import ThermoCropError
+
+pytestmark = pytest.mark.qgis
+
+MODEL = Path(thermocrop.__file__).parent / "resources" / "models" / "default.tcm"
+
+
+class Recorded(ThermoCropError):
+    """Raised by the spy once it holds the request: the run itself is not what these tests test."""
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    """``spy(name, *modules) -> list``: the requests the doors in ``modules`` give ``app.<name>``."""
+
+    def install(name: str, *modules) -> list:
+        requests = []
+        real = getattr(app, name)
+
+        def record(request, progress=None):
+            requests.append(request)
+            raise Recorded(f"{name} called")
+
+        for module in modules:
+            assert getattr(module, name) is real, f"{module.__name__} does not call app.{name}"
+            monkeypatch.setattr(module, name, record)
+        return requests
+
+    return install
+
+
+def _processing(algorithm: str, parameters: dict) -> None:
+    import processing
+    from qgis.core import QgsProcessingContext, QgsProcessingException, QgsProcessingFeedback
+
+    with pytest.raises(QgsProcessingException, match="called"):
+        processing.run(algorithm, parameters, context=QgsProcessingContext(), feedback=QgsProcessingFeedback())
+
+
+def _same_parcels(path: Path, *frames) -> None:
+    """Every frame holds the parcels of the file at ``path``, in its order."""
+    expected = gpd.read_file(path).geometry
+    for frame in frames:
+        assert len(frame) == len(expected)
+        assert all(a.equals(b) for a, b in zip(frame.geometry, expected))
+
+
+def test_classification_doors_build_one_request(provider, spy, tiny_region, tmp_path):
+    from qgis.core import QgsVectorLayer, QgsVectorLayerFeatureSource
+
+    from thermocrop.cli.commands import classify_command
+    from thermocrop.cli.main import main
+    from thermocrop.plugin import task as dock_task
+    from thermocrop.plugin.algorithms import classify_parcels
+
+    requests = spy("run_classification", classify_command, classify_parcels, dock_task)
+    parcels, scenes, weather = tiny_region / "parcels.gpkg", tiny_region / "scenes", tiny_region / "weather.nc"
+
+    assert main(["classify", "--parcels", str(parcels), "--scenes", str(scenes), "--weather", str(weather),
+                 "--model", str(MODEL), "--out", str(tmp_path / "cli.gpkg"), "--missing-scl", "warn"]) != 0
+    _processing("thermocrop:classifyparcels", {"INPUT": str(parcels), "SCENE_FOLDER": str(scenes),
+                                               "WEATHER": str(weather), "MODEL": str(MODEL),
+                                               "OUTPUT": str(tmp_path / "toolbox.gpkg")})
+    layer = QgsVectorLayer(str(parcels), "parcels", "ogr")
+    snapshot = dock_task.LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(),
+                                       layer.fields().names())
+    params = dock_task.ClassificationParameters(parcels=snapshot, fids=[], scenes=[str(scenes)],
+                                                weather=str(weather), model=str(MODEL))
+    task = dock_task.ClassificationTask(params, on_done=None)
+    assert task.run() is False and task.error == "run_classification called"
+    # The task takes the request itself as well (its parcels the snapshot, read in the task).
+    request = dock_task.classification_request(params)
+    assert request.parcels.source is snapshot
+    assert dock_task.ClassificationTask(request, on_done=None).run() is False
+
+    cli, toolbox, dock, dock_request = requests
+    assert dataclasses.replace(dock_request, parcels=None) == dataclasses.replace(dock, parcels=None)
+    assert cli.parcels.source == str(parcels) and cli.output.path == str(tmp_path / "cli.gpkg")
+    assert toolbox.output is None and dock.output is None  # a Processing sink; the layer's own fields
+    _same_parcels(parcels, toolbox.parcels.source, dock.parcels.source, dock_request.parcels.source)
+    common = [dataclasses.replace(r, parcels=None, output=None) for r in requests]
+    assert common[0] == common[1] == common[2]
+    assert cli.scenes.files == (str(scenes),) and cli.weather.path == str(weather) and cli.model == str(MODEL)
+
+
+def test_extraction_doors_build_one_request(provider, spy, tiny_region, tmp_path):
+    from thermocrop.cli.commands import extract_command
+    from thermocrop.cli.main import main
+    from thermocrop.plugin.algorithms import export_training_data
+
+    requests = spy("run_extraction", extract_command, export_training_data)
+    parcels, scenes, weather = tiny_region / "parcels.gpkg", tiny_region / "scenes", tiny_region / "weather.nc"
+    out = tmp_path / "dataset"
+
+    assert main(["extract", "--parcels", str(parcels), "--scenes", str(scenes), "--weather", str(weather),
+                 "--label-field", "crop", "--out", str(out), "--missing-scl", "warn"]) != 0
+    _processing("thermocrop:exporttrainingdata", {"INPUT": str(parcels), "LABEL_FIELD": "crop",
+                                                  "SCENE_FOLDER": str(scenes), "WEATHER": str(weather),
+                                                  "OUTPUT": str(out)})
+
+    cli, toolbox = requests
+    _same_parcels(parcels, toolbox.parcels.source)
+    assert dataclasses.replace(cli, parcels=None) == dataclasses.replace(toolbox, parcels=None)
+    assert cli.label_field == "crop" and cli.block_field == "block" and cli.settings.sampling.max_pixels == 64
+
+
+def test_gdd_doors_build_one_request_with_the_same_distance(provider, spy, tmp_path, tiny_region):
+    from thermocrop.cli.commands import gdd_command
+    from thermocrop.cli.main import main
+    from thermocrop.plugin.algorithms import parcel_gdd
+
+    requests = spy("run_gdd", gdd_command, parcel_gdd)
+    parcels, weather = tiny_region / "parcels.gpkg", tiny_region / "weather.nc"
+
+    assert main(["gdd", "--parcels", str(parcels), "--weather", str(weather), "--dates", "2017-04-01",
+                 "2017-06-15", "--season-start", "10-01/-1", "--t-base", "4", "--max-distance-km", "12",
+                 "--out", str(tmp_path / "gdd.csv")]) != 0
+    _processing("thermocrop:parcelgdd", {"INPUT": str(parcels), "WEATHER": str(weather),
+                                         "DATES": "2017-04-01, 2017-06-15", "SEASON_START": "10-01/-1",
+                                         "T_BASE": 4.0, "MAX_DISTANCE_KM": 12.0,
+                                         "OUTPUT": str(tmp_path / "gdd.gpkg")})
+    # Without the option, the Toolbox takes the same default as the command line.
+    _processing("thermocrop:parcelgdd", {"INPUT": str(parcels), "WEATHER": str(weather), "DATES": "2017-04-01",
+                                         "OUTPUT": str(tmp_path / "gdd2.gpkg")})
+
+    cli, toolbox, default = requests
+    _same_parcels(parcels, toolbox.parcels.source)
+    assert cli.out == str(tmp_path / "gdd.csv") and toolbox.out is None
+    assert dataclasses.replace(cli, parcels=None, out=None) == dataclasses.replace(toolbox, parcels=None)
+    assert cli.weather.max_distance_km == 12.0 and cli.weather.reader_options()["max_distance_m"] == 12000.0
+    assert [str(d) for d in np.asarray(cli.dates, dtype="datetime64[D]")] == ["2017-04-01", "2017-06-15"]
+    assert default.weather.max_distance_km == app.WeatherSpec().max_distance_km == 25.0

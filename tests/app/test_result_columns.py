@@ -1,0 +1,76 @@
+"""One mapping from a classification result to attribute columns, checked against values worked
+out by hand, and the same values from the file writer and the in-place layer writer."""
+
+from __future__ import annotations
+
+import math
+
+import geopandas as gpd
+import numpy as np
+import pytest
+from shapely.geometry import box
+
+from thermocrop.app import NOT_SELECTED, result_columns
+from thermocrop.core.classify import ClassificationResult, write_classification
+
+NAN = float("nan")
+
+
+def _result() -> ClassificationResult:
+    """Three parcels classified of a five-feature layer (rows 0, 2, 4): two ok, one too small."""
+    return ClassificationResult(
+        parcel_ids=np.array(["a", "c", "e"]), labels=np.array(["wheat", "", "maize"]),
+        confidence=np.array([0.7, NAN, 0.6], dtype=np.float32),
+        probabilities=np.array([[0.7, 0.2, 0.1], [NAN, NAN, NAN], [0.1, 0.3, 0.6]], dtype=np.float32),
+        status=np.array(["ok", "too_small", "ok"], dtype=object), classes=("wheat", "barley", "maize"),
+        rows=np.array([0, 2, 4]))
+
+
+def _entropy(p) -> float:
+    return -sum(x * math.log(x) for x in p) / math.log(3)
+
+
+def test_columns_by_hand():
+    columns = result_columns(_result(), 5, probabilities=True)
+    assert list(columns) == ["crop_pred", "crop_conf", "crop_status", "p_wheat", "p_barley", "p_maize",
+                             "crop_margin", "crop_entropy"]
+    assert columns["crop_pred"].tolist() == ["wheat", None, None, None, "maize"]
+    assert columns["crop_status"].tolist() == ["ok", "not_selected", "too_small", "not_selected", "ok"]
+    assert NOT_SELECTED == "not_selected"
+    np.testing.assert_allclose(columns["crop_conf"], [0.7, NAN, NAN, NAN, 0.6], rtol=1e-6)
+    np.testing.assert_allclose(columns["p_barley"], [0.2, NAN, NAN, NAN, 0.3], rtol=1e-6)
+    np.testing.assert_allclose(columns["crop_margin"], [0.5, NAN, NAN, NAN, 0.3], rtol=1e-5)
+    np.testing.assert_allclose(columns["crop_entropy"], [_entropy([0.7, 0.2, 0.1]), NAN, NAN, NAN,
+                                                         _entropy([0.1, 0.3, 0.6])], rtol=1e-5)
+
+
+def test_named_columns_and_no_status():
+    columns = result_columns(_result(), 3 + 2, label_field="k", conf_field="c", status_field=None)
+    assert list(columns) == ["k", "c"]
+
+
+def test_the_file_writer_writes_the_columns(tmp_path):
+    parcels = tmp_path / "parcels.gpkg"
+    gpd.GeoDataFrame({"parcel_id": list("abcde")}, geometry=[box(i, 0, i + 1, 1) for i in range(5)],
+                     crs="EPSG:32631").to_file(parcels)
+    out = write_classification(parcels, _result(), tmp_path / "out.gpkg", probabilities=True)
+    back = gpd.read_file(out)
+    assert back["crop_status"].tolist() == ["ok", "not_selected", "too_small", "not_selected", "ok"]
+    assert back["crop_pred"].fillna("").tolist() == ["wheat", "", "", "", "maize"]  # NULL where not ok
+    np.testing.assert_allclose(back["crop_margin"].to_numpy(dtype=float), [0.5, NAN, NAN, NAN, 0.3], rtol=1e-5)
+
+
+@pytest.mark.qgis
+def test_the_layer_writer_takes_the_rows_with_a_result(qgis_app):
+    from qgis.PyQt.QtCore import QVariant
+
+    from thermocrop.plugin.layer_writer import result_values
+
+    fids = [10, 11, 12, 13, 14]
+    values = result_values(_result(), fids, "crop_pred", "crop_conf", "crop_status", probabilities=True)
+    assert values["crop_pred"] == (QVariant.String, {10: "wheat", 12: None, 14: "maize"})
+    assert values["crop_status"] == (QVariant.String, {10: "ok", 12: "too_small", 14: "ok"})
+    kind, confidence = values["crop_conf"]
+    assert kind == QVariant.Double and confidence[12] is None
+    assert confidence[10] == pytest.approx(0.7) and confidence[14] == pytest.approx(0.6)
+    assert values["crop_margin"][1][14] == pytest.approx(0.3, rel=1e-5)
