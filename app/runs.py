@@ -18,7 +18,6 @@ import pandas as pd
 from ..core.classify import classify_parcels, write_classification
 from ..core.errors import InputError, NoUsableParcelsError
 from ..core.extract import extract_to_dataset
-from ..core.parcels import ParcelFields, load_parcels, require_usable
 from ..core.io.csv_cells import inert_frame
 from ..core.io.output import check_distinct_outputs, check_output, write_text
 from ..core.io.vector import (
@@ -29,13 +28,14 @@ from ..core.io.vector import (
     source_field_kinds,
     write_with_fields,
 )
+from ..core.parcels import ParcelFields, load_parcels, require_usable
 from ..core.pixel_sets import is_dataset_folder
 from ..core.preflight import LayerFootprint, Preflight, check_inputs
 from ..core.progress import Progress
 from ..core.runs.cluster import ClusterOptions
 from ..core.runs.folder import default_run_folder, remove_run_folder
 from ..core.runs.partitions import classify_partitioned, extract_partitioned, gdd_partitioned
-from ..core.settings import ExtractionSettings, PixelSampling, ThermalTime
+from ..core.settings import PixelSampling, ThermalTime
 from ..core.thermal.gdd import gdd_at_points
 from ..core.thermal.weather import record_period
 from ..training.importers.common import grid_blocks, locations_from_geometries

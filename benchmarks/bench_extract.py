@@ -119,8 +119,8 @@ def _scene_files(folder: Path) -> list[tuple[Path, Path | None]]:
 
 def worker_thermocrop(folder: Path) -> dict:
     from thermocrop.core.extract import extract_pixel_sets
-    from thermocrop.core.settings import ExtractionSettings, PixelSampling
     from thermocrop.core.scenes.local import find_scenes
+    from thermocrop.core.settings import ExtractionSettings, PixelSampling
 
     scenes = find_scenes(folder / "scenes")
     t0 = time.perf_counter()

@@ -83,8 +83,8 @@ def extraction_loop(folder: Path) -> tuple[np.ndarray, np.ndarray]:
     from thermocrop.core import extract
     from thermocrop.core.extract import dataset_meta
     from thermocrop.core.parcels import load_parcels
-    from thermocrop.core.settings import ExtractionSettings
     from thermocrop.core.scenes.local import find_scenes
+    from thermocrop.core.settings import ExtractionSettings
 
     settings = ExtractionSettings()
     table = load_parcels(folder / "parcels.gpkg", block_field=None)

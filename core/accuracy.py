@@ -473,7 +473,7 @@ def report_html(report: AccuracyReport, narrow: bool = False) -> str:
         head = "".join(f"<th>{esc(c)}</th>" for c in classes)
         row_names = [esc(c) for c in classes]
         rows = [f"<tr><th class=\"name\">map \\ reference</th>{head}<th>total</th><th>user's</th></tr>"]
-    for i, c in enumerate(classes):
+    for i in range(len(classes)):
         cells = []
         for j in range(len(classes)):
             share = counts[i, j] / row_tot[i] if row_tot[i] else 0.0
@@ -523,7 +523,7 @@ def report_html(report: AccuracyReport, narrow: bool = False) -> str:
         unit = "per cent, rounded" if narrow else "proportions"
         out.append(f"<h2>Estimated error matrix ({unit} of mapped area)</h2><table>"
                    f"<tr><th class=\"name\">map \\ reference</th>{head}<th>total</th></tr>")
-        for i, c in enumerate(classes):
+        for i in range(len(classes)):
             out.append(f"<tr><th class=\"name\">{row_names[i]}</th>" + "".join(
                 f"{cell}{share(v)}</td>" for v in e.proportions[i])
                 + f"{cell}{share(e.proportions[i].sum())}</td></tr>")

@@ -30,8 +30,8 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from .crops import UNKNOWN_CLASS
-from .io.csv_cells import inert_row
 from .errors import InputError
+from .io.csv_cells import inert_row
 from .io.output import write_text
 from .io.safe_read import MAX_NESTING, read_limited
 

@@ -37,11 +37,10 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from .scenes.bands import S2_BANDS
-from .errors import DatasetError, OutputError
-from .errors import InputError
+from .errors import DatasetError, InputError, OutputError
 from .io.output import Staging, check_output, publish
 from .io.safe_read import npy_header, read_json
+from .scenes.bands import S2_BANDS
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,6 @@ from .task import ThermoCropTask
 from .task_panel import TaskPanelMixin
 from .train_panel import CLASS_MAP_LABELS, CLASS_MAPS, CODE_FIELDS
 
-
 TABLE_MARGIN = 24
 """Pixels kept right of the widest table when the report is laid out wider than the browser."""
 PAGE_EDGE = 8

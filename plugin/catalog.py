@@ -16,7 +16,6 @@ from qgis.core import QgsApplication, QgsAuthMethodConfig
 from ..app import ScenesSpec, resolve_scenes
 from .i18n import tr
 
-
 CATALOGS = ("earth-search", "planetary-computer", "cdse", "url")
 """The catalogue choices, in the order the Toolbox and the dock list them (``url``: a STAC API
 given by its address)."""

@@ -155,8 +155,8 @@ def scene_candidate(provider: str, source: str) -> SceneCandidate:
 
 
 def _judge_file(path: Path) -> SceneCandidate:
-    from ..core.scenes.bands import S2_BANDS
     from ..core.errors import ThermoCropError
+    from ..core.scenes.bands import S2_BANDS
     from ..core.scenes.local import find_scenes
     from ..core.scenes.naming import band_name
 

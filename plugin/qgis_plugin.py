@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from qgis.core import QgsApplication, QgsMessageLog, Qgis
+from qgis.core import Qgis, QgsApplication, QgsMessageLog
 from qgis.PyQt.QtCore import QCoreApplication
 from qgis.PyQt.QtGui import QIcon
 from qgis.PyQt.QtWidgets import QAction

@@ -317,10 +317,10 @@ class ExplainTask(ThermoCropTask):
     def work(self, progress) -> None:
         import numpy as np
 
-        from ..core.model.bundle import default_bundle_path, load_bundle
         from ..core.classify import bundle_thermal_time
         from ..core.errors import ThermoCropError
         from ..core.extract import extract_pixel_sets
+        from ..core.model.bundle import default_bundle_path, load_bundle
         from ..core.parcels import ParcelFields
         from ..core.settings import ExtractionSettings
 

@@ -129,11 +129,11 @@ class TrainingTask(ThermoCropTask):
             raise
 
     def _train(self, progress) -> None:
-        from ..core.pixel_sets import open_dataset
         from ..core.extract import extract_to_dataset
         from ..core.parcels import ParcelFields
-        from ..core.settings import ExtractionSettings, PixelSampling
+        from ..core.pixel_sets import open_dataset
         from ..core.scenes.local import find_scenes
+        from ..core.settings import ExtractionSettings, PixelSampling
         from ..core.thermal.weather_services import fetch_for_parcels, is_weather_service
         from ..training.experiment import describe_training_estimate, estimate_training
         from ..training.train import TrainingConfig, train_model

@@ -25,8 +25,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from ...core.model.bundle import load_bundle
     from ...core.io.output import check_output, write_text
+    from ...core.model.bundle import load_bundle
     from ...core.pixel_sets import open_dataset
     from ...training.evaluate import evaluate_bundle
 

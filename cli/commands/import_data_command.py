@@ -206,8 +206,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ...core.pixel_sets import is_dataset_folder, open_dataset
     from ...core.io.output import check_output
+    from ...core.pixel_sets import is_dataset_folder, open_dataset
 
     # The output is checked before any table is read.
     check_output(args.out, what="dataset folder", kind="folder", overwrite=args.overwrite,

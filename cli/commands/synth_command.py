@@ -27,8 +27,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..progress_bar import progress_bar
     from ...synth import generate_region, plot_phenology
+    from ..progress_bar import progress_bar
 
     out = Path(args.out)
     folders = []

@@ -102,9 +102,9 @@ def check_training_outputs(out, *, overwrite: bool, inputs=()) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ...training.data_parallel import launch, under_torchrun
-
     from pathlib import Path
+
+    from ...training.data_parallel import launch, under_torchrun
 
     check_training_outputs(Path(args.out), overwrite=args.overwrite or args.resume,
                            inputs=[*args.data, *(args.val_data or [])])

@@ -23,14 +23,14 @@ import torch
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
-from ..scenes.bands import QUANTIFICATION_VALUE, S2_BANDS
 from ..crops import CLASS_COLOURS, CROP_CLASSES
-from ..pixel_sets import PixelSets
 from ..errors import BundleError
-from .networks import CropClassifier, ModelConfig, classifier, fast_inference_model
 from ..io.output import write_bytes
-from ..progress import Progress
 from ..io.safe_read import parse_json
+from ..pixel_sets import PixelSets
+from ..progress import Progress
+from ..scenes.bands import QUANTIFICATION_VALUE, S2_BANDS
+from .networks import CropClassifier, ModelConfig, classifier, fast_inference_model
 
 log = logging.getLogger(__name__)
 

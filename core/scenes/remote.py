@@ -493,7 +493,7 @@ class RemoteReader:
                     log.info("Reading %s failed (%s); retrying in %.1f s", strip_signature(asset.href),
                              strip_signature(message), wait)
                     if self._stop_event().wait(wait):
-                        raise CancelledError("Reading the remote assets was stopped.")
+                        raise CancelledError("Reading the remote assets was stopped.") from None
                     delay *= 2
         cause = strip_signature(str(last))
         if last is not None and _TIMED_OUT.search(str(last)):

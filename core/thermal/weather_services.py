@@ -32,9 +32,9 @@ import numpy as np
 
 from ..errors import WeatherError
 from ..io.http_session import Deadline, deadline_in
+from ..io.safe_read import extract_members
 from ..progress import Progress
 from ..redact import install_redaction, redact
-from ..io.safe_read import extract_members
 
 log = logging.getLogger(__name__)
 

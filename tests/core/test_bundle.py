@@ -14,7 +14,7 @@ import torch
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
-from thermocrop.core.scenes.bands import S2_BANDS
+from thermocrop.core.errors import BundleError
 from thermocrop.core.model.bundle import (
     BundleConfig,
     InputScaling,
@@ -23,9 +23,9 @@ from thermocrop.core.model.bundle import (
     load_bundle,
     save_bundle,
 )
-from thermocrop.core.pixel_sets import PixelSets
-from thermocrop.core.errors import BundleError
 from thermocrop.core.model.networks import VARIANTS, build_model
+from thermocrop.core.pixel_sets import PixelSets
+from thermocrop.core.scenes.bands import S2_BANDS
 
 
 def _pixel_sets(p=23, t=7, s=6, seed=0):

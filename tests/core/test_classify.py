@@ -135,11 +135,11 @@ def _small_scene_region(root: Path) -> tuple[Path, object]:
 
 def test_classification_streams_in_chunks_reports_progress_and_stops_when_asked(tmp_path):
     pytest.importorskip("torch")
-    from thermocrop.core.model.bundle import BundleConfig, InputScaling, ModelBundle
     from thermocrop.core.classify import classify_parcels
     from thermocrop.core.crops import CROP_CLASSES
     from thermocrop.core.errors import CancelledError
     from thermocrop.core.extract import extract_pixel_sets
+    from thermocrop.core.model.bundle import BundleConfig, InputScaling, ModelBundle
     from thermocrop.core.model.networks import build_model
     from thermocrop.core.progress import Progress
 
@@ -181,9 +181,9 @@ def test_classification_streams_in_chunks_reports_progress_and_stops_when_asked(
 
 def test_scenes_of_another_level_than_the_model_trained_on_are_warned_about(tmp_path):
     pytest.importorskip("torch")
-    from thermocrop.core.model.bundle import BundleConfig, InputScaling, ModelBundle
     from thermocrop.core.classify import classify_parcels
     from thermocrop.core.crops import CROP_CLASSES
+    from thermocrop.core.model.bundle import BundleConfig, InputScaling, ModelBundle
     from thermocrop.core.model.networks import build_model
 
     weather, parcels = _small_scene_region(tmp_path)  # L1C products (MSIL1C in their names)
@@ -204,8 +204,8 @@ def _train_in_test(ps, steps: int = 150, seed: int = 0):
     """A short direct training loop (Adam, cross-entropy) on all labelled, usable parcels."""
     import torch
 
-    from thermocrop.core.model.bundle import BundleConfig, InputScaling, ModelBundle
     from thermocrop.core.crops import CROP_CLASSES
+    from thermocrop.core.model.bundle import BundleConfig, InputScaling, ModelBundle
     from thermocrop.core.model.networks import build_model
 
     torch.manual_seed(seed)

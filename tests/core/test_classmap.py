@@ -8,8 +8,7 @@ import logging
 import numpy as np
 import pytest
 
-from thermocrop.core.classmap import (PRESETS, ClassMap, apply_min_parcels, assign_classes,
-                                      normalise_code)
+from thermocrop.core.classmap import PRESETS, ClassMap, apply_min_parcels, assign_classes, normalise_code
 from thermocrop.core.errors import InputError
 
 

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import colorsys
 
-from thermocrop.core.crops import (CROP_CLASSES, NOT_CLASSIFIED_COLOUR, PALETTE, UNKNOWN_CLASS,
-                                   UNKNOWN_COLOUR, class_colours, colour_list)
+from thermocrop.core.crops import (
+    CROP_CLASSES,
+    NOT_CLASSIFIED_COLOUR,
+    PALETTE,
+    UNKNOWN_CLASS,
+    UNKNOWN_COLOUR,
+    class_colours,
+    colour_list,
+)
 
 
 def _hsv(colour: str) -> tuple[float, float, float]:

@@ -16,16 +16,16 @@ import rasterio
 from rasterio.transform import from_origin
 from shapely.geometry import box
 
-from thermocrop.core.scenes.bands import S2_BANDS
+from thermocrop.cli.main import EXIT_OUTPUT, main
 from thermocrop.core.classify import classify_parcels
-from thermocrop.core.pixel_sets import open_dataset
+from thermocrop.core.errors import CancelledError, OutputError, ThermoCropError
 from thermocrop.core.model.bundle import default_bundle_path
+from thermocrop.core.pixel_sets import open_dataset
 from thermocrop.core.runs.cluster import ClusterOptions, EarlyClient, cached_bundle, dask_client, start_fork_server
 from thermocrop.core.runs.folder import default_run_folder
 from thermocrop.core.runs.partitions import PartitionListener, classify_partitioned, release_freed_memory
-from thermocrop.core.errors import CancelledError, OutputError, ThermoCropError
+from thermocrop.core.scenes.bands import S2_BANDS
 from thermocrop.core.scenes.product import decode_threads
-from thermocrop.cli.main import EXIT_OUTPUT, main
 from thermocrop.core.settings import PixelSampling
 
 gpd = pytest.importorskip("geopandas")

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from thermocrop.core.pixel_sets import DatasetWriter, PixelSets, open_dataset, save_dataset
 from thermocrop.core.errors import DatasetError, OutputError
+from thermocrop.core.pixel_sets import DatasetWriter, PixelSets, open_dataset, save_dataset
 
 T, C, S = 4, 10, 6
 DATES = np.array(["2023-04-01", "2023-05-01", "2023-06-01", "2023-07-01"], dtype="datetime64[D]")

@@ -14,13 +14,13 @@ import rasterio.mask
 from rasterio.transform import from_origin
 from shapely.geometry import MultiPolygon, Polygon, box
 
-from thermocrop.core.scenes.bands import BANDS_10M, BANDS_20M, S2_BANDS
 from thermocrop.core.crops import CROP_CLASSES
-from thermocrop.core.pixel_sets import open_dataset
 from thermocrop.core.errors import CancelledError, SceneError
 from thermocrop.core.extract import extract_pixel_sets, extract_to_dataset
-from thermocrop.core.progress import Progress
 from thermocrop.core.parcels import ParcelFields
+from thermocrop.core.pixel_sets import open_dataset
+from thermocrop.core.progress import Progress
+from thermocrop.core.scenes.bands import BANDS_10M, BANDS_20M, S2_BANDS
 from thermocrop.core.settings import ExtractionSettings, PixelSampling
 
 gpd = pytest.importorskip("geopandas")

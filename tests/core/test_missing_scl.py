@@ -8,12 +8,12 @@ import rasterio
 from rasterio.transform import from_origin
 from shapely.geometry import box
 
-from thermocrop.core.scenes.bands import S2_BANDS
+from thermocrop.cli.main import EXIT_INPUT, main
 from thermocrop.core.errors import SceneError
 from thermocrop.core.extract import extract_pixel_sets
+from thermocrop.core.scenes.bands import S2_BANDS
 from thermocrop.core.scenes.local import find_scenes
 from thermocrop.core.scenes.radiometry import BRIGHT_CLOUD, bright_cloud_mask, check_missing_scl
-from thermocrop.cli.main import EXIT_INPUT, main
 from thermocrop.core.settings import ExtractionSettings, PixelSampling
 
 gpd = pytest.importorskip("geopandas")

@@ -29,8 +29,8 @@ def untrained_bundle():
     pytest.importorskip("torch")
     import torch
 
-    from thermocrop.core.model.bundle import BundleConfig, ModelBundle
     from thermocrop.core.crops import CROP_CLASSES
+    from thermocrop.core.model.bundle import BundleConfig, ModelBundle
     from thermocrop.core.model.networks import build_model
 
     torch.manual_seed(0)

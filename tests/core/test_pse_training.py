@@ -6,8 +6,8 @@ import copy
 import pytest
 import torch
 
-from thermocrop.core.model.networks import VARIANTS, build_model, masked_mean_std
 from thermocrop.core.model import pse_training
+from thermocrop.core.model.networks import VARIANTS, build_model, masked_mean_std
 from thermocrop.core.model.pse_training import blocked_pixel_set_features
 from thermocrop.training.losses import FocalLoss
 

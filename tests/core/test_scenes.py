@@ -10,8 +10,8 @@ import rasterio
 from rasterio.transform import from_origin
 from rasterio.windows import Window
 
-from thermocrop.core.scenes.bands import BANDS_10M, BANDS_20M, S2_BANDS
 from thermocrop.core.errors import SceneError
+from thermocrop.core.scenes.bands import BANDS_10M, BANDS_20M, S2_BANDS
 from thermocrop.core.scenes.local import find_scenes
 from thermocrop.core.scenes.naming import band_name, date_from_name
 from thermocrop.core.scenes.product import decode_threads, decoding_threads

@@ -14,8 +14,8 @@ import torch
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
-from thermocrop.core.model.bundle import BundleConfig, InputScaling, load_bundle, save_bundle
 from thermocrop.core.errors import BundleError, InputError
+from thermocrop.core.model.bundle import BundleConfig, InputScaling, load_bundle, save_bundle
 from thermocrop.core.model.networks import build_model
 
 

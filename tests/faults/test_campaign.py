@@ -38,8 +38,8 @@ from typing import Any, Callable, Optional
 import numpy as np
 import pytest
 
-from thermocrop.core.errors import InputError, ThermoCropError
 from thermocrop.cli.main import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OUTPUT, main
+from thermocrop.core.errors import InputError, ThermoCropError
 from thermocrop.core.settings import ExtractionSettings, PixelSampling
 
 ogr = pytest.importorskip("osgeo.ogr")
@@ -1249,8 +1249,8 @@ def test_c14_hostile_bundle_headers_are_refused_without_reading(case, tmp_path, 
         path.write_bytes(struct.pack("<Q", 2 ** 63) + b"{}")
     else:
         _bundle_with_header(path, header, data)
-    from thermocrop.core.model.bundle import load_bundle
     from thermocrop.core.errors import BundleError
+    from thermocrop.core.model.bundle import load_bundle
 
     named(lambda: load_bundle(path), "model.tcm", error=BundleError)
 
@@ -1260,8 +1260,8 @@ def test_c14_a_tcm_with_duplicate_tensor_names_is_refused(tmp_path, capsys, base
             '"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}').encode()
     path = tmp_path / "model.tcm"
     path.write_bytes(struct.pack("<Q", len(text)) + text + b"\x00" * 8)
-    from thermocrop.core.model.bundle import load_bundle
     from thermocrop.core.errors import BundleError
+    from thermocrop.core.model.bundle import load_bundle
 
     named(lambda: load_bundle(path), "model.tcm", error=BundleError)
 

@@ -15,9 +15,9 @@ import pytest
 
 from thermocrop.core.accuracy import assess_accuracy, report_rows, write_csv, write_matrix_csv
 from thermocrop.core.classmap import ClassMap
+from thermocrop.core.errors import DatasetError, InputError
 from thermocrop.core.io.csv_cells import inert_frame, inert_text
 from thermocrop.core.pixel_sets import PixelSets, open_dataset, save_dataset
-from thermocrop.core.errors import DatasetError, InputError
 from thermocrop.training.importers.table import read_table, table_pixel_sets
 
 gpd = pytest.importorskip("geopandas")

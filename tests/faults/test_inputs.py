@@ -14,10 +14,10 @@ import rasterio
 from rasterio.transform import from_origin
 from shapely.geometry import Point, box
 
-from thermocrop.core.scenes.bands import S2_BANDS
-from thermocrop.core.errors import InputError, SceneError, WeatherError
 from thermocrop.cli import main as cli
 from thermocrop.cli.main import main
+from thermocrop.core.errors import InputError, SceneError, WeatherError
+from thermocrop.core.scenes.bands import S2_BANDS
 from thermocrop.core.settings import ExtractionSettings, PixelSampling
 
 gpd = pytest.importorskip("geopandas")
@@ -170,9 +170,9 @@ def test_a_geopackage_with_an_undefined_crs_is_refused(tmp_path, capsys):
 
 
 def test_scenes_of_two_seasons_are_refused_naming_the_years(tmp_path):
-    from thermocrop.core.thermal.gdd import SeasonStart
     from thermocrop.core.scenes.local import find_scenes
     from thermocrop.core.scenes.seasons import select_season
+    from thermocrop.core.thermal.gdd import SeasonStart
 
     for day in ("2017-04-01", "2017-06-01", "2018-04-01", "2018-05-01", "2018-06-01"):
         _scene(tmp_path / "s", day)
@@ -247,8 +247,8 @@ def test_numeric_options_out_of_range_are_usage_errors(argv, tmp_path, capsys, m
 
 
 def test_toolbox_and_command_line_share_the_ranges():
-    from thermocrop.core.limits import LIMITS
     from thermocrop.cli.options import bounded
+    from thermocrop.core.limits import LIMITS
 
     for name, limit in LIMITS.items():
         parse = bounded(name)

@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 
-
 def _loopback():
     """``tests/remote/loopback.py``, loaded from its file (this script is not in a test package)."""
     import importlib.util

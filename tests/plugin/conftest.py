@@ -17,9 +17,9 @@ def small_bundle(tiny_region, region_weather, tmp_path_factory):
     pytest.importorskip("torch")
     import torch
 
-    from thermocrop.core.model.bundle import BundleConfig, InputScaling, save_bundle
     from thermocrop.core.crops import CROP_CLASSES
     from thermocrop.core.extract import extract_pixel_sets
+    from thermocrop.core.model.bundle import BundleConfig, InputScaling, save_bundle
     from thermocrop.core.model.networks import build_model
 
     ps = extract_pixel_sets(tiny_region / "parcels.gpkg", tiny_region / "scenes", region_weather,
@@ -66,5 +66,6 @@ def scene_files(tiny_region):
 
 # The plugin installed from its zip into a fresh profile, packages and all (tests/plugin/installed_qgis.py).
 from installed_qgis import installed_profile  # noqa: E402,F401
+
 from thermocrop.core.parcels import ParcelFields
 from thermocrop.core.settings import ExtractionSettings, PixelSampling

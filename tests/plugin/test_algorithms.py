@@ -50,8 +50,8 @@ def test_classifyparcels_matches_core_and_saves_style(provider, tiny_region, sce
     renderer = layer.renderer()
     assert isinstance(renderer, QgsCategorizedSymbolRenderer)
     assert renderer.classAttribute() == "crop_pred"
-    from thermocrop.core.model.bundle import load_bundle
     from thermocrop.core.crops import NOT_CLASSIFIED_COLOUR, UNKNOWN_COLOUR, class_colours
+    from thermocrop.core.model.bundle import load_bundle
 
     colours = {c.value(): c.symbol().color().name() for c in renderer.categories()}
     expected = class_colours(load_bundle(small_bundle).classes)

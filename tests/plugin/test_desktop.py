@@ -7,7 +7,6 @@ environment's path."""
 from __future__ import annotations
 
 import pytest
-
 from installed_qgis import analyst_environment, run_qgis
 
 pytestmark = [pytest.mark.qgis, pytest.mark.slow]

@@ -144,9 +144,7 @@ def test_run_writes_a_new_styled_layer_file_by_default(dock, parcels_layer, tiny
 @pytest.mark.slow
 def test_in_place_is_saved_and_never_left_in_edit_mode(dock, parcels_layer, tiny_region, region_weather,
                                                        small_bundle):
-    from qgis.core import QgsVectorLayer
-
-    from qgis.core import QgsApplication
+    from qgis.core import QgsApplication, QgsVectorLayer
     from qgis.gui import QgsMessageBar
 
     bar = QgsMessageBar()

@@ -19,7 +19,6 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-
 from installed_qgis import SCRIPT_HEAD, analyst_environment, qgis_python, run_qgis
 from test_catalog import CLOUDS, _Catalogue
 

@@ -221,7 +221,6 @@ def test_zip_installed_in_a_fresh_profile_runs_headless(installed_profile, tiny_
     import csv
 
     import geopandas as gpd
-
     from installed_qgis import analyst_environment
 
     from thermocrop.plugin.headless import qgis_process_program

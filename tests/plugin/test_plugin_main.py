@@ -15,9 +15,8 @@ class _Iface:
     """The part of QgisInterface the plugin uses, recording what was added and removed."""
 
     def __init__(self):
-        from qgis.PyQt.QtWidgets import QMainWindow
-
         from qgis.gui import QgsMessageBar
+        from qgis.PyQt.QtWidgets import QMainWindow
 
         self.window = QMainWindow()
         self.bar = QgsMessageBar()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from loopback import LoopbackServer, StacCatalog, publish_region
 
 

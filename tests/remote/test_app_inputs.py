@@ -10,8 +10,8 @@ import geopandas as gpd
 import numpy as np
 import pystac
 import pytest
-
 from loopback import LoopbackServer, open_meteo_temperature
+
 from thermocrop.app import ScenesSpec, WeatherSpec, resolve_scenes, resolve_weather, scene_dates
 from thermocrop.core.scenes.stac import save_items
 from thermocrop.core.thermal.gdd import SeasonStart

@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 import pystac
 import pytest
-
 from loopback import SAS_TOKEN, Fault, LoopbackServer, StacCatalog
+
+from thermocrop.cli.main import EXIT_INPUT, EXIT_INTERRUPTED, main
 from thermocrop.core.errors import InputError, SceneError, WeatherError
 from thermocrop.core.io.http_session import NetworkDeadlineError
 from thermocrop.core.scenes.remote import BlockCacheError
@@ -32,9 +33,8 @@ from thermocrop.core.scenes.stac import (
     scenes_from_items,
     search_items,
 )
-from thermocrop.core.thermal.weather_services import fetch_cds, fetch_open_meteo
-from thermocrop.cli.main import EXIT_INPUT, EXIT_INTERRUPTED, main
 from thermocrop.core.settings import ExtractionSettings, PixelSampling
+from thermocrop.core.thermal.weather_services import fetch_cds, fetch_open_meteo
 
 ES = dict(dates=6, cloud_cover=(5, 70, 20, 90, 10, 40))
 PC_KEY = "pc-subscription-key-0123456789"

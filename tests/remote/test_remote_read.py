@@ -8,8 +8,8 @@ import logging
 import numpy as np
 import pystac
 import pytest
-
 from loopback import Fault, write_band_folder
+
 from thermocrop.core.extract import extract_pixel_sets, scene_threads
 from thermocrop.core.scenes.local import find_scenes
 from thermocrop.core.scenes.stac import Catalog, reader_for, scenes_from_items

@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 import pytest
-
 from loopback import Fault, LoopbackServer, open_meteo_temperature
+
 from thermocrop.core.errors import WeatherError
 from thermocrop.core.thermal.weather import read_daily_temperature
 from thermocrop.core.thermal.weather_services import cells_of, fetch_cds, fetch_open_meteo

@@ -13,12 +13,12 @@ import rasterio
 from rasterio.transform import from_origin
 from shapely.geometry import box
 
-from thermocrop.core.scenes.bands import S2_BANDS
-from thermocrop.core.model.bundle import load_bundle
-from thermocrop.core.crops import class_colours
-from thermocrop.core.pixel_sets import PixelSets, open_dataset, save_dataset
-from thermocrop.core.errors import DatasetError
 from thermocrop.cli.main import EXIT_INPUT, main
+from thermocrop.core.crops import class_colours
+from thermocrop.core.errors import DatasetError
+from thermocrop.core.model.bundle import load_bundle
+from thermocrop.core.pixel_sets import PixelSets, open_dataset, save_dataset
+from thermocrop.core.scenes.bands import S2_BANDS
 from thermocrop.training.evaluate import evaluate_bundle
 from thermocrop.training.experiment import check_held_out_classes
 from thermocrop.training.train import TrainingConfig, train_model

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from thermocrop.core.errors import OutputError
 from thermocrop.cli.main import EXIT_INPUT, main
+from thermocrop.core.errors import OutputError
 
 gpd = pytest.importorskip("geopandas")
 

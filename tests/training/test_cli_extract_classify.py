@@ -10,9 +10,9 @@ import rasterio
 from rasterio.transform import from_origin
 from shapely.geometry import box
 
-from thermocrop.core.scenes.bands import S2_BANDS
-from thermocrop.core.pixel_sets import open_dataset
 from thermocrop.cli.main import EXIT_INPUT, EXIT_NOTHING, EXIT_OUTPUT, main
+from thermocrop.core.pixel_sets import open_dataset
+from thermocrop.core.scenes.bands import S2_BANDS
 
 gpd = pytest.importorskip("geopandas")
 # Growing degree days and weather reading come from core.gdd / core.weather.
@@ -144,8 +144,8 @@ def test_extract_command_reports_bad_input(small_region, tmp_path, capsys):
 @pytest.mark.slow
 def test_classify_command_end_to_end_on_a_synthetic_region(tiny_region, tmp_path, capsys):
     pytest.importorskip("torch")
-    from thermocrop.core.model.bundle import BundleConfig, InputScaling, save_bundle
     from thermocrop.core.crops import CROP_CLASSES
+    from thermocrop.core.model.bundle import BundleConfig, InputScaling, save_bundle
     from thermocrop.core.model.networks import build_model
 
     # Plumbing only: an untrained model with scaling taken from the region's own pixels.

@@ -8,8 +8,8 @@ import rasterio
 from rasterio.transform import from_origin
 from shapely.geometry import box
 
-from thermocrop.core.scenes.bands import S2_BANDS
 from thermocrop.cli.main import EXIT_INPUT, EXIT_OUTPUT, main
+from thermocrop.core.scenes.bands import S2_BANDS
 
 gpd = pytest.importorskip("geopandas")
 

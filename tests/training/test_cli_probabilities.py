@@ -14,10 +14,10 @@ def test_classify_writes_probability_margin_and_entropy_fields(tiny_region, tmp_
     import geopandas as gpd
     import torch
 
-    from thermocrop.core.model.bundle import BundleConfig, InputScaling, save_bundle
-    from thermocrop.core.crops import CROP_CLASSES
-    from thermocrop.core.model.networks import build_model
     from thermocrop.cli.main import main
+    from thermocrop.core.crops import CROP_CLASSES
+    from thermocrop.core.model.bundle import BundleConfig, InputScaling, save_bundle
+    from thermocrop.core.model.networks import build_model
 
     # Plumbing only: an untrained model gives spread-out probabilities, which is what is checked.
     torch.manual_seed(0)

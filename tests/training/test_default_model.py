@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from thermocrop.core.model.bundle import default_bundle_path, load_bundle
 from thermocrop.core.crops import CROP_CLASSES
+from thermocrop.core.model.bundle import default_bundle_path, load_bundle
 from thermocrop.core.parcels import ParcelFields
 from thermocrop.core.settings import ExtractionSettings, PixelSampling
 
@@ -25,8 +25,8 @@ def test_default_bundle_is_small_and_names_the_crop_classes():
 
 @pytest.mark.slow
 def test_default_bundle_classifies_an_unseen_region_above_chance(tmp_path):
-    from thermocrop.core.pixel_sets import open_dataset
     from thermocrop.core.extract import extract_to_dataset
+    from thermocrop.core.pixel_sets import open_dataset
     from thermocrop.synth import generate_region
 
     # A seed the default model never saw (it was trained on seed 0).

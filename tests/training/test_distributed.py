@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from thermocrop.core.model.bundle import InputScaling
 from thermocrop.core.crops import CROP_CLASSES
+from thermocrop.core.model.bundle import InputScaling
 from thermocrop.core.pixel_sets import PixelSets, open_dataset, save_dataset
 from thermocrop.training.data_parallel import launch
 from thermocrop.training.sampling import BatchSampler

@@ -11,14 +11,13 @@ import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
+from test_train import make_pixel_sets
 
 from thermocrop.core.model.bundle import load_bundle
-from thermocrop.core.pixel_sets import open_dataset, save_dataset
 from thermocrop.core.model.networks import EnsembleClassifier, build_model
+from thermocrop.core.pixel_sets import open_dataset, save_dataset
 from thermocrop.training.ensemble import member_configs, member_paths
 from thermocrop.training.train import TrainingConfig, train_model
-
-from test_train import make_pixel_sets
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,10 @@ import os
 
 import numpy as np
 import pytest
+from test_train import make_pixel_sets
 
-from thermocrop.core.pixel_sets import save_dataset
 from thermocrop.cli.main import main
+from thermocrop.core.pixel_sets import save_dataset
 from thermocrop.core.progress import Progress
 from thermocrop.training.experiment import (
     estimate_experiment,
@@ -19,8 +20,6 @@ from thermocrop.training.experiment import (
     write_outputs,
 )
 from thermocrop.training.train import TrainingConfig
-
-from test_train import make_pixel_sets
 
 
 @pytest.fixture(scope="module")

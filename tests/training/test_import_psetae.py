@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from shapely.geometry import box
 
-from thermocrop.core.scenes.bands import S2_BANDS
-from thermocrop.core.pixel_sets import open_dataset
-from thermocrop.core.errors import InputError
 from thermocrop.cli.main import EXIT_INPUT, main
+from thermocrop.core.errors import InputError
+from thermocrop.core.pixel_sets import open_dataset
+from thermocrop.core.scenes.bands import S2_BANDS
 from thermocrop.training.importers.common import ParcelLayer
 from thermocrop.training.importers.psetae import PsetaeFormat, import_psetae
 

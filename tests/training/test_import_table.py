@@ -12,10 +12,10 @@ import pytest
 from pyproj import Transformer
 from shapely.geometry import box
 
-from thermocrop.core.scenes.bands import S2_BANDS
-from thermocrop.core.pixel_sets import open_dataset
-from thermocrop.core.errors import InputError
 from thermocrop.cli.main import main
+from thermocrop.core.errors import InputError
+from thermocrop.core.pixel_sets import open_dataset
+from thermocrop.core.scenes.bands import S2_BANDS
 from thermocrop.training.importers.common import ClassesAndBlocks, ImportWeather
 from thermocrop.training.importers.table import TableColumns, import_table, table_pixel_sets
 

@@ -14,12 +14,12 @@ import pytest
 import zarr
 from fake_timematch import TM_BANDS, gdd_by_hand, make_tile, pixel_value
 
-from thermocrop.core.scenes.bands import S2_BANDS
+from thermocrop.cli.main import EXIT_INPUT, main
 from thermocrop.core.crops import CROP_CLASSES
-from thermocrop.core.pixel_sets import open_dataset
 from thermocrop.core.errors import InputError
 from thermocrop.core.io.zarr_read import ZarrError
-from thermocrop.cli.main import EXIT_INPUT, main
+from thermocrop.core.pixel_sets import open_dataset
+from thermocrop.core.scenes.bands import S2_BANDS
 from thermocrop.training.importers.safe_pickle import UnsafePickleError, safe_load
 from thermocrop.training.importers.timematch import import_timematch
 

@@ -12,12 +12,12 @@ import pytest
 import torch
 from scipy.special import erf
 
-from thermocrop.core.scenes.bands import S2_BANDS
-from thermocrop.core.model.bundle import load_bundle
-from thermocrop.core.crops import CROP_CLASSES
-from thermocrop.core.pixel_sets import PixelSets
-from thermocrop.core.errors import BundleError, InputError
 from thermocrop.cli.main import main
+from thermocrop.core.crops import CROP_CLASSES
+from thermocrop.core.errors import BundleError, InputError
+from thermocrop.core.model.bundle import load_bundle
+from thermocrop.core.pixel_sets import PixelSets
+from thermocrop.core.scenes.bands import S2_BANDS
 from thermocrop.training.importers.weights import import_weights
 
 TM_BANDS = ("B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12")

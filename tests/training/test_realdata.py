@@ -8,9 +8,18 @@ import numpy as np
 import pytest
 
 from thermocrop.core.pixel_sets import PixelSets, save_dataset
-from thermocrop.training.realdata import (SECTION_END, SECTION_START, block_folds, cross_validate,
-                                          find_realdata, macro_f1_min_support, model_card_section,
-                                          score_bundle, score_confusion, update_model_card)
+from thermocrop.training.realdata import (
+    SECTION_END,
+    SECTION_START,
+    block_folds,
+    cross_validate,
+    find_realdata,
+    macro_f1_min_support,
+    model_card_section,
+    score_bundle,
+    score_confusion,
+    update_model_card,
+)
 from thermocrop.training.train import TrainingConfig
 
 

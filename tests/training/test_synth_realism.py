@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from thermocrop.core.pixel_sets import PixelSets, save_dataset
-from thermocrop.core.errors import InputError
 from thermocrop.cli.main import main
+from thermocrop.core.errors import InputError
+from thermocrop.core.pixel_sets import PixelSets, save_dataset
 from thermocrop.synth.realism import FEATURES, compare, gdd_bins, parcel_observations
 
 CLASSES = ("meadow", "rare", "wheat")

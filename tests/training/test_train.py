@@ -11,11 +11,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from thermocrop.core.model.bundle import InputScaling, load_bundle
 from thermocrop.core.crops import CROP_CLASSES
-from thermocrop.core.pixel_sets import PixelSets, open_dataset, save_dataset
 from thermocrop.core.errors import CancelledError, InputError
+from thermocrop.core.model.bundle import InputScaling, load_bundle
 from thermocrop.core.model.networks import VARIANTS, build_model
+from thermocrop.core.pixel_sets import PixelSets, open_dataset, save_dataset
 from thermocrop.core.progress import Progress
 from thermocrop.training.losses import FocalLoss
 from thermocrop.training.sampling import BatchSampler, sample_dates, sample_pixels

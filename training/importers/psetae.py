@@ -21,13 +21,13 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from ...core.scenes.bands import QUANTIFICATION_VALUE, S2_BANDS
-from ...core.pixel_sets import STATUS_OK, DatasetWriter, PixelSets
 from ...core.errors import InputError
-from ...core.parcels import STATUS_NO_WEATHER, STATUS_TOO_SMALL
-from ...core.progress import Progress
-from ...core.settings import PixelSampling
 from ...core.io.safe_read import inside, npy_header, read_json
+from ...core.parcels import STATUS_NO_WEATHER, STATUS_TOO_SMALL
+from ...core.pixel_sets import STATUS_OK, DatasetWriter, PixelSets
+from ...core.progress import Progress
+from ...core.scenes.bands import QUANTIFICATION_VALUE, S2_BANDS
+from ...core.settings import PixelSampling
 from .common import (
     ClassesAndBlocks,
     ImportWeather,

@@ -22,11 +22,11 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from ...core.scenes.bands import QUANTIFICATION_VALUE, S2_BANDS
-from ...core.pixel_sets import STATUS_OK, PixelSets, save_dataset
 from ...core.errors import InputError
-from ...core.parcels import STATUS_NO_CLEAR_DATE, STATUS_NO_WEATHER
 from ...core.io.safe_read import check_archive
+from ...core.parcels import STATUS_NO_CLEAR_DATE, STATUS_NO_WEATHER
+from ...core.pixel_sets import STATUS_OK, PixelSets, save_dataset
+from ...core.scenes.bands import QUANTIFICATION_VALUE, S2_BANDS
 from .common import (
     ClassesAndBlocks,
     ImportWeather,

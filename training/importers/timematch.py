@@ -28,14 +28,14 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from ...core.scenes.bands import S2_BANDS
 from ...core.crops import CROP_CLASSES
-from ...core.pixel_sets import STATUS_OK, DatasetWriter, PixelSets
 from ...core.errors import InputError
-from ...core.parcels import STATUS_NO_WEATHER
-from ...core.progress import Progress
 from ...core.io.safe_read import check_nesting, inside, member_path, read_json, read_limited
 from ...core.io.zarr_read import read_zarr_array
+from ...core.parcels import STATUS_NO_WEATHER
+from ...core.pixel_sets import STATUS_OK, DatasetWriter, PixelSets
+from ...core.progress import Progress
+from ...core.scenes.bands import S2_BANDS
 from .common import PathLike, assign_labels, check_parcel_ids
 from .safe_pickle import safe_loads
 

@@ -26,11 +26,11 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import torch
 
-from ...core.scenes.bands import S2_BANDS
-from ...core.model.bundle import BundleConfig, InputScaling, save_bundle
 from ...core.crops import CROP_CLASSES, class_colours
 from ...core.errors import BundleError, InputError
+from ...core.model.bundle import BundleConfig, InputScaling, save_bundle
 from ...core.model.networks import VARIANTS, build_model
+from ...core.scenes.bands import S2_BANDS
 from .common import PathLike
 from .timematch import TIMEMATCH_BANDS
 
