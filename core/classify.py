@@ -19,10 +19,10 @@ from .errors import InputError, SceneError
 from .extract import SceneSource, chunk_groups, dataset_meta, scene_list_of
 from .io.vector import feature_count, write_with_fields
 from .parcels import ParcelSource, ParcelTable, load_parcels
+from .pixel_sampling import scene_grids, spatial_chunks
 from .pixel_sets import STATUS_OK
 from .progress import Progress
 from .result_columns import result_columns
-from .sampling import scene_grids, spatial_chunks
 from .scenes.radiometry import check_missing_scl
 from .scenes.seasons import select_season
 from .settings import ExtractionSettings, PixelSampling, ThermalTime

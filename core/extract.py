@@ -34,9 +34,9 @@ from .parcels import (
     require_usable,
     some_names,
 )
+from .pixel_sampling import PixelSelection, reading_windows, sample_pixels, scene_grids, spatial_chunks
 from .pixel_sets import STATUS_OK, DatasetWriter, PixelSets
 from .progress import Progress
-from .sampling import PixelSelection, reading_windows, sample_pixels, scene_grids, spatial_chunks
 from .scenes.bands import S2_BANDS
 from .scenes.local import find_scenes
 from .scenes.product import NOT_DIGITAL_NUMBERS, Grid, Scene, decode_threads, decoding_threads, usable_cpus

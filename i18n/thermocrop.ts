@@ -54,7 +54,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="97"/>
+        <location filename="algorithm_strings.py" line="99"/>
         <source>Catalogue</source>
         <translation type="unfinished"></translation>
     </message>
@@ -361,48 +361,28 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layers.py" line="177"/>
+        <location filename="../plugin/layers.py" line="178"/>
         <source>cannot be read: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layers.py" line="182"/>
+        <location filename="../plugin/layers.py" line="183"/>
         <source>holds only {bands}: tick it together with the product&apos;s other band files</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layers.py" line="185"/>
+        <location filename="../plugin/layers.py" line="186"/>
         <source>{count} bands without band names: {problem}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layers.py" line="188"/>
+        <location filename="../plugin/layers.py" line="189"/>
         <source>a scene classification (SCL) file; it is read with its scene</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layers.py" line="189"/>
+        <location filename="../plugin/layers.py" line="190"/>
         <source>{count} band(s), none of them a Sentinel-2 band (a DEM or another raster?)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock/shell.py" line="58"/>
-        <source>ThermoCrop</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/main.py" line="52"/>
-        <source>Classify parcels with ThermoCrop</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/main.py" line="80"/>
-        <source>&amp;ThermoCrop</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/main.py" line="57"/>
-        <source>Missing Python packages: {names}. Open the ThermoCrop dock to install them.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -421,27 +401,47 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="118"/>
+        <location filename="../plugin/dock/shell.py" line="58"/>
+        <source>ThermoCrop</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/qgis_plugin.py" line="52"/>
+        <source>Classify parcels with ThermoCrop</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/qgis_plugin.py" line="80"/>
+        <source>&amp;ThermoCrop</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/qgis_plugin.py" line="57"/>
+        <source>Missing Python packages: {names}. Open the ThermoCrop dock to install them.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/task.py" line="132"/>
         <source>{task}: cancelling…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="160"/>
+        <location filename="../plugin/task.py" line="178"/>
         <source>ThermoCrop: classify parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="232"/>
+        <location filename="../plugin/task.py" line="261"/>
         <source>the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="284"/>
+        <location filename="../plugin/task.py" line="313"/>
         <source>ThermoCrop: explain a parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="298"/>
+        <location filename="../plugin/task.py" line="329"/>
         <source>Feature {fid} is no longer in {layer}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -461,27 +461,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="199"/>
+        <location filename="../plugin/train_panel.py" line="203"/>
         <source>Polygon layer whose parcels carry a crop label or code</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="201"/>
+        <location filename="../plugin/train_panel.py" line="205"/>
         <source>Field of each parcel&apos;s crop label (class names or crop codes); parcels with an empty value are left out</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="205"/>
+        <location filename="../plugin/train_panel.py" line="209"/>
         <source>Field of each parcel&apos;s spatial block (e.g. a 10 km grid cell): training, validation and test are split by block. Empty: a random split</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="210"/>
+        <location filename="../plugin/train_panel.py" line="214"/>
         <source>Map national crop codes to classes with the paper&apos;s table for France, Denmark or Austria; codes not in it become &apos;unknown&apos;</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="215"/>
+        <location filename="../plugin/train_panel.py" line="219"/>
         <source>Layer</source>
         <translation type="unfinished"></translation>
     </message>
@@ -491,62 +491,62 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="217"/>
+        <location filename="../plugin/train_panel.py" line="221"/>
         <source>Block field</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="218"/>
+        <location filename="../plugin/train_panel.py" line="222"/>
         <source>Crop codes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="220"/>
+        <location filename="../plugin/train_panel.py" line="224"/>
         <source>Training</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="228"/>
+        <location filename="../plugin/train_panel.py" line="232"/>
         <source> (recommended)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="232"/>
+        <location filename="../plugin/train_panel.py" line="236"/>
         <source>epochs</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="232"/>
+        <location filename="../plugin/train_panel.py" line="236"/>
         <source>steps per epoch</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="232"/>
+        <location filename="../plugin/train_panel.py" line="236"/>
         <source>parcels per step</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="142"/>
+        <location filename="../plugin/dock/input_widgets.py" line="142"/>
         <source>ThermoCrop model (*.tcm)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="242"/>
+        <location filename="../plugin/train_panel.py" line="246"/>
         <source>empty: beside the project</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="243"/>
+        <location filename="../plugin/train_panel.py" line="247"/>
         <source>Variant</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="244"/>
+        <location filename="../plugin/train_panel.py" line="248"/>
         <source>Budget</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="246"/>
+        <location filename="../plugin/train_panel.py" line="250"/>
         <source>Model file</source>
         <translation type="unfinished"></translation>
     </message>
@@ -556,112 +556,112 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/status.py" line="47"/>
+        <location filename="../plugin/dock/status_panel.py" line="47"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="256"/>
+        <location filename="../plugin/train_panel.py" line="260"/>
         <source>Uses the scenes and weather of the Classify tab; the new model is saved beside the project and chosen for the next classification.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="316"/>
+        <location filename="../plugin/train_panel.py" line="320"/>
         <source>{steps:,} steps of {batch} parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="319"/>
+        <location filename="../plugin/train_panel.py" line="323"/>
         <source>; about {time} at the {ms:.0f} ms per step measured here last time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="322"/>
+        <location filename="../plugin/train_panel.py" line="326"/>
         <source>; the time is measured and shown before the training starts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="332"/>
+        <location filename="../plugin/train_panel.py" line="336"/>
         <source>Choose the labelled parcel layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="335"/>
+        <location filename="../plugin/train_panel.py" line="339"/>
         <source>Choose the field of {layer} that holds the crop labels.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="339"/>
+        <location filename="../plugin/train_panel.py" line="343"/>
         <source>The label and block fields are the same; choose the block field or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="343"/>
+        <location filename="../plugin/train_panel.py" line="347"/>
         <source>Tick or add the Sentinel-2 scenes on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="345"/>
+        <location filename="../plugin/train_panel.py" line="349"/>
         <source>Choose the daily temperature file (or a weather service) on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="355"/>
+        <location filename="../plugin/train_panel.py" line="359"/>
         <source>{path} (or its dataset folder) exists; choose a new model file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="371"/>
+        <location filename="../plugin/train_panel.py" line="375"/>
         <source>Save the project first, or choose the model file: {layer} is no file layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="398"/>
+        <location filename="../plugin/train_panel.py" line="402"/>
         <source>Extracting the labelled parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="406"/>
+        <location filename="../plugin/train_panel.py" line="410"/>
         <source>Training: {estimate}. Cancel stops it and leaves nothing behind.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="414"/>
+        <location filename="../plugin/train_panel.py" line="418"/>
         <source>Training cancelled; no model or dataset was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="417"/>
+        <location filename="../plugin/train_panel.py" line="421"/>
         <source>Training failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="424"/>
+        <location filename="../plugin/train_panel.py" line="428"/>
         <source>Model saved to {path} and chosen for the next classification{scores}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="426"/>
+        <location filename="../plugin/train_panel.py" line="430"/>
         <source>Trained {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="432"/>
+        <location filename="../plugin/train_panel.py" line="436"/>
         <source>{n:.0f} s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="434"/>
+        <location filename="../plugin/train_panel.py" line="438"/>
         <source>{n:.0f} min</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="435"/>
+        <location filename="../plugin/train_panel.py" line="439"/>
         <source>{n:.1f} h</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/weather_task.py" line="42"/>
+        <location filename="../plugin/weather_task.py" line="43"/>
         <source>ThermoCrop: temperatures from {service}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -686,112 +686,112 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/accuracy.py" line="19"/>
+        <location filename="../plugin/dock/accuracy_tab.py" line="19"/>
         <source>Accuracy assessment: {message}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/accuracy.py" line="21"/>
+        <location filename="../plugin/dock/accuracy_tab.py" line="21"/>
         <source>Accuracy assessment finished; the report is on the Accuracy tab.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="99"/>
+        <location filename="../plugin/dock/classify_tab.py" line="99"/>
         <source>Parcels per class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="104"/>
+        <location filename="../plugin/dock/classify_tab.py" line="104"/>
         <source>Class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="77"/>
+        <location filename="../plugin/dock/input_widgets.py" line="77"/>
         <source>Parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="104"/>
+        <location filename="../plugin/dock/classify_tab.py" line="104"/>
         <source>Share</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="109"/>
+        <location filename="../plugin/dock/classify_tab.py" line="109"/>
         <source>colour by class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="109"/>
+        <location filename="../plugin/dock/classify_tab.py" line="109"/>
         <source>colour by confidence</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="110"/>
+        <location filename="../plugin/dock/classify_tab.py" line="110"/>
         <source>The result layer&apos;s style: class colours, or confidence from purple (unsure) to yellow (sure)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="114"/>
+        <location filename="../plugin/dock/classify_tab.py" line="114"/>
         <source>only below</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="115"/>
+        <location filename="../plugin/dock/classify_tab.py" line="115"/>
         <source>Show only the parcels whose confidence is below the threshold (a filter on the result layer; untick to show all)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="189"/>
+        <location filename="../plugin/dock/classify_tab.py" line="189"/>
         <source>The scene {path} does not exist; untick it or add it again.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="192"/>
+        <location filename="../plugin/dock/classify_tab.py" line="192"/>
         <source>Checking the inputs …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="212"/>
+        <location filename="../plugin/dock/classify_tab.py" line="208"/>
         <source>Not started: {reason}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="217"/>
+        <location filename="../plugin/dock/classify_tab.py" line="213"/>
         <source>Not started: {path} exists and is not to be replaced.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="223"/>
+        <location filename="../plugin/dock/classify_tab.py" line="219"/>
         <source>Not started: the fields exist and are not to be overwritten.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="291"/>
+        <location filename="../plugin/dock/classify_tab.py" line="287"/>
         <source>Fetching the daily temperatures of {layer}'s parcels from {service} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="358"/>
+        <location filename="../plugin/dock/classify_tab.py" line="354"/>
         <source>The parcel layer was removed while classifying; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="361"/>
+        <location filename="../plugin/dock/classify_tab.py" line="357"/>
         <source>Cancelled; nothing was written and the layer was not changed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="307"/>
+        <location filename="../plugin/dock/classify_tab.py" line="303"/>
         <source>No temperatures from {service}: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="306"/>
+        <location filename="../plugin/algorithms/request_parts.py" line="75"/>
         <source>Temperatures from {service}: {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="324"/>
+        <location filename="../plugin/dock/classify_tab.py" line="320"/>
         <source>Classifying {n} parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
@@ -801,202 +801,202 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="364"/>
+        <location filename="../plugin/dock/classify_tab.py" line="360"/>
         <source>Classification failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="369"/>
+        <location filename="../plugin/dock/classify_tab.py" line="365"/>
         <source>{layer} (classified)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="372"/>
+        <location filename="../plugin/dock/classify_tab.py" line="368"/>
         <source>QGIS cannot open the written file {path}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="373"/>
+        <location filename="../plugin/dock/classify_tab.py" line="369"/>
         <source>the new layer {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="378"/>
+        <location filename="../plugin/dock/classify_tab.py" line="374"/>
         <source>{layer} (saved)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="379"/>
+        <location filename="../plugin/dock/classify_tab.py" line="375"/>
         <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="382"/>
+        <location filename="../plugin/dock/classify_tab.py" line="378"/>
         <source>Writing the result failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="396"/>
+        <location filename="../plugin/dock/classify_tab.py" line="392"/>
         <source>Classified {done} of {n} parcels ({unknown} unknown) into {where}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="440"/>
+        <location filename="../plugin/dock/classify_tab.py" line="436"/>
         <source>{qml} exists and was left as it is.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="442"/>
+        <location filename="../plugin/dock/classify_tab.py" line="438"/>
         <source>Style saved to {qml}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="446"/>
+        <location filename="../plugin/dock/classify_tab.py" line="442"/>
         <source>below 0.4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="446"/>
+        <location filename="../plugin/dock/classify_tab.py" line="442"/>
         <source>0.4 to 0.6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="446"/>
+        <location filename="../plugin/dock/classify_tab.py" line="442"/>
         <source>0.6 to 0.8</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="446"/>
+        <location filename="../plugin/dock/classify_tab.py" line="442"/>
         <source>0.8 and above</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="446"/>
+        <location filename="../plugin/dock/classify_tab.py" line="442"/>
         <source>not classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="475"/>
+        <location filename="../plugin/dock/classify_tab.py" line="471"/>
         <source>{layer} is being edited; save or discard the edits to filter it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="479"/>
+        <location filename="../plugin/dock/classify_tab.py" line="475"/>
         <source>{layer} cannot be filtered by its provider.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify.py" line="486"/>
+        <location filename="../plugin/dock/classify_tab.py" line="482"/>
         <source>{names} already exist(s). Overwrite?</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="57"/>
+        <location filename="../plugin/dock/explain_tab.py" line="57"/>
         <source>Click a parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="59"/>
+        <location filename="../plugin/dock/explain_tab.py" line="59"/>
         <source>Then click a parcel of the classified layer on the map to explain it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="62"/>
+        <location filename="../plugin/dock/explain_tab.py" line="62"/>
         <source>Explain the selected</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="63"/>
+        <location filename="../plugin/dock/explain_tab.py" line="63"/>
         <source>Explain the one selected parcel of the classified layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="73"/>
+        <location filename="../plugin/dock/explain_tab.py" line="73"/>
         <source>A field of the parcels with their known (reference) class, shown beside the prediction; empty: none</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="75"/>
+        <location filename="../plugin/dock/explain_tab.py" line="75"/>
         <source>Reference</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="77"/>
+        <location filename="../plugin/dock/explain_tab.py" line="77"/>
         <source>Click a parcel of the classified layer (or select one) to see its NDVI series against the calendar and against growing degree days, and the model&apos;s class probabilities.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="113"/>
+        <location filename="../plugin/dock/explain_tab.py" line="113"/>
         <source>Reading the parcel's pixels …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="121"/>
+        <location filename="../plugin/dock/explain_tab.py" line="121"/>
         <source>Explaining was cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="124"/>
+        <location filename="../plugin/dock/explain_tab.py" line="124"/>
         <source>Cannot explain this parcel: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="131"/>
+        <location filename="../plugin/dock/explain_tab.py" line="131"/>
         <source>Reference: {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="131"/>
+        <location filename="../plugin/dock/explain_tab.py" line="131"/>
         <source>none given</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="157"/>
+        <location filename="../plugin/dock/explain_tab.py" line="157"/>
         <source>against calendar date</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="162"/>
+        <location filename="../plugin/dock/explain_tab.py" line="162"/>
         <source>growing degree days (°C·d)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="164"/>
+        <location filename="../plugin/dock/explain_tab.py" line="164"/>
         <source>against thermal time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="178"/>
+        <location filename="../plugin/dock/explain_tab.py" line="178"/>
         <source>class probability</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="188"/>
+        <location filename="../plugin/dock/explain_tab.py" line="188"/>
         <source> of {layer}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="222"/>
+        <location filename="../plugin/dock/explain_tab.py" line="222"/>
         <source>Choose a parcel layer (or classify) first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="229"/>
+        <location filename="../plugin/dock/explain_tab.py" line="229"/>
         <source>Click a parcel of {layer} on the map.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="248"/>
+        <location filename="../plugin/dock/explain_tab.py" line="248"/>
         <source>Select exactly one parcel of {layer} to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="250"/>
+        <location filename="../plugin/dock/explain_tab.py" line="250"/>
         <source>Select exactly one parcel to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain.py" line="259"/>
+        <location filename="../plugin/dock/explain_tab.py" line="259"/>
         <source>Choose the scenes and the weather file on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1046,127 +1046,127 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="71"/>
+        <location filename="../plugin/dock/input_widgets.py" line="71"/>
         <source>Input</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="75"/>
+        <location filename="../plugin/dock/input_widgets.py" line="75"/>
         <source>Polygon layer of the project whose parcels are classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="78"/>
+        <location filename="../plugin/dock/input_widgets.py" line="78"/>
         <source>Selected features only</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="86"/>
+        <location filename="../plugin/dock/input_widgets.py" line="86"/>
         <source>Ticked scenes are used: the project&apos;s Sentinel-2 rasters and added files or folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="88"/>
+        <location filename="../plugin/dock/input_widgets.py" line="88"/>
         <source>Scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="90"/>
+        <location filename="../plugin/dock/input_widgets.py" line="90"/>
         <source>Add files…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="91"/>
+        <location filename="../plugin/dock/input_widgets.py" line="91"/>
         <source>Add Sentinel-2 products: .zip or .SAFE (choose its MTD_MSIL*.xml), or GeoTIFF / JPEG 2000 files</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="93"/>
+        <location filename="../plugin/dock/input_widgets.py" line="93"/>
         <source>Add folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="94"/>
+        <location filename="../plugin/dock/input_widgets.py" line="94"/>
         <source>Add a folder: every product and raster in it (and below) is read</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="95"/>
+        <location filename="../plugin/dock/input_widgets.py" line="95"/>
         <source>Remove</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="96"/>
+        <location filename="../plugin/dock/input_widgets.py" line="96"/>
         <source>Remove the selected files or folders added by hand (a project layer stays listed: untick it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="98"/>
+        <location filename="../plugin/dock/input_widgets.py" line="98"/>
         <source>Clear</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="99"/>
+        <location filename="../plugin/dock/input_widgets.py" line="99"/>
         <source>Remove every file and folder added by hand</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="121"/>
+        <location filename="../plugin/dock/input_widgets.py" line="121"/>
         <source>Where the daily temperatures come from: a file, or a weather service fetched for the parcels when the run starts and kept in the cache (Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="128"/>
+        <location filename="../plugin/dock/input_widgets.py" line="128"/>
         <source>Temperatures (*.nc *.nc4 *.csv);;All files (*)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="129"/>
+        <location filename="../plugin/dock/input_widgets.py" line="129"/>
         <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="131"/>
+        <location filename="../plugin/dock/input_widgets.py" line="131"/>
         <source>Weather</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="140"/>
+        <location filename="../plugin/dock/input_widgets.py" line="140"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="143"/>
+        <location filename="../plugin/dock/input_widgets.py" line="143"/>
         <source>empty: the shipped model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="153"/>
+        <location filename="../plugin/dock/input_widgets.py" line="153"/>
         <source>Output</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="155"/>
+        <location filename="../plugin/dock/input_widgets.py" line="155"/>
         <source>New layer file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="156"/>
+        <location filename="../plugin/dock/input_widgets.py" line="156"/>
         <source>Write the parcels with the result fields to a new file; the parcel layer is not changed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="158"/>
+        <location filename="../plugin/dock/input_widgets.py" line="158"/>
         <source>Fields of the parcel layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="159"/>
+        <location filename="../plugin/dock/input_widgets.py" line="159"/>
         <source>Add the result fields to the parcel layer and save it (in a running edit session: one undoable edit)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="168"/>
+        <location filename="../plugin/dock/input_widgets.py" line="168"/>
         <source>GeoPackage (*.gpkg);;Shapefile (*.shp);;GeoJSON (*.geojson);;FlatGeobuf (*.fgb)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1186,67 +1186,67 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="181"/>
+        <location filename="../plugin/dock/input_widgets.py" line="181"/>
         <source>Probabilities, margin, entropy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="182"/>
+        <location filename="../plugin/dock/input_widgets.py" line="182"/>
         <source>Also write p_&lt;class&gt; for every class, crop_margin (best minus second best probability) and crop_entropy (0 sure .. 1 undecided)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="200"/>
+        <location filename="../plugin/dock/input_widgets.py" line="200"/>
         <source>empty: {name} beside the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="200"/>
+        <location filename="../plugin/dock/input_widgets.py" line="200"/>
         <source>choose a file (.gpkg, .shp, .geojson, .fgb)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="269"/>
+        <location filename="../plugin/dock/input_widgets.py" line="269"/>
         <source>Project layers stay listed; untick them to leave them out of the run.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="283"/>
+        <location filename="../plugin/dock/input_widgets.py" line="283"/>
         <source>Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="287"/>
+        <location filename="../plugin/dock/input_widgets.py" line="287"/>
         <source>Folder of Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="95"/>
+        <location filename="algorithm_strings.py" line="97"/>
         <source>Search a catalogue</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="331"/>
+        <location filename="../plugin/dock/input_widgets.py" line="331"/>
         <source>fetched from {service} when the run starts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="395"/>
+        <location filename="../plugin/dock/input_widgets.py" line="395"/>
         <source>No model at {path}; choose a .tcm file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="400"/>
+        <location filename="../plugin/dock/input_widgets.py" line="400"/>
         <source>Model not available: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/inputs.py" line="403"/>
+        <location filename="../plugin/dock/input_widgets.py" line="403"/>
         <source>not recorded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/status.py" line="45"/>
+        <location filename="../plugin/dock/status_panel.py" line="45"/>
         <source>Classify</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1261,17 +1261,17 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/status.py" line="63"/>
+        <location filename="../plugin/dock/status_panel.py" line="63"/>
         <source>Install missing packages</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/status.py" line="97"/>
+        <location filename="../plugin/dock/status_panel.py" line="97"/>
         <source>Installing into {folder} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/train.py" line="34"/>
+        <location filename="../plugin/dock/train_tab.py" line="34"/>
         <source>Model {name} trained and chosen for the next classification.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1336,7 +1336,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="215"/>
+        <location filename="../plugin/algorithms/request_parts.py" line="70"/>
         <source>Inputs checked in {seconds} s</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1406,12 +1406,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="98"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="101"/>
         <source>The model bundle {model!r} does not exist; choose a .tcm file or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="111"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="114"/>
         <source>The class, confidence and status fields need three different, non-empty names.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1421,93 +1421,93 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="150"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="147"/>
         <source>Model: {variant}, classes {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="158"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="153"/>
         <source>{n} parcels, {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="208"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="206"/>
         <source>Fields {fields} of the input are replaced by the new values.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="211"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="209"/>
         <source>Field names as stored in this format: {names}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="212"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="213"/>
         <source>Cancelled: nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="261"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="258"/>
         <source>Style saved to {qml}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="123"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="126"/>
         <source>Give either the {preset} code table or the class map file {path}, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="145"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="148"/>
         <source>The parcels have no &apos;{field}&apos; field; Train model will split them at random (give a block field for a spatial split).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="148"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="151"/>
         <source>The parcel layer has no field {field}; choose its block field or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="167"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="175"/>
         <source>The dataset folder {out} is not empty; choose a new folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="188"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="185"/>
         <source>{n} classes (labelled parcels with data):</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="192"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="189"/>
         <source>Codes not in the class map, counted as unknown: {codes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="195"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="192"/>
         <source>Classes with fewer than {n} parcels, counted as unknown: {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="75"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="86"/>
         <source>Cannot read the dates {text!r}: write them as YYYY-MM-DD, separated by commas.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="100"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="111"/>
         <source>Give either DATES or scenes, so that there are dates to compute GDD at.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="108"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="119"/>
         <source>The cap temperature must be above the base temperature.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="178"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="183"/>
         <source>GDD of {n} parcels at {dates} dates from {weather}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="190"/>
-        <source>{n} parcels have no usable temperatures (no grid cell with data within 25 km, or a gap of more than 3 days); their GDD fields stay empty. Features: {features}</source>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="188"/>
+        <source>{n} parcels have no usable temperatures (no grid cell with data within {km} km, or a gap of more than 3 days); their GDD fields stay empty. Features: {features}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -1516,7 +1516,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/search_catalog.py" line="126"/>
+        <location filename="../plugin/algorithms/search_catalog.py" line="128"/>
         <source>The search found no items; widen the period or the cloud limit, or check the catalogue and collection. Nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1942,236 +1942,246 @@
     </message>
     <message>
         <location filename="algorithm_strings.py" line="84"/>
-        <source>Parcels with GDD</source>
+        <source>Largest distance to a weather cell (km)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="85"/>
-        <source>Parcel polygons, any CRS.</source>
+        <source>Parcels with GDD</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="86"/>
-        <source>Dates as YYYY-MM-DD separated by commas. Leave empty to use the scene dates.</source>
+        <source>Parcel polygons, any CRS.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="87"/>
-        <source>Sentinel-2 scenes whose acquisition dates are used when DATES is empty.</source>
+        <source>Dates as YYYY-MM-DD separated by commas. Leave empty to use the scene dates.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="88"/>
-        <source>A folder of scenes whose dates are used when DATES is empty.</source>
+        <source>Sentinel-2 scenes whose acquisition dates are used when DATES is empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="89"/>
-        <source>Or a STAC item collection saved by &apos;Search a catalogue&apos;, whose dates are used when DATES is empty (no image is read).</source>
+        <source>A folder of scenes whose dates are used when DATES is empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="90"/>
-        <source>Season start as MM-DD, or MM-DD/-1 for the previous year (e.g. 09-01/-1).</source>
+        <source>Or a STAC item collection saved by &apos;Search a catalogue&apos;, whose dates are used when DATES is empty (no image is read).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="91"/>
-        <source>Base temperature (°C) below which no growth is counted.</source>
+        <source>Season start as MM-DD, or MM-DD/-1 for the previous year (e.g. 09-01/-1).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="92"/>
-        <source>Cap temperature (°C) above which no extra growth is counted.</source>
+        <source>Base temperature (°C) below which no growth is counted.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="93"/>
-        <source>paper: clip daily min/max then average; average: average then clip at the base.</source>
+        <source>Cap temperature (°C) above which no extra growth is counted.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="94"/>
-        <source>The parcels with one field gdd_YYYYMMDD per date.</source>
+        <source>paper: clip daily min/max then average; average: average then clip at the base.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="95"/>
+        <source>How far a parcel may be from the grid cell (or station) it takes its temperatures from; farther parcels get no GDD.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="96"/>
-        <source>Finds the Sentinel-2 L2A items of a STAC catalogue that cover the parcel layer in a season, keeps those with at most the given cloud cover, logs their dates, tiles and cloud cover and saves them as a STAC ItemCollection (.json). Classify parcels, Export training data and Growing degree days per parcel read the saved file as their scenes, fetching only the parts of the images that hold parcels.</source>
+        <source>The parcels with one field gdd_YYYYMMDD per date.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="98"/>
-        <source>STAC API URL (for another STAC API)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="99"/>
-        <source>Collection</source>
+        <source>Finds the Sentinel-2 L2A items of a STAC catalogue that cover the parcel layer in a season, keeps those with at most the given cloud cover, logs their dates, tiles and cloud cover and saves them as a STAC ItemCollection (.json). Classify parcels, Export training data and Growing degree days per parcel read the saved file as their scenes, fetching only the parts of the images that hold parcels.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="100"/>
-        <source>Season (year)</source>
+        <source>STAC API URL (for another STAC API)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="101"/>
-        <source>Start (YYYY-MM-DD)</source>
+        <source>Collection</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="102"/>
-        <source>End (YYYY-MM-DD)</source>
+        <source>Season (year)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="103"/>
-        <source>Largest cloud cover (%)</source>
+        <source>Start (YYYY-MM-DD)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="104"/>
-        <source>Item collection</source>
+        <source>End (YYYY-MM-DD)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="105"/>
-        <source>Parcel polygons, any CRS: the search covers their bounding box.</source>
+        <source>Largest cloud cover (%)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="106"/>
-        <source>Earth Search (public COGs on AWS), Planetary Computer (signed by ThermoCrop), the Copernicus Data Space (JPEG 2000 in S3: reading needs S3 keys) or another STAC API given by its URL.</source>
+        <source>Item collection</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="107"/>
-        <source>The address of the STAC API when &apos;Another STAC API&apos; is chosen, e.g. https://stac.example.org/v1.</source>
+        <source>Parcel polygons, any CRS: the search covers their bounding box.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="108"/>
-        <source>Collection id; empty for the catalogue&apos;s Sentinel-2 L2A collection (sentinel-2-l2a).</source>
+        <source>Earth Search (public COGs on AWS), Planetary Computer (signed by ThermoCrop), the Copernicus Data Space (JPEG 2000 in S3: reading needs S3 keys) or another STAC API given by its URL.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="109"/>
-        <source>Calendar year searched (1 January to 31 December); Start and End narrow or replace it.</source>
+        <source>The address of the STAC API when &apos;Another STAC API&apos; is chosen, e.g. https://stac.example.org/v1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="110"/>
-        <source>First day searched, YYYY-MM-DD (optional).</source>
+        <source>Collection id; empty for the catalogue&apos;s Sentinel-2 L2A collection (sentinel-2-l2a).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="111"/>
-        <source>Last day searched, YYYY-MM-DD (optional).</source>
+        <source>Calendar year searched (1 January to 31 December); Start and End narrow or replace it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="112"/>
-        <source>Largest cloud cover of an item (eo:cloud_cover), percent.</source>
+        <source>First day searched, YYYY-MM-DD (optional).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="113"/>
-        <source>The item collection to write (.json); it appears only once complete.</source>
+        <source>Last day searched, YYYY-MM-DD (optional).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="114"/>
-        <source>Items found</source>
+        <source>Largest cloud cover of an item (eo:cloud_cover), percent.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="115"/>
-        <source>Dates found</source>
+        <source>The item collection to write (.json); it appears only once complete.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="116"/>
-        <source>Train model</source>
+        <source>Items found</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="117"/>
-        <source>Trains a PSE+LTAE classifier with the chosen positional encoding on one or more datasets written by Export training data, and saves a model bundle (.tcm) that Classify parcels and the dock can use.</source>
+        <source>Dates found</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="118"/>
-        <source>Dataset folders</source>
+        <source>Train model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="119"/>
-        <source>Model variant</source>
+        <source>Trains a PSE+LTAE classifier with the chosen positional encoding on one or more datasets written by Export training data, and saves a model bundle (.tcm) that Classify parcels and the dock can use.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="120"/>
-        <source>Epochs</source>
+        <source>Dataset folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="121"/>
-        <source>Steps per epoch</source>
+        <source>Model variant</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="122"/>
-        <source>Batch size</source>
+        <source>Epochs</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="123"/>
-        <source>Device</source>
+        <source>Steps per epoch</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="124"/>
-        <source>Classes (empty: all classes of the datasets)</source>
+        <source>Batch size</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="125"/>
-        <source>Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder dialog.</source>
+        <source>Device</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="126"/>
-        <source>Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none. tpe_sinusoidal, the shipped model&apos;s, is recommended (docs/training.md).</source>
+        <source>Classes (empty: all classes of the datasets)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="127"/>
-        <source>Training epochs (default 30, the shipped model&apos;s; the paper trains 100). The time the run will take is measured and logged before it starts.</source>
+        <source>Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder dialog.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="128"/>
-        <source>Optimiser steps per epoch (default 25; the paper uses 500).</source>
+        <source>Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none. tpe_sinusoidal, the shipped model&apos;s, is recommended (docs/training.md).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="129"/>
-        <source>Parcels per optimiser step (default 64; the paper uses 128).</source>
+        <source>Training epochs (default 30, the shipped model&apos;s; the paper trains 100). The time the run will take is measured and logged before it starts.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="130"/>
-        <source>auto uses a CUDA GPU when there is one, else the CPU.</source>
+        <source>Optimiser steps per epoch (default 25; the paper uses 500).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="131"/>
-        <source>The model&apos;s classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: every class of the datasets. Parcels of other classes are left out of training.</source>
+        <source>Parcels per optimiser step (default 64; the paper uses 128).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="132"/>
+        <source>auto uses a CUDA GPU when there is one, else the CPU.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="133"/>
+        <source>The model&apos;s classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: every class of the datasets. Parcels of other classes are left out of training.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="134"/>
         <source>Model bundle file (.tcm) to write.</source>
         <translation type="unfinished"></translation>
     </message>

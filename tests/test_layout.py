@@ -61,8 +61,6 @@ def test_direction_rule_catches_core_importing_training_and_synth_importing_cli(
 # -- cycles ----------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="left: core.extract -> core.scenes.remote -> core.scenes.local -> "
-                   "core.scenes.stac -> core.extract")
 def test_no_import_cycles():
     loops = rules.import_cycles()
     assert not loops, [" <-> ".join(c) for c in loops]
@@ -81,8 +79,6 @@ def test_cycle_rule_catches_a_circle_closed_inside_a_function(tmp_path):
 # -- private names ---------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="left: _settings, _meta, _scene_list, _say_missing_scl from core.extract "
-                   "into core.classify and core.runs.cluster; _gdd_settings from core.classify into plugin.task")
 def test_no_private_names_imported_across_modules():
     private = rules.private_imports(rules.read_map())
     assert not private, [f"{i.source} <- {i.target} {i.names}" for i in private]
@@ -105,8 +101,6 @@ def test_private_rule_catches_a_private_name_and_a_private_module(tmp_path):
 # -- sizes -----------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="left over 800 lines: core/extract.py, core/scenes/local.py, "
-                   "core/runs/cluster.py, core/scenes/remote.py, core/scenes/stac.py")
 def test_no_module_over_800_lines():
     assert not rules.long_modules(), rules.long_modules()
 
@@ -116,9 +110,6 @@ def test_size_rule_catches_a_long_module(tmp_path):
     assert rules.long_modules(tmp_path) == {str(Path("core/long.py")): 801}
 
 
-@pytest.mark.xfail(strict=True, reason="left over 12 parameters: table_pixel_sets, import_psetae, "
-                   "extract_to_dataset, extract_pixel_sets, classify_parcels, check_inputs, "
-                   "prepare_classification, search_items, read_daily_temperature")
 def test_no_function_over_12_parameters():
     assert not rules.wide_functions(), rules.wide_functions()
 

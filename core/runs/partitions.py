@@ -32,7 +32,7 @@ from ..extract import chunk_groups, dataset_meta, say_missing_scl, scene_list_of
 from ..model.bundle import default_bundle_path
 from ..parcels import ParcelFields, ParcelTable, parcel_table, require_usable
 from ..pixel_sets import DatasetWriter, open_dataset
-from ..sampling import scene_grids, spatial_chunks
+from ..pixel_sampling import scene_grids, spatial_chunks
 from ..scenes.seasons import select_season
 from ..settings import ExtractionSettings
 from ..thermal.gdd import day_of_season, gdd_at_points

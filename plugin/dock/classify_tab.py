@@ -54,7 +54,7 @@ from ..styles import (
 from ..task import ClassificationParameters, ClassificationTask, LayerSnapshot
 from ..weather_task import WeatherTask, scene_dates
 from .form import read_form
-from .inputs import ClassifyInputs
+from .input_widgets import ClassifyInputs
 from .layout import scrolled
 from .status_panel import LOG_TAG, StatusPanel
 

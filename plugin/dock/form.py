@@ -14,7 +14,7 @@ from qgis.core import QgsVectorLayer
 
 from ..i18n import tr
 from ..layer_writer import default_output_path, field_name_problems, layer_is_writable
-from .inputs import ClassifyInputs
+from .input_widgets import ClassifyInputs
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from ..i18n import tr
 from .accuracy_tab import accuracy_tab
 from .classify_tab import ClassifyPanel
 from .explain_tab import ExplainPanel
-from .inputs import ClassifyInputs
+from .input_widgets import ClassifyInputs
 from .layout import narrow_combos
 from .status_panel import StatusPanel
 from .train_tab import train_tab

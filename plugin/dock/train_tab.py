@@ -11,7 +11,7 @@ from qgis.PyQt.QtWidgets import QScrollArea
 
 from ..i18n import tr
 from ..train_panel import TrainPanel
-from .inputs import ClassifyInputs
+from .input_widgets import ClassifyInputs
 from .layout import scrolled
 from .status_panel import LOG_TAG
 

@@ -62,7 +62,7 @@ def project_layers(qgis_app):
 @pytest.fixture
 def inputs(qgis_app):
     """The Classify tab's widgets alone, their hints collected in ``inputs.said``."""
-    from thermocrop.plugin.dock.inputs import ClassifyInputs
+    from thermocrop.plugin.dock.input_widgets import ClassifyInputs
 
     said = []
     widget = ClassifyInputs(lambda text, level=None: said.append((text, level)))

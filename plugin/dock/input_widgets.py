@@ -388,7 +388,7 @@ class ClassifyInputs(QWidget):
     def show_model_card(self, *args) -> None:
         """Describe the chosen (or shipped) model: variant, classes, regions and scores."""
         try:
-            from ...core.model.bundle import default_bundle_path, load_bundle  # torch
+            from ...core.model.bundle import default_bundle_path, load_bundle
 
             path = self.model.filePath() or str(default_bundle_path())
             if not Path(path).is_file():
