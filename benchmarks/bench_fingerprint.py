@@ -1,4 +1,4 @@
-"""What fingerprinting a run's inputs costs: ``core.fingerprint.input_fingerprints`` (size,
+"""What fingerprinting a run's inputs costs: ``core.runs.fingerprint.input_fingerprints`` (size,
 nanosecond modification time and SHA-256 of 16 sampled 4 KiB blocks of every file over 1 MiB)
 against a SHA-256 of every byte, on scene-sized files written here.
 

@@ -1,9 +1,9 @@
 """Thermal time at scale: vectorised GDD and weather reading against per-parcel loops.
 
 1. GDD at 40 acquisition dates for 100,000 parcels x 365 days (0.1 % of the days missing,
-   filled), ``core.gdd.gdd_at_dates``, against a loop over parcels doing the same per parcel.
+   filled), ``core.thermal.gdd.gdd_at_dates``, against a loop over parcels doing the same per parcel.
 2. Daily temperatures of 100,000 parcels from an E-OBS-style NetCDF (365 days, 150 x 200 cells of
-   0.1 degree, packed int16), ``core.weather.read_daily_temperature``, against one nearest-cell
+   0.1 degree, packed int16), ``core.thermal.weather.read_daily_temperature``, against one nearest-cell
    selection per parcel with xarray (``ds.sel(..., method="nearest")``).
 
 The loops run on a subset and are scaled to the full count; both sides print parcels/s.

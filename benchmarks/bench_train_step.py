@@ -8,7 +8,7 @@ same batches from the same initial weights, B=128, T=30, S=64, two torch threads
 The two are timed in alternation, round after round, and each keeps its best round, so a
 busy moment of a shared machine costs both alike. ``--plain`` adds ThermoCrop's own plain
 autograd path of the pixel-set encoder (the path before the blocked encoder) as a third column.
-``--block-threads`` times ThermoCrop once per value of ``core.pse_training.BLOCK_THREADS`` (Python
+``--block-threads`` times ThermoCrop once per value of ``core.model.pse_training.BLOCK_THREADS`` (Python
 threads sharing the encoder's blocks; 0 = as many as torch threads), one column each.
 """
 

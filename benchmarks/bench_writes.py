@@ -1,4 +1,4 @@
-"""What the checked, atomic writer costs: ``core.vector.write_with_fields`` (OGR copy of the
+"""What the checked, atomic writer costs: ``core.io.vector.write_with_fields`` (OGR copy of the
 features plus the new fields, every feature read back and counted, one rename) against the
 unchecked baseline it replaced (the layer read into geopandas, the fields added, ``to_file``).
 

@@ -83,13 +83,13 @@ def add_season_option(parser: argparse.ArgumentParser) -> None:
 
 
 def weather_options(args: argparse.Namespace) -> dict:
-    """Keyword arguments of ``core.weather.read_daily_temperature`` from the options above."""
+    """Keyword arguments of ``core.thermal.weather.read_daily_temperature`` from the options above."""
     return {"tmin_var": args.tmin_var, "tmax_var": args.tmax_var, "tmax_path": args.tmax_file,
             "max_distance_m": args.max_distance_km * 1000.0, "date_var": args.date_var}
 
 
 def add_cluster_options(parser: argparse.ArgumentParser) -> None:
-    """Options of partitioned runs on a Dask cluster (``core.distributed``)."""
+    """Options of partitioned runs on a Dask cluster (``core.runs.cluster``)."""
     group = parser.add_argument_group("partitioned runs (Dask)")
     where = group.add_mutually_exclusive_group()
     where.add_argument("--workers", type=bounded("workers"), default=1,

@@ -63,7 +63,7 @@ def progress_bar(description: str, unit: str = "%") -> Iterator[Progress]:
 
 @contextlib.contextmanager
 def partition_bar(description: str) -> Iterator[Any]:
-    """A tqdm bar counting the partitions of a partitioned run (``core.distributed``)."""
+    """A tqdm bar counting the partitions of a partitioned run (``core.runs.cluster``)."""
     from tqdm import tqdm
 
     from ..core.runs.partitions import PartitionListener

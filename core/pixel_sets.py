@@ -227,7 +227,7 @@ class DatasetWriter:
 
     The folder appears only when :meth:`close` succeeds and the arrays read back; a failed,
     cancelled or killed run leaves nothing at ``path`` (the work happens in a staging folder
-    beside it, see ``core.output``; a killed run's is removed by the next run writing there).
+    beside it, see ``core.io.output``; a killed run's is removed by the next run writing there).
     Without ``overwrite`` an existing folder is never replaced, even one that appears during
     the run; with it, only a dataset folder (or an empty one) is. Rows go to the ``.npy``
     files through positioned writes of whole runs of parcels: filling a fresh memory map

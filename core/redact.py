@@ -6,7 +6,7 @@ keys and ``Authorization`` headers are replaced by ``<redacted>`` in every recor
 ThermoCrop's own) and wraps the log record factory, so that a record of any other logger
 is redacted too before a handler formats it. GDAL's own messages reach python logging through
 rasterio's handler while rasterio works; outside it, the threads that read remote assets
-silence GDAL's default handler (``core.remote``), which would print them, URLs and all, to
+silence GDAL's default handler (``core.scenes.remote``), which would print them, URLs and all, to
 stderr.
 """
 

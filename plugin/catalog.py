@@ -23,13 +23,13 @@ CATALOG_LABELS = ("Earth Search (AWS, public)", "Planetary Computer (Microsoft)"
                   "Copernicus Data Space (S3 keys)", "Another STAC API (its URL)")
 
 WEATHER_SERVICES = ("", "open-meteo", "cds:e-obs", "cds:era5-land")
-"""The weather choices: a file (``""``) or a service ``core.weather_services`` fetches."""
+"""The weather choices: a file (``""``) or a service ``core.thermal.weather_services`` fetches."""
 WEATHER_LABELS = ("The daily temperature file", "Open-Meteo (no key)", "Copernicus CDS: E-OBS (CDSAPI_KEY)",
                   "Copernicus CDS: ERA5-Land (CDSAPI_KEY)")
 
 
 def catalog_spec(choice: str, url: str = "") -> str:
-    """What ``core.stac.search_items`` takes as ``catalog``: a name, or the URL for ``url``.
+    """What ``core.scenes.stac.search_items`` takes as ``catalog``: a name, or the URL for ``url``.
 
     Raises:
         ValueError: ``url`` chosen without an http(s) address.
@@ -51,7 +51,7 @@ def auth_credentials(config_id: str, catalog: str) -> dict:
     Computer, the subscription key as password. Nothing is copied into the environment.
 
     Returns:
-        ``{}`` for an empty id, else the keys ``core.stac.reader_for`` takes.
+        ``{}`` for an empty id, else the keys ``core.scenes.stac.reader_for`` takes.
 
     Raises:
         ValueError: the configuration cannot be loaded (unknown id, locked database) or is not

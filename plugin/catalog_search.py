@@ -18,7 +18,7 @@ class SearchParameters:
 
     Attributes:
         parcels: the dock's ``LayerSnapshot`` of the parcel layer (read in the task).
-        catalog: a catalogue name of ``core.stac.CATALOGS`` or a STAC API URL.
+        catalog: a catalogue name of ``core.scenes.stac.CATALOGS`` or a STAC API URL.
         season: calendar year searched.
         max_cloud: largest cloud cover kept, percent.
         out: where the item collection is saved.
@@ -38,7 +38,7 @@ class CatalogSearchTask(ThermoCropTask):
     """Searches a catalogue for the items over the parcels and saves them, off the main thread.
 
     ``on_done(task)`` runs in the main thread; then ``summaries`` lists the items found
-    (``core.stac.ItemSummary``) and ``path`` is the saved collection, or ``error`` says what went
+    (``core.scenes.stac.ItemSummary``) and ``path`` is the saved collection, or ``error`` says what went
     wrong (``cancelled`` tells a user stop from a failure).
     """
 

@@ -1,6 +1,6 @@
 """The dock's "Search a catalogue" section: the alternative to picking scene files.
 
-Catalogue, season and cloud limit; **Search** runs ``core.stac.search_items`` in a ``QgsTask``
+Catalogue, season and cloud limit; **Search** runs ``core.scenes.stac.search_items`` in a ``QgsTask``
 over the parcel layer and lists the items found as dates with tile and cloud cover. The items
 are saved as a STAC item collection under the cache folder, and that file is what the run reads
 as its scenes (only the parts of the images that hold parcels are fetched). Credentials, where a

@@ -119,14 +119,14 @@ def default_output_path(layer: QgsVectorLayer) -> Optional[str]:
 
 
 def check_new_layer_file(path: str, layer: QgsVectorLayer, inputs: list, kinds: dict):
-    """Preflight of a new layer file (milliseconds, nothing written): ``core.vector``'s checks.
+    """Preflight of a new layer file (milliseconds, nothing written): ``core.io.vector``'s checks.
 
     The extension names a format, the folder exists and a file can be created in it, the path
     is no folder, device or system path and none of the run's ``inputs`` (under any name), and
     no field of ``layer`` (copied into the file) has a name of ``kinds`` with another kind.
 
     Returns:
-        The checked ``core.vector.VectorTarget`` (an existing file is allowed; the dock asks).
+        The checked ``core.io.vector.VectorTarget`` (an existing file is allowed; the dock asks).
 
     Raises:
         OutputError: what is wrong, naming the path or field.
@@ -141,7 +141,7 @@ def check_new_layer_file(path: str, layer: QgsVectorLayer, inputs: list, kinds: 
 
 
 def check_layer_fields(layer: QgsVectorLayer, kinds: dict) -> None:
-    """Existing fields of ``layer`` named as in ``kinds`` must hold that kind (``core.vector``).
+    """Existing fields of ``layer`` named as in ``kinds`` must hold that kind (``core.io.vector``).
 
     Raises:
         OutputError: a field of the same name and another type, naming it.

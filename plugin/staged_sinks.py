@@ -1,5 +1,5 @@
 """Processing outputs written whole: the algorithms' feature sinks go to a staging file that core
-reads back, counts and moves into place (``core.output``, ``core.vector``).
+reads back, counts and moves into place (``core.io.output``, ``core.io.vector``).
 
 QGIS writes a Processing sink itself, at the path the user gave; a failed or killed run would
 leave half a file there, and a GeoPackage path would lose the file's other layers. Here the sink
@@ -32,7 +32,7 @@ _KINDS = {QVariant.String: "string", QVariant.Double: "real", QVariant.Int: "int
 
 
 def field_kinds(fields: QgsFields) -> dict[str, str]:
-    """Field name -> kind as ``core.vector.replaced_fields`` compares them."""
+    """Field name -> kind as ``core.io.vector.replaced_fields`` compares them."""
     return {f.name(): _KINDS.get(f.type(), QVariant.typeToName(f.type()) or "other") for f in fields}
 
 
@@ -73,7 +73,7 @@ def _ogr_uri(path: Path, layer: str) -> str:
 
 
 def _target(destination: str, inputs: Sequence[Optional[str]], fields: Sequence[str]):
-    """The checked ``core.vector.VectorTarget`` of a destination (a plain one for non-files)."""
+    """The checked ``core.io.vector.VectorTarget`` of a destination (a plain one for non-files)."""
     from ..core.io.vector import VectorTarget, check_vector_output, output_field_names
 
     found = file_destination(destination)

@@ -1,4 +1,4 @@
-"""Daily temperatures for the dock from a weather service (``core.weather_services``), fetched in a
+"""Daily temperatures for the dock from a weather service (``core.thermal.weather_services``), fetched in a
 ``QgsTask`` for the parcels' cells from the season start to the last scene date.
 
 The Toolbox and the command line do the same through ``app.run_*``; all call

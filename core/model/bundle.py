@@ -490,7 +490,7 @@ class ModelBundle:
 def save_bundle(path: Union[str, os.PathLike], model: CropClassifier,
                 config: BundleConfig, *, overwrite: bool = True) -> BundleConfig:
     """Write ``model`` and ``config`` to one bundle file (atomically, read back before it
-    takes its name; see ``core.output``).
+    takes its name; see ``core.io.output``).
 
     The variant and hyper-parameters are taken from ``model.config``; the checksum is set.
 

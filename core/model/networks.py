@@ -214,7 +214,7 @@ class PixelSetEncoder(nn.Module):
             LinearLayer(a, b, cfg.bn_momentum) for a, b in zip(widths[:-1], widths[1:]))
         self.concat_gdd = concat_gdd
         self.fold_chunk = 128
-        # Training on the CPU runs the per-pixel layers block by block (core.pse_training);
+        # Training on the CPU runs the per-pixel layers block by block (core.model.pse_training);
         # False keeps the plain autograd path (same function, slower).
         self.blocked_training = True
         self.mlp2 = LinearLayer(2 * widths[-1] + int(concat_gdd), cfg.mlp2, cfg.bn_momentum)

@@ -181,7 +181,7 @@ class _ActivationMoments(torch.autograd.Function):
 
 class _PooledFeatures(torch.autograd.Function):
     """Masked mean and unbiased std over each set's pixels of the last folded layer's
-    output: ``(N, 2F)``, exactly as ``core.models.masked_mean_std``."""
+    output: ``(N, 2F)``, exactly as ``core.model.networks.masked_mean_std``."""
 
     @staticmethod
     def forward(ctx, rows, mask_rows, n_pixels, block, *params):
@@ -242,7 +242,7 @@ class _PooledFeatures(torch.autograd.Function):
 
 def _fold(layer: nn.Module, s1: torch.Tensor, s2: torch.Tensor, count: float
           ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Weight and bias of ``layer`` (a ``core.models.LinearLayer``) with its BatchNorm's
+    """Weight and bias of ``layer`` (a ``core.model.networks.LinearLayer``) with its BatchNorm's
     batch statistics folded in, from its input's moments; updates the running statistics."""
     norm: nn.BatchNorm1d = layer.norm
     weight = layer.linear.weight.double()

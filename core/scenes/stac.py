@@ -357,7 +357,7 @@ def items_json(items: Any) -> str:
 
 
 def save_items(items: Any, path: Union[str, os.PathLike], overwrite: bool = False) -> Path:
-    """Write an item collection as GeoJSON, through ``core.output`` (staged beside, checked,
+    """Write an item collection as GeoJSON, through ``core.io.output`` (staged beside, checked,
     then renamed: the file is never seen half-written)."""
     path = Path(path)
     if path.exists() and not overwrite:

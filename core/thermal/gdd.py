@@ -298,7 +298,7 @@ def gdd_at_points(
 
     Args:
         weather: a weather file, read for the season's days only with
-            ``core.weather.read_daily_temperature`` (``weather_options`` go to it), or the
+            ``core.thermal.weather.read_daily_temperature`` (``weather_options`` go to it), or the
             points' ``DailyTemperature`` already read (points and options are then unused).
 
     Returns:

@@ -1,5 +1,5 @@
 """Daily minimum and maximum temperatures from weather services, kept as CF NetCDF files that
-``core.weather.read_daily_temperature`` reads.
+``core.thermal.weather.read_daily_temperature`` reads.
 
 - ``open-meteo``: the Open-Meteo historical weather API (no key). The parcels' points are
   gathered into 0.1-degree cells; one request asks for a group of cells; the answers go into

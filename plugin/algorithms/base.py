@@ -417,7 +417,7 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
 
     @staticmethod
     def check_output_file(path: str, **check) -> tuple[bool, str]:
-        """``(ok, message)`` of ``core.output.check_output(path, **check)``: the output can be
+        """``(ok, message)`` of ``core.io.output.check_output(path, **check)``: the output can be
         written there (before any work; nothing is written)."""
         from ...core.errors import ThermoCropError
         from ...core.io.output import check_output

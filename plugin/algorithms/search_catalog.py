@@ -68,7 +68,7 @@ class SearchCatalog(ThermoCropAlgorithm):
         self.addOutput(QgsProcessingOutputNumber(self.DATES, "Dates found"))
 
     def _search_options(self, parameters, context) -> dict:
-        """Keyword arguments of ``core.stac.search_items`` (the catalogue, period and cloud limit)."""
+        """Keyword arguments of ``core.scenes.stac.search_items`` (the catalogue, period and cloud limit)."""
         choice = CATALOGS[self.parameterAsEnum(parameters, self.CATALOG, context)]
         try:
             catalog = catalog_spec(choice, self.parameterAsString(parameters, self.URL, context))

@@ -162,7 +162,7 @@ class ClassifyPanel(QObject):
     def parameters(self) -> Optional[ClassificationParameters]:
         """Check the form and run the preflight (inputs and output, before any scene is read); gather it.
 
-        First what the form must hold (``ClassifyForm.problem``), then the output (``core.vector``'s
+        First what the form must hold (``ClassifyForm.problem``), then the output (``core.io.vector``'s
         checks: format, folder, not an input, field types; milliseconds), then the inputs
         (``core.preflight.check_inputs``: the layer's CRS, the scenes of one season, the model loaded
         and validated, the weather read at a few points; about a second). What they load (model,

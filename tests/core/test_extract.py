@@ -24,7 +24,7 @@ from thermocrop.core.scenes.bands import BANDS_10M, BANDS_20M, S2_BANDS
 from thermocrop.core.settings import ExtractionSettings, PixelSampling
 
 gpd = pytest.importorskip("geopandas")
-# Growing degree days and weather reading come from core.gdd / core.weather.
+# Growing degree days and weather reading come from core.thermal.gdd / core.thermal.weather.
 pytest.importorskip("thermocrop.core.thermal.gdd")
 pytest.importorskip("thermocrop.core.thermal.weather")
 

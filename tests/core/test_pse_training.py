@@ -1,4 +1,4 @@
-"""The blocked training path of the pixel-set encoder (core.pse_training) against plain
+"""The blocked training path of the pixel-set encoder (core.model.pse_training) against plain
 autograd through the same layers: outputs, gradients and BatchNorm running statistics."""
 
 import copy

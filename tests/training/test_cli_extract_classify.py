@@ -15,7 +15,7 @@ from thermocrop.core.pixel_sets import open_dataset
 from thermocrop.core.scenes.bands import S2_BANDS
 
 gpd = pytest.importorskip("geopandas")
-# Growing degree days and weather reading come from core.gdd / core.weather.
+# Growing degree days and weather reading come from core.thermal.gdd / core.thermal.weather.
 pytest.importorskip("thermocrop.core.thermal.gdd")
 pytest.importorskip("thermocrop.core.thermal.weather")
 

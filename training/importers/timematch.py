@@ -76,7 +76,7 @@ def yyyymmdd(value: Any, what: str) -> np.datetime64:
 
 
 def read_pixel_set(path: Path, *, dates: int, what: str = "") -> np.ndarray:
-    """One parcel's ``(T, C, S)`` array from a zarr format 2 store (``core.zarr_read``: the
+    """One parcel's ``(T, C, S)`` array from a zarr format 2 store (``core.io.zarr_read``: the
     codec and dtype are checked before any chunk is decoded, every chunk must be present)."""
     what = what or str(path)
     if not (path / ".zarray").is_file():
