@@ -1,6 +1,13 @@
 """The use cases both doors call: a request object per use case, its inputs resolved once, and
 one run function each. ``cli`` and ``plugin`` import this package; it imports ``training`` and
-``core`` and never QGIS or Qt."""
+``core`` and never QGIS or Qt.
+
+The requests, the input resolution and the result columns are light; the run functions (which
+bring torch) are loaded on first use, so that the QGIS plugin loads before its heavy packages are
+installed.
+"""
+
+import importlib
 
 from ..core.result_columns import NOT_SELECTED, result_columns
 from .inputs import resolve_scenes, resolve_weather, scene_dates, weather_spec
@@ -15,15 +22,17 @@ from .requests import (
     ScenesSpec,
     WeatherSpec,
 )
-from .runs import (
-    ClassificationRun,
-    ExtractionRun,
-    GddRun,
-    RunProgress,
-    run_classification,
-    run_extraction,
-    run_gdd,
-)
+from .run_progress import RunProgress
+
+RUNS = ("ClassificationRun", "ExtractionRun", "GddRun", "run_classification", "run_extraction", "run_gdd")
+"""Names of ``app.runs``, imported when first asked for."""
+
+
+def __getattr__(name):
+    if name in RUNS:
+        return getattr(importlib.import_module(f"{__name__}.runs"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "NOT_SELECTED", "ClassificationOutput", "ClassificationRun", "ClassifyRequest", "ClusterSpec", "ExtractRequest",

@@ -5,12 +5,11 @@ Dask cluster, and writes its file output; the doors only build the request and s
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, ContextManager, Optional
+from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
@@ -31,7 +30,6 @@ from ..core.io.vector import (
 from ..core.parcels import ParcelFields, load_parcels, require_usable
 from ..core.pixel_sets import is_dataset_folder
 from ..core.preflight import LayerFootprint, Preflight, check_inputs
-from ..core.progress import Progress
 from ..core.runs.cluster import ClusterOptions
 from ..core.runs.folder import default_run_folder, remove_run_folder
 from ..core.runs.partitions import classify_partitioned, extract_partitioned, gdd_partitioned
@@ -41,42 +39,9 @@ from ..core.thermal.weather import record_period
 from ..training.importers.common import grid_blocks, locations_from_geometries
 from .inputs import resolve_scenes, resolve_weather, scene_dates
 from .requests import ClassifyRequest, ClusterSpec, ExtractRequest, GddRequest, ParcelsSpec
+from .run_progress import RunProgress
 
 log = logging.getLogger(__name__)
-
-
-class RunProgress:
-    """How a door follows a run: the fraction done and the stop request (``progress``), lines
-    for the user (``report``) and the moments a door may show in its own words. The command
-    line shows bars, QGIS its progress bar and log; by default a run only logs."""
-
-    def __init__(self, progress: Optional[Progress] = None, report=None) -> None:
-        self.progress = progress or Progress()
-        self.report = report or log.info
-
-    def bar(self, what: str) -> ContextManager[Progress]:
-        """The progress of the work of a one-process run (``what``: classify, extract, gdd)."""
-        return contextlib.nullcontext(self.progress)
-
-    def partitions(self, what: str) -> ContextManager[Any]:
-        """The ``core.runs.cluster.PartitionListener`` of a partitioned run, or None."""
-        return contextlib.nullcontext(None)
-
-    def inputs_checked(self, checked: Preflight) -> None:
-        """The inputs passed the preflight (``checked.scenes``, ``checked.bundle``...)."""
-        log.info("%d dates from %d products (inputs checked in %.1f s)", len(checked.scenes or ()),
-                 sum(len(s.products) for s in checked.scenes or ()), checked.seconds)
-
-    def partitions_done(self, summary: Any, wall_s: float) -> None:
-        """A partitioned run's summary (``core.runs.cluster.RunSummary``) and its wall time."""
-        log.info("%d partitions in %.1f s", summary.partitions, wall_s)
-
-    def weather_fetched(self, service: str, path: str) -> None:
-        """A weather service's temperatures are in the file ``path``."""
-        log.info("Temperatures from %s: %s", service, path)
-
-    def on_stats(self, stats: Any) -> None:
-        """The bytes and dates fetched so far from a catalogue."""
 
 
 # ---------------------------------------------------------------------------------------------

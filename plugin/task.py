@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional, Union
 
 from qgis.core import Qgis, QgsFeatureRequest, QgsMessageLog, QgsTask
 
+from .. import app
 from ..app import (
     ClassificationOutput,
     ClassifyRequest,
@@ -21,7 +22,6 @@ from ..app import (
     ResultFields,
     RunProgress,
     ScenesSpec,
-    run_classification,
     weather_spec,
 )
 from ..core.classify import estimated_seconds
@@ -194,7 +194,7 @@ class ClassificationTask(ThermoCropTask):
         request, self.fids = read_parcels(request, self.fids)
         reading(1.0)
         classifying, writing = rest.parts(_phase_costs(estimated_seconds(len(self.fids), dates), new_file)[1:])
-        run = run_classification(request, RunProgress(classifying))
+        run = app.run_classification(request, RunProgress(classifying))
         self.result, self.bundle = run.result, run.bundle
         self.written = None if run.written is None else str(run.written)
         writing(1.0)

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ...app import (
-    ClassificationOutput,
-    ClassifyRequest,
-    ParcelsSpec,
-    ResultFields,
-    run_classification,
-)
+from ... import app
+from ...app import ClassificationOutput, ClassifyRequest, ParcelsSpec, ResultFields
 from ...core.settings import PixelSampling
 from ..options import (
     CliProgress,
@@ -71,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         chunk_size=args.chunk_size, cluster=cluster_spec(args),
         output=ClassificationOutput(args.out, layer=args.out_layer, overwrite=args.overwrite,
                                     inputs=(args.parcels, *weather.local_files(), args.model)))
-    run = run_classification(request, CliProgress())
+    run = app.run_classification(request, CliProgress())
     result, target = run.result, run.target
     names = target.fields
     print(f"wrote {run.written}{f' (layer {target.layer})' if target.container else ''}: {len(result)} parcels, "

@@ -6,7 +6,8 @@ import argparse
 
 import numpy as np
 
-from ...app import ExtractRequest, ParcelsSpec, run_extraction
+from ... import app
+from ...app import ExtractRequest, ParcelsSpec
 from ...core.pixel_sets import open_dataset
 from ...core.settings import ExtractionSettings, PixelSampling, ThermalTime
 from ..options import (
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         block_field=args.block_field, block_size_km=args.block_size_km,
         settings=ExtractionSettings(sampling=sampling, thermal=ThermalTime(season_start=args.season_start)),
         chunk_size=args.chunk_size, overwrite=args.overwrite, cluster=cluster_spec(args))
-    out = run_extraction(request, CliProgress()).path
+    out = app.run_extraction(request, CliProgress()).path
     ps = open_dataset(out)
     statuses, counts = np.unique(ps.status, return_counts=True)
     print(f"wrote {out}: {len(ps)} parcels x {ps.n_dates} dates")

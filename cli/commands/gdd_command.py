@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Optional
 
-from ...app import GddRequest, ParcelsSpec, run_gdd
+from ... import app
+from ...app import GddRequest, ParcelsSpec
 from ...app.requests import as_tuple
 from ...core.settings import ThermalTime
 from ...core.thermal.gdd import season_bounds
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
                             method=args.method),
         out=args.out, out_layer=args.out_layer, overwrite=args.overwrite, chunk_size=args.chunk_size,
         cluster=cluster_spec(args))
-    run = run_gdd(request, CliProgress())
+    run = app.run_gdd(request, CliProgress())
     dates, names = run.dates, run.names
     missing = int(run.missing.sum())
     start, _ = season_bounds(dates, request.thermal.season_start)

@@ -24,7 +24,8 @@ from qgis.core import (
 )
 from qgis.PyQt.QtCore import QVariant
 
-from ...app import NOT_SELECTED, ClassifyRequest, ParcelsSpec, ResultFields, result_columns, run_classification
+from ... import app
+from ...app import NOT_SELECTED, ClassifyRequest, ParcelsSpec, ResultFields, result_columns
 from ...core.classify import estimated_seconds
 from ..i18n import tr
 from ..layer_writer import qgis_value
@@ -156,7 +157,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
             def bar(self, what):
                 return contextlib.nullcontext(parts["classifying"])
 
-        run = self.run_core(lambda: run_classification(request, Run(feedback, checked=checked)))
+        run = self.run_core(lambda: app.run_classification(request, Run(feedback, checked=checked)))
         result, bundle = run.result, run.bundle
         for warning in result.warnings:
             feedback.pushWarning(warning)

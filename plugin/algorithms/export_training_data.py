@@ -16,7 +16,8 @@ from qgis.core import (
     QgsProcessingParameterString,
 )
 
-from ...app import ExtractRequest, ParcelsSpec, run_extraction
+from ... import app
+from ...app import ExtractRequest, ParcelsSpec
 from ...core.settings import ExtractionSettings, PixelSampling, ThermalTime
 from ..i18n import tr
 from ..layers import features_to_frame
@@ -177,7 +178,7 @@ class ExportTrainingData(ThermoCropAlgorithm):
         request = self.request(parameters, context, feedback)
         if os.path.isdir(out):
             os.rmdir(out)
-        path = self.run_core(lambda: run_extraction(request, ProcessingRun(feedback))).path
+        path = self.run_core(lambda: app.run_extraction(request, ProcessingRun(feedback))).path
         from ...core.pixel_sets import open_dataset
 
         ps = open_dataset(path)

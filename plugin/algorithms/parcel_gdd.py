@@ -19,7 +19,8 @@ from qgis.core import (
 )
 from qgis.PyQt.QtCore import QVariant
 
-from ...app import GddRequest, ParcelsSpec, WeatherSpec, run_gdd
+from ... import app
+from ...app import GddRequest, ParcelsSpec, WeatherSpec
 from ...core.settings import ThermalTime
 from ..i18n import tr
 from ..layers import features_to_frame
@@ -177,7 +178,7 @@ class ParcelGDD(ThermoCropAlgorithm):
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         source = self.parameterAsSource(parameters, self.INPUT, context)
         request = self.request(parameters, context)
-        run = self.run_core(lambda: run_gdd(request, ProcessingRun(feedback)))
+        run = self.run_core(lambda: app.run_gdd(request, ProcessingRun(feedback)))
         gdd, dates, features = run.gdd, run.dates, self._features
         crs = source.sourceCrs()
         feedback.pushInfo(tr("GDD of {n} parcels at {dates} dates from {weather}").format(

@@ -41,9 +41,10 @@ def spy(monkeypatch):
             requests.append(request)
             raise Recorded(f"{name} called")
 
+        assert callable(real)
         for module in modules:
-            assert getattr(module, name) is real, f"{module.__name__} does not call app.{name}"
-            monkeypatch.setattr(module, name, record)
+            assert getattr(module, "app", None) is app, f"{module.__name__} does not call app.{name}"
+        monkeypatch.setattr(app, name, record)
         return requests
 
     return install

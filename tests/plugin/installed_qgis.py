@@ -209,7 +209,7 @@ def installed_profile(tmp_path_factory):
     wheels = wheel_folder()
     fill_wheels(wheels, qgis_python())
     start = time.monotonic()
-    install = run_qgis(profiles, INSTALL_SCRIPT, analyst_environment(wheels), work / "install", timeout=1800)
+    install = run_qgis(profiles, INSTALL_SCRIPT, analyst_environment(wheels), work / "install", timeout=600)
     timings["desktop session of Install missing packages"] = time.monotonic() - start
     timings["Install missing packages (button to done)"] = install["install_seconds"]
     return SimpleNamespace(profiles=profiles, profile=profile, plugin=profile / "python" / "plugins" / "thermocrop",
