@@ -49,8 +49,8 @@ RESERVED_DOMAINS = ("example", "invalid", "test", "localhost", "example.com", "e
 FORBIDDEN_DIRS = ("__MACOSX", ".git", "__pycache__")
 ENTRY_MODULES = ("__init__.py",)
 """Where QGIS enters the plugin (classFactory); everything it imports, directly or not, is packaged."""
-ENTRY_PACKAGES: tuple[str, ...] = ("cli", "core", "plugin", "synth", "training")
-"""Packages taken whole besides what the entry modules import: all of ThermoCrop's Python."""
+NOT_SHIPPED_PACKAGES = ("tests", "benchmarks", "scripts")
+"""Top-level folders of the checkout that are not part of the plugin, even where they hold Python."""
 RESOURCE_PATTERNS = ("pyproject.toml", "resources/icons/*.svg", "resources/icons/*.png", "resources/styles/*.qml",
                      "resources/models/*.tcm", "i18n/*.qm",
                      # The pages the plugin opens (Processing help) or names in its messages; no images.
@@ -92,10 +92,18 @@ def _relative_imports(root: Path, source: Path) -> set[Path]:
     return found
 
 
+def shipped_packages(root: Path = ROOT) -> list[str]:
+    """The top-level packages taken whole besides what the entry modules import: every folder of
+    ``root`` with an ``__init__.py`` except the checkout's own tools, so that a new package cannot be
+    left out of the zip (modules loaded by name, through ``importlib`` or a module ``__getattr__``,
+    are not found by following imports)."""
+    return sorted(p.parent.name for p in root.glob("*/__init__.py") if p.parent.name not in NOT_SHIPPED_PACKAGES)
+
+
 def runtime_files(root: Path = ROOT) -> list[Path]:
     """Every file of the plugin at run time, relative to ``root``, sorted."""
     todo = [root / m for m in ENTRY_MODULES]
-    for package in ENTRY_PACKAGES:
+    for package in shipped_packages(root):
         todo += sorted((root / package).rglob("*.py"))
     seen: set[Path] = set()
     while todo:

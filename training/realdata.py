@@ -21,7 +21,8 @@ import numpy as np
 from ..core.errors import InputError
 from ..core.io.output import write_text
 from ..core.pixel_sets import PixelSets, open_dataset
-from .importers.table import import_table
+from .importers.common import ClassesAndBlocks, ImportWeather, ParcelLayer
+from .importers.table import TableColumns, import_table
 from .metrics import scores
 
 log = logging.getLogger(__name__)
@@ -72,10 +73,12 @@ def bavaria_dataset(out: Union[str, Path], realdata: Optional[Union[str, Path]] 
         raise InputError("the real data (shared/realdata) are not next to this checkout; set "
                          "THERMOCROP_REALDATA to the folder holding bavaria2018/ and duernast-weather/")
     realdata = Path(realdata)
-    import_table(realdata / BAVARIA_TABLE, out, parcels=realdata / BAVARIA_LAYER, join_by_row=True,
-                 label_field="NC_ant", class_map="bavaria", level="L1C", block_size_m=1000.0,
-                 weather=realdata / DUERNAST_CSV,
-                 weather_options={"date_var": "Termin", "tmin_var": "T_Min_2m", "tmax_var": "T_Max_2m"})
+    import_table(realdata / BAVARIA_TABLE, out,
+                 weather=ImportWeather(realdata / DUERNAST_CSV,
+                                       options={"date_var": "Termin", "tmin_var": "T_Min_2m", "tmax_var": "T_Max_2m"}),
+                 columns=TableColumns(level="L1C"),
+                 layer=ParcelLayer(path=realdata / BAVARIA_LAYER, join_by_row=True, label_field="NC_ant"),
+                 grouping=ClassesAndBlocks(class_map="bavaria", block_size_m=1000.0))
     return out
 
 

@@ -40,7 +40,7 @@ def _literal_texts(node):
 
 
 def _checked_files() -> list:
-    names = ("main.py", "widgets.py", "task.py", "layers.py", "dependencies.py", "dependency_install.py",
+    names = ("qgis_plugin.py", "widgets.py", "task.py", "layers.py", "dependencies.py", "dependency_install.py",
              "python_interpreter.py", "catalog.py", "catalog_widget.py")
     return [ROOT / "plugin" / name for name in names] + sorted((ROOT / "plugin" / "dock").glob("*.py")) \
         + sorted((ROOT / "plugin" / "algorithms").glob("*.py"))

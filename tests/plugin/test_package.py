@@ -35,6 +35,14 @@ def plugin_zip(tmp_path_factory):
     return packager.build_package(tmp_path_factory.mktemp("dist"))
 
 
+def _source_packages() -> list[str]:
+    """The checkout's top-level Python packages, the test and tool folders aside."""
+    found = sorted(p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()
+                   and p.name not in ("tests", "benchmarks", "scripts"))
+    assert {"app", "cli", "core", "plugin", "training"} <= set(found), found
+    return found
+
+
 def test_zip_holds_only_what_the_plugin_runs_on(plugin_zip, tmp_path):
     version = configparser.ConfigParser()
     version.read(ROOT / "metadata.txt")
@@ -46,9 +54,10 @@ def test_zip_holds_only_what_the_plugin_runs_on(plugin_zip, tmp_path):
         assert not any(n.startswith(excluded) for n in inside), excluded
     # Every module of the package, whether or not an import statement names it (the dialogs'
     # widgets are named in a string), and the project file the installer reads.
-    modules = {p.relative_to(ROOT).as_posix() for folder in ("core", "training", "plugin")
+    modules = {p.relative_to(ROOT).as_posix() for folder in _source_packages()
                for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts}
-    assert "plugin/widgets.py" in modules and modules <= set(inside), sorted(modules - set(inside))
+    assert {"plugin/widgets.py", "app/runs.py", "cli/main.py"} <= modules
+    assert modules <= set(inside), sorted(modules - set(inside))
     assert "pyproject.toml" in inside
     assert not any(n.endswith(".pyc") or "__pycache__" in n for n in inside)
     # Of the docs only the pages the plugin opens or names in its messages.
@@ -116,7 +125,7 @@ def test_every_module_imports_from_the_unpacked_zip(plugin_zip, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = json.loads(proc.stdout.strip().splitlines()[-1])
     expected = {"thermocrop." + ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-                for folder in ("core", "training", "plugin") for p in (ROOT / folder).rglob("*.py")
+                for folder in _source_packages() for p in (ROOT / folder).rglob("*.py")
                 if "__pycache__" not in p.parts}
     assert expected <= set(found["names"]), sorted(expected - set(found["names"]))
     assert found["failed"] == {} and found["outside"] == []
