@@ -12,6 +12,7 @@ import importlib
 from ..core.result_columns import NOT_SELECTED, result_columns
 from .inputs import resolve_scenes, resolve_weather, scene_dates, weather_spec
 from .requests import (
+    CalibrateRequest,
     ClassificationOutput,
     ClassifyRequest,
     ClusterSpec,
@@ -24,19 +25,21 @@ from .requests import (
 )
 from .run_progress import RunProgress
 
-RUNS = ("ClassificationRun", "ExtractionRun", "GddRun", "run_classification", "run_extraction", "run_gdd")
-"""Names of ``app.runs``, imported when first asked for."""
+RUNS = {"ClassificationRun": "runs", "ExtractionRun": "runs", "GddRun": "runs", "run_classification": "runs",
+        "run_extraction": "runs", "run_gdd": "runs", "CalibrationRun": "calibration_run",
+        "run_calibration": "calibration_run"}
+"""Names of the run modules -> their module, imported when first asked for."""
 
 
 def __getattr__(name):
     if name in RUNS:
-        return getattr(importlib.import_module(f"{__name__}.runs"), name)
+        return getattr(importlib.import_module(f"{__name__}.{RUNS[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
-    "NOT_SELECTED", "ClassificationOutput", "ClassificationRun", "ClassifyRequest", "ClusterSpec", "ExtractRequest",
+    "NOT_SELECTED", "CalibrateRequest", "CalibrationRun", "ClassificationOutput", "ClassificationRun", "ClassifyRequest", "ClusterSpec", "ExtractRequest",
     "ExtractionRun", "GddRequest", "GddRun", "ParcelsSpec", "ResultFields", "RunProgress", "ScenesSpec",
-    "WeatherSpec", "resolve_scenes", "resolve_weather", "result_columns", "run_classification", "run_extraction",
+    "WeatherSpec", "resolve_scenes", "resolve_weather", "result_columns", "run_calibration", "run_classification", "run_extraction",
     "run_gdd", "scene_dates", "weather_spec",
 ]

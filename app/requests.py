@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
+from ..core.model.calibration import DEFAULT_COVERAGE
+from ..core.result_columns import SET_FIELD, SET_SIZE_FIELD
 from ..core.settings import ExtractionSettings, PixelSampling, ThermalTime
 
 DEFAULT_MAX_DISTANCE_KM = 25.0
@@ -157,16 +159,21 @@ class ClassificationOutput:
 
 @dataclass(frozen=True)
 class ResultFields:
-    """The names of the result's columns, and whether the probability columns are written."""
+    """The names of the result's columns, whether the probability columns are written, and the
+    coverage of the prediction sets (``crop_set``, ``crop_set_size``; None: no sets)."""
 
     label: str = "crop_pred"
     confidence: str = "crop_conf"
     status: str = "crop_status"
     probabilities: bool = False
+    coverage: Optional[float] = DEFAULT_COVERAGE
 
     def kinds(self) -> dict[str, str]:
-        """Field name -> kind (``string`` / ``real``) of the three main columns."""
-        return {self.label: "string", self.confidence: "real", self.status: "string"}
+        """Field name -> kind (``string`` / ``real`` / ``integer``) of the main columns."""
+        kinds = {self.label: "string", self.confidence: "real", self.status: "string"}
+        if self.coverage is not None:
+            kinds.update({SET_FIELD: "string", SET_SIZE_FIELD: "integer"})
+        return kinds
 
 
 @dataclass(frozen=True)
@@ -243,3 +250,28 @@ class GddRequest:
 def as_tuple(values: Optional[Sequence[Any]]) -> tuple:
     """``values`` as a tuple (None and empty: ``()``), for a frozen request."""
     return tuple(values) if values else ()
+
+
+@dataclass(frozen=True)
+class CalibrateRequest:
+    """Fit a model's calibration on labelled reference parcels, classified on the fly from the
+    same scenes and weather, and write the model with it as a new bundle.
+
+    Attributes:
+        reference: the labelled parcels (``ParcelsSpec``; its selection is honoured).
+        label_field: their label field (class names, or crop codes with ``class_map``).
+        out: the new bundle's path.
+        model: the bundle to calibrate (None: the shipped model).
+        class_map: codes -> classes (a preset name or a class map file), or None.
+        overwrite: replace an existing ``out``.
+    """
+
+    reference: ParcelsSpec
+    label_field: str
+    scenes: ScenesSpec
+    weather: WeatherSpec
+    out: str
+    model: Any = None
+    class_map: Any = None
+    overwrite: bool = False
+    sampling: PixelSampling = field(default_factory=PixelSampling)

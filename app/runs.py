@@ -14,7 +14,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from ..core.classify import classify_parcels, write_classification
+from ..core.classify import add_prediction_sets, classify_parcels, write_classification
 from ..core.errors import InputError, NoUsableParcelsError
 from ..core.extract import extract_to_dataset
 from ..core.io.csv_cells import inert_frame
@@ -166,6 +166,7 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
             run_folder=request.cluster.run_folder or default_run_folder(target.path if target else output.path),
             chunk_size=request.chunk_size, listener=listener, inputs=list(output.inputs) if output else [], **options))
     require_usable(result.status, "classified", parcels.describe())
+    add_prediction_sets(result, checked.bundle, request.fields.coverage)
     run = ClassificationRun(result, checked.bundle, scenes, checked, target=target)
     if output is not None:
         progress.progress.check()

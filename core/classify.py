@@ -18,6 +18,7 @@ from .crops import UNKNOWN_CLASS
 from .errors import InputError, SceneError
 from .extract import SceneSource, chunk_groups, dataset_meta, scene_list_of
 from .io.vector import feature_count, write_with_fields
+from .model.calibration import prediction_sets
 from .parcels import ParcelSource, ParcelTable, load_parcels
 from .pixel_sampling import scene_grids, spatial_chunks
 from .pixel_sets import STATUS_OK
@@ -79,6 +80,8 @@ class ClassificationResult:
         rows: ``(P,)`` int64 position of each parcel in the source layer.
         warnings: things the user should know about the run as a whole (e.g. scenes of
             another processing level than the model was trained on).
+        sets: ``(P, K)`` bool prediction sets (:func:`add_prediction_sets`), or None.
+        coverage: the chance each set holds the true class, or None without sets.
     """
 
     parcel_ids: np.ndarray
@@ -89,6 +92,8 @@ class ClassificationResult:
     classes: tuple[str, ...]
     rows: np.ndarray
     warnings: tuple[str, ...] = ()
+    sets: Optional[np.ndarray] = None
+    coverage: Optional[float] = None
 
     def __len__(self) -> int:
         return len(self.parcel_ids)
@@ -329,6 +334,30 @@ def assemble_result(job: ClassificationJob, status: np.ndarray, probabilities: n
         result.warnings = (*result.warnings, unknown)
     log.info("Classified %d parcels: %s", n, result.counts())
     return result
+
+
+def add_prediction_sets(result: ClassificationResult, bundle: Any, coverage: Optional[float]) -> None:
+    """Give ``result`` its prediction sets for ``coverage`` from ``bundle``'s calibration
+    (``core.model.calibration``), in place; a bundle without one gives none, with a warning in
+    the result. ``coverage`` None: no sets."""
+    if coverage is None:
+        return
+    calibration = getattr(bundle, "calibration", None)
+    if calibration is None or not calibration.scores:
+        note = ("The model carries no calibration, so no prediction sets were made (crop_set); calibrate it on "
+                "labelled parcels with thermocrop calibrate.")
+        log.warning(note)
+        result.warnings = (*result.warnings, note)
+        return
+    threshold = calibration.threshold(coverage)
+    sets = prediction_sets(result.probabilities, threshold)
+    sets[np.asarray(result.status) != STATUS_OK] = False
+    result.sets, result.coverage = sets, float(coverage)
+    ok = np.asarray(result.status) == STATUS_OK
+    sizes = sets[ok].sum(axis=1)
+    log.info("Prediction sets for %.0f %% coverage (from %d calibration parcels): mean size %.2f, %d of %d parcels "
+             "with more than one class", 100 * coverage, calibration.parcels, sizes.mean() if len(sizes) else 0.0,
+             int((sizes > 1).sum()), int(ok.sum()))
 
 
 def write_classification(

@@ -58,6 +58,7 @@ LIMITS: dict[str, Limit] = {
     "min_pixels": Limit(1, 100_000, integer=True),
     "chunk_size": Limit(1, 10_000_000, integer=True),
     "min_valid_fraction": Limit(0.0, 1.0),
+    "coverage": Limit(0.0, 0.999, above=True),
     "offset": Limit(-10_000, 10_000, integer=True, unit="DN"),
     "seed": SEED,
     # growing degree days and weather

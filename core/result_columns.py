@@ -1,5 +1,6 @@
 """A classification result as the attribute columns every writer stores: the class, its
-confidence, the status and, on request, the class probabilities, margin and entropy.
+confidence, the status, the prediction set where the result has sets and, on request, the class
+probabilities, margin and entropy.
 
 The command line's file writer, the Toolbox's feature sink and the dock's in-place editor all
 take their values from :func:`result_columns`, so the three outputs say the same thing in the
@@ -13,6 +14,12 @@ import numpy as np
 
 from .model.uncertainty import uncertainty_fields
 from .pixel_sets import STATUS_OK
+
+SET_FIELD = "crop_set"
+"""The prediction set: its classes joined by :data:`SET_SEPARATOR`, most probable first."""
+SET_SIZE_FIELD = "crop_set_size"
+"""How many classes the prediction set holds (1: the label is sure at the chosen coverage)."""
+SET_SEPARATOR = "|"
 
 NOT_SELECTED = "not_selected"
 """The status of a feature the run was not asked to classify (outside the selection)."""
@@ -33,7 +40,9 @@ def result_columns(result: Any, rows: int, *, label_field: str = "crop_pred", co
     Returns:
         Column name -> ``(rows,)`` array: the class (object, None where the status is not
         ``ok``), the confidence (float64, NaN where not ``ok``), the status (object:
-        ``result.status``, :data:`NOT_SELECTED` for a feature without a result), then the
+        ``result.status``, :data:`NOT_SELECTED` for a feature without a result), where
+        ``result.sets`` is given :data:`SET_FIELD` (object, None where not ``ok``) and
+        :data:`SET_SIZE_FIELD` (object: whole numbers, None where not ``ok``), then the
         probability, margin and entropy columns (float32, NaN where not ``ok``).
     """
     ok = np.asarray(result.status) == STATUS_OK
@@ -46,8 +55,34 @@ def result_columns(result: Any, rows: int, *, label_field: str = "crop_pred", co
         status = np.full(rows, NOT_SELECTED, dtype=object)
         status[result.rows] = result.status
         columns[status_field] = status
+    if getattr(result, "sets", None) is not None:
+        columns.update(set_columns(result, rows))
     if probabilities:
         full = np.full((rows, len(result.classes)), np.nan, dtype=np.float32)
         full[result.rows] = result.probabilities
         columns.update(uncertainty_fields(full, result.classes))
     return columns
+
+
+def set_texts(sets: np.ndarray, probabilities: np.ndarray, classes: Any) -> list[Optional[str]]:
+    """Each row's set as text: its classes most probable first, joined by :data:`SET_SEPARATOR`;
+    None for an empty set (a parcel without a result)."""
+    names = np.asarray(classes, dtype=object)
+    order = np.argsort(-np.nan_to_num(np.asarray(probabilities, dtype=np.float64), nan=-1.0), axis=1, kind="stable")
+    texts: list[Optional[str]] = []
+    for row_set, row_order in zip(np.asarray(sets, dtype=bool), order):
+        members = [names[k] for k in row_order if row_set[k]]
+        texts.append(SET_SEPARATOR.join(members) if members else None)
+    return texts
+
+
+def set_columns(result: Any, rows: int) -> dict[str, np.ndarray]:
+    """:data:`SET_FIELD` and :data:`SET_SIZE_FIELD` of ``result`` for a layer of ``rows`` features."""
+    ok = np.asarray(result.status) == STATUS_OK
+    texts = np.full(rows, None, dtype=object)
+    sizes = np.full(rows, None, dtype=object)
+    inside = set_texts(result.sets, result.probabilities, result.classes)
+    counts = np.asarray(result.sets, dtype=bool).sum(axis=1)
+    texts[result.rows] = np.where(ok, np.asarray(inside, dtype=object), None)
+    sizes[result.rows] = [int(c) if good else None for c, good in zip(counts, ok)]
+    return {SET_FIELD: texts, SET_SIZE_FIELD: sizes}

@@ -4,18 +4,24 @@ metrics and figures written beside each other."""
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
+import numpy as np
 import torch
 
 from ..core.crops import class_colours
+from ..core.errors import InputError
 from ..core.io.output import staged_file, write_text
 from ..core.model.bundle import BundleConfig, InputScaling, save_bundle
+from ..core.model.calibration import Calibration, fit_calibration
 from .config import TrainingConfig, TrainingResult, TrainingSplit
 from .metrics import scores
-from .predict import score_rows
+from .predict import predict_rows, score_rows
+
+log = logging.getLogger(__name__)
 
 
 def write_results(model: torch.nn.Module, scaling: InputScaling, split: TrainingSplit, config: TrainingConfig,
@@ -52,13 +58,17 @@ def write_results(model: torch.nn.Module, scaling: InputScaling, split: Training
         "classes": list(classes), "history": history,
         "train_samples_per_s": samples_per_s, **provenance,
     }
+    calibration = held_out_calibration(model, scaling, split, device)
+    if calibration is not None:
+        metrics["calibration"] = {k: v for k, v in calibration.to_dict().items() if k != "scores"}
     bundle_config = BundleConfig(
         classes=classes, colours=class_colours(classes),
         scaling=scaling, gdd=gdd,
         calendar={"season_start": gdd["season_start"], "offset": 60.0, "max_shift": config.max_shift},
         provenance={"training": asdict(config), "best_val_macro_f1": best_f1,
                     f"{split_name}_macro_f1": result["macro_f1"],
-                    f"{split_name}_overall_accuracy": result["overall_accuracy"], **provenance})
+                    f"{split_name}_overall_accuracy": result["overall_accuracy"], **provenance},
+        calibration=calibration.to_dict() if calibration is not None else {})
     save_bundle(paths["bundle"], model.cpu(), bundle_config)
     model.to(device)
     write_text(paths["metrics"], json.dumps(metrics, indent=2), what="metrics")
@@ -68,3 +78,24 @@ def write_results(model: torch.nn.Module, scaling: InputScaling, split: Training
     with staged_file(paths["curve"], what="figure") as tmp:
         plot_curves(history, tmp, f"{config.variant} ({paths['bundle'].name})")
     return TrainingResult(paths["bundle"], metrics, dict(paths))
+
+
+def held_out_calibration(model: torch.nn.Module, scaling: InputScaling, split: TrainingSplit,
+                         device: torch.device) -> Optional[Calibration]:
+    """The calibration of ``model`` fitted on the validation rows of ``split``: parcels it did not
+    train on (the test rows stay for scoring). None, with a warning, where they are too few."""
+    probabilities, labels = [], []
+    for ps, rows in zip(split.val_sets, split.val_rows):
+        if len(rows):
+            probabilities.append(predict_rows(model, scaling, ps, rows, device=str(device)))
+            labels.append(np.asarray(ps.labels)[np.sort(rows)])
+    if not probabilities:
+        log.warning("No validation parcels: the model is saved without a calibration.")
+        return None
+    try:
+        return fit_calibration(np.concatenate(probabilities), np.concatenate(labels),
+                               "the validation blocks of the training data")
+    except InputError as exc:
+        log.warning("%s The model is saved without a calibration; calibrate it later with thermocrop calibrate.",
+                    exc)
+        return None

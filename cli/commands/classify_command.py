@@ -6,6 +6,8 @@ import argparse
 
 from ... import app
 from ...app import ClassificationOutput, ClassifyRequest, ParcelsSpec, ResultFields
+from ...core.model.calibration import DEFAULT_COVERAGE
+from ...core.result_columns import SET_FIELD, SET_SIZE_FIELD
 from ...core.settings import PixelSampling
 from ..options import (
     CliProgress,
@@ -44,6 +46,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--probabilities", action="store_true",
                         help="also write each class's probability (p_<class>), the margin between the two likeliest "
                              "classes (crop_margin) and the normalised entropy (crop_entropy, 0 sure .. 1 undecided)")
+    parser.add_argument("--coverage", type=bounded("coverage"), default=DEFAULT_COVERAGE,
+                        help="the chance that a parcel's prediction set (crop_set, crop_set_size) holds its true class "
+                             f"(default {DEFAULT_COVERAGE:g}); needs a calibrated model")
+    parser.add_argument("--no-sets", action="store_true", help="write no prediction sets (crop_set, crop_set_size)")
     parser.add_argument("--min-pixels", type=bounded("min_pixels"), default=1,
                         help="parcels covering fewer pixels get status too_small (default 1: classify every parcel)")
     parser.add_argument("--chunk-size", type=bounded("chunk_size"), default=20000, help="parcels held in memory at once")
@@ -61,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
     request = ClassifyRequest(
         parcels=ParcelsSpec(args.parcels, id_field=args.id_field), scenes=scenes_spec(args), weather=weather,
         model=args.model,
-        fields=ResultFields(args.label_field, args.conf_field, args.status_field, args.probabilities),
+        fields=ResultFields(args.label_field, args.conf_field, args.status_field, args.probabilities,
+                            coverage=None if args.no_sets else args.coverage),
         sampling=PixelSampling(min_pixels=args.min_pixels, missing_scl=args.missing_scl),
         chunk_size=args.chunk_size, cluster=cluster_spec(args),
         output=ClassificationOutput(args.out, layer=args.out_layer, overwrite=args.overwrite,
@@ -69,8 +76,10 @@ def run(args: argparse.Namespace) -> int:
     run = app.run_classification(request, CliProgress())
     result, target = run.result, run.target
     names = target.fields
+    sets = (f", {names.get(SET_FIELD, SET_FIELD)}, {names.get(SET_SIZE_FIELD, SET_SIZE_FIELD)} "
+            f"({100 * result.coverage:.0f} % sets)" if result.sets is not None else "")
     print(f"wrote {run.written}{f' (layer {target.layer})' if target.container else ''}: {len(result)} parcels, "
-          f"fields {names[args.label_field]}, {names[args.conf_field]}, {names[args.status_field]}")
+          f"fields {names[args.label_field]}, {names[args.conf_field]}, {names[args.status_field]}{sets}")
     for key, count in sorted(result.counts().items()):
         print(f"  {key}: {count}")
     return 0

@@ -269,11 +269,16 @@ FIELD_KINDS = ("string", "real", "integer")
 
 def field_kind(values: np.ndarray) -> str:
     """``"string"``, ``"real"`` or ``"integer"``: how values of this array are stored."""
-    kind = np.asarray(values).dtype.kind
+    array = np.asarray(values)
+    kind = array.dtype.kind
     if kind == "f":
         return "real"
     if kind in "iub":
         return "integer"
+    if kind == "O":  # whole numbers with None for NULL, as a nullable integer column is held
+        present = [v for v in array.tolist() if v is not None]
+        if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+            return "integer"
     return "string"
 
 

@@ -30,6 +30,7 @@ from ..io.safe_read import parse_json
 from ..pixel_sets import PixelSets
 from ..progress import Progress
 from ..scenes.bands import QUANTIFICATION_VALUE, S2_BANDS
+from .calibration import Calibration, check_calibration_data
 from .networks import CropClassifier, ModelConfig, classifier, fast_inference_model
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ __all__ = [
     "load_bundle",
     "validate_config_data",
     "default_bundle_path",
+    "calibrated_bundle",
 ]
 
 FORMAT_VERSION = 1
@@ -130,6 +132,9 @@ class BundleConfig:
         gdd: ``t_base``, ``t_cap``, ``method`` and ``season_start`` (e.g. ``"01-01"``).
         calendar: calendar settings (``season_start``, ``offset``, ``max_shift``).
         provenance: training data, epochs, metrics, anything worth keeping.
+        calibration: the ``Calibration`` of its probabilities as a mapping
+            (``Calibration.to_dict``); empty for a model never calibrated (bundles written before
+            calibrations existed lack the key and load with it empty).
         format_version: bundle format version.
         checksum: sha256 of the config (without checksum) and the weights; set on save.
     """
@@ -145,6 +150,7 @@ class BundleConfig:
     calendar: dict[str, Any] = field(default_factory=lambda: {
         "season_start": "01-01", "offset": 60.0, "max_shift": 60})
     provenance: dict[str, Any] = field(default_factory=dict)
+    calibration: dict[str, Any] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
     checksum: str = ""
 
@@ -191,6 +197,9 @@ class BundleConfig:
 
 _COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+OPTIONAL_CONFIG_KEYS = ("calibration",)
+"""Config keys that bundles of an earlier release lack."""
 
 _GDD_LIMITS = (-50.0, 60.0)
 """Base and cap temperatures (degrees C) a bundle may carry: any crop model's range and more."""
@@ -306,7 +315,7 @@ def validate_config_data(data: Any) -> None:
     from .networks import VARIANTS
 
     data = _mapping(data, "config")
-    _keys(data, "config", {f.name for f in fields(BundleConfig)})
+    _keys(data, "config", {f.name for f in fields(BundleConfig)} - set(OPTIONAL_CONFIG_KEYS), set(OPTIONAL_CONFIG_KEYS))
     if data["format_version"] != FORMAT_VERSION:
         raise _problem("format_version", f"is {data['format_version']!r}; this ThermoCrop reads "
                                          f"version {FORMAT_VERSION}")
@@ -366,6 +375,11 @@ def validate_config_data(data: Any) -> None:
     _number(calendar["max_shift"], "calendar.max_shift", low=0, high=366, integer=True)
 
     _mapping(data["provenance"], "provenance")
+    if data.get("calibration"):
+        try:
+            check_calibration_data(data["calibration"])
+        except ValueError as exc:
+            raise _problem("calibration", str(exc).removeprefix("calibration").lstrip(". ")) from None
 
 
 def _check_weights(config: BundleConfig, tensors: Mapping[str, torch.Tensor],
@@ -416,6 +430,7 @@ class ModelBundle:
         self.model = model.eval()
         self.config = config
         self._fast: Optional[CropClassifier] = None
+        self.calibration: Optional[Calibration] = Calibration.from_dict(config.calibration)
 
     @property
     def classes(self) -> tuple[str, ...]:
@@ -439,8 +454,8 @@ class ModelBundle:
         return np.asarray([have.index(b) for b in self.config.bands])
 
     def predict(self, ps: PixelSets, batch_size: int = 256,
-                progress: Optional[Progress] = None) -> np.ndarray:
-        """Class probabilities of every parcel.
+                progress: Optional[Progress] = None, calibrated: bool = True) -> np.ndarray:
+        """Class probabilities of every parcel, calibrated where the bundle carries a calibration.
 
         Parcels are grouped by their number of valid dates so each batch is padded only to
         its own longest parcel; valid dates are compacted to the front.
@@ -449,6 +464,8 @@ class ModelBundle:
             ps: pixel sets (any band order containing the bundle's bands).
             batch_size: parcels per model call.
             progress: progress and cancellation.
+            calibrated: apply the bundle's calibration (False: the network's raw output, what a
+                calibration is fitted on).
 
         Returns:
             ``(P, K)`` float32 probabilities; rows of parcels without any valid date are NaN.
@@ -484,6 +501,8 @@ class ModelBundle:
                                torch.from_numpy(gdd).to(device))
                 out[rows] = torch.softmax(logits.double(), dim=1).float().cpu().numpy()
             progress(min(1.0, (start + len(rows)) / max(len(todo), 1)))
+        if calibrated and self.calibration is not None:
+            out = self.calibration.apply(out)
         return out
 
 
@@ -641,7 +660,31 @@ def load_bundle(path: Union[str, os.PathLike], device: str = "cpu") -> ModelBund
             from None
     model.load_state_dict(tensors, strict=True)
     model.to(device).eval()
+    if not config.calibration:
+        _warn_uncalibrated(path)
     return ModelBundle(model, config)
+
+
+_UNCALIBRATED_WARNED: set[str] = set()
+
+
+def _warn_uncalibrated(path: Path) -> None:
+    """Say once per file that a bundle's confidence is its raw probability."""
+    key = str(path.resolve())
+    if key in _UNCALIBRATED_WARNED:
+        return
+    _UNCALIBRATED_WARNED.add(key)
+    log.warning("%s carries no calibration: its confidence is the network's raw probability, not the chance "
+                "that a label is right, and it gives no prediction sets. Calibrate it on labelled parcels "
+                "(thermocrop calibrate) to have both.", path)
+
+
+def calibrated_bundle(bundle: ModelBundle, calibration: Calibration, out: Union[str, os.PathLike], *,
+                      overwrite: bool = False) -> BundleConfig:
+    """Write ``bundle``'s model to ``out`` with ``calibration`` in place of its own (the weights
+    unchanged); the config as stored."""
+    return save_bundle(out, bundle.model, replace(bundle.config, calibration=calibration.to_dict()),
+                       overwrite=overwrite)
 
 
 def default_bundle_path() -> Path:

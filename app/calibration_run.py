@@ -1,0 +1,97 @@
+"""Calibrating a model on the user's own reference parcels: classify them with the model's raw
+probabilities, fit the calibration (``core.model.calibration``) on their labels, write the model
+with it as a new bundle."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from ..core.io.output import check_output
+from ..core.model.bundle import ModelBundle, calibrated_bundle, load_bundle
+from ..core.model.calibration import Calibration, fit_calibration, reliability_table
+from ..core.parcels import load_parcels
+from ..core.pixel_sets import STATUS_OK
+from .requests import CalibrateRequest, ClassifyRequest, ResultFields
+from .run_progress import RunProgress
+from .runs import run_classification
+
+
+@dataclass
+class CalibrationRun:
+    """What a calibration gave: the new bundle, its calibration, the reference parcels used by
+    class, and the reliability tables before and after (``core.model.calibration.reliability_table``)."""
+
+    path: Path
+    calibration: Calibration
+    counts: dict[str, int]
+    skipped: dict[str, int]
+    before: list[dict[str, float]]
+    after: list[dict[str, float]]
+
+
+def _uncalibrated(model: Any) -> ModelBundle:
+    """The model as a loaded bundle that predicts its raw probabilities."""
+    from ..core.model.bundle import default_bundle_path
+
+    bundle = model if isinstance(model, ModelBundle) else load_bundle(model or default_bundle_path())
+    raw = ModelBundle(bundle.model, bundle.config)
+    raw.calibration = None
+    return raw
+
+
+def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] = None) -> CalibrationRun:
+    """Classify ``request.reference`` with the raw model, fit a calibration on the parcels whose
+    label is one of the model's classes, and write ``request.out``.
+
+    Raises:
+        InputError: fewer than ``MIN_CALIBRATION_PARCELS`` usable reference parcels (the counts
+            are named: labelled, of classes the model does not know, without a result).
+        OutputError: ``out`` exists without ``overwrite``, or is one of the inputs.
+    """
+    progress = progress or RunProgress()
+    out = check_output(request.out, overwrite=request.overwrite, what="calibrated model", suffixes=(".tcm",),
+                       inputs=[p for p in (request.model, request.reference.source) if isinstance(p, (str, Path))])
+    bundle = _uncalibrated(request.model)
+    name = request.reference.describe()
+    table = load_parcels(request.reference.source, id_field=request.reference.id_field,
+                         label_field=request.label_field, class_map=request.class_map, block_field=None,
+                         selected_ids=request.reference.selected_ids)
+    names = np.asarray(table.classes, dtype=object)
+    given = np.asarray(table.labels) >= 0
+    labels = np.where(given, names[np.maximum(np.asarray(table.labels), 0)], None)
+    known = {c: i for i, c in enumerate(bundle.classes)}
+    skipped: dict[str, int] = {}
+    for label in labels[given]:
+        if label not in known:
+            skipped[str(label)] = skipped.get(str(label), 0) + 1
+    if skipped:
+        progress.report(f"{sum(skipped.values())} reference parcels of {name} have classes the model does not know "
+                        f"and are left out: " + ", ".join(f"{c} {n}" for c, n in sorted(skipped.items())))
+    classify = ClassifyRequest(parcels=request.reference, scenes=request.scenes, weather=request.weather,
+                               model=bundle, fields=ResultFields(coverage=None), sampling=request.sampling)
+    result = run_classification(classify, progress).result
+    by_row = {int(r): i for i, r in enumerate(table.rows)}
+    index = np.full(len(result), -1, dtype=np.int64)
+    for i, (row, status) in enumerate(zip(result.rows, result.status)):
+        j = by_row.get(int(row))
+        if j is not None and status == STATUS_OK and labels[j] in known:
+            index[i] = known[labels[j]]
+    calibration = fit_calibration(result.probabilities, index, name)
+    if calibration.parcels < 5 * len(bundle.classes):
+        progress.report(f"Only {calibration.parcels} reference parcels for {len(bundle.classes)} classes: the "
+                        "calibration is rough; more parcels give a steadier one.")
+    calibrated = calibration.apply(result.probabilities)
+    counts: dict[str, int] = {}
+    for k in index[index >= 0]:
+        counts[bundle.classes[k]] = counts.get(bundle.classes[k], 0) + 1
+    missing = [c for c in bundle.classes if counts.get(c, 0) == 0]
+    if missing:
+        progress.report(f"No reference parcel of {', '.join(missing)} in {name}: the calibration has not seen how "
+                        "the model does on these classes.")
+    calibrated_bundle(bundle, calibration, out, overwrite=request.overwrite)
+    return CalibrationRun(out, calibration, counts, skipped,
+                          reliability_table(result.probabilities, index), reliability_table(calibrated, index))
