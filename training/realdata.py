@@ -86,6 +86,23 @@ def bavaria_dataset(out: Union[str, Path], realdata: Optional[Union[str, Path]] 
 # Scores
 
 
+def bavaria_halves(dataset: Union[str, Path], realdata: Optional[Union[str, Path]] = None) -> dict[str, PixelSets]:
+    """The Bavarian parcels of ``dataset`` (``bavaria_dataset``) split west and east of the median
+    longitude of their centroids: ``{"west": ..., "east": ...}``. The generator was calibrated on
+    the west half; the east half is where figures are reported."""
+    import geopandas as gpd
+
+    realdata = Path(realdata) if realdata else find_realdata()
+    if realdata is None:
+        raise InputError("the real data (shared/realdata) are not next to this checkout; set THERMOCROP_REALDATA")
+    layer = gpd.read_file(Path(realdata) / BAVARIA_LAYER)
+    lon = layer.geometry.to_crs(32632).centroid.to_crs(4326).x.to_numpy()
+    ps = open_dataset(dataset, mmap=False)
+    rows = np.array([int(i) for i in ps.parcel_ids])  # imported by row: the id is the feature number
+    west = lon[rows] < np.median(lon)
+    return {"west": ps.subset(np.flatnonzero(west)), "east": ps.subset(np.flatnonzero(~west))}
+
+
 def macro_f1_min_support(cm: np.ndarray, min_support: int = MIN_SUPPORT) -> tuple[float, list[int]]:
     """Mean F1 over the classes with at least ``min_support`` reference parcels, and those classes."""
     cm = np.asarray(cm, dtype=np.float64)

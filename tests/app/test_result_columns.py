@@ -74,3 +74,28 @@ def test_the_layer_writer_takes_the_rows_with_a_result(qgis_app):
     assert kind == QVariant.Double and confidence[12] is None
     assert confidence[10] == pytest.approx(0.7) and confidence[14] == pytest.approx(0.6)
     assert values["crop_margin"][1][14] == pytest.approx(0.3, rel=1e-5)
+
+
+def test_set_columns_by_hand(tmp_path):
+    result = _result()
+    result.sets = np.array([[True, True, False], [False, False, False], [False, True, True]])
+    result.coverage = 0.9
+    columns = result_columns(result, 5)
+    assert list(columns) == ["crop_pred", "crop_conf", "crop_status", "crop_set", "crop_set_size"]
+    # most probable first: row 0 wheat 0.7 > barley 0.2; row 4 maize 0.6 > barley 0.3
+    assert columns["crop_set"].tolist() == ["wheat|barley", None, None, None, "maize|barley"]
+    assert columns["crop_set_size"].tolist() == [2, None, None, None, 2]
+    parcels = tmp_path / "parcels.gpkg"
+    gpd.GeoDataFrame({"parcel_id": list("abcde")}, geometry=[box(i, 0, i + 1, 1) for i in range(5)],
+                     crs="EPSG:32631").to_file(parcels)
+    out = write_classification(parcels, result, tmp_path / "out.gpkg")
+    from osgeo import ogr
+
+    source = ogr.Open(str(out))  # held while its layer is used
+    defn = source.GetLayer(0).GetLayerDefn()
+    kind = defn.GetFieldDefn(defn.GetFieldIndex("crop_set_size")).GetType()
+    source = None
+    assert kind in (ogr.OFTInteger, ogr.OFTInteger64)
+    back = gpd.read_file(out)
+    assert back["crop_set"].tolist()[0] == "wheat|barley" and back["crop_set"].isna().tolist() == [
+        False, True, True, True, False]

@@ -297,3 +297,27 @@ def test_bundle_carries_the_datasets_gdd_settings(tmp_path):
     # ... while the same data with the model's settings is scored.
     spring.meta = dict(autumn.meta)
     assert evaluate_bundle(bundle, [spring])["n"] > 0
+
+
+def test_training_calibrates_on_the_validation_parcels_only(tmp_path, caplog):
+    from thermocrop.core.model.calibration import fit_temperature
+    from thermocrop.training.predict import predict_rows
+
+    train, val = make_pixel_sets(n=120, seed=3), make_pixel_sets(n=70, seed=4)
+    cfg = TrainingConfig(variant="tpe_sinusoidal", epochs=1, steps_per_epoch=3, batch_size=16,
+                         sample_pixels=4, sample_dates=6, device="cpu")
+    result = train_model([train], tmp_path / "m.tcm", cfg, val_datasets=[val], show_progress=False)
+    bundle = load_bundle(result.bundle_path)
+    usable = np.flatnonzero(val.status == "ok")
+    assert bundle.calibration.parcels == len(usable) == 69
+    probabilities = predict_rows(bundle.model, bundle.config.scaling, val, usable)
+    expected = fit_temperature(probabilities, np.asarray(val.labels)[usable])
+    assert bundle.calibration.temperature == pytest.approx(expected, rel=1e-3)
+    assert "validation blocks" in bundle.calibration.source
+    assert json.loads(result.files["metrics"].read_text())["calibration"]["parcels"] == 69
+    # Too few validation parcels: saved without a calibration, with a warning.
+    with caplog.at_level("WARNING"):
+        small = train_model([train], tmp_path / "s.tcm", cfg, val_datasets=[make_pixel_sets(n=30, seed=5)],
+                            show_progress=False)
+    assert load_bundle(small.bundle_path).calibration is None
+    assert any("saved without a calibration" in r.getMessage() for r in caplog.records)

@@ -1,0 +1,102 @@
+"""Calibrating a model on reference parcels (app.run_calibration, thermocrop calibrate) and the
+prediction sets a calibrated model gives classify, checked against the same numbers worked out
+from the raw model's probabilities."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import geopandas as gpd
+import numpy as np
+import pytest
+
+from thermocrop import app
+from thermocrop.app import CalibrateRequest, ParcelsSpec, ScenesSpec, WeatherSpec
+from thermocrop.core.errors import InputError, OutputError
+from thermocrop.core.model.bundle import default_bundle_path, load_bundle, save_bundle
+from thermocrop.core.model.calibration import apply_temperature, conformal_threshold, fit_temperature
+
+
+@pytest.fixture(scope="module")
+def raw_model(tmp_path_factory):
+    """The shipped model's weights without any calibration."""
+    bundle = load_bundle(default_bundle_path())
+    path = tmp_path_factory.mktemp("raw") / "raw.tcm"
+    save_bundle(path, bundle.model, replace(bundle.config, calibration={}))
+    return path
+
+
+def _request(region, out, model, **kwargs):
+    return CalibrateRequest(reference=ParcelsSpec(str(region / "parcels.gpkg"), **kwargs.pop("parcels", {})),
+                            label_field="crop", scenes=ScenesSpec(files=(str(region / "scenes"),)),
+                            weather=WeatherSpec(path=str(region / "weather.nc")), out=str(out), model=str(model),
+                            **kwargs)
+
+
+def test_calibration_fits_the_raw_probabilities_of_the_reference_parcels(tiny_region, raw_model, tmp_path):
+    from thermocrop.core.classify import classify_parcels
+
+    run = app.run_calibration(_request(tiny_region, tmp_path / "cal.tcm", raw_model))
+    raw = classify_parcels(str(tiny_region / "parcels.gpkg"), str(tiny_region / "scenes"),
+                           str(tiny_region / "weather.nc"), str(raw_model))
+    truth = gpd.read_file(tiny_region / "parcels.gpkg")["crop"].to_numpy()
+    classes = list(raw.classes)
+    ok = raw.status == "ok"
+    labels = np.array([classes.index(c) if c in classes else -1 for c in truth])[raw.rows]
+    keep = ok & (labels >= 0)
+    temperature = fit_temperature(raw.probabilities[keep], labels[keep])
+    bundle = load_bundle(run.path)
+    assert bundle.calibration.parcels == keep.sum() == sum(run.counts.values())
+    assert bundle.calibration.temperature == pytest.approx(temperature, rel=1e-4)
+    calibrated = apply_temperature(raw.probabilities[keep], temperature)
+    scores = np.sort(1.0 - calibrated[np.arange(keep.sum()), labels[keep]])
+    np.testing.assert_allclose(bundle.calibration.scores, scores, atol=2e-6)
+    # the weights are the raw model's
+    for (name, a), (_, b) in zip(bundle.model.state_dict().items(), load_bundle(raw_model).model.state_dict().items()):
+        assert np.array_equal(a.numpy(), b.numpy()), name
+
+    # classify with the calibrated model: crop_conf calibrated, sets as the threshold says
+    from thermocrop.cli.main import main
+
+    out = tmp_path / "classified.gpkg"
+    assert main(["classify", "--parcels", str(tiny_region / "parcels.gpkg"), "--scenes", str(tiny_region / "scenes"),
+                 "--weather", str(tiny_region / "weather.nc"), "--model", str(run.path), "--coverage", "0.8",
+                 "--out", str(out)]) == 0
+    layer = gpd.read_file(out)
+    p = apply_temperature(raw.probabilities, temperature)
+    q = conformal_threshold(scores, 0.8)
+    for i, row in enumerate(raw.rows):
+        got = layer.iloc[row]
+        if raw.status[i] != "ok":
+            assert got["crop_set"] is None
+            continue
+        expected = [classes[k] for k in np.argsort(-p[i], kind="stable") if p[i, k] >= 1 - q - 1e-9] \
+            or [classes[int(p[i].argmax())]]
+        assert got["crop_conf"] == pytest.approx(float(p[i].max()), abs=2e-5)
+        assert got["crop_set"].split("|") == expected and got["crop_set_size"] == len(expected)
+        assert expected[0] == got["crop_pred"]
+
+
+def test_too_few_reference_parcels_are_refused_and_nothing_is_written(tiny_region, raw_model, tmp_path):
+    ids = gpd.read_file(tiny_region / "parcels.gpkg")["parcel_id"].tolist()[:30]
+    out = tmp_path / "cal.tcm"
+    with pytest.raises(InputError, match=r"30 parcels can calibrate.*at least 50"):
+        app.run_calibration(_request(tiny_region, out, raw_model, parcels={"selected_ids": tuple(ids)}))
+    assert not out.exists()
+
+
+def test_an_existing_output_is_refused_before_anything_is_read(tiny_region, raw_model, tmp_path):
+    out = tmp_path / "cal.tcm"
+    out.write_bytes(b"mine")
+    with pytest.raises(OutputError, match="exists"):
+        app.run_calibration(_request(tiny_region, out, raw_model))
+    assert out.read_bytes() == b"mine"
+
+
+def test_a_model_without_calibration_gives_no_sets_and_says_so(tiny_region, raw_model, tmp_path):
+    from thermocrop.cli.main import main
+
+    out = tmp_path / "classified.gpkg"
+    assert main(["classify", "--parcels", str(tiny_region / "parcels.gpkg"), "--scenes", str(tiny_region / "scenes"),
+                 "--weather", str(tiny_region / "weather.nc"), "--model", str(raw_model), "--out", str(out)]) == 0
+    assert "crop_set" not in gpd.read_file(out).columns
