@@ -19,6 +19,10 @@ class RunProgress:
     for the user (``report``) and the moments a door may show in its own words. The command
     line shows bars, QGIS its progress bar and log; by default a run only logs."""
 
+    reserve_cores = 0
+    """CPUs a one-process run leaves to the door (``core.threads.thread_budget``): QGIS keeps one
+    for its interface."""
+
     def __init__(self, progress: Optional[Progress] = None, report=None) -> None:
         self.progress = progress or Progress()
         self.report = report or log.info

@@ -36,6 +36,7 @@ from ..core.runs.partitions import classify_partitioned, extract_partitioned, gd
 from ..core.settings import PixelSampling, ThermalTime
 from ..core.thermal.gdd import gdd_at_points
 from ..core.thermal.weather import record_period
+from ..core.threads import run_threads, thread_budget
 from ..training.importers.common import grid_blocks, locations_from_geometries
 from .inputs import resolve_scenes, resolve_weather, scene_dates
 from .requests import ClassifyRequest, ClusterSpec, ExtractRequest, GddRequest, ParcelsSpec
@@ -156,7 +157,7 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
         options["selected_ids"] = list(parcels.selected_ids)
     folder = None
     if cluster is None:
-        with progress.bar("classify") as bar:
+        with run_threads(thread_budget(progress.reserve_cores)), progress.bar("classify") as bar:
             result = classify_parcels(parcels.source, scenes, weather, checked.bundle, chunk_size=request.chunk_size,
                                       progress=bar, **options)
     else:
@@ -230,7 +231,7 @@ def run_extraction(request: ExtractRequest, progress: Optional[RunProgress] = No
         progress.weather_fetched(request.weather.service, weather)
     options = extraction_options(request)
     if cluster is None:
-        with progress.bar("extract") as bar:
+        with run_threads(thread_budget(progress.reserve_cores)), progress.bar("extract") as bar:
             out = extract_to_dataset(source, scenes, weather, request.out, chunk_size=request.chunk_size,
                                      overwrite=request.overwrite, progress=bar, **options)
     else:

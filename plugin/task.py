@@ -194,7 +194,9 @@ class ClassificationTask(ThermoCropTask):
         request, self.fids = read_parcels(request, self.fids)
         reading(1.0)
         classifying, writing = rest.parts(_phase_costs(estimated_seconds(len(self.fids), dates), new_file)[1:])
-        run = app.run_classification(request, RunProgress(classifying))
+        run_progress = RunProgress(classifying)
+        run_progress.reserve_cores = 1  # the dock's run leaves a core to the QGIS interface
+        run = app.run_classification(request, run_progress)
         self.result, self.bundle = run.result, run.bundle
         self.written = None if run.written is None else str(run.written)
         writing(1.0)

@@ -12,6 +12,7 @@ from typing import ClassVar, Optional
 import numpy as np
 
 from ..errors import SceneError
+from ..threads import usable_cpus
 from .bands import S2_BANDS
 from .radiometry import foreign_nodata
 
@@ -270,14 +271,6 @@ def decode_threads() -> str:
         if value:
             return value
     return str(usable_cpus())
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # no CPU affinity on this platform (Windows, macOS)
-        return os.cpu_count() or 1
 
 
 def decoding_threads(threads: Optional[int] = None):

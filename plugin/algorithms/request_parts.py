@@ -49,6 +49,13 @@ def weather_spec(algorithm: ThermoCropAlgorithm, parameters: dict, context: QgsP
                        max_distance_km=max_distance_km)
 
 
+def interface_cores() -> int:
+    """The CPUs a run leaves to QGIS's interface: one in the desktop, none in ``qgis_process``."""
+    from qgis.utils import iface
+
+    return 1 if iface is not None else 0
+
+
 class ProcessingRun(RunProgress):
     """A run seen in the Processing dialog: its lines in the log, its progress on the bar, the
     user's Cancel asked between scene windows and model batches.
@@ -65,6 +72,7 @@ class ProcessingRun(RunProgress):
         self.feedback = feedback
         self.checked = checked
         self._last_stats = 0.0
+        self.reserve_cores = interface_cores()
 
     def inputs_checked(self, checked) -> None:
         self.feedback.pushInfo(tr("Inputs checked in {seconds} s").format(seconds=f"{checked.seconds:.1f}"))

@@ -1,0 +1,150 @@
+"""One budget of threads for a run: scene decoding (GDAL and the reader threads) and torch share
+the cores this process may use, and a machine that other programs keep busy gets fewer threads.
+
+Threads that wait for a core they cannot have cost far more than they bring: on two cores that
+other work kept busy, a classification with the default threads (torch and GDAL each starting
+one per core, spinning while they wait for each other) took 4-5 times as long as the same run
+on one thread. So before a run the cores left idle by other programs are measured over a short
+interval (``/proc/stat`` on Linux), and the run takes that many threads, at least one and at
+most the CPUs it may run on less those a door keeps for itself (the QGIS plugin keeps one for
+the interface).
+
+``THERMOCROP_THREADS`` fixes the budget; ``GDAL_NUM_THREADS`` / ``OMP_NUM_THREADS`` set by
+the user (or by Dask in its workers) are kept as they are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+log = logging.getLogger(__name__)
+
+THREADS_ENV = "THERMOCROP_THREADS"
+"""A fixed thread budget for every run of this process (a whole number)."""
+
+MEASURE_SECONDS = 0.25
+"""How long the idle cores are measured before a run."""
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no CPU affinity on this platform (Windows, macOS)
+        return os.cpu_count() or 1
+
+
+def _cpu_times() -> Optional[tuple[float, float]]:
+    """(idle, total) jiffies of all CPUs from ``/proc/stat``; None where it cannot be read."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            fields = fh.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    values = [float(v) for v in fields[1:]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0.0)  # idle + iowait
+    return idle, sum(values[:8])
+
+
+def idle_cpus(seconds: float = MEASURE_SECONDS) -> Optional[float]:
+    """The cores left idle by every program over ``seconds`` (this process sleeps meanwhile);
+    None where the system does not say (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    first = _cpu_times()
+    if first is None:
+        return None
+    time.sleep(seconds)
+    second = _cpu_times()
+    if second is None or second[1] <= first[1]:
+        return None
+    share = (second[0] - first[0]) / (second[1] - first[1])
+    return max(0.0, min(1.0, share)) * (os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class ThreadBudget:
+    """The threads a run takes and why.
+
+    Attributes:
+        threads: torch threads, GDAL decoding threads and reader threads of the run.
+        cpus: the CPUs the process may run on.
+        idle: the idle cores measured (None: not measured).
+        reason: how the number was chosen, for the log.
+    """
+
+    threads: int
+    cpus: int
+    idle: Optional[float]
+    reason: str
+
+
+def _env_threads(name: str) -> Optional[int]:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    if value.upper() == "ALL_CPUS":
+        return usable_cpus()
+    try:
+        return max(1, int(value))
+    except ValueError:
+        return None
+
+
+def thread_budget(reserve: int = 0, measure: bool = True) -> ThreadBudget:
+    """The threads of the next run.
+
+    Args:
+        reserve: CPUs kept free for the caller (the QGIS interface keeps one), where there are more.
+        measure: measure the idle cores (False: take every usable CPU less ``reserve``).
+    """
+    cpus = usable_cpus()
+    fixed = _env_threads(THREADS_ENV)
+    if fixed is not None:
+        return ThreadBudget(min(fixed, cpus), cpus, None, f"{THREADS_ENV}={fixed}")
+    for name in ("OMP_NUM_THREADS", "GDAL_NUM_THREADS"):
+        given = _env_threads(name)
+        if given is not None:
+            return ThreadBudget(min(given, cpus), cpus, None, f"{name}={os.environ[name].strip()}")
+    ceiling = max(1, cpus - max(0, reserve))
+    idle = idle_cpus() if measure else None
+    if idle is None:
+        return ThreadBudget(ceiling, cpus, None, f"{cpus} CPUs" + (f", {reserve} kept free" if reserve else ""))
+    # Round half-idle cores up: a core at 60 % idle still gives a thread most of its time.
+    threads = max(1, min(ceiling, int(idle + 0.4)))
+    return ThreadBudget(threads, cpus, idle, f"{idle:.1f} of {cpus} CPUs idle"
+                        + (f", {reserve} kept free" if reserve else ""))
+
+
+@contextlib.contextmanager
+def run_threads(budget: ThreadBudget) -> Iterator[ThreadBudget]:
+    """Run the block with ``budget``: torch's intra-op threads and GDAL's decoding threads (and so
+    the reader threads of ``core.extract``, which follow ``GDAL_NUM_THREADS``) are set to
+    ``budget.threads`` and put back afterwards."""
+    try:
+        import torch
+    except ImportError:  # a run without a model (GDD) before torch is installed
+        torch = None
+    previous_torch = torch.get_num_threads() if torch is not None else None
+    previous_env = os.environ.get("GDAL_NUM_THREADS")
+    os.environ["GDAL_NUM_THREADS"] = str(budget.threads)
+    if torch is not None:
+        torch.set_num_threads(budget.threads)
+    log.info("Threads: %d (%s)", budget.threads, budget.reason)
+    try:
+        yield budget
+    finally:
+        if previous_env is None:
+            os.environ.pop("GDAL_NUM_THREADS", None)
+        else:
+            os.environ["GDAL_NUM_THREADS"] = previous_env
+        if torch is not None and previous_torch is not None:
+            torch.set_num_threads(previous_torch)
