@@ -181,8 +181,8 @@ class ClassifyRequest:
     """Classify parcels with a model bundle.
 
     Attributes:
-        model: a bundle path, a loaded ``ModelBundle``, or None for the shipped model (its
-            thermal time settings come with it).
+        model: a bundle path, a loaded ``ModelBundle``, or None for the model shipped for the
+            scenes' processing level (its thermal time settings come with it).
         sampling: which pixels are read (``min_pixels``, ``missing_scl`` are the ones doors set).
         output: the file to write, or None where the door writes the result itself.
     """

@@ -22,6 +22,7 @@ from .model.calibration import prediction_sets
 from .parcels import ParcelSource, ParcelTable, load_parcels
 from .pixel_sampling import scene_grids, spatial_chunks
 from .pixel_sets import STATUS_OK
+from .preflight import run_bundle
 from .progress import Progress
 from .result_columns import result_columns
 from .scenes.radiometry import check_missing_scl
@@ -107,16 +108,6 @@ class ClassificationResult:
         return out
 
 
-def _bundle(bundle: Any):
-    from .model.bundle import default_bundle_path, load_bundle
-
-    if bundle is None:
-        return load_bundle(default_bundle_path())
-    if isinstance(bundle, (str, os.PathLike)):
-        return load_bundle(bundle)
-    return bundle
-
-
 def bundle_thermal_time(bundle: Any) -> ThermalTime:
     """The thermal time the model of ``bundle`` was trained with, so that inputs match its
     training: its config's ``gdd`` record, or for older bundles the config's own fields
@@ -194,7 +185,8 @@ def classify_parcels(
         parcels: vector file or GeoDataFrame (any CRS), or a prepared ``ParcelTable``.
         scenes: scene folder / glob / files, or scenes from ``find_scenes``.
         weather: temperature file (E-OBS / CF NetCDF / station CSV) or ``DailyTemperature``.
-        bundle: a ``ModelBundle``, a bundle path, or None for the shipped default model.
+        bundle: a ``ModelBundle``, a bundle path, or None for the model shipped for the
+            scenes' processing level (``core.model.bundle.default_bundle_for_levels``).
         sampling: how pixels are sampled and masked (:class:`PixelSampling`; None for its
             defaults). L2A products without SCL (``missing_scl="warn"``) give a warning in the
             result. The thermal time comes from the bundle (:func:`bundle_thermal_time`).
@@ -259,11 +251,11 @@ def prepare_classification(
     id_field: Optional[str] = None,
     weather_options: Optional[dict[str, Any]] = None,
 ) -> ClassificationJob:
-    """Load the model and the parcels and find the scenes (arguments as :func:`classify_parcels`)."""
-    model = _bundle(bundle)
-    classes = tuple(model.config.classes)
-    settings = ExtractionSettings(sampling=sampling or PixelSampling(), thermal=bundle_thermal_time(model),
-                                  weather_options=dict(weather_options or {}))
+    """Load the model and the parcels and find the scenes (arguments as :func:`classify_parcels`).
+
+    A model given is loaded first; without one, the shipped model of the scenes' level is loaded
+    once the scenes are found."""
+    given = None if bundle is None else run_bundle(bundle, ())
     table = parcels if isinstance(parcels, ParcelTable) else load_parcels(
         parcels, id_field=id_field, block_field=None, selected_ids=selected_ids)
     if len(table) == 0:
@@ -272,6 +264,10 @@ def prepare_classification(
     scene_list = scene_list_of(scenes)
     if not scene_list:
         raise SceneError("No scenes were given.")
+    model = given if given is not None else run_bundle(None, scene_list)
+    classes = tuple(model.config.classes)
+    settings = ExtractionSettings(sampling=sampling or PixelSampling(), thermal=bundle_thermal_time(model),
+                                  weather_options=dict(weather_options or {}))
     meta = dataset_meta(table, scene_list, weather, settings, None)
     warnings = [w for w in (level_mismatch(model, scene_list),
                             check_missing_scl(scene_list, settings.sampling.missing_scl), few_dates(scene_list)) if w]

@@ -37,6 +37,8 @@ class Preflight:
         parcel_count: features in the parcel layer (None for layers not read from a file).
         seconds: how long the checks took.
         notes: things worth telling the user (e.g. the weather sample's range).
+        model_choice: which shipped model the scenes' level chose and why, in a sentence (None
+            where a model was given or no scenes were).
     """
 
     bundle: Any = None
@@ -45,6 +47,7 @@ class Preflight:
     parcel_count: Optional[int] = None
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    model_choice: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,31 @@ def check_weather(weather: Any, *, crs: Any, bounds: Optional[Sequence[float]], 
     return f"weather {sample.source}: {start} to {end} readable"
 
 
+def run_bundle(bundle: Any, scenes: Sequence[Any]) -> Any:
+    """The model of a run: ``bundle`` (a ``ModelBundle``, or a path loaded and validated), or for
+    None the model shipped for the processing level of ``scenes``
+    (``core.model.bundle.default_bundle_for_levels``)."""
+    from .model.bundle import default_bundle_for_levels, load_bundle
+
+    if bundle is None:
+        return load_bundle(default_bundle_for_levels(sc.level for sc in scenes))
+    if isinstance(bundle, (str, os.PathLike)):
+        return load_bundle(bundle)
+    return bundle
+
+
+def _season_start(value: Any) -> Any:
+    """A season start given as text (``"MM-DD"``) parsed; None: the default one."""
+    from .thermal.gdd import SeasonStart
+
+    if isinstance(value, str):
+        try:
+            value = SeasonStart.parse(value)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+    return value or SeasonStart()
+
+
 def check_inputs(
     *,
     parcels: Any = None,
@@ -169,7 +197,8 @@ def check_inputs(
         dates: dates asked for without scenes (GDD at given dates).
         weather: weather file (or temperatures already read).
         weather_options: keyword arguments of ``read_daily_temperature``.
-        bundle: model bundle path or ``ModelBundle``; with ``need_bundle`` None is the shipped one.
+        bundle: model bundle path or ``ModelBundle``; with ``need_bundle`` None is the model
+            shipped for the scenes' processing level (loaded once the scenes are found).
         need_bundle: the run classifies, so a model is loaded and validated.
 
     Returns:
@@ -179,26 +208,20 @@ def check_inputs(
         InputError (or a subclass): the first problem found, naming the file, layer or field.
     """
     from .parcels import check_crs
-    from .thermal.gdd import SeasonStart
 
     t0 = time.perf_counter()
     result = Preflight()
     # A missing weather file is found by a stat; no need to load the model or list scenes first.
     check_weather_file(weather)
 
-    if need_bundle or bundle is not None:
-        from .model.bundle import default_bundle_path, load_bundle
-
-        if bundle is None or isinstance(bundle, (str, os.PathLike)):
-            bundle = load_bundle(bundle or default_bundle_path())
-        result.bundle = bundle
+    # A model given is checked first; the shipped one waits for the scenes, whose level chooses it.
+    bundle = bundle or None  # an empty path: none given
+    shipped = bundle is None and need_bundle and scenes is not None
+    if (need_bundle or bundle is not None) and not shipped:
+        result.bundle = bundle = run_bundle(bundle, ())
         season_start = bundle.config.gdd.get("season_start", "01-01")
-    if isinstance(season_start, str):
-        try:
-            season_start = SeasonStart.parse(season_start)
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
-    result.season_start = season_start = season_start or SeasonStart()
+    if not shipped:
+        result.season_start = season_start = _season_start(season_start)
 
     crs, bounds, source = None, None, "the parcel layer"
     if isinstance(parcels, LayerFootprint):
@@ -226,6 +249,12 @@ def check_inputs(
             found = list(scenes)
         else:
             found = find_scenes(scenes, **(scene_options or {}))
+        if shipped:
+            from .model.bundle import shipped_model_choice
+
+            result.bundle = run_bundle(None, found)
+            result.model_choice = shipped_model_choice(sc.level for sc in found)[1]
+            result.season_start = season_start = _season_start(result.bundle.config.gdd.get("season_start", "01-01"))
         result.scenes = select_season(found, season_start, season)
         scene_dates = np.array([s.date for s in result.scenes], dtype="datetime64[D]")
     if dates is not None:

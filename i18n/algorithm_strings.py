@@ -45,7 +45,7 @@ tr("A STAC item collection saved by 'Search a catalogue' (or 'thermocrop scenes 
 tr("Credentials for the saved items' images, from QGIS's authentication manager (a Basic configuration): for the Copernicus Data Space the S3 access key as user name and the secret key as password; for Planetary Computer a subscription key as password (optional). Empty: the environment's AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / PC_SDK_SUBSCRIPTION_KEY, if set. Never stored in the project.")
 tr("Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV (date,tmin,tmax) covering the season; or leave it empty and choose a weather service below.")
 tr("Where the daily temperatures come from: the file above, or a weather service fetched for the parcels' 0.1-degree cells and kept as a NetCDF in the cache (Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment).")
-tr("Model bundle (.tcm). Leave empty for the model shipped with the plugin.")
+tr("Model bundle (.tcm). Leave empty for the model shipped for the scenes' processing level: default_l2a.tcm for L2A scenes (every catalogue's), default.tcm for L1C or mixed ones.")
 tr("Name of the output field with the predicted class.")
 tr("Name of the output field with the predicted class's probability (0-1).")
 tr("Name of the output field saying 'ok' or why a parcel was not classified.")

@@ -426,22 +426,22 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="178"/>
+        <location filename="../plugin/task.py" line="179"/>
         <source>ThermoCrop: classify parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="261"/>
+        <location filename="../plugin/task.py" line="264"/>
         <source>the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="313"/>
+        <location filename="../plugin/task.py" line="316"/>
         <source>ThermoCrop: explain a parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="329"/>
+        <location filename="../plugin/task.py" line="332"/>
         <source>Feature {fid} is no longer in {layer}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -526,7 +526,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="142"/>
+        <location filename="../plugin/dock/input_widgets.py" line="150"/>
         <source>ThermoCrop model (*.tcm)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -706,7 +706,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="77"/>
+        <location filename="../plugin/dock/input_widgets.py" line="85"/>
         <source>Parcels</source>
         <translation type="unfinished"></translation>
     </message>
@@ -766,22 +766,22 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="287"/>
+        <location filename="../plugin/dock/classify_tab.py" line="291"/>
         <source>Fetching the daily temperatures of {layer}'s parcels from {service} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="354"/>
+        <location filename="../plugin/dock/classify_tab.py" line="358"/>
         <source>The parcel layer was removed while classifying; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="357"/>
+        <location filename="../plugin/dock/classify_tab.py" line="361"/>
         <source>Cancelled; nothing was written and the layer was not changed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="303"/>
+        <location filename="../plugin/dock/classify_tab.py" line="307"/>
         <source>No temperatures from {service}: {error}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -791,7 +791,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="320"/>
+        <location filename="../plugin/dock/classify_tab.py" line="324"/>
         <source>Classifying {n} parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
@@ -801,92 +801,92 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="360"/>
+        <location filename="../plugin/dock/classify_tab.py" line="364"/>
         <source>Classification failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="365"/>
+        <location filename="../plugin/dock/classify_tab.py" line="369"/>
         <source>{layer} (classified)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="368"/>
+        <location filename="../plugin/dock/classify_tab.py" line="372"/>
         <source>QGIS cannot open the written file {path}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="369"/>
+        <location filename="../plugin/dock/classify_tab.py" line="373"/>
         <source>the new layer {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="374"/>
+        <location filename="../plugin/dock/classify_tab.py" line="378"/>
         <source>{layer} (saved)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="375"/>
+        <location filename="../plugin/dock/classify_tab.py" line="379"/>
         <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="378"/>
+        <location filename="../plugin/dock/classify_tab.py" line="382"/>
         <source>Writing the result failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="392"/>
+        <location filename="../plugin/dock/classify_tab.py" line="396"/>
         <source>Classified {done} of {n} parcels ({unknown} unknown) into {where}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="436"/>
+        <location filename="../plugin/dock/classify_tab.py" line="445"/>
         <source>{qml} exists and was left as it is.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="438"/>
+        <location filename="../plugin/dock/classify_tab.py" line="447"/>
         <source>Style saved to {qml}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="442"/>
+        <location filename="../plugin/dock/classify_tab.py" line="451"/>
         <source>below 0.4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="442"/>
+        <location filename="../plugin/dock/classify_tab.py" line="451"/>
         <source>0.4 to 0.6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="442"/>
+        <location filename="../plugin/dock/classify_tab.py" line="451"/>
         <source>0.6 to 0.8</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="442"/>
+        <location filename="../plugin/dock/classify_tab.py" line="451"/>
         <source>0.8 and above</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="442"/>
+        <location filename="../plugin/dock/classify_tab.py" line="451"/>
         <source>not classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="471"/>
+        <location filename="../plugin/dock/classify_tab.py" line="480"/>
         <source>{layer} is being edited; save or discard the edits to filter it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="475"/>
+        <location filename="../plugin/dock/classify_tab.py" line="484"/>
         <source>{layer} cannot be filtered by its provider.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="482"/>
+        <location filename="../plugin/dock/classify_tab.py" line="491"/>
         <source>{names} already exist(s). Overwrite?</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1046,127 +1046,127 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="71"/>
+        <location filename="../plugin/dock/input_widgets.py" line="79"/>
         <source>Input</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="75"/>
+        <location filename="../plugin/dock/input_widgets.py" line="83"/>
         <source>Polygon layer of the project whose parcels are classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="78"/>
+        <location filename="../plugin/dock/input_widgets.py" line="86"/>
         <source>Selected features only</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="86"/>
+        <location filename="../plugin/dock/input_widgets.py" line="94"/>
         <source>Ticked scenes are used: the project&apos;s Sentinel-2 rasters and added files or folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="88"/>
+        <location filename="../plugin/dock/input_widgets.py" line="96"/>
         <source>Scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="90"/>
+        <location filename="../plugin/dock/input_widgets.py" line="98"/>
         <source>Add files…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="91"/>
+        <location filename="../plugin/dock/input_widgets.py" line="99"/>
         <source>Add Sentinel-2 products: .zip or .SAFE (choose its MTD_MSIL*.xml), or GeoTIFF / JPEG 2000 files</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="93"/>
+        <location filename="../plugin/dock/input_widgets.py" line="101"/>
         <source>Add folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="94"/>
+        <location filename="../plugin/dock/input_widgets.py" line="102"/>
         <source>Add a folder: every product and raster in it (and below) is read</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="95"/>
+        <location filename="../plugin/dock/input_widgets.py" line="103"/>
         <source>Remove</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="96"/>
+        <location filename="../plugin/dock/input_widgets.py" line="104"/>
         <source>Remove the selected files or folders added by hand (a project layer stays listed: untick it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="98"/>
+        <location filename="../plugin/dock/input_widgets.py" line="106"/>
         <source>Clear</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="99"/>
+        <location filename="../plugin/dock/input_widgets.py" line="107"/>
         <source>Remove every file and folder added by hand</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="121"/>
+        <location filename="../plugin/dock/input_widgets.py" line="129"/>
         <source>Where the daily temperatures come from: a file, or a weather service fetched for the parcels when the run starts and kept in the cache (Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="128"/>
+        <location filename="../plugin/dock/input_widgets.py" line="136"/>
         <source>Temperatures (*.nc *.nc4 *.csv);;All files (*)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="129"/>
+        <location filename="../plugin/dock/input_widgets.py" line="137"/>
         <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="131"/>
+        <location filename="../plugin/dock/input_widgets.py" line="139"/>
         <source>Weather</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="140"/>
+        <location filename="../plugin/dock/input_widgets.py" line="148"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="143"/>
-        <source>empty: the shipped model</source>
+        <location filename="../plugin/dock/input_widgets.py" line="151"/>
+        <source>empty: the shipped model for the scenes&apos; level</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="153"/>
+        <location filename="../plugin/dock/input_widgets.py" line="161"/>
         <source>Output</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="155"/>
+        <location filename="../plugin/dock/input_widgets.py" line="163"/>
         <source>New layer file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="156"/>
+        <location filename="../plugin/dock/input_widgets.py" line="164"/>
         <source>Write the parcels with the result fields to a new file; the parcel layer is not changed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="158"/>
+        <location filename="../plugin/dock/input_widgets.py" line="166"/>
         <source>Fields of the parcel layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="159"/>
+        <location filename="../plugin/dock/input_widgets.py" line="167"/>
         <source>Add the result fields to the parcel layer and save it (in a running edit session: one undoable edit)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="168"/>
+        <location filename="../plugin/dock/input_widgets.py" line="176"/>
         <source>GeoPackage (*.gpkg);;Shapefile (*.shp);;GeoJSON (*.geojson);;FlatGeobuf (*.fgb)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1186,37 +1186,37 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="181"/>
+        <location filename="../plugin/dock/input_widgets.py" line="189"/>
         <source>Probabilities, margin, entropy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="182"/>
+        <location filename="../plugin/dock/input_widgets.py" line="190"/>
         <source>Also write p_&lt;class&gt; for every class, crop_margin (best minus second best probability) and crop_entropy (0 sure .. 1 undecided)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="200"/>
+        <location filename="../plugin/dock/input_widgets.py" line="208"/>
         <source>empty: {name} beside the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="200"/>
+        <location filename="../plugin/dock/input_widgets.py" line="208"/>
         <source>choose a file (.gpkg, .shp, .geojson, .fgb)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="269"/>
+        <location filename="../plugin/dock/input_widgets.py" line="277"/>
         <source>Project layers stay listed; untick them to leave them out of the run.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="283"/>
+        <location filename="../plugin/dock/input_widgets.py" line="291"/>
         <source>Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="287"/>
+        <location filename="../plugin/dock/input_widgets.py" line="295"/>
         <source>Folder of Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1226,23 +1226,28 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="331"/>
+        <location filename="../plugin/dock/input_widgets.py" line="339"/>
         <source>fetched from {service} when the run starts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="395"/>
+        <location filename="../plugin/dock/input_widgets.py" line="436"/>
         <source>No model at {path}; choose a .tcm file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="400"/>
+        <location filename="../plugin/dock/input_widgets.py" line="441"/>
         <source>Model not available: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="403"/>
+        <location filename="../plugin/dock/input_widgets.py" line="444"/>
         <source>not recorded</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/input_widgets.py" line="452"/>
+        <source>shipped, for {level} scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -1406,12 +1411,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="101"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="103"/>
         <source>The model bundle {model!r} does not exist; choose a .tcm file or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="114"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="116"/>
         <source>The class, confidence and status fields need three different, non-empty names.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1421,92 +1426,92 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="147"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="149"/>
         <source>Model: {variant}, classes {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="153"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="157"/>
         <source>{n} parcels, {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="206"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="210"/>
         <source>Fields {fields} of the input are replaced by the new values.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="209"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="213"/>
         <source>Field names as stored in this format: {names}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="213"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="214"/>
         <source>Cancelled: nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="258"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="262"/>
         <source>Style saved to {qml}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="126"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="127"/>
         <source>Give either the {preset} code table or the class map file {path}, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="148"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="149"/>
         <source>The parcels have no &apos;{field}&apos; field; Train model will split them at random (give a block field for a spatial split).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="151"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="152"/>
         <source>The parcel layer has no field {field}; choose its block field or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="175"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="176"/>
         <source>The dataset folder {out} is not empty; choose a new folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="185"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="186"/>
         <source>{n} classes (labelled parcels with data):</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="189"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="190"/>
         <source>Codes not in the class map, counted as unknown: {codes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="192"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="193"/>
         <source>Classes with fewer than {n} parcels, counted as unknown: {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="86"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="87"/>
         <source>Cannot read the dates {text!r}: write them as YYYY-MM-DD, separated by commas.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="111"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="112"/>
         <source>Give either DATES or scenes, so that there are dates to compute GDD at.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="119"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="120"/>
         <source>The cap temperature must be above the base temperature.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="183"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="184"/>
         <source>GDD of {n} parcels at {dates} dates from {weather}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="188"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="189"/>
         <source>{n} parcels have no usable temperatures (no grid cell with data within {km} km, or a gap of more than 3 days); their GDD fields stay empty. Features: {features}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1772,7 +1777,7 @@
     </message>
     <message>
         <location filename="algorithm_strings.py" line="48"/>
-        <source>Model bundle (.tcm). Leave empty for the model shipped with the plugin.</source>
+        <source>Model bundle (.tcm). Leave empty for the model shipped for the scenes&apos; processing level: default_l2a.tcm for L2A scenes (every catalogue&apos;s), default.tcm for L1C or mixed ones.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>

@@ -166,9 +166,10 @@ class ClassificationTask(ThermoCropTask):
     It takes a ``ClassifyRequest`` whose parcels may be a :class:`LayerSnapshot` (read here, in
     the worker thread), or the dock's :class:`ClassificationParameters` (turned into one by
     :func:`classification_request`). ``on_done(task)`` runs in the main thread. After it ends,
-    ``result`` holds the ``ClassificationResult``, ``bundle`` the model, ``fids`` the feature id
-    of each frame row and ``written`` the new file (new-layer mode); or ``error`` says what went
-    wrong (``cancelled`` tells a user stop from a failure).
+    ``result`` holds the ``ClassificationResult``, ``bundle`` the model (``model_choice`` says
+    why, where the scenes' level chose the shipped one), ``fids`` the feature id of each frame
+    row and ``written`` the new file (new-layer mode); or ``error`` says what went wrong
+    (``cancelled`` tells a user stop from a failure).
     """
 
     WHAT = "Classification"
@@ -180,6 +181,7 @@ class ClassificationTask(ThermoCropTask):
         self.request = params if isinstance(params, ClassifyRequest) else classification_request(params)
         self.result = None
         self.bundle = None
+        self.model_choice: Optional[str] = None  # which shipped model the scenes' level chose, and why
         self.fids: list = list(params.fids) if isinstance(params, ClassificationParameters) else list(fids or [])
         self.written: Optional[str] = None
 
@@ -198,6 +200,7 @@ class ClassificationTask(ThermoCropTask):
         run_progress.reserve_cores = 1  # the dock's run leaves a core to the QGIS interface
         run = app.run_classification(request, run_progress)
         self.result, self.bundle = run.result, run.bundle
+        self.model_choice = run.checked.model_choice
         self.written = None if run.written is None else str(run.written)
         writing(1.0)
 
@@ -321,9 +324,9 @@ class ExplainTask(ThermoCropTask):
 
         from ..core.classify import bundle_thermal_time
         from ..core.errors import ThermoCropError
-        from ..core.extract import extract_pixel_sets
-        from ..core.model.bundle import default_bundle_path, load_bundle
+        from ..core.extract import extract_pixel_sets, scene_list_of
         from ..core.parcels import ParcelFields
+        from ..core.preflight import run_bundle
         from ..core.settings import ExtractionSettings
 
         features = list(self.snapshot.source.getFeatures(QgsFeatureRequest(self.fid)))
@@ -332,10 +335,10 @@ class ExplainTask(ThermoCropTask):
                 fid=self.fid, layer=self.snapshot.name))
         feature = features[0]
         frame, _ = features_to_frame(features, self.snapshot.crs)
-        bundle = self.bundle if self.bundle is not None and not isinstance(self.bundle, str) else \
-            load_bundle(self.bundle or default_bundle_path())
+        scenes = scene_list_of(self.scenes)
+        bundle = run_bundle(self.bundle or None, scenes)  # none (or an empty path): the shipped model of their level
         progress(0.1)
-        ps = extract_pixel_sets(frame, self.scenes, self.weather, fields=ParcelFields(block_field=None),
+        ps = extract_pixel_sets(frame, scenes, self.weather, fields=ParcelFields(block_field=None),
                                 settings=ExtractionSettings(thermal=bundle_thermal_time(bundle)),
                                 progress=progress.sub(0.1, 0.9))
         ok = ps.status[0] == "ok"

@@ -1,10 +1,15 @@
-"""Rebuild the shipped default model reproducibly: synthesise and extract the four regions
-(fixed seeds), train an ensemble of one variant on all of them, copy the bundle to
-resources/models/ and write its model card, with its scores on the real Bavarian parcels when
-they are at hand.
+"""Rebuild a shipped default model reproducibly: synthesise and extract the four regions
+(fixed seeds) at one processing level, train an ensemble of one variant on all of them, copy the
+bundle to resources/models/ and write its model card, with its scores on the real Bavarian
+parcels when they are at hand (L1C only: no real L2A parcels are).
 
-Usage: python scripts/default_model.py [--work runs/experiment] [--real-data ../shared/realdata]
-                                       [--study]
+Usage: python scripts/default_model.py [--level L1C|L2A] [--work runs/experiment]
+                                       [--real-data ../shared/realdata] [--study]
+
+``--level L1C`` (the default) builds ``default.tcm`` and ``MODEL_CARD.md`` from the regions in
+``runs/experiment``; ``--level L2A`` builds ``default_l2a.tcm`` and ``MODEL_CARD_L2A.md`` with
+the same recipe from the regions synthesised as L2A surface reflectance in
+``runs/experiment-l2a``.
 
 ``--study`` also trains the comparison models of the card (one member alone, the previous
 recipe with half the samples parcel means, the paper's pixel-set recipe) on the same regions; their scores are kept in ``WORK/study`` and the
@@ -35,6 +40,9 @@ from thermocrop.training.train import TrainingConfig, train_model
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "resources" / "models"
+OUTPUTS = {"L1C": ("runs/experiment", "default.tcm", "MODEL_CARD.md"),
+           "L2A": ("runs/experiment-l2a", "default_l2a.tcm", "MODEL_CARD_L2A.md")}
+"""Level -> default work folder (under the checkout), shipped bundle and card names."""
 MIN_REAL_PARCELS = 5
 """Real classes with fewer parcels are not scored (horsebeans 1, triticale 4 in Bavaria)."""
 
@@ -319,10 +327,70 @@ def model_card(bundle_path: Path, metrics: dict, command: str, experiments: list
     return "\n".join(lines) + "\n"
 
 
+def model_card_level(bundle_path: Path, metrics: dict, level: str, command: str,
+                     scores: dict[str, Any]) -> str:
+    """Markdown model card of a shipped bundle trained on the regions synthesised at ``level``
+    (L2A): its synthetic test scores beside the L1C model's, and no real-data rows."""
+    bundle = load_bundle(bundle_path)
+    cfg, tr = bundle.config, metrics["config"]
+    l1c_path = MODELS / OUTPUTS["L1C"][1]
+    l1c = load_bundle(l1c_path).config.provenance
+    ev, ev_means, before = scores["synthetic"], scores["synthetic_means"], scores["l1c_model"]
+    gap = 100 * (ev["macro_f1"] - l1c["test_macro_f1"]), 100 * (ev["overall_accuracy"] - l1c["test_overall_accuracy"])
+    lines = [
+        f"# ThermoCrop default model for {level} scenes", "",
+        f"`{bundle_path.name}` is the model ThermoCrop uses when no model is given and every scene "
+        f"of the run is {level} (each catalogue search of `thermocrop scenes search` and the Toolbox "
+        "finds L2A); `default.tcm` (`MODEL_CARD.md`) is used otherwise. It is trained exactly as the "
+        "L1C model, on the same four synthetic regions (AT1, DK1, FR1, FR2; 500 parcels each, seed 0, "
+        f"the same parcels, crops and weather) written as {level}: the calibrated generator's surface "
+        "reflectance with its scene classification layer, before the atmosphere that the calibration "
+        "fitted on real L1C parcels. No real Sentinel-2 scene or LPIS label went into training.", "",
+        f"- Variant: `{cfg.variant}` ({VARIANT_NAMES.get(cfg.variant, cfg.variant)}), an ensemble of "
+        f"{tr['members']} models trained with seeds {tr['seed']} to {tr['seed'] + tr['members'] - 1}, whose "
+        f"class probabilities are averaged; {sum(p.numel() for p in bundle.model.parameters()):,} parameters "
+        f"in all, file {bundle_path.stat().st_size / 1e6:.2f} MB",
+        f"- Bands: {', '.join(cfg.bands)}; GDD: base {cfg.gdd['t_base']} C, cap {cfg.gdd['t_cap']} C, "
+        f"method `{cfg.gdd['method']}`, season start {cfg.gdd['season_start']}; scene level recorded "
+        f"in the bundle: {cfg.scene_level}",
+        f"- Training regions: {', '.join(REGIONS)} (all four; 70/10/20 split by spatial block, best "
+        "epoch by validation macro F1)",
+        f"- Training: {json.dumps(tr)} (the L1C model's recipe and budget)",
+        "", "## Synthetic test blocks", "",
+        "Held-out test blocks of the four regions (the same blocks for both levels):", "",
+        "| model | test scenes | n | macro F1 % | OA % |", "|---|---|---|---|---|",
+        f"| `{bundle_path.name}` | {level}, pixel sets | {ev['n']} | {_pct(ev['macro_f1'])} | "
+        f"{_pct(ev['overall_accuracy'])} |",
+        f"| `{bundle_path.name}` | {level}, parcel means | {ev_means['n']} | {_pct(ev_means['macro_f1'])} | "
+        f"{_pct(ev_means['overall_accuracy'])} |",
+        f"| `{l1c_path.name}` (as recorded at its training) | L1C, pixel sets | - | "
+        f"{_pct(l1c['test_macro_f1'])} | {_pct(l1c['test_overall_accuracy'])} |",
+        f"| `{l1c_path.name}` | {level}, pixel sets (a level it was not trained on) | {before['n']} | "
+        f"{_pct(before['macro_f1'])} | {_pct(before['overall_accuracy'])} |",
+        "", f"The {level} model on {level} against the L1C model on L1C: macro F1 {gap[0]:+.1f} points, "
+        f"OA {gap[1]:+.1f} points.",
+        "", "## Real parcels", "",
+        f"No real {level} data is at hand here: `shared/realdata` holds the Bavarian parcels as "
+        "L1C top-of-atmosphere parcel means only, so this card has no real-data rows. Score it on "
+        f"{level} parcels of your own (`thermocrop evaluate --model resources/models/{bundle_path.name} "
+        "--data DATASET`) before trusting its labels; `MODEL_CARD.md` gives what the L1C model does on "
+        "the real L1C parcels.",
+        "", "## Rebuild", "", "```", command, "```", "",
+        "Same seed and same number of torch threads, same bytes (the regions, datasets and members "
+        "are kept under the work folder, `runs/experiment-l2a` by default). The row of the L1C model "
+        f"on {level} needs `resources/models/default.tcm`.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "experiment",
-                        help="folder of the regions and datasets (re-used when present)")
+    parser.add_argument("--level", choices=tuple(OUTPUTS), default="L1C",
+                        help="processing level of the synthetic scenes: L1C builds default.tcm, L2A "
+                             "default_l2a.tcm (default L1C)")
+    parser.add_argument("--work", type=Path, default=None,
+                        help="folder of the regions and datasets, re-used when present (default "
+                             "runs/experiment for L1C, runs/experiment-l2a for L2A)")
     parser.add_argument("--variant", default="tpe_sinusoidal",
                         help="the best thermal variant of the leave-one-region-out experiment")
     parser.add_argument("--parcels", type=int, default=500)
@@ -337,7 +405,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads (default 1: the bytes then do not depend on the core count)")
-    parser.add_argument("--out", type=Path, default=MODELS / "default.tcm")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the bundle to write (default resources/models/default.tcm for L1C, "
+                             "default_l2a.tcm for L2A); the card goes beside it")
     parser.add_argument("--real-data", type=Path, default=None,
                         help="the shared real data folder (default: shared/realdata beside a parent "
                              "of this checkout, when there)")
@@ -350,11 +420,16 @@ def main() -> int:
     parser.add_argument("--study", action="store_true",
                         help="also train the comparison models (one member alone, half parcel means, the paper's pixel sets)")
     args = parser.parse_args()
+    work, bundle_name, card_name = OUTPUTS[args.level]
+    args.work = args.work or ROOT / work
+    args.out = args.out or MODELS / bundle_name
+    if args.study and args.level != "L1C":
+        parser.error("--study compares the recipes on the real L1C parcels; use it with --level L1C")
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     import torch
 
     torch.set_num_threads(args.threads)
-    paths = prepare_regions(args.work, args.parcels, args.seed, 32)
+    paths = prepare_regions(args.work, args.parcels, args.seed, 32, args.level)
     means = [parcel_mean_dataset(p, args.work / "datasets-means" / p.name) for p in paths]
     config = TrainingConfig(variant=args.variant, epochs=args.epochs,
                             steps_per_epoch=args.steps_per_epoch, batch_size=args.batch_size,
@@ -362,7 +437,7 @@ def main() -> int:
                             mean_pixel_share=args.mean_pixel_share,
                             season_window_share=args.season_window_share, members=args.members,
                             seed=args.seed, device="cpu")
-    target = args.work / "default" / "default.tcm"
+    target = args.work / "default" / bundle_name
     stored = args.work / "default" / "scores.json"
     if args.card_only:
         if not (target.exists() and stored.exists()):
@@ -376,7 +451,7 @@ def main() -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(target, args.out)
 
-    realdata = args.real_data or find_realdata()
+    realdata = (args.real_data or find_realdata()) if args.level == "L1C" else None
     bundle_classes = list(load_bundle(args.out).classes)
     real = real_datasets(realdata, args.work / "real", bundle_classes) if realdata else None
     if args.card_only:
@@ -385,6 +460,9 @@ def main() -> int:
         scores = score_bundle(args.out, paths, means, real, args.seed)
         if real and args.members > 1:  # each member alone on the real parcels
             scores["members_real"] = [real_scores(load_bundle(m), real) for m in member_paths(target, args.members)]
+        if args.level != "L1C":  # what a run on these scenes used before this model was shipped
+            scores["l1c_model"] = evaluate_bundle(load_bundle(MODELS / OUTPUTS["L1C"][1]),
+                                                  [open_dataset(p) for p in paths], split="test", seed=args.seed)
         stored.write_text(json.dumps(scores, indent=1))
     study: dict[str, dict[str, Any]] = {}
     for name, (_, changes) in STUDY.items():
@@ -400,12 +478,18 @@ def main() -> int:
             data = json.loads(record.read_text())
             if "real_all" in data:
                 study[name] = data
-    command = (f"make default-model   # = python scripts/default_model.py --variant {args.variant} "
+    recipe = (f"--variant {args.variant} "
                f"--parcels {args.parcels} --epochs {args.epochs} --steps-per-epoch "
                f"{args.steps_per_epoch} --batch-size {args.batch_size} --members {args.members} --sample-pixels "
                f"{args.sample_pixels} --sample-dates {args.sample_dates} --threads {args.threads} --mean-pixel-share "
                f"{args.mean_pixel_share} --season-window-share {args.season_window_share} "
-               f"--seed {args.seed}\npython scripts/default_model.py --study   # the comparison models")
+               f"--seed {args.seed}")
+    if args.level != "L1C":
+        card = model_card_level(args.out, metrics, args.level,
+                                f"python scripts/default_model.py --level {args.level} {recipe}", scores)
+        return write_card(card, args.out.parent / card_name, args.out)
+    command = (f"make default-model   # = python scripts/default_model.py {recipe}\n"
+               "python scripts/default_model.py --study   # the comparison models")
     real_commands = [" ".join(real_import_command(Path("shared/realdata"), Path("runs/experiment/real/bavaria"),
                                                   bundle_classes)),
                      "thermocrop evaluate --model resources/models/default.tcm --data runs/experiment/real/bavaria",
@@ -415,9 +499,12 @@ def main() -> int:
                      "--plot docs/img/realism.png"]
     card = model_card(args.out, metrics, command,
                       [args.work / "results", args.work / "results-seed1"], scores, study, real_commands)
-    (args.out.parent / "MODEL_CARD.md").write_text(card)
-    print(f"{args.out} ({args.out.stat().st_size / 1e6:.2f} MB), card "
-          f"{args.out.parent / 'MODEL_CARD.md'}")
+    return write_card(card, args.out.parent / card_name, args.out)
+
+
+def write_card(card: str, path: Path, bundle_path: Path) -> int:
+    path.write_text(card)
+    print(f"{bundle_path} ({bundle_path.stat().st_size / 1e6:.2f} MB), card {path}")
     return 0
 
 

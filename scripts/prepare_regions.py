@@ -2,6 +2,7 @@
 region's weather.nc); finished steps are skipped.
 
 Usage: python scripts/prepare_regions.py OUT_DIR [--parcels N] [--seed S] [--max-pixels M]
+                                          [--level L1C|L2A]
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ def main() -> int:
     parser.add_argument("--parcels", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-pixels", type=int, default=32)
+    parser.add_argument("--level", choices=("L1C", "L2A"), default="L1C",
+                        help="processing level of the synthetic scenes (default L1C)")
     args = parser.parse_args()
-    for p in prepare_regions(args.out, args.parcels, args.seed, args.max_pixels):
+    for p in prepare_regions(args.out, args.parcels, args.seed, args.max_pixels, args.level):
         print(p)
     return 0
 

@@ -19,6 +19,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from ..core.errors import InputError
 from ..core.io.output import write_text
 from ..core.progress import Progress
 from .train import TrainingConfig
@@ -542,16 +543,27 @@ def write_outputs(records: Sequence[dict[str, Any]], variants: Sequence[str],
 REGIONS = ("AT1", "DK1", "FR1", "FR2")
 
 
-def prepare_regions(out: Path, parcels: int, seed: int, max_pixels: int) -> list[Path]:
-    """Synthesise and extract every region under ``out``; finished steps are skipped."""
+def prepare_regions(out: Path, parcels: int, seed: int, max_pixels: int, level: str = "L1C") -> list[Path]:
+    """Synthesise at ``level`` (``"L1C"`` or ``"L2A"``) and extract every region under ``out``;
+    finished steps are skipped.
+
+    Raises:
+        InputError: a region already under ``out`` was synthesised at another level.
+    """
     import subprocess
     import sys
 
     tc = [sys.executable, "-m", "thermocrop.cli.main"]
     regions, datasets = out / "regions", out / "datasets"
+    for r in REGIONS:
+        truth = regions / r / "truth.json"
+        found = json.loads(truth.read_text()).get("level") if truth.exists() else level
+        if found != level:
+            raise InputError(f"{regions / r} holds a region synthesised at {found}, not {level}; "
+                             "use another work folder for each level.")
     todo = [r for r in REGIONS if not (regions / r / "parcels.gpkg").exists()]
     if todo:
-        subprocess.run(tc + ["synth", "--region", *REGIONS, "--out", str(regions),
+        subprocess.run(tc + ["synth", "--region", *REGIONS, "--out", str(regions), "--level", level,
                              "--parcels", str(parcels), "--seed", str(seed)], check=True)
     datasets.mkdir(parents=True, exist_ok=True)  # extract writes only into an existing folder
     paths = []

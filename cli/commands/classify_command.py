@@ -31,7 +31,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "(or give --stac / --catalog below)")
     parser.add_argument("--weather", required=True, help="daily temperatures: E-OBS / CF NetCDF or station CSV, "
                                                          "or a service: open-meteo, cds:e-obs, cds:era5-land")
-    parser.add_argument("--model", help="model bundle (default: the shipped model)")
+    parser.add_argument("--model", help="model bundle (default: the shipped model for the scenes' level, "
+                        "default_l2a.tcm for L2A scenes, default.tcm for L1C or mixed ones)")
     parser.add_argument("--out", required=True, help="output vector file; the format follows the extension")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing output (even the parcel file; in a GeoPackage only the "

@@ -16,7 +16,7 @@ import re
 import struct
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Iterable, Mapping, Optional, Union
 
 import numpy as np
 import torch
@@ -687,6 +687,41 @@ def calibrated_bundle(bundle: ModelBundle, calibration: Calibration, out: Union[
                        overwrite=overwrite)
 
 
-def default_bundle_path() -> Path:
-    """Path of the model bundle shipped with the plugin."""
-    return Path(__file__).resolve().parents[2] / "resources" / "models" / "default.tcm"
+SHIPPED_BUNDLES = {"L1C": "default.tcm", "L2A": "default_l2a.tcm"}
+"""Processing level -> the file name of the model shipped for scenes of that level."""
+
+
+def default_bundle_path(level: Optional[str] = None) -> Path:
+    """Path of the model bundle shipped with the plugin for scenes of ``level``: the L2A model
+    for ``"L2A"``, the L1C model otherwise."""
+    name = SHIPPED_BUNDLES["L2A" if level == "L2A" else "L1C"]
+    return Path(__file__).resolve().parents[2] / "resources" / "models" / name
+
+
+def shipped_model_choice(levels: Iterable[Optional[str]]) -> tuple[Path, str]:
+    """The shipped bundle for scenes of these processing levels, and why, in a sentence for the
+    run's log: the L2A model when every scene of known level is L2A; the L1C model for L1C
+    scenes, for a mix of both (the run then warns that the levels differ), for scenes of no known
+    level, and where the L2A model is not installed."""
+    known = sorted({level for level in levels if level})
+    l1c, l2a = default_bundle_path("L1C"), default_bundle_path("L2A")
+    if known == ["L2A"]:
+        if l2a.is_file():
+            return l2a, f"L2A scenes: using the shipped L2A model {l2a.name}"
+        return l1c, f"L2A scenes, but the shipped L2A model {l2a} is not installed: using the shipped L1C model {l1c.name}"
+    if len(known) > 1:
+        reason = f"Scenes of levels {' and '.join(known)}"
+    else:
+        reason = f"{known[0]} scenes" if known else "Scenes of no known processing level"
+    return l1c, f"{reason}: using the shipped L1C model {l1c.name}"
+
+
+def default_bundle_for_levels(levels: Iterable[Optional[str]]) -> Path:
+    """The shipped bundle for scenes of these processing levels (:func:`shipped_model_choice`),
+    the choice logged."""
+    path, why = shipped_model_choice(levels)
+    if "not installed" in why:
+        log.warning(why)
+    else:
+        log.info(why)
+    return path

@@ -29,7 +29,7 @@ import numpy as np
 from ..classify import assemble_result, predict_chunk, prepare_classification
 from ..errors import CancelledError, ExtractionError, OutputError, SceneError, ThermoCropError
 from ..extract import chunk_groups, dataset_meta, say_missing_scl, scene_list_of
-from ..model.bundle import default_bundle_path
+from ..model.bundle import default_bundle_for_levels
 from ..parcels import ParcelFields, ParcelTable, parcel_table, require_usable
 from ..pixel_sets import DatasetWriter, open_dataset
 from ..pixel_sampling import scene_grids, spatial_chunks
@@ -258,7 +258,8 @@ def classify_partitioned(
 
     Args:
         parcels, scenes, weather, bundle: as ``classify_parcels`` (``bundle``: a path or None
-            for the shipped model; a loaded ``ModelBundle`` is sent to every worker).
+            for the model shipped for the scenes' processing level; a loaded ``ModelBundle`` is
+            sent to every worker).
         run_folder: where the partitions are written (kept when the run stops; removed by the
             caller with :func:`remove_run_folder` once the output is written).
         cluster: the workers or scheduler.
@@ -277,9 +278,12 @@ def classify_partitioned(
         on a worker, one), the run's summary and its folder.
     """
     prestart_fork_server(cluster)
+    if bundle is None:  # the shipped model of the scenes' level, loaded by path on every worker
+        scenes = scene_list_of(scenes)
+        bundle = default_bundle_for_levels(sc.level for sc in scenes)
     bundle_ref: Any = bundle
-    if bundle is None or isinstance(bundle, (str, os.PathLike)):
-        path = str(Path(os.fspath(bundle)).resolve()) if bundle is not None else str(default_bundle_path())
+    if isinstance(bundle, (str, os.PathLike)):
+        path = str(Path(os.fspath(bundle)).resolve())
         bundle_ref = (path, os.stat(path).st_mtime)
         model_key: Any = input_fingerprints([path])
     else:

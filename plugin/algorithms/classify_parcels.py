@@ -69,7 +69,8 @@ class ClassifyParcels(ThermoCropAlgorithm):
         "SCENE_FOLDER": ThermoCropAlgorithm.SCENE_FOLDER_HELP,
         "WEATHER": "Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV "
                    "(date,tmin,tmax) covering the season; or leave it empty and choose a weather service below.",
-        "MODEL": "Model bundle (.tcm). Leave empty for the model shipped with the plugin.",
+        "MODEL": "Model bundle (.tcm). Leave empty for the model shipped for the scenes' processing level: "
+                 "default_l2a.tcm for L2A scenes (every catalogue's), default.tcm for L1C or mixed ones.",
         "LABEL_FIELD": "Name of the output field with the predicted class.",
         "CONFIDENCE_FIELD": "Name of the output field with the predicted class's probability (0-1).",
         "STATUS_FIELD": "Name of the output field saying 'ok' or why a parcel was not classified.",
@@ -147,6 +148,8 @@ class ClassifyParcels(ThermoCropAlgorithm):
             bundle, scenes = preflight.bundle, preflight.scenes
             feedback.pushInfo(tr("Model: {variant}, classes {classes}").format(variant=bundle.config.variant,
                                                                              classes=", ".join(bundle.classes)))
+            if preflight.model_choice:  # no model given: the scenes' level chose the shipped one
+                feedback.pushInfo(preflight.model_choice)
             cost = estimated_seconds(max(len(fids), 1), len(scenes))
             reading, parts["classifying"], parts["writing"] = bar.parts(
                 [cost["read"], cost["extract"] + cost["predict"], cost["write"]])

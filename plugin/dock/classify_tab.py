@@ -221,9 +221,13 @@ class ClassifyPanel(QObject):
         selected = list(layer.selectedFeatureIds()) if form.selected_only else None
         snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(),
                                  layer.fields().names(), selected)
+        # Catalogue items are read by the task: without a model of the user's, the shipped model of
+        # their processing level is chosen there, once they are opened.
+        shipped_for_items = form.from_catalog and not model
         return ClassificationParameters(snapshot, [], scenes if form.from_catalog else checked.scenes, weather,
                                         model, form.label_field, form.confidence_field, form.status_field,
-                                        form.probabilities, output, overwrite, bundle=checked.bundle,
+                                        form.probabilities, output, overwrite,
+                                        bundle=None if shipped_for_items else checked.bundle,
                                         inputs=[p for p in (layer_file(layer), weather, model) if p])
 
     @staticmethod
@@ -393,6 +397,11 @@ class ClassifyPanel(QObject):
             done=done, n=len(task.result), unknown=unknown, where=where)
         if style_note:
             text += " " + style_note
+        # Without a model of the user's: which shipped model the scenes' level chose (here, or in
+        # the task for catalogue items).
+        choice = task.model_choice or (self.preflight.model_choice if self.preflight is not None else None)
+        if choice:
+            text += "\n" + choice
         warnings = "".join(f"\n{w}" for w in task.result.warnings)
         say(text + warnings, Qgis.Warning if task.result.warnings or done == 0 else Qgis.Success, bar=True)
         self.status.message.setToolTip(task.written or layer.source())

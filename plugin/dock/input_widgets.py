@@ -36,6 +36,7 @@ from qgis.PyQt.QtWidgets import (
     QWidget,
 )
 
+from ...core.scenes.naming import level_from_name
 from ..catalog import WEATHER_LABELS, WEATHER_SERVICES
 from ..catalog_widget import CatalogWidget
 from ..i18n import tr
@@ -64,7 +65,14 @@ class ClassifyInputs(QWidget):
         self.classify_layout.addWidget(self._build_model())
         self.classify_layout.addWidget(self._build_output())
         self.classify_layout.addStretch(1)
+        self._card_path: Optional[str] = None
         self.show_model_card()
+        # Without a model of the user's, the card follows the scenes' level (the shipped model for it).
+        self.scene_list.itemChanged.connect(self._scenes_changed)
+        self.scene_list.model().rowsInserted.connect(self._scenes_changed)
+        self.scene_list.model().rowsRemoved.connect(self._scenes_changed)
+        self.catalog.itemsChanged.connect(self._scenes_changed)
+        self.catalog.toggled.connect(self._scenes_changed)
 
     # ----- layout
     def _build_inputs(self) -> QGroupBox:
@@ -140,7 +148,7 @@ class ClassifyInputs(QWidget):
         model_box = QGroupBox(tr("Model"))
         form = wrapping_form(model_box)
         self.model = file_row(tr("ThermoCrop model (*.tcm)"))
-        self.model.lineEdit().setPlaceholderText(tr("empty: the shipped model"))
+        self.model.lineEdit().setPlaceholderText(tr("empty: the shipped model for the scenes' level"))
         self.model.fileChanged.connect(self.show_model_card)
         form.addRow(self.model)
         self.model_card = QLabel()
@@ -385,12 +393,45 @@ class ClassifyInputs(QWidget):
         settings.endGroup()
 
     # ----- model card
-    def show_model_card(self, *args) -> None:
-        """Describe the chosen (or shipped) model: variant, classes, regions and scores."""
-        try:
-            from ...core.model.bundle import default_bundle_path, load_bundle
+    def scene_levels(self) -> list:
+        """The processing levels of the run's scenes as far as the form knows them (None where it
+        does not): the catalogue's items when it is in use, else what the names of the ticked
+        files and folders, and of the files in the folders, say."""
+        if self.catalog.in_use():
+            return [summary.level for summary in self.catalog.summaries]
+        names = []
+        for path in self.scene_paths():
+            names.append(Path(path).name)
+            if os.path.isdir(path):
+                try:
+                    names += os.listdir(path)
+                except OSError:  # an unreadable folder: the run says why
+                    pass
+        return [level_from_name(name) for name in names]
 
-            path = self.model.filePath() or str(default_bundle_path())
+    def shipped_model(self) -> str:
+        """The path of the model shipped for the scenes' level (``core.model.bundle.shipped_model_choice``)."""
+        from ...core.model.bundle import shipped_model_choice
+
+        return str(shipped_model_choice(self.scene_levels())[0])
+
+    def _scenes_changed(self, *args) -> None:
+        if self.model.filePath():
+            return
+        try:
+            path = self.shipped_model()
+        except ImportError:  # torch not installed yet: the card says so
+            return
+        if path != self._card_path:
+            self.show_model_card()
+
+    def show_model_card(self, *args) -> None:
+        """Describe the chosen model, or the one shipped for the scenes' level: variant, classes,
+        regions and scores."""
+        try:
+            from ...core.model.bundle import load_bundle
+
+            path = self._card_path = self.model.filePath() or self.shipped_model()
             if not Path(path).is_file():
                 self.model_card.setText("<i>" + tr("No model at {path}; choose a .tcm file.").format(path=path)
                                         + "</i>")
@@ -408,6 +449,8 @@ class ClassifyInputs(QWidget):
         flat = dict(prov.get("metrics") or {}, **{k: v for k, v in prov.items() if k != "metrics"})
         scores = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in sorted(flat.items())
                            if isinstance(v, float) and any(w in k for w in ("f1", "accuracy", "kappa", "oa")))
+        shipped = "" if self.model.filePath() else " (" + tr("shipped, for {level} scenes").format(
+            level=config.scene_level or "L1C") + ")"
         self.model_card.setText(
-            f"<small><b>{Path(path).name}</b>: {config.variant}<br>{tr('classes')}: {', '.join(config.classes)}"
+            f"<small><b>{Path(path).name}</b>{shipped}: {config.variant}<br>{tr('classes')}: {', '.join(config.classes)}"
             f"<br>{tr('trained on')}: {regions}<br>{tr('scores')}: {scores or tr('not recorded')}</small>")

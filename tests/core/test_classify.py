@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from shapely.geometry import box
 
+import thermocrop
 from thermocrop.core.classify import ClassificationResult, write_classification
 from thermocrop.core.errors import InputError, OutputError
 from thermocrop.core.parcels import ParcelFields
@@ -103,8 +104,9 @@ def test_csv_output_keeps_the_geometry_as_wkt(layer, tmp_path):
     assert geometry.equals(box(20, 0, 30, 10)) and "meadow_x" in rows[1]
 
 
-def _small_scene_region(root: Path) -> tuple[Path, object]:
-    """Two 40 x 40 px dates, five parcels (one outside), in UTM; parcels handed over in EPSG:3035."""
+def _small_scene_region(root: Path, levels: tuple = ("L1C", "L1C")) -> tuple[Path, object]:
+    """Two 40 x 40 px dates, five parcels (one outside), in UTM; parcels handed over in EPSG:3035.
+    ``levels``: the processing level of each date's product (in its name, ``MSIL1C``/``MSIL2A``)."""
     import rasterio
     from rasterio.transform import from_origin
 
@@ -112,8 +114,8 @@ def _small_scene_region(root: Path) -> tuple[Path, object]:
 
     x0, y0 = 500000.0, 5300000.0
     rng = np.random.default_rng(2)
-    for date in ("20230510", "20230712"):
-        path = root / "scenes" / f"S2A_MSIL1C_{date}T103031_N0509_R108_T32TMT_{date}T120000.tif"
+    for date, level in zip(("20230510", "20230712"), levels):
+        path = root / "scenes" / f"S2A_MSI{level}_{date}T103031_N0509_R108_T32TMT_{date}T120000.tif"
         path.parent.mkdir(parents=True, exist_ok=True)
         with rasterio.open(path, "w", driver="GTiff", width=40, height=40, count=10, dtype="uint16",
                            crs="EPSG:32632", transform=from_origin(x0, y0, 10, 10), nodata=0) as ds:
@@ -280,3 +282,63 @@ def test_few_dates_and_many_unknown_parcels_are_warned_about():
     assert unknown_share(labels, ok).startswith("159 of 300 classified parcels came out 'unknown' (53 %)")
     assert unknown_share(np.array(["unknown"] * 74 + ["corn"] * 226), np.ones(300, bool)) is None
     assert unknown_share(np.array([""]), np.zeros(1, bool)) is None
+
+
+def _level_warnings(warnings) -> list:
+    return [w for w in warnings if "reflectance differ" in w]
+
+
+@pytest.mark.parametrize("level", ["L1C", "L2A"])
+def test_without_a_model_the_model_shipped_for_the_scenes_level_classifies_them(tmp_path, caplog, level):
+    pytest.importorskip("torch")
+    from thermocrop.core.classify import classify_parcels, prepare_classification
+    from thermocrop.core.model.bundle import load_bundle
+
+    weather, parcels = _small_scene_region(tmp_path, (level, level))
+    shipped = Path(thermocrop.__file__).parent / "resources" / "models" / {"L1C": "default.tcm",
+                                                                           "L2A": "default_l2a.tcm"}[level]
+    other = shipped.parent / ("default.tcm" if level == "L2A" else "default_l2a.tcm")
+    with caplog.at_level("INFO", logger="thermocrop.core.model.bundle"):
+        job = prepare_classification(parcels, tmp_path / "scenes", weather)
+    assert job.model.config.checksum == load_bundle(shipped).config.checksum != load_bundle(other).config.checksum
+    assert job.model.config.scene_level == level
+    assert f"{level} scenes: using the shipped {level} model {shipped.name}" in caplog.text
+    chosen = classify_parcels(parcels, tmp_path / "scenes", weather)
+    assert _level_warnings(chosen.warnings) == []
+    # The same probabilities as with that model given by its path, not those of the other level's model.
+    given = classify_parcels(parcels, tmp_path / "scenes", weather, shipped)
+    np.testing.assert_array_equal(chosen.probabilities, given.probabilities)
+    ok = chosen.status == "ok"
+    assert ok.sum() == 4
+    assert not np.array_equal(chosen.probabilities[ok],
+                              classify_parcels(parcels, tmp_path / "scenes", weather, other).probabilities[ok])
+
+
+def test_a_model_given_is_used_whatever_the_scenes_level(tmp_path):
+    pytest.importorskip("torch")
+    from thermocrop.core.classify import prepare_classification
+    from thermocrop.core.model.bundle import load_bundle
+
+    weather, parcels = _small_scene_region(tmp_path, ("L2A", "L2A"))
+    l1c = Path(thermocrop.__file__).parent / "resources" / "models" / "default.tcm"
+    for given in (l1c, str(l1c), load_bundle(l1c)):
+        job = prepare_classification(parcels, tmp_path / "scenes", weather, given)
+        assert job.model.config.scene_level == "L1C"
+        assert len(_level_warnings(job.warnings)) == 1 and "trained on L1C scenes but these are L2A" in job.warnings[0]
+
+
+def test_scenes_of_both_levels_keep_the_l1c_model_and_its_warning(tmp_path, caplog):
+    pytest.importorskip("torch")
+    from thermocrop.core.classify import prepare_classification
+    from thermocrop.core.scenes.local import find_scenes
+
+    weather, parcels = _small_scene_region(tmp_path, ("L1C", "L2A"))
+    # A folder of both levels gives its L2A products only; scenes found one by one keep both.
+    scenes = [sc for path in sorted((tmp_path / "scenes").glob("*.tif")) for sc in find_scenes(path)]
+    assert sorted(sc.level for sc in scenes) == ["L1C", "L2A"]
+    with caplog.at_level("INFO", logger="thermocrop.core.model.bundle"):
+        job = prepare_classification(parcels, scenes, weather)
+    assert job.model.config.scene_level == "L1C"
+    assert "Scenes of levels L1C and L2A: using the shipped L1C model default.tcm" in caplog.text
+    warned = _level_warnings(job.warnings)
+    assert len(warned) == 1 and "trained on L1C scenes but these are L1C/L2A" in warned[0]

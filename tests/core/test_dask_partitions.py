@@ -218,6 +218,28 @@ def test_one_process_resume_without_a_cluster(region, one_process, tmp_path):
     assert_same_result(result, one_process)
 
 
+def test_a_partitioned_run_without_a_model_uses_the_model_shipped_for_the_scenes_level(region, tmp_path):
+    import shutil
+
+    # The region's products as L2A (their names say the level).
+    scenes = tmp_path / "scenes"
+    scenes.mkdir()
+    for path in region["scenes"].glob("*.tif"):
+        shutil.copyfile(path, scenes / path.name.replace("MSIL1C", "MSIL2A"))
+    with one_thread():
+        result, summary, folder = classify_partitioned(region["parcels"], scenes, region["weather"], chunk_size=CHUNK,
+                                                       run_folder=tmp_path / "run", cluster=ClusterOptions())
+        shipped = classify_parcels(region["parcels"], scenes, region["weather"], default_bundle_path("L2A"),
+                                   chunk_size=CHUNK)
+        l1c = classify_parcels(region["parcels"], scenes, region["weather"], default_bundle_path("L1C"),
+                               chunk_size=CHUNK)
+    assert summary.computed == 8
+    assert_same_result(result, shipped)
+    ok = result.status == "ok"
+    assert ok.sum() > 30 and not np.array_equal(result.probabilities[ok], l1c.probabilities[ok])
+    assert not any("reflectance differ" in w for w in result.warnings)
+
+
 def nulls_as_none(column) -> list:
     return [None if v is None or v != v else v for v in column.tolist()]
 

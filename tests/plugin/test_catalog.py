@@ -260,6 +260,17 @@ def test_dock_search_lists_dates_with_cloud_cover_and_the_run_reads_them(
                   for pid, lab, st in zip(core.parcel_ids, core.labels, core.status)}
         assert ours == theirs and sum(v is not None for v in ours.values()) > 90
 
+        # Without a model the items' level (L2A) chooses the shipped L2A model, and the message says so.
+        dock.model.setFilePath("")
+        assert "<b>default_l2a.tcm</b>" in dock.model_card.text()
+        task = dock.start()
+        assert task is not None
+        _wait_for(dock, "task")
+        assert task.error is None, task.error
+        choice = "L2A scenes: using the shipped L2A model default_l2a.tcm"
+        assert task.bundle.config.scene_level == "L2A" and task.model_choice == choice
+        assert choice in dock.message.text() and "reflectance differ" not in dock.message.text()
+
         # Remembered in the user's settings (not the project), found again by a new dock.
         dock.save_settings()
         again = ThermoCropDock()

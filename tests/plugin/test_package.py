@@ -65,7 +65,8 @@ def test_zip_holds_only_what_the_plugin_runs_on(plugin_zip, tmp_path):
                                                               "docs/plugin.md"]
     for needed in ("__init__.py", "metadata.txt", "LICENSE", "plugin/qgis_plugin.py", "plugin/provider.py",
                    "plugin/algorithms/accuracy_assessment.py", "core/accuracy.py", "core/model/networks.py",
-                   "training/train.py", "resources/models/default.tcm", "resources/icons/thermocrop.png"):
+                   "training/train.py", "resources/models/default.tcm", "resources/models/default_l2a.tcm",
+                   "resources/icons/thermocrop.png"):
         assert needed in inside, needed
     # Every module a packaged module imports relatively is packaged too.
     archive = zipfile.ZipFile(plugin_zip)

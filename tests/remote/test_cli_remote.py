@@ -14,7 +14,7 @@ ES = dict(dates=6, cloud_cover=(5, 70, 20, 90, 10, 40))
 
 
 def test_search_show_then_classify_from_items_with_open_meteo(published, tiny_region, tmp_path, monkeypatch,
-                                                              capsys):
+                                                              capsys, caplog):
     from osgeo import gdal
 
     server, items = published("earth-search", **ES)
@@ -33,8 +33,12 @@ def test_search_show_then_classify_from_items_with_open_meteo(published, tiny_re
 
     gdal.VSICurlClearCache()
     classified = tmp_path / "classified.gpkg"
-    assert main(["classify", "--parcels", str(parcels), "--stac", str(out), "--weather", "open-meteo",
-                 "--out", str(classified)]) == 0
+    with caplog.at_level("INFO", logger="thermocrop"):
+        assert main(["classify", "--parcels", str(parcels), "--stac", str(out), "--weather", "open-meteo",
+                     "--out", str(classified)]) == 0
+    # The catalogue's items are L2A: without --model the shipped L2A model classifies them, unwarned.
+    assert "L2A scenes: using the shipped L2A model default_l2a.tcm" in caplog.messages
+    assert "reflectance differ" not in caplog.text
     printed = capsys.readouterr().out
     assert "4 dates from 4 products" in printed
     weather_file = next((tmp_path / "cache" / "weather").glob("open-meteo_*.nc"))
