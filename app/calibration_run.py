@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 
 from ..core.io.output import check_output
-from ..core.model.bundle import ModelBundle, calibrated_bundle, load_bundle
-from ..core.model.calibration import Calibration, fit_calibration, reliability_table
+from ..core.model.bundle import calibrated_bundle
+from ..core.model.calibration import Calibration, apply_temperature, fit_calibration, reliability_table
 from ..core.parcels import load_parcels
 from ..core.pixel_sets import STATUS_OK
 from .requests import CalibrateRequest, ClassifyRequest, ResultFields
@@ -33,18 +33,8 @@ class CalibrationRun:
     after: list[dict[str, float]]
 
 
-def _uncalibrated(model: Any) -> ModelBundle:
-    """The model as a loaded bundle that predicts its raw probabilities."""
-    from ..core.model.bundle import default_bundle_path
-
-    bundle = model if isinstance(model, ModelBundle) else load_bundle(model or default_bundle_path())
-    raw = ModelBundle(bundle.model, bundle.config)
-    raw.calibration = None
-    return raw
-
-
 def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] = None) -> CalibrationRun:
-    """Classify ``request.reference`` with the raw model, fit a calibration on the parcels whose
+    """Classify ``request.reference`` with the model's raw probabilities, fit a calibration on the parcels whose
     label is one of the model's classes, and write ``request.out``.
 
     Raises:
@@ -55,11 +45,19 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
     progress = progress or RunProgress()
     out = check_output(request.out, overwrite=request.overwrite, what="calibrated model", suffixes=(".tcm",),
                        inputs=[p for p in (request.model, request.reference.source) if isinstance(p, (str, Path))])
-    bundle = _uncalibrated(request.model)
     name = request.reference.describe()
     table = load_parcels(request.reference.source, id_field=request.reference.id_field,
                          label_field=request.label_field, class_map=request.class_map, block_field=None,
                          selected_ids=request.reference.selected_ids)
+    # Without a model the run chooses the shipped one by the scenes' level; its calibration, if
+    # any, is taken off again: softmax(log(p_calibrated) * T) is the raw softmax.
+    classify = ClassifyRequest(parcels=request.reference, scenes=request.scenes, weather=request.weather,
+                               model=request.model, fields=ResultFields(coverage=None), sampling=request.sampling)
+    run = run_classification(classify, progress)
+    bundle, result = run.bundle, run.result
+    raw = result.probabilities
+    if bundle.calibration is not None:
+        raw = apply_temperature(raw, 1.0 / bundle.calibration.temperature)
     names = np.asarray(table.classes, dtype=object)
     given = np.asarray(table.labels) >= 0
     labels = np.where(given, names[np.maximum(np.asarray(table.labels), 0)], None)
@@ -71,20 +69,17 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
     if skipped:
         progress.report(f"{sum(skipped.values())} reference parcels of {name} have classes the model does not know "
                         f"and are left out: " + ", ".join(f"{c} {n}" for c, n in sorted(skipped.items())))
-    classify = ClassifyRequest(parcels=request.reference, scenes=request.scenes, weather=request.weather,
-                               model=bundle, fields=ResultFields(coverage=None), sampling=request.sampling)
-    result = run_classification(classify, progress).result
     by_row = {int(r): i for i, r in enumerate(table.rows)}
     index = np.full(len(result), -1, dtype=np.int64)
     for i, (row, status) in enumerate(zip(result.rows, result.status)):
         j = by_row.get(int(row))
         if j is not None and status == STATUS_OK and labels[j] in known:
             index[i] = known[labels[j]]
-    calibration = fit_calibration(result.probabilities, index, name)
+    calibration = fit_calibration(raw, index, name)
     if calibration.parcels < 5 * len(bundle.classes):
         progress.report(f"Only {calibration.parcels} reference parcels for {len(bundle.classes)} classes: the "
                         "calibration is rough; more parcels give a steadier one.")
-    calibrated = calibration.apply(result.probabilities)
+    calibrated = calibration.apply(raw)
     counts: dict[str, int] = {}
     for k in index[index >= 0]:
         counts[bundle.classes[k]] = counts.get(bundle.classes[k], 0) + 1
@@ -94,4 +89,4 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
                         "the model does on these classes.")
     calibrated_bundle(bundle, calibration, out, overwrite=request.overwrite)
     return CalibrationRun(out, calibration, counts, skipped,
-                          reliability_table(result.probabilities, index), reliability_table(calibrated, index))
+                          reliability_table(raw, index), reliability_table(calibrated, index))

@@ -43,12 +43,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _from_datasets(args: argparse.Namespace) -> int:
-    from ...core.model.bundle import calibrated_bundle, default_bundle_path, load_bundle
+    from ...core.model.bundle import calibrated_bundle, default_bundle_for_levels, load_bundle
     from ...core.pixel_sets import open_dataset
     from ...training.calibrate import calibrate_on_datasets
 
-    bundle = load_bundle(args.model or default_bundle_path())
     datasets = [open_dataset(d) for d in args.dataset]
+    levels = [level for ps in datasets for level in (ps.meta or {}).get("levels", [])]
+    bundle = load_bundle(args.model or default_bundle_for_levels(levels))
     calibration = calibrate_on_datasets(bundle, datasets, ", ".join(args.dataset))
     calibrated_bundle(bundle, calibration, args.out, overwrite=args.overwrite)
     _print(args.out, calibration)
