@@ -89,7 +89,7 @@ def test_conformal_threshold_is_the_right_order_statistic():
 def test_prediction_sets_hold_the_true_class_as_often_as_promised():
     rng = np.random.default_rng(2)
     covered, sizes = [], []
-    for trial in range(40):
+    for _trial in range(40):
         p, y = _draw(rng, 600, sharpen=1.5)
         cal = fit_calibration(p[:300], y[:300], "calibration")
         sets = prediction_sets(cal.apply(p[300:]), cal.threshold(0.9))

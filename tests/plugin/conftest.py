@@ -69,3 +69,16 @@ from installed_qgis import installed_profile  # noqa: E402,F401
 
 from thermocrop.core.parcels import ParcelFields
 from thermocrop.core.settings import ExtractionSettings, PixelSampling
+
+
+@pytest.fixture(scope="session")
+def calibrated_small_bundle(tiny_region, region_weather, small_bundle, tmp_path_factory):
+    """``small_bundle`` calibrated on the tiny region's labelled parcels (``app.run_calibration``)."""
+    from thermocrop import app
+
+    out = tmp_path_factory.mktemp("calibrated") / "small_calibrated.tcm"
+    request = app.CalibrateRequest(reference=app.ParcelsSpec(str(tiny_region / "parcels.gpkg")), label_field="crop",
+                                   scenes=app.ScenesSpec(files=(str(tiny_region / "scenes"),)),
+                                   weather=app.WeatherSpec(path=str(region_weather)), out=str(out),
+                                   model=str(small_bundle))
+    return app.run_calibration(request).path
