@@ -25,7 +25,7 @@ def reliability_png(table: Reliability, dpi: int = 96) -> Optional[bytes]:
     except ImportError:
         log.info("matplotlib is not installed: the accuracy report has no reliability diagram")
         return None
-    figure = Figure(figsize=(4.0, 3.6), dpi=dpi)
+    figure = Figure(figsize=(3.4, 3.1), dpi=dpi)
     axes = figure.add_subplot(1, 1, 1)
     filled = [row for row in table.bins if row["parcels"]]
     width = filled[0]["high"] - filled[0]["low"] if filled else 0.1

@@ -42,6 +42,7 @@ from ..i18n import tr
 from ..layer_writer import (
     check_layer_fields,
     check_new_layer_file,
+    field_name_problems,
     layer_alive,
     unique_layer_name,
     write_result_to_layer,
@@ -214,11 +215,24 @@ class ClassifyPanel(QObject):
             # chosen credentials), never here on the UI thread.
             checked = self.check_inputs(layer, None if form.from_catalog else scenes, weather or None, model)
             self.preflight = checked
+            # The model is known now: the fields that depend on it (probabilities, and the sets
+            # where it carries a calibration) are checked as the others were.
+            calibration = getattr(checked.bundle, "calibration", None)
+            sets = form.coverage is not None and calibration is not None and bool(calibration.scores)
+            if sets:
+                kinds.update({SET_FIELD: "string", SET_SIZE_FIELD: "integer"})
+                problems = [] if output else field_name_problems(layer, [SET_FIELD, SET_SIZE_FIELD], False)
+                if problems:
+                    say(tr("Cannot write the prediction sets into {layer}: {problems}. Untick 'Prediction sets' or "
+                           "write a new layer file.").format(layer=layer.name(), problems="; ".join(problems)),
+                        Qgis.Warning)
+                    return None
             if form.probabilities:
                 from ...core.model.uncertainty import ENTROPY_FIELD, MARGIN_FIELD, probability_field_names
 
                 extra = [*probability_field_names(checked.bundle.classes), MARGIN_FIELD, ENTROPY_FIELD]
                 kinds.update(dict.fromkeys(extra, "real"))
+            if form.probabilities or sets:
                 if output:
                     check_new_layer_file(output, layer, [layer_file(layer), weather, model], kinds)
                 else:

@@ -59,8 +59,9 @@ class ClassifyForm:
         return self.label_field, self.confidence_field, self.status_field
 
     def field_kinds(self) -> dict:
-        """The result fields' types by name (probabilities come once the model is known)."""
-        return ResultFields(*self.field_names, self.probabilities, coverage=self.coverage).kinds()
+        """The result fields' types by name (the probabilities and the prediction sets come once the
+        model is known: they depend on its classes and calibration)."""
+        return ResultFields(*self.field_names, self.probabilities, coverage=None).kinds()
 
     def problem(self) -> Optional[str]:
         """The first thing the user must fix before a run, as a message, or None.

@@ -131,11 +131,9 @@ def test_classification_doors_ask_for_the_same_prediction_sets(provider, spy, ti
         dock.prediction_sets.setChecked(coverage is not None)
         dock.coverage.setValue(coverage or 0.5)
         form_coverage = read_form(dock.inputs).coverage
-        kinds = read_form(dock.inputs).field_kinds()
     finally:
         dock.shutdown()
     assert form_coverage == coverage
-    assert ("crop_set" in kinds and kinds["crop_set_size"] == "integer") == (coverage is not None)
     layer = QgsVectorLayer(str(parcels), "parcels", "ogr")
     snapshot = dock_task.LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(),
                                        layer.fields().names())
@@ -202,8 +200,8 @@ def test_calibration_doors_build_one_request(provider, spy, tiny_region, tmp_pat
     from qgis.core import QgsProject, QgsVectorLayer
 
     from thermocrop.cli.commands import calibrate_command
-    from thermocrop.core.classmap import ClassMap
     from thermocrop.cli.main import main
+    from thermocrop.core.classmap import ClassMap
     from thermocrop.plugin import calibrate_panel
     from thermocrop.plugin.algorithms import calibrate_model
 

@@ -62,3 +62,16 @@ def test_a_confidence_of_one_is_in_the_last_bin_and_nothing_gives_zero():
     assert table.bins[-1]["parcels"] == 1 and table.bins[0]["parcels"] == 1
     assert table.ece == pytest.approx((0.0 + 0.05) / 2)
     assert reliability([], []).ece == 0.0 and reliability([], []).units == 0
+
+
+def test_the_command_line_gives_the_same_reliability(tmp_path, capsys):
+    import json
+
+    from thermocrop.cli.main import main
+
+    _layer().to_file(tmp_path / "classified.gpkg")
+    assert main(["accuracy", "--layer", str(tmp_path / "classified.gpkg"), "--reference", "truth", "--confidence",
+                 "crop_conf", "--weighting", "none", "--html", str(tmp_path / "r.html"), "--json",
+                 str(tmp_path / "r.json")]) == 0
+    assert json.loads((tmp_path / "r.json").read_text())["reliability"]["ece"] == pytest.approx(0.27125)
+    assert "expected calibration error (10 bins) 0.2712 over 8 units" in capsys.readouterr().out

@@ -82,3 +82,17 @@ def calibrated_small_bundle(tiny_region, region_weather, small_bundle, tmp_path_
                                    weather=app.WeatherSpec(path=str(region_weather)), out=str(out),
                                    model=str(small_bundle))
     return app.run_calibration(request).path
+
+
+@pytest.fixture(scope="session")
+def set_bundle(small_bundle, tmp_path_factory):
+    """``small_bundle`` with a calibration set by hand: temperature 1 (its probabilities as they
+    are) and 99 scores, 79 of 0 and 20 of 0.9, so that the 80 % sets (the 80th smallest score,
+    0.9) hold every class of probability 0.1 or more."""
+    from thermocrop.core.model.bundle import calibrated_bundle, load_bundle
+    from thermocrop.core.model.calibration import Calibration
+
+    path = tmp_path_factory.mktemp("sets") / "small_sets.tcm"
+    calibration = Calibration(temperature=1.0, scores=(0.0,) * 79 + (0.9,) * 20, parcels=99, source="by hand")
+    calibrated_bundle(load_bundle(small_bundle), calibration, path)
+    return path

@@ -386,8 +386,7 @@ def test_dock_task_cancel_is_acknowledged_and_writes_nothing(qgis_app, tiny_regi
 
 @pytest.mark.slow
 def test_classifyparcels_writes_prediction_sets_of_the_calibrated_model(provider, tiny_region, scene_files,
-                                                                        region_weather, calibrated_small_bundle,
-                                                                        tmp_path):
+                                                                        region_weather, set_bundle, tmp_path):
     from qgis.core import QgsVectorLayer
     from qgis.PyQt.QtCore import QVariant
 
@@ -397,19 +396,18 @@ def test_classifyparcels_writes_prediction_sets_of_the_calibrated_model(provider
     out = tmp_path / "sets.gpkg"
     _run("thermocrop:classifyparcels", {
         "INPUT": str(tiny_region / "parcels.gpkg"), "SCENES": scene_files, "WEATHER": str(region_weather),
-        "MODEL": str(calibrated_small_bundle), "COVERAGE": 0.8, "OUTPUT": str(out)})
+        "MODEL": str(set_bundle), "COVERAGE": 0.8, "OUTPUT": str(out)})
     layer = QgsVectorLayer(str(out), "sets", "ogr")
     fields = layer.fields()
     assert fields.field("crop_set").type() == QVariant.String
     assert fields.field("crop_set_size").type() in (QVariant.Int, QVariant.LongLong)
 
-    # By hand: the classes whose calibrated probability reaches 1 - q, q the calibration
-    # scores' ceil((n + 1) * 0.8)-th smallest (1 where n is too small), and the most probable class.
+    # By hand: the calibration's 99 scores hold 79 zeros, so q, the ceil((99 + 1) * 0.8) = 80th
+    # smallest, is 0.9: a set is every class of probability 0.1 or more, and the most probable.
     core = classify_parcels(tiny_region / "parcels.gpkg", tiny_region / "scenes", region_weather,
-                            str(calibrated_small_bundle), id_field="parcel_id")
-    scores = np.sort(np.asarray(load_bundle(calibrated_small_bundle).calibration.scores))
-    rank = int(np.ceil((len(scores) + 1) * 0.8))
-    q = scores[rank - 1] if rank <= len(scores) else 1.0
+                            str(set_bundle), id_field="parcel_id")
+    assert sorted(load_bundle(set_bundle).calibration.scores)[79] == 0.9
+    q = 0.9
     got = {str(f["parcel_id"]): (f["crop_set"], f["crop_set_size"]) for f in layer.getFeatures()}
     sizes = []
     for pid, status, probs in zip(core.parcel_ids, core.status, core.probabilities):
@@ -425,5 +423,5 @@ def test_classifyparcels_writes_prediction_sets_of_the_calibrated_model(provider
     # No sets asked: no set fields.
     _run("thermocrop:classifyparcels", {
         "INPUT": str(tiny_region / "parcels.gpkg"), "SCENES": scene_files, "WEATHER": str(region_weather),
-        "MODEL": str(calibrated_small_bundle), "PREDICTION_SETS": False, "OUTPUT": str(tmp_path / "none.gpkg")})
+        "MODEL": str(set_bundle), "PREDICTION_SETS": False, "OUTPUT": str(tmp_path / "none.gpkg")})
     assert "crop_set" not in QgsVectorLayer(str(tmp_path / "none.gpkg"), "none", "ogr").fields().names()
