@@ -10,7 +10,16 @@ from typing import Callable, Optional
 
 from qgis.core import Qgis, QgsMessageLog, QgsProject, QgsVectorLayer, QgsVectorLayerFeatureSource
 from qgis.PyQt.QtCore import pyqtSignal
-from qgis.PyQt.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
+from qgis.PyQt.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
 from .. import app
 from ..app import CalibrateRequest, ParcelsSpec, RunProgress, ScenesSpec, weather_spec
@@ -92,8 +101,11 @@ class CalibratePanel(TaskPanelMixin, QWidget):
         self.status = QLabel()
         self.status.setWordWrap(True)
         buttons = QHBoxLayout()
-        buttons.addWidget(self.calibrate_button)
-        buttons.addWidget(self.cancel_button)
+        for button, stretch in ((self.calibrate_button, 3), (self.cancel_button, 1)):
+            # Narrow docks: the long label is cut rather than widening the dock (its tooltip says it all).
+            button.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+            button.setMinimumWidth(40)
+            buttons.addWidget(button, stretch)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(buttons)

@@ -185,6 +185,12 @@ class ClassifyParcels(ThermoCropAlgorithm):
         counts = result.counts()
         for key in sorted(counts):
             feedback.pushInfo(f"  {key}: {counts[key]}")
+        if result.sets is not None:
+            sizes = result.sets[result.status == "ok"].sum(axis=1)
+            feedback.pushInfo(tr("Prediction sets for {coverage:.0f} % coverage: mean size {mean:.2f}, {several} "
+                                 "parcels with more than one class").format(
+                coverage=100 * result.coverage, mean=float(sizes.mean()) if len(sizes) else 0.0,
+                several=int((sizes > 1).sum())))
         self._style = (dest_id, label_field, tuple(bundle.classes))
         return {"OUTPUT": dest_id, "CLASSIFIED": int((result.status == "ok").sum())}
 

@@ -134,18 +134,23 @@ class ClassifyPanel(QObject):
         results.addLayout(row)
         doubt = QHBoxLayout()
         self.several_classes = QCheckBox(tr("only sets of several classes"))
-        self.several_classes.setToolTip(tr("Show only the parcels whose prediction set holds more than one class "
-                                           "(crop_set_size above 1: the label is in doubt at the chosen coverage)"))
+        self._sets_tip = tr("Show only the parcels whose prediction set holds more than one class "
+                            "(crop_set_size above 1: the label is in doubt at the chosen coverage)")
+        self.several_classes.setToolTip(self._sets_tip)
         self.several_classes.toggled.connect(self.apply_confidence_filter)
         self.visit_button = QPushButton(tr("Field-visit list…"))
         self.visit_button.setToolTip(tr("Write the parcels in doubt (a set of several classes, or a confidence "
                                         "below the threshold when 'only below' is ticked), most doubtful first, "
                                         "as a CSV with a point in each parcel, and add it to the project as a layer"))
         self.visit_button.clicked.connect(lambda: self.write_field_visits())
+        # Rows of their own: side by side they set the narrowest the dock could be.
         doubt.addWidget(self.several_classes)
         doubt.addStretch(1)
-        doubt.addWidget(self.visit_button)
         results.addLayout(doubt)
+        visits = QHBoxLayout()
+        visits.addWidget(self.visit_button)
+        visits.addStretch(1)
+        results.addLayout(visits)
         box.setVisible(False)
         return box
 
@@ -465,7 +470,7 @@ class ClassifyPanel(QObject):
             box.blockSignals(False)
         has_sets = getattr(self.last_result, "sets", None) is not None
         self.several_classes.setEnabled(has_sets)
-        self.several_classes.setToolTip(self.several_classes.toolTip() if has_sets else tr(
+        self.several_classes.setToolTip(self._sets_tip if has_sets else tr(
             "This result has no prediction sets: classify with a calibrated model and 'Prediction sets' ticked"))
         source = layer.source().split("|")[0]
         qml = Path(source).with_suffix(".qml")
