@@ -11,6 +11,7 @@ the matrix are map classes, columns reference classes.
 
 from __future__ import annotations
 
+import base64
 import csv
 import html
 import io
@@ -27,9 +28,11 @@ import numpy as np
 
 from .accuracy_stats import (
     Z_95,
+    Reliability,
     SampleScores,
     StratifiedEstimates,
     confusion_matrix,
+    reliability,
     sample_scores,
     stratified_estimates,
 )
@@ -38,6 +41,7 @@ from .errors import InputError
 from .io.csv_cells import inert_row, inert_text
 from .io.output import check_distinct_outputs, check_output, write_text
 from .io.safe_read import read_limited
+from .reliability_figure import reliability_png
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +53,14 @@ def _is_missing(value: Any) -> bool:
         return True
     text = str(value).strip()
     return text == "" or text == "NULL"
+
+
+def _confidence_value(value: Any) -> float:
+    """A confidence attribute as a number (NaN where missing or not a number)."""
+    try:
+        return float(value) if not _is_missing(value) else math.nan
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def class_label(value: Any) -> Optional[str]:
@@ -84,6 +96,8 @@ class AccuracyReport:
         dropped_area: ``{class: area}`` of map classes left out for want of reference units.
         n_unusable: units with a reference label but no map class.
         title: what was assessed (layer and fields), for the report's heading.
+        reliability: the map's confidence against the share of right labels of the sample
+            (10 bins, with the expected calibration error), or None without a confidence.
         warnings: things the reader must know (strata left out, units skipped, ...).
     """
 
@@ -98,6 +112,7 @@ class AccuracyReport:
     n_unusable: int = 0
     title: str = ""
     warnings: list[str] = field(default_factory=list)
+    reliability: Optional[Reliability] = None
 
     def as_dict(self) -> dict[str, Any]:
         """Plain numbers (NaN as None) for JSON."""
@@ -118,6 +133,9 @@ class AccuracyReport:
             "producers_accuracy": clean(s.producers_accuracy), "f1": clean(s.f1),
             "warnings": list(self.warnings),
         }
+        if self.reliability is not None:
+            out["reliability"] = {"ece": self.reliability.ece, "units": self.reliability.units,
+                                  "bins": [{k: clean(v) for k, v in row.items()} for row in self.reliability.bins]}
         if self.estimates is not None:
             e = self.estimates
             out["area_adjusted"] = {
@@ -140,7 +158,7 @@ class AccuracyReport:
 def assess_accuracy(mapped: Sequence[Any], reference: Sequence[Any], *,
                     map_area: Optional[Mapping[str, float]] = None, area_unit: str = "ha",
                     unmapped_area: float = 0.0, classes: Optional[Sequence[str]] = None,
-                    title: str = "") -> AccuracyReport:
+                    title: str = "", confidence: Optional[Sequence[Any]] = None) -> AccuracyReport:
     """Compare map and reference labels unit by unit; with the map's class areas, also estimate
     area-adjusted accuracy and class areas (Olofsson et al. 2014).
 
@@ -157,16 +175,24 @@ def assess_accuracy(mapped: Sequence[Any], reference: Sequence[Any], *,
         unmapped_area: area of the map with no class (reported, not a stratum).
         classes: class order (default: ThermoCrop's classes, then others alphabetically).
         title: heading of the report.
+        confidence: ``(N,)`` the map's confidence in each unit's class (e.g. ``crop_conf``), or
+            None; with it the report has a reliability table (10 bins) and the expected
+            calibration error of the sample's units that have a confidence.
 
     Raises:
         InputError: the lengths differ, no unit has both labels, map and reference share no
             class name, or a map class of the sample is missing from ``map_area``.
     """
-    if len(mapped) != len(reference):
-        raise InputError(f"{len(mapped)} map labels but {len(reference)} reference labels.")
+    if len(mapped) != len(reference) or (confidence is not None and len(confidence) != len(mapped)):
+        raise InputError(f"{len(mapped)} map labels but {len(reference)} reference labels"
+                         + (f" and {len(confidence)} confidences." if confidence is not None else "."))
     pairs = [(class_label(m), class_label(r)) for m, r in zip(mapped, reference)]
     with_reference = [(m, r) for m, r in pairs if r is not None]
     sample = [(m, r) for m, r in with_reference if m is not None]
+    confident = None
+    if confidence is not None:
+        in_sample = [_confidence_value(c) for (m, r), c in zip(pairs, confidence) if r is not None and m is not None]
+        confident = reliability(in_sample, [m == r for m, r in sample])
     n_unusable = len(with_reference) - len(sample)
     if not sample:
         raise InputError(
@@ -203,7 +229,10 @@ def assess_accuracy(mapped: Sequence[Any], reference: Sequence[Any], *,
     matrix = confusion_matrix([m for m, _ in sample], [r for _, r in sample], order)
     report = AccuracyReport(classes=order, matrix=matrix, sample=sample_scores(matrix),
                             area_unit=area_unit, unmapped_area=float(unmapped_area),
-                            n_unusable=n_unusable, title=title)
+                            n_unusable=n_unusable, title=title, reliability=confident)
+    if confident is not None and confident.units < len(sample):
+        report.warnings.append(f"{len(sample) - confident.units} reference units have no confidence and are left "
+                               "out of the reliability table.")
     if n_unusable:
         report.warnings.append(f"{n_unusable} reference units have no map class (not classified) "
                                "and are left out.")
@@ -331,7 +360,8 @@ def read_class_areas(path: Union[str, os.PathLike]) -> dict[str, float]:
 
 def assess_layer(frame: Any, mapped_field: str, reference_field: str, *,
                  weighting: str = "area", class_areas: Optional[Mapping[str, float]] = None,
-                 area_unit: Optional[str] = None, title: str = "") -> AccuracyReport:
+                 area_unit: Optional[str] = None, title: str = "",
+                 confidence_field: Optional[str] = None) -> AccuracyReport:
     """Assess a classified parcel layer: the map is every feature's ``mapped_field``, the sample
     the features whose ``reference_field`` is filled.
 
@@ -344,11 +374,16 @@ def assess_layer(frame: Any, mapped_field: str, reference_field: str, *,
         class_areas: the map's class areas given by the user (e.g. of a larger map).
         area_unit: unit of ``class_areas`` for the report (default "map units").
         title: heading of the report.
+        confidence_field: field of the map's confidence (e.g. ``crop_conf``) for the
+            reliability table, or None.
 
     Raises:
         InputError: a field is missing, or see :func:`assess_accuracy`.
     """
-    for name, what in ((mapped_field, "map (predicted) class"), (reference_field, "reference class")):
+    named = [(mapped_field, "map (predicted) class"), (reference_field, "reference class")]
+    if confidence_field:
+        named.append((confidence_field, "confidence"))
+    for name, what in named:
         if name not in frame.columns:
             fields = ", ".join(c for c in frame.columns if c != "geometry")
             raise InputError(f"The layer has no field {name!r} for the {what}; its fields are {fields}.")
@@ -370,8 +405,8 @@ def assess_layer(frame: Any, mapped_field: str, reference_field: str, *,
         unit = "ha"
     else:
         raise InputError(f"Unknown weighting {weighting!r}; use one of {', '.join(WEIGHTINGS)}.")
-    return assess_accuracy(mapped, reference, map_area=map_area, area_unit=unit,
-                           unmapped_area=unmapped, title=title)
+    return assess_accuracy(mapped, reference, map_area=map_area, area_unit=unit, unmapped_area=unmapped,
+                           title=title, confidence=list(frame[confidence_field]) if confidence_field else None)
 
 
 # Writing the report ----------------------------------------------------------------------------
@@ -499,6 +534,9 @@ def report_html(report: AccuracyReport, narrow: bool = False) -> str:
                    f"<td>{_fmt(s.producers_accuracy[i])}</td><td>{_fmt(s.f1[i])}</td></tr>")
     out.append("</table>")
 
+    if report.reliability is not None:
+        out.append(_reliability_html(report.reliability))
+
     if e is not None:
         unit = esc(report.area_unit)
         out.append("<h2>Area-adjusted accuracy and class areas (stratified estimators, 95 % "
@@ -538,6 +576,23 @@ def report_html(report: AccuracyReport, narrow: bool = False) -> str:
             "weights, every sampled parcel stands for an equal share of its stratum's area.</p>")
     out.append("</body></html>")
     return "\n".join(out)
+
+
+def _reliability_html(table: Reliability) -> str:
+    """The reliability section: the diagram (inline PNG), the expected calibration error and the
+    table of bins."""
+    parts = ["<h2>Reliability of the confidence</h2>",
+             f"<p>Expected calibration error (10 bins): <b>{_fmt(table.ece)}</b> over {table.units:,} reference "
+             "units. A calibrated confidence is right as often as it says: of the parcels at 0.8, eight in ten.</p>"]
+    png = reliability_png(table)
+    if png is not None:
+        data = base64.b64encode(png).decode("ascii")
+        parts.append(f"<p><img alt=\"reliability diagram\" src=\"data:image/png;base64,{data}\"></p>")
+    rows = "".join(f"<tr><td class=\"name\">{row['low']:.1f}-{row['high']:.1f}</td><td>{row['parcels']}</td>"
+                   f"<td>{_fmt(row['confidence'])}</td><td>{_fmt(row['accuracy'])}</td></tr>" for row in table.bins)
+    parts.append("<table><tr><th class=\"name\">confidence</th><th>units</th><th>mean confidence</th>"
+                 f"<th>share right</th></tr>{rows}</table>")
+    return "".join(parts)
 
 
 def write_html(report: AccuracyReport, path: Union[str, os.PathLike], *, overwrite: bool = True,

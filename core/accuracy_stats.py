@@ -190,3 +190,41 @@ def stratified_estimates(matrix: np.ndarray, map_area: Sequence[float]) -> Strat
         f1=_f1(users, producers),
         area_proportion=p_col, area_proportion_se=np.sqrt(var_col),
         total_area=total, area=total * p_col, area_se=total * np.sqrt(var_col))
+
+
+@dataclass
+class Reliability:
+    """How far a map's confidence can be read as a probability: per confidence bin (``bins``
+    equal widths of 0-1) the units, their mean confidence and the share of them that is right.
+
+    Attributes:
+        bins: one dict per bin: ``low``, ``high``, ``parcels``, ``confidence`` and ``accuracy``
+            (NaN for an empty bin).
+        ece: the expected calibration error: the unit-weighted mean of ``|accuracy - confidence|``
+            over the bins (0 without units).
+        units: how many units the table holds.
+    """
+
+    bins: list
+    ece: float
+    units: int
+
+
+def reliability(confidence: Sequence[float], correct: Sequence[bool], bins: int = 10) -> Reliability:
+    """The :class:`Reliability` of ``(N,)`` confidences and whether each unit's class is right;
+    units without a finite confidence are left out. A confidence of exactly 1 is in the last bin."""
+    conf = np.asarray(confidence, dtype=np.float64).reshape(-1)
+    right = np.asarray(correct, dtype=bool).reshape(-1)
+    keep = np.isfinite(conf)
+    conf, right = np.clip(conf[keep], 0.0, 1.0), right[keep]
+    index = np.minimum((conf * bins).astype(int), bins - 1)
+    table = []
+    for b in range(bins):
+        inside = index == b
+        n = int(inside.sum())
+        table.append({"low": b / bins, "high": (b + 1) / bins, "parcels": n,
+                      "confidence": float(conf[inside].mean()) if n else math.nan,
+                      "accuracy": float(right[inside].mean()) if n else math.nan})
+    total = len(conf)
+    ece = sum(row["parcels"] * abs(row["accuracy"] - row["confidence"]) for row in table if row["parcels"])
+    return Reliability(table, float(ece / total) if total else 0.0, total)

@@ -4,6 +4,106 @@
 <context>
     <name>ThermoCrop</name>
     <message>
+        <location filename="../plugin/accuracy_widget.py" line="137"/>
+        <source>Field with the map&apos;s confidence (crop_conf): the report then shows how often parcels of each confidence are right (a reliability diagram) and the expected calibration error. Empty: no reliability.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/accuracy_widget.py" line="180"/>
+        <source>Confidence</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/accuracy_widget.py" line="315"/>
+        <source>; expected calibration error {ece:.3f}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="43"/>
+        <source>the reference parcels</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="44"/>
+        <source>ThermoCrop: calibrate on {layer}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="98"/>
+        <source>No free model file name in {folder}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="92"/>
+        <source>Calibrate on these reference parcels</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="93"/>
+        <source>Fit the model&apos;s calibration (its confidence and prediction sets) on the layer&apos;s parcels whose reference class is filled, classified from the Classify tab&apos;s scenes and weather; the calibrated model is saved beside the project and chosen for the next classification</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/status_panel.py" line="47"/>
+        <source>Cancel</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="121"/>
+        <source>Choose the layer with the reference parcels on this tab.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="123"/>
+        <source>Choose the reference class field of {layer}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="347"/>
+        <source>Tick or add the Sentinel-2 scenes on the Classify tab first.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="349"/>
+        <source>Choose the daily temperature file (or a weather service) on the Classify tab first.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="156"/>
+        <source>Calibrated model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/input_widgets.py" line="154"/>
+        <source>ThermoCrop model (*.tcm)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="181"/>
+        <source>Calibrating on the reference parcels of {layer} …</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="189"/>
+        <source>Calibration cancelled; no model was written.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="193"/>
+        <source>Calibration failed: {error}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="200"/>
+        <source>Calibrated on {n} reference parcels ({counts}): temperature {t:.2f}, calibration error {before:.3f} -&gt; {after:.3f}. Saved to {path} and chosen for the next classification.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="205"/>
+        <source>Left out (classes the model does not know): {counts}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <location filename="../plugin/catalog.py" line="41"/>
         <source>Give the address of the STAC API (http:// or https://) for &apos;Another STAC API&apos;.</source>
         <translation type="unfinished"></translation>
@@ -54,7 +154,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="99"/>
+        <location filename="algorithm_strings.py" line="118"/>
         <source>Catalogue</source>
         <translation type="unfinished"></translation>
     </message>
@@ -321,32 +421,32 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layer_writer.py" line="54"/>
+        <location filename="../plugin/layer_writer.py" line="71"/>
         <source>{field} is longer than a shapefile field name may be ({n} characters)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layer_writer.py" line="57"/>
+        <location filename="../plugin/layer_writer.py" line="74"/>
         <source>the probability fields (p_&lt;class&gt;, crop_margin, crop_entropy) do not fit shapefile field names</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layer_writer.py" line="78"/>
+        <location filename="../plugin/layer_writer.py" line="95"/>
         <source>{layer} cannot be edited; write a new layer file instead.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layer_writer.py" line="86"/>
+        <location filename="../plugin/layer_writer.py" line="103"/>
         <source>ThermoCrop classification</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layer_writer.py" line="103"/>
+        <location filename="../plugin/layer_writer.py" line="121"/>
         <source>Saving {layer} failed: {errors}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layer_writer.py" line="155"/>
+        <location filename="../plugin/layer_writer.py" line="173"/>
         <source>The parcel layer {layer}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -401,7 +501,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/shell.py" line="58"/>
+        <location filename="../plugin/dock/shell.py" line="60"/>
         <source>ThermoCrop</source>
         <translation type="unfinished"></translation>
     </message>
@@ -421,33 +521,28 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="132"/>
+        <location filename="../plugin/task.py" line="135"/>
         <source>{task}: cancelling…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="179"/>
+        <location filename="../plugin/task.py" line="182"/>
         <source>ThermoCrop: classify parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="264"/>
+        <location filename="../plugin/task.py" line="269"/>
         <source>the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="316"/>
+        <location filename="../plugin/task.py" line="321"/>
         <source>ThermoCrop: explain a parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="332"/>
+        <location filename="../plugin/task.py" line="337"/>
         <source>Feature {fid} is no longer in {layer}.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/train_panel.py" line="98"/>
-        <source>No free model file name in {folder}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -456,7 +551,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="57"/>
+        <location filename="algorithm_strings.py" line="81"/>
         <source>Labelled parcels</source>
         <translation type="unfinished"></translation>
     </message>
@@ -486,7 +581,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="58"/>
+        <location filename="algorithm_strings.py" line="32"/>
         <source>Label field</source>
         <translation type="unfinished"></translation>
     </message>
@@ -526,11 +621,6 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="150"/>
-        <source>ThermoCrop model (*.tcm)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <location filename="../plugin/train_panel.py" line="246"/>
         <source>empty: beside the project</source>
         <translation type="unfinished"></translation>
@@ -551,13 +641,8 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/shell.py" line="73"/>
+        <location filename="../plugin/dock/shell.py" line="75"/>
         <source>Train</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock/status_panel.py" line="47"/>
-        <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -593,16 +678,6 @@
     <message>
         <location filename="../plugin/train_panel.py" line="343"/>
         <source>The label and block fields are the same; choose the block field or leave it empty.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/train_panel.py" line="347"/>
-        <source>Tick or add the Sentinel-2 scenes on the Classify tab first.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/train_panel.py" line="349"/>
-        <source>Choose the daily temperature file (or a weather service) on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -686,112 +761,137 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/accuracy_tab.py" line="19"/>
+        <location filename="../plugin/dock/accuracy_tab.py" line="23"/>
         <source>Accuracy assessment: {message}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/accuracy_tab.py" line="21"/>
+        <location filename="../plugin/dock/accuracy_tab.py" line="25"/>
         <source>Accuracy assessment finished; the report is on the Accuracy tab.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="99"/>
+        <location filename="../plugin/dock/classify_tab.py" line="105"/>
         <source>Parcels per class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="104"/>
+        <location filename="../plugin/dock/classify_tab.py" line="110"/>
         <source>Class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="85"/>
+        <location filename="../plugin/dock/input_widgets.py" line="89"/>
         <source>Parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="104"/>
+        <location filename="../plugin/dock/classify_tab.py" line="110"/>
         <source>Share</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="109"/>
+        <location filename="../plugin/dock/classify_tab.py" line="115"/>
         <source>colour by class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="109"/>
+        <location filename="../plugin/dock/classify_tab.py" line="115"/>
         <source>colour by confidence</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="110"/>
+        <location filename="../plugin/dock/classify_tab.py" line="116"/>
         <source>The result layer&apos;s style: class colours, or confidence from purple (unsure) to yellow (sure)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="114"/>
+        <location filename="../plugin/dock/classify_tab.py" line="120"/>
         <source>only below</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="115"/>
+        <location filename="../plugin/dock/classify_tab.py" line="121"/>
         <source>Show only the parcels whose confidence is below the threshold (a filter on the result layer; untick to show all)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="189"/>
+        <location filename="../plugin/dock/classify_tab.py" line="136"/>
+        <source>only sets of several classes</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify_tab.py" line="137"/>
+        <source>Show only the parcels whose prediction set holds more than one class (crop_set_size above 1: the label is in doubt at the chosen coverage)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify_tab.py" line="141"/>
+        <source>Field-visit list…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify_tab.py" line="142"/>
+        <source>Write the parcels in doubt (a set of several classes, or a confidence below the threshold when &apos;only below&apos; is ticked), most doubtful first, as a CSV with a point in each parcel, and add it to the project as a layer</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify_tab.py" line="214"/>
         <source>The scene {path} does not exist; untick it or add it again.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="192"/>
+        <location filename="../plugin/dock/classify_tab.py" line="217"/>
         <source>Checking the inputs …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="208"/>
+        <location filename="../plugin/dock/classify_tab.py" line="231"/>
+        <source>Cannot write the prediction sets into {layer}: {problems}. Untick &apos;Prediction sets&apos; or write a new layer file.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify_tab.py" line="246"/>
         <source>Not started: {reason}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="213"/>
+        <location filename="../plugin/dock/classify_tab.py" line="251"/>
         <source>Not started: {path} exists and is not to be replaced.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="219"/>
+        <location filename="../plugin/dock/classify_tab.py" line="257"/>
         <source>Not started: the fields exist and are not to be overwritten.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="291"/>
+        <location filename="../plugin/dock/classify_tab.py" line="330"/>
         <source>Fetching the daily temperatures of {layer}'s parcels from {service} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="358"/>
+        <location filename="../plugin/dock/classify_tab.py" line="397"/>
         <source>The parcel layer was removed while classifying; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="361"/>
+        <location filename="../plugin/dock/classify_tab.py" line="400"/>
         <source>Cancelled; nothing was written and the layer was not changed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="307"/>
+        <location filename="../plugin/dock/classify_tab.py" line="346"/>
         <source>No temperatures from {service}: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/request_parts.py" line="75"/>
+        <location filename="../plugin/algorithms/request_parts.py" line="110"/>
         <source>Temperatures from {service}: {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="324"/>
+        <location filename="../plugin/dock/classify_tab.py" line="363"/>
         <source>Classifying {n} parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
@@ -801,92 +901,142 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="364"/>
+        <location filename="../plugin/dock/classify_tab.py" line="403"/>
         <source>Classification failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="369"/>
+        <location filename="../plugin/dock/classify_tab.py" line="408"/>
         <source>{layer} (classified)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="372"/>
+        <location filename="../plugin/dock/classify_tab.py" line="411"/>
         <source>QGIS cannot open the written file {path}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="373"/>
+        <location filename="../plugin/dock/classify_tab.py" line="412"/>
         <source>the new layer {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="378"/>
+        <location filename="../plugin/dock/classify_tab.py" line="417"/>
         <source>{layer} (saved)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="379"/>
+        <location filename="../plugin/dock/classify_tab.py" line="418"/>
         <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="382"/>
+        <location filename="../plugin/dock/classify_tab.py" line="421"/>
         <source>Writing the result failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="396"/>
+        <location filename="../plugin/dock/classify_tab.py" line="435"/>
         <source>Classified {done} of {n} parcels ({unknown} unknown) into {where}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="445"/>
+        <location filename="../plugin/dock/classify_tab.py" line="482"/>
+        <source>This result has no prediction sets: classify with a calibrated model and &apos;Prediction sets&apos; ticked</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify_tab.py" line="489"/>
         <source>{qml} exists and was left as it is.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="447"/>
+        <location filename="../plugin/dock/classify_tab.py" line="491"/>
         <source>Style saved to {qml}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="451"/>
+        <location filename="../plugin/dock/classify_tab.py" line="495"/>
         <source>below 0.4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="451"/>
+        <location filename="../plugin/dock/classify_tab.py" line="495"/>
         <source>0.4 to 0.6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="451"/>
+        <location filename="../plugin/dock/classify_tab.py" line="495"/>
         <source>0.6 to 0.8</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="451"/>
+        <location filename="../plugin/dock/classify_tab.py" line="495"/>
         <source>0.8 and above</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="451"/>
+        <location filename="../plugin/dock/classify_tab.py" line="495"/>
         <source>not classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="480"/>
+        <location filename="../plugin/dock/classify_tab.py" line="526"/>
         <source>{layer} is being edited; save or discard the edits to filter it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="484"/>
+        <location filename="../plugin/dock/classify_tab.py" line="530"/>
         <source>{layer} cannot be filtered by its provider.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="491"/>
+        <location filename="../plugin/dock/classify_tab.py" line="547"/>
+        <source>Classify first: the field-visit list is made from the result layer.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify_tab.py" line="566"/>
+        <source>The field-visit list was not written: {error}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify_tab.py" line="570"/>
+        <source>{layer} field visits</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify_tab.py" line="573"/>
+        <source>{path} was written, but QGIS cannot open it as a layer.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify_tab.py" line="576"/>
+        <source>a set of several classes</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify_tab.py" line="577"/>
+        <source>a set of several classes or a confidence below {threshold:.2f}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify_tab.py" line="578"/>
+        <source>{n} parcels to visit ({why}), most doubtful first: {path}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify_tab.py" line="588"/>
+        <source>Field-visit list</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify_tab.py" line="588"/>
+        <source>CSV (*.csv)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify_tab.py" line="592"/>
         <source>{names} already exist(s). Overwrite?</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1001,252 +1151,267 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="70"/>
+        <location filename="../plugin/dock/form.py" line="75"/>
         <source>Choose a parcel layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="72"/>
+        <location filename="../plugin/dock/form.py" line="77"/>
         <source>No feature of {layer} is selected; select parcels or untick &apos;Selected features only&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="75"/>
+        <location filename="../plugin/dock/form.py" line="80"/>
         <source>Search the catalogue first (Search), or untick &apos;Search a catalogue&apos; to use scene files.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="77"/>
+        <location filename="../plugin/dock/form.py" line="82"/>
         <source>Tick or add at least one Sentinel-2 scene.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="79"/>
+        <location filename="../plugin/dock/form.py" line="84"/>
         <source>Choose a daily temperature file, or a weather service under &apos;Weather&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="81"/>
+        <location filename="../plugin/dock/form.py" line="86"/>
         <source>The class, confidence and status fields need three different names.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="84"/>
+        <location filename="../plugin/dock/form.py" line="89"/>
         <source>{layer} is not a file layer; choose the new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="87"/>
+        <location filename="../plugin/dock/form.py" line="92"/>
         <source>{layer} is read-only; choose &apos;New layer file&apos; to write the result.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="91"/>
+        <location filename="../plugin/dock/form.py" line="96"/>
         <source>Cannot write into {layer}: {problems}. Choose other field names or a new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="79"/>
+        <location filename="../plugin/dock/input_widgets.py" line="83"/>
         <source>Input</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="83"/>
+        <location filename="../plugin/dock/input_widgets.py" line="87"/>
         <source>Polygon layer of the project whose parcels are classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="86"/>
+        <location filename="../plugin/dock/input_widgets.py" line="90"/>
         <source>Selected features only</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="94"/>
+        <location filename="../plugin/dock/input_widgets.py" line="98"/>
         <source>Ticked scenes are used: the project&apos;s Sentinel-2 rasters and added files or folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="96"/>
+        <location filename="../plugin/dock/input_widgets.py" line="100"/>
         <source>Scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="98"/>
+        <location filename="../plugin/dock/input_widgets.py" line="102"/>
         <source>Add files…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="99"/>
+        <location filename="../plugin/dock/input_widgets.py" line="103"/>
         <source>Add Sentinel-2 products: .zip or .SAFE (choose its MTD_MSIL*.xml), or GeoTIFF / JPEG 2000 files</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="101"/>
+        <location filename="../plugin/dock/input_widgets.py" line="105"/>
         <source>Add folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="102"/>
+        <location filename="../plugin/dock/input_widgets.py" line="106"/>
         <source>Add a folder: every product and raster in it (and below) is read</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="103"/>
+        <location filename="../plugin/dock/input_widgets.py" line="107"/>
         <source>Remove</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="104"/>
+        <location filename="../plugin/dock/input_widgets.py" line="108"/>
         <source>Remove the selected files or folders added by hand (a project layer stays listed: untick it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="106"/>
+        <location filename="../plugin/dock/input_widgets.py" line="110"/>
         <source>Clear</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="107"/>
+        <location filename="../plugin/dock/input_widgets.py" line="111"/>
         <source>Remove every file and folder added by hand</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="129"/>
+        <location filename="../plugin/dock/input_widgets.py" line="133"/>
         <source>Where the daily temperatures come from: a file, or a weather service fetched for the parcels when the run starts and kept in the cache (Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="136"/>
+        <location filename="../plugin/dock/input_widgets.py" line="140"/>
         <source>Temperatures (*.nc *.nc4 *.csv);;All files (*)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="137"/>
+        <location filename="../plugin/dock/input_widgets.py" line="141"/>
         <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="139"/>
+        <location filename="../plugin/dock/input_widgets.py" line="143"/>
         <source>Weather</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="148"/>
+        <location filename="../plugin/dock/input_widgets.py" line="152"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="151"/>
+        <location filename="../plugin/dock/input_widgets.py" line="155"/>
         <source>empty: the shipped model for the scenes&apos; level</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="161"/>
+        <location filename="../plugin/dock/input_widgets.py" line="165"/>
         <source>Output</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="163"/>
+        <location filename="../plugin/dock/input_widgets.py" line="167"/>
         <source>New layer file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="164"/>
+        <location filename="../plugin/dock/input_widgets.py" line="168"/>
         <source>Write the parcels with the result fields to a new file; the parcel layer is not changed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="166"/>
+        <location filename="../plugin/dock/input_widgets.py" line="170"/>
         <source>Fields of the parcel layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="167"/>
+        <location filename="../plugin/dock/input_widgets.py" line="171"/>
         <source>Add the result fields to the parcel layer and save it (in a running edit session: one undoable edit)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="176"/>
+        <location filename="../plugin/dock/input_widgets.py" line="180"/>
         <source>GeoPackage (*.gpkg);;Shapefile (*.shp);;GeoJSON (*.geojson);;FlatGeobuf (*.fgb)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="36"/>
+        <location filename="algorithm_strings.py" line="61"/>
         <source>Class field</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="37"/>
+        <location filename="algorithm_strings.py" line="62"/>
         <source>Confidence field</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="38"/>
+        <location filename="algorithm_strings.py" line="63"/>
         <source>Status field</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="189"/>
+        <location filename="../plugin/dock/input_widgets.py" line="193"/>
         <source>Probabilities, margin, entropy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="190"/>
+        <location filename="../plugin/dock/input_widgets.py" line="194"/>
         <source>Also write p_&lt;class&gt; for every class, crop_margin (best minus second best probability) and crop_entropy (0 sure .. 1 undecided)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="208"/>
+        <location filename="../plugin/dock/input_widgets.py" line="197"/>
+        <source>Prediction sets, coverage</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/input_widgets.py" line="198"/>
+        <source>Also write crop_set (the classes that hold the parcel&apos;s true class with the chosen chance, most probable first) and crop_set_size; needs a calibrated model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/input_widgets.py" line="207"/>
+        <source>The chance that a parcel&apos;s set holds its true class (0.90: nine parcels in ten); a higher coverage gives larger sets</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/input_widgets.py" line="234"/>
         <source>empty: {name} beside the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="208"/>
+        <location filename="../plugin/dock/input_widgets.py" line="234"/>
         <source>choose a file (.gpkg, .shp, .geojson, .fgb)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="277"/>
+        <location filename="../plugin/dock/input_widgets.py" line="303"/>
         <source>Project layers stay listed; untick them to leave them out of the run.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="291"/>
+        <location filename="../plugin/dock/input_widgets.py" line="317"/>
         <source>Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="295"/>
+        <location filename="../plugin/dock/input_widgets.py" line="321"/>
         <source>Folder of Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="97"/>
+        <location filename="algorithm_strings.py" line="116"/>
         <source>Search a catalogue</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="339"/>
+        <location filename="../plugin/dock/input_widgets.py" line="365"/>
         <source>fetched from {service} when the run starts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="436"/>
+        <location filename="../plugin/dock/input_widgets.py" line="468"/>
         <source>No model at {path}; choose a .tcm file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="441"/>
+        <location filename="../plugin/dock/input_widgets.py" line="473"/>
         <source>Model not available: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="444"/>
+        <location filename="../plugin/dock/input_widgets.py" line="476"/>
         <source>not recorded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="452"/>
+        <location filename="../plugin/dock/input_widgets.py" line="484"/>
         <source>shipped, for {level} scenes</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1256,12 +1421,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/shell.py" line="71"/>
+        <location filename="../plugin/dock/shell.py" line="73"/>
         <source>Explain</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/shell.py" line="72"/>
+        <location filename="../plugin/dock/shell.py" line="74"/>
         <source>Accuracy</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1281,43 +1446,48 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="110"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="119"/>
         <source>Choose both the map (predicted) class field and the reference class field.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="112"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="121"/>
         <source>The map and reference fields are the same field; choose the field holding the reference (ground truth) classes.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="120"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="129"/>
         <source>The class-area table {table!r} does not exist; choose a CSV file or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="157"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="166"/>
         <source>The classified layer could not be read; check INPUT.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="163"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="174"/>
         <source>The layer has no field {name!r} ({what}); its fields are {fields}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="170"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="181"/>
         <source>Map class areas from the layer need polygons; choose the parcel count weighting, give CLASS_AREAS or choose no weighting.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="195"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="206"/>
         <source>{n} reference units: overall accuracy {oa}, kappa {kappa}, macro F1 {f1}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/accuracy_assessment.py" line="200"/>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="211"/>
         <source>Area-adjusted overall accuracy {estimate} (95 %)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/accuracy_assessment.py" line="215"/>
+        <source>Expected calibration error (10 bins) of {field}: {ece} over {n} units</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -1341,7 +1511,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/request_parts.py" line="70"/>
+        <location filename="../plugin/algorithms/request_parts.py" line="105"/>
         <source>Inputs checked in {seconds} s</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1411,12 +1581,42 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="103"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="114"/>
         <source>The model bundle {model!r} does not exist; choose a .tcm file or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="116"/>
+        <location filename="../plugin/algorithms/calibrate_model.py" line="111"/>
+        <source>The reference layer could not be read; check INPUT.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/calibrate_model.py" line="126"/>
+        <source>Calibrated on {n} reference parcels: temperature {t:.3f}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/calibrate_model.py" line="128"/>
+        <source>Reference parcels by class: {counts}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/calibrate_model.py" line="131"/>
+        <source>Left out (classes the model does not know): {counts}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/calibrate_model.py" line="133"/>
+        <source>Expected calibration error (10 bins): {before:.3f} before, {after:.3f} after</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/calibrate_model.py" line="135"/>
+        <source>Model written to {path}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="127"/>
         <source>The class, confidence and status fields need three different, non-empty names.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1426,22 +1626,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="149"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="160"/>
         <source>Model: {variant}, classes {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="157"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="168"/>
         <source>{n} parcels, {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="210"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="193"/>
+        <source>Prediction sets for {coverage:.0f} % coverage: mean size {mean:.2f}, {several} parcels with more than one class</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="231"/>
         <source>Fields {fields} of the input are replaced by the new values.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="213"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="234"/>
         <source>Field names as stored in this format: {names}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1451,42 +1656,37 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="262"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="283"/>
         <source>Style saved to {qml}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="127"/>
-        <source>Give either the {preset} code table or the class map file {path}, not both.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="149"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="133"/>
         <source>The parcels have no &apos;{field}&apos; field; Train model will split them at random (give a block field for a spatial split).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="152"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="136"/>
         <source>The parcel layer has no field {field}; choose its block field or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="176"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="160"/>
         <source>The dataset folder {out} is not empty; choose a new folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="186"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="170"/>
         <source>{n} classes (labelled parcels with data):</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="190"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="174"/>
         <source>Codes not in the class map, counted as unknown: {codes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="193"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="177"/>
         <source>Classes with fewer than {n} parcels, counted as unknown: {classes}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1513,6 +1713,11 @@
     <message>
         <location filename="../plugin/algorithms/parcel_gdd.py" line="189"/>
         <source>{n} parcels have no usable temperatures (no grid cell with data within {km} km, or a gap of more than 3 days); their GDD fields stay empty. Features: {features}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/request_parts.py" line="37"/>
+        <source>Give either the {preset} code table or the class map file {path}, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -1597,596 +1802,691 @@
     </message>
     <message>
         <location filename="algorithm_strings.py" line="9"/>
-        <source>Map class areas</source>
+        <source>Confidence field (reliability)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="10"/>
-        <source>Table of map class areas (CSV)</source>
+        <source>Map class areas</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="11"/>
-        <source>Accuracy report</source>
+        <source>Table of map class areas (CSV)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="12"/>
-        <source>Per-class table</source>
+        <source>Accuracy report</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="13"/>
-        <source>Confusion matrix table</source>
+        <source>Per-class table</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="14"/>
-        <source>The classified layer (e.g. the output of Classify parcels), with the reference class filled on the sampled features and empty elsewhere.</source>
+        <source>Confusion matrix table</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="15"/>
-        <source>Field holding the map&apos;s (predicted) class.</source>
+        <source>The classified layer (e.g. the output of Classify parcels), with the reference class filled on the sampled features and empty elsewhere.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="16"/>
-        <source>Field holding the reference (ground truth) class, with the same class names as the map; empty where a feature was not checked.</source>
+        <source>Field holding the map&apos;s (predicted) class.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="17"/>
-        <source>Where the map&apos;s class areas (strata weights) come from when no class-area table is given: the summed ellipsoidal area of the layer&apos;s features per predicted class (hectares; polygons only), their number, or no weighting (scores of the reference sample only).</source>
+        <source>Field holding the reference (ground truth) class, with the same class names as the map; empty where a feature was not checked.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="18"/>
-        <source>Optional CSV table of the map&apos;s class areas (header, then one row per class: class name, area in any unit, e.g. of a larger map the layer samples). Overrides WEIGHTING.</source>
+        <source>Optional field of the map&apos;s confidence (crop_conf): the report then shows how often the reference units of each confidence are right (a reliability diagram, 10 bins) and the expected calibration error.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="19"/>
-        <source>The report: summary, confusion matrix as a heat map, per-class and area-adjusted tables (one self-contained file).</source>
+        <source>Where the map&apos;s class areas (strata weights) come from when no class-area table is given: the summed ellipsoidal area of the layer&apos;s features per predicted class (hectares; polygons only), their number, or no weighting (scores of the reference sample only).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="20"/>
-        <source>Per-class table: counts, user&apos;s / producer&apos;s accuracy, F1, and the area-adjusted figures with the half-widths of their 95 % intervals; a last row &apos;overall&apos;.</source>
+        <source>Optional CSV table of the map&apos;s class areas (header, then one row per class: class name, area in any unit, e.g. of a larger map the layer samples). Overrides WEIGHTING.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="21"/>
-        <source>Optional CSV of the confusion matrix (rows map, columns reference).</source>
+        <source>The report: summary, confusion matrix as a heat map, per-class and area-adjusted tables (one self-contained file).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="22"/>
-        <source>Overall accuracy</source>
+        <source>Per-class table: counts, user&apos;s / producer&apos;s accuracy, F1, and the area-adjusted figures with the half-widths of their 95 % intervals; a last row &apos;overall&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="23"/>
-        <source>Kappa</source>
+        <source>Optional CSV of the confusion matrix (rows map, columns reference).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="24"/>
-        <source>Area-adjusted overall accuracy</source>
+        <source>Overall accuracy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="25"/>
-        <source>Reference units</source>
+        <source>Kappa</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="26"/>
-        <source>Classify parcels</source>
+        <source>Area-adjusted overall accuracy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="27"/>
-        <source>Predicts the crop type of every parcel from a Sentinel-2 time series and daily temperatures with a ThermoCrop model (PSE+LTAE with thermal positional encoding). The output keeps every feature and attribute of the input and adds the predicted class, its probability and a status saying why a parcel could not be classified.</source>
+        <source>Reference units</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="28"/>
-        <source>Parcel layer</source>
+        <source>Expected calibration error</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="29"/>
-        <source>Sentinel-2 scenes (these, a folder of scenes or saved STAC items)</source>
+        <source>Calibrate model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="30"/>
-        <source>Folder of scenes (or the scenes above)</source>
+        <source>Makes a model&apos;s confidence a probability on your own fields: classifies the labelled reference parcels from the scenes and weather, fits the calibration (a temperature for the probabilities and the scores of the prediction sets) on the parcels whose label is one of the model&apos;s classes, and writes the model with it as a new bundle. Use parcels the model was not trained on, at least 50 of them and some of every class; the log gives the calibration error before and after.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="31"/>
-        <source>Saved STAC items (instead of scene files)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="32"/>
-        <source>Catalogue credentials (authentication configuration)</source>
+        <source>Reference parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="33"/>
-        <source>Daily temperature file</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="34"/>
-        <source>Temperatures from</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="35"/>
-        <source>Model bundle</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="39"/>
-        <source>Class probabilities, margin and entropy fields</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="40"/>
-        <source>Classified parcels</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="41"/>
-        <source>Parcel polygons, any CRS. Every feature is classified.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="42"/>
-        <source>Sentinel-2 scenes of one season: multi-band GeoTIFFs, per-band files or .SAFE products, as layers or files (repeat SCENES=... on the command line). Give these, a scene folder, or both, or else saved STAC items: one of them is required.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="43"/>
-        <source>A folder holding the scenes, instead of or besides the scenes above: one of the two (or saved STAC items) is required.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="44"/>
-        <source>A STAC item collection saved by &apos;Search a catalogue&apos; (or &apos;thermocrop scenes search&apos;), instead of scene files: only the parts of its images that hold parcels are fetched, and kept in the cache ($THERMOCROP_CACHE or ~/.cache/thermocrop), so a second run reads nothing over the network.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="45"/>
-        <source>Credentials for the saved items&apos; images, from QGIS&apos;s authentication manager (a Basic configuration): for the Copernicus Data Space the S3 access key as user name and the secret key as password; for Planetary Computer a subscription key as password (optional). Empty: the environment&apos;s AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / PC_SDK_SUBSCRIPTION_KEY, if set. Never stored in the project.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="46"/>
-        <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV (date,tmin,tmax) covering the season; or leave it empty and choose a weather service below.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="47"/>
-        <source>Where the daily temperatures come from: the file above, or a weather service fetched for the parcels&apos; 0.1-degree cells and kept as a NetCDF in the cache (Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment).</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="48"/>
-        <source>Model bundle (.tcm). Leave empty for the model shipped for the scenes&apos; processing level: default_l2a.tcm for L2A scenes (every catalogue&apos;s), default.tcm for L1C or mixed ones.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="49"/>
-        <source>Name of the output field with the predicted class.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="50"/>
-        <source>Name of the output field with the predicted class&apos;s probability (0-1).</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="51"/>
-        <source>Name of the output field saying &apos;ok&apos; or why a parcel was not classified.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="52"/>
-        <source>Also write each class&apos;s probability (p_&lt;class&gt;), the margin between the two likeliest classes (crop_margin) and the normalised entropy of the probabilities (crop_entropy, 0 sure .. 1 undecided).</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="53"/>
-        <source>Classified parcels, styled by class; the style is saved beside file outputs.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="54"/>
-        <source>Parcels classified</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="55"/>
-        <source>Export training data</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="56"/>
-        <source>Samples up to MAX_PIXELS pixels of every labelled parcel on every scene date, with cloud masks and growing degree days, and writes them as a ThermoCrop dataset folder that Train model reads. The dataset&apos;s classes are the labels found, or the classes a class map gives the crop codes.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="59"/>
-        <source>Block field (spatial split)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="60"/>
         <source>Crop code table (class map preset)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="61"/>
+        <location filename="algorithm_strings.py" line="34"/>
         <source>Class map file (CSV or YAML)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="62"/>
-        <source>Minimum parcels per class</source>
+        <location filename="algorithm_strings.py" line="35"/>
+        <source>Sentinel-2 scenes (these, a folder of scenes or saved STAC items)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="63"/>
-        <source>Season start</source>
+        <location filename="algorithm_strings.py" line="36"/>
+        <source>Folder of scenes (or the scenes above)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="64"/>
-        <source>Pixels per parcel</source>
+        <location filename="algorithm_strings.py" line="37"/>
+        <source>Saved STAC items (instead of scene files)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="65"/>
-        <source>Dataset folder</source>
+        <location filename="algorithm_strings.py" line="38"/>
+        <source>Catalogue credentials (authentication configuration)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="66"/>
-        <source>Parcel polygons with a crop label field.</source>
+        <location filename="algorithm_strings.py" line="39"/>
+        <source>Daily temperature file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="67"/>
-        <source>Field holding each parcel&apos;s crop label: any class names or crop codes. Parcels with an empty value are left unlabelled.</source>
+        <location filename="algorithm_strings.py" line="40"/>
+        <source>Temperatures from</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="68"/>
-        <source>Field of each parcel&apos;s spatial block (e.g. a 10 km grid cell id): Train model splits training, validation and test by block, so that neighbouring parcels do not score each other. Default: the field &apos;block&apos; when the layer has one; empty: no blocks (Train model then splits at random and warns).</source>
+        <location filename="algorithm_strings.py" line="41"/>
+        <source>Model bundle to calibrate</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="69"/>
+        <location filename="algorithm_strings.py" line="42"/>
+        <source>Calibrated model bundle</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="43"/>
+        <source>Reference parcel polygons with a crop label field (only the selected ones, if any are selected and the layer is chosen with &apos;Selected features only&apos;).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="44"/>
+        <source>Field holding each parcel&apos;s true class: the model&apos;s class names, or crop codes with a class map. Parcels with an empty value are left out.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="45"/>
         <source>Map national crop codes to classes with the table of the paper&apos;s data for France, Denmark or Austria; codes not in the table become &apos;unknown&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="70"/>
-        <source>Or your own class map: a CSV with columns code,class (or a YAML file). Codes not in it become &apos;unknown&apos;. Give either this or a preset, not both.</source>
+        <location filename="algorithm_strings.py" line="46"/>
+        <source>Or your own class map: a CSV with columns code,class (or a YAML file). Give either this or a preset, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="71"/>
-        <source>Classes with fewer labelled parcels become &apos;unknown&apos; (0: keep every class).</source>
+        <location filename="algorithm_strings.py" line="47"/>
+        <source>Sentinel-2 scenes of one season: multi-band GeoTIFFs, per-band files or .SAFE products, as layers or files (repeat SCENES=... on the command line). Give these, a scene folder, or both, or else saved STAC items: one of them is required.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="72"/>
+        <location filename="algorithm_strings.py" line="48"/>
+        <source>A folder holding the scenes, instead of or besides the scenes above: one of the two (or saved STAC items) is required.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="49"/>
+        <source>A STAC item collection saved by &apos;Search a catalogue&apos; (or &apos;thermocrop scenes search&apos;), instead of scene files: only the parts of its images that hold parcels are fetched, and kept in the cache ($THERMOCROP_CACHE or ~/.cache/thermocrop), so a second run reads nothing over the network.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="50"/>
+        <source>Credentials for the saved items&apos; images, from QGIS&apos;s authentication manager (a Basic configuration): for the Copernicus Data Space the S3 access key as user name and the secret key as password; for Planetary Computer a subscription key as password (optional). Empty: the environment&apos;s AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / PC_SDK_SUBSCRIPTION_KEY, if set. Never stored in the project.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="51"/>
         <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV; or leave it empty and choose a weather service below.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
+        <location filename="algorithm_strings.py" line="52"/>
+        <source>Where the daily temperatures come from: the file above, or a weather service fetched for the parcels&apos; 0.1-degree cells and kept as a NetCDF in the cache (Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="53"/>
+        <source>Model bundle (.tcm) to calibrate. Leave empty for the model shipped with the plugin.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="54"/>
+        <source>The calibrated model bundle (.tcm) to write; the model&apos;s weights are those of the input model.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="55"/>
+        <source>Temperature</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="56"/>
+        <source>Reference parcels used</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="57"/>
+        <source>Classify parcels</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="58"/>
+        <source>Predicts the crop type of every parcel from a Sentinel-2 time series and daily temperatures with a ThermoCrop model (PSE+LTAE with thermal positional encoding). The output keeps every feature and attribute of the input and adds the predicted class, its probability and a status saying why a parcel could not be classified.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="59"/>
+        <source>Parcel layer</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="60"/>
+        <source>Model bundle</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="64"/>
+        <source>Class probabilities, margin and entropy fields</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="65"/>
+        <source>Prediction sets (crop_set, crop_set_size)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="66"/>
+        <source>Prediction set coverage</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="67"/>
+        <source>Classified parcels</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="68"/>
+        <source>Parcel polygons, any CRS. Every feature is classified.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="69"/>
+        <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV (date,tmin,tmax) covering the season; or leave it empty and choose a weather service below.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="70"/>
+        <source>Model bundle (.tcm). Leave empty for the model shipped for the scenes&apos; processing level: default_l2a.tcm for L2A scenes (every catalogue&apos;s), default.tcm for L1C or mixed ones.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="71"/>
+        <source>Name of the output field with the predicted class.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="72"/>
+        <source>Name of the output field with the predicted class&apos;s probability (0-1).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <location filename="algorithm_strings.py" line="73"/>
-        <source>Season start as MM-DD, or MM-DD/-1 for the previous year.</source>
+        <source>Name of the output field saying &apos;ok&apos; or why a parcel was not classified.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="74"/>
-        <source>Pixels sampled per parcel and date (the paper uses 64).</source>
+        <source>Also write each class&apos;s probability (p_&lt;class&gt;), the margin between the two likeliest classes (crop_margin) and the normalised entropy of the probabilities (crop_entropy, 0 sure .. 1 undecided).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="75"/>
-        <source>Dataset folder to create; it must not exist yet.</source>
+        <source>Write each parcel&apos;s prediction set: the classes that hold its true class with the chosen coverage (crop_set, most probable first, joined by |) and how many they are (crop_set_size; 1 means the label is sure at that coverage). Needs a calibrated model.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="76"/>
-        <source>Growing degree days per parcel</source>
+        <source>The chance that a parcel&apos;s prediction set holds its true class (0.9: nine parcels in ten); a higher coverage gives larger sets.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="77"/>
-        <source>Accumulates growing degree days (GDD) from the season start at each parcel&apos;s centroid, from daily temperatures, and adds one field per date.</source>
+        <source>Classified parcels, styled by class; the style is saved beside file outputs.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="78"/>
-        <source>Dates</source>
+        <source>Parcels classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="79"/>
-        <source>Scenes (for their dates)</source>
+        <source>Export training data</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="80"/>
-        <source>Folder of scenes</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="81"/>
-        <source>Base temperature</source>
+        <source>Samples up to MAX_PIXELS pixels of every labelled parcel on every scene date, with cloud masks and growing degree days, and writes them as a ThermoCrop dataset folder that Train model reads. The dataset&apos;s classes are the labels found, or the classes a class map gives the crop codes.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="82"/>
-        <source>Cap temperature</source>
+        <source>Block field (spatial split)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="83"/>
-        <source>Method</source>
+        <source>Minimum parcels per class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="84"/>
-        <source>Largest distance to a weather cell (km)</source>
+        <source>Season start</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="85"/>
-        <source>Parcels with GDD</source>
+        <source>Pixels per parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="86"/>
-        <source>Parcel polygons, any CRS.</source>
+        <source>Dataset folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="87"/>
-        <source>Dates as YYYY-MM-DD separated by commas. Leave empty to use the scene dates.</source>
+        <source>Parcel polygons with a crop label field.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="88"/>
-        <source>Sentinel-2 scenes whose acquisition dates are used when DATES is empty.</source>
+        <source>Field holding each parcel&apos;s crop label: any class names or crop codes. Parcels with an empty value are left unlabelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="89"/>
-        <source>A folder of scenes whose dates are used when DATES is empty.</source>
+        <source>Field of each parcel&apos;s spatial block (e.g. a 10 km grid cell id): Train model splits training, validation and test by block, so that neighbouring parcels do not score each other. Default: the field &apos;block&apos; when the layer has one; empty: no blocks (Train model then splits at random and warns).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="90"/>
-        <source>Or a STAC item collection saved by &apos;Search a catalogue&apos;, whose dates are used when DATES is empty (no image is read).</source>
+        <source>Or your own class map: a CSV with columns code,class (or a YAML file). Codes not in it become &apos;unknown&apos;. Give either this or a preset, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="91"/>
-        <source>Season start as MM-DD, or MM-DD/-1 for the previous year (e.g. 09-01/-1).</source>
+        <source>Classes with fewer labelled parcels become &apos;unknown&apos; (0: keep every class).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="92"/>
-        <source>Base temperature (°C) below which no growth is counted.</source>
+        <source>Season start as MM-DD, or MM-DD/-1 for the previous year.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="93"/>
-        <source>Cap temperature (°C) above which no extra growth is counted.</source>
+        <source>Pixels sampled per parcel and date (the paper uses 64).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="94"/>
-        <source>paper: clip daily min/max then average; average: average then clip at the base.</source>
+        <source>Dataset folder to create; it must not exist yet.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="95"/>
-        <source>How far a parcel may be from the grid cell (or station) it takes its temperatures from; farther parcels get no GDD.</source>
+        <source>Growing degree days per parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="96"/>
-        <source>The parcels with one field gdd_YYYYMMDD per date.</source>
+        <source>Accumulates growing degree days (GDD) from the season start at each parcel&apos;s centroid, from daily temperatures, and adds one field per date.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="97"/>
+        <source>Dates</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="98"/>
-        <source>Finds the Sentinel-2 L2A items of a STAC catalogue that cover the parcel layer in a season, keeps those with at most the given cloud cover, logs their dates, tiles and cloud cover and saves them as a STAC ItemCollection (.json). Classify parcels, Export training data and Growing degree days per parcel read the saved file as their scenes, fetching only the parts of the images that hold parcels.</source>
+        <source>Scenes (for their dates)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="99"/>
+        <source>Folder of scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="100"/>
-        <source>STAC API URL (for another STAC API)</source>
+        <source>Base temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="101"/>
-        <source>Collection</source>
+        <source>Cap temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="102"/>
-        <source>Season (year)</source>
+        <source>Method</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="103"/>
-        <source>Start (YYYY-MM-DD)</source>
+        <source>Largest distance to a weather cell (km)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="104"/>
-        <source>End (YYYY-MM-DD)</source>
+        <source>Parcels with GDD</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="105"/>
-        <source>Largest cloud cover (%)</source>
+        <source>Parcel polygons, any CRS.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="106"/>
-        <source>Item collection</source>
+        <source>Dates as YYYY-MM-DD separated by commas. Leave empty to use the scene dates.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="107"/>
-        <source>Parcel polygons, any CRS: the search covers their bounding box.</source>
+        <source>Sentinel-2 scenes whose acquisition dates are used when DATES is empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="108"/>
-        <source>Earth Search (public COGs on AWS), Planetary Computer (signed by ThermoCrop), the Copernicus Data Space (JPEG 2000 in S3: reading needs S3 keys) or another STAC API given by its URL.</source>
+        <source>A folder of scenes whose dates are used when DATES is empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="109"/>
-        <source>The address of the STAC API when &apos;Another STAC API&apos; is chosen, e.g. https://stac.example.org/v1.</source>
+        <source>Or a STAC item collection saved by &apos;Search a catalogue&apos;, whose dates are used when DATES is empty (no image is read).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="110"/>
-        <source>Collection id; empty for the catalogue&apos;s Sentinel-2 L2A collection (sentinel-2-l2a).</source>
+        <source>Season start as MM-DD, or MM-DD/-1 for the previous year (e.g. 09-01/-1).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="111"/>
-        <source>Calendar year searched (1 January to 31 December); Start and End narrow or replace it.</source>
+        <source>Base temperature (°C) below which no growth is counted.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="112"/>
-        <source>First day searched, YYYY-MM-DD (optional).</source>
+        <source>Cap temperature (°C) above which no extra growth is counted.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="113"/>
-        <source>Last day searched, YYYY-MM-DD (optional).</source>
+        <source>paper: clip daily min/max then average; average: average then clip at the base.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="114"/>
-        <source>Largest cloud cover of an item (eo:cloud_cover), percent.</source>
+        <source>How far a parcel may be from the grid cell (or station) it takes its temperatures from; farther parcels get no GDD.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="115"/>
-        <source>The item collection to write (.json); it appears only once complete.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="116"/>
-        <source>Items found</source>
+        <source>The parcels with one field gdd_YYYYMMDD per date.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="117"/>
-        <source>Dates found</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="118"/>
-        <source>Train model</source>
+        <source>Finds the Sentinel-2 L2A items of a STAC catalogue that cover the parcel layer in a season, keeps those with at most the given cloud cover, logs their dates, tiles and cloud cover and saves them as a STAC ItemCollection (.json). Classify parcels, Export training data and Growing degree days per parcel read the saved file as their scenes, fetching only the parts of the images that hold parcels.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="119"/>
-        <source>Trains a PSE+LTAE classifier with the chosen positional encoding on one or more datasets written by Export training data, and saves a model bundle (.tcm) that Classify parcels and the dock can use.</source>
+        <source>STAC API URL (for another STAC API)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="120"/>
-        <source>Dataset folders</source>
+        <source>Collection</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="121"/>
-        <source>Model variant</source>
+        <source>Season (year)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="122"/>
-        <source>Epochs</source>
+        <source>Start (YYYY-MM-DD)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="123"/>
-        <source>Steps per epoch</source>
+        <source>End (YYYY-MM-DD)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="124"/>
-        <source>Batch size</source>
+        <source>Largest cloud cover (%)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="125"/>
-        <source>Device</source>
+        <source>Item collection</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="126"/>
-        <source>Classes (empty: all classes of the datasets)</source>
+        <source>Parcel polygons, any CRS: the search covers their bounding box.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="127"/>
-        <source>Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder dialog.</source>
+        <source>Earth Search (public COGs on AWS), Planetary Computer (signed by ThermoCrop), the Copernicus Data Space (JPEG 2000 in S3: reading needs S3 keys) or another STAC API given by its URL.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="128"/>
-        <source>Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none. tpe_sinusoidal, the shipped model&apos;s, is recommended (docs/training.md).</source>
+        <source>The address of the STAC API when &apos;Another STAC API&apos; is chosen, e.g. https://stac.example.org/v1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="129"/>
-        <source>Training epochs (default 30, the shipped model&apos;s; the paper trains 100). The time the run will take is measured and logged before it starts.</source>
+        <source>Collection id; empty for the catalogue&apos;s Sentinel-2 L2A collection (sentinel-2-l2a).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="130"/>
-        <source>Optimiser steps per epoch (default 25; the paper uses 500).</source>
+        <source>Calendar year searched (1 January to 31 December); Start and End narrow or replace it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="131"/>
-        <source>Parcels per optimiser step (default 64; the paper uses 128).</source>
+        <source>First day searched, YYYY-MM-DD (optional).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="132"/>
-        <source>auto uses a CUDA GPU when there is one, else the CPU.</source>
+        <source>Last day searched, YYYY-MM-DD (optional).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="133"/>
-        <source>The model&apos;s classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: every class of the datasets. Parcels of other classes are left out of training.</source>
+        <source>Largest cloud cover of an item (eo:cloud_cover), percent.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="134"/>
+        <source>The item collection to write (.json); it appears only once complete.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="135"/>
+        <source>Items found</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="136"/>
+        <source>Dates found</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="137"/>
+        <source>Train model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="138"/>
+        <source>Trains a PSE+LTAE classifier with the chosen positional encoding on one or more datasets written by Export training data, and saves a model bundle (.tcm) that Classify parcels and the dock can use.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="139"/>
+        <source>Dataset folders</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="140"/>
+        <source>Model variant</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="141"/>
+        <source>Epochs</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="142"/>
+        <source>Steps per epoch</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="143"/>
+        <source>Batch size</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="144"/>
+        <source>Device</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="145"/>
+        <source>Classes (empty: all classes of the datasets)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="146"/>
+        <source>Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder dialog.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="147"/>
+        <source>Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none. tpe_sinusoidal, the shipped model&apos;s, is recommended (docs/training.md).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="148"/>
+        <source>Training epochs (default 30, the shipped model&apos;s; the paper trains 100). The time the run will take is measured and logged before it starts.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="149"/>
+        <source>Optimiser steps per epoch (default 25; the paper uses 500).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="150"/>
+        <source>Parcels per optimiser step (default 64; the paper uses 128).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="151"/>
+        <source>auto uses a CUDA GPU when there is one, else the CPU.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="152"/>
+        <source>The model&apos;s classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: every class of the datasets. Parcels of other classes are left out of training.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="153"/>
         <source>Model bundle file (.tcm) to write.</source>
         <translation type="unfinished"></translation>
     </message>

@@ -56,26 +56,36 @@ def assess_features(features: Iterable[QgsFeature], crs: QgsCoordinateReferenceS
                     predicted_field: str, reference_field: str, weighting: str = "area",
                     class_areas: Optional[Mapping[str, float]] = None,
                     area_unit: Optional[str] = None, title: str = "",
-                    cancelled: Optional[Callable[[], bool]] = None, reference_class_map: Optional[str] = None):
+                    cancelled: Optional[Callable[[], bool]] = None, reference_class_map: Optional[str] = None,
+                    confidence_field: Optional[str] = None):
     """``core.accuracy.assess_layer`` on QGIS features (geometries read only when areas are needed).
 
     ``reference_class_map``: a class map (preset name or file) turning reference crop codes
     (e.g. the French ``CODE_CULTU``) into the map's classes; codes not in it become ``unknown``.
+    ``confidence_field``: the map's confidence (``crop_conf``) for the reliability table, or None.
     """
     from ..core.accuracy import assess_layer
     from ..core.classmap import ClassMap
 
     need_geometry = class_areas is None and weighting == "area"
-    frame = attribute_frame(features, crs, [predicted_field, reference_field], need_geometry, cancelled)
+    fields = [predicted_field, reference_field] + ([confidence_field] if confidence_field else [])
+    frame = attribute_frame(features, crs, fields, need_geometry, cancelled)
     if reference_class_map:
         frame[reference_field] = ClassMap.load(reference_class_map).map_labels(frame[reference_field])[0]
     return assess_layer(frame, predicted_field, reference_field, weighting=weighting,
-                        class_areas=class_areas, area_unit=area_unit, title=title)
+                        class_areas=class_areas, area_unit=area_unit, title=title, confidence_field=confidence_field)
 
 
 REFERENCE_FIELD_GUESSES = ("reference", "ref", "truth", "crop_ref", "crop_true", "crop", "label",
                            "class", "ground_truth")
 PREDICTED_FIELD_GUESSES = ("crop_pred", "prediction", "predicted", "pred")
+CONFIDENCE_FIELD_GUESSES = ("crop_conf", "confidence", "conf")
+
+
+def guess_confidence_field(names: Iterable[str]) -> Optional[str]:
+    """A likely confidence field among a layer's fields (``crop_conf``...), or None."""
+    lower = {n.lower(): n for n in names}
+    return next((lower[g] for g in CONFIDENCE_FIELD_GUESSES if g in lower), None)
 
 
 def guess_fields(names: Iterable[str]) -> tuple[Optional[str], Optional[str]]:

@@ -3,6 +3,7 @@ the map class weighting; assesses in a background task and shows the HTML report
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Optional
 from qgis.core import (
     Qgis,
     QgsFeatureRequest,
+    QgsFieldProxyModel,
     QgsMapLayerProxyModel,
     QgsMessageLog,
     QgsVectorLayer,
@@ -18,7 +20,8 @@ from qgis.core import (
     QgsWkbTypes,
 )
 from qgis.gui import QgsFieldComboBox, QgsFileWidget, QgsMapLayerComboBox
-from qgis.PyQt.QtCore import QEvent, pyqtSignal
+from qgis.PyQt.QtCore import QEvent, QUrl, pyqtSignal
+from qgis.PyQt.QtGui import QImage, QTextDocument
 from qgis.PyQt.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -31,7 +34,8 @@ from qgis.PyQt.QtWidgets import (
     QWidget,
 )
 
-from .accuracy_layer import WEIGHTING_LABELS, assess_features, guess_fields
+from .accuracy_layer import WEIGHTING_LABELS, assess_features, guess_confidence_field, guess_fields
+from .i18n import tr
 from .staged_sinks import layer_file
 from .task import ThermoCropTask
 from .task_panel import TaskPanelMixin
@@ -62,7 +66,7 @@ class AccuracyTask(ThermoCropTask):
     WHAT = "Accuracy assessment"
 
     def __init__(self, layer: QgsVectorLayer, predicted: str, reference: str, weighting: str,
-                 class_areas_path: Optional[str], on_done, reference_class_map: str = ""):
+                 class_areas_path: Optional[str], on_done, reference_class_map: str = "", confidence: str = ""):
         super().__init__(f"ThermoCrop: accuracy of {layer.name()}", on_done)
         self.source = QgsVectorLayerFeatureSource(layer)
         self.crs = layer.crs()
@@ -73,12 +77,12 @@ class AccuracyTask(ThermoCropTask):
         self.subset = layer.subsetString()
         shown = f"; only the features of the filter {self.subset}" if self.subset else ""
         self.title = f"{layer.name()} ({predicted} against {reference}{codes}{shown})"
-        self.predicted, self.reference = predicted, reference
+        self.predicted, self.reference, self.confidence = predicted, reference, confidence or None
         self.weighting, self.class_areas_path = weighting, class_areas_path
         self.needs_geometry = weighting == "area"
         fields = layer.fields()
         self.request = QgsFeatureRequest().setSubsetOfAttributes(
-            [fields.indexOf(predicted), fields.indexOf(reference)])
+            [fields.indexOf(name) for name in (predicted, reference, confidence) if name])
         if not self.needs_geometry:
             self.request.setFlags(QgsFeatureRequest.NoGeometry)
         self.report = None
@@ -91,7 +95,8 @@ class AccuracyTask(ThermoCropTask):
             self.source.getFeatures(self.request), self.crs, self.predicted, self.reference,
             weighting="none" if self.weighting == TABLE else self.weighting, class_areas=areas,
             area_unit="map units (table)" if areas is not None else None, title=self.title,
-            cancelled=self.isCanceled, reference_class_map=self.reference_class_map or None)
+            cancelled=self.isCanceled, reference_class_map=self.reference_class_map or None,
+            confidence_field=self.confidence)
 
 
 class AccuracyWidget(TaskPanelMixin, QWidget):
@@ -126,6 +131,12 @@ class AccuracyWidget(TaskPanelMixin, QWidget):
         self.reference_combo = QgsFieldComboBox()
         self.reference_combo.setToolTip("Field with the reference (ground truth) class; empty where "
                                         "a parcel was not checked.")
+        self.confidence_combo = QgsFieldComboBox()
+        self.confidence_combo.setAllowEmptyFieldName(True)
+        self.confidence_combo.setFilters(QgsFieldProxyModel.Numeric)
+        self.confidence_combo.setToolTip(tr("Field with the map's confidence (crop_conf): the report then shows "
+                                            "how often parcels of each confidence are right (a reliability diagram) "
+                                            "and the expected calibration error. Empty: no reliability."))
         self.weighting_combo = QComboBox()
         for key, label in WEIGHTING_LABELS.items():
             self.weighting_combo.addItem(label, key)
@@ -166,6 +177,7 @@ class AccuracyWidget(TaskPanelMixin, QWidget):
         form.addRow("Map (predicted) class", self.predicted_combo)
         form.addRow("Reference class", self.reference_combo)
         form.addRow("Reference codes", self.codes_combo)
+        form.addRow(tr("Confidence"), self.confidence_combo)
         form.addRow("Weighting", self.weighting_combo)
         form.addRow("Class-area table", self.areas_file)
         buttons = QHBoxLayout()
@@ -219,8 +231,10 @@ class AccuracyWidget(TaskPanelMixin, QWidget):
     def _layer_changed(self, layer) -> None:
         self.predicted_combo.setLayer(layer)
         self.reference_combo.setLayer(layer)
+        self.confidence_combo.setLayer(layer)
         if layer is not None:
             names = layer.fields().names()
+            self.confidence_combo.setField(guess_confidence_field(names) or "")
             predicted, reference = guess_fields(names)
             if reference is None:  # crop codes of a national register, say CODE_CULTU
                 reference = next((n for n in names if n.lower() in CODE_FIELDS), None)
@@ -265,7 +279,8 @@ class AccuracyWidget(TaskPanelMixin, QWidget):
         task = AccuracyTask(layer, self.predicted_combo.currentField(),
                             self.reference_combo.currentField(), self.weighting(),
                             self.areas_file.filePath() or None, self._finished,
-                            reference_class_map=self.codes_combo.currentData())
+                            reference_class_map=self.codes_combo.currentData(),
+                            confidence=self.confidence_combo.currentField())
         self.assess_button.setEnabled(False)
         self.status.setText(f"Assessing {layer.name()}…")
         self.status.setStyleSheet("")
@@ -286,11 +301,18 @@ class AccuracyWidget(TaskPanelMixin, QWidget):
         self.report = report
         # The matrices' columns are numbered (the rows give number and name): they fit a dock of
         # the default width.
-        self.browser.setHtml(readable_headers(report_html(report, narrow=True)))
+        page = readable_headers(report_html(report, narrow=True))
+        # Qt's text browser shows images it holds as resources: the report's inline figures.
+        for uri in set(re.findall(r'src="(data:image/png;base64,[^"]+)"', page)):
+            image = QImage.fromData(base64.b64decode(uri.split(",", 1)[1]), "PNG")
+            self.browser.document().addResource(QTextDocument.ImageResource, QUrl(uri), image)
+        self.browser.setHtml(page)
         self.fit_report()
         s = report.sample
         text = (f"{s.n} reference parcels: overall accuracy {s.overall_accuracy:.3f}, "
                 f"kappa {s.kappa:.3f}")
+        if report.reliability is not None:
+            text += tr("; expected calibration error {ece:.3f}").format(ece=report.reliability.ece)
         layer = self.layer()
         if layer is not None and layer.subsetString():
             text = (f"Only the {layer.featureCount()} features the layer's filter shows were assessed "

@@ -5,6 +5,7 @@ fields a run would replace."""
 from __future__ import annotations
 
 import math
+from numbers import Integral
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -12,6 +13,7 @@ from qgis.core import QgsField, QgsProject, QgsVectorDataProvider, QgsVectorLaye
 from qgis.PyQt.QtCore import QVariant
 
 from ..app import result_columns
+from ..core.result_columns import SET_FIELD, SET_SIZE_FIELD
 from .i18n import tr
 
 
@@ -29,17 +31,32 @@ def result_values(result, fids: list, label_field: str, conf_field: str, status_
     columns = result_columns(result, len(fids), label_field=label_field, conf_field=conf_field,
                              status_field=status_field, probabilities=probabilities)
     rows = [int(row) for row in result.rows]
-    kinds = {label_field: QVariant.String, status_field: QVariant.String}
-    return {name: (kinds.get(name, QVariant.Double), {fids[row]: qgis_value(values[row]) for row in rows})
+    return {name: (QVARIANT_KINDS[column_kind(name, label_field, status_field)],
+                   {fids[row]: qgis_value(values[row]) for row in rows})
             for name, values in columns.items()}
 
 
+QVARIANT_KINDS = {"string": QVariant.String, "real": QVariant.Double, "integer": QVariant.Int}
+"""The QGIS field type of each kind ``core.io.vector`` names."""
+
+
+def column_kind(name: str, label_field: str, status_field: Optional[str]) -> str:
+    """The kind of a result column (``core.result_columns``): text for the class, status and
+    prediction set, a whole number for the set's size, a real number for the rest."""
+    if name in (label_field, status_field, SET_FIELD):
+        return "string"
+    return "integer" if name == SET_SIZE_FIELD else "real"
+
+
 def qgis_value(value):
-    """A column value as a QGIS attribute: NaN and None are NULL, numbers plain floats, text str."""
+    """A column value as a QGIS attribute: NaN and None are NULL, whole numbers int, other numbers
+    plain floats, text str."""
     if value is None:
         return None
     if isinstance(value, str):
         return str(value)
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        return int(value)
     number = float(value)
     return None if math.isnan(number) else number
 
@@ -87,7 +104,8 @@ def write_result_to_layer(layer: QgsVectorLayer, fids: list, result, label_field
     try:
         for name, (kind, _) in fields.items():
             if layer.fields().indexOf(name) < 0:
-                layer.addAttribute(QgsField(name, kind, len=40 if kind == QVariant.String else 0))
+                layer.addAttribute(QgsField(name, kind, len=(254 if name == SET_FIELD else 40)
+                                            if kind == QVariant.String else 0))
         indexes = {name: layer.fields().indexOf(name) for name in fields}
         for fid in fields[label_field][1]:
             layer.changeAttributeValues(fid, {indexes[name]: values[fid] for name, (_, values) in fields.items()})

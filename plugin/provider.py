@@ -7,6 +7,7 @@ from qgis.PyQt.QtGui import QIcon
 
 from .algorithms.accuracy_assessment import AccuracyAssessment
 from .algorithms.base import ICON
+from .algorithms.calibrate_model import CalibrateModel
 from .algorithms.classify_parcels import ClassifyParcels
 from .algorithms.export_training_data import ExportTrainingData
 from .algorithms.parcel_gdd import ParcelGDD
@@ -15,8 +16,8 @@ from .algorithms.train_model import TrainModel
 
 
 class ThermoCropProvider(QgsProcessingProvider):
-    """Provides classifyparcels, parcelgdd, exporttrainingdata, trainmodel, accuracyassessment and
-    searchcatalog."""
+    """Provides classifyparcels, parcelgdd, exporttrainingdata, trainmodel, calibratemodel,
+    accuracyassessment and searchcatalog."""
 
     def id(self) -> str:
         return "thermocrop"
@@ -29,5 +30,5 @@ class ThermoCropProvider(QgsProcessingProvider):
 
     def loadAlgorithms(self) -> None:  # noqa: N802 (QGIS API)
         for algorithm in (ClassifyParcels(), ParcelGDD(), ExportTrainingData(), TrainModel(),
-                          AccuracyAssessment(), SearchCatalog()):
+                          CalibrateModel(), AccuracyAssessment(), SearchCatalog()):
             self.addAlgorithm(algorithm)

@@ -25,6 +25,7 @@ from ..app import (
     weather_spec,
 )
 from ..core.classify import estimated_seconds
+from ..core.model.calibration import DEFAULT_COVERAGE
 from ..core.settings import PixelSampling
 from .i18n import tr
 from .layers import ID_COLUMN, features_to_frame
@@ -85,6 +86,7 @@ class ClassificationParameters:
             ``missing_scl``...).
         credentials: for reading saved STAC items (``scenes``) from QGIS's authentication manager
             (``catalog.auth_credentials``); empty: the environment's. Held in memory only.
+        coverage: the prediction sets' coverage (``crop_set``, ``crop_set_size``), or None for no sets.
     """
 
     parcels: Any
@@ -102,6 +104,7 @@ class ClassificationParameters:
     bundle: Any = None
     inputs: list = field(default_factory=list)
     credentials: dict = field(default_factory=dict)
+    coverage: Optional[float] = DEFAULT_COVERAGE
 
 
 class ThermoCropTask(QgsTask):
@@ -219,7 +222,7 @@ def classification_request(p: ClassificationParameters) -> ClassifyRequest:
     return ClassifyRequest(
         parcels=ParcelsSpec(p.parcels, name=_parcels_name(p.parcels), id_field=ID_COLUMN),
         scenes=scenes, weather=weather_spec(p.weather), model=p.bundle if p.bundle is not None else p.model,
-        fields=ResultFields(p.label_field, p.confidence_field, p.status_field, p.probabilities),
+        fields=ResultFields(p.label_field, p.confidence_field, p.status_field, p.probabilities, p.coverage),
         sampling=PixelSampling(**p.extra), output=output)
 
 

@@ -18,6 +18,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="field of the map's (predicted) class (default crop_pred)")
     parser.add_argument("--reference", required=True,
                         help="field of the reference class, empty where a feature was not checked")
+    parser.add_argument("--confidence", help="the map's confidence field (e.g. crop_conf): adds a reliability "
+                                             "diagram and the expected calibration error to the report")
     parser.add_argument("--weighting", choices=("area", "count", "none"), default="area",
                         help="map class areas (strata weights) from the features' ellipsoidal areas "
                              "in ha (default), their number, or none (sample scores only)")
@@ -60,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
                         and args.weighting == "area")
     areas = read_class_areas(args.class_areas) if args.class_areas else None
     report = assess_layer(frame, args.predicted, args.reference, weighting=args.weighting,
-                          class_areas=areas, area_unit=args.area_unit,
+                          class_areas=areas, area_unit=args.area_unit, confidence_field=args.confidence,
                           title=f"{Path(args.layer).name} ({args.predicted} against {args.reference})")
     for warning in report.warnings:
         log.warning(warning)
@@ -69,6 +71,9 @@ def run(args: argparse.Namespace) -> int:
     s, e = report.sample, report.estimates
     print(f"reference units {s.n}  OA {s.overall_accuracy:.4f}  kappa {s.kappa:.4f}  "
           f"macro F1 {s.macro_f1:.4f}")
+    if report.reliability is not None:
+        print(f"expected calibration error (10 bins) {report.reliability.ece:.4f} over {report.reliability.units} "
+              f"units with a {args.confidence}")
     if e is not None:
         print(f"area-adjusted OA {format_estimate(e.overall_accuracy, e.overall_accuracy_se, 4)} "
               f"(95 %), map classes weighted by {report.area_unit}")

@@ -28,6 +28,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
+from ..accuracy_stats import reliability
 from ..errors import InputError
 
 log = logging.getLogger(__name__)
@@ -255,35 +256,28 @@ def prediction_sets(probabilities: np.ndarray, threshold: float) -> np.ndarray:
     return sets
 
 
-def reliability_table(probabilities: np.ndarray, labels: np.ndarray, bins: int = 10) -> list[dict[str, float]]:
-    """Per confidence bin (``bins`` equal widths of the highest probability): parcels, mean
-    confidence and accuracy (NaN for an empty bin). Rows with NaN or a negative label are left out."""
+def _confidence_and_correct(probabilities: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The highest probability of each usable row and whether its class is ``labels``'; rows with
+    NaN or a negative label are left out."""
     p = np.asarray(probabilities, dtype=np.float64)
     y = np.asarray(labels, dtype=np.int64)
     keep = (y >= 0) & np.isfinite(p).all(axis=1)
     p, y = p[keep], y[keep]
-    confidence = p.max(axis=1) if len(p) else np.zeros(0)
-    correct = (p.argmax(axis=1) == y) if len(p) else np.zeros(0, dtype=bool)
-    index = np.minimum((confidence * bins).astype(int), bins - 1)
-    table = []
-    for b in range(bins):
-        inside = index == b
-        n = int(inside.sum())
-        table.append({"low": b / bins, "high": (b + 1) / bins, "parcels": n,
-                      "confidence": float(confidence[inside].mean()) if n else float("nan"),
-                      "accuracy": float(correct[inside].mean()) if n else float("nan")})
-    return table
+    if not len(p):
+        return np.zeros(0), np.zeros(0, dtype=bool)
+    return p.max(axis=1), p.argmax(axis=1) == y
+
+
+def reliability_table(probabilities: np.ndarray, labels: np.ndarray, bins: int = 10) -> list[dict[str, float]]:
+    """Per confidence bin (``bins`` equal widths of the highest probability): parcels, mean
+    confidence and accuracy (NaN for an empty bin). Rows with NaN or a negative label are left out."""
+    return reliability(*_confidence_and_correct(probabilities, labels), bins).bins
 
 
 def expected_calibration_error(probabilities: np.ndarray, labels: np.ndarray, bins: int = 10) -> float:
     """The parcel-weighted mean gap between confidence and accuracy over ``bins`` equal-width
     confidence bins (0 for no usable parcel)."""
-    table = reliability_table(probabilities, labels, bins)
-    total = sum(row["parcels"] for row in table)
-    if total == 0:
-        return 0.0
-    return float(sum(row["parcels"] * abs(row["accuracy"] - row["confidence"]) for row in table if row["parcels"])
-                 / total)
+    return reliability(*_confidence_and_correct(probabilities, labels), bins).ece
 
 
 def class_indices(labels: Sequence[str], classes: Sequence[str]) -> np.ndarray:

@@ -34,6 +34,7 @@ class AccuracyAssessment(ThermoCropAlgorithm):
     DISPLAY = "Accuracy assessment"
     PREDICTED_FIELD = "PREDICTED_FIELD"
     REFERENCE_FIELD = "REFERENCE_FIELD"
+    CONFIDENCE_FIELD = "CONFIDENCE_FIELD"
     WEIGHTING = "WEIGHTING"
     CLASS_AREAS = "CLASS_AREAS"
     OUTPUT_HTML = "OUTPUT_HTML"
@@ -43,6 +44,7 @@ class AccuracyAssessment(ThermoCropAlgorithm):
     KAPPA = "KAPPA"
     ADJUSTED_OVERALL_ACCURACY = "ADJUSTED_OVERALL_ACCURACY"
     SAMPLE_SIZE = "SAMPLE_SIZE"
+    CALIBRATION_ERROR = "CALIBRATION_ERROR"
     FILE_OUTPUTS = (("html", OUTPUT_HTML), ("csv", OUTPUT_CSV), ("matrix", OUTPUT_MATRIX))
     """The file outputs: ``core.accuracy.REPORT_FORMATS`` kind and parameter."""
     SUMMARY = (
@@ -61,6 +63,9 @@ class AccuracyAssessment(ThermoCropAlgorithm):
         "PREDICTED_FIELD": "Field holding the map's (predicted) class.",
         "REFERENCE_FIELD": "Field holding the reference (ground truth) class, with the same "
                            "class names as the map; empty where a feature was not checked.",
+        "CONFIDENCE_FIELD": "Optional field of the map's confidence (crop_conf): the report then shows how often "
+                            "the reference units of each confidence are right (a reliability diagram, 10 bins) and "
+                            "the expected calibration error.",
         "WEIGHTING": "Where the map's class areas (strata weights) come from when no class-area "
                      "table is given: the summed ellipsoidal area of the layer's features per "
                      "predicted class (hectares; polygons only), their number, or no weighting "
@@ -87,6 +92,9 @@ class AccuracyAssessment(ThermoCropAlgorithm):
         reference.setMetadata({"widget_wrapper": {"class": f"{WIDGETS_MODULE}.GuessedFieldWrapper",
                                                   "guess": "reference"}})
         self.add(reference)
+        self.add(QgsProcessingParameterField(self.CONFIDENCE_FIELD, "Confidence field (reliability)",
+                                             parentLayerParameterName=self.INPUT,
+                                             type=QgsProcessingParameterField.Numeric, optional=True))
         self.add(QgsProcessingParameterEnum(self.WEIGHTING, "Map class areas",
                                             options=list(WEIGHTING_LABELS.values()), defaultValue=0))
         self.add(QgsProcessingParameterFile(self.CLASS_AREAS, "Table of map class areas (CSV)",
@@ -99,7 +107,8 @@ class AccuracyAssessment(ThermoCropAlgorithm):
                                                        createByDefault=False))
         for name, label in ((self.OVERALL_ACCURACY, "Overall accuracy"), (self.KAPPA, "Kappa"),
                             (self.ADJUSTED_OVERALL_ACCURACY, "Area-adjusted overall accuracy"),
-                            (self.SAMPLE_SIZE, "Reference units")):
+                            (self.SAMPLE_SIZE, "Reference units"),
+                            (self.CALIBRATION_ERROR, "Expected calibration error")):
             self.addOutput(QgsProcessingOutputNumber(name, label))
 
     def check_fields(self, parameters, context) -> tuple[bool, str]:
@@ -157,8 +166,10 @@ class AccuracyAssessment(ThermoCropAlgorithm):
             raise QgsProcessingException(tr("The classified layer could not be read; check INPUT."))
         predicted = self.parameterAsString(parameters, self.PREDICTED_FIELD, context)
         reference = self.parameterAsString(parameters, self.REFERENCE_FIELD, context)
+        confidence = self.parameterAsString(parameters, self.CONFIDENCE_FIELD, context) or None
         fields = source.fields()
-        for name, what in ((predicted, self.PREDICTED_FIELD), (reference, self.REFERENCE_FIELD)):
+        named = [(predicted, self.PREDICTED_FIELD), (reference, self.REFERENCE_FIELD)]
+        for name, what in named + ([(confidence, self.CONFIDENCE_FIELD)] if confidence else []):
             if fields.indexOf(name) < 0:
                 raise QgsProcessingException(tr("The layer has no field {name!r} ({what}); its fields are "
                                                 "{fields}.").format(name=name, what=what,
@@ -173,8 +184,8 @@ class AccuracyAssessment(ThermoCropAlgorithm):
         # Checked again here: a script may call processAlgorithm without checkParameterValues.
         self.run_core(lambda: self.checked_outputs(parameters, context))
         html_path, csv_path, matrix_path = (path for _, _, path in outputs)
-        request = QgsFeatureRequest().setSubsetOfAttributes([fields.indexOf(predicted),
-                                                             fields.indexOf(reference)])
+        request = QgsFeatureRequest().setSubsetOfAttributes(
+            [fields.indexOf(name) for name in (predicted, reference, confidence) if name])
         if table is not None or weighting != "area":
             request.setFlags(QgsFeatureRequest.NoGeometry)
 
@@ -186,7 +197,7 @@ class AccuracyAssessment(ThermoCropAlgorithm):
                                    weighting=weighting, class_areas=areas,
                                    area_unit="map units (table)" if areas is not None else None,
                                    title=f"{source.sourceName()} ({predicted} against {reference})",
-                                   cancelled=feedback.isCanceled)
+                                   cancelled=feedback.isCanceled, confidence_field=confidence)
 
         report = self.run_core(assess)
         for warning in report.warnings:
@@ -200,6 +211,10 @@ class AccuracyAssessment(ThermoCropAlgorithm):
             feedback.pushInfo(tr("Area-adjusted overall accuracy {estimate} (95 %)").format(
                 estimate=format_estimate(e.overall_accuracy, e.overall_accuracy_se, 4)))
 
+        if report.reliability is not None:
+            feedback.pushInfo(tr("Expected calibration error (10 bins) of {field}: {ece} over {n} units").format(
+                field=confidence, ece=f"{report.reliability.ece:.4f}", n=report.reliability.units))
+
         def write():
             from ...core.accuracy import write_reports
 
@@ -209,7 +224,8 @@ class AccuracyAssessment(ThermoCropAlgorithm):
         results = {self.OUTPUT_HTML: html_path, self.OUTPUT_CSV: csv_path,
                    self.OVERALL_ACCURACY: s.overall_accuracy, self.KAPPA: s.kappa,
                    self.ADJUSTED_OVERALL_ACCURACY: e.overall_accuracy if e is not None else None,
-                   self.SAMPLE_SIZE: s.n}
+                   self.SAMPLE_SIZE: s.n,
+                   self.CALIBRATION_ERROR: report.reliability.ece if report.reliability is not None else None}
         if matrix_path:
             results[self.OUTPUT_MATRIX] = matrix_path
         return results

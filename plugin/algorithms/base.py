@@ -32,7 +32,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "plugin.md"
 WIDGETS_MODULE = __package__.rsplit(".", 1)[0] + ".widgets"
 """Where Processing finds the plugin's dialog widgets (a class path, imported only by dialogs)."""
 
-TORCH_ALGORITHMS = ("classifyparcels", "trainmodel")
+TORCH_ALGORITHMS = ("classifyparcels", "trainmodel", "calibratemodel")
 """Algorithms that run a model and so need torch; the others need only the geo stack."""
 
 

@@ -27,8 +27,9 @@ from qgis.PyQt.QtCore import QVariant
 from ... import app
 from ...app import NOT_SELECTED, ClassifyRequest, ParcelsSpec, ResultFields, result_columns
 from ...core.classify import estimated_seconds
+from ...core.model.calibration import DEFAULT_COVERAGE
 from ..i18n import tr
-from ..layer_writer import qgis_value
+from ..layer_writer import QVARIANT_KINDS, column_kind, qgis_value
 from ..layers import features_to_frame
 from ..staged_sinks import StagedSink, check_sink, field_kinds, geometry_type, layer_file
 from ..styles import apply_class_style, save_style_beside
@@ -58,6 +59,8 @@ class ClassifyParcels(ThermoCropAlgorithm):
     CONFIDENCE_FIELD = "CONFIDENCE_FIELD"
     STATUS_FIELD = "STATUS_FIELD"
     PROBABILITIES = "PROBABILITIES"
+    PREDICTION_SETS = "PREDICTION_SETS"
+    COVERAGE = "COVERAGE"
     CLASSIFIED = "CLASSIFIED"
     SUMMARY = ("Predicts the crop type of every parcel from a Sentinel-2 time series and daily "
                "temperatures with a ThermoCrop model (PSE+LTAE with thermal positional encoding). "
@@ -77,6 +80,11 @@ class ClassifyParcels(ThermoCropAlgorithm):
         "PROBABILITIES": "Also write each class's probability (p_<class>), the margin between the two likeliest "
                          "classes (crop_margin) and the normalised entropy of the probabilities (crop_entropy, "
                          "0 sure .. 1 undecided).",
+        "PREDICTION_SETS": "Write each parcel's prediction set: the classes that hold its true class with the "
+                           "chosen coverage (crop_set, most probable first, joined by |) and how many they are "
+                           "(crop_set_size; 1 means the label is sure at that coverage). Needs a calibrated model.",
+        "COVERAGE": "The chance that a parcel's prediction set holds its true class (0.9: nine parcels in ten); a "
+                    "higher coverage gives larger sets.",
         "OUTPUT": "Classified parcels, styled by class; the style is saved beside file outputs.",
     }
 
@@ -92,6 +100,9 @@ class ClassifyParcels(ThermoCropAlgorithm):
         self.add(QgsProcessingParameterString(self.STATUS_FIELD, "Status field", defaultValue="crop_status"))
         self.add(QgsProcessingParameterBoolean(self.PROBABILITIES, "Class probabilities, margin and entropy fields",
                                                defaultValue=False))
+        self.add(QgsProcessingParameterBoolean(self.PREDICTION_SETS, "Prediction sets (crop_set, crop_set_size)",
+                                               defaultValue=True))
+        self.add(self.number(self.COVERAGE, "Prediction set coverage", "coverage", DEFAULT_COVERAGE))
         self.add(QgsProcessingParameterFeatureSink(self.OUTPUT, "Classified parcels",
                                                    QgsProcessing.TypeVectorPolygon))
         self.addOutput(QgsProcessingOutputNumber(self.CLASSIFIED, "Parcels classified"))
@@ -121,7 +132,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
         names and types."""
         source = self.parameterAsSource(parameters, self.INPUT, context)
         return check_sink(self, parameters, context, inputs=self._inputs(parameters, context),
-                          kinds=dict(zip(self._field_names(parameters, context), ("string", "real", "string"))),
+                          kinds=self._fields(parameters, context).kinds(),
                           source_fields=source.fields() if source is not None else None)
 
     CHECKS = (ThermoCropAlgorithm.check_weather, check_model, check_field_names, ThermoCropAlgorithm.check_parcel_crs,
@@ -177,6 +188,12 @@ class ClassifyParcels(ThermoCropAlgorithm):
         counts = result.counts()
         for key in sorted(counts):
             feedback.pushInfo(f"  {key}: {counts[key]}")
+        if result.sets is not None:
+            sizes = result.sets[result.status == "ok"].sum(axis=1)
+            feedback.pushInfo(tr("Prediction sets for {coverage:.0f} % coverage: mean size {mean:.2f}, {several} "
+                                 "parcels with more than one class").format(
+                coverage=100 * result.coverage, mean=float(sizes.mean()) if len(sizes) else 0.0,
+                several=int((sizes > 1).sum())))
         self._style = (dest_id, label_field, tuple(bundle.classes))
         return {"OUTPUT": dest_id, "CLASSIFIED": int((result.status == "ok").sum())}
 
@@ -188,10 +205,14 @@ class ClassifyParcels(ThermoCropAlgorithm):
             parcels=ParcelsSpec(frame, name=source.sourceName()),
             scenes=scenes_spec(self, parameters, context), weather=weather_spec(self, parameters, context),
             model=self.parameterAsFile(parameters, self.MODEL, context) or None,
-            fields=ResultFields(self.parameterAsString(parameters, self.LABEL_FIELD, context),
-                                self.parameterAsString(parameters, self.CONFIDENCE_FIELD, context),
-                                self.parameterAsString(parameters, self.STATUS_FIELD, context),
-                                self.parameterAsBoolean(parameters, self.PROBABILITIES, context)))
+            fields=self._fields(parameters, context))
+
+    def _fields(self, parameters, context) -> ResultFields:
+        """The result's columns the parameters ask for (no sets without ``PREDICTION_SETS``)."""
+        sets = self.parameterAsBoolean(parameters, self.PREDICTION_SETS, context)
+        return ResultFields(*self._field_names(parameters, context),
+                            self.parameterAsBoolean(parameters, self.PROBABILITIES, context),
+                            coverage=self.parameterAsDouble(parameters, self.COVERAGE, context) if sets else None)
 
     def _write(self, source, staged: StagedSink, columns: dict, row_of: dict, requested: tuple, feedback,
                writing=None) -> str:
@@ -202,9 +223,9 @@ class ClassifyParcels(ThermoCropAlgorithm):
         from ...core.io.vector import measures_supported, replaced_fields
 
         extra = [name for name in columns if name not in requested]
+        order = [*requested, *extra]
         names = [staged.field_names[n] for n in requested]
-        kinds = dict(zip(requested, ("string", "real", "string")))
-        kinds.update(dict.fromkeys(extra, "real"))
+        kinds = {name: column_kind(name, requested[0], requested[2]) for name in order}
         replaced = set(self.run_core(lambda: replaced_fields(field_kinds(source.fields()), staged.target, kinds)))
         if replaced:
             feedback.pushInfo(tr("Fields {fields} of the input are replaced by the new values.").format(
@@ -218,13 +239,13 @@ class ClassifyParcels(ThermoCropAlgorithm):
         for name, kind, length in zip(names, (QVariant.String, QVariant.Double, QVariant.String), (40, 0, 40)):
             fields.append(QgsField(name, kind, len=length))
         for name in extra:
-            fields.append(QgsField(staged.field_names[name], QVariant.Double))
+            kind = QVARIANT_KINDS[kinds[name]]
+            fields.append(QgsField(staged.field_names[name], kind, len=254 if kind == QVariant.String else 0))
         wkb_type, make_multi = geometry_type(source)
         if QgsWkbTypes.hasM(wkb_type) and staged.driver and not measures_supported(staged.driver):
             feedback.pushWarning(self.measures_dropped(staged.driver))
         sink, dest_id = staged.create(fields, wkb_type, source.sourceCrs())
         total = max(source.featureCount(), 1)
-        order = [*requested, *extra]
         written = 0
         for n, feature in enumerate(source.getFeatures()):
             if feedback.isCanceled():

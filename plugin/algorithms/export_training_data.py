@@ -22,13 +22,10 @@ from ...core.settings import ExtractionSettings, PixelSampling, ThermalTime
 from ..i18n import tr
 from ..layers import features_to_frame
 from .base import WIDGETS_MODULE, ThermoCropAlgorithm
-from .request_parts import ProcessingRun, scenes_spec, weather_spec
+from .request_parts import PRESET_LABELS, ProcessingRun, class_map_of, scenes_spec, weather_spec
 
 DEFAULT_BLOCK_FIELD = "block"
 """The block field ``core.extract`` reads by default, and this algorithm's default."""
-PRESETS = ("", "france", "denmark", "austria")
-PRESET_LABELS = ("none: the label values are the classes", "france (RPG CODE_CULTU codes)",
-                 "denmark (afgkode codes)", "austria (SNAR codes)")
 
 
 class ExportTrainingData(ThermoCropAlgorithm):
@@ -118,20 +115,7 @@ class ExportTrainingData(ThermoCropAlgorithm):
 
     def class_map(self, parameters, context):
         """The ``ClassMap`` chosen (preset or file), or None."""
-        from ...core.classmap import ClassMap
-        from ...core.errors import InputError
-
-        preset = PRESETS[self.parameterAsEnum(parameters, self.CLASS_MAP, context)]
-        path = self.parameterAsFile(parameters, self.CLASS_MAP_FILE, context)
-        if preset and path:
-            raise QgsProcessingException(tr("Give either the {preset} code table or the class map file {path}, "
-                                            "not both.").format(preset=preset, path=path))
-        if not preset and not path:
-            return None
-        try:
-            return ClassMap.load(preset or path)
-        except InputError as exc:
-            raise QgsProcessingException(str(exc)) from exc
+        return class_map_of(self, parameters, context)
 
     def block_field(self, parameters, context, names: list, feedback=None) -> Optional[str]:
         """The block field to copy, or None: the default ``block`` counts only when the layer has it.

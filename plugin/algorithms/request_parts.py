@@ -1,5 +1,5 @@
-"""The Toolbox's parameters as the parts of an ``app`` request (scenes, weather), and a run
-followed in the Processing log and progress bar."""
+"""The Toolbox's parameters as the parts of an ``app`` request (scenes, weather, class map), and a
+run followed in the Processing log and progress bar."""
 
 from __future__ import annotations
 
@@ -15,6 +15,33 @@ from ...core.scenes.stac import CATALOG_KEY, load_items
 from ..catalog import auth_credentials
 from ..i18n import tr
 from .base import ThermoCropAlgorithm
+
+PRESETS = ("", "france", "denmark", "austria")
+"""The class map presets a ``CLASS_MAP`` parameter offers, in the order of :data:`PRESET_LABELS`."""
+PRESET_LABELS = ("none: the label values are the classes", "france (RPG CODE_CULTU codes)",
+                 "denmark (afgkode codes)", "austria (SNAR codes)")
+
+
+def class_map_of(algorithm: ThermoCropAlgorithm, parameters: dict, context: QgsProcessingContext):
+    """The ``ClassMap`` of ``CLASS_MAP`` (a preset) or ``CLASS_MAP_FILE``, or None for neither.
+
+    Raises:
+        QgsProcessingException: both are given, or the file does not load.
+    """
+    from ...core.classmap import ClassMap
+    from ...core.errors import InputError
+
+    preset = PRESETS[algorithm.parameterAsEnum(parameters, "CLASS_MAP", context)]
+    path = algorithm.parameterAsFile(parameters, "CLASS_MAP_FILE", context)
+    if preset and path:
+        raise QgsProcessingException(tr("Give either the {preset} code table or the class map file {path}, "
+                                        "not both.").format(preset=preset, path=path))
+    if not preset and not path:
+        return None
+    try:
+        return ClassMap.load(preset or path)
+    except InputError as exc:
+        raise QgsProcessingException(str(exc)) from exc
 
 
 def scenes_spec(algorithm: ThermoCropAlgorithm, parameters: dict, context: QgsProcessingContext) -> ScenesSpec:

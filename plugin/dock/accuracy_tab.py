@@ -1,5 +1,6 @@
-"""The Accuracy tab: ``accuracy_widget.AccuracyWidget`` in a scroll area, its outcome told in the
-dock's status panel and message bar."""
+"""The Accuracy tab: ``accuracy_widget.AccuracyWidget`` in a scroll area, with the calibrate action
+(``calibrate_panel.CalibratePanel``) fed by the Classify tab's scenes, weather and model; their
+outcome told in the dock's status panel and message bar."""
 
 from __future__ import annotations
 
@@ -9,18 +10,29 @@ from qgis.core import Qgis
 from qgis.PyQt.QtWidgets import QScrollArea
 
 from ..accuracy_widget import AccuracyWidget
+from ..calibrate_panel import CalibratePanel
 from ..i18n import tr
+from .input_widgets import ClassifyInputs
 from .layout import narrow_combos, scrolled
 
 
-def accuracy_tab(say: Callable) -> tuple[AccuracyWidget, QScrollArea]:
-    """The accuracy widget, reporting through ``say(text, level, bar=...)``, and its scrolled page."""
+def accuracy_tab(say: Callable, inputs: ClassifyInputs) -> tuple[AccuracyWidget, CalibratePanel, QScrollArea]:
+    """The accuracy widget and its calibrate action, reporting through ``say(text, level, bar=...)``,
+    and their scrolled page. A calibrated model becomes the model of ``inputs``."""
     widget = AccuracyWidget()
     widget.failed.connect(
         lambda message: say(tr("Accuracy assessment: {message}").format(message=message), Qgis.Warning, bar=True))
     widget.reportReady.connect(
         lambda report: say(tr("Accuracy assessment finished; the report is on the Accuracy tab."), Qgis.Success,
                            bar=True))
+    panel = CalibratePanel(
+        lambda: (widget.layer(), widget.reference_combo.currentField(), widget.codes_combo.currentData()),
+        lambda: (inputs.scene_paths(), inputs.weather_service() or inputs.weather.filePath(),
+                 inputs.model.filePath() or None),
+        inputs.model.setFilePath)
+    panel.message.connect(lambda text, level: say(text, level, bar=level in (Qgis.Success, Qgis.Critical)))
+    layout = widget.layout()
+    layout.insertWidget(layout.indexOf(widget.browser), panel)
     # In a scroll area too, so that its report never makes the dock taller than the screen.
     narrow_combos(widget)
-    return widget, scrolled(widget)
+    return widget, panel, scrolled(widget)

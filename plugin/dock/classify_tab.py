@@ -19,15 +19,17 @@ from qgis.core import (
     QgsVectorLayer,
     QgsVectorLayerFeatureSource,
 )
-from qgis.PyQt.QtCore import QObject, Qt, pyqtSignal
+from qgis.PyQt.QtCore import QObject, Qt, QUrl, pyqtSignal
 from qgis.PyQt.QtGui import QColor, QIcon, QPixmap
 from qgis.PyQt.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
+    QFileDialog,
     QGroupBox,
     QHBoxLayout,
     QMessageBox,
+    QPushButton,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -35,10 +37,12 @@ from qgis.PyQt.QtWidgets import (
 
 from ...core.crops import UNKNOWN_CLASS, class_colours
 from ...core.errors import ThermoCropError
+from ...core.result_columns import SET_FIELD, SET_SIZE_FIELD
 from ..i18n import tr
 from ..layer_writer import (
     check_layer_fields,
     check_new_layer_file,
+    field_name_problems,
     layer_alive,
     unique_layer_name,
     write_result_to_layer,
@@ -89,6 +93,8 @@ class ClassifyPanel(QObject):
         self._class_style = ""
         # Replaced in tests; asks the user before fields or files are overwritten.
         self.confirm_overwrite: Callable[[list], bool] = self._ask_overwrite
+        # Replaced in tests; asks where the field-visit list goes (the default: beside the result).
+        self.ask_visit_path: Callable[[str], str] = self._ask_visit_path
         self.results_box = self._build_results()
         # The counts of the last run head the Classify page, scrolling with the form, so that
         # neither squeezes the other in a short dock.
@@ -126,6 +132,25 @@ class ClassifyPanel(QObject):
         row.addWidget(self.threshold)
         row.addStretch(1)
         results.addLayout(row)
+        doubt = QHBoxLayout()
+        self.several_classes = QCheckBox(tr("only sets of several classes"))
+        self._sets_tip = tr("Show only the parcels whose prediction set holds more than one class "
+                            "(crop_set_size above 1: the label is in doubt at the chosen coverage)")
+        self.several_classes.setToolTip(self._sets_tip)
+        self.several_classes.toggled.connect(self.apply_confidence_filter)
+        self.visit_button = QPushButton(tr("Field-visit list…"))
+        self.visit_button.setToolTip(tr("Write the parcels in doubt (a set of several classes, or a confidence "
+                                        "below the threshold when 'only below' is ticked), most doubtful first, "
+                                        "as a CSV with a point in each parcel, and add it to the project as a layer"))
+        self.visit_button.clicked.connect(lambda: self.write_field_visits())
+        # Rows of their own: side by side they set the narrowest the dock could be.
+        doubt.addWidget(self.several_classes)
+        doubt.addStretch(1)
+        results.addLayout(doubt)
+        visits = QHBoxLayout()
+        visits.addWidget(self.visit_button)
+        visits.addStretch(1)
+        results.addLayout(visits)
         box.setVisible(False)
         return box
 
@@ -195,11 +220,24 @@ class ClassifyPanel(QObject):
             # chosen credentials), never here on the UI thread.
             checked = self.check_inputs(layer, None if form.from_catalog else scenes, weather or None, model)
             self.preflight = checked
+            # The model is known now: the fields that depend on it (probabilities, and the sets
+            # where it carries a calibration) are checked as the others were.
+            calibration = getattr(checked.bundle, "calibration", None)
+            sets = form.coverage is not None and calibration is not None and bool(calibration.scores)
+            if sets:
+                kinds.update({SET_FIELD: "string", SET_SIZE_FIELD: "integer"})
+                problems = [] if output else field_name_problems(layer, [SET_FIELD, SET_SIZE_FIELD], False)
+                if problems:
+                    say(tr("Cannot write the prediction sets into {layer}: {problems}. Untick 'Prediction sets' or "
+                           "write a new layer file.").format(layer=layer.name(), problems="; ".join(problems)),
+                        Qgis.Warning)
+                    return None
             if form.probabilities:
                 from ...core.model.uncertainty import ENTROPY_FIELD, MARGIN_FIELD, probability_field_names
 
                 extra = [*probability_field_names(checked.bundle.classes), MARGIN_FIELD, ENTROPY_FIELD]
                 kinds.update(dict.fromkeys(extra, "real"))
+            if form.probabilities or sets:
                 if output:
                     check_new_layer_file(output, layer, [layer_file(layer), weather, model], kinds)
                 else:
@@ -228,7 +266,8 @@ class ClassifyPanel(QObject):
                                         model, form.label_field, form.confidence_field, form.status_field,
                                         form.probabilities, output, overwrite,
                                         bundle=None if shipped_for_items else checked.bundle,
-                                        inputs=[p for p in (layer_file(layer), weather, model) if p])
+                                        inputs=[p for p in (layer_file(layer), weather, model) if p],
+                                        coverage=form.coverage)
 
     @staticmethod
     def check_inputs(layer: QgsVectorLayer, scenes: Optional[list], weather: str, model: Optional[str]):
@@ -434,9 +473,14 @@ class ClassifyPanel(QObject):
         self.colour_by.blockSignals(True)
         self.colour_by.setCurrentIndex(0)
         self.colour_by.blockSignals(False)
-        self.low_confidence.blockSignals(True)
-        self.low_confidence.setChecked(False)
-        self.low_confidence.blockSignals(False)
+        for box in (self.low_confidence, self.several_classes):
+            box.blockSignals(True)
+            box.setChecked(False)
+            box.blockSignals(False)
+        has_sets = getattr(self.last_result, "sets", None) is not None
+        self.several_classes.setEnabled(has_sets)
+        self.several_classes.setToolTip(self._sets_tip if has_sets else tr(
+            "This result has no prediction sets: classify with a calibrated model and 'Prediction sets' ticked"))
         source = layer.source().split("|")[0]
         qml = Path(source).with_suffix(".qml")
         if not Path(source).is_file():
@@ -461,7 +505,8 @@ class ClassifyPanel(QObject):
         layer.triggerRepaint()
 
     def apply_confidence_filter(self, *args) -> int:
-        """Filter the result layer to parcels whose confidence is below the threshold (or undo it).
+        """Filter the result layer to parcels whose confidence is below the threshold and/or whose
+        prediction set holds more than one class (or undo it).
 
         Returns:
             The number of features the layer shows afterwards (-1 without a result layer).
@@ -470,12 +515,13 @@ class ClassifyPanel(QObject):
         if not layer_alive(layer) or self.last_result is None:
             return -1
         base = self._base_subset or ""
+        conditions = []
         if self.low_confidence.isChecked():
             column = QgsExpression.quotedColumnRef(self.inputs.conf_field.text().strip() or "crop_conf")
-            condition = f"{column} < {self.threshold.value():.4f}"
-            subset = f"({base}) AND {condition}" if base else condition
-        else:
-            subset = base
+            conditions.append(f"{column} < {self.threshold.value():.4f}")
+        if self.several_classes.isChecked() and self.several_classes.isEnabled():
+            conditions.append(f"{QgsExpression.quotedColumnRef(SET_SIZE_FIELD)} > 1")
+        subset = " AND ".join([f"({base})", *conditions]) if base and conditions else base or " AND ".join(conditions)
         if layer.isEditable():
             self.status.say(tr("{layer} is being edited; save or discard the edits to filter it.").format(
                 layer=layer.name()), Qgis.Warning)
@@ -486,6 +532,61 @@ class ClassifyPanel(QObject):
             return -1
         layer.triggerRepaint()
         return layer.featureCount()
+
+    # ----- field visits
+    def write_field_visits(self, path: Optional[str] = None) -> Optional[QgsVectorLayer]:
+        """Write the field-visit list of the result layer (``core.field_visits``) to ``path`` (asked
+        for when None) and add it to the project as a point layer; the layer, or None with the
+        reason shown."""
+        from ...core.field_visits import field_visits, write_field_visits
+        from ..accuracy_layer import attribute_frame
+
+        say = self.status.say
+        layer = self.output_layer
+        if not layer_alive(layer) or self.last_result is None:
+            say(tr("Classify first: the field-visit list is made from the result layer."), Qgis.Warning)
+            return None
+        below = self.threshold.value() if self.low_confidence.isChecked() else None
+        if getattr(self.last_result, "sets", None) is None and below is None:
+            below = self.threshold.value()  # without sets, the confidence says what is in doubt
+        path = path or self.ask_visit_path(self._visit_path_beside(layer))
+        if not path:
+            return None
+        label, conf = self.inputs.label_field.text().strip(), self.inputs.conf_field.text().strip()
+        names = layer.fields().names()
+        id_field = "parcel_id" if "parcel_id" in names else None
+        wanted = [n for n in (id_field, label, conf, SET_FIELD, SET_SIZE_FIELD) if n and n in names]
+        features = list(layer.getFeatures())
+        try:
+            frame = attribute_frame(features, layer.crs(), wanted)
+            frame.index = [feature.id() for feature in features]
+            visits = field_visits(frame, label_field=label, conf_field=conf, id_field=id_field, below=below)
+            written = write_field_visits(visits, path, overwrite=True, inputs=[layer_file(layer)])
+        except (ThermoCropError, OSError) as exc:
+            say(tr("The field-visit list was not written: {error}").format(error=exc), Qgis.Critical, bar=True)
+            return None
+        uri = f"{QUrl.fromLocalFile(str(written)).toString()}?type=csv&xField=lon&yField=lat&crs=EPSG:4326" \
+              "&detectTypes=yes&geomType=point"
+        visit_layer = QgsVectorLayer(uri, unique_layer_name(tr("{layer} field visits").format(layer=layer.name())),
+                                     "delimitedtext")
+        if not visit_layer.isValid():
+            say(tr("{path} was written, but QGIS cannot open it as a layer.").format(path=written), Qgis.Warning)
+            return None
+        self._add_above(visit_layer, layer)
+        why = tr("a set of several classes") if below is None else \
+            tr("a set of several classes or a confidence below {threshold:.2f}").format(threshold=below)
+        say(tr("{n} parcels to visit ({why}), most doubtful first: {path}").format(n=len(visits), why=why,
+                                                                                 path=written), Qgis.Success, bar=True)
+        return visit_layer
+
+    @staticmethod
+    def _visit_path_beside(layer: QgsVectorLayer) -> str:
+        source = Path(layer.source().split("|")[0])
+        return str(source.with_name(f"{source.stem}_field_visits.csv")) if source.is_file() else "field_visits.csv"
+
+    def _ask_visit_path(self, default: str) -> str:
+        path, _ = QFileDialog.getSaveFileName(self.inputs, tr("Field-visit list"), default, tr("CSV (*.csv)"))
+        return path
 
     def _ask_overwrite(self, names: list) -> bool:
         answer = QMessageBox.question(self.inputs, tr("ThermoCrop"), tr("{names} already exist(s). Overwrite?").format(

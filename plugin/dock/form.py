@@ -12,6 +12,8 @@ from typing import Optional
 
 from qgis.core import QgsVectorLayer
 
+from ...app import ResultFields
+from ...core.model.calibration import DEFAULT_COVERAGE
 from ..i18n import tr
 from ..layer_writer import default_output_path, field_name_problems, layer_is_writable
 from .input_widgets import ClassifyInputs
@@ -32,6 +34,7 @@ class ClassifyForm:
         model: the model bundle, or None for the shipped one.
         label_field, confidence_field, status_field: the output field names as typed (stripped).
         probabilities: also write ``p_<class>``, margin and entropy.
+        coverage: the prediction sets' coverage (``crop_set``, ``crop_set_size``), or None for none.
         output: the new layer file (the one chosen, else the default beside the parcel file; ""
             when there is neither), or None to write into the parcel layer's own fields.
     """
@@ -48,6 +51,7 @@ class ClassifyForm:
     status_field: str
     probabilities: bool
     output: Optional[str]
+    coverage: Optional[float] = DEFAULT_COVERAGE
 
     @property
     def field_names(self) -> tuple:
@@ -55,8 +59,9 @@ class ClassifyForm:
         return self.label_field, self.confidence_field, self.status_field
 
     def field_kinds(self) -> dict:
-        """The result fields' types by name (probabilities come once the model is known)."""
-        return {self.label_field: "string", self.confidence_field: "real", self.status_field: "string"}
+        """The result fields' types by name (the probabilities and the prediction sets come once the
+        model is known: they depend on its classes and calibration)."""
+        return ResultFields(*self.field_names, self.probabilities, coverage=None).kinds()
 
     def problem(self) -> Optional[str]:
         """The first thing the user must fix before a run, as a message, or None.
@@ -114,4 +119,5 @@ def read_form(inputs: ClassifyInputs) -> ClassifyForm:
         status_field=inputs.status_field.text().strip(),
         probabilities=inputs.probabilities.isChecked(),
         output=output,
+        coverage=inputs.set_coverage(),
     )

@@ -21,6 +21,7 @@ from qgis.PyQt.QtWidgets import (
     QButtonGroup,
     QCheckBox,
     QComboBox,
+    QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
     QGroupBox,
@@ -36,6 +37,8 @@ from qgis.PyQt.QtWidgets import (
     QWidget,
 )
 
+from ...core.limits import LIMITS
+from ...core.model.calibration import DEFAULT_COVERAGE
 from ...core.scenes.naming import level_from_name
 from ..catalog import WEATHER_LABELS, WEATHER_SERVICES
 from ..catalog_widget import CatalogWidget
@@ -46,6 +49,7 @@ from .layout import ElidedLabel, file_row, wrapping_form
 
 SETTINGS_GROUP = "thermocrop/dock"
 NEW_FILE, IN_PLACE = "new_file", "in_place"
+COVERAGE_LIMIT = LIMITS["coverage"]
 
 
 class ClassifyInputs(QWidget):
@@ -190,7 +194,29 @@ class ClassifyInputs(QWidget):
         self.probabilities.setToolTip(tr("Also write p_<class> for every class, crop_margin (best minus second "
                                          "best probability) and crop_entropy (0 sure .. 1 undecided)"))
         form.addRow(self.probabilities)
+        self.prediction_sets = QCheckBox(tr("Prediction sets, coverage"))
+        self.prediction_sets.setToolTip(tr("Also write crop_set (the classes that hold the parcel's true class "
+                                           "with the chosen chance, most probable first) and crop_set_size; "
+                                           "needs a calibrated model"))
+        self.prediction_sets.setChecked(True)
+        self.coverage = QDoubleSpinBox()
+        self.coverage.setDecimals(2)
+        self.coverage.setSingleStep(0.05)
+        self.coverage.setRange(0.5, COVERAGE_LIMIT.high)
+        self.coverage.setValue(DEFAULT_COVERAGE)
+        self.coverage.setToolTip(tr("The chance that a parcel's set holds its true class (0.90: nine parcels in "
+                                    "ten); a higher coverage gives larger sets"))
+        self.prediction_sets.toggled.connect(self.coverage.setEnabled)
+        sets_row = QHBoxLayout()
+        sets_row.addWidget(self.prediction_sets)
+        sets_row.addWidget(self.coverage)
+        sets_row.addStretch(1)
+        form.addRow(sets_row)
         return output_box
+
+    def set_coverage(self) -> Optional[float]:
+        """The prediction sets' coverage chosen, or None for no sets."""
+        return round(self.coverage.value(), 4) if self.prediction_sets.isChecked() else None
 
     def _path_changed(self, widget: QgsFileWidget, caption: ElidedLabel) -> None:
         """Show a chosen path from its left end; the caption below shows it whole, elided in the middle.
@@ -348,6 +374,8 @@ class ClassifyInputs(QWidget):
         self.model.fileChanged.connect(lambda *_: self._remember())
         self.to_new_file.toggled.connect(lambda *_: self._remember())
         self.probabilities.toggled.connect(lambda *_: self._remember())
+        self.prediction_sets.toggled.connect(lambda *_: self._remember())
+        self.coverage.valueChanged.connect(lambda *_: self._remember())
 
     def _remember(self) -> None:
         if self._remembering:
@@ -365,6 +393,8 @@ class ClassifyInputs(QWidget):
         settings.setValue("model", self.model.filePath())
         settings.setValue("output_mode", NEW_FILE if self.to_new_file.isChecked() else IN_PLACE)
         settings.setValue("probabilities", self.probabilities.isChecked())
+        settings.setValue("prediction_sets", self.prediction_sets.isChecked())
+        settings.setValue("coverage", self.coverage.value())
         settings.endGroup()
         self.catalog.save_settings()
 
@@ -390,6 +420,8 @@ class ClassifyInputs(QWidget):
         self.in_place.setChecked(settings.value("output_mode", NEW_FILE) == IN_PLACE)
         self.to_new_file.setChecked(settings.value("output_mode", NEW_FILE) != IN_PLACE)
         self.probabilities.setChecked(settings.value("probabilities", False, type=bool))
+        self.prediction_sets.setChecked(settings.value("prediction_sets", True, type=bool))
+        self.coverage.setValue(settings.value("coverage", DEFAULT_COVERAGE, type=float))
         settings.endGroup()
 
     # ----- model card

@@ -29,7 +29,8 @@ FORWARDED = {
     "inputs": ("layer_combo", "selected_only", "scene_list", "add_files", "add_folder", "remove_scenes",
                "clear_scenes", "left_out", "left_out_note", "catalog", "weather_from", "weather",
                "weather_caption", "model", "model_card", "to_new_file", "in_place", "output_mode", "output_file",
-               "label_field", "conf_field", "status_field", "probabilities", "classify_layout", "refresh_rasters",
+               "label_field", "conf_field", "status_field", "probabilities", "prediction_sets", "coverage",
+               "classify_layout", "refresh_rasters",
                "add_scene_paths", "remove_selected_scenes", "clear_added_scenes", "scene_paths",
                "weather_service", "set_weather_service", "save_settings", "restore_settings",
                "show_model_card"),
@@ -38,7 +39,8 @@ FORWARDED = {
     "classify": ("task", "last_result", "last_fids", "last_bundle", "preflight", "output_layer", "target_layer",
                  "confirm_overwrite", "results_box", "counts", "colour_by", "low_confidence", "threshold",
                  "show_counts", "counts_text", "parameters", "check_inputs", "start", "cancel",
-                 "apply_confidence_filter"),
+                 "apply_confidence_filter", "several_classes", "visit_button", "write_field_visits",
+                 "ask_visit_path"),
     "explain_panel": ("explain_task", "last_explanation", "pick_button", "explain_button", "reference_field",
                       "explain_message", "map_tool", "explain_box", "explain_layout", "figure_canvas", "explain",
                       "draw_explanation", "reference_class", "parcel_clicked", "explain_selected"),
@@ -62,7 +64,7 @@ class ThermoCropDock(QgsDockWidget):
         self.inputs = ClassifyInputs(self.status.say)
         self.classify = ClassifyPanel(self.inputs, self.status)
         self.explain_panel = ExplainPanel(self.classify, lambda: self.iface)
-        self.accuracy_widget, accuracy_page = accuracy_tab(self.status.say)
+        self.accuracy_widget, self.calibrate_panel, accuracy_page = accuracy_tab(self.status.say, self.inputs)
         self.train_panel, train_page = train_tab(self.inputs, lambda: self.iface)
         self.classify_scroll = self.classify.scroll
 
@@ -105,6 +107,7 @@ class ThermoCropDock(QgsDockWidget):
         self.explain_panel.shutdown()
         self.classify.shutdown()
         self.accuracy_widget.shutdown()
+        self.calibrate_panel.shutdown()
         self.train_panel.shutdown()
         self.status.shutdown()
         for signal in (QgsProject.instance().layersAdded, QgsProject.instance().layersRemoved):

@@ -102,6 +102,49 @@ def test_classification_doors_build_one_request(provider, spy, tiny_region, tmp_
     common = [dataclasses.replace(r, parcels=None, output=None) for r in requests]
     assert common[0] == common[1] == common[2]
     assert cli.scenes.files == (str(scenes),) and cli.weather.path == str(weather) and cli.model == str(MODEL)
+    assert cli.fields.coverage == 0.9  # the default of every door
+
+
+@pytest.mark.parametrize("coverage", [0.75, None])
+def test_classification_doors_ask_for_the_same_prediction_sets(provider, spy, tiny_region, tmp_path, coverage):
+    from qgis.core import QgsVectorLayer, QgsVectorLayerFeatureSource
+
+    from thermocrop.cli.commands import classify_command
+    from thermocrop.cli.main import main
+    from thermocrop.plugin import task as dock_task
+    from thermocrop.plugin.algorithms import classify_parcels
+    from thermocrop.plugin.dock import ThermoCropDock
+    from thermocrop.plugin.dock.form import read_form
+
+    requests = spy("run_classification", classify_command, classify_parcels, dock_task)
+    parcels, scenes, weather = tiny_region / "parcels.gpkg", tiny_region / "scenes", tiny_region / "weather.nc"
+    sets = ["--no-sets"] if coverage is None else ["--coverage", str(coverage)]
+    assert main(["classify", "--parcels", str(parcels), "--scenes", str(scenes), "--weather", str(weather),
+                 "--model", str(MODEL), "--out", str(tmp_path / "cli.gpkg"), "--missing-scl", "warn", *sets]) != 0
+    _processing("thermocrop:classifyparcels", {"INPUT": str(parcels), "SCENE_FOLDER": str(scenes),
+                                               "WEATHER": str(weather), "MODEL": str(MODEL),
+                                               "PREDICTION_SETS": coverage is not None, "COVERAGE": coverage or 0.5,
+                                               "OUTPUT": str(tmp_path / "toolbox.gpkg")})
+    # The dock's form: its sets checkbox and coverage box give the task's coverage.
+    dock = ThermoCropDock(restore=False)
+    try:
+        dock.prediction_sets.setChecked(coverage is not None)
+        dock.coverage.setValue(coverage or 0.5)
+        form_coverage = read_form(dock.inputs).coverage
+    finally:
+        dock.shutdown()
+    assert form_coverage == coverage
+    layer = QgsVectorLayer(str(parcels), "parcels", "ogr")
+    snapshot = dock_task.LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(),
+                                       layer.fields().names())
+    params = dock_task.ClassificationParameters(parcels=snapshot, fids=[], scenes=[str(scenes)],
+                                                weather=str(weather), model=str(MODEL), coverage=form_coverage)
+    assert dock_task.ClassificationTask(params, on_done=None).run() is False
+
+    cli, toolbox, dock_request = requests
+    assert cli.fields.coverage == coverage
+    common = [dataclasses.replace(r, parcels=None, output=None) for r in requests]
+    assert common[0] == common[1] == common[2]
 
 
 def test_extraction_doors_build_one_request(provider, spy, tiny_region, tmp_path):
@@ -151,3 +194,42 @@ def test_gdd_doors_build_one_request_with_the_same_distance(provider, spy, tmp_p
     assert cli.weather.max_distance_km == 12.0 and cli.weather.reader_options()["max_distance_m"] == 12000.0
     assert [str(d) for d in np.asarray(cli.dates, dtype="datetime64[D]")] == ["2017-04-01", "2017-06-15"]
     assert default.weather.max_distance_km == app.WeatherSpec().max_distance_km == 25.0
+
+
+def test_calibration_doors_build_one_request(provider, spy, tiny_region, tmp_path):
+    from qgis.core import QgsProject, QgsVectorLayer
+
+    from thermocrop.cli.commands import calibrate_command
+    from thermocrop.cli.main import main
+    from thermocrop.core.classmap import ClassMap
+    from thermocrop.plugin import calibrate_panel
+    from thermocrop.plugin.algorithms import calibrate_model
+
+    requests = spy("run_calibration", calibrate_command, calibrate_model, calibrate_panel)
+    parcels, scenes, weather = tiny_region / "parcels.gpkg", tiny_region / "scenes", tiny_region / "weather.nc"
+    out = str(tmp_path / "calibrated.tcm")
+
+    assert main(["calibrate", str(MODEL), "--reference", str(parcels), "--label-field", "crop", "--class-map",
+                 "france", "--scenes", str(scenes), "--weather", str(weather), "--out", out, "--overwrite",
+                 "--missing-scl", "warn"]) != 0
+    _processing("thermocrop:calibratemodel", {"INPUT": str(parcels), "LABEL_FIELD": "crop", "CLASS_MAP": 1,
+                                              "SCENE_FOLDER": str(scenes), "WEATHER": str(weather),
+                                              "MODEL": str(MODEL), "OUTPUT": out})
+    layer = QgsVectorLayer(str(parcels), "parcels", "ogr")
+    QgsProject.instance().addMapLayer(layer)
+    try:
+        panel = calibrate_panel.CalibratePanel(lambda: (layer, "crop", "france"),
+                                               lambda: ([str(scenes)], str(weather), str(MODEL)), lambda path: None)
+        task = calibrate_panel.CalibrationTask(panel.request(out), on_done=None)
+        assert task.run() is False and task.error == "run_calibration called"
+    finally:
+        QgsProject.instance().removeMapLayer(layer.id())
+
+    cli, toolbox, dock = requests
+    assert cli.reference.source == str(parcels) and cli.label_field == "crop"
+    _same_parcels(parcels, toolbox.reference.source, dock.reference.source)
+    assert list(toolbox.reference.source["crop"]) == list(gpd.read_file(parcels)["crop"].astype(str))
+    # The Toolbox hands the class map loaded, the command line and the dock its name: the same table.
+    assert toolbox.class_map == ClassMap.load("france") and cli.class_map == dock.class_map == "france"
+    same = [dataclasses.replace(r, reference=None, class_map=None) for r in requests]
+    assert same[0] == same[1] == same[2]

@@ -69,3 +69,30 @@ from installed_qgis import installed_profile  # noqa: E402,F401
 
 from thermocrop.core.parcels import ParcelFields
 from thermocrop.core.settings import ExtractionSettings, PixelSampling
+
+
+@pytest.fixture(scope="session")
+def calibrated_small_bundle(tiny_region, region_weather, small_bundle, tmp_path_factory):
+    """``small_bundle`` calibrated on the tiny region's labelled parcels (``app.run_calibration``)."""
+    from thermocrop import app
+
+    out = tmp_path_factory.mktemp("calibrated") / "small_calibrated.tcm"
+    request = app.CalibrateRequest(reference=app.ParcelsSpec(str(tiny_region / "parcels.gpkg")), label_field="crop",
+                                   scenes=app.ScenesSpec(files=(str(tiny_region / "scenes"),)),
+                                   weather=app.WeatherSpec(path=str(region_weather)), out=str(out),
+                                   model=str(small_bundle))
+    return app.run_calibration(request).path
+
+
+@pytest.fixture(scope="session")
+def set_bundle(small_bundle, tmp_path_factory):
+    """``small_bundle`` with a calibration set by hand: temperature 1 (its probabilities as they
+    are) and 99 scores, 79 of 0 and 20 of 0.9, so that the 80 % sets (the 80th smallest score,
+    0.9) hold every class of probability 0.1 or more."""
+    from thermocrop.core.model.bundle import calibrated_bundle, load_bundle
+    from thermocrop.core.model.calibration import Calibration
+
+    path = tmp_path_factory.mktemp("sets") / "small_sets.tcm"
+    calibration = Calibration(temperature=1.0, scores=(0.0,) * 79 + (0.9,) * 20, parcels=99, source="by hand")
+    calibrated_bundle(load_bundle(small_bundle), calibration, path)
+    return path

@@ -210,6 +210,44 @@ def test_accuracyassessment_help_names_every_parameter(provider):
     alg = provider.algorithm("accuracyassessment")
     assert alg is not None and alg.displayName() == "Accuracy assessment"
     names = [p.name() for p in alg.parameterDefinitions()]
-    assert names == ["INPUT", "PREDICTED_FIELD", "REFERENCE_FIELD", "WEIGHTING", "CLASS_AREAS",
+    assert names == ["INPUT", "PREDICTED_FIELD", "REFERENCE_FIELD", "CONFIDENCE_FIELD", "WEIGHTING", "CLASS_AREAS",
                      "OUTPUT_HTML", "OUTPUT_CSV", "OUTPUT_MATRIX"]
     assert all(alg.HELP.get(n) for n in names)
+
+
+def test_reliability_in_the_toolbox_and_the_widget_by_hand(provider, widget, tmp_path):
+    import geopandas as gpd
+    from qgis.core import QgsProject, QgsVectorLayer
+    from shapely.geometry import box
+
+    # Right or wrong in the sample: 0.95 T, 0.92 T, 0.85 F, 0.55 T, 0.58 T, 0.31 F, 0.99 T, 1.0 T (the
+    # ninth parcel has no reference, the tenth no confidence). Bins 0.9: 4 units, mean 0.965, all
+    # right; 0.8: 0.85, wrong; 0.5: mean 0.565, right; 0.3: 0.31, wrong.
+    # ECE = (4 * 0.035 + 0.85 + 2 * 0.435 + 0.31) / 8 = 0.27125.
+    mapped = ["wheat", "wheat", "wheat", "wheat", "corn", "corn", "corn", "corn", "wheat", "corn"]
+    reference = ["wheat", "wheat", "corn", "wheat", "corn", "wheat", "corn", "corn", None, "corn"]
+    confidence = [0.95, 0.92, 0.85, 0.55, 0.58, 0.31, 0.99, 1.0, 0.7, None]
+    path = tmp_path / "conf.gpkg"
+    gpd.GeoDataFrame({"crop_pred": mapped, "crop": reference, "crop_conf": confidence},
+                     geometry=[box(i * 100, 0, i * 100 + 50, 50) for i in range(10)], crs="EPSG:3035").to_file(path)
+    result = _run({"INPUT": str(path), "PREDICTED_FIELD": "crop_pred", "REFERENCE_FIELD": "crop",
+                   "CONFIDENCE_FIELD": "crop_conf", "WEIGHTING": 2, "OUTPUT_HTML": str(tmp_path / "r.html"),
+                   "OUTPUT_CSV": str(tmp_path / "r.csv")})
+    assert result["CALIBRATION_ERROR"] == pytest.approx(0.27125)
+    page = (tmp_path / "r.html").read_text()
+    assert "Expected calibration error (10 bins): <b>0.271</b>" in page and "data:image/png;base64," in page
+
+    layer = QgsVectorLayer(str(path), "conf", "ogr")
+    QgsProject.instance().addMapLayer(layer)
+    try:
+        widget.set_layer(layer, "crop_pred", "crop")
+        assert widget.confidence_combo.currentField() == "crop_conf"  # guessed
+        widget.set_weighting("none")
+        widget.assess()
+        _wait(widget)
+        assert widget.report.reliability.ece == pytest.approx(0.27125)
+        assert "calibration error 0.271" in widget.status.text()
+        # The diagram is in the browser as an image it holds.
+        assert widget.browser.document().toHtml().count("<img") == 1
+    finally:
+        QgsProject.instance().removeMapLayer(layer.id())

@@ -258,11 +258,18 @@ def test_classifyparcels_parameters_and_defaults(provider):
     algorithm = provider.algorithm("classifyparcels")
     names = [p.name() for p in algorithm.parameterDefinitions()]
     assert names == ["INPUT", "SCENES", "SCENE_FOLDER", "STAC_ITEMS", "AUTH", "WEATHER", "WEATHER_SERVICE", "MODEL",
-                     "LABEL_FIELD", "CONFIDENCE_FIELD", "STATUS_FIELD", "PROBABILITIES", "OUTPUT"]
+                     "LABEL_FIELD", "CONFIDENCE_FIELD", "STATUS_FIELD", "PROBABILITIES", "PREDICTION_SETS",
+                     "COVERAGE", "OUTPUT"]
     definition = algorithm.parameterDefinition
     assert definition("LABEL_FIELD").defaultValue() == "crop_pred"
     assert definition("CONFIDENCE_FIELD").defaultValue() == "crop_conf"
     assert definition("PROBABILITIES").defaultValue() is False
+    assert definition("PREDICTION_SETS").defaultValue() is True
+    # The coverage takes the command line's default and range (core.limits).
+    from thermocrop.core.limits import LIMITS
+
+    assert definition("COVERAGE").defaultValue() == 0.9
+    assert 0 < definition("COVERAGE").minimum() < 1e-6 and definition("COVERAGE").maximum() == LIMITS["coverage"].high
     optional = {p.name() for p in algorithm.parameterDefinitions()
                 if p.flags() & p.FlagOptional}
     assert optional == {"SCENES", "SCENE_FOLDER", "STAC_ITEMS", "AUTH", "WEATHER", "MODEL"}
@@ -375,3 +382,46 @@ def test_dock_task_cancel_is_acknowledged_and_writes_nothing(qgis_app, tiny_regi
     assert acknowledged == [True]
     assert percents == sorted(percents) and percents[-1] < 100
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_classifyparcels_writes_prediction_sets_of_the_calibrated_model(provider, tiny_region, scene_files,
+                                                                        region_weather, set_bundle, tmp_path):
+    from qgis.core import QgsVectorLayer
+    from qgis.PyQt.QtCore import QVariant
+
+    from thermocrop.core.classify import classify_parcels
+    from thermocrop.core.model.bundle import load_bundle
+
+    out = tmp_path / "sets.gpkg"
+    _run("thermocrop:classifyparcels", {
+        "INPUT": str(tiny_region / "parcels.gpkg"), "SCENES": scene_files, "WEATHER": str(region_weather),
+        "MODEL": str(set_bundle), "COVERAGE": 0.8, "OUTPUT": str(out)})
+    layer = QgsVectorLayer(str(out), "sets", "ogr")
+    fields = layer.fields()
+    assert fields.field("crop_set").type() == QVariant.String
+    assert fields.field("crop_set_size").type() in (QVariant.Int, QVariant.LongLong)
+
+    # By hand: the calibration's 99 scores hold 79 zeros, so q, the ceil((99 + 1) * 0.8) = 80th
+    # smallest, is 0.9: a set is every class of probability 0.1 or more, and the most probable.
+    core = classify_parcels(tiny_region / "parcels.gpkg", tiny_region / "scenes", region_weather,
+                            str(set_bundle), id_field="parcel_id")
+    assert sorted(load_bundle(set_bundle).calibration.scores)[79] == 0.9
+    q = 0.9
+    got = {str(f["parcel_id"]): (f["crop_set"], f["crop_set_size"]) for f in layer.getFeatures()}
+    sizes = []
+    for pid, status, probs in zip(core.parcel_ids, core.status, core.probabilities):
+        if status != "ok":
+            assert got[pid][1] is None or str(got[pid][1]) == "NULL"
+            continue
+        order = np.argsort(-probs, kind="stable")
+        members = [core.classes[k] for k in order if probs[k] >= 1 - q - 1e-9 or k == order[0]]
+        assert got[pid] == ("|".join(members), len(members))
+        sizes.append(len(members))
+    assert max(sizes) > 1  # some parcel is in doubt at 80 %
+
+    # No sets asked: no set fields.
+    _run("thermocrop:classifyparcels", {
+        "INPUT": str(tiny_region / "parcels.gpkg"), "SCENES": scene_files, "WEATHER": str(region_weather),
+        "MODEL": str(set_bundle), "PREDICTION_SETS": False, "OUTPUT": str(tmp_path / "none.gpkg")})
+    assert "crop_set" not in QgsVectorLayer(str(tmp_path / "none.gpkg"), "none", "ogr").fields().names()

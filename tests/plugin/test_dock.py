@@ -559,3 +559,90 @@ def test_a_parcel_clicked_on_the_map_is_explained_with_its_reference_class(dock,
     dock.pick_button.setChecked(False)
     assert canvas.mapTool() is None
     dock.iface = None
+
+
+@pytest.mark.slow
+def test_sets_are_written_filtered_and_listed_for_field_visits(dock, parcels_layer, tiny_region, region_weather,
+                                                              set_bundle, tmp_path):
+    import csv
+
+    from qgis.core import QgsProject, QgsVectorLayer
+    from qgis.PyQt.QtCore import QVariant
+
+    from thermocrop.core.classify import classify_parcels
+    from thermocrop.plugin.dock import ThermoCropDock
+
+    dock.model.setFilePath(str(set_bundle))
+    dock.layer_combo.setLayer(parcels_layer)
+    dock.coverage.setValue(0.8)
+    assert dock.start() is not None
+    _wait(dock)
+    out = dock.output_layer
+    assert out.fields().field("crop_set").type() == QVariant.String
+    assert out.fields().field("crop_set_size").type() in (QVariant.Int, QVariant.LongLong)
+    # By hand (the bundle's scores, see set_bundle): every class of probability 0.1 or more.
+    core = classify_parcels(tiny_region / "parcels.gpkg", tiny_region / "scenes", region_weather, str(set_bundle),
+                            id_field="parcel_id")
+    expected = {}
+    for pid, status, probs in zip(core.parcel_ids, core.status, core.probabilities):
+        if status == "ok":
+            expected[pid] = int(((probs >= 0.1 - 1e-9) | (probs == probs.max())).sum())
+    got = {str(f["parcel_id"]): f["crop_set_size"] for f in out.getFeatures() if f["crop_status"] == "ok"}
+    assert got == expected
+    doubtful = {pid for pid, size in expected.items() if size > 1}
+    assert doubtful and len(doubtful) < len(expected)
+
+    # The filter shows exactly the parcels whose set holds several classes.
+    assert dock.several_classes.isEnabled()
+    dock.several_classes.setChecked(True)
+    assert {str(f["parcel_id"]) for f in out.getFeatures()} == doubtful
+    dock.several_classes.setChecked(False)
+    assert out.featureCount() == parcels_layer.featureCount() and out.subsetString() == ""
+
+    # The field-visit list: those parcels, largest sets first, then the least confident.
+    visits = dock.write_field_visits(str(tmp_path / "visits.csv"))
+    assert isinstance(visits, QgsVectorLayer) and visits.id() in QgsProject.instance().mapLayers()
+    assert visits.featureCount() == len(doubtful)
+    with open(tmp_path / "visits.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert {r["parcel_id"] for r in rows} == doubtful
+    ranks = [(-int(r["crop_set_size"]), float(r["confidence"])) for r in rows]
+    assert ranks == sorted(ranks)
+    conf = dict(zip(core.parcel_ids, core.confidence))
+    assert all(float(r["confidence"]) == pytest.approx(conf[r["parcel_id"]], abs=1e-4) for r in rows)
+    assert str(len(rows)) in dock.message.text()
+
+    # The next dock starts with this coverage.
+    again = ThermoCropDock()
+    try:
+        assert again.coverage.value() == pytest.approx(0.8) and again.prediction_sets.isChecked()
+    finally:
+        again.shutdown()
+
+
+@pytest.mark.slow
+def test_calibrate_on_the_accuracy_tab_chooses_the_new_model(dock, parcels_layer, small_bundle,
+                                                             calibrated_small_bundle, tmp_path):
+    from thermocrop.core.model.bundle import load_bundle
+
+    dock.accuracy_widget.set_layer(parcels_layer, reference_field="crop")
+    panel = dock.calibrate_panel
+    task = panel.calibrate()
+    assert task is not None and not panel.calibrate_button.isEnabled() and panel.cancel_button.isEnabled()
+    _wait(panel)
+    # The project is not saved: beside the parcel file, named after the model.
+    out = tmp_path / "small_calibrated.tcm"
+    assert out.is_file() and dock.model.filePath() == str(out)
+    # The same calibration as the command line's route on the parcel file.
+    mine, theirs = load_bundle(out).calibration, load_bundle(calibrated_small_bundle).calibration
+    assert mine.parcels == theirs.parcels and mine.temperature == pytest.approx(theirs.temperature, rel=1e-4)
+    assert "temperature" in panel.status.text() and "->" in panel.status.text()
+
+
+def test_calibrate_says_what_is_missing(dock, parcels_layer):
+    panel = dock.calibrate_panel
+    dock.accuracy_widget.set_layer(None)
+    assert panel.calibrate() is None and "reference parcels" in panel.status.text()
+    dock.accuracy_widget.set_layer(parcels_layer, reference_field="crop")
+    dock.weather.setFilePath("")
+    assert panel.calibrate() is None and "temperature" in panel.status.text()

@@ -1,0 +1,209 @@
+"""The Accuracy tab's "Calibrate on these reference parcels": the tab's layer and reference field,
+the Classify tab's scenes, weather and model, ``app.run_calibration`` in a background task; the
+calibrated model is saved beside the project and chosen for the next classification."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Callable, Optional
+
+from qgis.core import Qgis, QgsMessageLog, QgsProject, QgsVectorLayer, QgsVectorLayerFeatureSource
+from qgis.PyQt.QtCore import pyqtSignal
+from qgis.PyQt.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .. import app
+from ..app import CalibrateRequest, ParcelsSpec, RunProgress, ScenesSpec, weather_spec
+from .i18n import tr
+from .layers import features_to_frame
+from .task import LayerSnapshot, ThermoCropTask
+from .task_panel import TaskPanelMixin
+
+LOG_TAG = "ThermoCrop"
+
+
+class CalibrationTask(ThermoCropTask):
+    """Reads the reference parcels (a :class:`LayerSnapshot`, in the worker thread) and runs
+    ``app.run_calibration``. After it ends, ``run`` holds the ``CalibrationRun``, or ``error``
+    what went wrong (``cancelled`` tells a user stop); the bundle is written only at the end."""
+
+    WHAT = "Calibration"
+
+    def __init__(self, request: CalibrateRequest, on_done: Optional[Callable[["CalibrationTask"], None]]):
+        snapshot = request.reference.source
+        name = snapshot.name if isinstance(snapshot, LayerSnapshot) else tr("the reference parcels")
+        super().__init__(tr("ThermoCrop: calibrate on {layer}").format(layer=name), on_done)
+        self.request = request
+        self.run_result = None
+
+    def work(self, progress) -> None:
+        request = self.request
+        snapshot = request.reference.source
+        if isinstance(snapshot, LayerSnapshot):
+            frame, _ = features_to_frame(snapshot.source.getFeatures(), snapshot.crs, label_field=request.label_field)
+            request = dataclasses.replace(request, reference=dataclasses.replace(request.reference, source=frame))
+        progress(0.02)
+        self.run_result = app.run_calibration(request, RunProgress(progress.sub(0.02, 1.0)))
+
+
+def calibrated_model_path(folder: Path, model: Optional[str]) -> Path:
+    """``<folder>/<model stem>_calibrated.tcm`` (``default`` for the shipped model), or ``_2``,
+    ``_3``... where that exists."""
+    stem = f"{Path(model).stem if model else 'default'}_calibrated"
+    for n in range(1, 1000):
+        path = folder / f"{stem}{'' if n == 1 else f'_{n}'}.tcm"
+        if not path.exists():
+            return path
+    raise ValueError(tr("No free model file name in {folder}.").format(folder=folder))
+
+
+class CalibratePanel(TaskPanelMixin, QWidget):
+    """The calibrate action below the accuracy report.
+
+    Args:
+        reference: gives ``(layer, label field, class map)`` of the Accuracy tab (a layer may be None).
+        inputs: gives the Classify tab's ``(scenes, weather, model)`` (model None: the shipped one).
+        use_model: called with the written bundle's path (the Classify tab's model box).
+
+    Signals:
+        calibrated(str): the calibrated bundle written.
+        message(str, int): a text and its ``Qgis`` level for the dock's status panel.
+    """
+
+    calibrated = pyqtSignal(str)
+    message = pyqtSignal(str, int)
+
+    def __init__(self, reference: Callable[[], tuple], inputs: Callable[[], tuple], use_model: Callable[[str], None],
+                 parent: Optional[QWidget] = None) -> None:
+        super().__init__(parent)
+        self.reference, self.inputs, self.use_model = reference, inputs, use_model
+        self.task: Optional[CalibrationTask] = None
+        # Replaced in tests; asks where the model goes when the project is not saved.
+        self.ask_path: Callable[[str], str] = self._ask_path
+        self.calibrate_button = QPushButton(tr("Calibrate on these reference parcels"))
+        self.calibrate_button.setToolTip(tr("Fit the model's calibration (its confidence and prediction sets) on "
+                                            "the layer's parcels whose reference class is filled, classified from "
+                                            "the Classify tab's scenes and weather; the calibrated model is saved "
+                                            "beside the project and chosen for the next classification"))
+        self.cancel_button = QPushButton(tr("Cancel"))
+        self.cancel_button.setEnabled(False)
+        self.progress = QProgressBar()
+        self.progress.setMaximumHeight(18)
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        buttons = QHBoxLayout()
+        for button, stretch in ((self.calibrate_button, 3), (self.cancel_button, 1)):
+            # Narrow docks: the long label is cut rather than widening the dock (its tooltip says it all).
+            button.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+            button.setMinimumWidth(40)
+            buttons.addWidget(button, stretch)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(buttons)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.status)
+        self.calibrate_button.clicked.connect(lambda: self.calibrate())
+        self.cancel_button.clicked.connect(self.cancel)
+
+    def request(self, out: Optional[str] = None) -> Optional[CalibrateRequest]:
+        """The calibration the two tabs ask for, or None with the reason shown."""
+        layer, label_field, class_map = self.reference()
+        if layer is None or not layer.isValid():
+            return self._refuse(tr("Choose the layer with the reference parcels on this tab."))
+        if not label_field:
+            return self._refuse(tr("Choose the reference class field of {layer}.").format(layer=layer.name()))
+        scenes, weather, model = self.inputs()
+        if not scenes:
+            return self._refuse(tr("Tick or add the Sentinel-2 scenes on the Classify tab first."))
+        if not weather:
+            return self._refuse(tr("Choose the daily temperature file (or a weather service) on the Classify tab "
+                                   "first."))
+        # The default path is a free name; a path asked for was confirmed in the save dialog.
+        if out is None:
+            out = self._default_path(layer, model)
+            if not out:
+                return None
+        if Path(out).suffix.lower() != ".tcm":
+            out = str(Path(out).with_suffix(".tcm"))
+        snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(), [])
+        return CalibrateRequest(reference=ParcelsSpec(snapshot, name=layer.name()), label_field=label_field,
+                                scenes=ScenesSpec(files=tuple(scenes)), weather=weather_spec(weather), out=str(out),
+                                model=model or None, class_map=class_map or None, overwrite=True)
+
+    def _default_path(self, layer: QgsVectorLayer, model: Optional[str]) -> str:
+        """Beside the project; beside the layer's file when it is not saved; else asked."""
+        home = QgsProject.instance().absolutePath()
+        source = Path(layer.source().split("|")[0])
+        folder = Path(home) if home else (source.parent if source.is_file() else None)
+        if folder is None:
+            return self.ask_path(str(calibrated_model_path(Path.home(), model)))
+        try:
+            return str(calibrated_model_path(folder, model))
+        except ValueError as exc:
+            self._refuse(str(exc))
+            return ""
+
+    def _ask_path(self, default: str) -> str:
+        path, _ = QFileDialog.getSaveFileName(self, tr("Calibrated model"), default, tr("ThermoCrop model (*.tcm)"))
+        return path
+
+    def _refuse(self, text: str) -> None:
+        self._show(text, Qgis.Warning)
+        return None
+
+    def _show(self, text: str, level: int) -> None:
+        colour = {Qgis.Critical: "#b71c1c", Qgis.Warning: "#8a5a00"}.get(level)
+        self.status.setStyleSheet(f"color: {colour};" if colour else "")
+        self.status.setText(text)
+        self.message.emit(text, level)
+
+    def calibrate(self, out: Optional[str] = None) -> Optional[CalibrationTask]:
+        """Start the calibration in the background (the bundle to ``out``, else beside the project);
+        None, with the reason shown, when it cannot start."""
+        if self.task is not None:
+            return None
+        request = self.request(out)
+        if request is None:
+            return None
+        task = CalibrationTask(request, self._finished)
+        task.progressChanged.connect(lambda value: self.progress.setValue(int(value)))
+        self.calibrate_button.setEnabled(False)
+        self.progress.setValue(0)
+        self._show(tr("Calibrating on the reference parcels of {layer} …").format(
+            layer=request.reference.describe()), Qgis.Info)
+        return self.launch(task)
+
+    def _finished(self, task: CalibrationTask) -> None:
+        self.task_ended()
+        self.calibrate_button.setEnabled(True)
+        if task.cancelled:
+            self._show(tr("Calibration cancelled; no model was written."), Qgis.Info)
+            return
+        run = task.run_result
+        if run is None:
+            self._show(tr("Calibration failed: {error}").format(error=task.error), Qgis.Critical)
+            return
+        self.progress.setValue(100)
+        calibration = run.calibration
+        path = str(run.path)
+        self.use_model(path)
+        counts = ", ".join(f"{c} {n}" for c, n in sorted(run.counts.items()))
+        text = tr("Calibrated on {n} reference parcels ({counts}): temperature {t:.2f}, calibration error {before:.3f} "
+                  "-> {after:.3f}. Saved to {path} and chosen for the next classification.").format(
+            n=calibration.parcels, counts=counts, t=calibration.temperature, before=calibration.ece_before,
+            after=calibration.ece_after, path=path)
+        if run.skipped:
+            text += " " + tr("Left out (classes the model does not know): {counts}.").format(
+                counts=", ".join(f"{c} {n}" for c, n in sorted(run.skipped.items())))
+        self._show(text, Qgis.Success)
+        QgsMessageLog.logMessage(text, LOG_TAG, Qgis.Info)
+        self.calibrated.emit(path)
