@@ -54,7 +54,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="99"/>
+        <location filename="algorithm_strings.py" line="105"/>
         <source>Catalogue</source>
         <translation type="unfinished"></translation>
     </message>
@@ -321,32 +321,32 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layer_writer.py" line="54"/>
+        <location filename="../plugin/layer_writer.py" line="55"/>
         <source>{field} is longer than a shapefile field name may be ({n} characters)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layer_writer.py" line="57"/>
+        <location filename="../plugin/layer_writer.py" line="58"/>
         <source>the probability fields (p_&lt;class&gt;, crop_margin, crop_entropy) do not fit shapefile field names</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layer_writer.py" line="78"/>
+        <location filename="../plugin/layer_writer.py" line="79"/>
         <source>{layer} cannot be edited; write a new layer file instead.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layer_writer.py" line="86"/>
+        <location filename="../plugin/layer_writer.py" line="87"/>
         <source>ThermoCrop classification</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layer_writer.py" line="103"/>
+        <location filename="../plugin/layer_writer.py" line="104"/>
         <source>Saving {layer} failed: {errors}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layer_writer.py" line="155"/>
+        <location filename="../plugin/layer_writer.py" line="156"/>
         <source>The parcel layer {layer}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -421,27 +421,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="132"/>
+        <location filename="../plugin/task.py" line="136"/>
         <source>{task}: cancelling…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="178"/>
+        <location filename="../plugin/task.py" line="182"/>
         <source>ThermoCrop: classify parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="261"/>
+        <location filename="../plugin/task.py" line="265"/>
         <source>the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="313"/>
+        <location filename="../plugin/task.py" line="317"/>
         <source>ThermoCrop: explain a parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="329"/>
+        <location filename="../plugin/task.py" line="333"/>
         <source>Feature {fid} is no longer in {layer}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -456,7 +456,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="57"/>
+        <location filename="algorithm_strings.py" line="63"/>
         <source>Labelled parcels</source>
         <translation type="unfinished"></translation>
     </message>
@@ -486,7 +486,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="58"/>
+        <location filename="algorithm_strings.py" line="64"/>
         <source>Label field</source>
         <translation type="unfinished"></translation>
     </message>
@@ -526,7 +526,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="142"/>
+        <location filename="../plugin/dock/input_widgets.py" line="143"/>
         <source>ThermoCrop model (*.tcm)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -696,92 +696,92 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="99"/>
+        <location filename="../plugin/dock/classify_tab.py" line="100"/>
         <source>Parcels per class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="104"/>
+        <location filename="../plugin/dock/classify_tab.py" line="105"/>
         <source>Class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="77"/>
+        <location filename="../plugin/dock/input_widgets.py" line="78"/>
         <source>Parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="104"/>
+        <location filename="../plugin/dock/classify_tab.py" line="105"/>
         <source>Share</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="109"/>
+        <location filename="../plugin/dock/classify_tab.py" line="110"/>
         <source>colour by class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="109"/>
+        <location filename="../plugin/dock/classify_tab.py" line="110"/>
         <source>colour by confidence</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="110"/>
+        <location filename="../plugin/dock/classify_tab.py" line="111"/>
         <source>The result layer&apos;s style: class colours, or confidence from purple (unsure) to yellow (sure)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="114"/>
+        <location filename="../plugin/dock/classify_tab.py" line="115"/>
         <source>only below</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="115"/>
+        <location filename="../plugin/dock/classify_tab.py" line="116"/>
         <source>Show only the parcels whose confidence is below the threshold (a filter on the result layer; untick to show all)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="189"/>
+        <location filename="../plugin/dock/classify_tab.py" line="190"/>
         <source>The scene {path} does not exist; untick it or add it again.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="192"/>
+        <location filename="../plugin/dock/classify_tab.py" line="193"/>
         <source>Checking the inputs …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="208"/>
+        <location filename="../plugin/dock/classify_tab.py" line="209"/>
         <source>Not started: {reason}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="213"/>
+        <location filename="../plugin/dock/classify_tab.py" line="214"/>
         <source>Not started: {path} exists and is not to be replaced.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="219"/>
+        <location filename="../plugin/dock/classify_tab.py" line="220"/>
         <source>Not started: the fields exist and are not to be overwritten.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="287"/>
+        <location filename="../plugin/dock/classify_tab.py" line="289"/>
         <source>Fetching the daily temperatures of {layer}'s parcels from {service} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="354"/>
+        <location filename="../plugin/dock/classify_tab.py" line="356"/>
         <source>The parcel layer was removed while classifying; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="357"/>
+        <location filename="../plugin/dock/classify_tab.py" line="359"/>
         <source>Cancelled; nothing was written and the layer was not changed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="303"/>
+        <location filename="../plugin/dock/classify_tab.py" line="305"/>
         <source>No temperatures from {service}: {error}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -791,7 +791,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="320"/>
+        <location filename="../plugin/dock/classify_tab.py" line="322"/>
         <source>Classifying {n} parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
@@ -801,92 +801,92 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="360"/>
+        <location filename="../plugin/dock/classify_tab.py" line="362"/>
         <source>Classification failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="365"/>
+        <location filename="../plugin/dock/classify_tab.py" line="367"/>
         <source>{layer} (classified)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="368"/>
+        <location filename="../plugin/dock/classify_tab.py" line="370"/>
         <source>QGIS cannot open the written file {path}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="369"/>
+        <location filename="../plugin/dock/classify_tab.py" line="371"/>
         <source>the new layer {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="374"/>
+        <location filename="../plugin/dock/classify_tab.py" line="376"/>
         <source>{layer} (saved)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="375"/>
+        <location filename="../plugin/dock/classify_tab.py" line="377"/>
         <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="378"/>
+        <location filename="../plugin/dock/classify_tab.py" line="380"/>
         <source>Writing the result failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="392"/>
+        <location filename="../plugin/dock/classify_tab.py" line="394"/>
         <source>Classified {done} of {n} parcels ({unknown} unknown) into {where}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="436"/>
+        <location filename="../plugin/dock/classify_tab.py" line="438"/>
         <source>{qml} exists and was left as it is.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="438"/>
+        <location filename="../plugin/dock/classify_tab.py" line="440"/>
         <source>Style saved to {qml}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="442"/>
+        <location filename="../plugin/dock/classify_tab.py" line="444"/>
         <source>below 0.4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="442"/>
+        <location filename="../plugin/dock/classify_tab.py" line="444"/>
         <source>0.4 to 0.6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="442"/>
+        <location filename="../plugin/dock/classify_tab.py" line="444"/>
         <source>0.6 to 0.8</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="442"/>
+        <location filename="../plugin/dock/classify_tab.py" line="444"/>
         <source>0.8 and above</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="442"/>
+        <location filename="../plugin/dock/classify_tab.py" line="444"/>
         <source>not classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="471"/>
+        <location filename="../plugin/dock/classify_tab.py" line="473"/>
         <source>{layer} is being edited; save or discard the edits to filter it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="475"/>
+        <location filename="../plugin/dock/classify_tab.py" line="477"/>
         <source>{layer} cannot be filtered by its provider.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="482"/>
+        <location filename="../plugin/dock/classify_tab.py" line="484"/>
         <source>{names} already exist(s). Overwrite?</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1001,172 +1001,172 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="70"/>
+        <location filename="../plugin/dock/form.py" line="79"/>
         <source>Choose a parcel layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="72"/>
+        <location filename="../plugin/dock/form.py" line="81"/>
         <source>No feature of {layer} is selected; select parcels or untick &apos;Selected features only&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="75"/>
+        <location filename="../plugin/dock/form.py" line="84"/>
         <source>Search the catalogue first (Search), or untick &apos;Search a catalogue&apos; to use scene files.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="77"/>
+        <location filename="../plugin/dock/form.py" line="86"/>
         <source>Tick or add at least one Sentinel-2 scene.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="79"/>
+        <location filename="../plugin/dock/form.py" line="88"/>
         <source>Choose a daily temperature file, or a weather service under &apos;Weather&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="81"/>
+        <location filename="../plugin/dock/form.py" line="90"/>
         <source>The class, confidence and status fields need three different names.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="84"/>
+        <location filename="../plugin/dock/form.py" line="93"/>
         <source>{layer} is not a file layer; choose the new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="87"/>
+        <location filename="../plugin/dock/form.py" line="96"/>
         <source>{layer} is read-only; choose &apos;New layer file&apos; to write the result.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="91"/>
+        <location filename="../plugin/dock/form.py" line="100"/>
         <source>Cannot write into {layer}: {problems}. Choose other field names or a new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="71"/>
+        <location filename="../plugin/dock/input_widgets.py" line="72"/>
         <source>Input</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="75"/>
+        <location filename="../plugin/dock/input_widgets.py" line="76"/>
         <source>Polygon layer of the project whose parcels are classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="78"/>
+        <location filename="../plugin/dock/input_widgets.py" line="79"/>
         <source>Selected features only</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="86"/>
+        <location filename="../plugin/dock/input_widgets.py" line="87"/>
         <source>Ticked scenes are used: the project&apos;s Sentinel-2 rasters and added files or folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="88"/>
+        <location filename="../plugin/dock/input_widgets.py" line="89"/>
         <source>Scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="90"/>
+        <location filename="../plugin/dock/input_widgets.py" line="91"/>
         <source>Add files…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="91"/>
+        <location filename="../plugin/dock/input_widgets.py" line="92"/>
         <source>Add Sentinel-2 products: .zip or .SAFE (choose its MTD_MSIL*.xml), or GeoTIFF / JPEG 2000 files</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="93"/>
+        <location filename="../plugin/dock/input_widgets.py" line="94"/>
         <source>Add folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="94"/>
+        <location filename="../plugin/dock/input_widgets.py" line="95"/>
         <source>Add a folder: every product and raster in it (and below) is read</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="95"/>
+        <location filename="../plugin/dock/input_widgets.py" line="96"/>
         <source>Remove</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="96"/>
+        <location filename="../plugin/dock/input_widgets.py" line="97"/>
         <source>Remove the selected files or folders added by hand (a project layer stays listed: untick it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="98"/>
+        <location filename="../plugin/dock/input_widgets.py" line="99"/>
         <source>Clear</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="99"/>
+        <location filename="../plugin/dock/input_widgets.py" line="100"/>
         <source>Remove every file and folder added by hand</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="121"/>
+        <location filename="../plugin/dock/input_widgets.py" line="122"/>
         <source>Where the daily temperatures come from: a file, or a weather service fetched for the parcels when the run starts and kept in the cache (Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="128"/>
+        <location filename="../plugin/dock/input_widgets.py" line="129"/>
         <source>Temperatures (*.nc *.nc4 *.csv);;All files (*)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="129"/>
+        <location filename="../plugin/dock/input_widgets.py" line="130"/>
         <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="131"/>
+        <location filename="../plugin/dock/input_widgets.py" line="132"/>
         <source>Weather</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="140"/>
+        <location filename="../plugin/dock/input_widgets.py" line="141"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="143"/>
+        <location filename="../plugin/dock/input_widgets.py" line="144"/>
         <source>empty: the shipped model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="153"/>
+        <location filename="../plugin/dock/input_widgets.py" line="154"/>
         <source>Output</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="155"/>
+        <location filename="../plugin/dock/input_widgets.py" line="156"/>
         <source>New layer file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="156"/>
+        <location filename="../plugin/dock/input_widgets.py" line="157"/>
         <source>Write the parcels with the result fields to a new file; the parcel layer is not changed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="158"/>
+        <location filename="../plugin/dock/input_widgets.py" line="159"/>
         <source>Fields of the parcel layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="159"/>
+        <location filename="../plugin/dock/input_widgets.py" line="160"/>
         <source>Add the result fields to the parcel layer and save it (in a running edit session: one undoable edit)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="168"/>
+        <location filename="../plugin/dock/input_widgets.py" line="169"/>
         <source>GeoPackage (*.gpkg);;Shapefile (*.shp);;GeoJSON (*.geojson);;FlatGeobuf (*.fgb)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1186,62 +1186,82 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="181"/>
+        <location filename="../plugin/dock/input_widgets.py" line="182"/>
         <source>Probabilities, margin, entropy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="182"/>
+        <location filename="../plugin/dock/input_widgets.py" line="183"/>
         <source>Also write p_&lt;class&gt; for every class, crop_margin (best minus second best probability) and crop_entropy (0 sure .. 1 undecided)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="200"/>
+        <location filename="../plugin/dock/input_widgets.py" line="186"/>
+        <source>Classify as of</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/input_widgets.py" line="187"/>
+        <source>Leave out the scenes acquired after this date and log the season&apos;s status on it (unticked: every scene, up to the last)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/input_widgets.py" line="195"/>
+        <source>When each label was decided</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/input_widgets.py" line="196"/>
+        <source>Also write crop_decided, the acquisition from which the label no longer changes and keeps a confidence of 0.8, and crop_decided_gdd, the parcel&apos;s GDD then</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/input_widgets.py" line="214"/>
         <source>empty: {name} beside the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="200"/>
+        <location filename="../plugin/dock/input_widgets.py" line="214"/>
         <source>choose a file (.gpkg, .shp, .geojson, .fgb)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="269"/>
+        <location filename="../plugin/dock/input_widgets.py" line="283"/>
         <source>Project layers stay listed; untick them to leave them out of the run.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="283"/>
+        <location filename="../plugin/dock/input_widgets.py" line="297"/>
         <source>Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="287"/>
+        <location filename="../plugin/dock/input_widgets.py" line="301"/>
         <source>Folder of Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="97"/>
+        <location filename="algorithm_strings.py" line="103"/>
         <source>Search a catalogue</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="331"/>
+        <location filename="../plugin/dock/input_widgets.py" line="345"/>
         <source>fetched from {service} when the run starts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="395"/>
+        <location filename="../plugin/dock/input_widgets.py" line="409"/>
         <source>No model at {path}; choose a .tcm file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="400"/>
+        <location filename="../plugin/dock/input_widgets.py" line="414"/>
         <source>Model not available: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="403"/>
+        <location filename="../plugin/dock/input_widgets.py" line="417"/>
         <source>not recorded</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1406,13 +1426,18 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="101"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="122"/>
         <source>The model bundle {model!r} does not exist; choose a .tcm file or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="114"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="135"/>
         <source>The class, confidence and status fields need three different, non-empty names.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="160"/>
+        <source>The as-of date {text!r} is not a date written YYYY-MM-DD; correct it or leave it empty for the whole season.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -1421,92 +1446,92 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="147"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="187"/>
         <source>Model: {variant}, classes {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="153"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="193"/>
         <source>{n} parcels, {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="206"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="249"/>
         <source>Fields {fields} of the input are replaced by the new values.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="209"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="252"/>
         <source>Field names as stored in this format: {names}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="213"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="214"/>
         <source>Cancelled: nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="258"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="301"/>
         <source>Style saved to {qml}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="126"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="127"/>
         <source>Give either the {preset} code table or the class map file {path}, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="148"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="149"/>
         <source>The parcels have no &apos;{field}&apos; field; Train model will split them at random (give a block field for a spatial split).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="151"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="152"/>
         <source>The parcel layer has no field {field}; choose its block field or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="175"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="176"/>
         <source>The dataset folder {out} is not empty; choose a new folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="185"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="186"/>
         <source>{n} classes (labelled parcels with data):</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="189"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="190"/>
         <source>Codes not in the class map, counted as unknown: {codes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="192"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="193"/>
         <source>Classes with fewer than {n} parcels, counted as unknown: {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="86"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="87"/>
         <source>Cannot read the dates {text!r}: write them as YYYY-MM-DD, separated by commas.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="111"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="112"/>
         <source>Give either DATES or scenes, so that there are dates to compute GDD at.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="119"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="120"/>
         <source>The cap temperature must be above the base temperature.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="183"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="184"/>
         <source>GDD of {n} parcels at {dates} dates from {weather}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="188"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="189"/>
         <source>{n} parcels have no usable temperatures (no grid cell with data within {km} km, or a gap of more than 3 days); their GDD fields stay empty. Features: {features}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1732,456 +1757,486 @@
     </message>
     <message>
         <location filename="algorithm_strings.py" line="40"/>
-        <source>Classified parcels</source>
+        <source>As of date (YYYY-MM-DD; empty: the whole season)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="41"/>
-        <source>Parcel polygons, any CRS. Every feature is classified.</source>
+        <source>When each label was decided (crop_decided)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="42"/>
-        <source>Sentinel-2 scenes of one season: multi-band GeoTIFFs, per-band files or .SAFE products, as layers or files (repeat SCENES=... on the command line). Give these, a scene folder, or both, or else saved STAC items: one of them is required.</source>
+        <source>Confidence a decided label keeps</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="43"/>
-        <source>A folder holding the scenes, instead of or besides the scenes above: one of the two (or saved STAC items) is required.</source>
+        <source>Classified parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="44"/>
-        <source>A STAC item collection saved by &apos;Search a catalogue&apos; (or &apos;thermocrop scenes search&apos;), instead of scene files: only the parts of its images that hold parcels are fetched, and kept in the cache ($THERMOCROP_CACHE or ~/.cache/thermocrop), so a second run reads nothing over the network.</source>
+        <source>Parcel polygons, any CRS. Every feature is classified.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="45"/>
-        <source>Credentials for the saved items&apos; images, from QGIS&apos;s authentication manager (a Basic configuration): for the Copernicus Data Space the S3 access key as user name and the secret key as password; for Planetary Computer a subscription key as password (optional). Empty: the environment&apos;s AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / PC_SDK_SUBSCRIPTION_KEY, if set. Never stored in the project.</source>
+        <source>Sentinel-2 scenes of one season: multi-band GeoTIFFs, per-band files or .SAFE products, as layers or files (repeat SCENES=... on the command line). Give these, a scene folder, or both, or else saved STAC items: one of them is required.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="46"/>
-        <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV (date,tmin,tmax) covering the season; or leave it empty and choose a weather service below.</source>
+        <source>A folder holding the scenes, instead of or besides the scenes above: one of the two (or saved STAC items) is required.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="47"/>
-        <source>Where the daily temperatures come from: the file above, or a weather service fetched for the parcels&apos; 0.1-degree cells and kept as a NetCDF in the cache (Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment).</source>
+        <source>A STAC item collection saved by &apos;Search a catalogue&apos; (or &apos;thermocrop scenes search&apos;), instead of scene files: only the parts of its images that hold parcels are fetched, and kept in the cache ($THERMOCROP_CACHE or ~/.cache/thermocrop), so a second run reads nothing over the network.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="48"/>
-        <source>Model bundle (.tcm). Leave empty for the model shipped with the plugin.</source>
+        <source>Credentials for the saved items&apos; images, from QGIS&apos;s authentication manager (a Basic configuration): for the Copernicus Data Space the S3 access key as user name and the secret key as password; for Planetary Computer a subscription key as password (optional). Empty: the environment&apos;s AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / PC_SDK_SUBSCRIPTION_KEY, if set. Never stored in the project.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="49"/>
-        <source>Name of the output field with the predicted class.</source>
+        <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV (date,tmin,tmax) covering the season; or leave it empty and choose a weather service below.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="50"/>
-        <source>Name of the output field with the predicted class&apos;s probability (0-1).</source>
+        <source>Where the daily temperatures come from: the file above, or a weather service fetched for the parcels&apos; 0.1-degree cells and kept as a NetCDF in the cache (Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="51"/>
-        <source>Name of the output field saying &apos;ok&apos; or why a parcel was not classified.</source>
+        <source>Model bundle (.tcm). Leave empty for the model shipped with the plugin.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="52"/>
-        <source>Also write each class&apos;s probability (p_&lt;class&gt;), the margin between the two likeliest classes (crop_margin) and the normalised entropy of the probabilities (crop_entropy, 0 sure .. 1 undecided).</source>
+        <source>Name of the output field with the predicted class.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="53"/>
-        <source>Classified parcels, styled by class; the style is saved beside file outputs.</source>
+        <source>Name of the output field with the predicted class&apos;s probability (0-1).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="54"/>
-        <source>Parcels classified</source>
+        <source>Name of the output field saying &apos;ok&apos; or why a parcel was not classified.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="55"/>
-        <source>Export training data</source>
+        <source>Also write each class&apos;s probability (p_&lt;class&gt;), the margin between the two likeliest classes (crop_margin) and the normalised entropy of the probabilities (crop_entropy, 0 sure .. 1 undecided).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="56"/>
-        <source>Samples up to MAX_PIXELS pixels of every labelled parcel on every scene date, with cloud masks and growing degree days, and writes them as a ThermoCrop dataset folder that Train model reads. The dataset&apos;s classes are the labels found, or the classes a class map gives the crop codes.</source>
+        <source>Classify as of this date (YYYY-MM-DD): scenes acquired after it are left out and the season&apos;s status on it (acquisitions, GDD) is logged. Empty: the whole season.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="57"/>
+        <source>Also write crop_decided (the acquisition from which the label no longer changes and keeps the confidence below, as YYYY-MM-DD text) and crop_decided_gdd (the parcel&apos;s GDD then).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="58"/>
+        <source>The confidence (calibrated where the model carries a calibration) a decided label keeps up to the last acquisition.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="59"/>
-        <source>Block field (spatial split)</source>
+        <source>Classified parcels, styled by class; the style is saved beside file outputs.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="60"/>
-        <source>Crop code table (class map preset)</source>
+        <source>Parcels classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="61"/>
-        <source>Class map file (CSV or YAML)</source>
+        <source>Export training data</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="62"/>
-        <source>Minimum parcels per class</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="63"/>
-        <source>Season start</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="64"/>
-        <source>Pixels per parcel</source>
+        <source>Samples up to MAX_PIXELS pixels of every labelled parcel on every scene date, with cloud masks and growing degree days, and writes them as a ThermoCrop dataset folder that Train model reads. The dataset&apos;s classes are the labels found, or the classes a class map gives the crop codes.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="65"/>
-        <source>Dataset folder</source>
+        <source>Block field (spatial split)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="66"/>
-        <source>Parcel polygons with a crop label field.</source>
+        <source>Crop code table (class map preset)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="67"/>
-        <source>Field holding each parcel&apos;s crop label: any class names or crop codes. Parcels with an empty value are left unlabelled.</source>
+        <source>Class map file (CSV or YAML)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="68"/>
-        <source>Field of each parcel&apos;s spatial block (e.g. a 10 km grid cell id): Train model splits training, validation and test by block, so that neighbouring parcels do not score each other. Default: the field &apos;block&apos; when the layer has one; empty: no blocks (Train model then splits at random and warns).</source>
+        <source>Minimum parcels per class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="69"/>
-        <source>Map national crop codes to classes with the table of the paper&apos;s data for France, Denmark or Austria; codes not in the table become &apos;unknown&apos;.</source>
+        <source>Season start</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="70"/>
-        <source>Or your own class map: a CSV with columns code,class (or a YAML file). Codes not in it become &apos;unknown&apos;. Give either this or a preset, not both.</source>
+        <source>Pixels per parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="71"/>
-        <source>Classes with fewer labelled parcels become &apos;unknown&apos; (0: keep every class).</source>
+        <source>Dataset folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="72"/>
-        <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV; or leave it empty and choose a weather service below.</source>
+        <source>Parcel polygons with a crop label field.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="73"/>
-        <source>Season start as MM-DD, or MM-DD/-1 for the previous year.</source>
+        <source>Field holding each parcel&apos;s crop label: any class names or crop codes. Parcels with an empty value are left unlabelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="74"/>
-        <source>Pixels sampled per parcel and date (the paper uses 64).</source>
+        <source>Field of each parcel&apos;s spatial block (e.g. a 10 km grid cell id): Train model splits training, validation and test by block, so that neighbouring parcels do not score each other. Default: the field &apos;block&apos; when the layer has one; empty: no blocks (Train model then splits at random and warns).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="75"/>
-        <source>Dataset folder to create; it must not exist yet.</source>
+        <source>Map national crop codes to classes with the table of the paper&apos;s data for France, Denmark or Austria; codes not in the table become &apos;unknown&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="76"/>
-        <source>Growing degree days per parcel</source>
+        <source>Or your own class map: a CSV with columns code,class (or a YAML file). Codes not in it become &apos;unknown&apos;. Give either this or a preset, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="77"/>
-        <source>Accumulates growing degree days (GDD) from the season start at each parcel&apos;s centroid, from daily temperatures, and adds one field per date.</source>
+        <source>Classes with fewer labelled parcels become &apos;unknown&apos; (0: keep every class).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="78"/>
-        <source>Dates</source>
+        <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV; or leave it empty and choose a weather service below.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="79"/>
-        <source>Scenes (for their dates)</source>
+        <source>Season start as MM-DD, or MM-DD/-1 for the previous year.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="80"/>
-        <source>Folder of scenes</source>
+        <source>Pixels sampled per parcel and date (the paper uses 64).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="81"/>
-        <source>Base temperature</source>
+        <source>Dataset folder to create; it must not exist yet.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="82"/>
-        <source>Cap temperature</source>
+        <source>Growing degree days per parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="83"/>
-        <source>Method</source>
+        <source>Accumulates growing degree days (GDD) from the season start at each parcel&apos;s centroid, from daily temperatures, and adds one field per date.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="84"/>
-        <source>Largest distance to a weather cell (km)</source>
+        <source>Dates</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="85"/>
-        <source>Parcels with GDD</source>
+        <source>Scenes (for their dates)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="86"/>
-        <source>Parcel polygons, any CRS.</source>
+        <source>Folder of scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="87"/>
-        <source>Dates as YYYY-MM-DD separated by commas. Leave empty to use the scene dates.</source>
+        <source>Base temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="88"/>
-        <source>Sentinel-2 scenes whose acquisition dates are used when DATES is empty.</source>
+        <source>Cap temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="89"/>
-        <source>A folder of scenes whose dates are used when DATES is empty.</source>
+        <source>Method</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="90"/>
-        <source>Or a STAC item collection saved by &apos;Search a catalogue&apos;, whose dates are used when DATES is empty (no image is read).</source>
+        <source>Largest distance to a weather cell (km)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="91"/>
-        <source>Season start as MM-DD, or MM-DD/-1 for the previous year (e.g. 09-01/-1).</source>
+        <source>Parcels with GDD</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="92"/>
-        <source>Base temperature (°C) below which no growth is counted.</source>
+        <source>Parcel polygons, any CRS.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="93"/>
-        <source>Cap temperature (°C) above which no extra growth is counted.</source>
+        <source>Dates as YYYY-MM-DD separated by commas. Leave empty to use the scene dates.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="94"/>
-        <source>paper: clip daily min/max then average; average: average then clip at the base.</source>
+        <source>Sentinel-2 scenes whose acquisition dates are used when DATES is empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="95"/>
-        <source>How far a parcel may be from the grid cell (or station) it takes its temperatures from; farther parcels get no GDD.</source>
+        <source>A folder of scenes whose dates are used when DATES is empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="96"/>
-        <source>The parcels with one field gdd_YYYYMMDD per date.</source>
+        <source>Or a STAC item collection saved by &apos;Search a catalogue&apos;, whose dates are used when DATES is empty (no image is read).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="97"/>
+        <source>Season start as MM-DD, or MM-DD/-1 for the previous year (e.g. 09-01/-1).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="98"/>
-        <source>Finds the Sentinel-2 L2A items of a STAC catalogue that cover the parcel layer in a season, keeps those with at most the given cloud cover, logs their dates, tiles and cloud cover and saves them as a STAC ItemCollection (.json). Classify parcels, Export training data and Growing degree days per parcel read the saved file as their scenes, fetching only the parts of the images that hold parcels.</source>
+        <source>Base temperature (°C) below which no growth is counted.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="99"/>
+        <source>Cap temperature (°C) above which no extra growth is counted.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="100"/>
-        <source>STAC API URL (for another STAC API)</source>
+        <source>paper: clip daily min/max then average; average: average then clip at the base.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="101"/>
-        <source>Collection</source>
+        <source>How far a parcel may be from the grid cell (or station) it takes its temperatures from; farther parcels get no GDD.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="102"/>
-        <source>Season (year)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="103"/>
-        <source>Start (YYYY-MM-DD)</source>
+        <source>The parcels with one field gdd_YYYYMMDD per date.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="104"/>
-        <source>End (YYYY-MM-DD)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="105"/>
-        <source>Largest cloud cover (%)</source>
+        <source>Finds the Sentinel-2 L2A items of a STAC catalogue that cover the parcel layer in a season, keeps those with at most the given cloud cover, logs their dates, tiles and cloud cover and saves them as a STAC ItemCollection (.json). Classify parcels, Export training data and Growing degree days per parcel read the saved file as their scenes, fetching only the parts of the images that hold parcels.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="106"/>
-        <source>Item collection</source>
+        <source>STAC API URL (for another STAC API)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="107"/>
-        <source>Parcel polygons, any CRS: the search covers their bounding box.</source>
+        <source>Collection</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="108"/>
-        <source>Earth Search (public COGs on AWS), Planetary Computer (signed by ThermoCrop), the Copernicus Data Space (JPEG 2000 in S3: reading needs S3 keys) or another STAC API given by its URL.</source>
+        <source>Season (year)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="109"/>
-        <source>The address of the STAC API when &apos;Another STAC API&apos; is chosen, e.g. https://stac.example.org/v1.</source>
+        <source>Start (YYYY-MM-DD)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="110"/>
-        <source>Collection id; empty for the catalogue&apos;s Sentinel-2 L2A collection (sentinel-2-l2a).</source>
+        <source>End (YYYY-MM-DD)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="111"/>
-        <source>Calendar year searched (1 January to 31 December); Start and End narrow or replace it.</source>
+        <source>Largest cloud cover (%)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="112"/>
-        <source>First day searched, YYYY-MM-DD (optional).</source>
+        <source>Item collection</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="113"/>
-        <source>Last day searched, YYYY-MM-DD (optional).</source>
+        <source>Parcel polygons, any CRS: the search covers their bounding box.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="114"/>
-        <source>Largest cloud cover of an item (eo:cloud_cover), percent.</source>
+        <source>Earth Search (public COGs on AWS), Planetary Computer (signed by ThermoCrop), the Copernicus Data Space (JPEG 2000 in S3: reading needs S3 keys) or another STAC API given by its URL.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="115"/>
-        <source>The item collection to write (.json); it appears only once complete.</source>
+        <source>The address of the STAC API when &apos;Another STAC API&apos; is chosen, e.g. https://stac.example.org/v1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="116"/>
-        <source>Items found</source>
+        <source>Collection id; empty for the catalogue&apos;s Sentinel-2 L2A collection (sentinel-2-l2a).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="117"/>
-        <source>Dates found</source>
+        <source>Calendar year searched (1 January to 31 December); Start and End narrow or replace it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="118"/>
-        <source>Train model</source>
+        <source>First day searched, YYYY-MM-DD (optional).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="119"/>
-        <source>Trains a PSE+LTAE classifier with the chosen positional encoding on one or more datasets written by Export training data, and saves a model bundle (.tcm) that Classify parcels and the dock can use.</source>
+        <source>Last day searched, YYYY-MM-DD (optional).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="120"/>
-        <source>Dataset folders</source>
+        <source>Largest cloud cover of an item (eo:cloud_cover), percent.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="121"/>
-        <source>Model variant</source>
+        <source>The item collection to write (.json); it appears only once complete.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="122"/>
-        <source>Epochs</source>
+        <source>Items found</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="123"/>
-        <source>Steps per epoch</source>
+        <source>Dates found</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="124"/>
-        <source>Batch size</source>
+        <source>Train model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="125"/>
-        <source>Device</source>
+        <source>Trains a PSE+LTAE classifier with the chosen positional encoding on one or more datasets written by Export training data, and saves a model bundle (.tcm) that Classify parcels and the dock can use.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="126"/>
-        <source>Classes (empty: all classes of the datasets)</source>
+        <source>Dataset folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="127"/>
-        <source>Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder dialog.</source>
+        <source>Model variant</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="128"/>
-        <source>Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none. tpe_sinusoidal, the shipped model&apos;s, is recommended (docs/training.md).</source>
+        <source>Epochs</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="129"/>
-        <source>Training epochs (default 30, the shipped model&apos;s; the paper trains 100). The time the run will take is measured and logged before it starts.</source>
+        <source>Steps per epoch</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="130"/>
-        <source>Optimiser steps per epoch (default 25; the paper uses 500).</source>
+        <source>Batch size</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="131"/>
-        <source>Parcels per optimiser step (default 64; the paper uses 128).</source>
+        <source>Device</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="132"/>
-        <source>auto uses a CUDA GPU when there is one, else the CPU.</source>
+        <source>Classes (empty: all classes of the datasets)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="133"/>
-        <source>The model&apos;s classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: every class of the datasets. Parcels of other classes are left out of training.</source>
+        <source>Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder dialog.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="134"/>
+        <source>Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none. tpe_sinusoidal, the shipped model&apos;s, is recommended (docs/training.md).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="135"/>
+        <source>Training epochs (default 30, the shipped model&apos;s; the paper trains 100). The time the run will take is measured and logged before it starts.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="136"/>
+        <source>Optimiser steps per epoch (default 25; the paper uses 500).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="137"/>
+        <source>Parcels per optimiser step (default 64; the paper uses 128).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="138"/>
+        <source>auto uses a CUDA GPU when there is one, else the CPU.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="139"/>
+        <source>The model&apos;s classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: every class of the datasets. Parcels of other classes are left out of training.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="140"/>
         <source>Model bundle file (.tcm) to write.</source>
         <translation type="unfinished"></translation>
     </message>

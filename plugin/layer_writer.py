@@ -12,6 +12,7 @@ from qgis.core import QgsField, QgsProject, QgsVectorDataProvider, QgsVectorLaye
 from qgis.PyQt.QtCore import QVariant
 
 from ..app import result_columns
+from ..core.result_columns import DECIDED_FIELD
 from .i18n import tr
 
 
@@ -29,7 +30,7 @@ def result_values(result, fids: list, label_field: str, conf_field: str, status_
     columns = result_columns(result, len(fids), label_field=label_field, conf_field=conf_field,
                              status_field=status_field, probabilities=probabilities)
     rows = [int(row) for row in result.rows]
-    kinds = {label_field: QVariant.String, status_field: QVariant.String}
+    kinds = {label_field: QVariant.String, status_field: QVariant.String, DECIDED_FIELD: QVariant.String}
     return {name: (kinds.get(name, QVariant.Double), {fids[row]: qgis_value(values[row]) for row in rows})
             for name, values in columns.items()}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
 import os
 
 from qgis.core import (
@@ -27,6 +28,7 @@ from qgis.PyQt.QtCore import QVariant
 from ... import app
 from ...app import NOT_SELECTED, ClassifyRequest, ParcelsSpec, ResultFields, result_columns
 from ...core.classify import estimated_seconds
+from ...core.inseason import DEFAULT_DECIDED_THRESHOLD
 from ..i18n import tr
 from ..layer_writer import qgis_value
 from ..layers import features_to_frame
@@ -34,6 +36,9 @@ from ..staged_sinks import StagedSink, check_sink, field_kinds, geometry_type, l
 from ..styles import apply_class_style, save_style_beside
 from .base import ThermoCropAlgorithm
 from .request_parts import ProcessingRun, scenes_spec, weather_spec
+
+QVARIANT_OF_KIND = {"string": QVariant.String, "real": QVariant.Double, "integer": QVariant.LongLong}
+"""The attribute type of each kind of result column (``core.io.vector.field_kind``)."""
 
 # Post-processors must outlive processAlgorithm; QGIS holds only a C++ pointer to them.
 _POST_PROCESSORS: list = []
@@ -58,6 +63,9 @@ class ClassifyParcels(ThermoCropAlgorithm):
     CONFIDENCE_FIELD = "CONFIDENCE_FIELD"
     STATUS_FIELD = "STATUS_FIELD"
     PROBABILITIES = "PROBABILITIES"
+    AS_OF = "AS_OF"
+    DECIDED = "DECIDED"
+    DECIDED_THRESHOLD = "DECIDED_THRESHOLD"
     CLASSIFIED = "CLASSIFIED"
     SUMMARY = ("Predicts the crop type of every parcel from a Sentinel-2 time series and daily "
                "temperatures with a ThermoCrop model (PSE+LTAE with thermal positional encoding). "
@@ -76,6 +84,12 @@ class ClassifyParcels(ThermoCropAlgorithm):
         "PROBABILITIES": "Also write each class's probability (p_<class>), the margin between the two likeliest "
                          "classes (crop_margin) and the normalised entropy of the probabilities (crop_entropy, "
                          "0 sure .. 1 undecided).",
+        "AS_OF": "Classify as of this date (YYYY-MM-DD): scenes acquired after it are left out and the season's "
+                 "status on it (acquisitions, GDD) is logged. Empty: the whole season.",
+        "DECIDED": "Also write crop_decided (the acquisition from which the label no longer changes and keeps the "
+                   "confidence below, as YYYY-MM-DD text) and crop_decided_gdd (the parcel's GDD then).",
+        "DECIDED_THRESHOLD": "The confidence (calibrated where the model carries a calibration) a decided label "
+                             "keeps up to the last acquisition.",
         "OUTPUT": "Classified parcels, styled by class; the style is saved beside file outputs.",
     }
 
@@ -91,6 +105,12 @@ class ClassifyParcels(ThermoCropAlgorithm):
         self.add(QgsProcessingParameterString(self.STATUS_FIELD, "Status field", defaultValue="crop_status"))
         self.add(QgsProcessingParameterBoolean(self.PROBABILITIES, "Class probabilities, margin and entropy fields",
                                                defaultValue=False))
+        self.add(QgsProcessingParameterString(self.AS_OF, "As of date (YYYY-MM-DD; empty: the whole season)",
+                                              optional=True))
+        self.add(QgsProcessingParameterBoolean(self.DECIDED, "When each label was decided (crop_decided)",
+                                               defaultValue=False))
+        self.add(self.number(self.DECIDED_THRESHOLD, "Confidence a decided label keeps", "decided_threshold",
+                             DEFAULT_DECIDED_THRESHOLD))
         self.add(QgsProcessingParameterFeatureSink(self.OUTPUT, "Classified parcels",
                                                    QgsProcessing.TypeVectorPolygon))
         self.addOutput(QgsProcessingOutputNumber(self.CLASSIFIED, "Parcels classified"))
@@ -123,7 +143,26 @@ class ClassifyParcels(ThermoCropAlgorithm):
                           kinds=dict(zip(self._field_names(parameters, context), ("string", "real", "string"))),
                           source_fields=source.fields() if source is not None else None)
 
-    CHECKS = (ThermoCropAlgorithm.check_weather, check_model, check_field_names, ThermoCropAlgorithm.check_parcel_crs,
+    def as_of(self, parameters, context):
+        """The ``AS_OF`` date as a ``datetime.date``, or None when empty.
+
+        Raises:
+            ValueError: the text is not a date written YYYY-MM-DD.
+        """
+        text = (self.parameterAsString(parameters, self.AS_OF, context) or "").strip()
+        return datetime.date.fromisoformat(text) if text else None
+
+    def check_as_of(self, parameters, context) -> tuple[bool, str]:
+        """``(ok, message)``: ``AS_OF`` is empty or a date written YYYY-MM-DD."""
+        try:
+            self.as_of(parameters, context)
+        except ValueError:
+            return False, tr("The as-of date {text!r} is not a date written YYYY-MM-DD; correct it or leave it "
+                             "empty for the whole season.").format(
+                text=self.parameterAsString(parameters, self.AS_OF, context))
+        return True, ""
+
+    CHECKS = (ThermoCropAlgorithm.check_weather, check_model, check_field_names, check_as_of, ThermoCropAlgorithm.check_parcel_crs,
               ThermoCropAlgorithm.check_scenes, check_output)
 
     def _inputs(self, parameters, context) -> list:
@@ -188,7 +227,10 @@ class ClassifyParcels(ThermoCropAlgorithm):
             fields=ResultFields(self.parameterAsString(parameters, self.LABEL_FIELD, context),
                                 self.parameterAsString(parameters, self.CONFIDENCE_FIELD, context),
                                 self.parameterAsString(parameters, self.STATUS_FIELD, context),
-                                self.parameterAsBoolean(parameters, self.PROBABILITIES, context)))
+                                self.parameterAsBoolean(parameters, self.PROBABILITIES, context),
+                                decided=self.parameterAsDouble(parameters, self.DECIDED_THRESHOLD, context)
+                                if self.parameterAsBoolean(parameters, self.DECIDED, context) else None),
+            as_of=self.as_of(parameters, context))
 
     def _write(self, source, staged: StagedSink, columns: dict, row_of: dict, requested: tuple, feedback,
                writing=None) -> str:
@@ -196,12 +238,12 @@ class ClassifyParcels(ThermoCropAlgorithm):
         value per row of the classified table; ``row_of`` maps a feature id to its row) into
         ``staged``; ``writing`` is the part of the progress (a ``core.progress.Progress``) it moves
         through."""
-        from ...core.io.vector import measures_supported, replaced_fields
+        from ...core.io.vector import field_kind, measures_supported, replaced_fields
 
         extra = [name for name in columns if name not in requested]
         names = [staged.field_names[n] for n in requested]
         kinds = dict(zip(requested, ("string", "real", "string")))
-        kinds.update(dict.fromkeys(extra, "real"))
+        kinds.update({name: field_kind(columns[name]) for name in extra})
         replaced = set(self.run_core(lambda: replaced_fields(field_kinds(source.fields()), staged.target, kinds)))
         if replaced:
             feedback.pushInfo(tr("Fields {fields} of the input are replaced by the new values.").format(
@@ -215,7 +257,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
         for name, kind, length in zip(names, (QVariant.String, QVariant.Double, QVariant.String), (40, 0, 40)):
             fields.append(QgsField(name, kind, len=length))
         for name in extra:
-            fields.append(QgsField(staged.field_names[name], QVariant.Double))
+            fields.append(QgsField(staged.field_names[name], QVARIANT_OF_KIND[kinds[name]]))
         wkb_type, make_multi = geometry_type(source)
         if QgsWkbTypes.hasM(wkb_type) and staged.driver and not measures_supported(staged.driver):
             feedback.pushWarning(self.measures_dropped(staged.driver))

@@ -35,6 +35,7 @@ from qgis.PyQt.QtWidgets import (
 
 from ...core.crops import UNKNOWN_CLASS, class_colours
 from ...core.errors import ThermoCropError
+from ...core.inseason import DEFAULT_DECIDED_THRESHOLD
 from ..i18n import tr
 from ..layer_writer import (
     check_layer_fields,
@@ -224,7 +225,8 @@ class ClassifyPanel(QObject):
         return ClassificationParameters(snapshot, [], scenes if form.from_catalog else checked.scenes, weather,
                                         model, form.label_field, form.confidence_field, form.status_field,
                                         form.probabilities, output, overwrite, bundle=checked.bundle,
-                                        inputs=[p for p in (layer_file(layer), weather, model) if p])
+                                        inputs=[p for p in (layer_file(layer), weather, model) if p],
+                                        as_of=form.as_of, decided=DEFAULT_DECIDED_THRESHOLD if form.decided else None)
 
     @staticmethod
     def check_inputs(layer: QgsVectorLayer, scenes: Optional[list], weather: str, model: Optional[str]):

@@ -7,11 +7,13 @@ checks that open files (``layer_writer``'s and ``core.preflight``'s) follow in `
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
 from typing import Optional
 
 from qgis.core import QgsVectorLayer
 
+from ...core.result_columns import DECIDED_FIELD, DECIDED_GDD_FIELD
 from ..i18n import tr
 from ..layer_writer import default_output_path, field_name_problems, layer_is_writable
 from .input_widgets import ClassifyInputs
@@ -34,6 +36,8 @@ class ClassifyForm:
         probabilities: also write ``p_<class>``, margin and entropy.
         output: the new layer file (the one chosen, else the default beside the parcel file; ""
             when there is neither), or None to write into the parcel layer's own fields.
+        as_of: classify as of this date (None: every scene).
+        decided: also write when each label was decided (``crop_decided``, ``crop_decided_gdd``).
     """
 
     layer: Optional[QgsVectorLayer]
@@ -48,6 +52,8 @@ class ClassifyForm:
     status_field: str
     probabilities: bool
     output: Optional[str]
+    as_of: Optional[datetime.date] = None
+    decided: bool = False
 
     @property
     def field_names(self) -> tuple:
@@ -56,7 +62,10 @@ class ClassifyForm:
 
     def field_kinds(self) -> dict:
         """The result fields' types by name (probabilities come once the model is known)."""
-        return {self.label_field: "string", self.confidence_field: "real", self.status_field: "string"}
+        kinds = {self.label_field: "string", self.confidence_field: "real", self.status_field: "string"}
+        if self.decided:
+            kinds.update({DECIDED_FIELD: "string", DECIDED_GDD_FIELD: "real"})
+        return kinds
 
     def problem(self) -> Optional[str]:
         """The first thing the user must fix before a run, as a message, or None.
@@ -114,4 +123,6 @@ def read_form(inputs: ClassifyInputs) -> ClassifyForm:
         status_field=inputs.status_field.text().strip(),
         probabilities=inputs.probabilities.isChecked(),
         output=output,
+        as_of=inputs.as_of.date().toPyDate() if inputs.as_of_on.isChecked() else None,
+        decided=inputs.decided.isChecked(),
     )
