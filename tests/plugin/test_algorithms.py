@@ -258,14 +258,16 @@ def test_classifyparcels_parameters_and_defaults(provider):
     algorithm = provider.algorithm("classifyparcels")
     names = [p.name() for p in algorithm.parameterDefinitions()]
     assert names == ["INPUT", "SCENES", "SCENE_FOLDER", "STAC_ITEMS", "AUTH", "WEATHER", "WEATHER_SERVICE", "MODEL",
-                     "LABEL_FIELD", "CONFIDENCE_FIELD", "STATUS_FIELD", "PROBABILITIES", "OUTPUT"]
+                     "LABEL_FIELD", "CONFIDENCE_FIELD", "STATUS_FIELD", "PROBABILITIES", "AS_OF", "DECIDED",
+                     "DECIDED_THRESHOLD", "OUTPUT"]
     definition = algorithm.parameterDefinition
     assert definition("LABEL_FIELD").defaultValue() == "crop_pred"
     assert definition("CONFIDENCE_FIELD").defaultValue() == "crop_conf"
     assert definition("PROBABILITIES").defaultValue() is False
+    assert definition("DECIDED").defaultValue() is False and definition("DECIDED_THRESHOLD").defaultValue() == 0.8
     optional = {p.name() for p in algorithm.parameterDefinitions()
                 if p.flags() & p.FlagOptional}
-    assert optional == {"SCENES", "SCENE_FOLDER", "STAC_ITEMS", "AUTH", "WEATHER", "MODEL"}
+    assert optional == {"SCENES", "SCENE_FOLDER", "STAC_ITEMS", "AUTH", "WEATHER", "MODEL", "AS_OF"}
     assert {o.name() for o in algorithm.outputDefinitions()} == {"OUTPUT", "CLASSIFIED"}
 
 
