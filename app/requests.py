@@ -7,12 +7,13 @@ the dock from its form; the run functions of :mod:`thermocrop.app.runs` take not
 
 from __future__ import annotations
 
+import datetime
 import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
 from ..core.model.calibration import DEFAULT_COVERAGE
-from ..core.result_columns import SET_FIELD, SET_SIZE_FIELD
+from ..core.result_columns import DECIDED_FIELD, DECIDED_GDD_FIELD, SET_FIELD, SET_SIZE_FIELD
 from ..core.settings import ExtractionSettings, PixelSampling, ThermalTime
 
 DEFAULT_MAX_DISTANCE_KM = 25.0
@@ -159,20 +160,25 @@ class ClassificationOutput:
 
 @dataclass(frozen=True)
 class ResultFields:
-    """The names of the result's columns, whether the probability columns are written, and the
-    coverage of the prediction sets (``crop_set``, ``crop_set_size``; None: no sets)."""
+    """The names of the result's columns, whether the probability columns are written, the
+    coverage of the prediction sets (``crop_set``, ``crop_set_size``; None: no sets) and the
+    confidence a decided label keeps (``decided``: ``crop_decided``, ``crop_decided_gdd``; None:
+    not asked, see ``core.inseason``)."""
 
     label: str = "crop_pred"
     confidence: str = "crop_conf"
     status: str = "crop_status"
     probabilities: bool = False
     coverage: Optional[float] = DEFAULT_COVERAGE
+    decided: Optional[float] = None
 
     def kinds(self) -> dict[str, str]:
         """Field name -> kind (``string`` / ``real`` / ``integer``) of the main columns."""
         kinds = {self.label: "string", self.confidence: "real", self.status: "string"}
         if self.coverage is not None:
             kinds.update({SET_FIELD: "string", SET_SIZE_FIELD: "integer"})
+        if self.decided is not None:
+            kinds.update({DECIDED_FIELD: "string", DECIDED_GDD_FIELD: "real"})
         return kinds
 
 
@@ -185,6 +191,7 @@ class ClassifyRequest:
             scenes' processing level (its thermal time settings come with it).
         sampling: which pixels are read (``min_pixels``, ``missing_scl`` are the ones doors set).
         output: the file to write, or None where the door writes the result itself.
+        as_of: classify as of this date: the scenes after it are left out (None: every scene).
     """
 
     parcels: ParcelsSpec
@@ -196,6 +203,7 @@ class ClassifyRequest:
     chunk_size: int = 20000
     cluster: ClusterSpec = field(default_factory=ClusterSpec)
     output: Optional[ClassificationOutput] = None
+    as_of: Optional[datetime.date] = None
 
 
 @dataclass(frozen=True)

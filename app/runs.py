@@ -17,6 +17,7 @@ import pandas as pd
 from ..core.classify import add_prediction_sets, classify_parcels, write_classification
 from ..core.errors import InputError, NoUsableParcelsError
 from ..core.extract import extract_to_dataset
+from ..core.inseason import early_warning
 from ..core.io.csv_cells import inert_frame
 from ..core.io.output import check_distinct_outputs, check_output, write_text
 from ..core.io.vector import (
@@ -41,6 +42,7 @@ from ..training.importers.common import grid_blocks, locations_from_geometries
 from .inputs import resolve_scenes, resolve_weather, scene_dates
 from .requests import ClassifyRequest, ClusterSpec, ExtractRequest, GddRequest, ParcelsSpec
 from .run_progress import RunProgress
+from .season_status import season_as_of
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +132,9 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
     """Classify the parcels of ``request`` and write its output file, if any.
 
     The output is checked before any scene is read; a run that classifies no parcel fails with
-    the parcels counted by status and writes nothing.
+    the parcels counted by status and writes nothing. With ``request.as_of`` the scenes after it
+    are left out, the season's status on that date is reported and a date early in the season is
+    warned of (``core.inseason``).
     """
     progress = progress or RunProgress()
     parcels, output, target = request.parcels, request.output, None
@@ -152,7 +156,13 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
         weather = resolve_weather(request.weather, parcel_geometry(parcels), [s.date for s in scenes],
                                   checked.season_start)
         progress.weather_fetched(request.weather.service, weather)
+    season = None
+    if request.as_of is not None:
+        scenes, season = season_as_of(request.as_of, parcels, scenes, weather, checked.bundle)
+        progress.report(season.describe())
     options = {"id_field": parcels.id_field, **sampling_options(request.sampling)}
+    if request.fields.decided is not None:
+        options["decided"] = request.fields.decided
     if parcels.selected_ids is not None:
         options["selected_ids"] = list(parcels.selected_ids)
     folder = None
@@ -167,6 +177,10 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
             run_folder=request.cluster.run_folder or default_run_folder(target.path if target else output.path),
             chunk_size=request.chunk_size, listener=listener, inputs=list(output.inputs) if output else [], **options))
     require_usable(result.status, "classified", parcels.describe())
+    early = early_warning(season, checked.bundle) if season is not None else None
+    if early:
+        log.warning(early)
+        result.warnings = (*result.warnings, early)
     add_prediction_sets(result, checked.bundle, request.fields.coverage)
     run = ClassificationRun(result, checked.bundle, scenes, checked, target=target)
     if output is not None:

@@ -17,6 +17,7 @@ import numpy as np
 from .crops import UNKNOWN_CLASS
 from .errors import InputError, SceneError
 from .extract import SceneSource, chunk_groups, dataset_meta, scene_list_of
+from .inseason import decisions
 from .io.vector import feature_count, write_with_fields
 from .model.calibration import prediction_sets
 from .parcels import ParcelSource, ParcelTable, load_parcels
@@ -83,6 +84,10 @@ class ClassificationResult:
             another processing level than the model was trained on).
         sets: ``(P, K)`` bool prediction sets (:func:`add_prediction_sets`), or None.
         coverage: the chance each set holds the true class, or None without sets.
+        decided: ``(P,)`` datetime64[D] the acquisition from which the label was decided
+            (``core.inseason.decided_index``; NaT: never, or not ``"ok"``), or None when not asked.
+        decided_gdd: ``(P,)`` float32 the parcel's GDD on that acquisition (NaN: never), or None.
+        decided_threshold: the confidence a decided label kept, or None.
     """
 
     parcel_ids: np.ndarray
@@ -95,6 +100,9 @@ class ClassificationResult:
     warnings: tuple[str, ...] = ()
     sets: Optional[np.ndarray] = None
     coverage: Optional[float] = None
+    decided: Optional[np.ndarray] = None
+    decided_gdd: Optional[np.ndarray] = None
+    decided_threshold: Optional[float] = None
 
     def __len__(self) -> int:
         return len(self.parcel_ids)
@@ -178,6 +186,7 @@ def classify_parcels(
     chunk_size: int = 20000,
     batch_size: int = 256,
     progress: Optional[Progress] = None,
+    decided: Optional[float] = None,
 ) -> ClassificationResult:
     """Predict the crop of every parcel.
 
@@ -197,6 +206,8 @@ def classify_parcels(
             64 pixels take about 1.5 GB, so 100k parcels stay well within 4 GB.
         batch_size: parcels per model batch.
         progress: progress and cancellation.
+        decided: also say when each label was decided (``result.decided``, ``decided_gdd``):
+            the confidence it must keep (``core.inseason.decided_index``); None: not asked.
 
     Returns:
         A :class:`ClassificationResult` in layer order.
@@ -208,6 +219,8 @@ def classify_parcels(
     n, k = len(job.table), len(job.classes)
     probabilities = np.full((n, k), np.nan, dtype=np.float32)
     status = np.empty(n, dtype=object)
+    decided_days = np.full(n, np.datetime64("NaT"), dtype="datetime64[D]")
+    decided_gdd = np.full(n, np.nan, dtype=np.float32)
     select_season(job.scenes, job.settings.thermal.season_start)  # refuses scenes of several seasons
     chunks = spatial_chunks(job.table, chunk_size, scene_grids(job.scenes))
     costs = [estimated_seconds(len(idx), len(job.scenes), job.settings.sampling.max_pixels) for idx in chunks]
@@ -220,11 +233,16 @@ def classify_parcels(
                                       reading):
             status[group] = ps.status
             share = predicting.sub(done / len(idx), (done + len(group)) / len(idx))
-            probabilities[group] = predict_chunk(job.model, ps, batch_size, share)
+            if decided is None:
+                probabilities[group] = predict_chunk(job.model, ps, batch_size, share)
+            else:
+                probabilities[group], decided_days[group], decided_gdd[group] = predict_chunk_decided(
+                    job.model, ps, decided, batch_size, share)
             done += len(group)
             del ps
     progress(1.0)
-    return assemble_result(job, status, probabilities)
+    return assemble_result(job, status, probabilities,
+                           None if decided is None else (decided_days, decided_gdd, decided))
 
 
 @dataclass
@@ -295,6 +313,32 @@ def predict_chunk(model: Any, ps: Any, batch_size: int = 256, progress: Optional
     return probabilities
 
 
+def predict_chunk_decided(model: Any, ps: Any, threshold: float, batch_size: int = 256,
+                          progress: Optional[Progress] = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`predict_chunk` and when each label was decided, from one pass over the season's
+    prefixes (``ModelBundle.predict_prefixes``; its last prefix is the whole season).
+
+    Returns:
+        ``(n, K)`` probabilities, ``(n,)`` datetime64[D] decision dates and ``(n,)`` float32 GDD
+        (``core.inseason.decisions``; NaT and NaN where never decided or not ``ok``).
+    """
+    progress = progress or Progress()
+    probabilities = np.full((len(ps), len(model.config.classes)), np.nan, dtype=np.float32)
+    days = np.full(len(ps), np.datetime64("NaT"), dtype="datetime64[D]")
+    gdd = np.full(len(ps), np.nan, dtype=np.float32)
+    ok = np.flatnonzero(ps.status == STATUS_OK)
+    batch = model_batch(model, ps, batch_size)
+    for start in range(0, len(ok), PREDICT_BATCH):
+        part = ok[start:start + PREDICT_BATCH]
+        sub = ps.subset(part)
+        prefixes = model.predict_prefixes(sub, batch_size=batch, progress=progress.sub(
+            start / len(ok), (start + len(part)) / len(ok)))
+        probabilities[part] = prefixes[:, -1]
+        days[part], gdd[part] = decisions(prefixes, sub.dates, sub.gdd, threshold)
+    progress(1.0)
+    return probabilities, days, gdd
+
+
 def model_batch(model: Any, ps: Any, batch_size: int) -> int:
     """Parcels per model call: ``batch_size``, fewer on a CPU where their ``(T, S)`` pixel-dates
     exceed ``CPU_BATCH_PIXEL_DATES``. It depends on the data alone, so that every run (one
@@ -307,8 +351,10 @@ def model_batch(model: Any, ps: Any, batch_size: int) -> int:
     return max(1, min(batch_size, CPU_BATCH_PIXEL_DATES // max(dates * pixels, 1)))
 
 
-def assemble_result(job: ClassificationJob, status: np.ndarray, probabilities: np.ndarray) -> ClassificationResult:
-    """The :class:`ClassificationResult` of a whole layer from its statuses and probabilities."""
+def assemble_result(job: ClassificationJob, status: np.ndarray, probabilities: np.ndarray,
+                    decided: Optional[tuple] = None) -> ClassificationResult:
+    """The :class:`ClassificationResult` of a whole layer from its statuses and probabilities
+    (and ``decided``: the decision dates, their GDD and the threshold, where asked)."""
     n, classes = len(job.table), job.classes
     ok = status == STATUS_OK
     best = np.where(ok, np.nan_to_num(probabilities, nan=-1.0).argmax(axis=1), 0)
@@ -324,6 +370,10 @@ def assemble_result(job: ClassificationJob, status: np.ndarray, probabilities: n
         rows=np.asarray(job.table.rows, dtype=np.int64),
         warnings=job.warnings,
     )
+    if decided is not None:
+        result.decided = np.where(ok, decided[0], np.datetime64("NaT")).astype("datetime64[D]")
+        result.decided_gdd = np.where(ok, decided[1], np.nan).astype(np.float32)
+        result.decided_threshold = float(decided[2])
     unknown = unknown_share(result.labels, ok)
     if unknown:
         log.warning(unknown)

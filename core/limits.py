@@ -59,6 +59,7 @@ LIMITS: dict[str, Limit] = {
     "chunk_size": Limit(1, 10_000_000, integer=True),
     "min_valid_fraction": Limit(0.0, 1.0),
     "coverage": Limit(0.0, 0.999, above=True),
+    "decided_threshold": Limit(0.0, 1.0),
     "offset": Limit(-10_000, 10_000, integer=True, unit="DN"),
     "seed": SEED,
     # growing degree days and weather

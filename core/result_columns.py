@@ -20,6 +20,10 @@ SET_FIELD = "crop_set"
 SET_SIZE_FIELD = "crop_set_size"
 """How many classes the prediction set holds (1: the label is sure at the chosen coverage)."""
 SET_SEPARATOR = "|"
+DECIDED_FIELD = "crop_decided"
+"""The acquisition from which the label was decided, as ``YYYY-MM-DD`` text (NULL: never)."""
+DECIDED_GDD_FIELD = "crop_decided_gdd"
+"""The parcel's growing degree days on that acquisition (NULL: never decided)."""
 
 NOT_SELECTED = "not_selected"
 """The status of a feature the run was not asked to classify (outside the selection)."""
@@ -42,8 +46,10 @@ def result_columns(result: Any, rows: int, *, label_field: str = "crop_pred", co
         ``ok``), the confidence (float64, NaN where not ``ok``), the status (object:
         ``result.status``, :data:`NOT_SELECTED` for a feature without a result), where
         ``result.sets`` is given :data:`SET_FIELD` (object, None where not ``ok``) and
-        :data:`SET_SIZE_FIELD` (object: whole numbers, None where not ``ok``), then the
-        probability, margin and entropy columns (float32, NaN where not ``ok``).
+        :data:`SET_SIZE_FIELD` (object: whole numbers, None where not ``ok``), where
+        ``result.decided`` is given :data:`DECIDED_FIELD` (object: ``YYYY-MM-DD``, None where never
+        decided) and :data:`DECIDED_GDD_FIELD` (float64, NaN where never), then the probability,
+        margin and entropy columns (float32, NaN where not ``ok``).
     """
     ok = np.asarray(result.status) == STATUS_OK
     labels = np.full(rows, None, dtype=object)
@@ -57,6 +63,8 @@ def result_columns(result: Any, rows: int, *, label_field: str = "crop_pred", co
         columns[status_field] = status
     if getattr(result, "sets", None) is not None:
         columns.update(set_columns(result, rows))
+    if getattr(result, "decided", None) is not None:
+        columns.update(decided_columns(result, rows))
     if probabilities:
         full = np.full((rows, len(result.classes)), np.nan, dtype=np.float32)
         full[result.rows] = result.probabilities
@@ -86,3 +94,13 @@ def set_columns(result: Any, rows: int) -> dict[str, np.ndarray]:
     texts[result.rows] = np.where(ok, np.asarray(inside, dtype=object), None)
     sizes[result.rows] = [int(c) if good else None for c, good in zip(counts, ok)]
     return {SET_FIELD: texts, SET_SIZE_FIELD: sizes}
+
+
+def decided_columns(result: Any, rows: int) -> dict[str, np.ndarray]:
+    """:data:`DECIDED_FIELD` and :data:`DECIDED_GDD_FIELD` of ``result`` for a layer of ``rows`` features."""
+    days = np.asarray(result.decided, dtype="datetime64[D]")
+    texts = np.full(rows, None, dtype=object)
+    gdd = np.full(rows, np.nan)
+    texts[result.rows] = [None if np.isnat(d) else str(d) for d in days]
+    gdd[result.rows] = np.round(np.asarray(result.decided_gdd, dtype=np.float64), 1)
+    return {DECIDED_FIELD: texts, DECIDED_GDD_FIELD: gdd}

@@ -13,7 +13,7 @@ from qgis.core import QgsField, QgsProject, QgsVectorDataProvider, QgsVectorLaye
 from qgis.PyQt.QtCore import QVariant
 
 from ..app import result_columns
-from ..core.result_columns import SET_FIELD, SET_SIZE_FIELD
+from ..core.result_columns import DECIDED_FIELD, SET_FIELD, SET_SIZE_FIELD
 from .i18n import tr
 
 
@@ -41,9 +41,9 @@ QVARIANT_KINDS = {"string": QVariant.String, "real": QVariant.Double, "integer":
 
 
 def column_kind(name: str, label_field: str, status_field: Optional[str]) -> str:
-    """The kind of a result column (``core.result_columns``): text for the class, status and
-    prediction set, a whole number for the set's size, a real number for the rest."""
-    if name in (label_field, status_field, SET_FIELD):
+    """The kind of a result column (``core.result_columns``): text for the class, status,
+    prediction set and decision date, a whole number for the set's size, a real number for the rest."""
+    if name in (label_field, status_field, SET_FIELD, DECIDED_FIELD):
         return "string"
     return "integer" if name == SET_SIZE_FIELD else "real"
 

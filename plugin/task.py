@@ -87,6 +87,8 @@ class ClassificationParameters:
         credentials: for reading saved STAC items (``scenes``) from QGIS's authentication manager
             (``catalog.auth_credentials``); empty: the environment's. Held in memory only.
         coverage: the prediction sets' coverage (``crop_set``, ``crop_set_size``), or None for no sets.
+        as_of: classify as of this date (a ``datetime.date``; None: every scene).
+        decided: the confidence a decided label keeps (``crop_decided``); None: not asked.
     """
 
     parcels: Any
@@ -105,6 +107,8 @@ class ClassificationParameters:
     inputs: list = field(default_factory=list)
     credentials: dict = field(default_factory=dict)
     coverage: Optional[float] = DEFAULT_COVERAGE
+    as_of: Any = None
+    decided: Optional[float] = None
 
 
 class ThermoCropTask(QgsTask):
@@ -222,8 +226,9 @@ def classification_request(p: ClassificationParameters) -> ClassifyRequest:
     return ClassifyRequest(
         parcels=ParcelsSpec(p.parcels, name=_parcels_name(p.parcels), id_field=ID_COLUMN),
         scenes=scenes, weather=weather_spec(p.weather), model=p.bundle if p.bundle is not None else p.model,
-        fields=ResultFields(p.label_field, p.confidence_field, p.status_field, p.probabilities, p.coverage),
-        sampling=PixelSampling(**p.extra), output=output)
+        fields=ResultFields(p.label_field, p.confidence_field, p.status_field, p.probabilities, p.coverage,
+                            decided=p.decided),
+        sampling=PixelSampling(**p.extra), output=output, as_of=p.as_of)
 
 
 def read_parcels(request: ClassifyRequest, fids: list) -> tuple[ClassifyRequest, list]:

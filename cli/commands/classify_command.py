@@ -6,8 +6,9 @@ import argparse
 
 from ... import app
 from ...app import ClassificationOutput, ClassifyRequest, ParcelsSpec, ResultFields
+from ...core.inseason import DEFAULT_DECIDED_THRESHOLD
 from ...core.model.calibration import DEFAULT_COVERAGE
-from ...core.result_columns import SET_FIELD, SET_SIZE_FIELD
+from ...core.result_columns import DECIDED_FIELD, DECIDED_GDD_FIELD, SET_FIELD, SET_SIZE_FIELD
 from ...core.settings import PixelSampling
 from ..options import (
     CliProgress,
@@ -17,6 +18,7 @@ from ..options import (
     add_stac_options,
     bounded,
     cluster_spec,
+    date,
     scenes_spec,
     weather_of,
 )
@@ -51,6 +53,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the chance that a parcel's prediction set (crop_set, crop_set_size) holds its true class "
                              f"(default {DEFAULT_COVERAGE:g}); needs a calibrated model")
     parser.add_argument("--no-sets", action="store_true", help="write no prediction sets (crop_set, crop_set_size)")
+    parser.add_argument("--as-of", type=date, metavar="YYYY-MM-DD",
+                        help="classify as of this date: scenes acquired after it are left out, and the season's "
+                             "status on it (acquisitions, GDD) is reported (default: every scene)")
+    parser.add_argument("--decided", action="store_true",
+                        help="also write when each label was decided: crop_decided (the acquisition from which it no "
+                             "longer changes and keeps its confidence) and crop_decided_gdd (the parcel's GDD then)")
+    parser.add_argument("--decided-threshold", type=bounded("decided_threshold"), default=DEFAULT_DECIDED_THRESHOLD,
+                        help="the confidence (calibrated where the model carries a calibration) a decided label keeps "
+                             f"up to the last acquisition (default {DEFAULT_DECIDED_THRESHOLD:g}; with --decided)")
     parser.add_argument("--min-pixels", type=bounded("min_pixels"), default=1,
                         help="parcels covering fewer pixels get status too_small (default 1: classify every parcel)")
     parser.add_argument("--chunk-size", type=bounded("chunk_size"), default=20000, help="parcels held in memory at once")
@@ -69,16 +80,20 @@ def run(args: argparse.Namespace) -> int:
         parcels=ParcelsSpec(args.parcels, id_field=args.id_field), scenes=scenes_spec(args), weather=weather,
         model=args.model,
         fields=ResultFields(args.label_field, args.conf_field, args.status_field, args.probabilities,
-                            coverage=None if args.no_sets else args.coverage),
+                            coverage=None if args.no_sets else args.coverage,
+                            decided=args.decided_threshold if args.decided else None),
         sampling=PixelSampling(min_pixels=args.min_pixels, missing_scl=args.missing_scl),
         chunk_size=args.chunk_size, cluster=cluster_spec(args),
         output=ClassificationOutput(args.out, layer=args.out_layer, overwrite=args.overwrite,
-                                    inputs=(args.parcels, *weather.local_files(), args.model)))
+                                    inputs=(args.parcels, *weather.local_files(), args.model)),
+        as_of=None if args.as_of is None else args.as_of.astype(object))
     run = app.run_classification(request, CliProgress())
     result, target = run.result, run.target
     names = target.fields
     sets = (f", {names.get(SET_FIELD, SET_FIELD)}, {names.get(SET_SIZE_FIELD, SET_SIZE_FIELD)} "
             f"({100 * result.coverage:.0f} % sets)" if result.sets is not None else "")
+    if result.decided is not None:
+        sets += f", {names.get(DECIDED_FIELD, DECIDED_FIELD)}, {names.get(DECIDED_GDD_FIELD, DECIDED_GDD_FIELD)}"
     print(f"wrote {run.written}{f' (layer {target.layer})' if target.container else ''}: {len(result)} parcels, "
           f"fields {names[args.label_field]}, {names[args.conf_field]}, {names[args.status_field]}{sets}")
     for key, count in sorted(result.counts().items()):

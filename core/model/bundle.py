@@ -32,6 +32,7 @@ from ..progress import Progress
 from ..scenes.bands import QUANTIFICATION_VALUE, S2_BANDS
 from .calibration import Calibration, check_calibration_data
 from .networks import CropClassifier, ModelConfig, classifier, fast_inference_model
+from .prefixes import prefix_log_probabilities
 
 log = logging.getLogger(__name__)
 
@@ -453,6 +454,38 @@ class ModelBundle:
                 "Extract the scenes again with all of these bands.")
         return np.asarray([have.index(b) for b in self.config.bands])
 
+    def _model_batches(self, ps: PixelSets, batch_size: int):
+        """The model's inputs, batch by batch: ``(rows, inputs, done)`` with ``rows`` the parcels
+        (sorted), ``inputs`` the five tensors of the model's call, valid dates compacted to the
+        front, and ``done`` the share of the parcels handed out so far.
+
+        Parcels are grouped by their number of valid dates so each batch is padded only to its
+        own longest parcel; parcels without any valid date are left out.
+        """
+        bands = self._band_order(ps)
+        date_mask_all = np.asarray(ps.date_mask, dtype=bool)
+        n_valid = date_mask_all.sum(axis=1)
+        todo = np.flatnonzero(n_valid > 0)
+        todo = todo[np.argsort(n_valid[todo], kind="stable")]
+        device = next(self.fast_model().parameters()).device
+        dos_all = np.asarray(ps.day_of_season, dtype=np.float32)
+        for start in range(0, len(todo), batch_size):
+            rows = np.sort(todo[start:start + batch_size])
+            dm = date_mask_all[rows]
+            length = int(n_valid[rows].max())
+            order = np.argsort(~dm, axis=1, kind="stable")[:, :length]
+            pixels = np.asarray(ps.pixels[rows])[np.arange(len(rows))[:, None], order]
+            pixels = pixels[:, :, bands]
+            pmask = np.asarray(ps.pixel_mask[rows], dtype=bool)[np.arange(len(rows))[:, None],
+                                                                 order]
+            dm = np.take_along_axis(dm, order, axis=1)
+            pmask &= dm[:, :, None]
+            x = self.config.scaling.apply(pixels, pmask)
+            gdd = np.asarray(ps.gdd[rows], dtype=np.float32)[np.arange(len(rows))[:, None], order]
+            dos = dos_all[order]
+            yield (rows, tuple(torch.from_numpy(a).to(device) for a in (x, pmask, dm, dos, gdd)),
+                   min(1.0, (start + len(rows)) / len(todo)))
+
     def predict(self, ps: PixelSets, batch_size: int = 256,
                 progress: Optional[Progress] = None, calibrated: bool = True) -> np.ndarray:
         """Class probabilities of every parcel, calibrated where the bundle carries a calibration.
@@ -471,38 +504,49 @@ class ModelBundle:
             ``(P, K)`` float32 probabilities; rows of parcels without any valid date are NaN.
         """
         progress = progress or Progress()
-        bands = self._band_order(ps)
-        n, k = len(ps), len(self.config.classes)
-        out = np.full((n, k), np.nan, dtype=np.float32)
-        date_mask_all = np.asarray(ps.date_mask, dtype=bool)
-        n_valid = date_mask_all.sum(axis=1)
-        todo = np.flatnonzero(n_valid > 0)
-        todo = todo[np.argsort(n_valid[todo], kind="stable")]
+        out = np.full((len(ps), len(self.config.classes)), np.nan, dtype=np.float32)
         model = self.fast_model()
-        device = next(model.parameters()).device
-        dos_all = np.asarray(ps.day_of_season, dtype=np.float32)
-        for start in range(0, len(todo), batch_size):
-            rows = np.sort(todo[start:start + batch_size])
-            dm = date_mask_all[rows]
-            length = int(n_valid[rows].max())
-            order = np.argsort(~dm, axis=1, kind="stable")[:, :length]
-            pixels = np.asarray(ps.pixels[rows])[np.arange(len(rows))[:, None], order]
-            pixels = pixels[:, :, bands]
-            pmask = np.asarray(ps.pixel_mask[rows], dtype=bool)[np.arange(len(rows))[:, None],
-                                                                 order]
-            dm = np.take_along_axis(dm, order, axis=1)
-            pmask &= dm[:, :, None]
-            x = self.config.scaling.apply(pixels, pmask)
-            gdd = np.asarray(ps.gdd[rows], dtype=np.float32)[np.arange(len(rows))[:, None], order]
-            dos = dos_all[order]
+        for rows, inputs, done in self._model_batches(ps, batch_size):
             with torch.inference_mode():
-                logits = model(torch.from_numpy(x).to(device), torch.from_numpy(pmask).to(device),
-                               torch.from_numpy(dm).to(device), torch.from_numpy(dos).to(device),
-                               torch.from_numpy(gdd).to(device))
+                logits = model(*inputs)
                 out[rows] = torch.softmax(logits.double(), dim=1).float().cpu().numpy()
-            progress(min(1.0, (start + len(rows)) / max(len(todo), 1)))
+            progress(done)
         if calibrated and self.calibration is not None:
             out = self.calibration.apply(out)
+        return out
+
+    def predict_prefixes(self, ps: PixelSets, batch_size: int = 256,
+                         progress: Optional[Progress] = None, calibrated: bool = True) -> np.ndarray:
+        """Class probabilities of every parcel as of each of its dates, in one pass.
+
+        ``[:, t]`` is what :meth:`predict` gives for the pixel sets cut after date ``t`` (the
+        dates up to ``t`` kept, the later ones masked); the last date's is the whole season's.
+        The per-date work is done once per parcel and date (``core.model.prefixes``).
+
+        Args:
+            ps, batch_size, progress, calibrated: as :meth:`predict`.
+
+        Returns:
+            ``(P, T, K)`` float32 probabilities over the dates of ``ps``; NaN as of dates before a
+            parcel's first valid date.
+        """
+        progress = progress or Progress()
+        date_mask = np.asarray(ps.date_mask, dtype=bool)
+        n, t, k = len(ps), date_mask.shape[1], len(self.config.classes)
+        out = np.full((n, t, k), np.nan, dtype=np.float32)
+        model = self.fast_model()
+        for rows, inputs, done in self._model_batches(ps, batch_size):
+            with torch.inference_mode():
+                log_p = prefix_log_probabilities(model, *inputs)
+                compact = torch.softmax(log_p.double(), dim=-1).float().cpu().numpy()
+            # As of date t a parcel has seen its first (valid dates up to t) compacted dates.
+            seen = np.cumsum(date_mask[rows], axis=1)
+            as_of = np.take_along_axis(compact, np.maximum(seen - 1, 0)[:, :, None], axis=1)
+            as_of[seen == 0] = np.nan
+            out[rows] = as_of
+            progress(done)
+        if calibrated and self.calibration is not None:
+            out = self.calibration.apply(out.reshape(n * t, k)).reshape(n, t, k)
         return out
 
 

@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from ..classify import assemble_result, predict_chunk, prepare_classification
+from ..classify import assemble_result, predict_chunk, predict_chunk_decided, prepare_classification
 from ..errors import CancelledError, ExtractionError, OutputError, SceneError, ThermoCropError
 from ..extract import chunk_groups, dataset_meta, say_missing_scl, scene_list_of
 from ..model.bundle import default_bundle_for_levels
@@ -214,8 +214,9 @@ def _extract_stats(stats: dict) -> dict:
 
 
 def classify_partition(i: int, folder: RunFolder, parcels: PartitionParcels, weather: Any, *, scenes: list,
-                       settings: Any, bundle: Any, batch_size: int) -> None:
-    """One partition of a classification: extract, predict, write ``part-i.parquet`` (row, status, p0..pK-1)."""
+                       settings: Any, bundle: Any, batch_size: int, decided: Optional[float] = None) -> None:
+    """One partition of a classification: extract, predict, write ``part-i.parquet`` (row, status, p0..pK-1,
+    and with ``decided`` the decision's day number and GDD)."""
     wall, cpu = time.perf_counter(), time.process_time()
     model = cached_bundle(*bundle) if isinstance(bundle, tuple) else bundle
     classes = tuple(model.config.classes)
@@ -224,16 +225,26 @@ def classify_partition(i: int, folder: RunFolder, parcels: PartitionParcels, wea
     stats: dict = {}
     probabilities = np.full((n, len(classes)), np.nan, dtype=np.float32)
     status = np.empty(n, dtype=object)
+    decided_days = np.full(n, np.datetime64("NaT"), dtype="datetime64[D]")
+    decided_gdd = np.full(n, np.nan, dtype=np.float32)
     predict_cpu = 0.0
     # The same groups, and so the same model batches, as a one-process run's chunk.
     for rows, ps in chunk_groups(table, np.arange(n), scenes, weather, settings, classes, {}, stats=stats):
         status[rows] = ps.status
         predict_start = time.process_time()
-        probabilities[rows] = predict_chunk(model, ps, batch_size)
+        if decided is None:
+            probabilities[rows] = predict_chunk(model, ps, batch_size)
+        else:
+            probabilities[rows], decided_days[rows], decided_gdd[rows] = predict_chunk_decided(
+                model, ps, decided, batch_size)
         predict_cpu += time.process_time() - predict_start
         del ps
     columns = {"row": parcels.rows, "status": status.astype(str)}
     columns.update({f"p{k}": probabilities[:, k] for k in range(probabilities.shape[1])})
+    if decided is not None:
+        # Days since 1970 as numbers (NaN: never), which every Parquet reader takes.
+        columns["decided_day"] = np.where(np.isnat(decided_days), np.nan, decided_days.astype(np.int64))
+        columns["decided_gdd"] = decided_gdd
     write_table(folder.part(i), columns)
     write_stats(folder, i, _task_stats(i, parcels, wall, cpu, predict_cpu_s=predict_cpu, **_extract_stats(stats)))
 
@@ -269,8 +280,8 @@ def classify_partitioned(
         cancelled: asked between partitions whether to stop.
         batch_size: parcels per model batch.
         inputs: files the run reads, which the run folder must not be.
-        options: ``sampling``, ``selected_ids``, ``id_field``, ``weather_options`` as for
-            ``classify_parcels``.
+        options: ``sampling``, ``selected_ids``, ``id_field``, ``weather_options``, ``decided`` as
+            for ``classify_parcels``.
 
     Returns:
         The :class:`ClassificationResult` (the same as ``classify_parcels`` with the same
@@ -281,6 +292,7 @@ def classify_partitioned(
     if bundle is None:  # the shipped model of the scenes' level, loaded by path on every worker
         scenes = scene_list_of(scenes)
         bundle = default_bundle_for_levels(sc.level for sc in scenes)
+    decided = options.pop("decided", None)
     bundle_ref: Any = bundle
     if isinstance(bundle, (str, os.PathLike)):
         path = str(Path(os.fspath(bundle)).resolve())
@@ -303,23 +315,32 @@ def classify_partitioned(
             "settings": repr(job.settings),
             "chunk_size": chunk_size,
             "batch_size": batch_size,
+            "decided": decided,
         }
         folder = open_run_folder(run_folder, fingerprint=fingerprint, chunks=chunks, n_parcels=len(table),
                                  suffix=".parquet", resume=resume, inputs=inputs)
         arguments = [(PartitionParcels.of(table, idx), weather_for(weather, idx)) for idx in chunks]
         summary = run_partitions(classify_partition, arguments, folder, early, listener=listener, cancelled=cancelled,
                                  shared={"scenes": job.scenes, "settings": job.settings, "bundle": bundle_ref,
-                                         "batch_size": batch_size})
+                                         "batch_size": batch_size, "decided": decided})
     # Merge: partition by partition into per-parcel arrays, in parcel order.
     n, k = len(table), len(job.classes)
     probabilities = np.full((n, k), np.nan, dtype=np.float32)
     status = np.empty(n, dtype=object)
+    decided_days = np.full(n, np.datetime64("NaT"), dtype="datetime64[D]")
+    decided_gdd = np.full(n, np.nan, dtype=np.float32)
     for i, idx in enumerate(chunks):
         part = read_table(folder.part(i))
         check_partition(folder, i, idx, part["row"])
         status[idx] = part["status"]
         probabilities[idx] = np.stack([part[f"p{c}"] for c in range(k)], axis=1) if k else np.zeros((len(idx), 0))
-    return assemble_result(job, status, probabilities), summary, folder
+        if decided is not None:
+            day = np.asarray(part["decided_day"], dtype=np.float64)
+            decided_days[idx] = np.where(np.isnan(day), np.datetime64("NaT"),
+                                         np.nan_to_num(day).astype(np.int64).astype("datetime64[D]"))
+            decided_gdd[idx] = part["decided_gdd"]
+    kept = None if decided is None else (decided_days, decided_gdd, decided)
+    return assemble_result(job, status, probabilities, kept), summary, folder
 
 
 def extract_partition(i: int, folder: RunFolder, parcels: PartitionParcels, weather: Any, *, scenes: list,

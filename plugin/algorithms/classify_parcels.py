@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
 import os
 
 from qgis.core import (
@@ -27,6 +28,7 @@ from qgis.PyQt.QtCore import QVariant
 from ... import app
 from ...app import NOT_SELECTED, ClassifyRequest, ParcelsSpec, ResultFields, result_columns
 from ...core.classify import estimated_seconds
+from ...core.inseason import DEFAULT_DECIDED_THRESHOLD
 from ...core.model.calibration import DEFAULT_COVERAGE
 from ..i18n import tr
 from ..layer_writer import QVARIANT_KINDS, column_kind, qgis_value
@@ -35,6 +37,9 @@ from ..staged_sinks import StagedSink, check_sink, field_kinds, geometry_type, l
 from ..styles import apply_class_style, save_style_beside
 from .base import ThermoCropAlgorithm
 from .request_parts import ProcessingRun, scenes_spec, weather_spec
+
+QVARIANT_OF_KIND = {"string": QVariant.String, "real": QVariant.Double, "integer": QVariant.LongLong}
+"""The attribute type of each kind of result column (``core.io.vector.field_kind``)."""
 
 # Post-processors must outlive processAlgorithm; QGIS holds only a C++ pointer to them.
 _POST_PROCESSORS: list = []
@@ -61,6 +66,9 @@ class ClassifyParcels(ThermoCropAlgorithm):
     PROBABILITIES = "PROBABILITIES"
     PREDICTION_SETS = "PREDICTION_SETS"
     COVERAGE = "COVERAGE"
+    AS_OF = "AS_OF"
+    DECIDED = "DECIDED"
+    DECIDED_THRESHOLD = "DECIDED_THRESHOLD"
     CLASSIFIED = "CLASSIFIED"
     SUMMARY = ("Predicts the crop type of every parcel from a Sentinel-2 time series and daily "
                "temperatures with a ThermoCrop model (PSE+LTAE with thermal positional encoding). "
@@ -85,6 +93,12 @@ class ClassifyParcels(ThermoCropAlgorithm):
                            "(crop_set_size; 1 means the label is sure at that coverage). Needs a calibrated model.",
         "COVERAGE": "The chance that a parcel's prediction set holds its true class (0.9: nine parcels in ten); a "
                     "higher coverage gives larger sets.",
+        "AS_OF": "Classify as of this date (YYYY-MM-DD): scenes acquired after it are left out and the season's "
+                 "status on it (acquisitions, GDD) is logged. Empty: the whole season.",
+        "DECIDED": "Also write crop_decided (the acquisition from which the label no longer changes and keeps the "
+                   "confidence below, as YYYY-MM-DD text) and crop_decided_gdd (the parcel's GDD then).",
+        "DECIDED_THRESHOLD": "The confidence (calibrated where the model carries a calibration) a decided label "
+                             "keeps up to the last acquisition.",
         "OUTPUT": "Classified parcels, styled by class; the style is saved beside file outputs.",
     }
 
@@ -103,6 +117,12 @@ class ClassifyParcels(ThermoCropAlgorithm):
         self.add(QgsProcessingParameterBoolean(self.PREDICTION_SETS, "Prediction sets (crop_set, crop_set_size)",
                                                defaultValue=True))
         self.add(self.number(self.COVERAGE, "Prediction set coverage", "coverage", DEFAULT_COVERAGE))
+        self.add(QgsProcessingParameterString(self.AS_OF, "As of date (YYYY-MM-DD; empty: the whole season)",
+                                              optional=True))
+        self.add(QgsProcessingParameterBoolean(self.DECIDED, "When each label was decided (crop_decided)",
+                                               defaultValue=False))
+        self.add(self.number(self.DECIDED_THRESHOLD, "Confidence a decided label keeps", "decided_threshold",
+                             DEFAULT_DECIDED_THRESHOLD))
         self.add(QgsProcessingParameterFeatureSink(self.OUTPUT, "Classified parcels",
                                                    QgsProcessing.TypeVectorPolygon))
         self.addOutput(QgsProcessingOutputNumber(self.CLASSIFIED, "Parcels classified"))
@@ -135,7 +155,26 @@ class ClassifyParcels(ThermoCropAlgorithm):
                           kinds=self._fields(parameters, context).kinds(),
                           source_fields=source.fields() if source is not None else None)
 
-    CHECKS = (ThermoCropAlgorithm.check_weather, check_model, check_field_names, ThermoCropAlgorithm.check_parcel_crs,
+    def as_of(self, parameters, context):
+        """The ``AS_OF`` date as a ``datetime.date``, or None when empty.
+
+        Raises:
+            ValueError: the text is not a date written YYYY-MM-DD.
+        """
+        text = (self.parameterAsString(parameters, self.AS_OF, context) or "").strip()
+        return datetime.date.fromisoformat(text) if text else None
+
+    def check_as_of(self, parameters, context) -> tuple[bool, str]:
+        """``(ok, message)``: ``AS_OF`` is empty or a date written YYYY-MM-DD."""
+        try:
+            self.as_of(parameters, context)
+        except ValueError:
+            return False, tr("The as-of date {text!r} is not a date written YYYY-MM-DD; correct it or leave it "
+                             "empty for the whole season.").format(
+                text=self.parameterAsString(parameters, self.AS_OF, context))
+        return True, ""
+
+    CHECKS = (ThermoCropAlgorithm.check_weather, check_model, check_field_names, check_as_of, ThermoCropAlgorithm.check_parcel_crs,
               ThermoCropAlgorithm.check_scenes, check_output)
 
     def _inputs(self, parameters, context) -> list:
@@ -205,14 +244,18 @@ class ClassifyParcels(ThermoCropAlgorithm):
             parcels=ParcelsSpec(frame, name=source.sourceName()),
             scenes=scenes_spec(self, parameters, context), weather=weather_spec(self, parameters, context),
             model=self.parameterAsFile(parameters, self.MODEL, context) or None,
-            fields=self._fields(parameters, context))
+            fields=self._fields(parameters, context), as_of=self.as_of(parameters, context))
 
     def _fields(self, parameters, context) -> ResultFields:
-        """The result's columns the parameters ask for (no sets without ``PREDICTION_SETS``)."""
+        """The result's columns the parameters ask for (no sets without ``PREDICTION_SETS``, no
+        decision dates without ``DECIDED``)."""
         sets = self.parameterAsBoolean(parameters, self.PREDICTION_SETS, context)
+        decided = self.parameterAsBoolean(parameters, self.DECIDED, context)
         return ResultFields(*self._field_names(parameters, context),
                             self.parameterAsBoolean(parameters, self.PROBABILITIES, context),
-                            coverage=self.parameterAsDouble(parameters, self.COVERAGE, context) if sets else None)
+                            coverage=self.parameterAsDouble(parameters, self.COVERAGE, context) if sets else None,
+                            decided=self.parameterAsDouble(parameters, self.DECIDED_THRESHOLD, context)
+                            if decided else None)
 
     def _write(self, source, staged: StagedSink, columns: dict, row_of: dict, requested: tuple, feedback,
                writing=None) -> str:

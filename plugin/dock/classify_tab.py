@@ -37,6 +37,7 @@ from qgis.PyQt.QtWidgets import (
 
 from ...core.crops import UNKNOWN_CLASS, class_colours
 from ...core.errors import ThermoCropError
+from ...core.inseason import DEFAULT_DECIDED_THRESHOLD
 from ...core.result_columns import SET_FIELD, SET_SIZE_FIELD
 from ..i18n import tr
 from ..layer_writer import (
@@ -267,7 +268,8 @@ class ClassifyPanel(QObject):
                                         form.probabilities, output, overwrite,
                                         bundle=None if shipped_for_items else checked.bundle,
                                         inputs=[p for p in (layer_file(layer), weather, model) if p],
-                                        coverage=form.coverage)
+                                        coverage=form.coverage, as_of=form.as_of,
+                                        decided=DEFAULT_DECIDED_THRESHOLD if form.decided else None)
 
     @staticmethod
     def check_inputs(layer: QgsVectorLayer, scenes: Optional[list], weather: str, model: Optional[str]):

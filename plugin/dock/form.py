@@ -7,12 +7,14 @@ checks that open files (``layer_writer``'s and ``core.preflight``'s) follow in `
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
 from typing import Optional
 
 from qgis.core import QgsVectorLayer
 
 from ...app import ResultFields
+from ...core.inseason import DEFAULT_DECIDED_THRESHOLD
 from ...core.model.calibration import DEFAULT_COVERAGE
 from ..i18n import tr
 from ..layer_writer import default_output_path, field_name_problems, layer_is_writable
@@ -37,6 +39,8 @@ class ClassifyForm:
         coverage: the prediction sets' coverage (``crop_set``, ``crop_set_size``), or None for none.
         output: the new layer file (the one chosen, else the default beside the parcel file; ""
             when there is neither), or None to write into the parcel layer's own fields.
+        as_of: classify as of this date (None: every scene).
+        decided: also write when each label was decided (``crop_decided``, ``crop_decided_gdd``).
     """
 
     layer: Optional[QgsVectorLayer]
@@ -52,6 +56,8 @@ class ClassifyForm:
     probabilities: bool
     output: Optional[str]
     coverage: Optional[float] = DEFAULT_COVERAGE
+    as_of: Optional[datetime.date] = None
+    decided: bool = False
 
     @property
     def field_names(self) -> tuple:
@@ -61,7 +67,8 @@ class ClassifyForm:
     def field_kinds(self) -> dict:
         """The result fields' types by name (the probabilities and the prediction sets come once the
         model is known: they depend on its classes and calibration)."""
-        return ResultFields(*self.field_names, self.probabilities, coverage=None).kinds()
+        return ResultFields(*self.field_names, self.probabilities, coverage=None,
+                            decided=DEFAULT_DECIDED_THRESHOLD if self.decided else None).kinds()
 
     def problem(self) -> Optional[str]:
         """The first thing the user must fix before a run, as a message, or None.
@@ -120,4 +127,6 @@ def read_form(inputs: ClassifyInputs) -> ClassifyForm:
         probabilities=inputs.probabilities.isChecked(),
         output=output,
         coverage=inputs.set_coverage(),
+        as_of=inputs.as_of.date().toPyDate() if inputs.as_of_on.isChecked() else None,
+        decided=inputs.decided.isChecked(),
     )

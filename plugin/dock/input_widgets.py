@@ -16,11 +16,12 @@ from qgis.core import (
     QgsSettings,
 )
 from qgis.gui import QgsFileWidget, QgsMapLayerComboBox
-from qgis.PyQt.QtCore import Qt
+from qgis.PyQt.QtCore import QDate, Qt
 from qgis.PyQt.QtWidgets import (
     QButtonGroup,
     QCheckBox,
     QComboBox,
+    QDateEdit,
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
@@ -212,6 +213,19 @@ class ClassifyInputs(QWidget):
         sets_row.addWidget(self.coverage)
         sets_row.addStretch(1)
         form.addRow(sets_row)
+        self.as_of_on = QCheckBox(tr("Classify as of"))
+        self.as_of_on.setToolTip(tr("Leave out the scenes acquired after this date and log the season's status on "
+                                    "it (unticked: every scene, up to the last)"))
+        self.as_of = QDateEdit(QDate.currentDate())
+        self.as_of.setCalendarPopup(True)
+        self.as_of.setDisplayFormat("yyyy-MM-dd")
+        self.as_of.setEnabled(False)
+        self.as_of_on.toggled.connect(self.as_of.setEnabled)
+        form.addRow(self.as_of_on, self.as_of)
+        self.decided = QCheckBox(tr("When each label was decided"))
+        self.decided.setToolTip(tr("Also write crop_decided, the acquisition from which the label no longer changes "
+                                   "and keeps a confidence of 0.8, and crop_decided_gdd, the parcel's GDD then"))
+        form.addRow(self.decided)
         return output_box
 
     def set_coverage(self) -> Optional[float]:

@@ -233,3 +233,57 @@ def test_calibration_doors_build_one_request(provider, spy, tiny_region, tmp_pat
     assert toolbox.class_map == ClassMap.load("france") and cli.class_map == dock.class_map == "france"
     same = [dataclasses.replace(r, reference=None, class_map=None) for r in requests]
     assert same[0] == same[1] == same[2]
+
+
+def test_classification_as_of_a_date_and_decided_labels_reach_every_door(provider, spy, tiny_region, tmp_path):
+    import datetime
+
+    from qgis.core import QgsVectorLayer, QgsVectorLayerFeatureSource
+
+    from thermocrop.cli.commands import classify_command
+    from thermocrop.cli.main import main
+    from thermocrop.plugin import task as dock_task
+    from thermocrop.plugin.algorithms import classify_parcels
+    from thermocrop.plugin.dock.form import read_form
+    from thermocrop.plugin.dock.input_widgets import ClassifyInputs
+
+    requests = spy("run_classification", classify_command, classify_parcels, dock_task)
+    parcels, scenes, weather = tiny_region / "parcels.gpkg", tiny_region / "scenes", tiny_region / "weather.nc"
+    assert main(["classify", "--parcels", str(parcels), "--scenes", str(scenes), "--weather", str(weather),
+                 "--model", str(MODEL), "--out", str(tmp_path / "cli.gpkg"), "--missing-scl", "warn", "--as-of", "2021-06-30",
+                 "--decided",
+                 "--decided-threshold", "0.7"]) != 0
+    _processing("thermocrop:classifyparcels", {"INPUT": str(parcels), "SCENE_FOLDER": str(scenes),
+                                               "WEATHER": str(weather), "MODEL": str(MODEL), "AS_OF": "2021-06-30",
+                                               "DECIDED": True, "DECIDED_THRESHOLD": 0.7,
+                                               "OUTPUT": str(tmp_path / "toolbox.gpkg")})
+    layer = QgsVectorLayer(str(parcels), "parcels", "ogr")
+    # The dock's widgets give the date and the check box to the form.
+    inputs = ClassifyInputs(say=lambda *a, **k: None)
+    inputs.as_of_on.setChecked(True)
+    inputs.as_of.setDate(inputs.as_of.date().fromString("2021-06-30", "yyyy-MM-dd"))
+    inputs.decided.setChecked(True)
+    form = read_form(inputs)
+    assert form.as_of == datetime.date(2021, 6, 30) and form.decided
+    assert {"crop_decided", "crop_decided_gdd"} <= set(form.field_kinds())
+    snapshot = dock_task.LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(),
+                                       layer.fields().names())
+    params = dock_task.ClassificationParameters(parcels=snapshot, fids=[], scenes=[str(scenes)], weather=str(weather),
+                                                model=str(MODEL), as_of=form.as_of, decided=0.7)
+    assert dock_task.ClassificationTask(params, on_done=None).run() is False
+
+    cli, toolbox, dock = requests
+    for request in requests:
+        assert request.as_of == datetime.date(2021, 6, 30) and request.fields.decided == 0.7
+    common = [dataclasses.replace(r, parcels=None, output=None) for r in requests]
+    assert common[0] == common[1] == common[2]
+    # A date the Toolbox cannot read is refused before anything runs.
+    import processing
+    from qgis.core import QgsProcessingContext, QgsProcessingException, QgsProcessingFeedback
+
+    with pytest.raises(QgsProcessingException, match="YYYY-MM-DD"):
+        processing.run("thermocrop:classifyparcels", {"INPUT": str(parcels), "SCENE_FOLDER": str(scenes),
+                                                      "WEATHER": str(weather), "AS_OF": "30.6.2021",
+                                                      "OUTPUT": str(tmp_path / "bad.gpkg")},
+                       context=QgsProcessingContext(), feedback=QgsProcessingFeedback())
+    assert len(requests) == 3

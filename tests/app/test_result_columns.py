@@ -99,3 +99,27 @@ def test_set_columns_by_hand(tmp_path):
     back = gpd.read_file(out)
     assert back["crop_set"].tolist()[0] == "wheat|barley" and back["crop_set"].isna().tolist() == [
         False, True, True, True, False]
+
+
+def test_decided_columns_by_hand():
+    result = _result()
+    result.decided = np.array(["2021-06-02", "NaT", "NaT"], dtype="datetime64[D]")
+    result.decided_gdd = np.array([1234.56, NAN, NAN], dtype=np.float32)
+    columns = result_columns(result, 5)
+    assert list(columns) == ["crop_pred", "crop_conf", "crop_status", "crop_decided", "crop_decided_gdd"]
+    assert columns["crop_decided"].tolist() == ["2021-06-02", None, None, None, None]
+    np.testing.assert_allclose(columns["crop_decided_gdd"], [1234.6, NAN, NAN, NAN, NAN])
+
+
+@pytest.mark.qgis
+def test_the_layer_writer_keeps_the_decision_date_as_text(qgis_app):
+    from qgis.PyQt.QtCore import QVariant
+
+    from thermocrop.plugin.layer_writer import result_values
+
+    result = _result()
+    result.decided = np.array(["2021-06-02", "NaT", "NaT"], dtype="datetime64[D]")
+    result.decided_gdd = np.array([1234.5, NAN, NAN], dtype=np.float32)
+    values = result_values(result, [10, 11, 12, 13, 14], "crop_pred", "crop_conf", "crop_status")
+    assert values["crop_decided"] == (QVariant.String, {10: "2021-06-02", 12: None, 14: None})
+    assert values["crop_decided_gdd"] == (QVariant.Double, {10: 1234.5, 12: None, 14: None})

@@ -259,7 +259,7 @@ def test_classifyparcels_parameters_and_defaults(provider):
     names = [p.name() for p in algorithm.parameterDefinitions()]
     assert names == ["INPUT", "SCENES", "SCENE_FOLDER", "STAC_ITEMS", "AUTH", "WEATHER", "WEATHER_SERVICE", "MODEL",
                      "LABEL_FIELD", "CONFIDENCE_FIELD", "STATUS_FIELD", "PROBABILITIES", "PREDICTION_SETS",
-                     "COVERAGE", "OUTPUT"]
+                     "COVERAGE", "AS_OF", "DECIDED", "DECIDED_THRESHOLD", "OUTPUT"]
     definition = algorithm.parameterDefinition
     assert definition("LABEL_FIELD").defaultValue() == "crop_pred"
     assert definition("CONFIDENCE_FIELD").defaultValue() == "crop_conf"
@@ -270,9 +270,10 @@ def test_classifyparcels_parameters_and_defaults(provider):
 
     assert definition("COVERAGE").defaultValue() == 0.9
     assert 0 < definition("COVERAGE").minimum() < 1e-6 and definition("COVERAGE").maximum() == LIMITS["coverage"].high
+    assert definition("DECIDED").defaultValue() is False and definition("DECIDED_THRESHOLD").defaultValue() == 0.8
     optional = {p.name() for p in algorithm.parameterDefinitions()
                 if p.flags() & p.FlagOptional}
-    assert optional == {"SCENES", "SCENE_FOLDER", "STAC_ITEMS", "AUTH", "WEATHER", "MODEL"}
+    assert optional == {"SCENES", "SCENE_FOLDER", "STAC_ITEMS", "AUTH", "WEATHER", "MODEL", "AS_OF"}
     assert {o.name() for o in algorithm.outputDefinitions()} == {"OUTPUT", "CLASSIFIED"}
 
 

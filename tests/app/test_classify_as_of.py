@@ -1,0 +1,143 @@
+"""Classifying as of a date and saying when each label was decided, on small files written here.
+
+The temperatures are 2 and 12 degrees C every day, so the GDD (base 0) on day ``d`` of the year are
+``7 d``, computed here without the library."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import rasterio
+from rasterio.transform import from_origin
+from shapely.geometry import box
+
+import thermocrop
+from thermocrop import app
+from thermocrop.app import ClassificationOutput, ClassifyRequest, ParcelsSpec, ResultFields, RunProgress
+from thermocrop.cli.main import main
+from thermocrop.core.extract import extract_pixel_sets
+from thermocrop.core.model.bundle import load_bundle
+from thermocrop.core.scenes.bands import S2_BANDS
+
+gpd = pytest.importorskip("geopandas")
+
+MODEL = Path(thermocrop.__file__).parent / "resources" / "models" / "default.tcm"
+CRS = "EPSG:32633"
+X0, Y0 = 400000.0, 5500000.0
+DATES = ("2023-03-30", "2023-04-12", "2023-05-02", "2023-06-02", "2023-06-20", "2023-07-20", "2023-08-15",
+         "2023-10-20")
+
+
+def _gdd(day) -> float:
+    """GDD from 1 January to ``day`` included, at 7 degree days a day."""
+    return 7.0 * ((np.datetime64(day, "D") - np.datetime64("2023-01-01")).astype(int) + 1)
+
+
+@pytest.fixture(scope="module")
+def region(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("as_of")
+    rng = np.random.default_rng(4)
+    for i, date in enumerate(DATES):
+        stamp = date.replace("-", "")
+        path = root / "scenes" / f"S2A_MSIL1C_{stamp}T100031_N0509_R122_T33UVP_{stamp}T110000.tif"
+        path.parent.mkdir(exist_ok=True)
+        with rasterio.open(path, "w", driver="GTiff", width=40, height=40, count=10, dtype="uint16", crs=CRS,
+                           transform=from_origin(X0, Y0, 10, 10), nodata=0) as ds:
+            green = 1.0 + np.sin(np.pi * i / (len(DATES) - 1))  # a crop greening and ripening
+            bands = rng.integers(800, 2500, size=(10, 40, 40)).astype(np.float64)
+            bands[6:8] *= green
+            ds.write(bands.astype(np.uint16))
+            for b, name in enumerate(S2_BANDS, start=1):
+                ds.set_band_description(b, name)
+    parcels = gpd.GeoDataFrame(
+        {"parcel_id": [f"p{i}" for i in range(6)]},
+        geometry=[box(X0 + 13 + 60 * (i % 3), Y0 - 97 - 150 * (i // 3), X0 + 57 + 60 * (i % 3),
+                      Y0 - 53 - 150 * (i // 3)) for i in range(6)],
+        crs=CRS)
+    parcels.to_file(root / "parcels.gpkg", driver="GPKG")
+    days = np.arange(np.datetime64("2023-01-01"), np.datetime64("2024-01-01"))
+    (root / "weather.csv").write_text("date,tmin,tmax\n" + "".join(f"{d},2.0,12.0\n" for d in days),
+                                      encoding="utf-8")
+    return {"scenes": root / "scenes", "parcels": root / "parcels.gpkg", "weather": root / "weather.csv"}
+
+
+def _request(region, **changes) -> ClassifyRequest:
+    request = ClassifyRequest(parcels=ParcelsSpec(str(region["parcels"])),
+                              scenes=app.ScenesSpec(files=(str(region["scenes"]),)),
+                              weather=app.WeatherSpec(path=str(region["weather"])), model=str(MODEL))
+    return replace(request, **changes)
+
+
+def test_as_of_leaves_out_later_scenes_and_reports_the_season(region):
+    lines: list = []
+    run = app.run_classification(_request(region, as_of=datetime.date(2023, 6, 25)), RunProgress(report=lines.append))
+    assert [str(s.date) for s in run.scenes] == list(DATES[:5])
+    assert f"as of 2023-06-25: 5 of 8 acquisitions, GDD {_gdd('2023-06-25'):,.0f} at the parcels' median" in lines[0]
+    # The same as classifying the scenes up to the date alone.
+    kept = tuple(str(p) for p in sorted(region["scenes"].iterdir()) if p.name[11:19] <= "20230625")
+    alone = app.run_classification(_request(region, scenes=app.ScenesSpec(files=kept)))
+    np.testing.assert_allclose(run.result.probabilities, alone.result.probabilities, rtol=1e-6)
+    assert not any("third" in w for w in run.result.warnings)
+    # GDD counted from the season start: the kept acquisitions' GDD do not change with the cut.
+    whole = extract_pixel_sets(str(region["parcels"]), str(region["scenes"]), str(region["weather"]))
+    cut = extract_pixel_sets(str(region["parcels"]), [str(p) for p in kept], str(region["weather"]))
+    np.testing.assert_array_equal(cut.gdd, whole.gdd[:, :5])
+    np.testing.assert_allclose(cut.gdd[0], [_gdd(d) for d in DATES[:5]])
+
+
+def test_an_early_date_is_warned_about_and_a_date_before_every_scene_refused(region):
+    run = app.run_classification(_request(region, as_of=datetime.date(2023, 4, 5)))
+    warning = [w for w in run.result.warnings if "as of 2023-04-05" in w]
+    share = _gdd("2023-04-05") / _gdd(DATES[-1])
+    assert len(warning) == 1 and f"{100 * share:.0f} % of the season's" in warning[0]
+    with pytest.raises(thermocrop.core.errors.SceneError, match="on or before 2023-03-01"):
+        app.run_classification(_request(region, as_of=datetime.date(2023, 3, 1)))
+
+
+def test_decided_is_the_first_cut_from_which_the_label_holds(region, tmp_path):
+    out = tmp_path / "decided.gpkg"
+    run = app.run_classification(_request(region, fields=ResultFields(decided=0.0),
+                                          output=ClassificationOutput(str(out))))
+    # Independently: one classification per cut of the pixel sets.
+    bundle = load_bundle(MODEL)
+    ps = extract_pixel_sets(str(region["parcels"]), str(region["scenes"]), str(region["weather"]))
+    labels = []
+    for t in range(len(DATES)):
+        mask = np.asarray(ps.date_mask).copy()
+        mask[:, t + 1:] = False
+        labels.append(bundle.predict(replace(ps, date_mask=mask)).argmax(axis=1))
+    labels = np.array(labels).T
+    expected = [next(t for t in range(len(DATES)) if (row[t:] == row[-1]).all()) for row in labels]
+    assert [str(d) for d in run.result.decided] == [DATES[t] for t in expected]
+    np.testing.assert_allclose(run.result.decided_gdd, [_gdd(DATES[t]) for t in expected])
+    written = gpd.read_file(out)
+    assert written["crop_decided"].tolist() == [DATES[t] for t in expected]
+    np.testing.assert_allclose(written["crop_decided_gdd"], [_gdd(DATES[t]) for t in expected])
+    # In partitions on a Dask cluster: the same dates.
+    parts = app.run_classification(_request(region, fields=ResultFields(decided=0.0),
+                                            cluster=app.ClusterSpec(run_folder=str(tmp_path / "run"))))
+    assert parts.result.decided.tolist() == run.result.decided.tolist()
+    np.testing.assert_array_equal(parts.result.decided_gdd, run.result.decided_gdd)
+    # A confidence no parcel keeps: nothing decided, the fields NULL.
+    never = app.run_classification(_request(region, fields=ResultFields(decided=1.0)))
+    assert np.isnat(never.result.decided).all() and np.isnan(never.result.decided_gdd).all()
+
+
+def test_command_line_as_of_and_decided(region, tmp_path, capsys):
+    out = tmp_path / "cli.gpkg"
+    assert main(["classify", "--parcels", str(region["parcels"]), "--scenes", str(region["scenes"]),
+                 "--weather", str(region["weather"]), "--model", str(MODEL), "--out", str(out),
+                 "--as-of", "2023-07-31", "--decided", "--decided-threshold", "0.5"]) == 0
+    printed = capsys.readouterr().out
+    assert "as of 2023-07-31: 6 of 8 acquisitions" in printed and "crop_decided_gdd" in printed
+    written = gpd.read_file(out)
+    decided = written["crop_decided"].dropna()
+    assert set(decided) <= set(DATES[:6])
+    with pytest.raises(SystemExit):  # a usage error, before anything is read
+        main(["classify", "--parcels", str(region["parcels"]), "--scenes", str(region["scenes"]),
+              "--weather", str(region["weather"]), "--out", str(tmp_path / "x.gpkg"), "--as-of", "2023-7-31"])
+    assert "not a date written YYYY-MM-DD" in capsys.readouterr().err

@@ -1,0 +1,75 @@
+"""The probabilities of every prefix of the season in one pass equal one prediction per cut."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from thermocrop.core.model.bundle import BundleConfig, InputScaling, ModelBundle
+from thermocrop.core.model.calibration import Calibration
+from thermocrop.core.model.networks import VARIANTS, build_model
+from thermocrop.core.pixel_sets import PixelSets
+
+
+def _pixel_sets(p=17, t=8, s=5, seed=3):
+    rng = np.random.default_rng(seed)
+    pmask = rng.random((p, t, s)) > 0.3
+    pmask[:, :, 0] = True
+    pixels = (rng.integers(200, 6000, (p, t, 10, s)) * pmask[:, :, None, :]).astype(np.uint16)
+    dmask = rng.random((p, t)) > 0.3
+    dmask[5, :3] = False  # a parcel first seen on the fourth date
+    dmask[6] = False  # never seen
+    gdd = np.cumsum(rng.random((p, t)) * 300, axis=1).astype(np.float32)
+    dates = np.datetime64("2021-03-01") + np.arange(t) * 12
+    dos = (dates - np.datetime64("2021-01-01")).astype(np.float32)
+    return PixelSets(pixels=pixels, pixel_mask=pmask, date_mask=dmask, gdd=gdd, dates=dates,
+                     day_of_season=dos, parcel_ids=np.array([f"p{i}" for i in range(p)]),
+                     status=np.array(["ok"] * p))
+
+
+def _bundle(ps, variant, members=1, calibration=None):
+    torch.manual_seed(1)
+    model = build_model(variant, 6, members=members)
+    model.train()
+    model(torch.randn(6, 5, 10, 4), torch.ones(6, 5, 4, dtype=torch.bool), torch.ones(6, 5, dtype=torch.bool),
+          torch.rand(6, 5) * 100, torch.rand(6, 5) * 1000)  # BatchNorm statistics that are not the identity
+    config = BundleConfig(variant=variant, classes=tuple("abcdef"), colours={c: "#000000" for c in "abcdef"},
+                          scaling=InputScaling.from_pixel_sets(ps),
+                          calibration=calibration.to_dict() if calibration else {})
+    return ModelBundle(model.eval(), config)
+
+
+def _cut(ps, t):
+    """The pixel sets as of date ``t``: the later dates masked."""
+    date_mask = np.asarray(ps.date_mask).copy()
+    date_mask[:, t + 1:] = False
+    return replace(ps, date_mask=date_mask)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_prefixes_equal_one_prediction_per_cut(variant):
+    ps = _pixel_sets()
+    bundle = _bundle(ps, variant)
+    prefixes = bundle.predict_prefixes(ps, batch_size=5)
+    assert prefixes.shape == (len(ps), ps.n_dates, 6)
+    for t in range(ps.n_dates):
+        expected = bundle.predict(_cut(ps, t), batch_size=7)
+        np.testing.assert_allclose(prefixes[:, t], expected, atol=2e-5, rtol=0)
+    np.testing.assert_array_equal(np.isnan(prefixes[5, :3]), True)
+    assert np.isfinite(prefixes[5, 3:]).all() and np.isnan(prefixes[6]).all()
+    np.testing.assert_allclose(prefixes[:, -1], bundle.predict(ps), atol=2e-5, rtol=0)
+
+
+def test_ensemble_and_calibration_prefixes_equal_cuts():
+    ps = _pixel_sets(seed=5)
+    calibration = Calibration(temperature=0.6, scores=tuple(np.linspace(0.0, 0.9, 60)), parcels=60, source="test")
+    bundle = _bundle(ps, "tpe_recurrent", members=3, calibration=calibration)
+    prefixes = bundle.predict_prefixes(ps)
+    raw = bundle.predict_prefixes(ps, calibrated=False)
+    for t in (0, 3, ps.n_dates - 1):
+        np.testing.assert_allclose(prefixes[:, t], bundle.predict(_cut(ps, t)), atol=2e-5, rtol=0)
+        np.testing.assert_allclose(raw[:, t], bundle.predict(_cut(ps, t), calibrated=False), atol=2e-5, rtol=0)
+    # The calibration sharpens (temperature below 1): calibrated top probabilities are higher.
+    ok = np.isfinite(raw[:, :, 0])
+    assert (prefixes[ok].max(axis=1) >= raw[ok].max(axis=1) - 1e-6).all()
