@@ -36,7 +36,7 @@ def add_training_flags(parser: argparse.ArgumentParser) -> None:
                              "ship the average of their class probabilities in one bundle (an "
                              "ensemble; the members are kept in <out stem>.members/) (default 1; with --init "
                              "the initial model's)")
-    parser.add_argument("--lr", type=bounded("lr"), help="Adam learning rate (default 1e-3; with --init 1e-4)")
+    parser.add_argument("--lr", type=bounded("lr"), help="Adam learning rate (default 1e-3; with --init 3e-4)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), help="auto (CUDA when present, the default), cpu or cuda")
     parser.add_argument("--amp", action="store_true", default=None, help="mixed precision on CUDA")
     parser.add_argument("--seed", type=bounded("seed"),
