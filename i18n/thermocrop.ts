@@ -29,7 +29,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="98"/>
+        <location filename="../plugin/train_panel.py" line="112"/>
         <source>No free model file name in {folder}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -59,12 +59,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="347"/>
+        <location filename="../plugin/train_panel.py" line="387"/>
         <source>Tick or add the Sentinel-2 scenes on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="349"/>
+        <location filename="../plugin/train_panel.py" line="389"/>
         <source>Choose the daily temperature file (or a weather service) on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -546,7 +546,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="118"/>
+        <location filename="../plugin/train_panel.py" line="132"/>
         <source>ThermoCrop: train a model on {layer}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -556,27 +556,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="203"/>
+        <location filename="../plugin/train_panel.py" line="217"/>
         <source>Polygon layer whose parcels carry a crop label or code</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="205"/>
+        <location filename="../plugin/train_panel.py" line="219"/>
         <source>Field of each parcel&apos;s crop label (class names or crop codes); parcels with an empty value are left out</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="209"/>
+        <location filename="../plugin/train_panel.py" line="223"/>
         <source>Field of each parcel&apos;s spatial block (e.g. a 10 km grid cell): training, validation and test are split by block. Empty: a random split</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="214"/>
+        <location filename="../plugin/train_panel.py" line="228"/>
         <source>Map national crop codes to classes with the paper&apos;s table for France, Denmark or Austria; codes not in it become &apos;unknown&apos;</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="219"/>
+        <location filename="../plugin/train_panel.py" line="233"/>
         <source>Layer</source>
         <translation type="unfinished"></translation>
     </message>
@@ -586,57 +586,82 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="221"/>
+        <location filename="../plugin/train_panel.py" line="235"/>
         <source>Block field</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="222"/>
+        <location filename="../plugin/train_panel.py" line="236"/>
         <source>Crop codes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="224"/>
+        <location filename="../plugin/train_panel.py" line="238"/>
         <source>Training</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="232"/>
+        <location filename="../plugin/train_panel.py" line="246"/>
         <source> (recommended)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="236"/>
+        <location filename="../plugin/train_panel.py" line="250"/>
         <source>epochs</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="236"/>
+        <location filename="../plugin/train_panel.py" line="250"/>
         <source>steps per epoch</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="236"/>
+        <location filename="../plugin/train_panel.py" line="250"/>
         <source>parcels per step</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="246"/>
+        <location filename="../plugin/train_panel.py" line="260"/>
         <source>empty: beside the project</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="247"/>
+        <location filename="../plugin/train_panel.py" line="265"/>
+        <source>empty: from scratch</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="266"/>
+        <source>A model to start from (fine-tuning): with a few dozen labelled parcels per class, starting from the shipped model is far better than from scratch. Its variant, bands and settings are kept, and its classes when yours are among them. Empty: random weights.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="270"/>
+        <source>Shipped model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="271"/>
+        <source>Start from the model shipped with the plugin</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="275"/>
+        <source>Start from</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="276"/>
         <source>Variant</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="248"/>
+        <location filename="../plugin/train_panel.py" line="277"/>
         <source>Budget</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="250"/>
+        <location filename="../plugin/train_panel.py" line="279"/>
         <source>Model file</source>
         <translation type="unfinished"></translation>
     </message>
@@ -646,92 +671,97 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="260"/>
+        <location filename="../plugin/train_panel.py" line="289"/>
         <source>Uses the scenes and weather of the Classify tab; the new model is saved beside the project and chosen for the next classification.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="320"/>
+        <location filename="../plugin/train_panel.py" line="360"/>
         <source>{steps:,} steps of {batch} parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="323"/>
+        <location filename="../plugin/train_panel.py" line="363"/>
         <source>; about {time} at the {ms:.0f} ms per step measured here last time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="326"/>
+        <location filename="../plugin/train_panel.py" line="366"/>
         <source>; the time is measured and shown before the training starts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="336"/>
+        <location filename="../plugin/train_panel.py" line="376"/>
         <source>Choose the labelled parcel layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="339"/>
+        <location filename="../plugin/train_panel.py" line="379"/>
         <source>Choose the field of {layer} that holds the crop labels.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="343"/>
+        <location filename="../plugin/train_panel.py" line="383"/>
         <source>The label and block fields are the same; choose the block field or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="359"/>
+        <location filename="../plugin/train_panel.py" line="393"/>
+        <source>The model to start from, {path}, does not exist; choose a .tcm file or clear the field to train from scratch.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="404"/>
         <source>{path} (or its dataset folder) exists; choose a new model file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="375"/>
+        <location filename="../plugin/train_panel.py" line="420"/>
         <source>Save the project first, or choose the model file: {layer} is no file layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="402"/>
+        <location filename="../plugin/train_panel.py" line="447"/>
         <source>Extracting the labelled parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="410"/>
+        <location filename="../plugin/train_panel.py" line="455"/>
         <source>Training: {estimate}. Cancel stops it and leaves nothing behind.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="418"/>
+        <location filename="../plugin/train_panel.py" line="463"/>
         <source>Training cancelled; no model or dataset was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="421"/>
+        <location filename="../plugin/train_panel.py" line="466"/>
         <source>Training failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="428"/>
+        <location filename="../plugin/train_panel.py" line="473"/>
         <source>Model saved to {path} and chosen for the next classification{scores}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="430"/>
+        <location filename="../plugin/train_panel.py" line="475"/>
         <source>Trained {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="436"/>
+        <location filename="../plugin/train_panel.py" line="481"/>
         <source>{n:.0f} s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="438"/>
+        <location filename="../plugin/train_panel.py" line="483"/>
         <source>{n:.0f} min</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="439"/>
+        <location filename="../plugin/train_panel.py" line="484"/>
         <source>{n:.1f} h</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1756,47 +1786,57 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="80"/>
+        <location filename="../plugin/algorithms/train_model.py" line="89"/>
         <source>Give at least one dataset folder (separate several with &apos;;&apos;).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="81"/>
+        <location filename="../plugin/algorithms/train_model.py" line="90"/>
         <source>dataset folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="98"/>
+        <location filename="../plugin/algorithms/train_model.py" line="102"/>
+        <source>initial model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/train_model.py" line="127"/>
         <source>{out} already exists; choose a new model file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="113"/>
+        <location filename="../plugin/algorithms/train_model.py" line="138"/>
         <source>No CUDA GPU is available to this QGIS; choose the cpu or auto device.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="118"/>
+        <location filename="../plugin/algorithms/train_model.py" line="142"/>
+        <source>Fine-tuning {init} with the few-label recipe (learning rate {lr:g})</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/train_model.py" line="144"/>
         <source>Training {variant} on {n} parcels, {epochs} epochs of {steps} steps, device {device}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="122"/>
+        <location filename="../plugin/algorithms/train_model.py" line="149"/>
         <source>Classes of the datasets: {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="124"/>
+        <location filename="../plugin/algorithms/train_model.py" line="151"/>
         <source>Estimate: {estimate}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="126"/>
+        <location filename="../plugin/algorithms/train_model.py" line="153"/>
         <source>This budget takes long on the CPU; fewer epochs or steps per epoch finish sooner (the defaults take minutes).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/train_model.py" line="131"/>
+        <location filename="../plugin/algorithms/train_model.py" line="158"/>
         <source>Model classes ({n}): {classes}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2507,41 +2547,51 @@
     </message>
     <message>
         <location filename="algorithm_strings.py" line="152"/>
-        <source>Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder dialog.</source>
+        <source>Initial model (empty: from random weights)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="153"/>
-        <source>Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none. tpe_sinusoidal, the shipped model&apos;s, is recommended (docs/training.md).</source>
+        <source>Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder dialog.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="154"/>
-        <source>Training epochs (default 30, the shipped model&apos;s; the paper trains 100). The time the run will take is measured and logged before it starts.</source>
+        <source>Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none. tpe_sinusoidal, the shipped model&apos;s, is recommended (docs/training.md). With an initial model its variant holds: the default stands for it, another choice than the model&apos;s is refused.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="155"/>
-        <source>Optimiser steps per epoch (default 25; the paper uses 500).</source>
+        <source>Training epochs (default 30, the shipped model&apos;s; the paper trains 100). The time the run will take is measured and logged before it starts.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="156"/>
-        <source>Parcels per optimiser step (default 64; the paper uses 128).</source>
+        <source>Optimiser steps per epoch (default 25; the paper uses 500).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="157"/>
-        <source>auto uses a CUDA GPU when there is one, else the CPU.</source>
+        <source>Parcels per optimiser step (default 64; the paper uses 128).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="158"/>
-        <source>The model&apos;s classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: every class of the datasets. Parcels of other classes are left out of training.</source>
+        <source>auto uses a CUDA GPU when there is one, else the CPU.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="159"/>
+        <source>The model&apos;s classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: every class of the datasets. Parcels of other classes are left out of training.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="160"/>
+        <source>A model bundle (.tcm) to start from (fine-tuning), e.g. the shipped model. Its variant, settings, bands, input scaling and GDD settings are kept, its classes too when the datasets&apos; classes are among them (else a new output layer learns the new list), and it trains with the few-label recipe (docs/training.md). Empty: from random weights.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="161"/>
         <source>Model bundle file (.tcm) to write.</source>
         <translation type="unfinished"></translation>
     </message>

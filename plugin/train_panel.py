@@ -72,6 +72,8 @@ class TrainingRequest:
         variant, epochs, steps_per_epoch, batch_size: the training run; max_pixels: pixels
             sampled per parcel and date.
         out: the bundle to write; dataset: the dataset folder to write first.
+        init: a model bundle to start from (fine-tuning; its variant is kept), or "" for random
+            weights.
     """
 
     parcels: LayerSnapshot
@@ -87,6 +89,18 @@ class TrainingRequest:
     max_pixels: int = MAX_PIXELS
     out: str = ""
     dataset: str = ""
+    init: str = ""
+
+    def training_config(self):
+        """The ``TrainingConfig`` of the request (``training.finetune.training_config``, as the command
+        line and the Toolbox build it)."""
+        from ..training.finetune import training_config
+
+        # Fine-tuning keeps the initial model's variant and pixel sampling, as the other doors do.
+        return training_config({"variant": None if self.init else self.variant, "epochs": self.epochs,
+                                "steps_per_epoch": self.steps_per_epoch, "batch_size": self.batch_size,
+                                "sample_pixels": None if self.init else min(self.max_pixels, 64)},
+                               init=self.init or None)
 
 
 def model_path_beside(folder: Path, stem: str) -> Path:
@@ -136,9 +150,10 @@ class TrainingTask(ThermoCropTask):
         from ..core.settings import ExtractionSettings, PixelSampling
         from ..core.thermal.weather_services import fetch_for_parcels, is_weather_service
         from ..training.experiment import describe_training_estimate, estimate_training
-        from ..training.train import TrainingConfig, train_model
+        from ..training.train import train_model
 
         r = self.request
+        config = r.training_config()  # an initial model that cannot be used stops the run here
         features = r.parcels.source.getFeatures()
         frame, _ = features_to_frame(features, r.parcels.crs, label_field=r.label_field, block_field=r.block_field)
         progress(0.02)
@@ -154,12 +169,11 @@ class TrainingTask(ThermoCropTask):
                                                          class_map=r.class_map or None),
                                      progress=progress.sub(0.05, 0.35))
         data = [open_dataset(dataset)]
-        config = TrainingConfig(variant=r.variant, epochs=r.epochs, steps_per_epoch=r.steps_per_epoch,
-                                batch_size=r.batch_size, sample_pixels=min(r.max_pixels, 64))
         progress.check()
         self.estimate = estimate_training(data, config)
         text = describe_training_estimate(self.estimate)
-        log.info("Training %s on %s: %s", r.variant, r.parcels.name, text)
+        log.info("Training %s on %s%s: %s", config.variant, r.parcels.name,
+                 f", starting from {Path(r.init).name}" if r.init else "", text)
         self.estimated.emit(text)
         progress(0.4)
         result = train_model(data, r.out, config, show_progress=False, progress=progress.sub(0.4, 1.0),
@@ -244,6 +258,21 @@ class TrainPanel(TaskPanelMixin, QWidget):
         self.output.setFilter(tr("ThermoCrop model (*.tcm)"))
         self.output.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
         self.output.lineEdit().setPlaceholderText(tr("empty: beside the project"))
+        self.init_model = QgsFileWidget()
+        self.init_model.setStorageMode(QgsFileWidget.GetFile)
+        self.init_model.setFilter(tr("ThermoCrop model (*.tcm)"))
+        self.init_model.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
+        self.init_model.lineEdit().setPlaceholderText(tr("empty: from scratch"))
+        self.init_model.setToolTip(tr("A model to start from (fine-tuning): with a few dozen labelled parcels per "
+                                      "class, starting from the shipped model is far better than from scratch. Its "
+                                      "variant, bands and settings are kept, and its classes when yours are among "
+                                      "them. Empty: random weights."))
+        self.shipped_button = QPushButton(tr("Shipped model"))
+        self.shipped_button.setToolTip(tr("Start from the model shipped with the plugin"))
+        init_row = QHBoxLayout()
+        init_row.addWidget(self.init_model, 1)
+        init_row.addWidget(self.shipped_button)
+        form.addRow(tr("Start from"), init_row)
         form.addRow(tr("Variant"), self.variant)
         form.addRow(tr("Budget"), budget)
         form.addRow(self.budget_note)
@@ -273,6 +302,8 @@ class TrainPanel(TaskPanelMixin, QWidget):
         for spin in (self.epochs, self.steps, self.batch_size):
             spin.valueChanged.connect(self._show_budget)
         self.variant.currentIndexChanged.connect(self._show_budget)
+        self.init_model.fileChanged.connect(self._init_changed)
+        self.shipped_button.clicked.connect(self._use_shipped_model)
         self.train_button.clicked.connect(self.train)
         self.cancel_button.clicked.connect(self.cancel)
         self._layer_changed(self.layer_combo.currentLayer())
@@ -288,6 +319,15 @@ class TrainPanel(TaskPanelMixin, QWidget):
         return spin
 
     # -- inputs --------------------------------------------------------------------------------
+
+    def _use_shipped_model(self) -> None:
+        from ..core.model.bundle import default_bundle_path
+
+        self.init_model.setFilePath(str(default_bundle_path()))
+
+    def _init_changed(self, path: str) -> None:
+        """A model to start from brings its own variant: the variant box waits until it is cleared."""
+        self.variant.setEnabled(not path)
 
     def set_layer(self, layer: Optional[QgsVectorLayer], label_field: Optional[str] = None,
                   block_field: Optional[str] = None) -> None:
@@ -348,9 +388,14 @@ class TrainPanel(TaskPanelMixin, QWidget):
         if not weather:
             return self._refuse(tr("Choose the daily temperature file (or a weather service) on the Classify tab "
                                    "first."))
+        init = self.init_model.filePath().strip()
+        if init and not Path(init).is_file():
+            return self._refuse(tr("The model to start from, {path}, does not exist; choose a .tcm file or clear "
+                                   "the field to train from scratch.").format(path=init))
+        kind = "tuned" if init else self.variant.currentData()
         try:
             out = Path(self.output.filePath()) if self.output.filePath() else \
-                model_path_beside(self._model_folder(layer), f"{_safe_stem(layer.name())}_{self.variant.currentData()}")
+                model_path_beside(self._model_folder(layer), f"{_safe_stem(layer.name())}_{kind}")
         except ValueError as exc:
             return self._refuse(str(exc))
         if out.suffix.lower() != ".tcm":
@@ -361,7 +406,7 @@ class TrainPanel(TaskPanelMixin, QWidget):
         return TrainingRequest(snapshot, label, block, self.class_map.currentData(), list(scenes), weather,
                                variant=self.variant.currentData(), epochs=self.epochs.value(),
                                steps_per_epoch=self.steps.value(), batch_size=self.batch_size.value(),
-                               out=str(out), dataset=str(dataset_folder(out)))
+                               out=str(out), dataset=str(dataset_folder(out)), init=init)
 
     @staticmethod
     def _model_folder(layer: QgsVectorLayer) -> Path:

@@ -4,7 +4,7 @@ bundle and the device it runs on. ``train`` and ``ensemble`` both build on these
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -14,7 +14,7 @@ import torch
 from ..core.errors import DatasetError
 from ..core.model.networks import VARIANTS
 from ..core.pixel_sets import PixelSets
-from .datasets import align_classes, check_bands, gdd_settings, model_classes, split_blocks
+from .datasets import SPLIT_FRACTIONS, align_classes, check_bands, gdd_settings, model_classes, split_blocks
 from .sampling import usable_parcels
 
 
@@ -51,6 +51,17 @@ class TrainingConfig:
             validation.
         model_settings: ``core.model.networks.ModelConfig`` fields other than the defaults, e.g.
             ``{"dropout": 0.0}``; stored in the bundle with the rest of the model config.
+        init: a model bundle whose weights start the run (fine-tuning, ``training.finetune``);
+            None starts from random weights. Its variant, hyper-parameters, bands, input
+            scaling and GDD settings are kept.
+        init_member: the member of an ensemble ``init`` that starts this run (set for each
+            member of a fine-tuned ensemble by ``training.ensemble.member_configs``).
+        freeze_pixel_encoder: keep the pixel-set encoder's weights as ``init`` has them (its
+            BatchNorm statistics still follow the new data).
+        init_anchor: strength of the pull of the weights toward those of ``init`` (an L2
+            penalty on their difference, ``init_anchor / 2 * sum((w - w_init) ** 2)``); 0: none.
+        test_split: hold out 20 % of the blocks to score the model at the end; False lets those
+            blocks train too (few labels) and scores the model on the validation blocks.
     """
 
     variant: str = "tpe_recurrent"
@@ -72,6 +83,11 @@ class TrainingConfig:
     amp: bool = False
     classes: Optional[tuple[str, ...]] = None
     model_settings: dict[str, Any] = field(default_factory=dict)
+    init: Optional[str] = None
+    init_member: Optional[int] = None
+    freeze_pixel_encoder: bool = False
+    init_anchor: float = 0.0
+    test_split: bool = True
 
     @property
     def data_seed(self) -> int:
@@ -89,6 +105,19 @@ class TrainingConfig:
         for name in ("mean_pixel_share", "season_window_share"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must lie between 0 and 1")
+        if self.init is not None:
+            self.init = str(self.init)
+        if self.init_anchor < 0:
+            raise ValueError("init_anchor must be at least 0")
+        if self.init is None and (self.freeze_pixel_encoder or self.init_anchor or self.init_member is not None):
+            raise ValueError("freeze_pixel_encoder, init_anchor and init_member need an initial model (init)")
+
+
+def stored_config(data: dict[str, Any]) -> dict[str, Any]:
+    """The settings a checkpoint or metrics file stored, with the defaults of settings added since."""
+    defaults = {f.name: f.default for f in fields(TrainingConfig)
+                if f.name not in data and f.default is not MISSING}
+    return {**defaults, **data}
 
 
 @dataclass
@@ -164,7 +193,8 @@ def training_split(datasets: Sequence[PixelSets], config: TrainingConfig,
         val_sets, val_rows = list(val_datasets), [usable_parcels(ps, k) for ps in val_datasets]
         test_sets, test_rows = [], []
     else:
-        splits = split_blocks(datasets, k, config.data_seed)
+        fractions = SPLIT_FRACTIONS if config.test_split else (1.0 - SPLIT_FRACTIONS[1], SPLIT_FRACTIONS[1], 0.0)
+        splits = split_blocks(datasets, k, config.data_seed, fractions)
         train_rows = [s[0] for s in splits]
         val_sets, val_rows = list(datasets), [s[1] for s in splits]
         test_sets, test_rows = list(datasets), [s[2] for s in splits]

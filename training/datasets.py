@@ -117,7 +117,8 @@ def split_blocks(datasets: Sequence[PixelSets], num_classes: int, seed: int = 0,
     """Train / validation / test rows by spatial block, deterministic for a seed.
 
     The (dataset, block) pairs are shuffled with ``seed`` and cut by ``fractions`` (at least
-    one block each for validation and test); parcels without a block (-1) train. With fewer
+    one block each for validation and test, none for test when its fraction is 0); parcels
+    without a block (-1) train. With fewer
     than three blocks the parcels themselves are split, and a warning says so.
 
     Returns:
@@ -131,7 +132,7 @@ def split_blocks(datasets: Sequence[PixelSets], num_classes: int, seed: int = 0,
     if len(keys) >= 3:
         order = [keys[i] for i in rng.permutation(len(keys))]
         n_val = max(1, round(fractions[1] * len(keys)))
-        n_test = max(1, round(fractions[2] * len(keys)))
+        n_test = max(1, round(fractions[2] * len(keys))) if fractions[2] > 0 else 0
         val, test = set(order[:n_val]), set(order[n_val:n_val + n_test])
         for d, ps in enumerate(datasets):
             rows = usable[d]
@@ -149,6 +150,6 @@ def split_blocks(datasets: Sequence[PixelSets], num_classes: int, seed: int = 0,
     for rows in usable:
         perm = rows[rng.permutation(len(rows))]
         a = int(round(fractions[0] * len(rows)))
-        b = a + max(1, int(round(fractions[1] * len(rows))))
+        b = a + max(1, int(round(fractions[1] * len(rows)))) if fractions[2] > 0 else len(rows)
         out.append((np.sort(perm[:a]), np.sort(perm[a:b]), np.sort(perm[b:])))
     return out

@@ -22,7 +22,15 @@ from ..core.model.bundle import load_bundle
 from ..core.model.networks import build_model
 from ..core.pixel_sets import PixelSets
 from ..core.progress import Progress
-from .config import TrainingConfig, TrainingResult, data_provenance, output_paths, resolve_device, training_split
+from .config import (
+    TrainingConfig,
+    TrainingResult,
+    data_provenance,
+    output_paths,
+    resolve_device,
+    stored_config,
+    training_split,
+)
 from .predict import score_rows
 from .results import write_results
 
@@ -41,8 +49,10 @@ def member_paths(out: Union[str, Path], members: int) -> list[Path]:
 
 def member_configs(config: TrainingConfig) -> list[TrainingConfig]:
     """The members' settings: the ensemble's, one model each, seeds ``seed``, ``seed + 1``, ...,
-    all on the ensemble's split (``data_seed``)."""
-    return [replace(config, members=1, seed=config.seed + m, split_seed=config.data_seed)
+    all on the ensemble's split (``data_seed``); fine-tuning, member m starts from member m of
+    the initial ensemble."""
+    return [replace(config, members=1, seed=config.seed + m, split_seed=config.data_seed,
+                    init_member=m if config.init else None)
             for m in range(config.members)]
 
 
@@ -56,7 +66,7 @@ def _finished(path: Path, config: TrainingConfig) -> bool:
     except (OSError, ValueError, KeyError, TypeError):
         return False
     mine = asdict(config)
-    return {**stored, "device": None} == {**mine, "device": None}
+    return {**stored_config(stored), "device": None} == {**mine, "device": None}
 
 
 def train_ensemble(datasets: Sequence[PixelSets], out: Union[str, Path], config: TrainingConfig,
@@ -123,4 +133,5 @@ def train_ensemble(datasets: Sequence[PixelSets], out: Union[str, Path], config:
     samples_per_s = float(np.mean([m["train_samples_per_s"] for m in metrics]))
     return write_results(ensemble, first.scaling, split, config, output_paths(out), history, val_f1, device,
                          samples_per_s, {**data_provenance(split.datasets), **(provenance or {}),
-                                         "members": members_record})
+                                         "members": members_record},
+                         base=load_bundle(config.init).config if config.init else None)

@@ -437,7 +437,8 @@ def estimate_experiment(regions: Sequence[Path], variants: Sequence[str], config
 def estimate_training(datasets: Sequence[Any], config: TrainingConfig, threads: Optional[int] = None) -> Estimate:
     """How long one ``train_model`` run of ``config`` on ``datasets`` (``PixelSets``) will take
     here: the speed is measured (:func:`measure_speed`, with ``config``'s variant and batch) and
-    scaled by the run's steps and the parcels it scores (validation every epoch, test once)."""
+    scaled by the run's steps and the parcels it scores (validation every epoch, test once), for
+    each member of an ensemble."""
     import torch
 
     from .datasets import SPLIT_FRACTIONS, align_classes, model_classes
@@ -447,8 +448,9 @@ def estimate_training(datasets: Sequence[Any], config: TrainingConfig, threads: 
     step_s, predict_s, device = measure_speed(datasets, config, threads)
     classes = model_classes(datasets, config.classes)
     usable = sum(len(usable_parcels(ps, len(classes))) for ps in align_classes(datasets, classes, unseen="drop"))
-    steps = config.epochs * config.steps_per_epoch
-    run_s = steps * step_s + (config.epochs * SPLIT_FRACTIONS[1] + SPLIT_FRACTIONS[2]) * usable * predict_s
+    # An ensemble trains its members one after the other.
+    steps = config.epochs * config.steps_per_epoch * config.members
+    run_s = steps * step_s + config.members * (config.epochs * SPLIT_FRACTIONS[1] + SPLIT_FRACTIONS[2]) * usable * predict_s
     return Estimate(1, 1, device, step_s, predict_s, run_s, run_s, steps)
 
 

@@ -26,7 +26,8 @@ log = logging.getLogger(__name__)
 
 def write_results(model: torch.nn.Module, scaling: InputScaling, split: TrainingSplit, config: TrainingConfig,
                   paths: dict[str, Path], history: list[dict[str, Any]], best_f1: float, device: torch.device,
-                  samples_per_s: float, provenance: dict[str, Any]) -> TrainingResult:
+                  samples_per_s: float, provenance: dict[str, Any],
+                  base: Optional[BundleConfig] = None) -> TrainingResult:
     """Score the trained ``model`` on the test rows of ``split`` (the validation rows when there
     are none) and write the bundle, ``metrics.json`` and the figures to ``paths``
     (``output_paths``).
@@ -42,6 +43,8 @@ def write_results(model: torch.nn.Module, scaling: InputScaling, split: Training
         device: where ``model`` lives.
         samples_per_s: training speed, recorded in the metrics.
         provenance: facts about the data and the run stored in the bundle and the metrics.
+        base: the bundle a fine-tuned model started from: its colours (for the classes it knows)
+            and calendar settings are kept.
     """
     from .plots import plot_confusion, plot_curves
 
@@ -61,10 +64,13 @@ def write_results(model: torch.nn.Module, scaling: InputScaling, split: Training
     calibration = held_out_calibration(model, scaling, split, device)
     if calibration is not None:
         metrics["calibration"] = {k: v for k, v in calibration.to_dict().items() if k != "scores"}
+    colours = class_colours(classes)
+    calendar = {"season_start": gdd["season_start"], "offset": 60.0, "max_shift": config.max_shift}
+    if base is not None:
+        colours.update({c: v for c, v in base.colours.items() if c in colours})
+        calendar = dict(base.calendar)
     bundle_config = BundleConfig(
-        classes=classes, colours=class_colours(classes),
-        scaling=scaling, gdd=gdd,
-        calendar={"season_start": gdd["season_start"], "offset": 60.0, "max_shift": config.max_shift},
+        classes=classes, colours=colours, scaling=scaling, gdd=gdd, calendar=calendar,
         provenance={"training": asdict(config), "best_val_macro_f1": best_f1,
                     f"{split_name}_macro_f1": result["macro_f1"],
                     f"{split_name}_overall_accuracy": result["overall_accuracy"], **provenance},

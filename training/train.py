@@ -17,13 +17,22 @@ import torch
 from ..core.errors import InputError
 from ..core.io.output import staged_file
 from ..core.model.bundle import InputScaling
-from ..core.model.networks import build_model, set_statistics_group
+from ..core.model.networks import set_statistics_group
 from ..core.pixel_sets import PixelSets
 from ..core.progress import Progress
 from ..core.runs.fingerprint import changed_files, input_fingerprints
-from .config import TrainingConfig, TrainingResult, data_provenance, output_paths, resolve_device, training_split
+from .config import (
+    TrainingConfig,
+    TrainingResult,
+    data_provenance,
+    output_paths,
+    resolve_device,
+    stored_config,
+    training_split,
+)
 from .data_parallel import join
 from .ensemble import train_ensemble
+from .finetune import anchor_penalty, init_classes, init_provenance, initial_weights, new_model
 from .losses import FocalLoss
 from .predict import score_rows
 from .results import write_results
@@ -137,6 +146,9 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
         A ``TrainingResult``; None on ranks other than 0 of a data-parallel run.
     """
     config = TrainingConfig() if config is None else config
+    if config.init:
+        config = init_classes(config, datasets)
+        provenance = {**(provenance or {}), **init_provenance(config.init)}
     if config.members > 1:
         return train_ensemble(datasets, out, config, train_model, val_datasets=val_datasets, resume=resume,
                               show_progress=show_progress, provenance=provenance, progress=progress)
@@ -166,8 +178,9 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     rank, world = (ranks.rank, ranks.world_size) if ranks else (0, 1)
     main = rank == 0
     torch.manual_seed(config.seed)
-    scaling = _pooled_scaling(datasets, train_rows, config.data_seed)
-    model = build_model(config.variant, k, **config.model_settings).to(device)
+    init = initial_weights(config, split, datasets[0].bands) if config.init else None
+    scaling = init.scaling if init else _pooled_scaling(datasets, train_rows, config.data_seed)
+    model, anchors = new_model(config, k, init, classes, device)
     net: torch.nn.Module = model
     if ranks is not None:
         set_statistics_group(model, ranks.stats_group)
@@ -181,7 +194,7 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
                            config.sample_dates, max_shift=shift,
                            mean_pixel_share=config.mean_pixel_share,
                            season_window_share=config.season_window_share)
-    optimiser = torch.optim.Adam(model.parameters(), lr=config.lr,
+    optimiser = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=config.lr,
                                  weight_decay=config.weight_decay)
     total_steps = config.epochs * config.steps_per_epoch
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=total_steps,
@@ -195,7 +208,7 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     best_f1, best_state, start_epoch = -1.0, None, 0
     if resume and paths["checkpoint"].exists():
         ckpt = load_checkpoint(paths["checkpoint"], device)
-        if ckpt["config"] != asdict(config) | {"device": ckpt["config"].get("device")}:
+        if stored_config(ckpt["config"]) != asdict(config) | {"device": ckpt["config"].get("device")}:
             raise InputError(f"{paths['checkpoint']} was written with other settings; "
                              "use the same settings or remove the checkpoint to start over.")
         changed = changed_files(ckpt.get("data"), data_fingerprint) if data_fingerprint else []
@@ -237,6 +250,8 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
                 target = torch.from_numpy(b.labels).to(device)
                 with torch.autocast(device.type, enabled=use_amp):
                     loss = loss_fn(net(*inputs), target)
+                    if anchors:
+                        loss = loss + anchor_penalty(model, anchors, config.init_anchor)
                 optimiser.zero_grad(set_to_none=True)
                 scaler.scale(loss).backward()
                 scaler.step(optimiser)
@@ -278,6 +293,6 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     model.eval()
     provenance = {**data_provenance(datasets), **(provenance or {})}
     return write_results(model, scaling, split, config, paths, history, best_f1, device,
-                         samples / max(elapsed, 1e-9), provenance)
+                         samples / max(elapsed, 1e-9), provenance, base=init.bundle.config if init else None)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Optional
 
 from ..options import bounded
 
@@ -13,34 +14,37 @@ VARIANT_CHOICES = ("calendar", "no_pe", "shiftaug", "tpe_sinusoidal", "tpe_conca
 
 
 def add_training_flags(parser: argparse.ArgumentParser) -> None:
-    """Flags shared by ``train`` and ``experiment`` (paper values as defaults)."""
-    parser.add_argument("--epochs", type=bounded("epochs"), default=100, help="epochs (default 100)")
-    parser.add_argument("--steps-per-epoch", type=bounded("steps_per_epoch"), default=500,
-                        help="optimiser steps per epoch (default 500)")
-    parser.add_argument("--batch-size", type=bounded("batch_size"), default=128,
-                        help="parcels per step (default 128)")
-    parser.add_argument("--sample-pixels", type=bounded("sample_pixels"), default=64,
-                        help="random pixels per parcel and step, S (default 64)")
-    parser.add_argument("--sample-dates", type=bounded("sample_dates"), default=30,
-                        help="random dates per parcel and step, T (default 30)")
-    parser.add_argument("--mean-pixel-share", type=bounded("mean_pixel_share"), default=0.0,
+    """Flags shared by ``train`` and ``experiment``: paper values as defaults, or with ``train
+    --init`` the few-label recipe's (``training.finetune.FEW_LABEL_RECIPE``). An option left out
+    is None here, so that the recipe can tell the options given from those not."""
+    parser.add_argument("--epochs", type=bounded("epochs"), help="epochs (default 100; with --init 30)")
+    parser.add_argument("--steps-per-epoch", type=bounded("steps_per_epoch"),
+                        help="optimiser steps per epoch (default 500; with --init 25)")
+    parser.add_argument("--batch-size", type=bounded("batch_size"), help="parcels per step (default 128; with --init 64)")
+    parser.add_argument("--sample-pixels", type=bounded("sample_pixels"),
+                        help="random pixels per parcel and step, S (default 64; with --init the initial model's)")
+    parser.add_argument("--sample-dates", type=bounded("sample_dates"),
+                        help="random dates per parcel and step, T (default 30; with --init the initial model's)")
+    parser.add_argument("--mean-pixel-share", type=bounded("mean_pixel_share"),
                         help="share of samples whose pixels are all the parcel mean, for models "
-                             "that will meet per-parcel mean tables (default 0)")
-    parser.add_argument("--season-window-share", type=bounded("season_window_share"), default=0.0,
+                             "that will meet per-parcel mean tables (default 0; with --init the initial model's)")
+    parser.add_argument("--season-window-share", type=bounded("season_window_share"),
                         help="share of samples cut to a random part of the season, for partial "
-                             "seasons (default 0)")
-    parser.add_argument("--members", type=bounded("members"), default=1,
+                             "seasons (default 0; with --init the initial model's)")
+    parser.add_argument("--members", type=bounded("members"),
                         help="train this many models on one split with seeds SEED, SEED+1, ... and "
                              "ship the average of their class probabilities in one bundle (an "
-                             "ensemble; the members are kept in <out stem>.members/) (default 1)")
-    parser.add_argument("--lr", type=bounded("lr"), default=1e-3, help="Adam learning rate (default 1e-3)")
-    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="auto (CUDA when present), cpu or cuda")
-    parser.add_argument("--amp", action="store_true", help="mixed precision on CUDA")
-    parser.add_argument("--seed", type=bounded("seed"), default=0,
+                             "ensemble; the members are kept in <out stem>.members/) (default 1; with --init "
+                             "the initial model's)")
+    parser.add_argument("--lr", type=bounded("lr"), help="Adam learning rate (default 1e-3; with --init 3e-4)")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), help="auto (CUDA when present, the default), cpu or cuda")
+    parser.add_argument("--amp", action="store_true", default=None, help="mixed precision on CUDA")
+    parser.add_argument("--seed", type=bounded("seed"),
                         help="seed of the block split, weights and sampling (default 0)")
     parser.add_argument("--classes",
                         help="comma-separated class list of the model, e.g. corn,meadow,unknown (default: every "
-                             "class of the training datasets); parcels of other classes are left out")
+                             "class of the training datasets; with --init the initial model's when the datasets' "
+                             "classes are among them); parcels of other classes are left out")
 
 
 def parse_classes(text):
@@ -50,24 +54,32 @@ def parse_classes(text):
     return tuple(c.strip() for c in text.split(",") if c.strip()) or None
 
 
-def config_from_args(args: argparse.Namespace, variant: str):
-    """The ``TrainingConfig`` the flags describe."""
-    from ...training.train import TrainingConfig
+def given_training_options(args: argparse.Namespace) -> dict:
+    """The ``TrainingConfig`` fields the flags set (None: not given)."""
+    return {"epochs": args.epochs, "steps_per_epoch": args.steps_per_epoch, "batch_size": args.batch_size,
+            "sample_pixels": args.sample_pixels, "sample_dates": args.sample_dates,
+            "mean_pixel_share": args.mean_pixel_share, "season_window_share": args.season_window_share,
+            "lr": args.lr, "seed": args.seed, "members": args.members, "device": args.device, "amp": args.amp,
+            "classes": parse_classes(args.classes)}
 
-    return TrainingConfig(variant=variant, epochs=args.epochs,
-                          steps_per_epoch=args.steps_per_epoch, batch_size=args.batch_size,
-                          sample_pixels=args.sample_pixels, sample_dates=args.sample_dates,
-                          mean_pixel_share=args.mean_pixel_share,
-                          season_window_share=args.season_window_share,
-                          lr=args.lr, seed=args.seed, members=args.members, device=args.device, amp=args.amp,
-                          classes=parse_classes(args.classes))
+
+def config_from_args(args: argparse.Namespace, variant: Optional[str]):
+    """The ``TrainingConfig`` the flags describe (``training.finetune.training_config``)."""
+    from ...training.finetune import training_config
+
+    return training_config({**given_training_options(args), "variant": variant}, init=getattr(args, "init", None))
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, nargs="+",
                         help="labelled dataset folder(s) from 'thermocrop extract --label-field'")
-    parser.add_argument("--variant", default="tpe_recurrent", choices=VARIANT_CHOICES,
-                        help="positional encoding variant (default tpe_recurrent)")
+    parser.add_argument("--variant", choices=VARIANT_CHOICES,
+                        help="positional encoding variant (default tpe_recurrent; with --init the initial model's)")
+    parser.add_argument("--init", metavar="MODEL",
+                        help="start from the weights of this model bundle (.tcm) and fine-tune it: its variant, "
+                             "hyper-parameters, bands, input scaling and GDD settings are kept, its class list too "
+                             "when the datasets' classes are among its classes (else a new output layer learns "
+                             "the new list), and the few-label recipe sets the options not given (docs/training.md)")
     parser.add_argument("--out", required=True,
                         help="bundle to write, e.g. model.tcm; metrics and figures go beside it")
     parser.add_argument("--val-data", nargs="+",
@@ -107,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
     from ...training.data_parallel import launch, under_torchrun
 
     check_training_outputs(Path(args.out), overwrite=args.overwrite or args.resume,
-                           inputs=[*args.data, *(args.val_data or [])])
+                           inputs=[*args.data, *(args.val_data or []), *([args.init] if args.init else [])])
+    config_from_args(args, args.variant)  # a contradicting option stops here, before any process starts
     if args.devices > 1 and not under_torchrun():
         launch(train_and_report, args.devices, args.device, args)
     else:
@@ -125,14 +138,17 @@ def train_and_report(args: argparse.Namespace) -> None:
 
     datasets = [open_dataset(p) for p in args.data]
     val = [open_dataset(p) for p in args.val_data] if args.val_data else None
-    result = train_model(datasets, Path(args.out), config_from_args(args, args.variant),
+    config = config_from_args(args, args.variant)
+    result = train_model(datasets, Path(args.out), config,
                          val_datasets=val, resume=args.resume,
                          provenance={"train_data": [str(p) for p in args.data]})
     if result is None:
         return
     ev = result.metrics["eval"]
+    if args.init:
+        print(f"fine-tuned from {args.init}")
     print(f"{len(result.metrics['classes'])} classes: {', '.join(result.metrics['classes'])}")
-    print(f"{args.variant}: {result.metrics['eval_split']} macro F1 {ev['macro_f1']:.3f}, "
+    print(f"{config.variant}: {result.metrics['eval_split']} macro F1 {ev['macro_f1']:.3f}, "
           f"OA {ev['overall_accuracy']:.3f}, kappa {ev['kappa']:.3f} "
           f"({result.metrics['train_samples_per_s']:.0f} samples/s)")
     for role, path in result.files.items():

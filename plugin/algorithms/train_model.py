@@ -7,6 +7,7 @@ import os
 from qgis.core import (
     QgsProcessingException,
     QgsProcessingParameterEnum,
+    QgsProcessingParameterFile,
     QgsProcessingParameterFileDestination,
     QgsProcessingParameterString,
 )
@@ -35,6 +36,7 @@ class TrainModel(ThermoCropAlgorithm):
     BATCH_SIZE = "BATCH_SIZE"
     DEVICE = "DEVICE"
     CLASSES = "CLASSES"
+    INIT_MODEL = "INIT_MODEL"
     SUMMARY = ("Trains a PSE+LTAE classifier with the chosen positional encoding on one or more "
                "datasets written by Export training data, and saves a model bundle (.tcm) that "
                "Classify parcels and the dock can use.")
@@ -42,7 +44,8 @@ class TrainModel(ThermoCropAlgorithm):
         "DATASETS": "Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder "
                     "dialog.",
         "VARIANT": "Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none. tpe_sinusoidal, the "
-                   "shipped model's, is recommended (docs/training.md).",
+                   "shipped model's, is recommended (docs/training.md). With an initial model its variant holds: "
+                   "the default stands for it, another choice than the model's is refused.",
         "EPOCHS": "Training epochs (default 30, the shipped model's; the paper trains 100). The time the run "
                   "will take is measured and logged before it starts.",
         "STEPS": "Optimiser steps per epoch (default 25; the paper uses 500).",
@@ -50,6 +53,10 @@ class TrainModel(ThermoCropAlgorithm):
         "DEVICE": "auto uses a CUDA GPU when there is one, else the CPU.",
         "CLASSES": "The model's classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: "
                    "every class of the datasets. Parcels of other classes are left out of training.",
+        "INIT_MODEL": "A model bundle (.tcm) to start from (fine-tuning), e.g. the shipped model. Its variant, "
+                      "settings, bands, input scaling and GDD settings are kept, its classes too when the datasets' "
+                      "classes are among them (else a new output layer learns the new list), and it trains with the "
+                      "few-label recipe (docs/training.md). Empty: from random weights.",
         "OUTPUT": "Model bundle file (.tcm) to write.",
     }
 
@@ -66,6 +73,8 @@ class TrainModel(ThermoCropAlgorithm):
         self.add(QgsProcessingParameterEnum(self.DEVICE, "Device", options=list(DEVICES), defaultValue=0))
         self.add(QgsProcessingParameterString(self.CLASSES, "Classes (empty: all classes of the datasets)",
                                               optional=True))
+        self.add(QgsProcessingParameterFile(self.INIT_MODEL, "Initial model (empty: from random weights)",
+                                            fileFilter="ThermoCrop model (*.tcm)", optional=True))
         self.add(QgsProcessingParameterFileDestination(self.OUTPUT, "Model bundle",
                                                        fileFilter="ThermoCrop model (*.tcm)"))
 
@@ -82,42 +91,60 @@ class TrainModel(ThermoCropAlgorithm):
 
     def check_output(self, parameters, context) -> tuple[bool, str]:
         """``(ok, message)``: the model bundle can be written there (not over a dataset)."""
+        init = self.parameterAsFile(parameters, self.INIT_MODEL, context)
         return self.check_output_file(self.parameterAsFileOutput(parameters, self.OUTPUT, context),
                                       what="model bundle", suffixes=(".tcm",),
-                                      inputs=self._datasets(parameters, context))
+                                      inputs=self._datasets(parameters, context) + ([init] if init else []))
 
-    CHECKS = (check_datasets, check_output)
+    def check_init_model(self, parameters, context) -> tuple[bool, str]:
+        """``(ok, message)``: the initial model, when given, exists."""
+        init = self.parameterAsFile(parameters, self.INIT_MODEL, context)
+        return self.check_files([init], tr("initial model")) if init else (True, "")
+
+    def training_config(self, parameters, context):
+        """The ``TrainingConfig`` of the parameters (``training.finetune.training_config``, as the
+        command line and the dock build it)."""
+        from ...training.finetune import training_config
+
+        init = self.parameterAsFile(parameters, self.INIT_MODEL, context) or None
+        variant = VARIANTS[self.parameterAsEnum(parameters, self.VARIANT, context)]
+        if init and variant == RECOMMENDED_VARIANT:
+            variant = None  # the default stands for the initial model's variant; a choice of another is checked
+        text = self.parameterAsString(parameters, self.CLASSES, context)
+        given = {"variant": variant, "epochs": self.parameterAsInt(parameters, self.EPOCHS, context),
+                 "steps_per_epoch": self.parameterAsInt(parameters, self.STEPS, context),
+                 "batch_size": self.parameterAsInt(parameters, self.BATCH_SIZE, context),
+                 "device": DEVICES[self.parameterAsEnum(parameters, self.DEVICE, context)],
+                 "classes": tuple(c.strip() for c in text.split(",") if c.strip()) or None}
+        return training_config(given, init=init)
+
+    CHECKS = (check_datasets, check_init_model, check_output)
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         datasets = self._datasets(parameters, context)
-        variant = VARIANTS[self.parameterAsEnum(parameters, self.VARIANT, context)]
-        epochs = self.parameterAsInt(parameters, self.EPOCHS, context)
-        device = DEVICES[self.parameterAsEnum(parameters, self.DEVICE, context)]
         out = self.parameterAsFileOutput(parameters, self.OUTPUT, context)
         if os.path.exists(out):
             raise QgsProcessingException(tr("{out} already exists; choose a new model file.").format(out=out))
-
-        steps = self.parameterAsInt(parameters, self.STEPS, context)
-        batch_size = self.parameterAsInt(parameters, self.BATCH_SIZE, context)
-        text = self.parameterAsString(parameters, self.CLASSES, context)
-        classes = tuple(c.strip() for c in text.split(",") if c.strip()) or None
 
         def train():
             import torch
 
             from ...core.pixel_sets import open_dataset
             from ...training.experiment import describe_training_estimate, estimate_training
-            from ...training.train import TrainingConfig, train_model
+            from ...training.train import train_model
 
-            if device == "cuda" and not torch.cuda.is_available():
+            config = self.training_config(parameters, context)
+            if config.device == "cuda" and not torch.cuda.is_available():
                 raise QgsProcessingException(tr("No CUDA GPU is available to this QGIS; choose the cpu or auto "
                                                 "device."))
             data = [open_dataset(path) for path in datasets]
-            config = TrainingConfig(variant=variant, epochs=epochs, steps_per_epoch=steps, batch_size=batch_size,
-                                    device=device, classes=classes)
+            if config.init:
+                feedback.pushInfo(tr("Fine-tuning {init} with the few-label recipe (learning rate {lr:g})").format(
+                    init=config.init, lr=config.lr))
             feedback.pushInfo(tr("Training {variant} on {n} parcels, {epochs} epochs of {steps} steps, device "
-                                 "{device}").format(variant=variant, n=sum(len(d.parcel_ids) for d in data),
-                                                    epochs=epochs, steps=steps, device=device))
+                                 "{device}").format(variant=config.variant, n=sum(len(d.parcel_ids) for d in data),
+                                                    epochs=config.epochs, steps=config.steps_per_epoch,
+                                                    device=config.device))
             found = sorted({c for d in data for c in d.classes})
             feedback.pushInfo(tr("Classes of the datasets: {classes}").format(classes=", ".join(found)))
             estimate = estimate_training(data, config)

@@ -4,6 +4,7 @@ in a background task with a tiny budget into a bundle beside the project, chosen
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -73,6 +74,42 @@ def test_the_form_guesses_label_block_and_code_table(rpg_layer):
     finally:
         dock.shutdown()
         dock.deleteLater()
+
+
+def test_the_form_starts_from_scratch_or_from_the_model_chosen(rpg_layer, tiny_region, region_weather, tmp_path):
+    from qgis.core import QgsProject
+
+    from thermocrop.core.model.bundle import default_bundle_path
+    from thermocrop.plugin.dock import ThermoCropDock
+
+    layer, _ = rpg_layer
+    QgsProject.instance().setFileName(str(tmp_path / "farm.qgz"))
+    dock = ThermoCropDock(restore=False)
+    try:
+        dock.add_scene_paths([str(tiny_region / "scenes")])
+        dock.weather.setFilePath(str(region_weather))
+        panel = dock.train_panel
+        panel.set_layer(layer)
+        # Empty by default: from scratch, with the variant chosen here.
+        assert panel.init_model.filePath() == "" and panel.variant.isEnabled()
+        request = panel.request()
+        assert request.init == "" and request.training_config().init is None
+        assert request.training_config().variant == "tpe_sinusoidal"
+        # One click starts from the shipped model, whose variant then holds.
+        panel.shipped_button.click()
+        assert panel.init_model.filePath() == str(default_bundle_path())
+        assert not panel.variant.isEnabled()
+        request = panel.request()
+        assert request.init == str(default_bundle_path()) and Path(request.out).stem.endswith("_tuned")
+        config = request.training_config()
+        assert config.init == request.init and config.members == 5
+        # A model file that is not there is refused before anything starts.
+        panel.init_model.setFilePath(str(tmp_path / "missing.tcm"))
+        assert panel.request() is None and "missing.tcm" in panel.status.text()
+    finally:
+        dock.shutdown()
+        dock.deleteLater()
+        QgsProject.instance().setFileName("")
 
 
 @pytest.mark.slow
