@@ -124,27 +124,34 @@ def thread_budget(reserve: int = 0, measure: bool = True) -> ThreadBudget:
                         + (f", {reserve} kept free" if reserve else ""))
 
 
+_ACTIVE: list[int] = []
+"""The budgets of the runs in progress in this process, innermost last."""
+
+
+def active_threads() -> Optional[int]:
+    """The thread budget of the run in progress (:func:`run_threads`), or None outside a run."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
 @contextlib.contextmanager
 def run_threads(budget: ThreadBudget) -> Iterator[ThreadBudget]:
-    """Run the block with ``budget``: torch's intra-op threads and GDAL's decoding threads (and so
-    the reader threads of ``core.extract``, which follow ``GDAL_NUM_THREADS``) are set to
-    ``budget.threads`` and put back afterwards."""
+    """Run the block with ``budget``: torch's intra-op threads are set to ``budget.threads`` and
+    put back afterwards, and the decoding threads (``core.scenes.product.decode_threads``, which
+    GDAL's threads and the reader threads of ``core.extract`` follow) are taken from
+    :func:`active_threads`. No environment variable or GDAL option is set, so nothing of the run
+    stays in the process's GDAL configuration."""
     try:
         import torch
     except ImportError:  # a run without a model (GDD) before torch is installed
         torch = None
     previous_torch = torch.get_num_threads() if torch is not None else None
-    previous_env = os.environ.get("GDAL_NUM_THREADS")
-    os.environ["GDAL_NUM_THREADS"] = str(budget.threads)
+    _ACTIVE.append(budget.threads)
     if torch is not None:
         torch.set_num_threads(budget.threads)
     log.info("Threads: %d (%s)", budget.threads, budget.reason)
     try:
         yield budget
     finally:
-        if previous_env is None:
-            os.environ.pop("GDAL_NUM_THREADS", None)
-        else:
-            os.environ["GDAL_NUM_THREADS"] = previous_env
+        _ACTIVE.pop()
         if torch is not None and previous_torch is not None:
             torch.set_num_threads(previous_torch)

@@ -12,7 +12,7 @@ from typing import ClassVar, Optional
 import numpy as np
 
 from ..errors import SceneError
-from ..threads import usable_cpus
+from ..threads import active_threads, usable_cpus
 from .bands import S2_BANDS
 from .radiometry import foreign_nodata
 
@@ -261,11 +261,16 @@ def decode_threads() -> str:
     do not depend on the thread count.
 
     Returns:
-        ``GDAL_NUM_THREADS`` where it is set (a number or ``ALL_CPUS``); else
+        The budget of the run in progress (``core.threads.run_threads``, which itself keeps
+        the user's settings below); else ``GDAL_NUM_THREADS`` where it is set (a number or
+        ``ALL_CPUS``); else
         ``OMP_NUM_THREADS`` where it is set, the variable torch follows too, which Dask sets
         to 1 in every worker process (a cluster runs one worker per core); else the number
         of CPUs this process may run on.
     """
+    budget = active_threads()
+    if budget is not None:
+        return str(budget)
     for name in ("GDAL_NUM_THREADS", "OMP_NUM_THREADS"):
         value = os.environ.get(name, "").strip()
         if value:

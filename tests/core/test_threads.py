@@ -69,17 +69,20 @@ def test_a_machine_kept_busy_by_other_programs_gets_one_thread(clean_env):
 
 
 def test_a_run_sets_torch_and_gdal_threads_and_puts_them_back(clean_env):
+    import rasterio
     import torch
 
-    before = torch.get_num_threads()
-    clean_env.setenv("GDAL_NUM_THREADS", "7")
-    with run_threads(ThreadBudget(1, 2, None, "test")):
-        assert torch.get_num_threads() == 1 and os.environ["GDAL_NUM_THREADS"] == "1"
-        from thermocrop.core.scenes.product import decode_threads
+    from thermocrop.core.scenes.product import decode_threads, decoding_threads
 
-        assert decode_threads() == "1"
-    assert torch.get_num_threads() == before and os.environ["GDAL_NUM_THREADS"] == "7"
-    clean_env.delenv("GDAL_NUM_THREADS")
+    before = torch.get_num_threads()
+    with run_threads(ThreadBudget(1, 2, None, "test")):
+        assert torch.get_num_threads() == 1 and decode_threads() == "1"
+        with decoding_threads():
+            assert rasterio.env.get_gdal_config("GDAL_NUM_THREADS", normalize=False) == "1"
+    assert torch.get_num_threads() == before and threads.active_threads() is None
+    # Nothing of the run stays in the environment or GDAL's configuration.
+    assert "GDAL_NUM_THREADS" not in os.environ
+    assert rasterio.env.get_gdal_config("GDAL_NUM_THREADS", normalize=False) is None
     with pytest.raises(RuntimeError), run_threads(ThreadBudget(1, 2, None, "test")):
         raise RuntimeError("a failed run")
-    assert "GDAL_NUM_THREADS" not in os.environ and torch.get_num_threads() == before
+    assert threads.active_threads() is None and torch.get_num_threads() == before

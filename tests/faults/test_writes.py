@@ -321,7 +321,7 @@ def test_classify_in_place_and_shapefile_reclassification(scene_region, tmp_path
     assert main(args + ["--parcels", str(scene_region["parcels"]), "--out", str(first)]) == 0
     said = capsys.readouterr().out
     assert "fields crop_pred, crop_conf, crop_statu" in said  # the names reported are the names written
-    assert _fields(first)[-3:] == ["crop_pred", "crop_conf", "crop_statu"]
+    assert _fields(first)[-5:] == ["crop_pred", "crop_conf", "crop_statu", "crop_set", "crop_set_s"]
     assert main(args + ["--parcels", str(first), "--out", str(second)]) == 0
     assert _fields(second) == _fields(first)  # no crop_sta_1, no stale crop_statu
     ds = ogr.Open(str(second))

@@ -191,6 +191,10 @@ def assess(dock):
             "INPUT": out + "/processing.gpkg", "PREDICTED_FIELD": "crop_pred", "REFERENCE_FIELD": "crop",
             "OUTPUT_HTML": out + "/accuracy.html", "OUTPUT_CSV": out + "/accuracy.csv",
             "OUTPUT_MATRIX": out + "/matrix.csv"}))
+    report["calibrate_dialog"] = timed("calibrate (Calibrate model dialog)", lambda: run_dialog(
+        "thermocrop:calibratemodel", {
+            "INPUT": ARGS["parcels"], "LABEL_FIELD": "crop", "SCENE_FOLDER": ARGS["scenes"],
+            "WEATHER": ARGS["weather"], "OUTPUT": out + "/calibrated.tcm"}))
     accuracy = dock.accuracy_widget
     dock.tabs.setCurrentIndex(dock.tabs.indexOf(accuracy.parentWidget().parentWidget()))
     accuracy.set_layer(dock.output_layer, "crop_pred", "crop")
@@ -334,6 +338,22 @@ def test_restarted_qgis_classifies_trains_searches_and_assesses_in_the_dock_and_
     _check_training(report, tiny_region, out)
     _check_search(report, tiny_region, out)
     _check_accuracy(report, out)
+    _check_calibration(report, tiny_region, out)
+
+
+def _check_calibration(report: dict, region: Path, out: Path) -> None:
+    """The Calibrate model dialog wrote a calibrated bundle fitted on every classified reference
+    parcel of a class the model knows."""
+    import geopandas as gpd
+
+    from thermocrop.core.model.bundle import load_bundle
+
+    bundle = load_bundle(out / "calibrated.tcm")
+    labels = gpd.read_file(region / "parcels.gpkg")["crop"]
+    parcels = report["calibrate_dialog"]["PARCELS"]
+    assert bundle.calibration is not None and bundle.calibration.parcels == parcels
+    assert 50 <= parcels <= int(labels.isin(bundle.classes).sum())
+    assert report["calibrate_dialog"]["TEMPERATURE"] == pytest.approx(bundle.calibration.temperature)
 
 
 def _check_training(report: dict, region: Path, out: Path) -> None:

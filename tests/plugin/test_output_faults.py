@@ -202,7 +202,7 @@ def test_reclassifying_a_shapefile_reports_and_keeps_its_field_names(provider, r
     first, second = tmp_path / "first.shp", tmp_path / "second.shp"
     feedback = _feedback()
     assert _run("classifyparcels", _classify(region, region / "parcels.gpkg", first), feedback)["OUTPUT"] == str(first)
-    assert _fields(first)[-3:] == ["crop_pred", "crop_conf", "crop_statu"]
+    assert _fields(first)[-5:] == ["crop_pred", "crop_conf", "crop_statu", "crop_set", "crop_set_s"]
     _run("classifyparcels", _classify(region, first, second))
     assert _fields(second) == _fields(first)  # no crop_sta_1, no stale crop_statu
     ds = ogr.Open(str(second))

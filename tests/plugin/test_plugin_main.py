@@ -62,7 +62,8 @@ def test_class_factory_init_and_unload_leave_nothing_behind(qgis_app):
     provider = registry.providerById("thermocrop")
     assert provider is not None
     assert {a.name() for a in provider.algorithms()} == {
-        "classifyparcels", "parcelgdd", "exporttrainingdata", "trainmodel", "accuracyassessment", "searchcatalog"}
+        "classifyparcels", "parcelgdd", "exporttrainingdata", "trainmodel", "accuracyassessment", "searchcatalog",
+        "calibratemodel"}
     assert len(iface.menu) == 1 and len(iface.toolbar) == 1
     plugin.action.setChecked(True)
     assert len(iface.docks) == 1
