@@ -116,10 +116,23 @@ def run_partitions(task: Callable[..., dict], arguments: Sequence[tuple], folder
         futures = {client.submit(run_partition, task, i, folder, *arguments[i], **shared_futures, pure=False,
                                  key=f"thermocrop-partition-{i:05d}-{os.getpid()}-{time.monotonic_ns()}"): i
                    for i in todo}
+        retried: set[int] = set()
         try:
-            for future in as_completed(list(futures)):
+            pending = as_completed(list(futures))
+            for future in pending:
+                i = futures[future]
+                if future.status == "cancelled" and i not in retried:
+                    # A partition whose scattered inputs went with a lost worker comes back
+                    # cancelled: it runs once more, its inputs sent with it.
+                    retried.add(i)
+                    log.warning("Partition %d lost its inputs with a worker; it runs again", i)
+                    again = client.submit(run_partition, task, i, folder, *arguments[i], **shared, pure=False,
+                                          key=f"thermocrop-partition-{i:05d}-{os.getpid()}-{time.monotonic_ns()}")
+                    futures[again] = i
+                    pending.add(again)
+                    continue
                 future.result()  # raises the partition's error here
-                listener.finished(futures[future])
+                listener.finished(i)
                 if cancelled is not None and cancelled():
                     raise CancelledError("Cancelled by the user.")
         except BaseException:
