@@ -156,16 +156,6 @@ class CalibratePanel(TaskPanelMixin, QWidget):
         path, _ = QFileDialog.getSaveFileName(self, tr("Calibrated model"), default, tr("ThermoCrop model (*.tcm)"))
         return path
 
-    def _refuse(self, text: str) -> None:
-        self._show(text, Qgis.Warning)
-        return None
-
-    def _show(self, text: str, level: int) -> None:
-        colour = {Qgis.Critical: "#b71c1c", Qgis.Warning: "#8a5a00"}.get(level)
-        self.status.setStyleSheet(f"color: {colour};" if colour else "")
-        self.status.setText(text)
-        self.message.emit(text, level)
-
     def calibrate(self, out: Optional[str] = None) -> Optional[CalibrationTask]:
         """Start the calibration in the background (the bundle to ``out``, else beside the project);
         None, with the reason shown, when it cannot start."""

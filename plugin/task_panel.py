@@ -6,19 +6,31 @@ from __future__ import annotations
 
 from typing import Optional
 
-from qgis.core import QgsApplication
+from qgis.core import Qgis, QgsApplication
 
 from .task import ThermoCropTask
 
 
 class TaskPanelMixin:
-    """For a widget with a ``cancel_button`` that runs one :class:`ThermoCropTask` at a time.
+    """For a widget with a ``cancel_button``, a ``status`` label and a ``message`` signal that runs one :class:`ThermoCropTask` at a time.
 
     The panel starts its task with :meth:`launch` and calls :meth:`task_ended` first thing in the
     task's ``on_done``.
     """
 
     task: Optional[ThermoCropTask] = None
+
+    def _refuse(self, text: str) -> None:
+        """Show why the panel does not start (a warning in its status line and the dock's bar)."""
+        self._show(text, Qgis.Warning)
+        return None
+
+    def _show(self, text: str, level: int) -> None:
+        """``text`` in the panel's ``status`` line, coloured by ``level``, and in its ``message``."""
+        colour = {Qgis.Critical: "#b71c1c", Qgis.Warning: "#8a5a00"}.get(level)
+        self.status.setStyleSheet(f"color: {colour};" if colour else "")
+        self.status.setText(text)
+        self.message.emit(text, level)
 
     def launch(self, task: ThermoCropTask) -> ThermoCropTask:
         """Hand ``task`` to QGIS's task manager; Cancel stops it until it ends."""

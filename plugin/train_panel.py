@@ -420,16 +420,6 @@ class TrainPanel(TaskPanelMixin, QWidget):
         raise ValueError(tr("Save the project first, or choose the model file: {layer} is no file layer.").format(
             layer=layer.name()))
 
-    def _refuse(self, text: str) -> None:
-        self._show(text, Qgis.Warning)
-        return None
-
-    def _show(self, text: str, level: int) -> None:
-        colour = {Qgis.Critical: "#b71c1c", Qgis.Warning: "#8a5a00"}.get(level)
-        self.status.setStyleSheet(f"color: {colour};" if colour else "")
-        self.status.setText(text)
-        self.message.emit(text, level)
-
     # -- running -------------------------------------------------------------------------------
 
     def train(self) -> Optional[TrainingTask]:
