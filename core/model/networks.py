@@ -286,7 +286,10 @@ class LightweightTemporalAttentionEncoder(nn.Module):
         self.in_projection = LinearLayer(cfg.mlp2, cfg.d_model, cfg.bn_momentum)
         self.key = nn.Linear(cfg.d_model, cfg.n_head * cfg.d_k)
         self.query = nn.Parameter(torch.empty(cfg.n_head, cfg.d_k))
-        nn.init.normal_(self.query, mean=0.0, std=math.sqrt(2.0 / cfg.d_k))
+        if not self.query.is_meta:
+            # Shapes only on PyTorch's meta device (bundle.expected_weights): drawing values
+            # there loads torch's compiler stack, seconds of every run's start, for nothing.
+            nn.init.normal_(self.query, mean=0.0, std=math.sqrt(2.0 / cfg.d_k))
         self.attn_dropout = nn.Dropout(cfg.attn_dropout)
         self.mlp3 = LinearLayer(cfg.d_model, cfg.mlp3, cfg.bn_momentum)
         self.dropout = nn.Dropout(cfg.dropout)

@@ -317,3 +317,16 @@ def test_bundle_trained_on_a_gpu_loads_where_there_is_none(tmp_path):
                           str(tmp_path / "args.pt")], env=env, capture_output=True, text=True,
                          check=True)
     assert torch.allclose(torch.tensor(json.loads(run.stdout)), expected, atol=1e-4)
+
+
+def test_loading_a_bundle_leaves_the_compiler_stack_unloaded(saved):
+    """Checking a bundle's shapes on the meta device must not draw values there: that loads
+    torch's compiler stack (torch._dynamo, sympy), seconds at the start of every run."""
+    code = ("import sys\n"
+            "from thermocrop.core.model.bundle import load_bundle\n"
+            f"load_bundle({str(saved)!r})\n"
+            "print(sorted(m for m in ('torch._dynamo', 'sympy') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
