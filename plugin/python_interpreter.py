@@ -110,6 +110,21 @@ def python_executable() -> str:
     return str(find_interpreter())
 
 
+def use_for_worker_processes() -> None:
+    """Start the processes of a local Dask cluster (multiprocessing's spawn and fork server start
+    ``sys.executable``) with the interpreter QGIS runs on: inside QGIS ``sys.executable`` may be
+    QGIS itself, which would open a new QGIS for every worker.
+
+    Raises:
+        DependencyError: the interpreter cannot be found (:func:`find_interpreter`).
+    """
+    if Path(sys.executable).name.lower().startswith("python"):
+        return
+    import multiprocessing
+
+    multiprocessing.set_executable(python_executable())
+
+
 def no_window() -> dict:
     # On Windows a console window would flash up for every subprocess started from QGIS.
     if sys.platform == "win32":
