@@ -4,9 +4,6 @@ partitions run), and a run followed in the Processing log and progress bar."""
 from __future__ import annotations
 
 import time
-import uuid
-from dataclasses import replace
-from pathlib import Path
 from typing import Any, Callable, Optional
 
 from qgis.core import (
@@ -18,19 +15,17 @@ from qgis.core import (
     QgsProcessingParameterFeatureSink,
     QgsProcessingParameterFile,
     QgsProcessingParameterString,
-    QgsProcessingUtils,
 )
 
 from ...app import ClusterSpec, RunProgress, ScenesSpec, WeatherSpec
 from ...app.requests import DEFAULT_MAX_DISTANCE_KM
 from ...core.errors import DependencyError
 from ...core.progress import Progress
-from ...core.runs.folder import default_run_folder
 from ...core.scenes.stac import CATALOG_KEY, load_items
 from ..catalog import auth_credentials
 from ..i18n import tr
-from ..python_interpreter import use_for_worker_processes
 from ..staged_sinks import file_destination
+from ..task import prepared_cluster
 from .base import ThermoCropAlgorithm
 
 PRESETS = ("", "france", "denmark", "austria")
@@ -171,28 +166,20 @@ def check_cluster(algorithm: ThermoCropAlgorithm, parameters: dict, context: Qgs
 
 
 def cluster_spec(algorithm: ThermoCropAlgorithm, parameters: dict, context: QgsProcessingContext) -> ClusterSpec:
-    """Where the run goes, as the request's ``ClusterSpec``: a partitioned run's folder is the one
-    given, else ``<output>.parts`` beside a file output (as on the command line), else a new
-    folder in Processing's temporary folder. Local workers start from QGIS's Python interpreter.
+    """Where the run goes, as the request's ``ClusterSpec``, its run folder named
+    (``plugin.task.prepared_cluster``: beside a file output, else a temporary folder).
 
     Raises:
-        QgsProcessingException: the scheduler address is not one.
+        QgsProcessingException: the scheduler address is not one, or local workers cannot start.
     """
     spec = cluster_choice(algorithm, parameters, context)
     problem = spec.problem()
     if problem:
         raise QgsProcessingException(problem)
-    if spec.partitioned and not spec.run_folder:
-        out = output_file(algorithm, parameters, context)
-        folder = default_run_folder(out) if out else \
-            Path(QgsProcessingUtils.tempFolder()) / f"{algorithm.name()}-{uuid.uuid4().hex[:12]}.parts"
-        spec = replace(spec, run_folder=str(folder))
-    if spec.workers > 1 and not spec.scheduler:
-        try:
-            use_for_worker_processes()
-        except DependencyError as exc:
-            raise QgsProcessingException(str(exc)) from None
-    return spec
+    try:
+        return prepared_cluster(spec, output_file(algorithm, parameters, context), algorithm.name())
+    except DependencyError as exc:
+        raise QgsProcessingException(str(exc)) from None
 
 
 def run_request(algorithm: ThermoCropAlgorithm, call: Callable[[], Any], cluster: ClusterSpec,

@@ -1,54 +1,21 @@
-"""Partitioned runs from the Toolbox: Classify parcels, Export training data and Growing degree
-days per parcel with their advanced parameters (local workers, scheduler, run folder, resume),
-against one-process runs of the same algorithms. Small files written here: 4 scenes of 60 x 60
-px, 40 parcels, 5 per partition (8 partitions)."""
+"""Partitioned runs from QGIS: Classify parcels, Export training data and Growing degree days per
+parcel with their advanced parameters (local workers, scheduler, run folder, resume), and the
+dock's Advanced group, against one-process runs of the same algorithms. The files are
+``partition_region``'s (tests/plugin/conftest.py), 5 parcels per partition (8 partitions)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-import rasterio
-from rasterio.transform import from_origin
 from shapely.geometry import box
 
 pytestmark = pytest.mark.qgis
 gpd = pytest.importorskip("geopandas")
 
 CRS = "EPSG:32631"
-X0, Y0 = 500000.0, 4800000.0
 CHUNK = 5
 PARTITIONS = 8
 ADVANCED = ("CHUNK_SIZE", "WORKERS", "SCHEDULER", "RUN_FOLDER", "RESUME")
-
-
-@pytest.fixture(scope="module")
-def region(tmp_path_factory) -> dict:
-    from thermocrop.core.scenes.bands import S2_BANDS
-
-    root = tmp_path_factory.mktemp("partitioned")
-    rng = np.random.default_rng(5)
-    for date in ("20230412", "20230524", "20230602", "20230720"):
-        path = root / "scenes" / f"S2A_MSIL1C_{date}T100031_N0509_R122_T31TCJ_{date}T110000.tif"
-        path.parent.mkdir(exist_ok=True)
-        with rasterio.open(path, "w", driver="GTiff", width=60, height=60, count=10, dtype="uint16", crs=CRS,
-                           transform=from_origin(X0, Y0, 10, 10), nodata=0) as ds:
-            ds.write(rng.integers(1200, 5000, size=(10, 60, 60), dtype=np.uint16))
-            for i, band in enumerate(S2_BANDS, start=1):
-                ds.set_band_description(i, band)
-    # 36 parcels on a 6 x 6 grid listed column by column (layer order is not strip order), one
-    # outside the scenes, one smaller than a pixel, two long ones across the grid.
-    geoms = [box(X0 + 100 * c + 12, Y0 - 100 * r - 88, X0 + 100 * c + 88, Y0 - 100 * r - 12)
-             for c in range(6) for r in range(6)]
-    geoms += [box(X0 - 900, Y0 + 100, X0 - 800, Y0 + 200), box(X0 + 301, Y0 - 309, X0 + 304, Y0 - 301),
-              box(X0 + 20, Y0 - 590, X0 + 580, Y0 - 560), box(X0 + 560, Y0 - 580, X0 + 590, Y0 - 20)]
-    crops = ["wheat", "maize", "barley"]
-    gpd.GeoDataFrame({"parcel_id": [f"p{k:02d}" for k in range(len(geoms))],
-                      "crop": [crops[k % 3] for k in range(len(geoms))]},
-                     geometry=geoms, crs=CRS).to_file(root / "parcels.gpkg", driver="GPKG")
-    days = np.arange(np.datetime64("2023-01-01"), np.datetime64("2023-12-31"))
-    temps = "".join(f"{d},{2 + 6 * np.sin(i / 58):.1f},{12 + 9 * np.sin(i / 58):.1f}\n" for i, d in enumerate(days))
-    (root / "weather.csv").write_text("date,tmin,tmax\n" + temps, encoding="utf-8")
-    return {"scenes": str(root / "scenes"), "parcels": str(root / "parcels.gpkg"), "weather": str(root / "weather.csv")}
 
 
 def recording(cancel_when=None):
@@ -80,8 +47,8 @@ def _run(alg: str, params: dict, feedback=None):
     return processing.run(alg, params, context=QgsProcessingContext(), feedback=feedback or recording())
 
 
-def _classify(region, out, **advanced):
-    params = {"INPUT": region["parcels"], "SCENE_FOLDER": region["scenes"], "WEATHER": region["weather"],
+def _classify(partition_region, out, **advanced):
+    params = {"INPUT": partition_region["parcels"], "SCENE_FOLDER": partition_region["scenes"], "WEATHER": partition_region["weather"],
               "CHUNK_SIZE": CHUNK, "OUTPUT": str(out)}
     return {**params, **advanced}
 
@@ -96,7 +63,7 @@ _PROVIDERS: list = []  # a Python provider must stay referenced while registered
 
 
 @pytest.fixture(scope="module")
-def one_process(region, tmp_path_factory, qgis_app):
+def one_process(partition_region, tmp_path_factory, qgis_app):
     """The classification of one process (no advanced parameter given)."""
     from qgis.core import QgsApplication
 
@@ -107,7 +74,7 @@ def one_process(region, tmp_path_factory, qgis_app):
         _PROVIDERS.append(ThermoCropProvider())
         registry.addProvider(_PROVIDERS[-1])
     out = tmp_path_factory.mktemp("one") / "classified.gpkg"
-    _run("thermocrop:classifyparcels", _classify(region, out))
+    _run("thermocrop:classifyparcels", _classify(partition_region, out))
     return _labels(out)
 
 
@@ -131,11 +98,11 @@ def test_the_advanced_parameters_of_the_three_algorithms(provider):
         assert algorithm.parameterDefinition("CHUNK_SIZE").defaultValue() == 20000
 
 
-def test_classify_on_two_local_workers_equals_one_process(provider, region, one_process, tmp_path):
+def test_classify_on_two_local_workers_equals_one_process(provider, partition_region, one_process, tmp_path):
     pytest.importorskip("distributed")
     out = tmp_path / "classified.gpkg"
     feedback = recording()
-    _run("thermocrop:classifyparcels", _classify(region, out, WORKERS=2), feedback)
+    _run("thermocrop:classifyparcels", _classify(partition_region, out, WORKERS=2), feedback)
     assert_same_labels(_labels(out), one_process)
     assert f"{PARTITIONS} partitions" in feedback.infos
     assert any(line.startswith(f"{PARTITIONS} partitions ({PARTITIONS} computed now") for line in feedback.infos)
@@ -143,7 +110,7 @@ def test_classify_on_two_local_workers_equals_one_process(provider, region, one_
     assert not (tmp_path / "classified.gpkg.parts").exists()  # removed once the output is written
 
 
-def test_a_run_cancelled_after_its_first_partition_is_resumed(provider, region, one_process, tmp_path):
+def test_a_run_cancelled_after_its_first_partition_is_resumed(provider, partition_region, one_process, tmp_path):
     """The run folder given, the partitions run here one after the other; the cancel comes as the
     first is written, and the user's file stays as it was until the resumed run replaces it."""
     from qgis.core import QgsProcessingException
@@ -158,18 +125,18 @@ def test_a_run_cancelled_after_its_first_partition_is_resumed(provider, region, 
 
     cancelling = recording(cancel_when=lambda percent: bool(written()))
     with pytest.raises(QgsProcessingException, match="Cancelled"):
-        _run("thermocrop:classifyparcels", _classify(region, out, RUN_FOLDER=str(run_folder)), cancelling)
+        _run("thermocrop:classifyparcels", _classify(partition_region, out, RUN_FOLDER=str(run_folder)), cancelling)
     assert written() == ["part-00000.parquet"]
     assert out.read_bytes() == before
     assert any(str(run_folder) in line and "Resume" in line for line in cancelling.infos)
 
     # Without "Resume" the folder of the interrupted run is refused, and nothing is touched.
     with pytest.raises(QgsProcessingException, match="interrupted run"):
-        _run("thermocrop:classifyparcels", _classify(region, out, RUN_FOLDER=str(run_folder)))
+        _run("thermocrop:classifyparcels", _classify(partition_region, out, RUN_FOLDER=str(run_folder)))
     assert written() == ["part-00000.parquet"] and out.read_bytes() == before
 
     resuming = recording()
-    _run("thermocrop:classifyparcels", _classify(region, out, RUN_FOLDER=str(run_folder), RESUME=True), resuming)
+    _run("thermocrop:classifyparcels", _classify(partition_region, out, RUN_FOLDER=str(run_folder), RESUME=True), resuming)
     assert f"Resuming: 1 of {PARTITIONS} partitions already written" in resuming.infos
     assert_same_labels(_labels(out), one_process)
     assert not run_folder.exists()
@@ -182,21 +149,21 @@ def test_a_run_cancelled_after_its_first_partition_is_resumed(provider, region, 
     ({"SCHEDULER": "scheduler.example:8786", "WORKERS": 2}, "not both"),
     ({"RESUME": True}, "Resuming needs the run folder"),
 ])
-def test_bad_cluster_choices_are_refused_before_the_run(provider, region, tmp_path, advanced, message):
+def test_bad_cluster_choices_are_refused_before_the_run(provider, partition_region, tmp_path, advanced, message):
     from qgis.core import QgsProcessingException
 
-    for name, params in (("classifyparcels", _classify(region, "TEMPORARY_OUTPUT", **advanced)),
-                         ("parcelgdd", {"INPUT": region["parcels"], "WEATHER": region["weather"],
+    for name, params in (("classifyparcels", _classify(partition_region, "TEMPORARY_OUTPUT", **advanced)),
+                         ("parcelgdd", {"INPUT": partition_region["parcels"], "WEATHER": partition_region["weather"],
                                         "DATES": "2023-06-01", "OUTPUT": "TEMPORARY_OUTPUT", **advanced})):
         with pytest.raises(QgsProcessingException, match=message):
             _run(f"thermocrop:{name}", params)
     assert list(tmp_path.iterdir()) == []
 
 
-def test_gdd_and_training_data_in_partitions_equal_one_process(provider, region, tmp_path):
+def test_gdd_and_training_data_in_partitions_equal_one_process(provider, partition_region, tmp_path):
     from thermocrop.core.pixel_sets import open_dataset
 
-    gdd = {"INPUT": region["parcels"], "WEATHER": region["weather"], "DATES": "2023-04-12, 2023-07-20",
+    gdd = {"INPUT": partition_region["parcels"], "WEATHER": partition_region["weather"], "DATES": "2023-04-12, 2023-07-20",
            "CHUNK_SIZE": CHUNK}
     _run("thermocrop:parcelgdd", {**gdd, "OUTPUT": str(tmp_path / "gdd1.gpkg")})
     feedback = recording()
@@ -209,8 +176,8 @@ def test_gdd_and_training_data_in_partitions_equal_one_process(provider, region,
         np.testing.assert_allclose(parted[field].to_numpy(dtype=float), one[field].to_numpy(dtype=float))
     assert not (tmp_path / "gdd-run").exists()
 
-    extract = {"INPUT": region["parcels"], "LABEL_FIELD": "crop", "SCENE_FOLDER": region["scenes"],
-               "WEATHER": region["weather"], "MAX_PIXELS": 8, "CHUNK_SIZE": CHUNK}
+    extract = {"INPUT": partition_region["parcels"], "LABEL_FIELD": "crop", "SCENE_FOLDER": partition_region["scenes"],
+               "WEATHER": partition_region["weather"], "MAX_PIXELS": 8, "CHUNK_SIZE": CHUNK}
     first = _run("thermocrop:exporttrainingdata", {**extract, "OUTPUT": str(tmp_path / "one")})["OUTPUT"]
     second = _run("thermocrop:exporttrainingdata", {**extract, "RUN_FOLDER": str(tmp_path / "extract-run"),
                                                     "OUTPUT": str(tmp_path / "parted")})["OUTPUT"]
@@ -221,3 +188,95 @@ def test_gdd_and_training_data_in_partitions_equal_one_process(provider, region,
     np.testing.assert_array_equal(np.asarray(a.gdd), np.asarray(b.gdd))
     assert (np.asarray(a.pixel_mask).sum()) > 0
     assert not (tmp_path / "extract-run").exists()
+
+
+@pytest.fixture
+def dock(qgis_app, partition_region, tmp_path):
+    """A dock (nothing remembered) on a copy of the parcels, the region's scenes and weather."""
+    import shutil
+
+    from qgis.core import QgsProject, QgsSettings, QgsVectorLayer
+
+    from thermocrop.plugin.dock import ThermoCropDock
+
+    QgsSettings().remove("thermocrop/dock")
+    path = tmp_path / "parcels.gpkg"
+    shutil.copy(partition_region["parcels"], path)
+    layer = QgsVectorLayer(str(path), "parcels", "ogr")
+    QgsProject.instance().addMapLayer(layer)
+    widget = ThermoCropDock(restore=False)
+    widget.add_scene_paths([partition_region["scenes"]])
+    widget.weather.setFilePath(partition_region["weather"])
+    widget.layer_combo.setLayer(layer)
+    widget.confirm_overwrite = lambda names: True
+    yield widget
+    widget.shutdown()
+    widget.deleteLater()
+    QgsProject.instance().removeAllMapLayers()
+    QgsSettings().remove("thermocrop/dock")
+
+
+def test_the_dock_reads_its_advanced_group_into_the_request(dock, tmp_path):
+    from thermocrop.app import ClusterSpec
+    from thermocrop.plugin.dock.form import read_form
+    from thermocrop.plugin.task import classification_request
+
+    assert dock.cluster.isCollapsed() and read_form(dock.inputs).cluster == ClusterSpec()
+    dock.cluster.workers.setValue(3)
+    assert read_form(dock.inputs).cluster == ClusterSpec(workers=3)
+    # A run folder is named beside the new layer file, as the command line names it.
+    dock.output_file.setFilePath(str(tmp_path / "out.gpkg"))
+    params = dock.parameters()
+    assert params.cluster == ClusterSpec(workers=3, run_folder=str(tmp_path / "out.gpkg.parts"))
+    assert classification_request(params).cluster == params.cluster
+    # Into the layer's own fields: beside the layer's file.
+    dock.in_place.setChecked(True)
+    assert dock.parameters().cluster.run_folder == str(tmp_path / "parcels.gpkg.parts")
+
+    dock.cluster.scheduler.setText("https://node-1:8786")
+    assert read_form(dock.inputs).problem().startswith("The Dask scheduler address 'https://node-1:8786' is not")
+    assert dock.parameters() is None and "is not tcp://HOST:PORT" in dock.message.text()
+    dock.cluster.scheduler.setText("node-1:8786")
+    assert "not both" in read_form(dock.inputs).problem()
+    dock.cluster.workers.setValue(1)
+    assert read_form(dock.inputs).problem() is None
+
+    # Remembered for the next session (the resume only for this run).
+    dock.cluster.resume.setChecked(True)
+    dock.save_settings()
+    from thermocrop.plugin.dock import ThermoCropDock
+
+    again = ThermoCropDock()
+    try:
+        assert again.inputs.cluster.spec() == ClusterSpec(scheduler="node-1:8786")
+        assert not again.cluster.isCollapsed()
+    finally:
+        again.shutdown()
+
+
+def test_a_dock_run_cancelled_after_its_partition_is_resumed(dock, one_process, tmp_path):
+    """The dock's task (run here, in this thread) with a run folder: a cancel as the partition is
+    written leaves the partition and no file; with "Resume" the run takes it up."""
+    from thermocrop.plugin.task import ClassificationTask
+
+    out, run_folder = tmp_path / "classified.gpkg", tmp_path / "run"
+    dock.output_file.setFilePath(str(out))
+    dock.cluster.run_folder.setFilePath(str(run_folder))
+    params = dock.parameters()
+    assert params.cluster.run_folder == str(run_folder)
+    task = ClassificationTask(params, on_done=None)
+
+    def cancel_once_written(percent):
+        if list(run_folder.glob("part-*.parquet")):
+            task.cancel()
+
+    task.progressChanged.connect(cancel_once_written)
+    assert task.run() is False and task.cancelled
+    assert [p.name for p in run_folder.glob("part-*.parquet")] == ["part-00000.parquet"]
+    assert not out.exists()
+
+    dock.cluster.resume.setChecked(True)
+    task = ClassificationTask(dock.parameters(), on_done=None)
+    assert task.run() is True, task.error
+    assert task.written == str(out) and not run_folder.exists()
+    assert_same_labels(_labels(out), one_process)
