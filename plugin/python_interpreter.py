@@ -112,14 +112,15 @@ def python_executable() -> str:
 
 def use_for_worker_processes() -> None:
     """Start the processes of a local Dask cluster (multiprocessing's spawn and fork server start
-    ``sys.executable``) with the interpreter QGIS runs on: inside QGIS ``sys.executable`` may be
-    QGIS itself, which would open a new QGIS for every worker.
+    ``sys.executable``) with the interpreter QGIS runs on (:func:`find_interpreter`).
+
+    Inside QGIS ``sys.executable`` is QGIS itself or the first ``python3`` on the PATH: under
+    ``qgis_process`` here a pyenv shim, whose workers failed on the first partition with "numpy.dtype
+    size changed" (another Python's numpy under QGIS's packages).
 
     Raises:
-        DependencyError: the interpreter cannot be found (:func:`find_interpreter`).
+        DependencyError: the interpreter cannot be found.
     """
-    if Path(sys.executable).name.lower().startswith("python"):
-        return
     import multiprocessing
 
     multiprocessing.set_executable(python_executable())

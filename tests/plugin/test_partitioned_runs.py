@@ -110,6 +110,22 @@ def test_classify_on_two_local_workers_equals_one_process(provider, partition_re
     assert not (tmp_path / "classified.gpkg.parts").exists()  # removed once the output is written
 
 
+@pytest.mark.slow
+def test_qgis_process_runs_local_workers_from_qgis_python(partition_region, one_process, tmp_path):
+    """Under qgis_process ``sys.executable`` is the first python3 on the PATH (here a pyenv shim,
+    another Python): the workers must start from the interpreter QGIS runs on."""
+    pytest.importorskip("distributed")
+    from thermocrop.plugin.headless import run_algorithm
+
+    out = tmp_path / "classified.gpkg"
+    params = [("INPUT", partition_region["parcels"]), ("SCENE_FOLDER", partition_region["scenes"]),
+              ("WEATHER", partition_region["weather"]), ("CHUNK_SIZE", str(CHUNK)), ("WORKERS", "2"),
+              ("OUTPUT", str(out))]
+    answer = run_algorithm("thermocrop:classifyparcels", params, tmp_path / "profile", timeout=600)
+    assert answer["results"]["OUTPUT"] == str(out)
+    assert_same_labels(_labels(out), one_process)
+
+
 def test_a_run_cancelled_after_its_first_partition_is_resumed(provider, partition_region, one_process, tmp_path):
     """The run folder given, the partitions run here one after the other; the cancel comes as the
     first is written, and the user's file stays as it was until the resumed run replaces it."""
