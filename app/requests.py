@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
+from ..core.errors import InputError
 from ..core.model.calibration import DEFAULT_COVERAGE
 from ..core.result_columns import DECIDED_FIELD, DECIDED_GDD_FIELD, SET_FIELD, SET_SIZE_FIELD
 from ..core.settings import ExtractionSettings, PixelSampling, ThermalTime
@@ -137,6 +139,40 @@ class ClusterSpec:
     def partitioned(self) -> bool:
         """Whether the run goes through partitions (a cluster, a resume or a given run folder)."""
         return self.workers > 1 or bool(self.scheduler) or self.resume or bool(self.run_folder)
+
+    def problem(self) -> Optional[str]:
+        """What is wrong with these choices, as a message (None: nothing): a scheduler address
+        that is not one, or local workers asked for beside a scheduler."""
+        try:
+            scheduler_address(self.scheduler)
+        except InputError as exc:
+            return str(exc)
+        if self.scheduler and self.workers > 1:
+            return (f"Give either the Dask scheduler {self.scheduler} or {self.workers} local workers, not both: "
+                    "a scheduler's cluster has its own workers.")
+        return None
+
+
+_SCHEDULER_ADDRESS = re.compile(r"(?:tcp://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)"
+                                r":([0-9]{1,5})/?")
+
+
+def scheduler_address(text: Optional[str]) -> Optional[str]:
+    """The Dask scheduler address ``text`` (``tcp://HOST:PORT`` or ``HOST:PORT``) as
+    ``tcp://HOST:PORT``; None where it is empty.
+
+    Raises:
+        InputError: ``text`` is not such an address (another protocol, no port, a port above
+            65535, spaces).
+    """
+    if text is None or not text.strip():
+        return None
+    match = _SCHEDULER_ADDRESS.fullmatch(text.strip())
+    if match is None or not 0 < int(match.group(2)) <= 65535:
+        raise InputError(f"The Dask scheduler address {text!r} is not tcp://HOST:PORT or HOST:PORT (e.g. "
+                         "tcp://10.0.0.5:8786, the address 'dask scheduler' prints as it starts); correct it, or "
+                         "leave it empty to run here.")
+    return f"tcp://{match.group(1)}:{int(match.group(2))}"
 
 
 @dataclass(frozen=True)

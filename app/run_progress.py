@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any, ContextManager, Optional
+from typing import Any, Callable, ContextManager, Iterator, Optional
 
 from ..core.preflight import Preflight
 from ..core.progress import Progress
@@ -31,9 +31,21 @@ class RunProgress:
         """The progress of the work of a one-process run (``what``: classify, extract, gdd)."""
         return contextlib.nullcontext(self.progress)
 
-    def partitions(self, what: str) -> ContextManager[Any]:
-        """The ``core.runs.cluster.PartitionListener`` of a partitioned run, or None."""
-        return contextlib.nullcontext(None)
+    @contextlib.contextmanager
+    def partitions(self, what: str) -> Iterator[Any]:
+        """The ``core.runs.partitions.PartitionListener`` of a partitioned run: by default one
+        that moves the progress of :meth:`bar` partition by partition, and so stops the run
+        between partitions when asked to (:class:`PartitionProgress`)."""
+        with self.bar(what) as progress:
+            yield PartitionProgress(progress, self.partitions_started)
+
+    def partitions_started(self, total: int, done: int, dashboard: Optional[str]) -> None:
+        """A partitioned run has ``total`` partitions, ``done`` of them written by an interrupted
+        run, and the Dask ``dashboard`` (None: none)."""
+        if dashboard:
+            self.report(f"Dask dashboard: {dashboard}")
+        if done:
+            self.report(f"resuming: {done} of {total} partitions already written")
 
     def inputs_checked(self, checked: Preflight) -> None:
         """The inputs passed the preflight (``checked.scenes``, ``checked.bundle``...)."""
@@ -50,3 +62,33 @@ class RunProgress:
 
     def on_stats(self, stats: Any) -> None:
         """The bytes and dates fetched so far from a catalogue."""
+
+
+class PartitionProgress:
+    """Tells a ``Progress`` how a partitioned run goes, as a ``core.runs.partitions.PartitionListener``:
+    the fraction of partitions written (those an interrupted run left count at once).
+
+    Every report asks the ``Progress`` whether to stop, as between scene windows in one process,
+    so a cancel raises ``CancelledError`` as a partition ends: the partitions written so far stay
+    in the run folder for a resumed run, and nothing else is written.
+
+    Args:
+        progress: the part of the door's progress the partitions move through.
+        started: told ``(total, done, dashboard)`` as the run starts.
+    """
+
+    def __init__(self, progress: Progress, started: Optional[Callable[[int, int, Optional[str]], None]] = None) -> None:
+        self.progress = progress
+        self.on_started = started
+        self.total = 0
+        self.done = 0
+
+    def started(self, total: int, done: int, dashboard: Optional[str]) -> None:
+        self.total, self.done = total, done
+        if self.on_started is not None:
+            self.on_started(total, done, dashboard)
+        self.progress(done / total if total else 0.0)
+
+    def finished(self, index: int) -> None:
+        self.done += 1
+        self.progress(self.done / self.total if self.total else 1.0)

@@ -40,7 +40,7 @@ from ..core.thermal.weather import record_period
 from ..core.threads import run_threads, thread_budget
 from ..training.importers.common import grid_blocks, locations_from_geometries
 from .inputs import resolve_scenes, resolve_weather, scene_dates
-from .requests import ClassifyRequest, ClusterSpec, ExtractRequest, GddRequest, ParcelsSpec
+from .requests import ClassifyRequest, ClusterSpec, ExtractRequest, GddRequest, ParcelsSpec, scheduler_address
 from .run_progress import RunProgress
 from .season_status import season_as_of
 
@@ -55,11 +55,29 @@ def cluster_options(spec: ClusterSpec, out: Any) -> Optional[ClusterOptions]:
     """One process (None) or the cluster ``spec`` names; the run folder may not be the output."""
     if not spec.partitioned:
         return None
+    problem = spec.problem()
+    if problem:
+        raise InputError(problem)
     check_distinct_outputs([("--out", out), ("--run-folder", spec.run_folder)])
     # Dask's own INFO lines (workers starting and stopping) would drown the progress display.
     for name in ("distributed", "bokeh", "tornado"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    return ClusterOptions(workers=spec.workers, scheduler=spec.scheduler)
+    return ClusterOptions(workers=spec.workers, scheduler=scheduler_address(spec.scheduler))
+
+
+def run_folder_of(spec: ClusterSpec, out: Any) -> Any:
+    """The run folder of a partitioned run: the one given, else ``<out>.parts`` beside the output.
+
+    Raises:
+        InputError: no run folder is given and the run writes no file of its own (a door that
+            writes the result itself names the folder).
+    """
+    if spec.run_folder:
+        return spec.run_folder
+    if out is None:
+        raise InputError("A partitioned run that writes no output file needs a run folder for its partitions "
+                         "(--run-folder); give one.")
+    return default_run_folder(out)
 
 
 def parcel_checks(parcels: ParcelsSpec, fields: dict) -> dict[str, Any]:
@@ -145,6 +163,8 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
         replaced_fields(source_field_kinds(parcels.source), target, request.fields.kinds(),
                         source=f"The parcel layer {parcels.source}")
     cluster = cluster_options(request.cluster, output.path if output else None)
+    out_path = target.path if target else output.path if output else None
+    run_folder = run_folder_of(request.cluster, out_path) if cluster else None
     scenes = resolve_scenes(request.scenes, parcels.source, on_stats=progress.on_stats, report=progress.report)
     checked = check_inputs(**parcel_checks(parcels, {"id": parcels.id_field}), scenes=scenes,
                            season=request.scenes.season, weather=request.weather.local_files()[0],
@@ -174,7 +194,7 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
         # Workers load the model from its file (once each); a checksum of it guards a resume.
         result, folder = _partitioned(progress, "classify", lambda listener: classify_partitioned(
             parcels.source, scenes, weather, request.model, cluster=cluster, resume=request.cluster.resume,
-            run_folder=request.cluster.run_folder or default_run_folder(target.path if target else output.path),
+            run_folder=run_folder,
             chunk_size=request.chunk_size, listener=listener, inputs=list(output.inputs) if output else [], **options))
     require_usable(result.status, "classified", parcels.describe())
     early = early_warning(season, checked.bundle) if season is not None else None
@@ -231,6 +251,7 @@ def run_extraction(request: ExtractRequest, progress: Optional[RunProgress] = No
                          *request.scenes.local_files()],
                  replaceable_folder=is_dataset_folder)
     cluster = cluster_options(request.cluster, request.out)
+    run_folder = run_folder_of(request.cluster, request.out) if cluster else None
     scenes = resolve_scenes(request.scenes, parcels.source, on_stats=progress.on_stats, report=progress.report)
     checked = check_inputs(**parcel_checks(parcels, {"id": parcels.id_field, "label": request.label_field}),
                            scenes=scenes, season=request.scenes.season, season_start=thermal.season_start,
@@ -251,7 +272,7 @@ def run_extraction(request: ExtractRequest, progress: Optional[RunProgress] = No
     else:
         out, folder = _partitioned(progress, "extract", lambda listener: extract_partitioned(
             source, scenes, weather, request.out, cluster=cluster, resume=request.cluster.resume,
-            run_folder=request.cluster.run_folder or default_run_folder(request.out),
+            run_folder=run_folder,
             chunk_size=request.chunk_size, overwrite=request.overwrite, listener=listener,
             inputs=[parcels.source if parcels.is_file else None, weather_file], **options))
         remove_run_folder(folder)
@@ -344,6 +365,7 @@ def run_gdd(request: GddRequest, progress: Optional[RunProgress] = None) -> GddR
             replaced_fields(source_field_kinds(parcels.source), target, dict.fromkeys(names, "real"),
                             source=f"The parcel layer {parcels.source}")
     cluster = cluster_options(request.cluster, out)
+    run_folder = run_folder_of(request.cluster, out) if cluster else None
     table = load_parcels(parcels.source, id_field=parcels.id_field)
     weather = resolve_weather(weather_spec, table.geometry, dates, thermal.season_start)
     if weather_spec.service:
@@ -360,7 +382,7 @@ def run_gdd(request: GddRequest, progress: Optional[RunProgress] = None) -> GddR
     else:
         gdd, folder = _partitioned(progress, "gdd", lambda listener: gdd_partitioned(
             table, weather, dates, cluster=cluster, resume=request.cluster.resume,
-            run_folder=request.cluster.run_folder or default_run_folder(out), chunk_size=request.chunk_size,
+            run_folder=run_folder, chunk_size=request.chunk_size,
             listener=listener, inputs=inputs, **thermal_options(thermal), **options))
     if out is not None and not np.isfinite(gdd).all(axis=1).any():
         raise NoUsableParcelsError(

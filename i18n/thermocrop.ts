@@ -74,32 +74,32 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="155"/>
+        <location filename="../plugin/dock/input_widgets.py" line="159"/>
         <source>ThermoCrop model (*.tcm)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="181"/>
+        <location filename="../plugin/calibrate_panel.py" line="171"/>
         <source>Calibrating on the reference parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="189"/>
+        <location filename="../plugin/calibrate_panel.py" line="179"/>
         <source>Calibration cancelled; no model was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="193"/>
+        <location filename="../plugin/calibrate_panel.py" line="183"/>
         <source>Calibration failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="200"/>
+        <location filename="../plugin/calibrate_panel.py" line="190"/>
         <source>Calibrated on {n} reference parcels ({counts}): temperature {t:.2f}, calibration error {before:.3f} -&gt; {after:.3f}. Saved to {path} and chosen for the next classification.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="205"/>
+        <location filename="../plugin/calibrate_panel.py" line="195"/>
         <source>Left out (classes the model does not know): {counts}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -154,7 +154,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="124"/>
+        <location filename="algorithm_strings.py" line="134"/>
         <source>Catalogue</source>
         <translation type="unfinished"></translation>
     </message>
@@ -521,27 +521,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="139"/>
+        <location filename="../plugin/task.py" line="165"/>
         <source>{task}: cancelling…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="186"/>
+        <location filename="../plugin/task.py" line="212"/>
         <source>ThermoCrop: classify parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="274"/>
+        <location filename="../plugin/task.py" line="300"/>
         <source>the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="326"/>
+        <location filename="../plugin/task.py" line="352"/>
         <source>ThermoCrop: explain a parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="342"/>
+        <location filename="../plugin/task.py" line="368"/>
         <source>Feature {fid} is no longer in {layer}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -551,7 +551,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="87"/>
+        <location filename="algorithm_strings.py" line="97"/>
         <source>Labelled parcels</source>
         <translation type="unfinished"></translation>
     </message>
@@ -721,47 +721,47 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="447"/>
+        <location filename="../plugin/train_panel.py" line="437"/>
         <source>Extracting the labelled parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="455"/>
+        <location filename="../plugin/train_panel.py" line="445"/>
         <source>Training: {estimate}. Cancel stops it and leaves nothing behind.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="463"/>
+        <location filename="../plugin/train_panel.py" line="453"/>
         <source>Training cancelled; no model or dataset was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="466"/>
+        <location filename="../plugin/train_panel.py" line="456"/>
         <source>Training failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="473"/>
+        <location filename="../plugin/train_panel.py" line="463"/>
         <source>Model saved to {path} and chosen for the next classification{scores}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="475"/>
+        <location filename="../plugin/train_panel.py" line="465"/>
         <source>Trained {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="481"/>
+        <location filename="../plugin/train_panel.py" line="471"/>
         <source>{n:.0f} s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="483"/>
+        <location filename="../plugin/train_panel.py" line="473"/>
         <source>{n:.0f} min</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="484"/>
+        <location filename="../plugin/train_panel.py" line="474"/>
         <source>{n:.1f} h</source>
         <translation type="unfinished"></translation>
     </message>
@@ -811,7 +811,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="90"/>
+        <location filename="../plugin/dock/input_widgets.py" line="94"/>
         <source>Parcels</source>
         <translation type="unfinished"></translation>
     </message>
@@ -881,7 +881,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="247"/>
+        <location filename="../plugin/dock/classify_tab.py" line="264"/>
         <source>Not started: {reason}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -896,178 +896,238 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="332"/>
+        <location filename="../plugin/dock/classify_tab.py" line="339"/>
         <source>Fetching the daily temperatures of {layer}'s parcels from {service} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="399"/>
+        <location filename="../plugin/dock/classify_tab.py" line="406"/>
         <source>The parcel layer was removed while classifying; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="402"/>
+        <location filename="../plugin/dock/classify_tab.py" line="409"/>
         <source>Cancelled; nothing was written and the layer was not changed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="348"/>
+        <location filename="../plugin/dock/classify_tab.py" line="355"/>
         <source>No temperatures from {service}: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/request_parts.py" line="110"/>
+        <location filename="../plugin/algorithms/request_parts.py" line="223"/>
         <source>Temperatures from {service}: {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="365"/>
+        <location filename="../plugin/dock/classify_tab.py" line="372"/>
         <source>Classifying {n} parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="157"/>
+        <location filename="../plugin/algorithms/base.py" line="163"/>
         <source>Cancelling…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="405"/>
+        <location filename="../plugin/dock/classify_tab.py" line="412"/>
+        <source>The partitions written so far stay in {folder}; tick &apos;Resume the interrupted run&apos; and classify again to take the run up.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/classify_tab.py" line="417"/>
         <source>Classification failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="410"/>
+        <location filename="../plugin/dock/classify_tab.py" line="422"/>
         <source>{layer} (classified)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="413"/>
+        <location filename="../plugin/dock/classify_tab.py" line="425"/>
         <source>QGIS cannot open the written file {path}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="414"/>
+        <location filename="../plugin/dock/classify_tab.py" line="426"/>
         <source>the new layer {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="419"/>
+        <location filename="../plugin/dock/classify_tab.py" line="431"/>
         <source>{layer} (saved)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="420"/>
+        <location filename="../plugin/dock/classify_tab.py" line="432"/>
         <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="423"/>
+        <location filename="../plugin/dock/classify_tab.py" line="435"/>
         <source>Writing the result failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="437"/>
+        <location filename="../plugin/dock/classify_tab.py" line="449"/>
         <source>Classified {done} of {n} parcels ({unknown} unknown) into {where}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="484"/>
+        <location filename="../plugin/dock/classify_tab.py" line="496"/>
         <source>This result has no prediction sets: classify with a calibrated model and &apos;Prediction sets&apos; ticked</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="491"/>
+        <location filename="../plugin/dock/classify_tab.py" line="503"/>
         <source>{qml} exists and was left as it is.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="493"/>
+        <location filename="../plugin/dock/classify_tab.py" line="505"/>
         <source>Style saved to {qml}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="497"/>
+        <location filename="../plugin/dock/classify_tab.py" line="509"/>
         <source>below 0.4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="497"/>
+        <location filename="../plugin/dock/classify_tab.py" line="509"/>
         <source>0.4 to 0.6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="497"/>
+        <location filename="../plugin/dock/classify_tab.py" line="509"/>
         <source>0.6 to 0.8</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="497"/>
+        <location filename="../plugin/dock/classify_tab.py" line="509"/>
         <source>0.8 and above</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="497"/>
+        <location filename="../plugin/dock/classify_tab.py" line="509"/>
         <source>not classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="528"/>
+        <location filename="../plugin/dock/classify_tab.py" line="540"/>
         <source>{layer} is being edited; save or discard the edits to filter it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="532"/>
+        <location filename="../plugin/dock/classify_tab.py" line="544"/>
         <source>{layer} cannot be filtered by its provider.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="549"/>
+        <location filename="../plugin/dock/classify_tab.py" line="561"/>
         <source>Classify first: the field-visit list is made from the result layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="568"/>
+        <location filename="../plugin/dock/classify_tab.py" line="580"/>
         <source>The field-visit list was not written: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="572"/>
+        <location filename="../plugin/dock/classify_tab.py" line="584"/>
         <source>{layer} field visits</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="575"/>
+        <location filename="../plugin/dock/classify_tab.py" line="587"/>
         <source>{path} was written, but QGIS cannot open it as a layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="578"/>
+        <location filename="../plugin/dock/classify_tab.py" line="590"/>
         <source>a set of several classes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="579"/>
+        <location filename="../plugin/dock/classify_tab.py" line="591"/>
         <source>a set of several classes or a confidence below {threshold:.2f}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="580"/>
+        <location filename="../plugin/dock/classify_tab.py" line="592"/>
         <source>{n} parcels to visit ({why}), most doubtful first: {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="590"/>
+        <location filename="../plugin/dock/classify_tab.py" line="602"/>
         <source>Field-visit list</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="590"/>
+        <location filename="../plugin/dock/classify_tab.py" line="602"/>
         <source>CSV (*.csv)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="594"/>
+        <location filename="../plugin/dock/classify_tab.py" line="606"/>
         <source>{names} already exist(s). Overwrite?</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/cluster_box.py" line="22"/>
+        <source>Advanced: partitioned run (Dask)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/cluster_box.py" line="27"/>
+        <source>Worker processes of a Dask cluster started on this computer for the run, which classify the partitions side by side; 1: the run stays in QGIS</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/cluster_box.py" line="29"/>
+        <source>Local workers</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/cluster_box.py" line="31"/>
+        <source>tcp://HOST:PORT (empty: this computer)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/cluster_box.py" line="32"/>
+        <source>Run the partitions on a Dask cluster started apart (SLURM, Kubernetes, &apos;dask scheduler&apos;); the run folder and the input files must be at the same paths on every worker</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/cluster_box.py" line="35"/>
+        <source>Scheduler</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/cluster_box.py" line="38"/>
+        <source>empty: beside the output</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/cluster_box.py" line="39"/>
+        <source>Where the partitions are written as they finish (removed once the result is written); giving one runs the partitions even in QGIS, so that a cancelled run can be resumed</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/cluster_box.py" line="42"/>
+        <source>Run folder</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/cluster_box.py" line="43"/>
+        <source>Resume the interrupted run</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/cluster_box.py" line="44"/>
+        <source>Take up a cancelled run from the partitions its run folder holds: only the missing ones are computed (same inputs and settings)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -1181,172 +1241,177 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="82"/>
+        <location filename="../plugin/dock/form.py" line="85"/>
         <source>Choose a parcel layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="84"/>
+        <location filename="../plugin/dock/form.py" line="87"/>
         <source>No feature of {layer} is selected; select parcels or untick &apos;Selected features only&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="87"/>
+        <location filename="../plugin/dock/form.py" line="90"/>
         <source>Search the catalogue first (Search), or untick &apos;Search a catalogue&apos; to use scene files.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="89"/>
+        <location filename="../plugin/dock/form.py" line="92"/>
         <source>Tick or add at least one Sentinel-2 scene.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="91"/>
+        <location filename="../plugin/dock/form.py" line="94"/>
         <source>Choose a daily temperature file, or a weather service under &apos;Weather&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="93"/>
+        <location filename="../plugin/dock/form.py" line="96"/>
         <source>The class, confidence and status fields need three different names.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="96"/>
+        <location filename="../plugin/dock/form.py" line="101"/>
+        <source>Resuming needs the run folder of the interrupted run: {layer} is not a file layer, so give the run folder under &apos;Advanced&apos;.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/form.py" line="105"/>
         <source>{layer} is not a file layer; choose the new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="99"/>
+        <location filename="../plugin/dock/form.py" line="108"/>
         <source>{layer} is read-only; choose &apos;New layer file&apos; to write the result.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="103"/>
+        <location filename="../plugin/dock/form.py" line="112"/>
         <source>Cannot write into {layer}: {problems}. Choose other field names or a new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="84"/>
+        <location filename="../plugin/dock/input_widgets.py" line="88"/>
         <source>Input</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="88"/>
+        <location filename="../plugin/dock/input_widgets.py" line="92"/>
         <source>Polygon layer of the project whose parcels are classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="91"/>
+        <location filename="../plugin/dock/input_widgets.py" line="95"/>
         <source>Selected features only</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="99"/>
+        <location filename="../plugin/dock/input_widgets.py" line="103"/>
         <source>Ticked scenes are used: the project&apos;s Sentinel-2 rasters and added files or folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="101"/>
+        <location filename="../plugin/dock/input_widgets.py" line="105"/>
         <source>Scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="103"/>
+        <location filename="../plugin/dock/input_widgets.py" line="107"/>
         <source>Add files…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="104"/>
+        <location filename="../plugin/dock/input_widgets.py" line="108"/>
         <source>Add Sentinel-2 products: .zip or .SAFE (choose its MTD_MSIL*.xml), or GeoTIFF / JPEG 2000 files</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="106"/>
+        <location filename="../plugin/dock/input_widgets.py" line="110"/>
         <source>Add folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="107"/>
+        <location filename="../plugin/dock/input_widgets.py" line="111"/>
         <source>Add a folder: every product and raster in it (and below) is read</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="108"/>
+        <location filename="../plugin/dock/input_widgets.py" line="112"/>
         <source>Remove</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="109"/>
+        <location filename="../plugin/dock/input_widgets.py" line="113"/>
         <source>Remove the selected files or folders added by hand (a project layer stays listed: untick it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="111"/>
+        <location filename="../plugin/dock/input_widgets.py" line="115"/>
         <source>Clear</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="112"/>
+        <location filename="../plugin/dock/input_widgets.py" line="116"/>
         <source>Remove every file and folder added by hand</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="134"/>
+        <location filename="../plugin/dock/input_widgets.py" line="138"/>
         <source>Where the daily temperatures come from: a file, or a weather service fetched for the parcels when the run starts and kept in the cache (Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="141"/>
+        <location filename="../plugin/dock/input_widgets.py" line="145"/>
         <source>Temperatures (*.nc *.nc4 *.csv);;All files (*)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="142"/>
+        <location filename="../plugin/dock/input_widgets.py" line="146"/>
         <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="144"/>
+        <location filename="../plugin/dock/input_widgets.py" line="148"/>
         <source>Weather</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="153"/>
+        <location filename="../plugin/dock/input_widgets.py" line="157"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="156"/>
+        <location filename="../plugin/dock/input_widgets.py" line="160"/>
         <source>empty: the shipped model for the scenes&apos; level</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="166"/>
+        <location filename="../plugin/dock/input_widgets.py" line="170"/>
         <source>Output</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="168"/>
+        <location filename="../plugin/dock/input_widgets.py" line="172"/>
         <source>New layer file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="169"/>
+        <location filename="../plugin/dock/input_widgets.py" line="173"/>
         <source>Write the parcels with the result fields to a new file; the parcel layer is not changed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="171"/>
+        <location filename="../plugin/dock/input_widgets.py" line="175"/>
         <source>Fields of the parcel layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="172"/>
+        <location filename="../plugin/dock/input_widgets.py" line="176"/>
         <source>Add the result fields to the parcel layer and save it (in a running edit session: one undoable edit)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="181"/>
+        <location filename="../plugin/dock/input_widgets.py" line="185"/>
         <source>GeoPackage (*.gpkg);;Shapefile (*.shp);;GeoJSON (*.geojson);;FlatGeobuf (*.fgb)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1366,102 +1431,102 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="194"/>
+        <location filename="../plugin/dock/input_widgets.py" line="198"/>
         <source>Probabilities, margin, entropy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="195"/>
+        <location filename="../plugin/dock/input_widgets.py" line="199"/>
         <source>Also write p_&lt;class&gt; for every class, crop_margin (best minus second best probability) and crop_entropy (0 sure .. 1 undecided)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="198"/>
+        <location filename="../plugin/dock/input_widgets.py" line="202"/>
         <source>Prediction sets, coverage</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="199"/>
+        <location filename="../plugin/dock/input_widgets.py" line="203"/>
         <source>Also write crop_set (the classes that hold the parcel&apos;s true class with the chosen chance, most probable first) and crop_set_size; needs a calibrated model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="208"/>
+        <location filename="../plugin/dock/input_widgets.py" line="212"/>
         <source>The chance that a parcel&apos;s set holds its true class (0.90: nine parcels in ten); a higher coverage gives larger sets</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="216"/>
+        <location filename="../plugin/dock/input_widgets.py" line="220"/>
         <source>Classify as of</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="217"/>
+        <location filename="../plugin/dock/input_widgets.py" line="221"/>
         <source>Leave out the scenes acquired after this date and log the season&apos;s status on it (unticked: every scene, up to the last)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="225"/>
+        <location filename="../plugin/dock/input_widgets.py" line="229"/>
         <source>When each label was decided</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="226"/>
+        <location filename="../plugin/dock/input_widgets.py" line="230"/>
         <source>Also write crop_decided, the acquisition from which the label no longer changes and keeps a confidence of 0.8, and crop_decided_gdd, the parcel&apos;s GDD then</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="248"/>
+        <location filename="../plugin/dock/input_widgets.py" line="252"/>
         <source>empty: {name} beside the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="248"/>
+        <location filename="../plugin/dock/input_widgets.py" line="252"/>
         <source>choose a file (.gpkg, .shp, .geojson, .fgb)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="317"/>
+        <location filename="../plugin/dock/input_widgets.py" line="321"/>
         <source>Project layers stay listed; untick them to leave them out of the run.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="331"/>
+        <location filename="../plugin/dock/input_widgets.py" line="335"/>
         <source>Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="335"/>
+        <location filename="../plugin/dock/input_widgets.py" line="339"/>
         <source>Folder of Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="122"/>
+        <location filename="algorithm_strings.py" line="132"/>
         <source>Search a catalogue</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="379"/>
+        <location filename="../plugin/dock/input_widgets.py" line="383"/>
         <source>fetched from {service} when the run starts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="482"/>
+        <location filename="../plugin/dock/input_widgets.py" line="491"/>
         <source>No model at {path}; choose a .tcm file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="487"/>
+        <location filename="../plugin/dock/input_widgets.py" line="496"/>
         <source>Model not available: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="490"/>
+        <location filename="../plugin/dock/input_widgets.py" line="499"/>
         <source>not recorded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="498"/>
+        <location filename="../plugin/dock/input_widgets.py" line="507"/>
         <source>shipped, for {level} scenes</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1546,92 +1611,92 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="106"/>
+        <location filename="../plugin/algorithms/base.py" line="112"/>
         <source>{name} needs {modules}, which this QGIS cannot import.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="167"/>
+        <location filename="../plugin/algorithms/base.py" line="173"/>
         <source>Cancelled: {reason}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="196"/>
+        <location filename="../plugin/algorithms/base.py" line="202"/>
         <source>The parcel layer {problem}; assign the right one first (Layer Properties &gt; Source, or Assign projection; a shapefile needs its .prj).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/request_parts.py" line="105"/>
+        <location filename="../plugin/algorithms/request_parts.py" line="218"/>
         <source>Inputs checked in {seconds} s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="283"/>
+        <location filename="../plugin/algorithms/base.py" line="289"/>
         <source>Give either the temperature file {path!r} or the weather service {service}, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="288"/>
+        <location filename="../plugin/algorithms/base.py" line="294"/>
         <source>Give a daily temperature file (WEATHER), or choose a weather service (WEATHER_SERVICE).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="290"/>
+        <location filename="../plugin/algorithms/base.py" line="296"/>
         <source>temperature file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="344"/>
+        <location filename="../plugin/algorithms/base.py" line="350"/>
         <source>STAC items {path}: {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="364"/>
+        <location filename="../plugin/algorithms/base.py" line="370"/>
         <source>Give either scene files (&apos;{scenes}&apos;, &apos;{folder}&apos;) or saved STAC items (&apos;{stac}&apos;), not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="372"/>
+        <location filename="../plugin/algorithms/base.py" line="378"/>
         <source>The STAC items file {path!r} does not exist; choose the .json file &apos;Search a catalogue&apos; wrote.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="375"/>
+        <location filename="../plugin/algorithms/base.py" line="381"/>
         <source>{path!r} is not a STAC item collection; choose the .json file &apos;Search a catalogue&apos; wrote.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="379"/>
+        <location filename="../plugin/algorithms/base.py" line="385"/>
         <source>The scene folder {folder!r} does not exist; choose an existing folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="383"/>
+        <location filename="../plugin/algorithms/base.py" line="389"/>
         <source>Give Sentinel-2 scenes: &apos;{scenes}&apos; (SCENES, layers or files), &apos;{folder}&apos; (SCENE_FOLDER){stac}; one of them is required.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="394"/>
+        <location filename="../plugin/algorithms/base.py" line="400"/>
         <source>{dates} dates from {products} products</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="410"/>
+        <location filename="../plugin/algorithms/base.py" line="416"/>
         <source>The M (measure) values of the parcels are not written: {driver} files cannot hold them. Write a .gpkg, .shp, .fgb or .csv file to keep them.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="416"/>
+        <location filename="../plugin/algorithms/base.py" line="422"/>
         <source>Writing feature {fid} failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="436"/>
+        <location filename="../plugin/algorithms/base.py" line="442"/>
         <source>The {what} {path!r} does not exist; choose an existing file or folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="134"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="145"/>
         <source>The model bundle {model!r} does not exist; choose a .tcm file or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1666,12 +1731,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="147"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="158"/>
         <source>The class, confidence and status fields need three different, non-empty names.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="172"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="183"/>
         <source>The as-of date {text!r} is not a date written YYYY-MM-DD; correct it or leave it empty for the whole season.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1681,98 +1746,128 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="199"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="210"/>
         <source>Model: {variant}, classes {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="207"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="218"/>
         <source>{n} parcels, {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="232"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="244"/>
         <source>Prediction sets for {coverage:.0f} % coverage: mean size {mean:.2f}, {several} parcels with more than one class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="274"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="288"/>
         <source>Fields {fields} of the input are replaced by the new values.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="277"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="291"/>
         <source>Field names as stored in this format: {names}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="214"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="227"/>
         <source>Cancelled: nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="326"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="340"/>
         <source>Style saved to {qml}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="133"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="146"/>
         <source>The parcels have no &apos;{field}&apos; field; Train model will split them at random (give a block field for a spatial split).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="136"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="149"/>
         <source>The parcel layer has no field {field}; choose its block field or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="160"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="175"/>
         <source>The dataset folder {out} is not empty; choose a new folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="170"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="186"/>
         <source>{n} classes (labelled parcels with data):</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="174"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="190"/>
         <source>Codes not in the class map, counted as unknown: {codes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="177"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="193"/>
         <source>Classes with fewer than {n} parcels, counted as unknown: {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="87"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="98"/>
         <source>Cannot read the dates {text!r}: write them as YYYY-MM-DD, separated by commas.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="112"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="123"/>
         <source>Give either DATES or scenes, so that there are dates to compute GDD at.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="120"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="131"/>
         <source>The cap temperature must be above the base temperature.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="184"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="197"/>
         <source>GDD of {n} parcels at {dates} dates from {weather}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="189"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="202"/>
         <source>{n} parcels have no usable temperatures (no grid cell with data within {km} km, or a gap of more than 3 days); their GDD fields stay empty. Features: {features}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/request_parts.py" line="37"/>
+        <location filename="../plugin/algorithms/request_parts.py" line="49"/>
         <source>Give either the {preset} code table or the class map file {path}, not both.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/request_parts.py" line="162"/>
+        <source>Resuming needs the run folder of the interrupted run: give &apos;{folder}&apos; (a temporary output has no run folder beside it).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/request_parts.py" line="193"/>
+        <source>The partitions written so far stay in {folder}; run again with &apos;{resume}&apos; ticked to take the run up.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/request_parts.py" line="226"/>
+        <source>{total} partitions</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/request_parts.py" line="228"/>
+        <source>Resuming: {done} of {total} partitions already written</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/request_parts.py" line="231"/>
+        <source>Dask dashboard: {link}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/request_parts.py" line="234"/>
+        <source>{total} partitions ({computed} computed now, {resumed} from the interrupted run) in {seconds} s; the partitions took {cpu} CPU s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -2152,446 +2247,496 @@
     </message>
     <message>
         <location filename="algorithm_strings.py" line="70"/>
-        <source>Classified parcels</source>
+        <source>Parcels per partition</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="71"/>
-        <source>Parcel polygons, any CRS. Every feature is classified.</source>
+        <source>Local worker processes (Dask; 1: this process)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="72"/>
-        <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV (date,tmin,tmax) covering the season; or leave it empty and choose a weather service below.</source>
+        <source>Dask scheduler address (tcp://HOST:PORT)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="73"/>
-        <source>Model bundle (.tcm). Leave empty for the model shipped for the scenes&apos; processing level: default_l2a.tcm for L2A scenes (every catalogue&apos;s), default.tcm for L1C or mixed ones.</source>
+        <source>Run folder (the partitions, kept to resume)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="74"/>
-        <source>Name of the output field with the predicted class.</source>
+        <source>Resume the interrupted run in the run folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="75"/>
-        <source>Name of the output field with the predicted class&apos;s probability (0-1).</source>
+        <source>Classified parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="76"/>
-        <source>Name of the output field saying &apos;ok&apos; or why a parcel was not classified.</source>
+        <source>Parcel polygons, any CRS. Every feature is classified.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="77"/>
-        <source>Also write each class&apos;s probability (p_&lt;class&gt;), the margin between the two likeliest classes (crop_margin) and the normalised entropy of the probabilities (crop_entropy, 0 sure .. 1 undecided).</source>
+        <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV (date,tmin,tmax) covering the season; or leave it empty and choose a weather service below.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="78"/>
-        <source>Write each parcel&apos;s prediction set: the classes that hold its true class with the chosen coverage (crop_set, most probable first, joined by |) and how many they are (crop_set_size; 1 means the label is sure at that coverage). Needs a calibrated model.</source>
+        <source>Model bundle (.tcm). Leave empty for the model shipped for the scenes&apos; processing level: default_l2a.tcm for L2A scenes (every catalogue&apos;s), default.tcm for L1C or mixed ones.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="79"/>
-        <source>The chance that a parcel&apos;s prediction set holds its true class (0.9: nine parcels in ten); a higher coverage gives larger sets.</source>
+        <source>Name of the output field with the predicted class.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="80"/>
-        <source>Classify as of this date (YYYY-MM-DD): scenes acquired after it are left out and the season&apos;s status on it (acquisitions, GDD) is logged. Empty: the whole season.</source>
+        <source>Name of the output field with the predicted class&apos;s probability (0-1).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="81"/>
-        <source>Also write crop_decided (the acquisition from which the label no longer changes and keeps the confidence below, as YYYY-MM-DD text) and crop_decided_gdd (the parcel&apos;s GDD then).</source>
+        <source>Name of the output field saying &apos;ok&apos; or why a parcel was not classified.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="82"/>
-        <source>The confidence (calibrated where the model carries a calibration) a decided label keeps up to the last acquisition.</source>
+        <source>Also write each class&apos;s probability (p_&lt;class&gt;), the margin between the two likeliest classes (crop_margin) and the normalised entropy of the probabilities (crop_entropy, 0 sure .. 1 undecided).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="83"/>
-        <source>Classified parcels, styled by class; the style is saved beside file outputs.</source>
+        <source>Write each parcel&apos;s prediction set: the classes that hold its true class with the chosen coverage (crop_set, most probable first, joined by |) and how many they are (crop_set_size; 1 means the label is sure at that coverage). Needs a calibrated model.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="84"/>
-        <source>Parcels classified</source>
+        <source>The chance that a parcel&apos;s prediction set holds its true class (0.9: nine parcels in ten); a higher coverage gives larger sets.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="85"/>
-        <source>Export training data</source>
+        <source>Classify as of this date (YYYY-MM-DD): scenes acquired after it are left out and the season&apos;s status on it (acquisitions, GDD) is logged. Empty: the whole season.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="86"/>
-        <source>Samples up to MAX_PIXELS pixels of every labelled parcel on every scene date, with cloud masks and growing degree days, and writes them as a ThermoCrop dataset folder that Train model reads. The dataset&apos;s classes are the labels found, or the classes a class map gives the crop codes.</source>
+        <source>Also write crop_decided (the acquisition from which the label no longer changes and keeps the confidence below, as YYYY-MM-DD text) and crop_decided_gdd (the parcel&apos;s GDD then).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="87"/>
+        <source>The confidence (calibrated where the model carries a calibration) a decided label keeps up to the last acquisition.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="88"/>
-        <source>Block field (spatial split)</source>
+        <source>Parcels read and classified together: the size of a partition in a partitioned run (a partition never spans two Sentinel-2 tiles), and of what is held in memory at once in one process.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="89"/>
-        <source>Minimum parcels per class</source>
+        <source>Worker processes of a Dask cluster started on this computer for the run (one thread each), which classify the partitions side by side; 1: the run stays in this process. Needs dask.distributed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="90"/>
-        <source>Season start</source>
+        <source>Run the partitions on a Dask cluster started apart (dask-jobqueue on SLURM, Kubernetes, &apos;dask scheduler&apos; and &apos;dask worker&apos;): the scheduler&apos;s address, tcp://HOST:PORT or HOST:PORT. The run folder, the scenes, the weather file and the model must be at the same paths on every worker. Leave the local worker processes at 1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="91"/>
-        <source>Pixels per parcel</source>
+        <source>Where the partitions of a partitioned run are written as they finish; it is removed once the output is written. Empty: beside the output (its name + .parts), or a temporary folder for a temporary output. Giving one runs the partitions even in this process, so that the run can be resumed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="92"/>
-        <source>Dataset folder</source>
+        <source>Take up a cancelled or interrupted run from the partitions its run folder holds: only the missing ones are computed. The inputs and settings must be those of the interrupted run.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="93"/>
-        <source>Parcel polygons with a crop label field.</source>
+        <source>Classified parcels, styled by class; the style is saved beside file outputs.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="94"/>
-        <source>Field holding each parcel&apos;s crop label: any class names or crop codes. Parcels with an empty value are left unlabelled.</source>
+        <source>Parcels classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="95"/>
-        <source>Field of each parcel&apos;s spatial block (e.g. a 10 km grid cell id): Train model splits training, validation and test by block, so that neighbouring parcels do not score each other. Default: the field &apos;block&apos; when the layer has one; empty: no blocks (Train model then splits at random and warns).</source>
+        <source>Export training data</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="96"/>
-        <source>Or your own class map: a CSV with columns code,class (or a YAML file). Codes not in it become &apos;unknown&apos;. Give either this or a preset, not both.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="97"/>
-        <source>Classes with fewer labelled parcels become &apos;unknown&apos; (0: keep every class).</source>
+        <source>Samples up to MAX_PIXELS pixels of every labelled parcel on every scene date, with cloud masks and growing degree days, and writes them as a ThermoCrop dataset folder that Train model reads. The dataset&apos;s classes are the labels found, or the classes a class map gives the crop codes.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="98"/>
-        <source>Season start as MM-DD, or MM-DD/-1 for the previous year.</source>
+        <source>Block field (spatial split)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="99"/>
-        <source>Pixels sampled per parcel and date (the paper uses 64).</source>
+        <source>Minimum parcels per class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="100"/>
-        <source>Dataset folder to create; it must not exist yet.</source>
+        <source>Season start</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="101"/>
-        <source>Growing degree days per parcel</source>
+        <source>Pixels per parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="102"/>
-        <source>Accumulates growing degree days (GDD) from the season start at each parcel&apos;s centroid, from daily temperatures, and adds one field per date.</source>
+        <source>Dataset folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="103"/>
-        <source>Dates</source>
+        <source>Parcel polygons with a crop label field.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="104"/>
-        <source>Scenes (for their dates)</source>
+        <source>Field holding each parcel&apos;s crop label: any class names or crop codes. Parcels with an empty value are left unlabelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="105"/>
-        <source>Folder of scenes</source>
+        <source>Field of each parcel&apos;s spatial block (e.g. a 10 km grid cell id): Train model splits training, validation and test by block, so that neighbouring parcels do not score each other. Default: the field &apos;block&apos; when the layer has one; empty: no blocks (Train model then splits at random and warns).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="106"/>
-        <source>Base temperature</source>
+        <source>Or your own class map: a CSV with columns code,class (or a YAML file). Codes not in it become &apos;unknown&apos;. Give either this or a preset, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="107"/>
-        <source>Cap temperature</source>
+        <source>Classes with fewer labelled parcels become &apos;unknown&apos; (0: keep every class).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="108"/>
-        <source>Method</source>
+        <source>Season start as MM-DD, or MM-DD/-1 for the previous year.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="109"/>
-        <source>Largest distance to a weather cell (km)</source>
+        <source>Pixels sampled per parcel and date (the paper uses 64).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="110"/>
-        <source>Parcels with GDD</source>
+        <source>Dataset folder to create; it must not exist yet.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="111"/>
-        <source>Parcel polygons, any CRS.</source>
+        <source>Growing degree days per parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="112"/>
-        <source>Dates as YYYY-MM-DD separated by commas. Leave empty to use the scene dates.</source>
+        <source>Accumulates growing degree days (GDD) from the season start at each parcel&apos;s centroid, from daily temperatures, and adds one field per date.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="113"/>
-        <source>Sentinel-2 scenes whose acquisition dates are used when DATES is empty.</source>
+        <source>Dates</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="114"/>
-        <source>A folder of scenes whose dates are used when DATES is empty.</source>
+        <source>Scenes (for their dates)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="115"/>
-        <source>Or a STAC item collection saved by &apos;Search a catalogue&apos;, whose dates are used when DATES is empty (no image is read).</source>
+        <source>Folder of scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="116"/>
-        <source>Season start as MM-DD, or MM-DD/-1 for the previous year (e.g. 09-01/-1).</source>
+        <source>Base temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="117"/>
-        <source>Base temperature (°C) below which no growth is counted.</source>
+        <source>Cap temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="118"/>
-        <source>Cap temperature (°C) above which no extra growth is counted.</source>
+        <source>Method</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="119"/>
-        <source>paper: clip daily min/max then average; average: average then clip at the base.</source>
+        <source>Largest distance to a weather cell (km)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="120"/>
-        <source>How far a parcel may be from the grid cell (or station) it takes its temperatures from; farther parcels get no GDD.</source>
+        <source>Parcels with GDD</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="121"/>
-        <source>The parcels with one field gdd_YYYYMMDD per date.</source>
+        <source>Parcel polygons, any CRS.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="122"/>
+        <source>Dates as YYYY-MM-DD separated by commas. Leave empty to use the scene dates.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="123"/>
-        <source>Finds the Sentinel-2 L2A items of a STAC catalogue that cover the parcel layer in a season, keeps those with at most the given cloud cover, logs their dates, tiles and cloud cover and saves them as a STAC ItemCollection (.json). Classify parcels, Export training data and Growing degree days per parcel read the saved file as their scenes, fetching only the parts of the images that hold parcels.</source>
+        <source>Sentinel-2 scenes whose acquisition dates are used when DATES is empty.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="124"/>
+        <source>A folder of scenes whose dates are used when DATES is empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="125"/>
-        <source>STAC API URL (for another STAC API)</source>
+        <source>Or a STAC item collection saved by &apos;Search a catalogue&apos;, whose dates are used when DATES is empty (no image is read).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="126"/>
-        <source>Collection</source>
+        <source>Season start as MM-DD, or MM-DD/-1 for the previous year (e.g. 09-01/-1).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="127"/>
-        <source>Season (year)</source>
+        <source>Base temperature (°C) below which no growth is counted.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="128"/>
-        <source>Start (YYYY-MM-DD)</source>
+        <source>Cap temperature (°C) above which no extra growth is counted.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="129"/>
-        <source>End (YYYY-MM-DD)</source>
+        <source>paper: clip daily min/max then average; average: average then clip at the base.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="130"/>
-        <source>Largest cloud cover (%)</source>
+        <source>How far a parcel may be from the grid cell (or station) it takes its temperatures from; farther parcels get no GDD.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="131"/>
-        <source>Item collection</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="132"/>
-        <source>Parcel polygons, any CRS: the search covers their bounding box.</source>
+        <source>The parcels with one field gdd_YYYYMMDD per date.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="133"/>
-        <source>Earth Search (public COGs on AWS), Planetary Computer (signed by ThermoCrop), the Copernicus Data Space (JPEG 2000 in S3: reading needs S3 keys) or another STAC API given by its URL.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="134"/>
-        <source>The address of the STAC API when &apos;Another STAC API&apos; is chosen, e.g. https://stac.example.org/v1.</source>
+        <source>Finds the Sentinel-2 L2A items of a STAC catalogue that cover the parcel layer in a season, keeps those with at most the given cloud cover, logs their dates, tiles and cloud cover and saves them as a STAC ItemCollection (.json). Classify parcels, Export training data and Growing degree days per parcel read the saved file as their scenes, fetching only the parts of the images that hold parcels.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="135"/>
-        <source>Collection id; empty for the catalogue&apos;s Sentinel-2 L2A collection (sentinel-2-l2a).</source>
+        <source>STAC API URL (for another STAC API)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="136"/>
-        <source>Calendar year searched (1 January to 31 December); Start and End narrow or replace it.</source>
+        <source>Collection</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="137"/>
-        <source>First day searched, YYYY-MM-DD (optional).</source>
+        <source>Season (year)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="138"/>
-        <source>Last day searched, YYYY-MM-DD (optional).</source>
+        <source>Start (YYYY-MM-DD)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="139"/>
-        <source>Largest cloud cover of an item (eo:cloud_cover), percent.</source>
+        <source>End (YYYY-MM-DD)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="140"/>
-        <source>The item collection to write (.json); it appears only once complete.</source>
+        <source>Largest cloud cover (%)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="141"/>
-        <source>Items found</source>
+        <source>Item collection</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="142"/>
-        <source>Dates found</source>
+        <source>Parcel polygons, any CRS: the search covers their bounding box.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="143"/>
-        <source>Train model</source>
+        <source>Earth Search (public COGs on AWS), Planetary Computer (signed by ThermoCrop), the Copernicus Data Space (JPEG 2000 in S3: reading needs S3 keys) or another STAC API given by its URL.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="144"/>
-        <source>Trains a PSE+LTAE classifier with the chosen positional encoding on one or more datasets written by Export training data, and saves a model bundle (.tcm) that Classify parcels and the dock can use.</source>
+        <source>The address of the STAC API when &apos;Another STAC API&apos; is chosen, e.g. https://stac.example.org/v1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="145"/>
-        <source>Dataset folders</source>
+        <source>Collection id; empty for the catalogue&apos;s Sentinel-2 L2A collection (sentinel-2-l2a).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="146"/>
-        <source>Model variant</source>
+        <source>Calendar year searched (1 January to 31 December); Start and End narrow or replace it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="147"/>
-        <source>Epochs</source>
+        <source>First day searched, YYYY-MM-DD (optional).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="148"/>
-        <source>Steps per epoch</source>
+        <source>Last day searched, YYYY-MM-DD (optional).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="149"/>
-        <source>Batch size</source>
+        <source>Largest cloud cover of an item (eo:cloud_cover), percent.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="150"/>
-        <source>Device</source>
+        <source>The item collection to write (.json); it appears only once complete.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="151"/>
-        <source>Classes (empty: all classes of the datasets)</source>
+        <source>Items found</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="152"/>
-        <source>Initial model (empty: from random weights)</source>
+        <source>Dates found</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="153"/>
-        <source>Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder dialog.</source>
+        <source>Train model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="154"/>
-        <source>Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none. tpe_sinusoidal, the shipped model&apos;s, is recommended (docs/training.md). With an initial model its variant holds: the default stands for it, another choice than the model&apos;s is refused.</source>
+        <source>Trains a PSE+LTAE classifier with the chosen positional encoding on one or more datasets written by Export training data, and saves a model bundle (.tcm) that Classify parcels and the dock can use.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="155"/>
-        <source>Training epochs (default 30, the shipped model&apos;s; the paper trains 100). The time the run will take is measured and logged before it starts.</source>
+        <source>Dataset folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="156"/>
-        <source>Optimiser steps per epoch (default 25; the paper uses 500).</source>
+        <source>Model variant</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="157"/>
-        <source>Parcels per optimiser step (default 64; the paper uses 128).</source>
+        <source>Epochs</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="158"/>
-        <source>auto uses a CUDA GPU when there is one, else the CPU.</source>
+        <source>Steps per epoch</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="159"/>
-        <source>The model&apos;s classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: every class of the datasets. Parcels of other classes are left out of training.</source>
+        <source>Batch size</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="160"/>
-        <source>A model bundle (.tcm) to start from (fine-tuning), e.g. the shipped model. Its variant, settings, bands, input scaling and GDD settings are kept, its classes too when the datasets&apos; classes are among them (else a new output layer learns the new list), and it trains with the few-label recipe (docs/training.md). Empty: from random weights.</source>
+        <source>Device</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="161"/>
+        <source>Classes (empty: all classes of the datasets)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="162"/>
+        <source>Initial model (empty: from random weights)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="163"/>
+        <source>Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder dialog.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="164"/>
+        <source>Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none. tpe_sinusoidal, the shipped model&apos;s, is recommended (docs/training.md). With an initial model its variant holds: the default stands for it, another choice than the model&apos;s is refused.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="165"/>
+        <source>Training epochs (default 30, the shipped model&apos;s; the paper trains 100). The time the run will take is measured and logged before it starts.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="166"/>
+        <source>Optimiser steps per epoch (default 25; the paper uses 500).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="167"/>
+        <source>Parcels per optimiser step (default 64; the paper uses 128).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="168"/>
+        <source>auto uses a CUDA GPU when there is one, else the CPU.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="169"/>
+        <source>The model&apos;s classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: every class of the datasets. Parcels of other classes are left out of training.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="170"/>
+        <source>A model bundle (.tcm) to start from (fine-tuning), e.g. the shipped model. Its variant, settings, bands, input scaling and GDD settings are kept, its classes too when the datasets&apos; classes are among them (else a new output layer learns the new list), and it trains with the few-label recipe (docs/training.md). Empty: from random weights.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="171"/>
         <source>Model bundle file (.tcm) to write.</source>
         <translation type="unfinished"></translation>
     </message>

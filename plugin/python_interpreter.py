@@ -110,6 +110,22 @@ def python_executable() -> str:
     return str(find_interpreter())
 
 
+def use_for_worker_processes() -> None:
+    """Start the processes of a local Dask cluster (multiprocessing's spawn and fork server start
+    ``sys.executable``) with the interpreter QGIS runs on (:func:`find_interpreter`).
+
+    Inside QGIS ``sys.executable`` is QGIS itself or the first ``python3`` on the PATH: under
+    ``qgis_process`` here a pyenv shim, whose workers failed on the first partition with "numpy.dtype
+    size changed" (another Python's numpy under QGIS's packages).
+
+    Raises:
+        DependencyError: the interpreter cannot be found.
+    """
+    import multiprocessing
+
+    multiprocessing.set_executable(python_executable())
+
+
 def no_window() -> dict:
     # On Windows a console window would flash up for every subprocess started from QGIS.
     if sys.platform == "win32":

@@ -9,15 +9,18 @@ no other QGIS object, so removing the layer meanwhile harms nothing.
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
-from qgis.core import Qgis, QgsFeatureRequest, QgsMessageLog, QgsTask
+from qgis.core import Qgis, QgsFeatureRequest, QgsMessageLog, QgsProcessingUtils, QgsTask
 
 from .. import app
 from ..app import (
     ClassificationOutput,
     ClassifyRequest,
+    ClusterSpec,
     ParcelsSpec,
     ResultFields,
     RunProgress,
@@ -26,9 +29,11 @@ from ..app import (
 )
 from ..core.classify import estimated_seconds
 from ..core.model.calibration import DEFAULT_COVERAGE
+from ..core.runs.folder import default_run_folder
 from ..core.settings import PixelSampling
 from .i18n import tr
 from .layers import ID_COLUMN, features_to_frame
+from .python_interpreter import use_for_worker_processes
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +94,8 @@ class ClassificationParameters:
         coverage: the prediction sets' coverage (``crop_set``, ``crop_set_size``), or None for no sets.
         as_of: classify as of this date (a ``datetime.date``; None: every scene).
         decided: the confidence a decided label keeps (``crop_decided``); None: not asked.
+        cluster: where the work runs (one process, local workers or a scheduler's cluster), its
+            run folder named (``prepared_cluster``).
     """
 
     parcels: Any
@@ -109,6 +116,25 @@ class ClassificationParameters:
     coverage: Optional[float] = DEFAULT_COVERAGE
     as_of: Any = None
     decided: Optional[float] = None
+    cluster: ClusterSpec = field(default_factory=ClusterSpec)
+
+
+def prepared_cluster(spec: ClusterSpec, beside: Optional[str], name: str) -> ClusterSpec:
+    """``spec`` ready to run from QGIS: a partitioned run's folder is the one given, else
+    ``<beside>.parts`` beside the output file (as on the command line), else a new folder
+    ``<name>-<random>.parts`` in QGIS's temporary folder (one that cannot be resumed once QGIS
+    closes); local workers start from QGIS's Python interpreter.
+
+    Raises:
+        DependencyError: local workers are asked for and that interpreter cannot be found.
+    """
+    if spec.partitioned and not spec.run_folder:
+        folder = default_run_folder(beside) if beside else \
+            Path(QgsProcessingUtils.tempFolder()) / f"{name}-{uuid.uuid4().hex[:12]}.parts"
+        spec = replace(spec, run_folder=str(folder))
+    if spec.workers > 1 and not spec.scheduler:
+        use_for_worker_processes()
+    return spec
 
 
 class ThermoCropTask(QgsTask):
@@ -228,7 +254,7 @@ def classification_request(p: ClassificationParameters) -> ClassifyRequest:
         scenes=scenes, weather=weather_spec(p.weather), model=p.bundle if p.bundle is not None else p.model,
         fields=ResultFields(p.label_field, p.confidence_field, p.status_field, p.probabilities, p.coverage,
                             decided=p.decided),
-        sampling=PixelSampling(**p.extra), output=output, as_of=p.as_of)
+        sampling=PixelSampling(**p.extra), output=output, as_of=p.as_of, cluster=p.cluster)
 
 
 def read_parcels(request: ClassifyRequest, fids: list) -> tuple[ClassifyRequest, list]:

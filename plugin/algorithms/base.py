@@ -55,6 +55,12 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
     AUTH = "AUTH"
     WEATHER = "WEATHER"
     WEATHER_SERVICE = "WEATHER_SERVICE"
+    # Where a partitioned run goes (advanced; ``request_parts.add_cluster_parameters``).
+    CHUNK_SIZE = "CHUNK_SIZE"
+    WORKERS = "WORKERS"
+    SCHEDULER = "SCHEDULER"
+    RUN_FOLDER = "RUN_FOLDER"
+    RESUME = "RESUME"
 
     CHECKS: tuple[Callable[..., tuple[bool, str]], ...] = ()
     """The algorithm's own checks of its parameters, in order: functions ``(algorithm, parameters,

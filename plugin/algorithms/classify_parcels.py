@@ -36,7 +36,16 @@ from ..layers import features_to_frame
 from ..staged_sinks import StagedSink, check_sink, field_kinds, geometry_type, layer_file
 from ..styles import apply_class_style, save_style_beside
 from .base import ThermoCropAlgorithm
-from .request_parts import ProcessingRun, scenes_spec, weather_spec
+from .request_parts import (
+    CLUSTER_HELP,
+    ProcessingRun,
+    add_cluster_parameters,
+    check_cluster,
+    cluster_spec,
+    run_request,
+    scenes_spec,
+    weather_spec,
+)
 
 QVARIANT_OF_KIND = {"string": QVariant.String, "real": QVariant.Double, "integer": QVariant.LongLong}
 """The attribute type of each kind of result column (``core.io.vector.field_kind``)."""
@@ -99,6 +108,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
                    "confidence below, as YYYY-MM-DD text) and crop_decided_gdd (the parcel's GDD then).",
         "DECIDED_THRESHOLD": "The confidence (calibrated where the model carries a calibration) a decided label "
                              "keeps up to the last acquisition.",
+        **CLUSTER_HELP,
         "OUTPUT": "Classified parcels, styled by class; the style is saved beside file outputs.",
     }
 
@@ -123,6 +133,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
                                                defaultValue=False))
         self.add(self.number(self.DECIDED_THRESHOLD, "Confidence a decided label keeps", "decided_threshold",
                              DEFAULT_DECIDED_THRESHOLD))
+        add_cluster_parameters(self)
         self.add(QgsProcessingParameterFeatureSink(self.OUTPUT, "Classified parcels",
                                                    QgsProcessing.TypeVectorPolygon))
         self.addOutput(QgsProcessingOutputNumber(self.CLASSIFIED, "Parcels classified"))
@@ -175,7 +186,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
         return True, ""
 
     CHECKS = (ThermoCropAlgorithm.check_weather, check_model, check_field_names, check_as_of, ThermoCropAlgorithm.check_parcel_crs,
-              ThermoCropAlgorithm.check_scenes, check_output)
+              ThermoCropAlgorithm.check_scenes, check_cluster, check_output)
 
     def _inputs(self, parameters, context) -> list:
         """The files this run reads, which the output may not be."""
@@ -210,7 +221,8 @@ class ClassifyParcels(ThermoCropAlgorithm):
             def bar(self, what):
                 return contextlib.nullcontext(parts["classifying"])
 
-        run = self.run_core(lambda: app.run_classification(request, Run(feedback, checked=checked)))
+        run = run_request(self, lambda: app.run_classification(request, Run(feedback, checked=checked)),
+                          request.cluster, feedback)
         result, bundle = run.result, run.bundle
         for warning in result.warnings:
             feedback.pushWarning(warning)
@@ -244,7 +256,9 @@ class ClassifyParcels(ThermoCropAlgorithm):
             parcels=ParcelsSpec(frame, name=source.sourceName()),
             scenes=scenes_spec(self, parameters, context), weather=weather_spec(self, parameters, context),
             model=self.parameterAsFile(parameters, self.MODEL, context) or None,
-            fields=self._fields(parameters, context), as_of=self.as_of(parameters, context))
+            fields=self._fields(parameters, context), as_of=self.as_of(parameters, context),
+            chunk_size=self.parameterAsInt(parameters, self.CHUNK_SIZE, context),
+            cluster=cluster_spec(self, parameters, context))
 
     def _fields(self, parameters, context) -> ResultFields:
         """The result's columns the parameters ask for (no sets without ``PREDICTION_SETS``, no

@@ -22,7 +22,18 @@ from ...core.settings import ExtractionSettings, PixelSampling, ThermalTime
 from ..i18n import tr
 from ..layers import features_to_frame
 from .base import WIDGETS_MODULE, ThermoCropAlgorithm
-from .request_parts import PRESET_LABELS, ProcessingRun, class_map_of, scenes_spec, weather_spec
+from .request_parts import (
+    CLUSTER_HELP,
+    PRESET_LABELS,
+    ProcessingRun,
+    add_cluster_parameters,
+    check_cluster,
+    class_map_of,
+    cluster_spec,
+    run_request,
+    scenes_spec,
+    weather_spec,
+)
 
 DEFAULT_BLOCK_FIELD = "block"
 """The block field ``core.extract`` reads by default, and this algorithm's default."""
@@ -63,6 +74,7 @@ class ExportTrainingData(ThermoCropAlgorithm):
                    "and choose a weather service below.",
         "SEASON_START": "Season start as MM-DD, or MM-DD/-1 for the previous year.",
         "MAX_PIXELS": "Pixels sampled per parcel and date (the paper uses 64).",
+        **CLUSTER_HELP,
         "OUTPUT": "Dataset folder to create; it must not exist yet.",
     }
 
@@ -85,6 +97,7 @@ class ExportTrainingData(ThermoCropAlgorithm):
         self.add_weather_parameters(self.HELP["WEATHER"])
         self.add(QgsProcessingParameterString(self.SEASON_START, "Season start", defaultValue="01-01"))
         self.add(self.number(self.MAX_PIXELS, "Pixels per parcel", "max_pixels", 64))
+        add_cluster_parameters(self)
         self.add(QgsProcessingParameterFolderDestination(self.OUTPUT, "Dataset folder"))
 
     def check_season_start(self, parameters, context) -> tuple[bool, str]:
@@ -111,7 +124,7 @@ class ExportTrainingData(ThermoCropAlgorithm):
                                       what="dataset folder", kind="folder")
 
     CHECKS = (ThermoCropAlgorithm.check_weather, ThermoCropAlgorithm.check_parcel_crs, check_season_start,
-              check_class_map, ThermoCropAlgorithm.check_scenes, check_output)
+              check_class_map, ThermoCropAlgorithm.check_scenes, check_cluster, check_output)
 
     def class_map(self, parameters, context):
         """The ``ClassMap`` chosen (preset or file), or None."""
@@ -150,7 +163,9 @@ class ExportTrainingData(ThermoCropAlgorithm):
             weather=weather_spec(self, parameters, context), out=self.parameterAsString(parameters, self.OUTPUT, context),
             label_field=label_field, class_map=self.class_map(parameters, context),
             min_parcels=self.parameterAsInt(parameters, self.MIN_PARCELS, context), block_field=block_field,
-            settings=ExtractionSettings(sampling=sampling, thermal=ThermalTime(season_start=season)))
+            settings=ExtractionSettings(sampling=sampling, thermal=ThermalTime(season_start=season)),
+            chunk_size=self.parameterAsInt(parameters, self.CHUNK_SIZE, context),
+            cluster=cluster_spec(self, parameters, context))
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         out = self.parameterAsString(parameters, self.OUTPUT, context)
@@ -162,7 +177,8 @@ class ExportTrainingData(ThermoCropAlgorithm):
         request = self.request(parameters, context, feedback)
         if os.path.isdir(out):
             os.rmdir(out)
-        path = self.run_core(lambda: app.run_extraction(request, ProcessingRun(feedback))).path
+        path = run_request(self, lambda: app.run_extraction(request, ProcessingRun(feedback)), request.cluster,
+                           feedback).path
         from ...core.pixel_sets import open_dataset
 
         ps = open_dataset(path)

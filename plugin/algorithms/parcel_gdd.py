@@ -26,7 +26,16 @@ from ..i18n import tr
 from ..layers import features_to_frame
 from ..staged_sinks import StagedSink, check_sink, destination_driver, field_kinds, geometry_type, layer_file
 from .base import ThermoCropAlgorithm
-from .request_parts import ProcessingRun, scenes_spec, weather_spec
+from .request_parts import (
+    CLUSTER_HELP,
+    ProcessingRun,
+    add_cluster_parameters,
+    check_cluster,
+    cluster_spec,
+    run_request,
+    scenes_spec,
+    weather_spec,
+)
 
 METHODS = ("paper", "average")
 
@@ -60,6 +69,7 @@ class ParcelGDD(ThermoCropAlgorithm):
         "METHOD": "paper: clip daily min/max then average; average: average then clip at the base.",
         "MAX_DISTANCE_KM": "How far a parcel may be from the grid cell (or station) it takes its temperatures "
                            "from; farther parcels get no GDD.",
+        **CLUSTER_HELP,
         "OUTPUT": "The parcels with one field gdd_YYYYMMDD per date.",
     }
 
@@ -76,6 +86,7 @@ class ParcelGDD(ThermoCropAlgorithm):
                                WeatherSpec.max_distance_km)
         distance.setFlags(distance.flags() | QgsProcessingParameterDefinition.FlagOptional)
         self.add(distance)
+        add_cluster_parameters(self)
         self.add(QgsProcessingParameterFeatureSink(self.OUTPUT, "Parcels with GDD", QgsProcessing.TypeVectorPolygon))
 
     def _dates(self, parameters, context) -> np.ndarray:
@@ -145,7 +156,7 @@ class ParcelGDD(ThermoCropAlgorithm):
                           source_fields=source.fields() if source is not None else None)
 
     CHECKS = (ThermoCropAlgorithm.check_weather, check_dates_or_scenes, check_temperatures, check_season_start,
-              ThermoCropAlgorithm.check_parcel_crs, check_output)
+              ThermoCropAlgorithm.check_parcel_crs, check_cluster, check_output)
 
     def _inputs(self, parameters, context) -> list:
         """The files this run reads, which the output may not be."""
@@ -173,12 +184,14 @@ class ParcelGDD(ThermoCropAlgorithm):
             weather=weather_spec(self, parameters, context,
                                  self.parameterAsDouble(parameters, self.MAX_DISTANCE_KM, context)),
             dates=tuple(self._dates(parameters, context)) if text else None,
-            scenes=None if text else scenes_spec(self, parameters, context), thermal=thermal)
+            scenes=None if text else scenes_spec(self, parameters, context), thermal=thermal,
+            chunk_size=self.parameterAsInt(parameters, self.CHUNK_SIZE, context),
+            cluster=cluster_spec(self, parameters, context))
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         source = self.parameterAsSource(parameters, self.INPUT, context)
         request = self.request(parameters, context)
-        run = self.run_core(lambda: app.run_gdd(request, ProcessingRun(feedback)))
+        run = run_request(self, lambda: app.run_gdd(request, ProcessingRun(feedback)), request.cluster, feedback)
         gdd, dates, features = run.gdd, run.dates, self._features
         crs = source.sourceCrs()
         feedback.pushInfo(tr("GDD of {n} parcels at {dates} dates from {weather}").format(

@@ -56,7 +56,7 @@ from ..styles import (
     confidence_renderer,
     save_style_beside,
 )
-from ..task import ClassificationParameters, ClassificationTask, LayerSnapshot
+from ..task import ClassificationParameters, ClassificationTask, LayerSnapshot, prepared_cluster
 from ..weather_task import WeatherTask, scene_dates
 from .form import read_form
 from .input_widgets import ClassifyInputs
@@ -257,6 +257,12 @@ class ClassifyPanel(QObject):
             if existing and not self.confirm_overwrite(existing):
                 say(tr("Not started: the fields exist and are not to be overwritten."))
                 return None
+        try:
+            # A partitioned run's folder: beside the new file, or beside the layer's own file.
+            cluster = prepared_cluster(form.cluster, output or layer_file(layer), "classify")
+        except ThermoCropError as exc:
+            say(tr("Not started: {reason}").format(reason=exc), Qgis.Critical, bar=True)
+            return None
         selected = list(layer.selectedFeatureIds()) if form.selected_only else None
         snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(),
                                  layer.fields().names(), selected)
@@ -269,7 +275,8 @@ class ClassifyPanel(QObject):
                                         bundle=None if shipped_for_items else checked.bundle,
                                         inputs=[p for p in (layer_file(layer), weather, model) if p],
                                         coverage=form.coverage, as_of=form.as_of,
-                                        decided=DEFAULT_DECIDED_THRESHOLD if form.decided else None)
+                                        decided=DEFAULT_DECIDED_THRESHOLD if form.decided else None,
+                                        cluster=cluster)
 
     @staticmethod
     def check_inputs(layer: QgsVectorLayer, scenes: Optional[list], weather: str, model: Optional[str]):
@@ -399,7 +406,12 @@ class ClassifyPanel(QObject):
             say(tr("The parcel layer was removed while classifying; nothing was written."), Qgis.Warning, bar=True)
             return
         if task.cancelled:
-            say(tr("Cancelled; nothing was written and the layer was not changed."), Qgis.Info)
+            text = tr("Cancelled; nothing was written and the layer was not changed.")
+            cluster = task.request.cluster
+            if cluster.partitioned:
+                text += " " + tr("The partitions written so far stay in {folder}; tick 'Resume the interrupted "
+                                 "run' and classify again to take the run up.").format(folder=cluster.run_folder)
+            say(text, Qgis.Info)
             return
         if task.result is None:
             say(tr("Classification failed: {error}").format(error=task.error), Qgis.Critical, bar=True)

@@ -13,11 +13,12 @@ from typing import Optional
 
 from qgis.core import QgsVectorLayer
 
-from ...app import ResultFields
+from ...app import ClusterSpec, ResultFields
 from ...core.inseason import DEFAULT_DECIDED_THRESHOLD
 from ...core.model.calibration import DEFAULT_COVERAGE
 from ..i18n import tr
 from ..layer_writer import default_output_path, field_name_problems, layer_is_writable
+from ..staged_sinks import layer_file
 from .input_widgets import ClassifyInputs
 
 
@@ -41,6 +42,7 @@ class ClassifyForm:
             when there is neither), or None to write into the parcel layer's own fields.
         as_of: classify as of this date (None: every scene).
         decided: also write when each label was decided (``crop_decided``, ``crop_decided_gdd``).
+        cluster: where the run goes, as chosen (its run folder not yet defaulted).
     """
 
     layer: Optional[QgsVectorLayer]
@@ -58,6 +60,7 @@ class ClassifyForm:
     coverage: Optional[float] = DEFAULT_COVERAGE
     as_of: Optional[datetime.date] = None
     decided: bool = False
+    cluster: ClusterSpec = ClusterSpec()
 
     @property
     def field_names(self) -> tuple:
@@ -91,6 +94,12 @@ class ClassifyForm:
             return tr("Choose a daily temperature file, or a weather service under 'Weather'.")
         if not all(self.field_names) or len(set(self.field_names)) < 3:
             return tr("The class, confidence and status fields need three different names.")
+        problem = self.cluster.problem()
+        if problem:
+            return problem
+        if self.cluster.resume and not self.cluster.run_folder and not self.output and not layer_file(layer):
+            return tr("Resuming needs the run folder of the interrupted run: {layer} is not a file layer, so "
+                      "give the run folder under 'Advanced'.").format(layer=layer.name())
         if self.output is not None:
             if not self.output:
                 return tr("{layer} is not a file layer; choose the new layer file.").format(layer=layer.name())
@@ -129,4 +138,5 @@ def read_form(inputs: ClassifyInputs) -> ClassifyForm:
         coverage=inputs.set_coverage(),
         as_of=inputs.as_of.date().toPyDate() if inputs.as_of_on.isChecked() else None,
         decided=inputs.decided.isChecked(),
+        cluster=inputs.cluster.spec(),
     )

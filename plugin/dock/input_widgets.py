@@ -1,6 +1,7 @@
 """The Classify tab's form: the parcel layer, the scenes (project rasters, files and folders, or a
-catalogue search), the weather (a file or a service), the model with its card and the output
-(a new layer file or the layer's own fields), remembered between sessions."""
+catalogue search), the weather (a file or a service), the model with its card, the output (a
+new layer file or the layer's own fields) and where the run goes (``cluster_box.py``),
+remembered between sessions."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ from ..catalog_widget import CatalogWidget
 from ..i18n import tr
 from ..layer_writer import default_output_path
 from ..layers import SCENE_FILE_FILTER, scene_candidate, scene_source
+from .cluster_box import ClusterBox
 from .layout import ElidedLabel, file_row, wrapping_form
 
 SETTINGS_GROUP = "thermocrop/dock"
@@ -69,6 +71,8 @@ class ClassifyInputs(QWidget):
         self.classify_layout.addWidget(self._build_inputs())
         self.classify_layout.addWidget(self._build_model())
         self.classify_layout.addWidget(self._build_output())
+        self.cluster = ClusterBox()
+        self.classify_layout.addWidget(self.cluster)
         self.classify_layout.addStretch(1)
         self._card_path: Optional[str] = None
         self.show_model_card()
@@ -390,6 +394,9 @@ class ClassifyInputs(QWidget):
         self.probabilities.toggled.connect(lambda *_: self._remember())
         self.prediction_sets.toggled.connect(lambda *_: self._remember())
         self.coverage.valueChanged.connect(lambda *_: self._remember())
+        self.cluster.workers.valueChanged.connect(lambda *_: self._remember())
+        self.cluster.scheduler.editingFinished.connect(self._remember)
+        self.cluster.run_folder.fileChanged.connect(lambda *_: self._remember())
 
     def _remember(self) -> None:
         if self._remembering:
@@ -409,6 +416,7 @@ class ClassifyInputs(QWidget):
         settings.setValue("probabilities", self.probabilities.isChecked())
         settings.setValue("prediction_sets", self.prediction_sets.isChecked())
         settings.setValue("coverage", self.coverage.value())
+        self.cluster.save_settings(settings)
         settings.endGroup()
         self.catalog.save_settings()
 
@@ -436,6 +444,7 @@ class ClassifyInputs(QWidget):
         self.probabilities.setChecked(settings.value("probabilities", False, type=bool))
         self.prediction_sets.setChecked(settings.value("prediction_sets", True, type=bool))
         self.coverage.setValue(settings.value("coverage", DEFAULT_COVERAGE, type=float))
+        self.cluster.restore_settings(settings)
         settings.endGroup()
 
     # ----- model card

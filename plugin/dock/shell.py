@@ -29,7 +29,7 @@ FORWARDED = {
     "inputs": ("layer_combo", "selected_only", "scene_list", "add_files", "add_folder", "remove_scenes",
                "clear_scenes", "left_out", "left_out_note", "catalog", "weather_from", "weather",
                "weather_caption", "model", "model_card", "to_new_file", "in_place", "output_mode", "output_file",
-               "label_field", "conf_field", "status_field", "probabilities", "prediction_sets", "coverage",
+               "label_field", "conf_field", "status_field", "probabilities", "prediction_sets", "coverage", "cluster",
                "classify_layout", "refresh_rasters",
                "add_scene_paths", "remove_selected_scenes", "clear_added_scenes", "scene_paths",
                "weather_service", "set_weather_service", "save_settings", "restore_settings",

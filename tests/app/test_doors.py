@@ -287,3 +287,43 @@ def test_classification_as_of_a_date_and_decided_labels_reach_every_door(provide
                                                       "OUTPUT": str(tmp_path / "bad.gpkg")},
                        context=QgsProcessingContext(), feedback=QgsProcessingFeedback())
     assert len(requests) == 3
+
+
+def test_partitioned_runs_are_asked_for_alike_from_the_command_line_and_the_toolbox(provider, spy, tiny_region,
+                                                                                     tmp_path):
+    from thermocrop.cli.commands import classify_command, extract_command, gdd_command
+    from thermocrop.cli.main import main
+    from thermocrop.plugin.algorithms import classify_parcels, export_training_data, parcel_gdd
+
+    parcels, scenes, weather = tiny_region / "parcels.gpkg", tiny_region / "scenes", tiny_region / "weather.nc"
+    run = str(tmp_path / "run")
+    cli_options = ["--chunk-size", "7", "--workers", "3", "--run-folder", run, "--resume"]
+    toolbox = {"CHUNK_SIZE": 7, "WORKERS": 3, "RUN_FOLDER": run, "RESUME": True}
+    expected = app.ClusterSpec(workers=3, run_folder=run, resume=True)
+
+    classify = spy("run_classification", classify_command, classify_parcels)
+    assert main(["classify", "--parcels", str(parcels), "--scenes", str(scenes), "--weather", str(weather),
+                 "--out", str(tmp_path / "cli.gpkg"), *cli_options]) != 0
+    _processing("thermocrop:classifyparcels", {"INPUT": str(parcels), "SCENE_FOLDER": str(scenes),
+                                               "WEATHER": str(weather), "OUTPUT": str(tmp_path / "toolbox.gpkg"),
+                                               **toolbox})
+    extract = spy("run_extraction", extract_command, export_training_data)
+    assert main(["extract", "--parcels", str(parcels), "--scenes", str(scenes), "--weather", str(weather),
+                 "--label-field", "crop", "--out", str(tmp_path / "dataset"), *cli_options]) != 0
+    _processing("thermocrop:exporttrainingdata", {"INPUT": str(parcels), "LABEL_FIELD": "crop",
+                                                  "SCENE_FOLDER": str(scenes), "WEATHER": str(weather),
+                                                  "OUTPUT": str(tmp_path / "dataset"), **toolbox})
+    gdd = spy("run_gdd", gdd_command, parcel_gdd)
+    assert main(["gdd", "--parcels", str(parcels), "--weather", str(weather), "--dates", "2017-04-01",
+                 "--out", str(tmp_path / "gdd.csv"), *cli_options]) != 0
+    _processing("thermocrop:parcelgdd", {"INPUT": str(parcels), "WEATHER": str(weather), "DATES": "2017-04-01",
+                                         "OUTPUT": str(tmp_path / "gdd.gpkg"), **toolbox})
+    for requests in (classify, extract, gdd):
+        cli, box = requests
+        assert cli.cluster == box.cluster == expected
+        assert cli.chunk_size == box.chunk_size == 7
+
+    # Without a run folder the Toolbox names the command line's default, beside its output file.
+    _processing("thermocrop:parcelgdd", {"INPUT": str(parcels), "WEATHER": str(weather), "DATES": "2017-04-01",
+                                         "OUTPUT": str(tmp_path / "gdd.gpkg"), "SCHEDULER": "node-3:8786"})
+    assert gdd[-1].cluster == app.ClusterSpec(scheduler="node-3:8786", run_folder=str(tmp_path / "gdd.gpkg.parts"))

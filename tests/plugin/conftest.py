@@ -96,3 +96,41 @@ def set_bundle(small_bundle, tmp_path_factory):
     calibration = Calibration(temperature=1.0, scores=(0.0,) * 79 + (0.9,) * 20, parcels=99, source="by hand")
     calibrated_bundle(load_bundle(small_bundle), calibration, path)
     return path
+
+
+@pytest.fixture(scope="session")
+def partition_region(tmp_path_factory) -> dict:
+    """Files of partitioned runs: 4 L1C scenes of 60 x 60 px, 40 parcels (one outside the scenes,
+    one smaller than a pixel) with a ``crop`` label, a station CSV of a year's temperatures."""
+    import geopandas as gpd
+    import rasterio
+    from rasterio.transform import from_origin
+    from shapely.geometry import box
+
+    from thermocrop.core.scenes.bands import S2_BANDS
+
+    x0, y0 = 500000.0, 4800000.0
+    root = tmp_path_factory.mktemp("partitioned")
+    rng = np.random.default_rng(5)
+    for date in ("20230412", "20230524", "20230602", "20230720"):
+        path = root / "scenes" / f"S2A_MSIL1C_{date}T100031_N0509_R122_T31TCJ_{date}T110000.tif"
+        path.parent.mkdir(exist_ok=True)
+        with rasterio.open(path, "w", driver="GTiff", width=60, height=60, count=10, dtype="uint16", crs="EPSG:32631",
+                           transform=from_origin(x0, y0, 10, 10), nodata=0) as ds:
+            ds.write(rng.integers(1200, 5000, size=(10, 60, 60), dtype=np.uint16))
+            for i, band in enumerate(S2_BANDS, start=1):
+                ds.set_band_description(i, band)
+    # 36 parcels on a 6 x 6 grid listed column by column (layer order is not strip order), one
+    # outside the scenes, one smaller than a pixel, two long ones across the grid.
+    geoms = [box(x0 + 100 * c + 12, y0 - 100 * r - 88, x0 + 100 * c + 88, y0 - 100 * r - 12)
+             for c in range(6) for r in range(6)]
+    geoms += [box(x0 - 900, y0 + 100, x0 - 800, y0 + 200), box(x0 + 301, y0 - 309, x0 + 304, y0 - 301),
+              box(x0 + 20, y0 - 590, x0 + 580, y0 - 560), box(x0 + 560, y0 - 580, x0 + 590, y0 - 20)]
+    crops = ["wheat", "maize", "barley"]
+    gpd.GeoDataFrame({"parcel_id": [f"p{k:02d}" for k in range(len(geoms))],
+                      "crop": [crops[k % 3] for k in range(len(geoms))]},
+                     geometry=geoms, crs="EPSG:32631").to_file(root / "parcels.gpkg", driver="GPKG")
+    days = np.arange(np.datetime64("2023-01-01"), np.datetime64("2023-12-31"))
+    temps = "".join(f"{d},{2 + 6 * np.sin(i / 58):.1f},{12 + 9 * np.sin(i / 58):.1f}\n" for i, d in enumerate(days))
+    (root / "weather.csv").write_text("date,tmin,tmax\n" + temps, encoding="utf-8")
+    return {"scenes": str(root / "scenes"), "parcels": str(root / "parcels.gpkg"), "weather": str(root / "weather.csv")}
