@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..core.classify import bundle_thermal_time
+from ..core.errors import DatasetError
 from ..core.pixel_sets import open_dataset
 from ..core.preflight import run_bundle
 from ..core.settings import ExtractionSettings
@@ -69,7 +70,12 @@ def run_season_accuracy(request: SeasonAccuracyRequest, progress: Optional[RunPr
             progress.report(f"{sum(left_out.values())} reference parcels of {reference.describe()} have classes the "
                             "model does not know and are left out: "
                             + ", ".join(f"{c} {n}" for c, n in sorted(left_out.items())))
-        accuracy = accuracy_through_season(bundle, ps, unseen="drop")
+        try:
+            accuracy = accuracy_through_season(bundle, ps, unseen="drop")
+        except DatasetError:
+            raise DatasetError(f"No reference parcel of {reference.describe()} can be scored: none has both a label "
+                               f"of the model's classes ({', '.join(bundle.classes)}) in {request.label_field} and "
+                               "clear pixels in the scenes. Check the label field and --class-map.") from None
         del ps
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -4,6 +4,7 @@ thermocrop inseason --reference) equals one classification per cut of the scenes
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 
 import geopandas as gpd
 import numpy as np
@@ -76,4 +77,16 @@ def test_reference_without_label_field_or_with_data_is_refused(tiny_region, tmp_
     assert "--label-field" in capsys.readouterr().err
     assert main([*common, "--label-field", "crop", "--data", str(tmp_path)]) != 0
     assert "either --data" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_reference_without_a_class_of_the_model_is_refused_naming_the_layer(tiny_region, tmp_path):
+    from thermocrop.core.errors import DatasetError
+
+    layer = gpd.read_file(tiny_region / "parcels.gpkg").head(6)
+    layer["crop"] = "no_such_crop"
+    layer.to_file(tmp_path / "ref.gpkg")
+    request = replace(_request(tiny_region, tmp_path / "out"), reference=ParcelsSpec(str(tmp_path / "ref.gpkg")))
+    with pytest.raises(DatasetError, match="ref.gpkg"):
+        app.run_season_accuracy(request)
     assert not (tmp_path / "out").exists()
