@@ -21,13 +21,15 @@ from .requests import (
     ParcelsSpec,
     ResultFields,
     ScenesSpec,
+    SeasonAccuracyRequest,
     WeatherSpec,
 )
 from .run_progress import RunProgress
 
 RUNS = {"ClassificationRun": "runs", "ExtractionRun": "runs", "GddRun": "runs", "run_classification": "runs",
         "run_extraction": "runs", "run_gdd": "runs", "CalibrationRun": "calibration_run",
-        "run_calibration": "calibration_run"}
+        "run_calibration": "calibration_run", "SeasonAccuracyRun": "season_accuracy_run",
+        "run_season_accuracy": "season_accuracy_run"}
 """Names of the run modules -> their module, imported when first asked for."""
 
 
@@ -40,6 +42,6 @@ def __getattr__(name):
 __all__ = [
     "NOT_SELECTED", "CalibrateRequest", "CalibrationRun", "ClassificationOutput", "ClassificationRun", "ClassifyRequest", "ClusterSpec", "ExtractRequest",
     "ExtractionRun", "GddRequest", "GddRun", "ParcelsSpec", "ResultFields", "RunProgress", "ScenesSpec",
-    "WeatherSpec", "resolve_scenes", "resolve_weather", "result_columns", "run_calibration", "run_classification", "run_extraction",
-    "run_gdd", "scene_dates", "weather_spec",
+    "SeasonAccuracyRequest", "SeasonAccuracyRun", "WeatherSpec", "resolve_scenes", "resolve_weather", "result_columns", "run_calibration", "run_classification", "run_extraction",
+    "run_gdd", "run_season_accuracy", "scene_dates", "weather_spec",
 ]

@@ -319,3 +319,29 @@ class CalibrateRequest:
     class_map: Any = None
     overwrite: bool = False
     sampling: PixelSampling = field(default_factory=PixelSampling)
+
+
+@dataclass(frozen=True)
+class SeasonAccuracyRequest:
+    """Score a model through the season on labelled reference parcels, extracted on the fly from
+    the scenes and weather: OA, macro F1 and per-class F1 as of each acquisition, written as
+    ``inseason.csv``, ``inseason_classes.csv`` and ``inseason.png`` into the folder ``out``.
+
+    Attributes:
+        reference: the labelled parcels (``ParcelsSpec``).
+        label_field: their label field (class names, or crop codes with ``class_map``).
+        out: the folder of the tables and the figure.
+        model: the bundle to score (None: the shipped model for the scenes' level).
+        class_map: codes -> classes (a preset name or a class map file), or None.
+        overwrite: replace the files of an earlier run in ``out``.
+    """
+
+    reference: ParcelsSpec
+    label_field: str
+    scenes: ScenesSpec
+    weather: WeatherSpec
+    out: str
+    model: Any = None
+    class_map: Any = None
+    overwrite: bool = False
+    sampling: PixelSampling = field(default_factory=PixelSampling)

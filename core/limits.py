@@ -89,6 +89,7 @@ LIMITS: dict[str, Limit] = {
     "devices": Limit(1, 1024, integer=True),
     "members": Limit(1, 64, integer=True),
     "workers": Limit(1, 4096, integer=True),
+    "as_of_steps": Limit(1, 366, integer=True),
     # synthetic regions
     "parcels": Limit(9, 10_000_000, integer=True),
     "size": Limit(16, 100_000, integer=True, unit="pixels"),

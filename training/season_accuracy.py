@@ -9,12 +9,12 @@ import csv
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
 from ..core.errors import DatasetError
-from ..core.io.output import write_bytes, write_text
+from ..core.io.output import check_output, write_bytes, write_text
 from ..core.model.bundle import ModelBundle
 from ..core.pixel_sets import PixelSets
 from .datasets import align_classes
@@ -158,6 +158,21 @@ def season_accuracy_paths(out: Union[str, Path]) -> dict[str, Path]:
     """The files :func:`write_season_accuracy` writes into the folder ``out``, by kind."""
     out = Path(out)
     return {"table": out / "inseason.csv", "classes": out / "inseason_classes.csv", "figure": out / "inseason.png"}
+
+
+def check_season_accuracy_out(out: Union[str, Path], *, overwrite: bool = False, inputs: Sequence[Any] = ()) -> None:
+    """Refuse, before any work, an ``out`` that is not a folder, holds the files of an earlier run
+    without ``overwrite``, or is one of ``inputs``.
+
+    Raises:
+        OutputError: naming the file or folder.
+    """
+    inputs = [p for p in inputs if isinstance(p, (str, Path))]
+    if Path(out).is_dir():
+        for path in season_accuracy_paths(out).values():
+            check_output(path, what="in-season output", overwrite=overwrite, inputs=inputs)
+    else:
+        check_output(out, what="in-season folder", kind="folder", inputs=inputs)
 
 
 def write_season_accuracy(accuracy: SeasonAccuracy, out: Union[str, Path], *, overwrite: bool = False,

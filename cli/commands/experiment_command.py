@@ -33,6 +33,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=bounded("jobs"), default=1, help="runs trained at once (default 1)")
     parser.add_argument("--estimate", action="store_true",
                         help="only measure the speed here and say how long the runs still to do would take")
+    parser.add_argument("--as-of-steps", type=bounded("as_of_steps"), metavar="N",
+                        help="also score each run on its held-out region as of N evenly spaced shares of the "
+                             "region's season GDD (as_of.csv, as_of_reached.csv, as_of.md, as_of.png)")
     add_training_flags(parser)
 
 
@@ -58,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
 
         if not args.data_root or args.regions:
             raise InputError("--protocol paper takes --data-root (the TimeMatch folder), not --regions")
+        if args.as_of_steps:
+            raise InputError("--as-of-steps scores held-out regions (--protocol regions), not the paper protocol")
         try:
             maps = dict(item.split("=", 1) for item in args.class_map)
         except ValueError:
@@ -76,6 +81,11 @@ def run(args: argparse.Namespace) -> int:
         run_experiment(regions, variants, out, config, jobs=args.jobs, estimate_only=True)
         return 0
     with progress_bar("experiment") as progress:
-        run_experiment(regions, variants, out, config, jobs=args.jobs, progress=progress)
+        records = run_experiment(regions, variants, out, config, jobs=args.jobs, progress=progress)
     print((out / "table.md").read_text())
+    if args.as_of_steps:
+        from ...training.experiment_as_of import score_runs_as_of, write_as_of
+
+        paths = write_as_of(score_runs_as_of(records, regions, out, args.as_of_steps, config.classes), variants, out)
+        print(paths["summary"].read_text())
     return 0

@@ -1,45 +1,87 @@
-"""``thermocrop inseason``: a model's accuracy on a labelled dataset as of each acquisition."""
+"""``thermocrop inseason``: a model's accuracy as of each acquisition, on a labelled dataset or on a
+labelled reference layer classified from scenes and weather."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+
+from ... import app
+from ...app import ParcelsSpec, SeasonAccuracyRequest
+from ...core.errors import InputError
+from ...core.settings import PixelSampling
+from ..options import (
+    CliProgress,
+    add_missing_scl_option,
+    add_season_option,
+    add_stac_options,
+    scenes_spec,
+    weather_of,
+)
 
 HELP = ("accuracy through the season: OA, macro F1 and per-class F1 as of each acquisition of a labelled "
-        "dataset, against date and GDD (CSV and figure)")
+        "dataset or reference layer, against date and GDD (CSV and figure)")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", required=True, help="labelled dataset folder (thermocrop extract --label-field, "
-                                                      "or thermocrop import)")
-    parser.add_argument("--model", help="model bundle (default: the shipped model)")
+    parser.add_argument("--data", help="labelled dataset folder (thermocrop extract --label-field, or thermocrop "
+                                       "import)")
+    parser.add_argument("--reference", help="instead of --data: labelled reference parcels (any OGR format), "
+                                            "classified from --scenes and --weather")
+    parser.add_argument("--label-field", help="the reference layer's label field (class names, or crop codes with "
+                                              "--class-map)")
+    parser.add_argument("--class-map", help="crop codes -> classes: a preset (france, denmark, austria, bavaria, ...) "
+                                            "or a CSV / YAML class map")
+    parser.add_argument("--id-field", help="the reference layer's parcel id field")
+    parser.add_argument("--scenes", nargs="+", help="scene folder(s), glob(s) or files (or --stac / --catalog)")
+    parser.add_argument("--weather", help="daily temperatures (file) or a service: open-meteo, cds:e-obs, ...")
+    parser.add_argument("--level", choices=("L1C", "L2A"), help="use only products of this level")
+    parser.add_argument("--model", help="model bundle (default: the shipped model; with --reference the one for "
+                                        "the scenes' level)")
     parser.add_argument("--out", required=True, help="folder for inseason.csv, inseason_classes.csv and inseason.png")
     parser.add_argument("--overwrite", action="store_true", help="replace the files of an earlier run in --out")
     parser.add_argument("--drop-unseen-classes", action="store_true",
-                        help="leave out parcels of classes the model does not have (default: refuse them)")
+                        help="with --data: leave out parcels of classes the model does not have (default: refuse "
+                             "them; a reference layer's are always left out, and counted)")
+    add_season_option(parser)
+    add_stac_options(parser)
+    add_missing_scl_option(parser)
 
 
-def run(args: argparse.Namespace) -> int:
-    from ...core.io.output import check_output
+def _from_dataset(args: argparse.Namespace):
     from ...core.model.bundle import default_bundle_path, load_bundle
     from ...core.pixel_sets import open_dataset
     from ...training.season_accuracy import (
-        REACHED_SHARE,
         accuracy_through_season,
-        season_accuracy_paths,
+        check_season_accuracy_out,
         write_season_accuracy,
     )
 
     model = args.model or default_bundle_path()
-    if Path(args.out).is_dir():
-        for path in season_accuracy_paths(args.out).values():
-            check_output(path, what="in-season output", overwrite=args.overwrite, inputs=[args.data, model])
-    else:
-        check_output(args.out, what="in-season folder", kind="folder", inputs=[args.data, model])
-    bundle = load_bundle(model)
-    accuracy = accuracy_through_season(bundle, open_dataset(args.data),
+    check_season_accuracy_out(args.out, overwrite=args.overwrite, inputs=[args.data, model])
+    accuracy = accuracy_through_season(load_bundle(model), open_dataset(args.data),
                                        unseen="drop" if args.drop_unseen_classes else "error")
-    paths = write_season_accuracy(accuracy, args.out, overwrite=args.overwrite)
+    return accuracy, write_season_accuracy(accuracy, args.out, overwrite=args.overwrite)
+
+
+def _from_reference(args: argparse.Namespace):
+    missing = [name for name, value in (("--label-field", args.label_field), ("--weather", args.weather)) if not value]
+    if missing:
+        raise InputError(f"Scoring a reference layer through the season needs {', '.join(missing)}.")
+    request = SeasonAccuracyRequest(
+        reference=ParcelsSpec(args.reference, id_field=args.id_field), label_field=args.label_field,
+        scenes=scenes_spec(args), weather=weather_of(args), out=args.out, model=args.model,
+        class_map=args.class_map, overwrite=args.overwrite, sampling=PixelSampling(missing_scl=args.missing_scl))
+    run = app.run_season_accuracy(request, CliProgress())
+    return run.accuracy, run.paths
+
+
+def run(args: argparse.Namespace) -> int:
+    from ...training.season_accuracy import REACHED_SHARE
+
+    if bool(args.data) == bool(args.reference):
+        raise InputError("Give either --data (a labelled dataset folder) or --reference (a labelled layer with "
+                         "--scenes and --weather).")
+    accuracy, paths = _from_dataset(args) if args.data else _from_reference(args)
     print(f"{accuracy.parcels} parcels, {len(accuracy.dates)} acquisitions")
     print(f"{'as of':<12}{'GDD':>8}{'OA':>8}{'macro F1':>10}")
     for t, day in enumerate(accuracy.dates):

@@ -1,0 +1,85 @@
+"""Accuracy through the season on the user's labelled reference parcels: extract them from the
+scenes and weather with the model's thermal time, score the model as of each acquisition
+(``training.season_accuracy``) and write the tables and the figure."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from ..core.classify import bundle_thermal_time
+from ..core.errors import DatasetError
+from ..core.pixel_sets import open_dataset
+from ..core.preflight import run_bundle
+from ..core.settings import ExtractionSettings
+from ..training.datasets import unseen_classes
+from ..training.season_accuracy import (
+    SeasonAccuracy,
+    accuracy_through_season,
+    check_season_accuracy_out,
+    write_season_accuracy,
+)
+from .inputs import resolve_scenes
+from .requests import ExtractRequest, ScenesSpec, SeasonAccuracyRequest
+from .run_progress import RunProgress
+from .runs import run_extraction
+
+
+@dataclass
+class SeasonAccuracyRun:
+    """What an in-season accuracy run gave: the scores, the files written by kind, the model,
+    and the reference parcels left out because the model does not know their class."""
+
+    accuracy: SeasonAccuracy
+    paths: dict[str, Path]
+    bundle: Any
+    left_out: dict[str, int]
+
+
+def run_season_accuracy(request: SeasonAccuracyRequest, progress: Optional[RunProgress] = None
+                        ) -> SeasonAccuracyRun:
+    """Score ``request.model`` on ``request.reference`` as of each acquisition and write
+    ``request.out``.
+
+    The output folder is checked before any scene is read; the pixel sets live in a temporary
+    folder removed at the end.
+
+    Raises:
+        OutputError: ``out`` holds an earlier run's files without ``overwrite``, or is an input.
+        DatasetError: no reference parcel of the model's classes could be scored.
+    """
+    progress = progress or RunProgress()
+    reference = request.reference
+    check_season_accuracy_out(request.out, overwrite=request.overwrite,
+                              inputs=[reference.source, request.model, *request.weather.local_files(),
+                                      *request.scenes.local_files()])
+    scenes = resolve_scenes(request.scenes, reference.source, on_stats=progress.on_stats, report=progress.report)
+    bundle = run_bundle(request.model, scenes)
+    settings = ExtractionSettings(sampling=request.sampling, thermal=bundle_thermal_time(bundle))
+    work = Path(tempfile.mkdtemp(prefix="thermocrop-inseason-"))
+    try:
+        extract = ExtractRequest(parcels=reference, scenes=ScenesSpec(found=tuple(scenes), season=request.scenes.season),
+                                 weather=request.weather, out=str(work / "reference"), label_field=request.label_field,
+                                 class_map=request.class_map, block_field=None, settings=settings)
+        ps = open_dataset(run_extraction(extract, progress).path)
+        left_out = unseen_classes([ps], bundle.classes)
+        if left_out:
+            progress.report(f"{sum(left_out.values())} reference parcels of {reference.describe()} have classes the "
+                            "model does not know and are left out: "
+                            + ", ".join(f"{c} {n}" for c, n in sorted(left_out.items())))
+        try:
+            accuracy = accuracy_through_season(bundle, ps, unseen="drop")
+        except DatasetError:
+            raise DatasetError(f"No reference parcel of {reference.describe()} can be scored: none has both a label "
+                               f"of the model's classes ({', '.join(bundle.classes)}) in {request.label_field} and "
+                               "clear pixels in the scenes. Check the label field and --class-map.") from None
+        del ps
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    paths = write_season_accuracy(accuracy, request.out, overwrite=request.overwrite,
+                                  title=f"{reference.describe()}: accuracy through the season "
+                                        f"({accuracy.parcels} parcels)")
+    return SeasonAccuracyRun(accuracy, paths, bundle, left_out)
