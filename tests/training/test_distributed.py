@@ -63,6 +63,16 @@ def test_ranks_slices_together_are_the_one_process_batch():
                  for rank in range(3)]
         assert [len(p.labels) for p in parts] == [8, 8, 8]
         assert _rows(whole) == sorted(r for p in parts for r in _rows(p))
+        # Each row knows its place in the global batch (its dropout key comes from it): a
+        # rank's row is the whole batch's row of the same place.
+        assert sorted(whole.draws.tolist()) == list(range(24))
+        assert sorted(d for p in parts for d in p.draws.tolist()) == list(range(24))
+        at = {int(d): j for j, d in enumerate(whole.draws)}
+        for p in parts:
+            same = [at[int(d)] for d in p.draws]
+            assert np.array_equal(p.pixels, whole.pixels[same])
+            assert np.array_equal(p.labels, whole.labels[same])
+            assert np.array_equal(p.day_of_season, whole.day_of_season[same])
     with pytest.raises(ValueError, match="multiple of the 5 processes"):
         sampler.sample(24, np.random.default_rng(0), 0, 5)
 
