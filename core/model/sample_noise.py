@@ -84,7 +84,7 @@ class SampleDropout(nn.Dropout):
             return x * 0.0
         # sample_bits(keys, numbers) with the numbers' hash kept from call to call.
         hashed = self._hashed_numbers(x.shape[1:], x.device)
-        bits = mix32(keys.view(keys.shape + (1,) * hashed.dim()) ^ hashed)
+        bits = mix32(keys.to(x.device).view(keys.shape + (1,) * hashed.dim()) ^ hashed)
         keep = bits >= int(round(self.p * 2 ** 32))
         return x * keep.to(x.dtype) * (1.0 / (1.0 - self.p))
 
