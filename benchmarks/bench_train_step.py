@@ -10,6 +10,8 @@ busy moment of a shared machine costs both alike. ``--plain`` adds ThermoCrop's 
 autograd path of the pixel-set encoder (the path before the blocked encoder) as a third column.
 ``--block-threads`` times ThermoCrop once per value of ``core.model.pse_training.BLOCK_THREADS`` (Python
 threads sharing the encoder's blocks; 0 = as many as torch threads), one column each.
+``--sample-keys`` adds ThermoCrop with per-draw dropout keys (``core.model.sample_noise``, as
+``train`` runs it) as a column, its ratio against ThermoCrop with torch's dropout stream.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from thermocrop.core.model import pse_training
 from thermocrop.core.model.networks import build_model
+from thermocrop.core.model.sample_noise import sample_keys
 from thermocrop.training.losses import FocalLoss
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -54,6 +58,7 @@ class Trainer:
         self.loss_fn = FocalLoss(1.0)
         self.best = float("inf")
         self.block_threads: "int | None" = None
+        self.keyed = False
 
     def run(self, n: int) -> float:
         if self.block_threads is not None:
@@ -62,7 +67,12 @@ class Trainer:
         for _ in range(n):
             inputs, target = self.batches[self.i % len(self.batches)]
             self.i += 1
-            loss = self.loss_fn(self.model(*inputs), target)
+            if self.keyed:  # the keys of this step's draws, computed in the step as train does
+                draws = np.arange(self.i * len(target), (self.i + 1) * len(target))
+                logits = self.model(*inputs, sample_keys=torch.from_numpy(sample_keys(0, draws)))
+            else:
+                logits = self.model(*inputs)
+            loss = self.loss_fn(logits, target)
             self.optimiser.zero_grad(set_to_none=True)
             loss.backward()
             self.optimiser.step()
@@ -84,6 +94,8 @@ def main() -> None:
                         help="time ThermoCrop with each of these BLOCK_THREADS (0: torch's thread count)")
     parser.add_argument("--plain", action="store_true",
                         help="also time ThermoCrop's plain autograd pixel-set encoder")
+    parser.add_argument("--sample-keys", action="store_true",
+                        help="also time ThermoCrop with per-draw dropout keys (ratio against ThermoCrop)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     k = 9
@@ -99,6 +111,8 @@ def main() -> None:
         header += f"{name:>12}{'ratio':>8}"
     if args.plain:
         header += f"{'plain path':>12}{'ratio':>8}"
+    if args.sample_keys:
+        header += f"{'keyed':>12}{'vs ours':>8}"
     print(header, flush=True)
     for variant in args.variants:
         torch.manual_seed(0)
@@ -116,6 +130,11 @@ def main() -> None:
             plain.load_state_dict(ours.state_dict())
             plain.pse.blocked_training = False
             trainers["plain"] = Trainer(plain, batches)
+        if args.sample_keys:
+            keyed = build_model(variant, k)
+            keyed.load_state_dict(ours.state_dict())
+            trainers["keyed"] = Trainer(keyed, batches)
+            trainers["keyed"].keyed = True
         for trainer in trainers.values():  # warm-up: allocator, kernels, Adam state
             trainer.run(1)
             trainer.best = float("inf")
@@ -130,6 +149,9 @@ def main() -> None:
         if args.plain:
             slow = trainers["plain"].best
             line += f"{slow * 1e3:>12.0f}{ref / slow:>7.2f}x"
+        if args.sample_keys:
+            keyed_s, ours_s = trainers["keyed"].best, trainers[f"ours{block_threads[0]}"].best
+            line += f"{keyed_s * 1e3:>12.1f}{keyed_s / ours_s:>7.3f}x"
         print(line, flush=True)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 

@@ -5,8 +5,10 @@ NCCL on GPUs."""
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import socket
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -17,7 +19,7 @@ from ..core.errors import ThermoCropError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Ranks", "join", "launch", "under_torchrun"]
+__all__ = ["Ranks", "join", "launch", "launch_reporting", "under_torchrun"]
 
 
 @dataclass
@@ -132,3 +134,25 @@ def launch(fn: Callable[..., Any], n_processes: int, device: str, *args: Any) ->
             from None
     except mp.ProcessExitedException as exc:
         raise ThermoCropError(f"A training process ended unexpectedly: {exc}") from None
+
+
+def launch_reporting(fn: Callable[..., Any], n_processes: int, device: str,
+                     report: Optional[Callable[..., None]], *args: Any) -> None:
+    """``launch(fn, n_processes, device, *args, queue)``: what a process puts on ``queue`` (a
+    tuple) comes back here as ``report(*item)``, called in a thread of this process as the
+    items arrive (all of them before this returns); None drops them."""
+    with multiprocessing.Manager() as manager:
+        queue = manager.Queue()
+
+        def pass_on() -> None:
+            for item in iter(queue.get, None):
+                if report is not None:
+                    report(*item)
+
+        pump = threading.Thread(target=pass_on, daemon=True)
+        pump.start()
+        try:
+            launch(fn, n_processes, device, *args, queue)
+        finally:
+            queue.put(None)
+            pump.join(timeout=5)

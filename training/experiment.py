@@ -80,25 +80,49 @@ def _run_progress(key: str) -> Progress:
     return Progress(report=report)
 
 
-def _one_run(job: tuple[list[str], str, str, dict[str, Any], str, int]) -> dict[str, Any]:
-    """Train one variant without the held-out region and score it there (a worker job)."""
-    train_paths, held_path, variant, cfg, run_dir, threads = job
+def _train_run(train_paths: list[str], held_path: str, config: TrainingConfig, run_dir: str,
+               progress_queue=None):
+    """Train one run's model (in every process of a data-parallel run): its ``TrainingResult``,
+    None on ranks other than 0. With ``progress_queue`` (a ``--devices`` run) rank 0 reports
+    its progress there."""
+    from ..core.pixel_sets import open_dataset
+    from .train import train_model
+
+    global _REPORT
+    if progress_queue is not None:
+        import torch.distributed as dist
+
+        _REPORT = (lambda key, fraction: progress_queue.put((key, fraction))) \
+            if dist.get_rank() == 0 else None
+    return train_model([open_dataset(p) for p in train_paths], Path(run_dir) / "model.tcm", config,
+                       resume=True, show_progress=False, progress=_run_progress(run_dir),
+                       provenance={"train_regions": [region_name(p) for p in train_paths],
+                                   "held_out_region": region_name(held_path)})
+
+
+def _one_run(job: tuple[list[str], str, str, dict[str, Any], str, int, int]) -> dict[str, Any]:
+    """Train one variant without the held-out region, on ``devices`` processes, and score it
+    there (a worker job)."""
+    train_paths, held_path, variant, cfg, run_dir, threads, devices = job
     import torch
 
     from ..core.model.bundle import load_bundle
     from ..core.pixel_sets import open_dataset
+    from .config import TrainingResult, output_paths
+    from .data_parallel import launch_reporting
     from .evaluate import evaluate_bundle
-    from .train import train_model
 
     torch.set_num_threads(threads)
     run_dir = Path(run_dir)
     config = TrainingConfig(**{**cfg, "variant": variant})
-    train_sets = [open_dataset(p) for p in train_paths]
     held = open_dataset(held_path)
-    result = train_model(train_sets, run_dir / "model.tcm", config, resume=True,
-                         show_progress=False, progress=_run_progress(str(run_dir)),
-                         provenance={"train_regions": [region_name(p) for p in train_paths],
-                                     "held_out_region": region_name(held_path)})
+    if devices > 1:  # rank 0 writes the run's files and reports its progress here
+        launch_reporting(_train_run, devices, config.device, _REPORT, train_paths, held_path, config,
+                         str(run_dir))
+        result = TrainingResult(run_dir / "model.tcm",
+                                json.loads(output_paths(run_dir / "model.tcm")["metrics"].read_text()))
+    else:
+        result = _train_run(train_paths, held_path, config, str(run_dir))
     # A chosen class list leaves the held-out region's other classes out, as it did in training.
     scores = evaluate_bundle(load_bundle(result.bundle_path), [held], split="all",
                              unseen="drop" if config.classes else "error")
@@ -174,8 +198,8 @@ def _plan_runs(regions: Sequence[Path], variants: Sequence[str], out: Path, conf
 
 def run_experiment(regions: Sequence[Path], variants: Sequence[str], out: Path,
                    config: Optional[TrainingConfig] = None, jobs: int = 1,
-                   progress: Optional[Progress] = None, estimate_only: bool = False
-                   ) -> list[dict[str, Any]]:
+                   progress: Optional[Progress] = None, estimate_only: bool = False,
+                   devices: int = 1) -> list[dict[str, Any]]:
     """Leave-one-region-out over ``regions`` x ``variants``.
 
     Before training, the time of the runs still to do is measured and estimated
@@ -192,6 +216,8 @@ def run_experiment(regions: Sequence[Path], variants: Sequence[str], out: Path,
         progress: overall progress over the runs to do, moving within each run; its
             cancellation check stops the experiment between steps.
         estimate_only: log the estimate and return the finished runs without training.
+        devices: processes each run trains in, data-parallel as ``train --devices`` (one
+            per GPU with CUDA, else a share of the cores each); runs then go one at a time.
 
     Returns:
         One record per run of this call's variants and regions (``variant``, ``held_out``,
@@ -206,11 +232,16 @@ def run_experiment(regions: Sequence[Path], variants: Sequence[str], out: Path,
     regions = [Path(r) for r in regions]
     if len(regions) < 2:
         raise ValueError("leave-one-region-out needs at least two regions")
+    if devices > 1 and jobs > 1:
+        raise ValueError("Runs on several devices go one at a time: give --jobs or --devices, not both.")
+    if config.batch_size % devices:
+        raise InputError(f"The batch size {config.batch_size} must be a multiple of the {devices} devices "
+                         "each run trains on (--batch-size, --devices).")
     check_held_out_classes(regions, config.classes)
     out = Path(out)
     if not estimate_only:
         out.mkdir(parents=True, exist_ok=True)
-    records, todo = _plan_runs(regions, variants, out, config, jobs)
+    records, todo = _plan_runs(regions, variants, out, config, jobs, devices)
     log.info("%d runs finished before, %d to do", len(records), len(todo))
     if todo:
         estimate = estimate_experiment(regions, variants, config, len(todo), jobs)

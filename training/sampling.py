@@ -27,6 +27,8 @@ class Batch:
         day_of_season: ``(B, T)`` float32 (ShiftAug shift already added when asked).
         gdd: ``(B, T)`` float32.
         labels: ``(B,)`` int64 class index.
+        draws: ``(B,)`` int64, each row's place in the global batch it was drawn in
+            (``BatchSampler.sample``; None for batches not drawn at random).
     """
 
     pixels: np.ndarray
@@ -35,6 +37,7 @@ class Batch:
     day_of_season: np.ndarray
     gdd: np.ndarray
     labels: np.ndarray
+    draws: Optional[np.ndarray] = None
 
 
 def usable_parcels(ps: PixelSets, num_classes: int) -> np.ndarray:
@@ -186,7 +189,8 @@ class BatchSampler:
     Data-parallel training: every rank draws the same global batch (parcels and each
     parcel's random keys for dates, pixels and shift, from the same seed) and reads and
     returns only its own slice of it, so the ranks' slices together are exactly the batch one
-    process draws.
+    process draws. Each row carries its place in the global batch (``Batch.draws``), from
+    which training numbers the draw and keys its dropout masks.
 
     Args:
         datasets: pixel sets, possibly memory-mapped; all with the same bands.
@@ -280,9 +284,10 @@ class BatchSampler:
                                       None if extra_keys is None else extra_keys[idx]))
         pix, pmask, dmask, dos, gdd, labels = (np.concatenate(p) for p in zip(*parts))
         x = self.scaling.apply(pix, pmask)
+        order = np.concatenate(order)
         if shifts is not None:
-            dos = dos + shifts[mine][np.concatenate(order)].astype(np.float32)
-        return Batch(x, pmask, dmask, dos.astype(np.float32), gdd, labels)
+            dos = dos + shifts[mine][order].astype(np.float32)
+        return Batch(x, pmask, dmask, dos.astype(np.float32), gdd, labels, mine.start + order)
 
 
 def full_batches(ps: PixelSets, rows: np.ndarray, scaling: InputScaling,

@@ -18,6 +18,7 @@ from ..core.errors import InputError
 from ..core.io.output import staged_file
 from ..core.model.bundle import InputScaling
 from ..core.model.networks import set_statistics_group
+from ..core.model.sample_noise import sample_keys
 from ..core.pixel_sets import PixelSets
 from ..core.progress import Progress
 from ..core.runs.fingerprint import changed_files, input_fingerprints
@@ -239,6 +240,8 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
         for epoch in range(start_epoch, config.epochs):
             # Seeding per epoch makes a resumed run draw the same batches as an unbroken one.
             rng = np.random.default_rng([config.seed, epoch])
+            # The training step draws nothing from torch's stream (dropout has per-draw keys);
+            # it stays seeded for anything that does.
             torch.manual_seed(config.seed * 100_003 + epoch + 1_000_003 * rank)
             model.train()
             losses = []
@@ -248,8 +251,12 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
                 inputs = [torch.from_numpy(a).to(device, non_blocking=True) for a in
                           (b.pixels, b.pixel_mask, b.date_mask, b.day_of_season, b.gdd)]
                 target = torch.from_numpy(b.labels).to(device)
+                # Dropout keys from the draw's number in the run: a parcel draw gets the same
+                # masks whichever process trains it.
+                draws = (epoch * config.steps_per_epoch + step) * config.batch_size + b.draws
+                keys = torch.from_numpy(sample_keys(config.seed, draws)).to(device)
                 with torch.autocast(device.type, enabled=use_amp):
-                    loss = loss_fn(net(*inputs), target)
+                    loss = loss_fn(net(*inputs, sample_keys=keys), target)
                     if anchors:
                         loss = loss + anchor_penalty(model, anchors, config.init_anchor)
                 optimiser.zero_grad(set_to_none=True)

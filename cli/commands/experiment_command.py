@@ -31,12 +31,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True,
                         help="output folder; finished runs found there are skipped")
     parser.add_argument("--jobs", type=bounded("jobs"), default=1, help="runs trained at once (default 1)")
+    parser.add_argument("--devices", type=bounded("devices"), default=1,
+                        help="train each run data-parallel in N processes on this machine, as 'train "
+                             "--devices' (one per GPU with CUDA, else a share of the CPU cores each); the "
+                             "runs then go one at a time (default 1; --protocol regions)")
     parser.add_argument("--estimate", action="store_true",
                         help="only measure the speed here and say how long the runs still to do would take")
     parser.add_argument("--as-of-steps", type=bounded("as_of_steps"), metavar="N",
                         help="also score each run on its held-out region as of N evenly spaced shares of the "
                              "region's season GDD (as_of.csv, as_of_reached.csv, as_of.md, as_of.png)")
     add_training_flags(parser)
+
+
+def check_args(args: argparse.Namespace) -> str:
+    """A contradiction among the options, or ''."""
+    if args.devices > 1 and args.jobs > 1:
+        return "--devices trains one run at a time on several processes: give --jobs or --devices, not both"
+    if args.devices > 1 and args.protocol == "paper":
+        return "--devices applies to --protocol regions; the paper protocol trains in one process per run"
+    return ""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,10 +91,11 @@ def run(args: argparse.Namespace) -> int:
     regions = [Path(r) for r in args.regions]
     config = config_from_args(args, variants[0])
     if args.estimate:
-        run_experiment(regions, variants, out, config, jobs=args.jobs, estimate_only=True)
+        run_experiment(regions, variants, out, config, jobs=args.jobs, estimate_only=True, devices=args.devices)
         return 0
     with progress_bar("experiment") as progress:
-        records = run_experiment(regions, variants, out, config, jobs=args.jobs, progress=progress)
+        records = run_experiment(regions, variants, out, config, jobs=args.jobs, progress=progress,
+                                 devices=args.devices)
     print((out / "table.md").read_text())
     if args.as_of_steps:
         from ...training.experiment_as_of import score_runs_as_of, write_as_of

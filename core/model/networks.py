@@ -18,6 +18,7 @@ from torch import nn
 
 from .encodings import FourierEncoding, RecurrentEncoding, SinusoidalEncoding
 from .pse_training import blocked_pixel_set_features, sum_over_ranks
+from .sample_noise import SampleDropout
 
 __all__ = [
     "VARIANTS",
@@ -290,22 +291,26 @@ class LightweightTemporalAttentionEncoder(nn.Module):
             # Shapes only on PyTorch's meta device (bundle.expected_weights): drawing values
             # there loads torch's compiler stack, seconds of every run's start, for nothing.
             nn.init.normal_(self.query, mean=0.0, std=math.sqrt(2.0 / cfg.d_k))
-        self.attn_dropout = nn.Dropout(cfg.attn_dropout)
+        self.attn_dropout = SampleDropout(cfg.attn_dropout, stream=1)
         self.mlp3 = LinearLayer(cfg.d_model, cfg.mlp3, cfg.bn_momentum)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = SampleDropout(cfg.dropout, stream=2)
 
-    def attend(self, h: torch.Tensor, date_mask: torch.Tensor) -> torch.Tensor:
-        """Attention pooling of ``h (B, T, d_model)`` over dates where ``date_mask (B, T)``."""
+    def attend(self, h: torch.Tensor, date_mask: torch.Tensor,
+               sample_keys: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Attention pooling of ``h (B, T, d_model)`` over dates where ``date_mask (B, T)``;
+        in training, ``sample_keys (B,)`` draw each parcel's dropout masks (``SampleDropout``)."""
         b, t, d = h.shape
         keys = self.key(h).view(b, t, self.n_head, self.d_k)
         scores = torch.einsum("bthd,hd->bht", keys, self.query) / math.sqrt(self.d_k)
         scores = scores.masked_fill(~date_mask.unsqueeze(1), float("-inf"))
         # A parcel without any valid date would give NaN weights: make them zero instead.
         weights = torch.nan_to_num(torch.softmax(scores, dim=-1), nan=0.0)
-        weights = self.attn_dropout(weights)
+        # Dropout numbers a weight by head and date slot, whatever the batch's T (its longest
+        # sequence), so a parcel's mask is the same in any batch.
+        weights = self.attn_dropout(weights, sample_keys)
         values = h.view(b, t, self.n_head, d // self.n_head)
         out = torch.einsum("bht,bthd->bhd", weights, values).reshape(b, d)
-        return self.dropout(self.mlp3(out))
+        return self.dropout(self.mlp3(out), sample_keys)
 
 
 class Decoder(nn.Module):
@@ -378,7 +383,8 @@ class CropClassifier(nn.Module):
         self.uses_calendar = cfg.variant in ("calendar", "shiftaug")
 
     def forward(self, pixels: torch.Tensor, pixel_mask: torch.Tensor, date_mask: torch.Tensor,
-                day_of_season: torch.Tensor, gdd: torch.Tensor) -> torch.Tensor:
+                day_of_season: torch.Tensor, gdd: torch.Tensor,
+                sample_keys: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Classify parcels.
 
         Args:
@@ -387,6 +393,8 @@ class CropClassifier(nn.Module):
             date_mask: ``(B, T)`` bool, usable dates.
             day_of_season: ``(B, T)`` float32 days since the season start (no offset).
             gdd: ``(B, T)`` float32 growing degree days.
+            sample_keys: ``(B,)`` int64 keys of the parcels (``sample_noise.sample_keys``) from
+                which training draws their dropout masks; None: torch's random stream.
 
         Returns:
             ``(B, K)`` logits.
@@ -417,7 +425,7 @@ class CropClassifier(nn.Module):
             positions = day_of_season if self.uses_calendar else gdd
             pe = self.positional(positions, date_mask)
             h = h + pe * date_mask.unsqueeze(-1).to(h.dtype)
-        return self.decoder(self.ltae.attend(h, date_mask))
+        return self.decoder(self.ltae.attend(h, date_mask, sample_keys))
 
 
 class EnsembleClassifier(nn.Module):
