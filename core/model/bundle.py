@@ -436,6 +436,7 @@ class ModelBundle:
         """``fp32``, ``bf16``, ``int8`` or ``auto`` for the prediction layers (None:
         ``$THERMOCROP_PRECISION``, else ``auto``; see ``core.model.precision``)."""
         self.precision_choice: Optional[PrecisionChoice] = None
+        self._fast_precision: Optional[str] = None
         self.calibration: Optional[Calibration] = Calibration.from_dict(config.calibration)
 
     @property
@@ -446,8 +447,8 @@ class ModelBundle:
     def fast_model(self) -> CropClassifier:
         """The BatchNorm-folded eval copy used for prediction, its per-pixel and per-date layers
         in the precision chosen for this CPU (``precision_choice``; built once)."""
-        if self._fast is None or self.precision_choice is None or (
-                self.precision is not None and self.precision not in ("auto", self.precision_choice.precision)):
+        if self._fast is None or self._fast_precision != self.precision:
+            self._fast_precision = self.precision
             folded = fast_inference_model(self.model)
             if next(folded.parameters()).device.type == "cpu":
                 self._fast, self.precision_choice = prediction_model(folded, self.precision)

@@ -91,6 +91,10 @@ def test_the_bundle_predicts_in_the_precision_chosen_for_this_cpu(monkeypatch, r
     bundle.precision = "int8"
     assert type(bundle.fast_model().members[0].pse.mlp1[0].linear) is not torch.nn.Linear
     assert bundle.precision_choice.precision == "int8"
+    bundle.precision = "fp32"
+    with torch.inference_mode():
+        assert torch.equal(bundle.fast_model()(*batch), fp32)
+    assert bundle.precision_choice.reason == "asked for"
 
 
 def agreement_with_fp32(bundle, ps, reference, precision):
