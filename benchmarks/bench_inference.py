@@ -23,6 +23,7 @@ from reference_model import ReferenceClassifier
 from torch.utils.flop_counter import FlopCounterMode
 
 from thermocrop.core.model.bundle import default_bundle_path, load_bundle
+from thermocrop.core.model.networks import fast_inference_model
 from thermocrop.core.model.precision import BF16_FLAGS, cpu_flags
 
 
@@ -92,6 +93,7 @@ def main() -> None:
     if flags & BF16_FLAGS:
         peaks["bf16"] = gemm_peak(torch.bfloat16)
     members = len(getattr(shipped, "members", [shipped]))
+    fp32_shipped = fast_inference_model(bundle.model)
     print(f"{torch.get_num_threads()} threads, B={args.batch} S={args.pixels}, {args.rounds} interleaved rounds, "
           f"median parcels/s; precision {bundle.precision_choice.precision} ({bundle.precision_choice.reason})")
     print("GEMM peak (1024^3): " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peaks.items()))
@@ -108,6 +110,8 @@ def main() -> None:
             models["reference, torch.compile"] = compiled
         models["one member, fast path"] = member
         models[f"shipped model ({members} members), fast path"] = shipped
+        if bundle.precision_choice.precision != "fp32":  # what the chosen precision gains
+            models["shipped model, fast path in fp32"] = fp32_shipped
         with torch.inference_mode():
             for model in models.values():
                 model(*batch)  # warm-up
@@ -116,6 +120,7 @@ def main() -> None:
                  "one member, fast path": flops_per_parcel(member, batch)}
         flops["reference, torch.compile"] = flops["reference, plain no_grad"]
         flops[f"shipped model ({members} members), fast path"] = flops_per_parcel(shipped, batch)
+        flops["shipped model, fast path in fp32"] = flops[f"shipped model ({members} members), fast path"]
         best_ref = medians.get("reference, torch.compile", medians["reference, plain no_grad"])
         print(f"\nT={t}" + (f" (compiling the reference took {compile_s:.1f} s)" if compile_s else ""))
         print(f"{'':40s} {'parcels/s':>10s} {'vs plain ref':>12s} {'vs best ref':>12s} "
