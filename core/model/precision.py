@@ -28,7 +28,6 @@ from typing import Callable, Iterable, Optional
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
 from ..errors import InputError
 from .networks import CropClassifier
@@ -171,6 +170,12 @@ def to_precision(model: nn.Module, precision: str) -> nn.Module:
         raise ValueError(f"Unknown precision {precision!r}; choose one of {PRECISIONS}.")
     if precision == "fp32":
         return model
+    if precision == "int8":
+        try:  # torch has announced that this API moves out of torch; bf16 and fp32 need none of it
+            from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+        except ImportError as err:
+            raise InputError(f"int8 prediction needs torch's dynamic quantization, which this torch "
+                             f"{torch.__version__} lacks; use {PRECISION_ENV}=fp32 or bf16.") from err
     low = copy.deepcopy(model)
     for member in low.modules():
         if not isinstance(member, CropClassifier):
