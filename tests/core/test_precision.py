@@ -135,6 +135,7 @@ def real_parcels(tmp_path_factory):
     return with_fp32_reference(load_bundle(default_bundle_path()), open_dataset(folder, mmap=False))
 
 
+@pytest.mark.slow  # bf16 emulated where the CPU lacks it: many times fp32's time
 @pytest.mark.parametrize("precision", ["bf16", "int8"])
 def test_lower_precisions_keep_the_classes_of_synthetic_parcels(synthetic_parcels, precision):
     same, worst, compared = agreement_with_fp32(*synthetic_parcels, precision)
