@@ -32,6 +32,7 @@ from ..progress import Progress
 from ..scenes.bands import QUANTIFICATION_VALUE, S2_BANDS
 from .calibration import Calibration, check_calibration_data
 from .networks import CropClassifier, ModelConfig, classifier, fast_inference_model
+from .precision import PrecisionChoice, prediction_model
 from .prefixes import prefix_log_probabilities
 
 log = logging.getLogger(__name__)
@@ -431,6 +432,11 @@ class ModelBundle:
         self.model = model.eval()
         self.config = config
         self._fast: Optional[CropClassifier] = None
+        self.precision: Optional[str] = None
+        """``fp32``, ``bf16``, ``int8`` or ``auto`` for the prediction layers (None:
+        ``$THERMOCROP_PRECISION``, else ``auto``; see ``core.model.precision``)."""
+        self.precision_choice: Optional[PrecisionChoice] = None
+        self._fast_precision: Optional[str] = None
         self.calibration: Optional[Calibration] = Calibration.from_dict(config.calibration)
 
     @property
@@ -439,9 +445,15 @@ class ModelBundle:
         return self.config.classes
 
     def fast_model(self) -> CropClassifier:
-        """The BatchNorm-folded eval copy used for prediction (built once)."""
-        if self._fast is None:
-            self._fast = fast_inference_model(self.model)
+        """The BatchNorm-folded eval copy used for prediction, its per-pixel and per-date layers
+        in the precision chosen for this CPU (``precision_choice``; built once)."""
+        if self._fast is None or self._fast_precision != self.precision:
+            self._fast_precision = self.precision
+            folded = fast_inference_model(self.model)
+            if next(folded.parameters()).device.type == "cpu":
+                self._fast, self.precision_choice = prediction_model(folded, self.precision)
+            else:
+                self._fast, self.precision_choice = folded, PrecisionChoice("fp32", "not on the CPU")
         return self._fast
 
     def _band_order(self, ps: PixelSets) -> np.ndarray:

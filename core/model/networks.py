@@ -261,8 +261,11 @@ class PixelSetEncoder(nn.Module):
         n_sets, _, n_pixels = pixels.shape
         x = pixels.transpose(1, 2).reshape(n_sets * n_pixels, pixels.shape[1])
         for layer in self.mlp1:
-            x = torch.addmm(layer.linear.bias, x, layer.linear.weight.t()).relu_()
-        x = x.view(n_sets, n_pixels, x.shape[-1])
+            if type(layer.linear) is nn.Linear:
+                x = torch.addmm(layer.linear.bias, x, layer.linear.weight.t()).relu_()
+            else:  # bf16 or int8 (core.model.precision): the pooling below is fp32 again
+                x = layer.linear(x).relu_()
+        x = x.float().view(n_sets, n_pixels, x.shape[-1])
         m = pixel_mask.to(x.dtype).unsqueeze(1)
         n = m.sum(dim=2)
         mean = torch.bmm(m, x).squeeze(1) / n.clamp(min=1)
