@@ -31,6 +31,7 @@ from .config import (
     training_split,
 )
 from .data_parallel import join
+from .distil import DistillationLoss, load_teacher, teacher_classes, teacher_provenance
 from .ensemble import train_ensemble
 from .finetune import anchor_penalty, init_classes, init_provenance, initial_weights, new_model
 from .losses import FocalLoss
@@ -142,6 +143,9 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     Ensembles: with ``config.members`` > 1 the members are trained one after the other
     (``training.ensemble``) and the bundle at ``out`` holds them all.
 
+    Distillation: with ``config.teacher`` the model learns the teacher bundle's softened class
+    probabilities on each batch (``training.distil``), in the teacher's classes and input scaling.
+
     Returns:
         A ``TrainingResult``; None on ranks other than 0 of a data-parallel run.
     """
@@ -149,6 +153,9 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     if config.init:
         config = init_classes(config, datasets)
         provenance = {**(provenance or {}), **init_provenance(config.init)}
+    if config.teacher:
+        config = teacher_classes(config)
+        provenance = {**(provenance or {}), **teacher_provenance(config.teacher)}
     if config.members > 1:
         return train_ensemble(datasets, out, config, train_model, val_datasets=val_datasets, resume=resume,
                               show_progress=show_progress, provenance=provenance, progress=progress)
@@ -179,7 +186,9 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     main = rank == 0
     torch.manual_seed(config.seed)
     init = initial_weights(config, split, datasets[0].bands) if config.init else None
-    scaling = init.scaling if init else _pooled_scaling(datasets, train_rows, config.data_seed)
+    teacher = load_teacher(config, split, datasets[0].bands, device) if config.teacher else None
+    scaling = init.scaling if init else teacher.scaling if teacher else \
+        _pooled_scaling(datasets, train_rows, config.data_seed)
     model, anchors = new_model(config, k, init, classes, device)
     net: torch.nn.Module = model
     if ranks is not None:
@@ -200,6 +209,8 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=total_steps,
                                                            eta_min=0.0)
     loss_fn = FocalLoss(config.gamma)
+    distil = DistillationLoss(teacher, config.distil_temperature, config.distil_hard_weight, config.gamma,
+                              config.distil_noise) if teacher else None
     use_amp = config.amp and device.type == "cuda"
     # torch.amp.GradScaler came with torch 2.3; Intel Macs end at torch 2.2.2 (docs/install.md).
     scaler = (torch.amp.GradScaler("cuda", enabled=use_amp) if hasattr(torch.amp, "GradScaler")
@@ -248,8 +259,11 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
                 inputs = [torch.from_numpy(a).to(device, non_blocking=True) for a in
                           (b.pixels, b.pixel_mask, b.date_mask, b.day_of_season, b.gdd)]
                 target = torch.from_numpy(b.labels).to(device)
+                if distil:
+                    inputs = distil.perturb(inputs)
                 with torch.autocast(device.type, enabled=use_amp):
-                    loss = loss_fn(net(*inputs), target)
+                    logits = net(*inputs)
+                    loss = distil(logits, target, inputs) if distil else loss_fn(logits, target)
                     if anchors:
                         loss = loss + anchor_penalty(model, anchors, config.init_anchor)
                 optimiser.zero_grad(set_to_none=True)
