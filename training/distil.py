@@ -128,8 +128,9 @@ def load_teacher(config: TrainingConfig, split: TrainingSplit, bands: Sequence[s
                            f"{name} uses {bc.gdd}; extract them again with the teacher's settings.")
     bundle.model.to(device).eval()
     bundle.fast_model()  # BatchNorm folded into the linear layers, built here on the run's device
-    log.info("Distilling %s (%d parameters) at temperature %.2f, label weight %.2f", name,
-             sum(p.numel() for p in bundle.model.parameters()), config.distil_temperature, config.distil_hard_weight)
+    log.info("Distilling %s (%d parameters) at temperature %.2f, label weight %.2f, input noise %.2f", name,
+             sum(p.numel() for p in bundle.model.parameters()), config.distil_temperature, config.distil_hard_weight,
+             config.distil_noise)
     return Teacher(bundle, name)
 
 

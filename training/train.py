@@ -144,7 +144,8 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     (``training.ensemble``) and the bundle at ``out`` holds them all.
 
     Distillation: with ``config.teacher`` the model learns the teacher bundle's softened class
-    probabilities on each batch (``training.distil``), in the teacher's classes and input scaling.
+    probabilities on each batch (``training.distil``), in the teacher's classes and input scaling,
+    and the last epoch is kept rather than the best by validation macro F1.
 
     Returns:
         A ``TrainingResult``; None on ranks other than 0 of a data-parallel run.
@@ -285,7 +286,9 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
             val_f1, _ = score_rows(model, scaling, val_sets, val_rows, device, k)
             history.append({"epoch": epoch + 1, "loss": float(np.mean(losses)),
                             "val_macro_f1": val_f1, "lr": scheduler.get_last_lr()[0]})
-            if val_f1 > best_f1:
+            # A distilled model keeps its last epoch: on the validation labels it soon ties with its
+            # teacher, and the first of the ties would be a model that has barely learnt it.
+            if val_f1 > best_f1 or distil:
                 best_f1 = val_f1
                 best_state = {n: t.detach().clone() for n, t in model.state_dict().items()}
             log.info("epoch %d: loss %.4f, validation macro F1 %.4f", epoch + 1,

@@ -102,7 +102,7 @@ def test_the_perturbation_keeps_masks_and_parcel_means(region):
 def test_train_teacher_takes_the_teachers_settings_and_records_it(region, tmp_path, capsys):
     out = tmp_path / "student.tcm"
     assert main(["train", "--data", str(region["data"]), "--teacher", str(region["teacher"]), "--out", str(out),
-                 "--epochs", "1", "--steps-per-epoch", "3", "--device", "cpu", "--distil-temperature", "3"]) == 0
+                 "--epochs", "3", "--steps-per-epoch", "2", "--device", "cpu", "--distil-temperature", "3"]) == 0
     assert "distilled from" in capsys.readouterr().out
     teacher, student = load_bundle(region["teacher"]), load_bundle(out)
     digest = hashlib.sha256(region["teacher"].read_bytes()).hexdigest()
@@ -115,9 +115,12 @@ def test_train_teacher_takes_the_teachers_settings_and_records_it(region, tmp_pa
     training = student.config.provenance["training"]
     # The teacher's sampling and batch; the options given; the recipe's label weight.
     assert (training["mean_pixel_share"], training["batch_size"], training["sample_pixels"]) == (0.5, 16, 4)
-    assert (training["epochs"], training["steps_per_epoch"], training["distil_temperature"]) == (1, 3, 3.0)
+    assert (training["epochs"], training["steps_per_epoch"], training["distil_temperature"]) == (3, 2, 3.0)
     assert training["distil_hard_weight"] == 0.0 and training["teacher"] == str(region["teacher"])
     assert student.classes == CLASSES  # the data's other six classes are the teacher's business
+    # The last epoch's weights are kept (the checkpoint holds them), whatever the validation F1 said.
+    last = torch.load(out.with_suffix(".ckpt"), weights_only=True)["model"]
+    assert all(torch.equal(v, last[k]) for k, v in student.model.state_dict().items())
     ps = open_dataset(region["data"])
     labels = student.predict(ps)
     assert labels.shape == (len(ps), len(student.classes))
