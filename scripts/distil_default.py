@@ -4,7 +4,7 @@ them) and on the held-out test blocks of the synthetic regions it was trained on
 model's agreement with the ensemble.
 
 Usage: python scripts/distil_default.py [--teacher resources/models/default.tcm] [--work runs/experiment]
-                                        [--out WORK/distil/student.tcm] [--epochs 30] [--steps-per-epoch 40]
+                                        [--out WORK/distil/student.tcm] [--epochs 60] [--steps-per-epoch 25]
                                         [--sample-pixels 4] [--temperature 2] [--hard-weight 0] [--noise 0]
                                         [--threads 1] [--score-only]
 
@@ -109,8 +109,8 @@ def main() -> int:
                         help="folder of the regions and datasets (scripts/default_model.py's), re-used when present")
     parser.add_argument("--out", type=Path, help="the student bundle (default WORK/distil/student.tcm)")
     parser.add_argument("--parcels", type=int, default=500)
-    parser.add_argument("--epochs", type=int, default=30)
-    parser.add_argument("--steps-per-epoch", type=int, default=40)
+    parser.add_argument("--epochs", type=int, default=60)
+    parser.add_argument("--steps-per-epoch", type=int, default=25)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--sample-pixels", type=int, default=4,
                         help="pixels per sample (the teacher's training made every sample a parcel mean, so "
