@@ -62,6 +62,15 @@ class TrainingConfig:
             penalty on their difference, ``init_anchor / 2 * sum((w - w_init) ** 2)``); 0: none.
         test_split: hold out 20 % of the blocks to score the model at the end; False lets those
             blocks train too (few labels) and scores the model on the validation blocks.
+        teacher: a model bundle (typically an ensemble) whose class probabilities this model
+            learns (distillation, ``training.distil``); None trains on the labels alone. The
+            teacher's classes, bands, input scaling and GDD settings are kept.
+        distil_temperature: the temperature that softens the teacher's and the student's
+            probabilities in the distillation loss.
+        distil_hard_weight: weight of the focal loss on the labels beside the distillation loss
+            (0: the teacher alone).
+        distil_noise: standard deviation of the noise added to the scaled pixels of each
+            distillation batch before the teacher and the student see it (0: none).
     """
 
     variant: str = "tpe_recurrent"
@@ -88,6 +97,10 @@ class TrainingConfig:
     freeze_pixel_encoder: bool = False
     init_anchor: float = 0.0
     test_split: bool = True
+    teacher: Optional[str] = None
+    distil_temperature: float = 2.0
+    distil_hard_weight: float = 0.0
+    distil_noise: float = 0.0
 
     @property
     def data_seed(self) -> int:
@@ -109,6 +122,12 @@ class TrainingConfig:
             self.init = str(self.init)
         if self.init_anchor < 0:
             raise ValueError("init_anchor must be at least 0")
+        if self.teacher is not None:
+            self.teacher = str(self.teacher)
+            if self.members != 1 or self.init is not None:
+                raise ValueError("a distilled model is one model trained from scratch: no members, no init")
+        if self.distil_temperature <= 0 or self.distil_hard_weight < 0 or self.distil_noise < 0:
+            raise ValueError("distil_temperature must be above 0, distil_hard_weight and distil_noise at least 0")
         if self.init is None and (self.freeze_pixel_encoder or self.init_anchor or self.init_member is not None):
             raise ValueError("freeze_pixel_encoder, init_anchor and init_member need an initial model (init)")
 

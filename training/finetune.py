@@ -26,7 +26,7 @@ from .datasets import model_classes
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FEW_LABEL_RECIPE", "OUTPUT_LAYER", "InitialWeights", "anchor_penalty", "init_classes", "init_provenance",
+__all__ = ["FEW_LABEL_RECIPE", "OUTPUT_LAYER", "InitialWeights", "anchor_penalty", "bundle_digest", "init_classes", "init_provenance",
            "initial_weights", "new_model", "training_config"]
 
 FEW_LABEL_RECIPE: dict[str, Any] = {
@@ -48,7 +48,8 @@ OUTPUT_LAYER = "decoder.out."
 """The weights of the last (output) layer: the only ones a new class list does not take over."""
 
 
-def _sha256(path: Path) -> str:
+def bundle_digest(path: Path) -> str:
+    """The sha256 of a bundle file (what a bundle made from another records of it)."""
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -58,7 +59,7 @@ def _sha256(path: Path) -> str:
 
 def init_provenance(path: str) -> dict[str, Any]:
     """What a fine-tuned bundle records of the bundle it started from: file name and sha256."""
-    return {"init": {"file": Path(path).name, "sha256": _sha256(Path(path))}}
+    return {"init": {"file": Path(path).name, "sha256": bundle_digest(Path(path))}}
 
 
 def _contradictions(given: Mapping[str, Any], bundle: BundleConfig, name: str) -> None:

@@ -32,6 +32,7 @@ from .config import (
     training_split,
 )
 from .data_parallel import join
+from .distil import DistillationLoss, load_teacher, teacher_classes, teacher_provenance
 from .ensemble import train_ensemble
 from .finetune import anchor_penalty, init_classes, init_provenance, initial_weights, new_model
 from .losses import FocalLoss
@@ -143,6 +144,10 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     Ensembles: with ``config.members`` > 1 the members are trained one after the other
     (``training.ensemble``) and the bundle at ``out`` holds them all.
 
+    Distillation: with ``config.teacher`` the model learns the teacher bundle's softened class
+    probabilities on each batch (``training.distil``), in the teacher's classes and input scaling,
+    and the last epoch is kept rather than the best by validation macro F1.
+
     Returns:
         A ``TrainingResult``; None on ranks other than 0 of a data-parallel run.
     """
@@ -150,6 +155,9 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     if config.init:
         config = init_classes(config, datasets)
         provenance = {**(provenance or {}), **init_provenance(config.init)}
+    if config.teacher:
+        config = teacher_classes(config)
+        provenance = {**(provenance or {}), **teacher_provenance(config.teacher)}
     if config.members > 1:
         return train_ensemble(datasets, out, config, train_model, val_datasets=val_datasets, resume=resume,
                               show_progress=show_progress, provenance=provenance, progress=progress)
@@ -180,7 +188,9 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     main = rank == 0
     torch.manual_seed(config.seed)
     init = initial_weights(config, split, datasets[0].bands) if config.init else None
-    scaling = init.scaling if init else _pooled_scaling(datasets, train_rows, config.data_seed)
+    teacher = load_teacher(config, split, datasets[0].bands, device) if config.teacher else None
+    scaling = init.scaling if init else teacher.scaling if teacher else \
+        _pooled_scaling(datasets, train_rows, config.data_seed)
     model, anchors = new_model(config, k, init, classes, device)
     net: torch.nn.Module = model
     if ranks is not None:
@@ -201,6 +211,8 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=total_steps,
                                                            eta_min=0.0)
     loss_fn = FocalLoss(config.gamma)
+    distil = DistillationLoss(teacher, config.distil_temperature, config.distil_hard_weight, config.gamma,
+                              config.distil_noise) if teacher else None
     use_amp = config.amp and device.type == "cuda"
     # torch.amp.GradScaler came with torch 2.3; Intel Macs end at torch 2.2.2 (docs/install.md).
     scaler = (torch.amp.GradScaler("cuda", enabled=use_amp) if hasattr(torch.amp, "GradScaler")
@@ -255,8 +267,11 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
                 # masks whichever process trains it.
                 draws = (epoch * config.steps_per_epoch + step) * config.batch_size + b.draws
                 keys = torch.from_numpy(sample_keys(config.seed, draws)).to(device)
+                if distil:
+                    inputs = distil.perturb(inputs)
                 with torch.autocast(device.type, enabled=use_amp):
-                    loss = loss_fn(net(*inputs, sample_keys=keys), target)
+                    logits = net(*inputs, sample_keys=keys)
+                    loss = distil(logits, target, inputs) if distil else loss_fn(logits, target)
                     if anchors:
                         loss = loss + anchor_penalty(model, anchors, config.init_anchor)
                 optimiser.zero_grad(set_to_none=True)
@@ -278,7 +293,9 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
             val_f1, _ = score_rows(model, scaling, val_sets, val_rows, device, k)
             history.append({"epoch": epoch + 1, "loss": float(np.mean(losses)),
                             "val_macro_f1": val_f1, "lr": scheduler.get_last_lr()[0]})
-            if val_f1 > best_f1:
+            # A distilled model keeps its last epoch: on the validation labels it soon ties with its
+            # teacher, and the first of the ties would be a model that has barely learnt it.
+            if val_f1 > best_f1 or distil:
                 best_f1 = val_f1
                 best_state = {n: t.detach().clone() for n, t in model.state_dict().items()}
             log.info("epoch %d: loss %.4f, validation macro F1 %.4f", epoch + 1,

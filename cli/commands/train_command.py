@@ -64,10 +64,19 @@ def given_training_options(args: argparse.Namespace) -> dict:
 
 
 def config_from_args(args: argparse.Namespace, variant: Optional[str]):
-    """The ``TrainingConfig`` the flags describe (``training.finetune.training_config``)."""
+    """The ``TrainingConfig`` the flags describe (``training.finetune.training_config``, or with
+    ``--teacher`` ``training.distil.distillation_config``)."""
+    from ...training.distil import distillation_config
     from ...training.finetune import training_config
 
-    return training_config({**given_training_options(args), "variant": variant}, init=getattr(args, "init", None))
+    given = {**given_training_options(args), "variant": variant}
+    teacher = getattr(args, "teacher", None)
+    if teacher:
+        return distillation_config({**given, "init": getattr(args, "init", None),
+                                    "distil_temperature": args.distil_temperature,
+                                    "distil_hard_weight": args.distil_hard_weight,
+                                    "distil_noise": args.distil_noise}, teacher)
+    return training_config(given, init=getattr(args, "init", None))
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -80,6 +89,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "hyper-parameters, bands, input scaling and GDD settings are kept, its class list too "
                              "when the datasets' classes are among its classes (else a new output layer learns "
                              "the new list), and the few-label recipe sets the options not given (docs/training.md)")
+    parser.add_argument("--teacher", metavar="MODEL",
+                        help="distil this model bundle (.tcm, typically the shipped ensemble) into one model of its "
+                             "variant: the new model learns the teacher's softened class probabilities on the training "
+                             "samples, with its classes, bands, input scaling and GDD settings; the options not given "
+                             "come from the teacher's own training (docs/training.md)")
+    parser.add_argument("--distil-temperature", type=bounded("distil_temperature"),
+                        help="with --teacher: temperature that softens both models' probabilities (default 2)")
+    parser.add_argument("--distil-hard-weight", type=bounded("distil_hard_weight"),
+                        help="with --teacher: weight of the focal loss on the labels beside the teacher's "
+                             "probabilities (default 0)")
+    parser.add_argument("--distil-noise", type=bounded("distil_noise"),
+                        help="with --teacher: standard deviation of the noise added to the scaled pixels that both "
+                             "models see, so that the new model also follows the teacher off the training samples "
+                             "(default 0)")
     parser.add_argument("--out", required=True,
                         help="bundle to write, e.g. model.tcm; metrics and figures go beside it")
     parser.add_argument("--val-data", nargs="+",
@@ -119,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
     from ...training.data_parallel import launch, under_torchrun
 
     check_training_outputs(Path(args.out), overwrite=args.overwrite or args.resume,
-                           inputs=[*args.data, *(args.val_data or []), *([args.init] if args.init else [])])
+                           inputs=[*args.data, *(args.val_data or []), *([args.init] if args.init else []),
+                                   *([args.teacher] if args.teacher else [])])
     config_from_args(args, args.variant)  # a contradicting option stops here, before any process starts
     if args.devices > 1 and not under_torchrun():
         launch(train_and_report, args.devices, args.device, args)
@@ -147,6 +171,8 @@ def train_and_report(args: argparse.Namespace) -> None:
     ev = result.metrics["eval"]
     if args.init:
         print(f"fine-tuned from {args.init}")
+    if args.teacher:
+        print(f"distilled from {args.teacher}")
     print(f"{len(result.metrics['classes'])} classes: {', '.join(result.metrics['classes'])}")
     print(f"{config.variant}: {result.metrics['eval_split']} macro F1 {ev['macro_f1']:.3f}, "
           f"OA {ev['overall_accuracy']:.3f}, kappa {ev['kappa']:.3f} "

@@ -23,6 +23,20 @@ def test_default_bundle_is_small_and_names_the_crop_classes():
     assert bundle.config.provenance.get("data") == "synthetic"
 
 
+def test_the_fast_model_is_one_model_distilled_from_the_shipped_ensemble():
+    import hashlib
+
+    path = default_bundle_path().parent / "default_fast.tcm"
+    fast, ensemble = load_bundle(path), load_bundle(default_bundle_path())
+    assert fast.config.hyperparameters.get("members", 1) == 1 and ensemble.config.hyperparameters["members"] == 5
+    digest = hashlib.sha256(default_bundle_path().read_bytes()).hexdigest()
+    assert fast.config.provenance["teacher"] == {"file": "default.tcm", "sha256": digest}
+    assert (fast.classes, fast.config.bands, fast.config.scaling, fast.config.gdd, fast.config.variant) == \
+        (ensemble.classes, ensemble.config.bands, ensemble.config.scaling, ensemble.config.gdd, ensemble.config.variant)
+    assert fast.calibration is not None
+    assert sum(p.numel() for p in fast.model.parameters()) * 5 == sum(p.numel() for p in ensemble.model.parameters())
+
+
 @pytest.mark.slow
 def test_default_bundle_classifies_an_unseen_region_above_chance(tmp_path):
     from thermocrop.core.extract import extract_to_dataset
