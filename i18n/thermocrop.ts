@@ -19,7 +19,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="43"/>
+        <location filename="../plugin/season_panel.py" line="39"/>
         <source>the reference parcels</source>
         <translation type="unfinished"></translation>
     </message>
@@ -49,12 +49,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="121"/>
+        <location filename="../plugin/season_panel.py" line="117"/>
         <source>Choose the layer with the reference parcels on this tab.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="123"/>
+        <location filename="../plugin/season_panel.py" line="119"/>
         <source>Choose the reference class field of {layer}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -99,7 +99,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="195"/>
+        <location filename="../plugin/season_panel.py" line="205"/>
         <source>Left out (classes the model does not know): {counts}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -154,7 +154,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="134"/>
+        <location filename="algorithm_strings.py" line="144"/>
         <source>Catalogue</source>
         <translation type="unfinished"></translation>
     </message>
@@ -521,6 +521,56 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
+        <location filename="../plugin/season_panel.py" line="40"/>
+        <source>ThermoCrop: accuracy through the season on {layer}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/season_panel.py" line="61"/>
+        <source>No free folder name in {folder}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/season_panel.py" line="84"/>
+        <source>Accuracy through the season</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/season_panel.py" line="85"/>
+        <source>Classify the layer&apos;s parcels whose reference class is filled as of each acquisition of the Classify tab&apos;s scenes, and show the overall accuracy, macro F1 and each class&apos;s F1 against the date and the growing degree days; the tables and the figure are saved beside the project</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/season_panel.py" line="159"/>
+        <source>Scoring the reference parcels of {layer} as of each acquisition …</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/season_panel.py" line="167"/>
+        <source>In-season accuracy cancelled; nothing was written.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/season_panel.py" line="171"/>
+        <source>In-season accuracy failed: {error}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/season_panel.py" line="197"/>
+        <source>{n} reference parcels, {t} acquisitions: whole-season overall accuracy {oa:.1%}, macro F1 {f1:.3f}.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/season_panel.py" line="202"/>
+        <source>It first reaches {share} % of that on {date} ({gdd:.0f} GDD).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/season_panel.py" line="207"/>
+        <source>Tables and figure in {folder}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <location filename="../plugin/task.py" line="165"/>
         <source>{task}: cancelling…</source>
         <translation type="unfinished"></translation>
@@ -666,7 +716,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/shell.py" line="75"/>
+        <location filename="../plugin/dock/shell.py" line="76"/>
         <source>Train</source>
         <translation type="unfinished"></translation>
     </message>
@@ -791,12 +841,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/accuracy_tab.py" line="23"/>
+        <location filename="../plugin/dock/accuracy_tab.py" line="27"/>
         <source>Accuracy assessment: {message}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/accuracy_tab.py" line="25"/>
+        <location filename="../plugin/dock/accuracy_tab.py" line="29"/>
         <source>Accuracy assessment finished; the report is on the Accuracy tab.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1501,7 +1551,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="132"/>
+        <location filename="algorithm_strings.py" line="142"/>
         <source>Search a catalogue</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1536,12 +1586,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/shell.py" line="73"/>
+        <location filename="../plugin/dock/shell.py" line="74"/>
         <source>Explain</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/shell.py" line="74"/>
+        <location filename="../plugin/dock/shell.py" line="75"/>
         <source>Accuracy</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1696,12 +1746,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="145"/>
+        <location filename="../plugin/algorithms/inseason_accuracy.py" line="95"/>
         <source>The model bundle {model!r} does not exist; choose a .tcm file or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/calibrate_model.py" line="111"/>
+        <location filename="../plugin/algorithms/inseason_accuracy.py" line="128"/>
         <source>The reference layer could not be read; check INPUT.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1716,7 +1766,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/calibrate_model.py" line="131"/>
+        <location filename="../plugin/algorithms/inseason_accuracy.py" line="146"/>
         <source>Left out (classes the model does not know): {counts}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1808,6 +1858,21 @@
     <message>
         <location filename="../plugin/algorithms/export_training_data.py" line="193"/>
         <source>Classes with fewer than {n} parcels, counted as unknown: {classes}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/inseason_accuracy.py" line="149"/>
+        <source>{n} reference parcels, {t} acquisitions: whole-season overall accuracy {oa:.3f}, macro F1 {f1:.3f}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/inseason_accuracy.py" line="154"/>
+        <source>The overall accuracy first reaches {share} % of it on {date} ({gdd:.0f} GDD)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/inseason_accuracy.py" line="158"/>
+        <source>{name}: F1 at {share} % of its whole-season value from {gdd:.0f} GDD</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -2447,296 +2512,346 @@
     </message>
     <message>
         <location filename="algorithm_strings.py" line="111"/>
-        <source>Growing degree days per parcel</source>
+        <source>In-season accuracy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="112"/>
-        <source>Accumulates growing degree days (GDD) from the season start at each parcel&apos;s centroid, from daily temperatures, and adds one field per date.</source>
+        <source>How early in the season the model can be trusted on your own fields: classifies the labelled reference parcels from the scenes and weather as of each acquisition, and writes the overall accuracy, macro F1 and each class&apos;s F1 against the date and the growing degree days (inseason.csv), for each class the GDD at which its F1 first reaches 90 % of its whole-season value (inseason_classes.csv), and a figure of both (inseason.png). Parcels of classes the model does not know are left out and counted in the log.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="113"/>
-        <source>Dates</source>
+        <source>Output folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="114"/>
-        <source>Scenes (for their dates)</source>
+        <source>Model bundle (.tcm) to score. Leave empty for the model shipped with the plugin for the scenes&apos; processing level.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="115"/>
-        <source>Folder of scenes</source>
+        <source>Folder for inseason.csv, inseason_classes.csv and inseason.png; the files of an earlier run there are replaced.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="116"/>
-        <source>Base temperature</source>
+        <source>Accuracy as of each acquisition (inseason.csv)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="117"/>
-        <source>Cap temperature</source>
+        <source>GDD at which each class is recognised (inseason_classes.csv)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="118"/>
-        <source>Method</source>
+        <source>Figure (inseason.png)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="119"/>
-        <source>Largest distance to a weather cell (km)</source>
+        <source>Whole-season overall accuracy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="120"/>
-        <source>Parcels with GDD</source>
+        <source>Reference parcels scored</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="121"/>
-        <source>Parcel polygons, any CRS.</source>
+        <source>Growing degree days per parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="122"/>
-        <source>Dates as YYYY-MM-DD separated by commas. Leave empty to use the scene dates.</source>
+        <source>Accumulates growing degree days (GDD) from the season start at each parcel&apos;s centroid, from daily temperatures, and adds one field per date.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="123"/>
-        <source>Sentinel-2 scenes whose acquisition dates are used when DATES is empty.</source>
+        <source>Dates</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="124"/>
-        <source>A folder of scenes whose dates are used when DATES is empty.</source>
+        <source>Scenes (for their dates)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="125"/>
-        <source>Or a STAC item collection saved by &apos;Search a catalogue&apos;, whose dates are used when DATES is empty (no image is read).</source>
+        <source>Folder of scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="126"/>
-        <source>Season start as MM-DD, or MM-DD/-1 for the previous year (e.g. 09-01/-1).</source>
+        <source>Base temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="127"/>
-        <source>Base temperature (°C) below which no growth is counted.</source>
+        <source>Cap temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="128"/>
-        <source>Cap temperature (°C) above which no extra growth is counted.</source>
+        <source>Method</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="129"/>
-        <source>paper: clip daily min/max then average; average: average then clip at the base.</source>
+        <source>Largest distance to a weather cell (km)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="130"/>
-        <source>How far a parcel may be from the grid cell (or station) it takes its temperatures from; farther parcels get no GDD.</source>
+        <source>Parcels with GDD</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="131"/>
-        <source>The parcels with one field gdd_YYYYMMDD per date.</source>
+        <source>Parcel polygons, any CRS.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="132"/>
+        <source>Dates as YYYY-MM-DD separated by commas. Leave empty to use the scene dates.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="133"/>
-        <source>Finds the Sentinel-2 L2A items of a STAC catalogue that cover the parcel layer in a season, keeps those with at most the given cloud cover, logs their dates, tiles and cloud cover and saves them as a STAC ItemCollection (.json). Classify parcels, Export training data and Growing degree days per parcel read the saved file as their scenes, fetching only the parts of the images that hold parcels.</source>
+        <source>Sentinel-2 scenes whose acquisition dates are used when DATES is empty.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="134"/>
+        <source>A folder of scenes whose dates are used when DATES is empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="135"/>
-        <source>STAC API URL (for another STAC API)</source>
+        <source>Or a STAC item collection saved by &apos;Search a catalogue&apos;, whose dates are used when DATES is empty (no image is read).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="136"/>
-        <source>Collection</source>
+        <source>Season start as MM-DD, or MM-DD/-1 for the previous year (e.g. 09-01/-1).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="137"/>
-        <source>Season (year)</source>
+        <source>Base temperature (°C) below which no growth is counted.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="138"/>
-        <source>Start (YYYY-MM-DD)</source>
+        <source>Cap temperature (°C) above which no extra growth is counted.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="139"/>
-        <source>End (YYYY-MM-DD)</source>
+        <source>paper: clip daily min/max then average; average: average then clip at the base.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="140"/>
-        <source>Largest cloud cover (%)</source>
+        <source>How far a parcel may be from the grid cell (or station) it takes its temperatures from; farther parcels get no GDD.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="141"/>
-        <source>Item collection</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="142"/>
-        <source>Parcel polygons, any CRS: the search covers their bounding box.</source>
+        <source>The parcels with one field gdd_YYYYMMDD per date.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="143"/>
-        <source>Earth Search (public COGs on AWS), Planetary Computer (signed by ThermoCrop), the Copernicus Data Space (JPEG 2000 in S3: reading needs S3 keys) or another STAC API given by its URL.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="144"/>
-        <source>The address of the STAC API when &apos;Another STAC API&apos; is chosen, e.g. https://stac.example.org/v1.</source>
+        <source>Finds the Sentinel-2 L2A items of a STAC catalogue that cover the parcel layer in a season, keeps those with at most the given cloud cover, logs their dates, tiles and cloud cover and saves them as a STAC ItemCollection (.json). Classify parcels, Export training data and Growing degree days per parcel read the saved file as their scenes, fetching only the parts of the images that hold parcels.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="145"/>
-        <source>Collection id; empty for the catalogue&apos;s Sentinel-2 L2A collection (sentinel-2-l2a).</source>
+        <source>STAC API URL (for another STAC API)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="146"/>
-        <source>Calendar year searched (1 January to 31 December); Start and End narrow or replace it.</source>
+        <source>Collection</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="147"/>
-        <source>First day searched, YYYY-MM-DD (optional).</source>
+        <source>Season (year)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="148"/>
-        <source>Last day searched, YYYY-MM-DD (optional).</source>
+        <source>Start (YYYY-MM-DD)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="149"/>
-        <source>Largest cloud cover of an item (eo:cloud_cover), percent.</source>
+        <source>End (YYYY-MM-DD)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="150"/>
-        <source>The item collection to write (.json); it appears only once complete.</source>
+        <source>Largest cloud cover (%)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="151"/>
-        <source>Items found</source>
+        <source>Item collection</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="152"/>
-        <source>Dates found</source>
+        <source>Parcel polygons, any CRS: the search covers their bounding box.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="153"/>
-        <source>Train model</source>
+        <source>Earth Search (public COGs on AWS), Planetary Computer (signed by ThermoCrop), the Copernicus Data Space (JPEG 2000 in S3: reading needs S3 keys) or another STAC API given by its URL.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="154"/>
-        <source>Trains a PSE+LTAE classifier with the chosen positional encoding on one or more datasets written by Export training data, and saves a model bundle (.tcm) that Classify parcels and the dock can use.</source>
+        <source>The address of the STAC API when &apos;Another STAC API&apos; is chosen, e.g. https://stac.example.org/v1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="155"/>
-        <source>Dataset folders</source>
+        <source>Collection id; empty for the catalogue&apos;s Sentinel-2 L2A collection (sentinel-2-l2a).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="156"/>
-        <source>Model variant</source>
+        <source>Calendar year searched (1 January to 31 December); Start and End narrow or replace it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="157"/>
-        <source>Epochs</source>
+        <source>First day searched, YYYY-MM-DD (optional).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="158"/>
-        <source>Steps per epoch</source>
+        <source>Last day searched, YYYY-MM-DD (optional).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="159"/>
-        <source>Batch size</source>
+        <source>Largest cloud cover of an item (eo:cloud_cover), percent.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="160"/>
-        <source>Device</source>
+        <source>The item collection to write (.json); it appears only once complete.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="161"/>
-        <source>Classes (empty: all classes of the datasets)</source>
+        <source>Items found</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="162"/>
-        <source>Initial model (empty: from random weights)</source>
+        <source>Dates found</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="163"/>
-        <source>Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder dialog.</source>
+        <source>Train model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="164"/>
-        <source>Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none. tpe_sinusoidal, the shipped model&apos;s, is recommended (docs/training.md). With an initial model its variant holds: the default stands for it, another choice than the model&apos;s is refused.</source>
+        <source>Trains a PSE+LTAE classifier with the chosen positional encoding on one or more datasets written by Export training data, and saves a model bundle (.tcm) that Classify parcels and the dock can use.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="165"/>
-        <source>Training epochs (default 30, the shipped model&apos;s; the paper trains 100). The time the run will take is measured and logged before it starts.</source>
+        <source>Dataset folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="166"/>
-        <source>Optimiser steps per epoch (default 25; the paper uses 500).</source>
+        <source>Model variant</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="167"/>
-        <source>Parcels per optimiser step (default 64; the paper uses 128).</source>
+        <source>Epochs</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="168"/>
-        <source>auto uses a CUDA GPU when there is one, else the CPU.</source>
+        <source>Steps per epoch</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="169"/>
-        <source>The model&apos;s classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: every class of the datasets. Parcels of other classes are left out of training.</source>
+        <source>Batch size</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="170"/>
-        <source>A model bundle (.tcm) to start from (fine-tuning), e.g. the shipped model. Its variant, settings, bands, input scaling and GDD settings are kept, its classes too when the datasets&apos; classes are among them (else a new output layer learns the new list), and it trains with the few-label recipe (docs/training.md). Empty: from random weights.</source>
+        <source>Device</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="171"/>
+        <source>Classes (empty: all classes of the datasets)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="172"/>
+        <source>Initial model (empty: from random weights)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="173"/>
+        <source>Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder dialog.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="174"/>
+        <source>Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none. tpe_sinusoidal, the shipped model&apos;s, is recommended (docs/training.md). With an initial model its variant holds: the default stands for it, another choice than the model&apos;s is refused.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="175"/>
+        <source>Training epochs (default 30, the shipped model&apos;s; the paper trains 100). The time the run will take is measured and logged before it starts.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="176"/>
+        <source>Optimiser steps per epoch (default 25; the paper uses 500).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="177"/>
+        <source>Parcels per optimiser step (default 64; the paper uses 128).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="178"/>
+        <source>auto uses a CUDA GPU when there is one, else the CPU.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="179"/>
+        <source>The model&apos;s classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: every class of the datasets. Parcels of other classes are left out of training.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="180"/>
+        <source>A model bundle (.tcm) to start from (fine-tuning), e.g. the shipped model. Its variant, settings, bands, input scaling and GDD settings are kept, its classes too when the datasets&apos; classes are among them (else a new output layer learns the new list), and it trains with the few-label recipe (docs/training.md). Empty: from random weights.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="181"/>
         <source>Model bundle file (.tcm) to write.</source>
         <translation type="unfinished"></translation>
     </message>

@@ -10,6 +10,7 @@ from .algorithms.base import ICON
 from .algorithms.calibrate_model import CalibrateModel
 from .algorithms.classify_parcels import ClassifyParcels
 from .algorithms.export_training_data import ExportTrainingData
+from .algorithms.inseason_accuracy import InSeasonAccuracy
 from .algorithms.parcel_gdd import ParcelGDD
 from .algorithms.search_catalog import SearchCatalog
 from .algorithms.train_model import TrainModel
@@ -17,7 +18,7 @@ from .algorithms.train_model import TrainModel
 
 class ThermoCropProvider(QgsProcessingProvider):
     """Provides classifyparcels, parcelgdd, exporttrainingdata, trainmodel, calibratemodel,
-    accuracyassessment and searchcatalog."""
+    accuracyassessment, inseasonaccuracy and searchcatalog."""
 
     def id(self) -> str:
         return "thermocrop"
@@ -30,5 +31,5 @@ class ThermoCropProvider(QgsProcessingProvider):
 
     def loadAlgorithms(self) -> None:  # noqa: N802 (QGIS API)
         for algorithm in (ClassifyParcels(), ParcelGDD(), ExportTrainingData(), TrainModel(),
-                          CalibrateModel(), AccuracyAssessment(), SearchCatalog()):
+                          CalibrateModel(), AccuracyAssessment(), InSeasonAccuracy(), SearchCatalog()):
             self.addAlgorithm(algorithm)

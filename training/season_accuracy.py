@@ -58,6 +58,14 @@ class SeasonAccuracy:
             out[name] = float(self.gdd[first])
         return out
 
+    def overall_reached(self, share: float = REACHED_SHARE) -> Optional[int]:
+        """The index of the first acquisition whose OA reaches ``share`` of the whole season's;
+        None where the whole-season OA is 0."""
+        final = self.overall_accuracy[-1]
+        if not np.isfinite(final) or final <= 0:
+            return None
+        return int(np.argmax(self.overall_accuracy >= share * final))
+
     def table_csv(self) -> str:
         """One row per acquisition: date, GDD, OA, macro F1 and each present class's F1."""
         present = [k for k in range(len(self.classes)) if np.isfinite(self.f1[:, k]).all()]

@@ -64,7 +64,8 @@ class ThermoCropDock(QgsDockWidget):
         self.inputs = ClassifyInputs(self.status.say)
         self.classify = ClassifyPanel(self.inputs, self.status)
         self.explain_panel = ExplainPanel(self.classify, lambda: self.iface)
-        self.accuracy_widget, self.calibrate_panel, accuracy_page = accuracy_tab(self.status.say, self.inputs)
+        self.accuracy_widget, self.calibrate_panel, self.season_panel, accuracy_page = accuracy_tab(
+            self.status.say, self.inputs)
         self.train_panel, train_page = train_tab(self.inputs, lambda: self.iface)
         self.classify_scroll = self.classify.scroll
 
@@ -108,6 +109,7 @@ class ThermoCropDock(QgsDockWidget):
         self.classify.shutdown()
         self.accuracy_widget.shutdown()
         self.calibrate_panel.shutdown()
+        self.season_panel.shutdown()
         self.train_panel.shutdown()
         self.status.shutdown()
         for signal in (QgsProject.instance().layersAdded, QgsProject.instance().layersRemoved):

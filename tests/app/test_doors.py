@@ -235,6 +235,45 @@ def test_calibration_doors_build_one_request(provider, spy, tiny_region, tmp_pat
     assert same[0] == same[1] == same[2]
 
 
+def test_season_accuracy_doors_build_one_request(provider, spy, tiny_region, tmp_path):
+    from qgis.core import QgsProject, QgsVectorLayer
+
+    from thermocrop.cli.commands import inseason_command
+    from thermocrop.cli.main import main
+    from thermocrop.core.classmap import ClassMap
+    from thermocrop.plugin import season_panel
+    from thermocrop.plugin.algorithms import inseason_accuracy
+
+    requests = spy("run_season_accuracy", inseason_command, inseason_accuracy, season_panel)
+    parcels, scenes, weather = tiny_region / "parcels.gpkg", tiny_region / "scenes", tiny_region / "weather.nc"
+    out = str(tmp_path / "inseason")
+
+    assert main(["inseason", "--reference", str(parcels), "--label-field", "crop", "--class-map", "france",
+                 "--scenes", str(scenes), "--weather", str(weather), "--model", str(MODEL), "--out", out,
+                 "--overwrite", "--missing-scl", "warn"]) != 0
+    _processing("thermocrop:inseasonaccuracy", {"INPUT": str(parcels), "LABEL_FIELD": "crop", "CLASS_MAP": 1,
+                                                "SCENE_FOLDER": str(scenes), "WEATHER": str(weather),
+                                                "MODEL": str(MODEL), "OUTPUT": out})
+    layer = QgsVectorLayer(str(parcels), "parcels", "ogr")
+    QgsProject.instance().addMapLayer(layer)
+    try:
+        panel = season_panel.SeasonPanel(lambda: (layer, "crop", "france"),
+                                         lambda: ([str(scenes)], str(weather), str(MODEL)))
+        task = season_panel.SeasonAccuracyTask(panel.request(out), on_done=None)
+        assert task.run() is False and task.error == "run_season_accuracy called"
+    finally:
+        QgsProject.instance().removeMapLayer(layer.id())
+
+    cli, toolbox, dock = requests
+    assert cli.reference.source == str(parcels) and cli.label_field == "crop"
+    _same_parcels(parcels, toolbox.reference.source, dock.reference.source)
+    assert list(toolbox.reference.source["crop"]) == list(gpd.read_file(parcels)["crop"].astype(str))
+    # The Toolbox hands the class map loaded, the command line and the dock its name: the same table.
+    assert toolbox.class_map == ClassMap.load("france") and cli.class_map == dock.class_map == "france"
+    same = [dataclasses.replace(r, reference=None, class_map=None) for r in requests]
+    assert same[0] == same[1] == same[2]
+
+
 def test_classification_as_of_a_date_and_decided_labels_reach_every_door(provider, spy, tiny_region, tmp_path):
     import datetime
 

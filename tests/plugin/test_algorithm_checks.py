@@ -53,7 +53,7 @@ def test_the_declared_checks_run_in_order_until_one_fails(qgis_app):
 
 def test_every_key_is_a_constant_of_its_own_name(provider):
     algorithms = provider.algorithms()
-    assert len(algorithms) == 7
+    assert len(algorithms) == 8
     for algorithm in algorithms:
         keys = [p.name() for p in algorithm.parameterDefinitions()] + [o.name() for o in algorithm.outputDefinitions()]
         assert keys, algorithm.id()

@@ -639,6 +639,49 @@ def test_calibrate_on_the_accuracy_tab_chooses_the_new_model(dock, parcels_layer
     assert "temperature" in panel.status.text() and "->" in panel.status.text()
 
 
+@pytest.mark.slow
+def test_accuracy_through_the_season_on_the_accuracy_tab(dock, parcels_layer, tiny_region, region_weather,
+                                                        small_bundle, tmp_path):
+    import csv
+
+    from test_inseason_algorithm import whole_season_accuracy
+
+    from thermocrop.core.scenes.local import find_scenes
+
+    dock.accuracy_widget.set_layer(parcels_layer, reference_field="crop")
+    panel = dock.season_panel
+    task = panel.start()
+    assert task is not None and not panel.run_button.isEnabled() and panel.cancel_button.isEnabled()
+    _wait(panel)
+    assert panel.run_button.isEnabled() and not panel.cancel_button.isEnabled()
+    # The project is not saved: beside the parcel file, named after the layer.
+    out = tmp_path / "parcels_inseason"
+    rows = list(csv.DictReader((out / "inseason.csv").open(encoding="utf-8")))
+    assert len(rows) == len(find_scenes(str(tiny_region / "scenes")))
+    oa, parcels = whole_season_accuracy(tiny_region, region_weather, small_bundle)
+    assert float(rows[-1]["overall_accuracy"]) == pytest.approx(oa, abs=5e-5)
+    text = panel.status.text()
+    assert f"{parcels} reference parcels" in text and f"{oa:.1%}" in text and str(out) in text
+    # The date at which OA first reaches 90 % of the whole season's, read back from the table.
+    first = next(r for r in rows if float(r["overall_accuracy"]) >= 0.9 * float(rows[-1]["overall_accuracy"]))
+    assert first["date"] in text
+    assert not panel.figure.isHidden() and panel.figure.pixmap().width() > 100
+    # A second run goes to a new folder; a cancelled one writes nothing.
+    task = panel.start()
+    task.cancel()
+    _wait(panel)
+    assert "cancelled" in panel.status.text() and not (tmp_path / "parcels_inseason_2" / "inseason.csv").exists()
+
+
+def test_accuracy_through_the_season_says_what_is_missing(dock, parcels_layer):
+    panel = dock.season_panel
+    dock.accuracy_widget.set_layer(None)
+    assert panel.start() is None and "reference parcels" in panel.status.text()
+    dock.accuracy_widget.set_layer(parcels_layer, reference_field="crop")
+    dock.weather.setFilePath("")
+    assert panel.start() is None and "temperature" in panel.status.text()
+
+
 def test_calibrate_says_what_is_missing(dock, parcels_layer):
     panel = dock.calibrate_panel
     dock.accuracy_widget.set_layer(None)

@@ -195,6 +195,10 @@ def assess(dock):
         "thermocrop:calibratemodel", {
             "INPUT": ARGS["parcels"], "LABEL_FIELD": "crop", "SCENE_FOLDER": ARGS["scenes"],
             "WEATHER": ARGS["weather"], "OUTPUT": out + "/calibrated.tcm"}))
+    report["inseason_dialog"] = timed("in-season accuracy (In-season accuracy dialog)", lambda: run_dialog(
+        "thermocrop:inseasonaccuracy", {
+            "INPUT": ARGS["parcels"], "LABEL_FIELD": "crop", "SCENE_FOLDER": ARGS["scenes"],
+            "WEATHER": ARGS["weather"], "OUTPUT": out + "/inseason"}))
     accuracy = dock.accuracy_widget
     dock.tabs.setCurrentIndex(dock.tabs.indexOf(accuracy.parentWidget().parentWidget()))
     accuracy.set_layer(dock.output_layer, "crop_pred", "crop")
@@ -339,6 +343,7 @@ def test_restarted_qgis_classifies_trains_searches_and_assesses_in_the_dock_and_
     _check_search(report, tiny_region, out)
     _check_accuracy(report, out)
     _check_calibration(report, tiny_region, out)
+    _check_inseason(report, out)
 
 
 def _check_calibration(report: dict, region: Path, out: Path) -> None:
@@ -354,6 +359,17 @@ def _check_calibration(report: dict, region: Path, out: Path) -> None:
     assert bundle.calibration is not None and bundle.calibration.parcels == parcels
     assert 50 <= parcels <= int(labels.isin(bundle.classes).sum())
     assert report["calibrate_dialog"]["TEMPERATURE"] == pytest.approx(bundle.calibration.temperature)
+
+
+def _check_inseason(report: dict, out: Path) -> None:
+    """The In-season accuracy dialog wrote its tables and figure; its whole-season accuracy is
+    the table's last row."""
+    import csv
+
+    results = report["inseason_dialog"]
+    rows = list(csv.DictReader((out / "inseason" / "inseason.csv").open(encoding="utf-8")))
+    assert results["TABLE"] == str(out / "inseason" / "inseason.csv") and Path(results["FIGURE"]).is_file()
+    assert float(rows[-1]["overall_accuracy"]) == pytest.approx(results["OVERALL_ACCURACY"], abs=5e-5)
 
 
 def _check_training(report: dict, region: Path, out: Path) -> None:

@@ -63,7 +63,7 @@ def test_class_factory_init_and_unload_leave_nothing_behind(qgis_app):
     assert provider is not None
     assert {a.name() for a in provider.algorithms()} == {
         "classifyparcels", "parcelgdd", "exporttrainingdata", "trainmodel", "accuracyassessment", "searchcatalog",
-        "calibratemodel"}
+        "calibratemodel", "inseasonaccuracy"}
     assert len(iface.menu) == 1 and len(iface.toolbar) == 1
     plugin.action.setChecked(True)
     assert len(iface.docks) == 1

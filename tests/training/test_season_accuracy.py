@@ -13,7 +13,7 @@ from thermocrop.core.model.bundle import BundleConfig, InputScaling, ModelBundle
 from thermocrop.core.model.networks import build_model
 from thermocrop.core.pixel_sets import PixelSets, save_dataset
 from thermocrop.training.metrics import confusion_matrix, scores
-from thermocrop.training.season_accuracy import accuracy_through_season
+from thermocrop.training.season_accuracy import SeasonAccuracy, accuracy_through_season
 
 CLASSES = ("corn", "meadow", "winter_wheat", "soy")
 
@@ -88,3 +88,16 @@ def test_scores_as_of_each_acquisition_equal_one_run_per_cut(tmp_path, capsys):
     # An existing table is replaced only when asked.
     assert main(["inseason", "--data", str(tmp_path / "data"), "--model", str(tmp_path / "m.tcm"),
                  "--out", str(tmp_path / "out")]) != 0
+
+
+def test_overall_reached_is_the_first_acquisition_at_90_percent_of_the_season():
+    def season(oa):
+        n = len(oa)
+        return SeasonAccuracy(dates=np.datetime64("2020-04-01") + np.arange(n), gdd=100.0 * np.arange(n),
+                              overall_accuracy=np.array(oa), macro_f1=np.array(oa), f1=np.zeros((n, 1)),
+                              classes=("corn",), parcels=10)
+
+    # 90 % of 0.9 is 0.81: 0.85 is the first at or above it, the dip after it does not matter.
+    assert season([0.2, 0.5, 0.85, 0.7, 0.9]).overall_reached() == 2
+    assert season([0.2, 0.5, 0.85, 0.7, 0.9]).overall_reached(share=1.0) == 4
+    assert season([0.0, 0.0]).overall_reached() is None
