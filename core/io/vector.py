@@ -452,9 +452,11 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
             kind = field_kind(values)
             definition = ogr.FieldDefn(written, {"real": ogr.OFTReal, "integer": ogr.OFTInteger64,
                                                  "string": ogr.OFTString}[kind])
-            as_list = np.asarray(values, dtype=object).tolist()
+            # Kept as the array and read row by row: a list of Python objects would cost the
+            # client some 30 bytes a parcel per field.
+            array = np.asarray(values)
             if kind == "string" and target.driver == "ESRI Shapefile":
-                longest = max((len(str(v).encode("utf-8")) for v in as_list if not _is_null(v)), default=1)
+                longest = max((len(str(v).encode("utf-8")) for v in array.tolist() if not _is_null(v)), default=1)
                 definition.SetWidth(min(max(longest, 1), 254))
             if out.CreateField(definition) != 0:
                 raise OutputError(f"Cannot create field {written} in {target.path}: {said(messages)}")
@@ -463,7 +465,7 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
             if stored != written:
                 raise OutputError(f"{target.driver} stored field {written!r} as {stored!r}; choose another field "
                                   "name.")
-            added.append((index, kind, as_list))
+            added.append((index, kind, array, array.dtype.kind == "O"))
 
         transaction = dst.TestCapability(ogr.ODsCTransactions) and dst.StartTransaction() == 0
         out_defn = out.GetLayerDefn()
@@ -480,8 +482,8 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
                     new.SetGeometry(ogr.ForceTo(geometry.Clone(), geom_type))
             if keep_fid:
                 new.SetFID(feature.GetFID())
-            for index, kind, values in added:
-                value = values[row]
+            for index, kind, array, objects in added:
+                value = array[row] if objects else array[row].item()
                 if _is_null(value):
                     new.SetFieldNull(index)
                 elif kind == "real":

@@ -331,6 +331,7 @@ def classify_partitioned(
                                        weather_options=options.get("weather_options"))
             n, source, ids_digest = len(plan), plan.source, plan.ids_digest
             chunks = plan.chunks(chunk_size, scene_grids(job.scenes))
+            plan.bounds = plan.usable = None  # planned: not needed any more
             inputs_of = plan.slice
         else:
             job = prepare_classification(parcels, scenes, weather, bundle, **options)
