@@ -364,7 +364,7 @@ def classify_partitioned(
     k = len(job.classes)
     probabilities = np.full((n, k), np.nan, dtype=np.float32)
     status = np.empty(n, dtype=object)
-    parcel_ids: list = [None] * n if job.table is None else []
+    parcel_ids = np.empty(n if job.table is None else 0, dtype="<U1")  # widened as parts need
     decided_days = np.full(n, np.datetime64("NaT"), dtype="datetime64[D]")
     decided_gdd = np.full(n, np.nan, dtype=np.float32)
     for i, idx in enumerate(chunks):
@@ -372,8 +372,10 @@ def classify_partitioned(
         check_partition(folder, i, idx, part["row"])
         status[idx] = part["status"]
         if job.table is None:
-            for position, parcel_id in zip(idx, part["parcel_id"]):
-                parcel_ids[position] = parcel_id
+            part_ids = np.asarray(part["parcel_id"], dtype=str)
+            if part_ids.dtype.itemsize > parcel_ids.dtype.itemsize:
+                parcel_ids = parcel_ids.astype(part_ids.dtype)
+            parcel_ids[idx] = part_ids
         probabilities[idx] = np.stack([part[f"p{c}"] for c in range(k)], axis=1) if k else np.zeros((len(idx), 0))
         if decided is not None:
             day = np.asarray(part["decided_day"], dtype=np.float64)
@@ -382,9 +384,8 @@ def classify_partitioned(
             decided_gdd[idx] = part["decided_gdd"]
         del part
     if job.table is None:
-        job.table = ParcelTable(None, np.asarray(parcel_ids, dtype=str), np.empty(0, dtype=np.int16),
+        job.table = ParcelTable(None, parcel_ids, np.empty(0, dtype=np.int16),
                                 np.empty(0, dtype=np.int32), np.empty(0, dtype=object), source, plan.rows)
-        del parcel_ids
     kept = None if decided is None else (decided_days, decided_gdd, decided)
     return assemble_result(job, status, probabilities, kept), summary, folder
 
