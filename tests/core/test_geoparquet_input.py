@@ -164,3 +164,23 @@ def test_cli_classify_reads_geoparquet_parcels_as_it_reads_the_geopackage(gpkg, 
         np.testing.assert_allclose(b["crop_conf"].to_numpy(float), a["crop_conf"].to_numpy(float), rtol=1e-6)
         assert b["area_ha"].tolist() == a["area_ha"].tolist()
     assert (a["crop_status"] == "ok").sum() == 13
+
+
+def test_cli_gdd_reads_geoparquet_parcels_and_writes_them_back_as_geoparquet(gpkg, tmp_path):
+    days = np.arange(np.datetime64("2023-01-01"), np.datetime64("2023-12-31"))
+    temps = "".join(f"{d},{2 + 6 * np.sin(i / 58):.1f},{12 + 9 * np.sin(i / 58):.1f}\n" for i, d in enumerate(days))
+    (tmp_path / "weather.csv").write_text("date,tmin,tmax\n" + temps, encoding="utf-8")
+    parquet = write_with_pyarrow(parcel_frame(), tmp_path / "parcels.parquet", crs=json.loads(
+        gpd.GeoSeries([], crs=CRS).crs.to_json()), row_group_size=3)
+    common = ["--weather", str(tmp_path / "weather.csv"), "--dates", "2023-05-01", "2023-07-01"]
+    assert main(["gdd", "--parcels", str(gpkg), "--out", str(tmp_path / "a.csv"), *common]) == 0
+    assert main(["gdd", "--parcels", str(parquet), "--out", str(tmp_path / "b.csv"), *common]) == 0
+    assert (tmp_path / "b.csv").read_bytes() == (tmp_path / "a.csv").read_bytes()
+    assert main(["gdd", "--parcels", str(parquet), "--out", str(tmp_path / "b.parquet"), *common]) == 0
+    back = pq.ParquetFile(str(tmp_path / "b.parquet"))
+    assert back.metadata.num_row_groups == 5  # written row group by row group, as read
+    frame = gpd.read_parquet(tmp_path / "b.parquet")
+    table = np.genfromtxt(tmp_path / "a.csv", delimiter=",", skip_header=1, usecols=(1, 2))
+    np.testing.assert_allclose(frame[["gdd_20230501", "gdd_20230701"]].to_numpy(float), table)
+    assert frame["parcel_id"].tolist() == parcel_frame()["parcel_id"].tolist()
+    assert frame.crs == gpd.read_file(gpkg).crs
