@@ -6,6 +6,10 @@ Dask task on any worker and writes its result as a file of its own in a run fold
 (:mod:`.folder`; a Parquet table, or a dataset folder for extraction), atomically; at the end
 the client merges the partitions into the output in parcel order and publishes it whole.
 
+A classification of a layer file is planned from the parcels' bounding boxes alone
+(:mod:`.layer_plan`) and each partition reads its own parcels from the file; a GeoDataFrame or
+``ParcelTable`` (and extraction and GDD) are sent to the workers in pieces.
+
 A worker lost mid-run is replaced by the cluster and its partitions are computed again by
 another worker (Dask reschedules the tasks of a dead worker). An interrupted run is taken up
 with ``resume=True`` (see :mod:`.folder`).
@@ -291,7 +295,9 @@ def classify_partitioned(
     Args:
         parcels, scenes, weather, bundle: as ``classify_parcels`` (``bundle``: a path or None
             for the model shipped for the scenes' processing level; a loaded ``ModelBundle`` is
-            sent to every worker).
+            sent to every worker). A layer file is not loaded here: its partitions are planned
+            from its bounding boxes and each reads its parcels itself (the file must be at the
+            same path on every worker).
         run_folder: where the partitions are written (kept when the run stops; removed by the
             caller with :func:`remove_run_folder` once the output is written).
         cluster: the workers or scheduler.
