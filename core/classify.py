@@ -252,7 +252,7 @@ class ClassificationJob:
     model: Any
     classes: tuple[str, ...]
     settings: ExtractionSettings
-    table: ParcelTable
+    table: Optional[ParcelTable]
     scenes: list
     meta: dict[str, Any]
     warnings: tuple[str, ...]
@@ -279,6 +279,20 @@ def prepare_classification(
     if len(table) == 0:
         raise InputError(f"No parcels to classify in {table.source}"
                          + (" among the selected ids." if selected_ids is not None else "."))
+    job = classification_setup(scenes, given, sampling=sampling, weather_options=weather_options)
+    job.table = table
+    job.meta = dataset_meta(table, job.scenes, weather, job.settings, None)
+    return job
+
+
+def classification_setup(scenes: SceneSource, given: Any = None, *, sampling: Optional[PixelSampling] = None,
+                         weather_options: Optional[dict[str, Any]] = None) -> ClassificationJob:
+    """The model, the scenes and the settings of a classification, without its parcels (``table``
+    None, ``meta`` empty: a partitioned run's workers read their parcels themselves).
+
+    Args:
+        given: a loaded model (``run_bundle``), or None for the one shipped for the scenes' level.
+    """
     scene_list = scene_list_of(scenes)
     if not scene_list:
         raise SceneError("No scenes were given.")
@@ -286,12 +300,11 @@ def prepare_classification(
     classes = tuple(model.config.classes)
     settings = ExtractionSettings(sampling=sampling or PixelSampling(), thermal=bundle_thermal_time(model),
                                   weather_options=dict(weather_options or {}))
-    meta = dataset_meta(table, scene_list, weather, settings, None)
     warnings = [w for w in (level_mismatch(model, scene_list),
                             check_missing_scl(scene_list, settings.sampling.missing_scl), few_dates(scene_list)) if w]
     for w in warnings:
         log.warning(w)
-    return ClassificationJob(model, classes, settings, table, scene_list, meta, tuple(warnings))
+    return ClassificationJob(model, classes, settings, None, scene_list, {}, tuple(warnings))
 
 
 def predict_chunk(model: Any, ps: Any, batch_size: int = 256, progress: Optional[Progress] = None) -> np.ndarray:

@@ -12,6 +12,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from .errors import InputError, NoUsableParcelsError
+from .io.geoparquet import GeoParquetLayer, is_parquet
 from .io.vector import default_layer_name, parcel_layer_problem
 from .pixel_sets import STATUS_OK
 
@@ -163,7 +164,13 @@ def _read_layer(parcels: ParcelSource, layer: Optional[str] = None):
     if problem:
         raise InputError(problem)
     try:
-        gdf = gpd.read_file(path, layer=layer) if layer else gpd.read_file(path)
+        if is_parquet(path):
+            gdf = GeoParquetLayer(path).read()
+            gdf.index = np.arange(len(gdf))
+        else:
+            gdf = gpd.read_file(path, layer=layer) if layer else gpd.read_file(path)
+    except InputError:
+        raise
     except Exception as exc:  # fiona raises its own hierarchy
         raise InputError(f"Cannot read parcel layer {path}: {exc}") from exc
     if len(gdf) == 0:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -223,20 +223,20 @@ def reading_windows(flat: np.ndarray, grid: Grid, block: int):
 
 
 
-def _tiles_of(table: ParcelTable, usable: np.ndarray, grids: Sequence[Grid]) -> np.ndarray:
-    """``(len(usable),)`` index of the first grid whose footprint holds each parcel's bounding-box
-    centre; ``len(grids)`` for parcels on none."""
+def _tiles_of(bounds: np.ndarray, crs: Any, grids: Sequence[Grid]) -> np.ndarray:
+    """``(len(bounds),)`` index of the first grid whose footprint holds each parcel's bounding-box
+    centre (``bounds``: ``(N, 4)`` minx, miny, maxx, maxy in ``crs``); ``len(grids)`` for parcels
+    on none."""
     from rasterio.warp import transform_bounds
 
-    bounds = table.geometry.iloc[usable].bounds
-    cx = ((bounds["minx"] + bounds["maxx"]) / 2).to_numpy()
-    cy = ((bounds["miny"] + bounds["maxy"]) / 2).to_numpy()
-    tile = np.full(len(usable), len(grids), dtype=np.int64)
+    cx = (bounds[:, 0] + bounds[:, 2]) / 2
+    cy = (bounds[:, 1] + bounds[:, 3]) / 2
+    tile = np.full(len(bounds), len(grids), dtype=np.int64)
     for k in reversed(range(len(grids))):  # the first grid wins where footprints overlap
         t, g = grids[k].transform, grids[k]
         left, right = sorted((t.c, t.c + t.a * g.width))
         bottom, top = sorted((t.f, t.f + t.e * g.height))
-        x0, y0, x1, y1 = transform_bounds(g.crs, table.geometry.crs, left, bottom, right, top)
+        x0, y0, x1, y1 = transform_bounds(g.crs, crs, left, bottom, right, top)
         tile[(cx >= x0) & (cx <= x1) & (cy >= y0) & (cy <= y1)] = k
     return tile
 
@@ -253,13 +253,27 @@ def spatial_chunks(table: ParcelTable, chunk_size: int, grids: Sequence[Grid] = 
     n = len(table)
     if n <= chunk_size:
         return [np.arange(n)]
+    usable = table.status == ""
+    bounds = np.full((n, 4), np.nan)
+    if usable.any():
+        bounds[usable] = table.geometry.iloc[np.flatnonzero(usable)].bounds.to_numpy()
+    return chunks_of_bounds(bounds, usable, table.geometry.crs, chunk_size, grids)
+
+
+def chunks_of_bounds(bounds: np.ndarray, usable: np.ndarray, crs: Any, chunk_size: int,
+                     grids: Sequence[Grid] = ()) -> list[np.ndarray]:
+    """:func:`spatial_chunks` of parcels given by their bounding boxes alone: ``bounds`` ``(N, 4)``
+    (minx, miny, maxx, maxy in ``crs``) of the parcels where ``usable`` ``(N,)`` is True."""
+    n = len(bounds)
+    if n <= chunk_size:
+        return [np.arange(n)]
     y = np.zeros(n)
     tile = np.zeros(n, dtype=np.int64)
-    usable = np.flatnonzero(table.status == "")
+    usable = np.flatnonzero(usable)
     if len(usable):
-        y[usable] = table.geometry.iloc[usable].bounds["maxy"].to_numpy()
+        y[usable] = bounds[usable, 3]
         if len(grids) > 1:
-            tile[usable] = _tiles_of(table, usable, grids)
+            tile[usable] = _tiles_of(bounds[usable], crs, grids)
     chunks = []
     for k in np.unique(tile):
         members = np.flatnonzero(tile == k)

@@ -18,6 +18,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .errors import InputError, WeatherError
+from .io.geoparquet import GeoParquetLayer, is_parquet
 from .io.vector import default_layer_name, parcel_layer_problem
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,10 @@ def parcel_layer_info(path: Any, layer: Optional[str] = None) -> dict[str, Any]:
     problem = parcel_layer_problem(path, layer)
     if problem:
         raise InputError(problem)
+    if is_parquet(path):
+        parquet = GeoParquetLayer(path)
+        return {"crs": parquet.crs.to_wkt() if parquet.crs is not None else None, "fields": parquet.fields,
+                "count": len(parquet), "bounds": parquet.bounds() if len(parquet) else None}
     try:
         with fiona.open(path, layer=layer) as src:
             return {"crs": src.crs_wkt or None, "fields": list(src.schema["properties"]),

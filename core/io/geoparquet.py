@@ -1,5 +1,7 @@
-"""GeoParquet output for large layers: the parcels streamed from OGR in record batches, added
-fields appended, written with pyarrow row group by row group, checked and published whole.
+"""GeoParquet for large layers. Output: the parcels streamed from OGR (or from a GeoParquet
+input) in record batches, added fields appended, written with pyarrow row group by row group,
+checked and published whole. Input: :class:`GeoParquetLayer` reads a parcel layer row group by
+row group, only the columns asked for, geometries decoded from WKB.
 
 GeoParquet (https://geoparquet.org, version 1.0.0 metadata, WKB geometries) is read by
 geopandas, DuckDB, Spark and Dask; Debian's GDAL 3.6 (and so QGIS 3.22) has no Parquet
@@ -12,7 +14,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Union
+from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -88,9 +90,7 @@ def write_geoparquet(
         InputError: an unreadable input, or fields that do not fit the layer.
     """
     import geopandas as gpd
-    import pyarrow as pa
     import pyarrow.parquet as pq
-    from osgeo import gdal
 
     frame = parcels if isinstance(parcels, gpd.GeoDataFrame) else None
     source = None if frame is not None else Path(parcels)
@@ -100,48 +100,10 @@ def write_geoparquet(
         if frame is not None:
             source, layer = staging.folder / "parcels.gpkg", "parcels"
             frame.to_file(source, layer=layer, driver="GPKG")
-        with gdal_messages() as messages:
-            ds = gdal.OpenEx(os.fspath(source), gdal.OF_VECTOR | gdal.OF_READONLY)
-            lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
-            if lyr is None:
-                raise InputError(f"Cannot read parcel layer {source}: {said(messages)}")
-            count = lyr.GetFeatureCount(force=1)
-            for name, values in fields.items():
-                if len(values) != count:
-                    raise InputError(f"Field {name} holds {len(values)} values but the layer has {count} "
-                                     "features; compute it for this layer again.")
-            geometry = lyr.GetGeometryColumn() or "geometry"
-            srs = lyr.GetSpatialRef()
-            stream = lyr.GetArrowStreamAsPyArrow(["INCLUDE_FID=NO", f"MAX_FEATURES_IN_BATCH={BATCH_FEATURES}"])
-            added = {name: _arrow_values(values) for name, values in fields.items()}
-            writer = None
-            written = 0
-            try:
-                for batch in stream:
-                    batch = pa.RecordBatch.from_struct_array(batch)
-                    n = batch.num_rows
-                    keep = [c for c in batch.schema.names if c not in added]
-                    columns = [batch.column(c) for c in keep] + [a.slice(written, n) for a in added.values()]
-                    table = pa.Table.from_arrays(columns, names=keep + list(added))
-                    if writer is None:
-                        schema = table.schema.with_metadata({b"geo": _geo_metadata(geometry, srs)})
-                        writer = pq.ParquetWriter(str(staging.path), schema)
-                    writer.write_table(table.cast(writer.schema))
-                    written += n
-                if writer is None:  # an empty layer still gets its columns
-                    names = [lyr.GetLayerDefn().GetFieldDefn(i).GetName()
-                             for i in range(lyr.GetLayerDefn().GetFieldCount())]
-                    schema = pa.schema([(c, pa.string()) for c in names if c not in added]
-                                       + [(geometry, pa.binary())] + [(k, a.type) for k, a in added.items()])
-                    writer = pq.ParquetWriter(str(staging.path), schema.with_metadata(
-                        {b"geo": _geo_metadata(geometry, srs)}))
-            except OSError as exc:
-                raise OutputError(f"Writing {target} failed ({exc.strerror or exc}); the disk may be full. "
-                                  "Nothing was written.") from exc
-            finally:
-                if writer is not None:
-                    writer.close()
-                stream = lyr = ds = None
+        if is_parquet(source):
+            count, written, geometry = _copy_geoparquet(GeoParquetLayer(source), fields, staging.path, target)
+        else:
+            count, written, geometry = _copy_ogr(source, layer, fields, staging.path, target)
         if written != count:
             raise OutputError(f"Reading {source} gave {written} features instead of {count}; nothing was written.")
         try:
@@ -157,3 +119,250 @@ def write_geoparquet(
         publish(staging.path, target, overwrite=overwrite, staging=staging)
     log.info("Wrote %d features to %s (GeoParquet)", count, target)
     return target
+
+
+def _check_lengths(fields: Mapping[str, np.ndarray], count: int) -> None:
+    for name, values in fields.items():
+        if len(values) != count:
+            raise InputError(f"Field {name} holds {len(values)} values but the layer has {count} "
+                             "features; compute it for this layer again.")
+
+
+def _copy_geoparquet(layer: "GeoParquetLayer", fields: Mapping[str, np.ndarray], path: Path,
+                     target: Path) -> tuple[int, int, str]:
+    """A GeoParquet layer plus ``fields`` into ``path``, row group by row group, its 'geo'
+    metadata kept; returns the layer's count, the rows written and the geometry column."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    count = len(layer)
+    _check_lengths(fields, count)
+    added = {name: _arrow_values(values) for name, values in fields.items()}
+    keep = [c for c in layer.schema.names if c not in added]
+    schema = pa.schema([layer.schema.field(c) for c in keep] + [(k, a.type) for k, a in added.items()],
+                       metadata=layer.schema.metadata)
+    written = 0
+    try:
+        with pq.ParquetWriter(str(path), schema) as writer:
+            for g in range(layer.file.num_row_groups):
+                table = layer.file.read_row_group(g, columns=keep)
+                n = table.num_rows
+                columns = [table.column(c) for c in keep] + [a.slice(written, n) for a in added.values()]
+                writer.write_table(pa.Table.from_arrays(columns, schema=schema))
+                written += n
+    except OSError as exc:
+        raise OutputError(f"Writing {target} failed ({exc.strerror or exc}); the disk may be full. "
+                          "Nothing was written.") from exc
+    return count, written, layer.geometry_column
+
+
+def _copy_ogr(source: PathLike, layer: Optional[str], fields: Mapping[str, np.ndarray], path: Path,
+              target: Path) -> tuple[int, int, str]:
+    """An OGR layer plus ``fields`` into ``path`` through GDAL's Arrow interface; returns the
+    layer's count, the rows written and the geometry column."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from osgeo import gdal
+
+    with gdal_messages() as messages:
+        ds = gdal.OpenEx(os.fspath(source), gdal.OF_VECTOR | gdal.OF_READONLY)
+        lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
+        if lyr is None:
+            raise InputError(f"Cannot read parcel layer {source}: {said(messages)}")
+        count = lyr.GetFeatureCount(force=1)
+        _check_lengths(fields, count)
+        geometry = lyr.GetGeometryColumn() or "geometry"
+        srs = lyr.GetSpatialRef()
+        stream = lyr.GetArrowStreamAsPyArrow(["INCLUDE_FID=NO", f"MAX_FEATURES_IN_BATCH={BATCH_FEATURES}"])
+        added = {name: _arrow_values(values) for name, values in fields.items()}
+        writer = None
+        written = 0
+        try:
+            for batch in stream:
+                batch = pa.RecordBatch.from_struct_array(batch)
+                n = batch.num_rows
+                keep = [c for c in batch.schema.names if c not in added]
+                columns = [batch.column(c) for c in keep] + [a.slice(written, n) for a in added.values()]
+                table = pa.Table.from_arrays(columns, names=keep + list(added))
+                if writer is None:
+                    schema = table.schema.with_metadata({b"geo": _geo_metadata(geometry, srs)})
+                    writer = pq.ParquetWriter(str(path), schema)
+                writer.write_table(table.cast(writer.schema))
+                written += n
+            if writer is None:  # an empty layer still gets its columns
+                names = [lyr.GetLayerDefn().GetFieldDefn(i).GetName()
+                         for i in range(lyr.GetLayerDefn().GetFieldCount())]
+                schema = pa.schema([(c, pa.string()) for c in names if c not in added]
+                                   + [(geometry, pa.binary())] + [(k, a.type) for k, a in added.items()])
+                writer = pq.ParquetWriter(str(path), schema.with_metadata({b"geo": _geo_metadata(geometry, srs)}))
+        except OSError as exc:
+            raise OutputError(f"Writing {target} failed ({exc.strerror or exc}); the disk may be full. "
+                              "Nothing was written.") from exc
+        finally:
+            if writer is not None:
+                writer.close()
+            stream = lyr = ds = None
+    return count, written, geometry
+
+
+# -- input --------------------------------------------------------------------------------------
+
+class GeoParquetLayer:
+    """A GeoParquet file opened as a parcel layer: its 'geo' metadata checked, nothing read yet.
+
+    Only the file's footer is read on opening; :meth:`frames` and :meth:`read` then read row
+    group by row group, and only the columns asked for, so memory holds one row group (plus
+    what the caller keeps).
+
+    Raises:
+        InputError: the file is not Parquet, has no or an unreadable 'geo' metadata, its
+            geometry column is missing or not WKB, or its CRS cannot be read.
+    """
+
+    def __init__(self, path: PathLike) -> None:
+        import pyarrow.parquet as pq
+
+        self.path = Path(os.fspath(path))
+        try:
+            self.file = pq.ParquetFile(str(self.path))
+        except Exception as exc:  # pyarrow's ArrowInvalid / OSError
+            raise InputError(f"Parcel file {self.path} cannot be read as Parquet ({exc}); write it again as "
+                             "GeoParquet, or give a GeoPackage.") from None
+        schema = self.file.schema_arrow
+        raw = (schema.metadata or {}).get(b"geo")
+        if raw is None:
+            raise InputError(f"Parcel file {self.path} is Parquet without GeoParquet's 'geo' metadata, so its "
+                             "geometry column is unknown; write it as GeoParquet (geopandas' to_parquet, GDAL, "
+                             "DuckDB) or give a GeoPackage.")
+        try:
+            geo = json.loads(raw)
+            self.geometry_column = str(geo["primary_column"])
+            column = geo["columns"][self.geometry_column]
+        except (ValueError, KeyError, TypeError):
+            raise InputError(f"Parcel file {self.path} has GeoParquet 'geo' metadata that does not name its "
+                             "geometry column (primary_column and its entry under columns); write the file "
+                             "again.") from None
+        if self.geometry_column not in schema.names:
+            raise InputError(f"Parcel file {self.path} names {self.geometry_column!r} as its geometry column, "
+                             f"but it has no such column; its columns are {schema.names}.")
+        encoding = str(column.get("encoding", "")).upper()
+        if encoding != "WKB":
+            raise InputError(f"Parcel file {self.path} stores its geometries as {column.get('encoding')!r}; "
+                             "ThermoCrop reads WKB GeoParquet: write the file again with WKB geometries.")
+        self.crs = self._crs(column)
+        self.fields = [c for c in schema.names if c != self.geometry_column]
+        self.schema = schema
+
+    def _crs(self, column: Mapping[str, Any]) -> Any:
+        """The column's CRS as a pyproj CRS: PROJJSON or WKT; absent means OGC:CRS84 (the
+        specification's default), null means none."""
+        from pyproj import CRS
+        from pyproj.exceptions import CRSError
+
+        if "crs" not in column:
+            return CRS.from_user_input("OGC:CRS84")
+        value = column["crs"]
+        if value is None:
+            return None
+        try:
+            return CRS.from_user_input(json.dumps(value) if isinstance(value, dict) else value)
+        except CRSError as exc:
+            raise InputError(f"Parcel file {self.path} has a CRS in its 'geo' metadata that cannot be read "
+                             f"({exc}); write the file again with its CRS.") from None
+
+    def __len__(self) -> int:
+        return self.file.metadata.num_rows
+
+    def row_group_starts(self) -> np.ndarray:
+        """``(G + 1,)`` first row of each row group, then the number of rows."""
+        sizes = [self.file.metadata.row_group(g).num_rows for g in range(self.file.num_row_groups)]
+        return np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
+
+    def _columns(self, columns: Optional[Sequence[str]]) -> list[str]:
+        if columns is None:
+            return list(self.schema.names)
+        missing = [c for c in columns if c not in self.schema.names]
+        if missing:
+            raise InputError(f"Parcel file {self.path} has no field {missing[0]!r}; its fields are {self.fields}.")
+        return [c for c in self.schema.names if c in set(columns) | {self.geometry_column}]
+
+    def _frame(self, table: Any, first_row: int) -> Any:
+        import geopandas as gpd
+
+        frame = table.drop([self.geometry_column]).to_pandas()
+        frame.index = np.arange(first_row, first_row + len(frame))
+        frame[self.geometry_column] = self._geometries(table.column(self.geometry_column), first_row).values
+        return gpd.GeoDataFrame(frame, geometry=self.geometry_column, crs=self.crs)
+
+    def _geometries(self, column: Any, first_row: int) -> Any:
+        import geopandas as gpd
+
+        wkb = column.to_numpy(zero_copy_only=False)
+        try:
+            return gpd.GeoSeries.from_wkb(wkb, crs=self.crs)
+        except Exception as exc:  # shapely's reading errors differ between its versions
+            raise InputError(f"Parcel file {self.path} holds a geometry that is not valid WKB between rows "
+                             f"{first_row} and {first_row + len(wkb) - 1} ({exc}); write the file again.") from None
+
+    def frames(self, columns: Optional[Sequence[str]] = None) -> Iterator[Any]:
+        """One GeoDataFrame per row group, in file order, indexed by row in the file."""
+        names = self._columns(columns)
+        starts = self.row_group_starts()
+        for g in range(self.file.num_row_groups):
+            yield self._frame(self._read_group(g, names), int(starts[g]))
+
+    def _read_group(self, g: int, names: list[str]) -> Any:
+        try:
+            return self.file.read_row_group(g, columns=names)
+        except Exception as exc:  # pyarrow's ArrowInvalid / OSError
+            raise InputError(f"Parcel file {self.path} cannot be read (row group {g}: {exc}); write it "
+                             "again.") from None
+
+    def read(self, columns: Optional[Sequence[str]] = None, rows: Optional[np.ndarray] = None) -> Any:
+        """The layer (or only the rows ``rows``, positions in the file, sorted) as a GeoDataFrame
+        indexed by row; only the row groups holding those rows are read."""
+        import geopandas as gpd
+        import pandas as pd
+
+        names = self._columns(columns)
+        starts = self.row_group_starts()
+        parts = []
+        groups = range(self.file.num_row_groups) if rows is None else \
+            np.unique(np.searchsorted(starts, np.asarray(rows, dtype=np.int64), side="right") - 1)
+        for g in groups:
+            frame = self._frame(self._read_group(int(g), names), int(starts[g]))
+            if rows is not None:
+                frame = frame.loc[np.asarray(rows)[(rows >= starts[g]) & (rows < starts[g + 1])]]
+            parts.append(frame)
+        if not parts:
+            empty = pd.DataFrame({c: pd.Series(dtype=object) for c in names})
+            return gpd.GeoDataFrame(empty, geometry=self.geometry_column, crs=self.crs)
+        return gpd.GeoDataFrame(pd.concat(parts), geometry=self.geometry_column, crs=self.crs)
+
+    def field_kinds(self) -> dict[str, str]:
+        """Field name -> ``real``, ``integer``, ``string`` or the Arrow type's name."""
+        import pyarrow as pa
+
+        out = {}
+        for name in self.fields:
+            kind = self.schema.field(name).type
+            out[name] = ("real" if pa.types.is_floating(kind) else "integer" if pa.types.is_integer(kind)
+                         else "string" if pa.types.is_string(kind) or pa.types.is_large_string(kind) else str(kind))
+        return out
+
+    def bounds(self) -> Optional[tuple[float, float, float, float]]:
+        """The layer's extent, from its geometries read one row group at a time (None when empty)."""
+        box = None
+        starts = self.row_group_starts()
+        for g in range(self.file.num_row_groups):
+            column = self._read_group(g, [self.geometry_column]).column(self.geometry_column)
+            b = self._geometries(column, int(starts[g])).total_bounds
+            if np.isfinite(b).all():
+                box = b if box is None else np.concatenate([np.minimum(box[:2], b[:2]), np.maximum(box[2:], b[2:])])
+        return None if box is None else tuple(float(v) for v in box)
+
+
+def read_geoparquet(path: PathLike, columns: Optional[Sequence[str]] = None) -> Any:
+    """A GeoParquet parcel layer as a GeoDataFrame, read row group by row group (see
+    :class:`GeoParquetLayer`; the index is 0..n-1)."""
+    return GeoParquetLayer(path).read(columns)

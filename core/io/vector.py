@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import InputError, OutputError
 from .csv_cells import inert_feature
 from .gdal_messages import gdal_messages, said
-from .geoparquet import PARQUET_SUFFIX, is_parquet, write_geoparquet
+from .geoparquet import PARQUET_SUFFIX, GeoParquetLayer, is_parquet, write_geoparquet
 from .output import Staging, check_output, directory_lock, publish, publish_parts, same_file
 from .sqlite_files import check_sqlite, contents_order, keep_layer_order, settle_sqlite, snapshot_sqlite, sqlite_state
 
@@ -141,6 +141,8 @@ def _first_layer_name(path: PathLike, layer: Optional[str]) -> Optional[str]:
 
     if layer:
         return layer
+    if is_parquet(path):  # one layer, named after the file as GDAL names it
+        return Path(os.fspath(path)).stem
     with gdal_messages():
         ds = gdal.OpenEx(os.fspath(path), gdal.OF_VECTOR | gdal.OF_READONLY)
         if ds is None or ds.GetLayerCount() == 0:
@@ -166,6 +168,8 @@ def feature_count(parcels: Any, layer: Optional[str] = None) -> int:
     problem = parcel_layer_problem(parcels, layer)
     if problem:
         raise InputError(problem)
+    if is_parquet(parcels):
+        return len(GeoParquetLayer(parcels))
     with gdal_messages() as messages:
         ds = gdal.OpenEx(os.fspath(parcels), gdal.OF_VECTOR | gdal.OF_READONLY)
         lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
@@ -196,6 +200,14 @@ def parcel_layer_problem(path: PathLike, layer: Optional[str] = None) -> Optiona
         if lacking:
             return (f"Shapefile {p} lacks its {' and '.join(lacking)} file: a shapefile is several files (.shp, .shx, "
                     ".dbf, .prj) that must stay together; copy them all, or save the layer as a GeoPackage.")
+    if is_parquet(p):
+        try:
+            GeoParquetLayer(p)
+        except InputError as exc:
+            return str(exc)
+        if isinstance(layer, str) and layer and layer != p.stem:
+            return f"Parcel file {p} has no layer {layer!r}; a GeoParquet file holds one layer, {p.stem!r}."
+        return None
     with gdal_messages():
         ds = gdal.OpenEx(str(p), gdal.OF_VECTOR | gdal.OF_READONLY)
         names = [] if ds is None else [ds.GetLayer(i).GetName() for i in range(ds.GetLayerCount())]
@@ -322,6 +334,8 @@ def source_field_kinds(parcels: Any, layer: Optional[str] = None) -> dict[str, s
     problem = parcel_layer_problem(parcels, layer)
     if problem:
         raise InputError(problem)
+    if is_parquet(parcels):
+        return GeoParquetLayer(parcels).field_kinds()
     with gdal_messages() as messages:
         ds = gdal.OpenEx(os.fspath(parcels), gdal.OF_VECTOR | gdal.OF_READONLY)
         lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
@@ -438,9 +452,11 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
             kind = field_kind(values)
             definition = ogr.FieldDefn(written, {"real": ogr.OFTReal, "integer": ogr.OFTInteger64,
                                                  "string": ogr.OFTString}[kind])
-            as_list = np.asarray(values, dtype=object).tolist()
+            # Kept as the array and read row by row: a list of Python objects would cost the
+            # client some 30 bytes a parcel per field.
+            array = np.asarray(values)
             if kind == "string" and target.driver == "ESRI Shapefile":
-                longest = max((len(str(v).encode("utf-8")) for v in as_list if not _is_null(v)), default=1)
+                longest = max((len(str(v).encode("utf-8")) for v in array.tolist() if not _is_null(v)), default=1)
                 definition.SetWidth(min(max(longest, 1), 254))
             if out.CreateField(definition) != 0:
                 raise OutputError(f"Cannot create field {written} in {target.path}: {said(messages)}")
@@ -449,7 +465,7 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
             if stored != written:
                 raise OutputError(f"{target.driver} stored field {written!r} as {stored!r}; choose another field "
                                   "name.")
-            added.append((index, kind, as_list))
+            added.append((index, kind, array, array.dtype.kind == "O"))
 
         transaction = dst.TestCapability(ogr.ODsCTransactions) and dst.StartTransaction() == 0
         out_defn = out.GetLayerDefn()
@@ -466,8 +482,8 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
                     new.SetGeometry(ogr.ForceTo(geometry.Clone(), geom_type))
             if keep_fid:
                 new.SetFID(feature.GetFID())
-            for index, kind, values in added:
-                value = values[row]
+            for index, kind, array, objects in added:
+                value = array[row] if objects else array[row].item()
                 if _is_null(value):
                     new.SetFieldNull(index)
                 elif kind == "real":
@@ -699,6 +715,10 @@ def write_with_fields(
 
     if is_parquet(out):
         return write_geoparquet(parcels, fields, out, overwrite=overwrite, layer=layer, inputs=inputs)
+    if not isinstance(parcels, gpd.GeoDataFrame) and is_parquet(parcels):
+        # GDAL here has no Parquet driver: the layer goes through a GeoDataFrame (and inputs
+        # keep the file from being written over).
+        inputs, parcels = [*inputs, parcels], GeoParquetLayer(parcels).read()
     frame = parcels if isinstance(parcels, gpd.GeoDataFrame) else None
     source = None if frame is not None else Path(parcels)
     source_layer = layer

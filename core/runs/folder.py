@@ -31,8 +31,9 @@ from .fingerprint import changed_files, input_fingerprints
 log = logging.getLogger(__name__)
 
 RUN_FORMAT = "thermocrop-run"
-RUN_VERSION = 2
-"""2: inputs are fingerprinted by content (:func:`input_fingerprints`), not by name and second."""
+RUN_VERSION = 3
+"""2: inputs are fingerprinted by content (:func:`input_fingerprints`), not by name and second;
+3: a classification's partitions hold their parcel ids (the client no longer reads them)."""
 RUN_SUFFIX = ".parts"
 """A run folder is named after the output: ``classified.gpkg.parts``."""
 

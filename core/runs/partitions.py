@@ -6,6 +6,10 @@ Dask task on any worker and writes its result as a file of its own in a run fold
 (:mod:`.folder`; a Parquet table, or a dataset folder for extraction), atomically; at the end
 the client merges the partitions into the output in parcel order and publishes it whole.
 
+A classification of a layer file is planned from the parcels' bounding boxes alone
+(:mod:`.layer_plan`) and each partition reads its own parcels from the file; a GeoDataFrame or
+``ParcelTable`` (and extraction and GDD) are sent to the workers in pieces.
+
 A worker lost mid-run is replaced by the cluster and its partitions are computed again by
 another worker (Dask reschedules the tasks of a dead worker). An interrupted run is taken up
 with ``resume=True`` (see :mod:`.folder`).
@@ -26,12 +30,19 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from ..classify import assemble_result, predict_chunk, predict_chunk_decided, prepare_classification
+from ..classify import (
+    assemble_result,
+    classification_setup,
+    predict_chunk,
+    predict_chunk_decided,
+    prepare_classification,
+)
 from ..errors import CancelledError, ExtractionError, OutputError, SceneError, ThermoCropError
 from ..extract import chunk_groups, dataset_meta, say_missing_scl, scene_list_of
 from ..model.bundle import default_bundle_for_levels
 from ..parcels import ParcelFields, ParcelTable, parcel_table, require_usable
 from ..pixel_sets import DatasetWriter, open_dataset
+from ..preflight import run_bundle
 from ..pixel_sampling import scene_grids, spatial_chunks
 from ..scenes.seasons import select_season
 from ..settings import ExtractionSettings
@@ -49,6 +60,7 @@ from .folder import (
     write_stats,
     write_table,
 )
+from .layer_plan import plan_layer
 
 log = logging.getLogger(__name__)
 
@@ -252,7 +264,7 @@ def classify_partition(i: int, folder: RunFolder, parcels: PartitionParcels, wea
                 model, ps, decided, batch_size)
         predict_cpu += time.process_time() - predict_start
         del ps
-    columns = {"row": parcels.rows, "status": status.astype(str)}
+    columns = {"row": parcels.rows, "parcel_id": np.asarray(table.parcel_ids, dtype=str), "status": status.astype(str)}
     columns.update({f"p{k}": probabilities[:, k] for k in range(probabilities.shape[1])})
     if decided is not None:
         # Days since 1970 as numbers (NaN: never), which every Parquet reader takes.
@@ -283,7 +295,9 @@ def classify_partitioned(
     Args:
         parcels, scenes, weather, bundle: as ``classify_parcels`` (``bundle``: a path or None
             for the model shipped for the scenes' processing level; a loaded ``ModelBundle`` is
-            sent to every worker).
+            sent to every worker). A layer file is not loaded here: its partitions are planned
+            from its bounding boxes and each reads its parcels itself (the file must be at the
+            same path on every worker).
         run_folder: where the partitions are written (kept when the run stops; removed by the
             caller with :func:`remove_run_folder` once the output is written).
         cluster: the workers or scheduler.
@@ -315,13 +329,28 @@ def classify_partitioned(
         model_key = getattr(bundle.config, "checksum", None) or repr(asdict(bundle.config))
     # The cluster starts, and its workers load the model, while the layer is read here.
     with EarlyClient(cluster, warm_up=("classify", bundle_ref if isinstance(bundle_ref, tuple) else None)) as early:
-        job = prepare_classification(parcels, scenes, weather, bundle, **options)
-        table = job.table
-        chunks = spatial_chunks(table, chunk_size, scene_grids(job.scenes))
+        if isinstance(parcels, (str, os.PathLike)):
+            # A layer file: planned here from its bounding boxes, read by each partition itself.
+            given = None if bundle is None else run_bundle(bundle, ())
+            plan = plan_layer(parcels, id_field=options.get("id_field"), selected_ids=options.get("selected_ids"))
+            job = classification_setup(scenes, given, sampling=options.get("sampling"),
+                                       weather_options=options.get("weather_options"))
+            n, source, ids_digest = len(plan), plan.source, plan.ids_digest
+            chunks = plan.chunks(chunk_size, scene_grids(job.scenes))
+            plan.bounds = plan.usable = None  # planned: not needed any more
+            inputs_of = plan.slice
+        else:
+            job = prepare_classification(parcels, scenes, weather, bundle, **options)
+            table = job.table
+            n, source, ids_digest = len(table), table.source, _ids_digest(table.parcel_ids)
+            chunks = spatial_chunks(table, chunk_size, scene_grids(job.scenes))
+
+            def inputs_of(idx: np.ndarray) -> PartitionParcels:
+                return PartitionParcels.of(table, idx)
         fingerprint = {
             "kind": "classify",
-            "parcels": file_fingerprint(parcels) if isinstance(parcels, (str, os.PathLike)) else table.source,
-            "parcel_ids": hashlib.sha256("\n".join(map(str, table.parcel_ids)).encode()).hexdigest(),
+            "parcels": file_fingerprint(parcels) if isinstance(parcels, (str, os.PathLike)) else source,
+            "parcel_ids": ids_digest,
             "scenes": input_fingerprints(f for sc in job.scenes for f in sc.files),
             "weather": weather_fingerprint(weather, options.get("weather_options")),
             "model": model_key,
@@ -330,30 +359,60 @@ def classify_partitioned(
             "batch_size": batch_size,
             "decided": decided,
         }
-        folder = open_run_folder(run_folder, fingerprint=fingerprint, chunks=chunks, n_parcels=len(table),
+        folder = open_run_folder(run_folder, fingerprint=fingerprint, chunks=chunks, n_parcels=n,
                                  suffix=".parquet", resume=resume, inputs=inputs)
-        arguments = [(PartitionParcels.of(table, idx), weather_for(weather, idx)) for idx in chunks]
+        # Each partition's inputs are made as it is sent, not all at once.
+        arguments = _LazyArguments(len(chunks), lambda i: (inputs_of(chunks[i]), weather_for(weather, chunks[i])))
         summary = run_partitions(classify_partition, arguments, folder, early, listener=listener, cancelled=cancelled,
                                  shared={"scenes": job.scenes, "settings": job.settings, "bundle": bundle_ref,
                                          "batch_size": batch_size, "decided": decided})
     # Merge: partition by partition into per-parcel arrays, in parcel order.
-    n, k = len(table), len(job.classes)
+    k = len(job.classes)
     probabilities = np.full((n, k), np.nan, dtype=np.float32)
     status = np.empty(n, dtype=object)
+    parcel_ids = np.empty(n if job.table is None else 0, dtype="<U1")  # widened as parts need
     decided_days = np.full(n, np.datetime64("NaT"), dtype="datetime64[D]")
     decided_gdd = np.full(n, np.nan, dtype=np.float32)
     for i, idx in enumerate(chunks):
         part = read_table(folder.part(i))
         check_partition(folder, i, idx, part["row"])
         status[idx] = part["status"]
+        if job.table is None:
+            part_ids = np.asarray(part["parcel_id"], dtype=str)
+            if part_ids.dtype.itemsize > parcel_ids.dtype.itemsize:
+                parcel_ids = parcel_ids.astype(part_ids.dtype)
+            parcel_ids[idx] = part_ids
         probabilities[idx] = np.stack([part[f"p{c}"] for c in range(k)], axis=1) if k else np.zeros((len(idx), 0))
         if decided is not None:
             day = np.asarray(part["decided_day"], dtype=np.float64)
             decided_days[idx] = np.where(np.isnan(day), np.datetime64("NaT"),
                                          np.nan_to_num(day).astype(np.int64).astype("datetime64[D]"))
             decided_gdd[idx] = part["decided_gdd"]
+        del part
+    if job.table is None:
+        job.table = ParcelTable(None, parcel_ids, np.empty(0, dtype=np.int16),
+                                np.empty(0, dtype=np.int32), np.empty(0, dtype=object), source, plan.rows)
     kept = None if decided is None else (decided_days, decided_gdd, decided)
     return assemble_result(job, status, probabilities, kept), summary, folder
+
+
+def _ids_digest(parcel_ids: Sequence[Any]) -> str:
+    return hashlib.sha256("\n".join(map(str, parcel_ids)).encode()).hexdigest()
+
+
+class _LazyArguments(Sequence):
+    """The partitions' arguments, each made when asked for (and not kept)."""
+
+    def __init__(self, n: int, make: Callable[[int], tuple]) -> None:
+        self._n, self._make = n, make
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: int) -> tuple:  # type: ignore[override]
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        return self._make(i)
 
 
 def extract_partition(i: int, folder: RunFolder, parcels: PartitionParcels, weather: Any, *, scenes: list,

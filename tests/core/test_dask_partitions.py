@@ -19,6 +19,7 @@ from shapely.geometry import box
 from thermocrop.cli.main import EXIT_OUTPUT, main
 from thermocrop.core.classify import classify_parcels
 from thermocrop.core.errors import CancelledError, OutputError, ThermoCropError
+from thermocrop.core.io.geoparquet import write_geoparquet
 from thermocrop.core.model.bundle import default_bundle_path
 from thermocrop.core.pixel_sets import open_dataset
 from thermocrop.core.runs.cluster import ClusterOptions, EarlyClient, cached_bundle, dask_client, start_fork_server
@@ -216,6 +217,24 @@ def test_one_process_resume_without_a_cluster(region, one_process, tmp_path):
                                                   cluster=ClusterOptions(), resume=True)
     assert (summary.resumed, summary.computed) == (2, 6)
     assert_same_result(result, one_process)
+
+
+def test_partitions_read_their_own_parcels_from_a_geoparquet_layer_or_a_table(region, cluster, one_process, tmp_path):
+    """A layer file is planned from its bounding boxes and each partition reads its parcels from
+    it (a GeoParquet layer of row groups of 7 here); a GeoDataFrame is sent in pieces. Both give
+    the one-process result."""
+    import pyarrow.parquet as pq
+
+    frame = gpd.read_file(region["parcels"])
+    parquet = tmp_path / "parcels.parquet"
+    pq.write_table(pq.read_table(str(write_geoparquet(region["parcels"], {}, tmp_path / "one.parquet"))),
+                   str(parquet), row_group_size=7)
+    options = ClusterOptions(scheduler=cluster.scheduler.address)
+    for n, parcels in enumerate((parquet, frame)):
+        result, summary, _ = classify_partitioned(parcels, region["scenes"], region["weather"], chunk_size=CHUNK,
+                                                  run_folder=tmp_path / f"run{n}", cluster=options)
+        assert summary.computed == 8
+        assert_same_result(result, one_process)
 
 
 def test_a_partitioned_run_without_a_model_uses_the_model_shipped_for_the_scenes_level(region, tmp_path):

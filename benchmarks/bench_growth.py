@@ -1,0 +1,142 @@
+"""How the cost of a classification grows with the number of parcels: one process against a
+partitioned run (``--workers 2``), at 10 thousand, 100 thousand and a million small generated
+parcels (a few dates of scenes just large enough to hold them).
+
+Each run is ``thermocrop classify`` in a process of its own (its peak memory is its own), writing
+a GeoPackage. Printed per size and run: wall time, CPU seconds per parcel-date (one process: the
+process's CPU time; partitioned: the client's plus the partitions' own records), the peak
+resident memory of the process (the client, for a partitioned run) and of each worker; then the
+ratios side by side: cost per parcel-date and client memory against the smallest size, and
+partitioned CPU time against one process. Both runs use the same chunks, so they write the same
+labels, which is checked.
+
+    python benchmarks/bench_growth.py [--sizes 10000 100000 1000000] [--dates 4] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_extract import _peak_mb, make_region  # noqa: E402
+
+PIXELS_PER_PARCEL_SIDE = 6
+"""Lattice cell of one parcel, in pixels: parcels of about 2 to 5 pixels a side."""
+
+
+def child(folder: Path, out: Path, workers: int, chunk_size: int) -> dict:
+    """Run ``thermocrop classify`` here and say what it cost (one JSON line on stdout)."""
+    from thermocrop.app import runs
+    from thermocrop.cli.main import main
+
+    stats: list = []
+    remove = runs.remove_run_folder
+
+    def keep_stats(folder):  # the partitions' records, read before their folder goes
+        stats.extend(folder.stats(10 ** 6 // max(chunk_size, 1) + 10 ** 4))
+        remove(folder)
+
+    runs.remove_run_folder = keep_stats
+    args = ["classify", "--parcels", str(folder / "parcels.gpkg"), "--scenes", str(folder / "scenes"),
+            "--weather", str(folder / "weather.csv"), "--out", str(out), "--chunk-size", str(chunk_size),
+            "--missing-scl", "warn"]
+    if workers > 1:
+        args += ["--workers", str(workers)]
+    start = time.perf_counter()
+    code = main(args)
+    wall = time.perf_counter() - start
+    workers_peak: dict = {}
+    for s in stats:
+        workers_peak[s["pid"]] = max(workers_peak.get(s["pid"], 0.0), s["peak_mb"])
+    return {"code": code, "wall_s": wall, "client_cpu_s": time.process_time(), "client_peak_mb": _peak_mb(),
+            "partition_cpu_s": sum(s["cpu_s"] for s in stats), "partitions": len(stats),
+            "worker_peak_mb": sorted(workers_peak.values())}
+
+
+def _run(*args: str) -> dict:
+    # Into a file, not a pipe: a local cluster's fork server, which outlives the run briefly,
+    # would hold a pipe open.
+    log = Path(args[1]).with_suffix(".log")
+    with open(log, "w", encoding="utf-8") as out:
+        code = subprocess.run([sys.executable, __file__, "--child", *args], stdout=out, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL).returncode
+    lines = log.read_text(encoding="utf-8").strip().splitlines()
+    if code != 0 or not lines or '"code": 0' not in lines[-1]:
+        raise SystemExit(f"child {args} failed:\n" + "\n".join(lines[-40:]))
+    return json.loads(lines[-1])
+
+
+def _same_labels(a: Path, b: Path) -> bool:
+    import geopandas as gpd
+
+    x, y = gpd.read_file(a, ignore_geometry=True), gpd.read_file(b, ignore_geometry=True)
+    return (x["crop_status"].tolist() == y["crop_status"].tolist()
+            and x["crop_pred"].fillna("").tolist() == y["crop_pred"].fillna("").tolist())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--dates", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--chunk-size", type=int, default=20000)
+    parser.add_argument("--cache", default="/tmp/thermocrop-bench-growth")
+    parser.add_argument("--only", choices=["one", "many"], help="run only one kind of run")
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        folder, out, workers, chunk = args.child
+        print(json.dumps(child(Path(folder), Path(out), int(workers), int(chunk))))
+        return 0
+    rows = []
+    for n in args.sizes:
+        size = int(math.ceil(math.sqrt(n))) * PIXELS_PER_PARCEL_SIDE
+        folder = make_region(Path(args.cache) / f"n{n}-d{args.dates}", size, n, args.dates)
+        outs = Path(tempfile.mkdtemp(prefix="bench-growth-"))
+        kinds = [k for k in ("one", "many") if args.only in (None, k)]
+        got = {k: _run(str(folder), str(outs / f"{k}.gpkg"), str(1 if k == "one" else args.workers),
+                       str(args.chunk_size)) for k in kinds}
+        same = _same_labels(outs / "one.gpkg", outs / "many.gpkg") if len(kinds) == 2 else None
+        rows.append((n, got, same))
+        print(f"{n} parcels: {json.dumps(got)}", file=sys.stderr)
+    parcel_dates = {n: n * args.dates for n, _, _ in rows}
+    print(f"{'parcels':>9s} {'run':>12s} {'wall s':>8s} {'CPU us/parcel-date':>19s} {'client MB':>10s} "
+          f"{'workers MB':>14s} {'same labels':>11s}")
+    per = {}
+    for n, got, same in rows:
+        for kind, r in got.items():
+            cpu = r["client_cpu_s"] + r["partition_cpu_s"]
+            per[(n, kind)] = (cpu / parcel_dates[n], r["client_peak_mb"])
+            peaks = ", ".join(f"{p:.0f}" for p in r["worker_peak_mb"]) or "-"
+            label = "one process" if kind == "one" else f"--workers {args.workers}"
+            print(f"{n:9d} {label:>12s} {r['wall_s']:8.1f} {1e6 * cpu / parcel_dates[n]:19.1f} "
+                  f"{r['client_peak_mb']:10.0f} {peaks:>14s} {str(same) if same is not None else '-':>11s}")
+    first = rows[0][0]
+    print("\nratios against the smallest size (cost per parcel-date; client peak memory):")
+    for n, got, _ in rows:
+        parts = []
+        for kind in got:
+            cpu, mb = per[(n, kind)]
+            parts.append(f"{kind}: cost {cpu / per[(first, kind)][0]:.2f}x, memory {mb / per[(first, kind)][1]:.2f}x")
+        if len(got) == 2:
+            parts.append(f"partitioned/one CPU {per[(n, 'many')][0] / per[(n, 'one')][0]:.2f}x")
+        print(f"  {n:9d}: " + "; ".join(parts))
+    if len(rows) > 1:
+        (n0, got0, _), (n1, got1, _) = rows[0], rows[-1]
+        for kind in got1:
+            grow = (got1[kind]["client_peak_mb"] - got0[kind]["client_peak_mb"]) * 2 ** 20 / (n1 - n0)
+            print(f"client memory growth {kind}: {grow:.0f} bytes per parcel from {n0} to {n1}")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    raise SystemExit(main())

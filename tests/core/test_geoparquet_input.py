@@ -1,0 +1,186 @@
+"""GeoParquet as an input: parcel layers read row group by row group through pyarrow (this GDAL
+has no Parquet driver), the same parcels as from a GeoPackage, clear errors for files that are
+not GeoParquet, and ``classify --parcels layer.parquet`` end to end. Small files written here."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import rasterio
+from rasterio.transform import from_origin
+from shapely.geometry import Polygon, box
+
+from thermocrop.cli.main import main
+from thermocrop.core.errors import InputError
+from thermocrop.core.io.geoparquet import GeoParquetLayer, write_geoparquet
+from thermocrop.core.io.vector import feature_count, source_field_kinds
+from thermocrop.core.parcels import load_parcels
+from thermocrop.core.preflight import parcel_layer_info
+from thermocrop.core.scenes.bands import S2_BANDS
+
+gpd = pytest.importorskip("geopandas")
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+CRS = "EPSG:32631"
+X0, Y0 = 500000.0, 4800000.0
+
+
+def parcel_frame() -> "gpd.GeoDataFrame":
+    """14 parcels: a 4 x 3 grid, a self-intersecting bow tie (repaired on reading), an empty one."""
+    geoms = [box(X0 + 100 * c + 12, Y0 - 100 * r - 88, X0 + 100 * c + 88, Y0 - 100 * r - 12)
+             for r in range(3) for c in range(4)]
+    geoms.append(Polygon([(X0 + 10, Y0 - 410), (X0 + 90, Y0 - 490), (X0 + 90, Y0 - 410), (X0 + 10, Y0 - 490)]))
+    geoms.append(Polygon())
+    n = len(geoms)
+    return gpd.GeoDataFrame({"parcel_id": [f"p{k:02d}" for k in range(n)], "crop": ["wheat", "maize"] * (n // 2),
+                             "area_ha": np.arange(n) * 0.25}, geometry=geoms, crs=CRS)
+
+
+def write_with_pyarrow(frame, path, *, crs=None, row_group_size=5, geo=None):
+    """``frame`` as GeoParquet written by pyarrow itself: WKB column ``geom``, ``crs`` as given
+    (PROJJSON dict or WKT text) in the 'geo' metadata, or ``geo`` as the metadata whole."""
+    table = pa.table({"parcel_id": frame["parcel_id"].tolist(), "crop": frame["crop"].tolist(),
+                      "area_ha": frame["area_ha"].to_numpy(), "geom": [g.wkb for g in frame.geometry]})
+    if geo is None:
+        geo = {"version": "1.0.0", "primary_column": "geom",
+               "columns": {"geom": {"encoding": "WKB", "geometry_types": [], "crs": crs}}}
+    if geo is not False:
+        table = table.replace_schema_metadata({b"geo": json.dumps(geo).encode()})
+    pq.write_table(table, str(path), row_group_size=row_group_size)
+    return path
+
+
+def assert_same_parcels(a, b):
+    assert a.parcel_ids.tolist() == b.parcel_ids.tolist()
+    assert a.rows.tolist() == b.rows.tolist()
+    assert a.status.tolist() == b.status.tolist()
+    assert a.labels.tolist() == b.labels.tolist() and a.classes == b.classes
+    assert a.geometry.crs == b.geometry.crs
+    for g, h in zip(a.geometry, b.geometry):
+        assert (g is None and h is None) or g.equals_exact(h, 0)
+
+
+@pytest.fixture()
+def gpkg(tmp_path):
+    path = tmp_path / "parcels.gpkg"
+    parcel_frame().to_file(path, driver="GPKG")
+    return path
+
+
+def test_parquet_written_by_the_project_reads_as_the_geopackage(gpkg, tmp_path):
+    out = write_geoparquet(gpkg, {}, tmp_path / "parcels.parquet")
+    a = load_parcels(gpkg, label_field="crop", selected_ids=["p01", "p12", "p13", "p05"])
+    b = load_parcels(out, label_field="crop", selected_ids=["p01", "p12", "p13", "p05"])
+    assert_same_parcels(a, b)
+    assert b.status.tolist() == ["", "", "", "invalid_geometry"]  # the bow tie repaired, the empty one refused
+    assert feature_count(out) == 14
+    assert source_field_kinds(out) == {"parcel_id": "string", "crop": "string", "area_ha": "real"}
+
+
+@pytest.mark.parametrize("crs_as", ["projjson", "wkt"])
+def test_parquet_written_by_pyarrow_in_row_groups(gpkg, tmp_path, crs_as):
+    from pyproj import CRS as ProjCRS
+
+    crs = json.loads(ProjCRS(CRS).to_json()) if crs_as == "projjson" else ProjCRS(CRS).to_wkt()
+    path = write_with_pyarrow(parcel_frame(), tmp_path / "parcels.parquet", crs=crs, row_group_size=5)
+    layer = GeoParquetLayer(path)
+    assert layer.file.num_row_groups == 3 and layer.row_group_starts().tolist() == [0, 5, 10, 14]
+    assert_same_parcels(load_parcels(gpkg), load_parcels(path))
+    # Rows of two row groups out of three: only those groups are read, rows keep their numbers.
+    some = layer.read(columns=["parcel_id"], rows=np.array([1, 3, 11, 12]))
+    assert some.index.tolist() == [1, 3, 11, 12] and list(some.columns) == ["parcel_id", "geom"]
+    assert some["parcel_id"].tolist() == ["p01", "p03", "p11", "p12"]
+    info = parcel_layer_info(path)
+    expected = gpd.read_file(gpkg)
+    assert info["count"] == 14 and info["fields"] == ["parcel_id", "crop", "area_ha"]
+    np.testing.assert_allclose(info["bounds"], expected.total_bounds)
+
+
+def test_parquet_without_a_crs_entry_is_lon_lat_and_with_null_has_none(tmp_path):
+    geo = {"version": "1.0.0", "primary_column": "geom", "columns": {"geom": {"encoding": "WKB"}}}
+    path = write_with_pyarrow(parcel_frame(), tmp_path / "default.parquet", geo=geo)
+    assert GeoParquetLayer(path).crs.to_string() == "OGC:CRS84"  # the specification's default
+    path = write_with_pyarrow(parcel_frame(), tmp_path / "none.parquet", crs=None)
+    with pytest.raises(InputError, match="none.parquet has no coordinate reference system"):
+        load_parcels(path)
+
+
+@pytest.mark.parametrize("geo, says", [
+    (False, "without GeoParquet's 'geo' metadata"),
+    ({"version": "1.0.0", "columns": {}}, "does not name its geometry column"),
+    ({"version": "1.0.0", "primary_column": "geometry", "columns": {"geometry": {"encoding": "WKB"}}},
+     "names 'geometry' as its geometry column, but it has no such column"),
+    ({"version": "1.0.0", "primary_column": "geom", "columns": {"geom": {"encoding": "point"}}},
+     "stores its geometries as 'point'"),
+])
+def test_parquet_that_is_not_readable_geoparquet_is_refused_naming_the_file(tmp_path, geo, says):
+    path = write_with_pyarrow(parcel_frame(), tmp_path / "bad.parquet", geo=geo)
+    with pytest.raises(InputError, match=f"bad.parquet .*{says}".replace("(", r"\(").replace(")", r"\)")):
+        load_parcels(path)
+
+
+def test_a_text_file_named_parquet_and_broken_wkb_are_refused(tmp_path):
+    path = tmp_path / "notes.parquet"
+    path.write_text("parcel_id,geometry\n", encoding="utf-8")
+    with pytest.raises(InputError, match="notes.parquet cannot be read as Parquet"):
+        load_parcels(path)
+    table = pa.table({"parcel_id": ["a"], "geom": [b"\x01\x03\x00"]})
+    geo = {"version": "1.0.0", "primary_column": "geom", "columns": {"geom": {"encoding": "WKB", "crs": None}}}
+    pq.write_table(table.replace_schema_metadata({b"geo": json.dumps(geo).encode()}), str(tmp_path / "wkb.parquet"))
+    with pytest.raises(InputError, match="wkb.parquet holds a geometry that is not valid WKB between rows 0 and 0"):
+        load_parcels(tmp_path / "wkb.parquet")
+
+
+def test_cli_classify_reads_geoparquet_parcels_as_it_reads_the_geopackage(gpkg, tmp_path):
+    from pyproj import CRS as ProjCRS
+
+    rng = np.random.default_rng(5)
+    scenes = tmp_path / "scenes"
+    scenes.mkdir()
+    for date in ("20230412", "20230524", "20230602", "20230720"):
+        path = scenes / f"S2A_MSIL1C_{date}T100031_N0509_R122_T31TCJ_{date}T110000.tif"
+        with rasterio.open(path, "w", driver="GTiff", width=50, height=50, count=10, dtype="uint16", crs=CRS,
+                           transform=from_origin(X0, Y0, 10, 10), nodata=0) as ds:
+            ds.write(rng.integers(1200, 5000, size=(10, 50, 50), dtype=np.uint16))
+            for i, b in enumerate(S2_BANDS, start=1):
+                ds.set_band_description(i, b)
+    days = np.arange(np.datetime64("2023-01-01"), np.datetime64("2023-12-31"))
+    temps = "".join(f"{d},{2 + 6 * np.sin(i / 58):.1f},{12 + 9 * np.sin(i / 58):.1f}\n" for i, d in enumerate(days))
+    (tmp_path / "weather.csv").write_text("date,tmin,tmax\n" + temps, encoding="utf-8")
+    parquet = write_with_pyarrow(parcel_frame(), tmp_path / "parcels.parquet", crs=ProjCRS(CRS).to_wkt(),
+                                 row_group_size=4)
+    common = ["--scenes", str(scenes), "--weather", str(tmp_path / "weather.csv")]
+    assert main(["classify", "--parcels", str(gpkg), "--out", str(tmp_path / "a.gpkg"), *common]) == 0
+    assert main(["classify", "--parcels", str(parquet), "--out", str(tmp_path / "b.gpkg"), *common]) == 0
+    assert main(["classify", "--parcels", str(parquet), "--out", str(tmp_path / "c.parquet"), *common]) == 0
+    a = gpd.read_file(tmp_path / "a.gpkg")
+    for b in (gpd.read_file(tmp_path / "b.gpkg"), gpd.read_parquet(tmp_path / "c.parquet")):
+        assert b["parcel_id"].tolist() == a["parcel_id"].tolist()
+        assert b["crop_status"].tolist() == a["crop_status"].tolist()
+        assert b["crop_pred"].fillna("-").tolist() == a["crop_pred"].fillna("-").tolist()
+        np.testing.assert_allclose(b["crop_conf"].to_numpy(float), a["crop_conf"].to_numpy(float), rtol=1e-6)
+        assert b["area_ha"].tolist() == a["area_ha"].tolist()
+    assert (a["crop_status"] == "ok").sum() == 13
+
+
+def test_cli_gdd_reads_geoparquet_parcels_and_writes_them_back_as_geoparquet(gpkg, tmp_path):
+    days = np.arange(np.datetime64("2023-01-01"), np.datetime64("2023-12-31"))
+    temps = "".join(f"{d},{2 + 6 * np.sin(i / 58):.1f},{12 + 9 * np.sin(i / 58):.1f}\n" for i, d in enumerate(days))
+    (tmp_path / "weather.csv").write_text("date,tmin,tmax\n" + temps, encoding="utf-8")
+    parquet = write_with_pyarrow(parcel_frame(), tmp_path / "parcels.parquet", crs=json.loads(
+        gpd.GeoSeries([], crs=CRS).crs.to_json()), row_group_size=3)
+    common = ["--weather", str(tmp_path / "weather.csv"), "--dates", "2023-05-01", "2023-07-01"]
+    assert main(["gdd", "--parcels", str(gpkg), "--out", str(tmp_path / "a.csv"), *common]) == 0
+    assert main(["gdd", "--parcels", str(parquet), "--out", str(tmp_path / "b.csv"), *common]) == 0
+    assert (tmp_path / "b.csv").read_bytes() == (tmp_path / "a.csv").read_bytes()
+    assert main(["gdd", "--parcels", str(parquet), "--out", str(tmp_path / "b.parquet"), *common]) == 0
+    back = pq.ParquetFile(str(tmp_path / "b.parquet"))
+    assert back.metadata.num_row_groups == 5  # written row group by row group, as read
+    frame = gpd.read_parquet(tmp_path / "b.parquet")
+    table = np.genfromtxt(tmp_path / "a.csv", delimiter=",", skip_header=1, usecols=(1, 2))
+    np.testing.assert_allclose(frame[["gdd_20230501", "gdd_20230701"]].to_numpy(float), table)
+    assert frame["parcel_id"].tolist() == parcel_frame()["parcel_id"].tolist()
+    assert frame.crs == gpd.read_file(gpkg).crs

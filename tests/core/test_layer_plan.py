@@ -1,0 +1,102 @@
+"""Partitions planned from a parcel layer file without holding its geometries: the same chunks
+as a one-process run makes from the whole table, and each partition's parcels read back by
+position or feature id as ``load_parcels`` gives them, from GeoPackage, shapefile and GeoParquet
+layers (small files written here, read in batches of a few features)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+from rasterio.transform import from_origin
+from shapely.geometry import Polygon, box
+
+from thermocrop.core.errors import InputError
+from thermocrop.core.io.geoparquet import write_geoparquet
+from thermocrop.core.parcels import load_parcels
+from thermocrop.core.pixel_sampling import spatial_chunks
+from thermocrop.core.runs import layer_plan
+from thermocrop.core.runs.layer_plan import plan_layer
+from thermocrop.core.scenes.product import Grid
+
+gpd = pytest.importorskip("geopandas")
+
+CRS = "EPSG:32631"
+X0, Y0 = 500000.0, 4800000.0
+
+
+def layer_frame(n: int = 23) -> "gpd.GeoDataFrame":
+    """``n`` parcels in layer order that is not north-to-south, one a bow tie (repaired), one empty,
+    and an integer field with NULLs in its last rows only."""
+    rng = np.random.default_rng(11)
+    geoms = []
+    for _ in range(n):
+        x, y = X0 + rng.uniform(0, 2000), Y0 - rng.uniform(0, 2000)
+        geoms.append(box(x, y, x + rng.uniform(20, 80), y + rng.uniform(20, 80)))
+    geoms[4] = Polygon([(X0 + 10, Y0 - 10), (X0 + 90, Y0 - 90), (X0 + 90, Y0 - 10), (X0 + 10, Y0 - 90)])
+    geoms[7] = Polygon()
+    code = [float(100 + k) if k < n - 3 else None for k in range(n)]
+    return gpd.GeoDataFrame({"parcel_id": [f"f{k:02d}" for k in range(n)], "code": code}, geometry=geoms, crs=CRS)
+
+
+@pytest.fixture(params=["gpkg", "shp", "parquet"])
+def layer(request, tmp_path):
+    frame = layer_frame()
+    gpkg = tmp_path / "parcels.gpkg"
+    frame.to_file(gpkg, driver="GPKG")
+    if request.param == "gpkg":
+        return gpkg
+    if request.param == "shp":
+        frame.to_file(tmp_path / "parcels.shp")
+        return tmp_path / "parcels.shp"
+    return write_geoparquet(gpkg, {}, tmp_path / "parcels.parquet")
+
+
+def two_grids():
+    """Two scene grids side by side, so that chunks are cut by tile as well as by strip."""
+    return [Grid(CRS, from_origin(X0, Y0, 10, 10), 100, 200), Grid(CRS, from_origin(X0 + 1000, Y0, 10, 10), 100, 200)]
+
+
+@pytest.mark.parametrize("id_field, selected", [(None, None), ("code", None), (None, ["f01", "f04", "f07", "f20",
+                                                                                       "f21", "f09", "f13"])])
+def test_plan_and_slices_equal_the_whole_table(layer, monkeypatch, id_field, selected):
+    monkeypatch.setattr(layer_plan, "PLAN_BATCH", 5)  # several batches, the last ones with NULL codes
+    table = load_parcels(layer, id_field=id_field, block_field=None, selected_ids=selected)
+    plan = plan_layer(layer, id_field=id_field, selected_ids=selected)
+    assert len(plan) == len(table)
+    assert plan.rows.tolist() == table.rows.tolist()
+    assert plan.usable.tolist() == (table.status == "").tolist()
+    assert plan.ids_digest == hashlib.sha256("\n".join(table.parcel_ids).encode()).hexdigest()
+    for grids in ([], two_grids()):
+        expected = spatial_chunks(table, 3, grids)
+        got = plan.chunks(3, grids)
+        assert len(got) == len(expected) > 2
+        assert all(np.array_equal(a, b) for a, b in zip(got, expected))
+    for idx in plan.chunks(3, two_grids()):
+        part = plan.slice(idx).table()
+        assert part.parcel_ids.tolist() == table.parcel_ids[idx].tolist()
+        assert part.rows.tolist() == table.rows[idx].tolist()
+        assert part.status.tolist() == table.status[idx].tolist()
+        assert part.source == table.source
+        for g, h in zip(part.geometry, table.geometry.iloc[idx]):
+            assert (g is None and h is None) or g.equals_exact(h, 0)
+
+
+def test_ids_of_an_integer_field_with_nulls_read_as_by_the_whole_layer(tmp_path, monkeypatch):
+    monkeypatch.setattr(layer_plan, "PLAN_BATCH", 4)
+    frame = layer_frame(10)
+    frame["code"] = [7, 8, 9, 10, 11, 12, 13, 14, None, 16]
+    frame.to_file(tmp_path / "coded.gpkg", driver="GPKG")
+    table = load_parcels(tmp_path / "coded.gpkg", id_field="code", block_field=None)
+    assert table.parcel_ids[:2].tolist() == ["7.0", "8.0"]  # a float column over the whole layer
+    plan = plan_layer(tmp_path / "coded.gpkg", id_field="code")
+    assert plan.ids_digest == hashlib.sha256("\n".join(table.parcel_ids).encode()).hexdigest()
+    assert plan.slice(np.array([0, 1, 9])).table().parcel_ids.tolist() == ["7.0", "8.0", "16.0"]
+
+
+def test_planning_refuses_what_load_parcels_refuses(layer):
+    with pytest.raises(InputError, match="has no id field 'crop'"):
+        plan_layer(layer, id_field="crop")
+    with pytest.raises(InputError, match="among the selected ids"):
+        plan_layer(layer, selected_ids=["nowhere"])
