@@ -19,7 +19,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="40"/>
+        <location filename="../plugin/season_panel.py" line="39"/>
+        <source>the reference parcels</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="44"/>
         <source>ThermoCrop: calibrate on {layer}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -29,12 +34,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="80"/>
+        <location filename="../plugin/calibrate_panel.py" line="92"/>
         <source>Calibrate on these reference parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="81"/>
+        <location filename="../plugin/calibrate_panel.py" line="93"/>
         <source>Fit the model&apos;s calibration (its confidence and prediction sets) on the layer&apos;s parcels whose reference class is filled, classified from the Classify tab&apos;s scenes and weather; the calibrated model is saved beside the project and chosen for the next classification</source>
         <translation type="unfinished"></translation>
     </message>
@@ -44,12 +49,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="105"/>
+        <location filename="../plugin/season_panel.py" line="117"/>
         <source>Choose the layer with the reference parcels on this tab.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="107"/>
+        <location filename="../plugin/season_panel.py" line="119"/>
         <source>Choose the reference class field of {layer}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -64,7 +69,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="144"/>
+        <location filename="../plugin/calibrate_panel.py" line="156"/>
         <source>Calibrated model</source>
         <translation type="unfinished"></translation>
     </message>
@@ -74,27 +79,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="159"/>
+        <location filename="../plugin/calibrate_panel.py" line="171"/>
         <source>Calibrating on the reference parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="167"/>
+        <location filename="../plugin/calibrate_panel.py" line="179"/>
         <source>Calibration cancelled; no model was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="171"/>
+        <location filename="../plugin/calibrate_panel.py" line="183"/>
         <source>Calibration failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="178"/>
+        <location filename="../plugin/calibrate_panel.py" line="190"/>
         <source>Calibrated on {n} reference parcels ({counts}): temperature {t:.2f}, calibration error {before:.3f} -&gt; {after:.3f}. Saved to {path} and chosen for the next classification.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="193"/>
+        <location filename="../plugin/season_panel.py" line="205"/>
         <source>Left out (classes the model does not know): {counts}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -516,52 +521,52 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="36"/>
+        <location filename="../plugin/season_panel.py" line="40"/>
         <source>ThermoCrop: accuracy through the season on {layer}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="49"/>
+        <location filename="../plugin/season_panel.py" line="61"/>
         <source>No free folder name in {folder}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="72"/>
+        <location filename="../plugin/season_panel.py" line="84"/>
         <source>Accuracy through the season</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="73"/>
+        <location filename="../plugin/season_panel.py" line="85"/>
         <source>Classify the layer&apos;s parcels whose reference class is filled as of each acquisition of the Classify tab&apos;s scenes, and show the overall accuracy, macro F1 and each class&apos;s F1 against the date and the growing degree days; the tables and the figure are saved beside the project</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="147"/>
+        <location filename="../plugin/season_panel.py" line="159"/>
         <source>Scoring the reference parcels of {layer} as of each acquisition …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="155"/>
+        <location filename="../plugin/season_panel.py" line="167"/>
         <source>In-season accuracy cancelled; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="159"/>
+        <location filename="../plugin/season_panel.py" line="171"/>
         <source>In-season accuracy failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="185"/>
+        <location filename="../plugin/season_panel.py" line="197"/>
         <source>{n} reference parcels, {t} acquisitions: whole-season overall accuracy {oa:.1%}, macro F1 {f1:.3f}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="190"/>
+        <location filename="../plugin/season_panel.py" line="202"/>
         <source>It first reaches {share} % of that on {date} ({gdd:.0f} GDD).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="195"/>
+        <location filename="../plugin/season_panel.py" line="207"/>
         <source>Tables and figure in {folder}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -571,27 +576,22 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="202"/>
-        <source>the reference parcels</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/task.py" line="238"/>
+        <location filename="../plugin/task.py" line="212"/>
         <source>ThermoCrop: classify parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="326"/>
+        <location filename="../plugin/task.py" line="300"/>
         <source>the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="378"/>
+        <location filename="../plugin/task.py" line="352"/>
         <source>ThermoCrop: explain a parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="394"/>
+        <location filename="../plugin/task.py" line="368"/>
         <source>Feature {fid} is no longer in {layer}.</source>
         <translation type="unfinished"></translation>
     </message>
