@@ -1,16 +1,20 @@
-"""Distil the shipped ensemble into one model and score the ensemble, each of its members alone
+"""Distil a shipped ensemble into one model and score the ensemble, each of its members alone
 and the distilled model side by side: on the real Bavarian parcels (as the model card scores
-them) and on the held-out test blocks of the synthetic regions it was trained on, with each
-model's agreement with the ensemble.
+them; L1C only, no real L2A parcels are at hand) and on the held-out test blocks of the synthetic
+regions it was trained on, with each model's agreement with the ensemble.
 
-Usage: python scripts/distil_default.py [--teacher resources/models/default.tcm] [--work runs/experiment]
+Usage: python scripts/distil_default.py [--level L1C|L2A] [--teacher resources/models/default.tcm]
+                                        [--work runs/experiment]
                                         [--out WORK/distil/student.tcm] [--epochs 60] [--steps-per-epoch 25]
                                         [--sample-pixels 4] [--temperature 2] [--hard-weight 0] [--noise 0]
                                         [--threads 1] [--score-only]
 
-The regions are synthesised and extracted as ``scripts/default_model.py`` does (same seeds, the
-same parcels; re-used when present in WORK); the student trains on the same split as the
-ensemble's members, so its test blocks are theirs. Scores go to ``<out stem>.scores.json``.
+``--level L1C`` (the default) distils ``default.tcm`` on the regions in ``runs/experiment``;
+``--level L2A`` distils ``default_l2a.tcm`` on the regions synthesised as L2A in
+``runs/experiment-l2a``. The regions are synthesised and extracted as ``scripts/default_model.py``
+does (same seeds, the same parcels; re-used when present in WORK); the student trains on the same
+split as the ensemble's members, so its test blocks are theirs. Scores go to
+``<out stem>.scores.json``.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from thermocrop.training.realdata import MIN_SUPPORT, bavaria_dataset, bavaria_h
 from thermocrop.training.train import train_model
 
 ROOT = Path(__file__).resolve().parent.parent
+LEVELS = {"L1C": ("default.tcm", "runs/experiment"), "L2A": ("default_l2a.tcm", "runs/experiment-l2a")}
+"""The teacher and the work folder of each processing level (``scripts/default_model.py``'s)."""
 
 
 def members_of(bundle: ModelBundle) -> list[ModelBundle]:
@@ -67,14 +73,15 @@ def labels_of(bundle: ModelBundle, ps: PixelSets) -> np.ndarray:
 
 def score_all(models: dict[str, ModelBundle], synthetic: list[PixelSets], real: dict[str, PixelSets],
               seed: int) -> dict[str, Any]:
-    """Every model on the real parcels (all, west, east), the synthetic test blocks, and its
-    agreement with the ``"ensemble"`` model's classes on both."""
+    """Every model on the real parcels (all, west, east; none when ``real`` is empty), the
+    synthetic test blocks, and its agreement with the ``"ensemble"`` model's classes on both."""
     teacher = models["ensemble"]
     classes = list(teacher.classes)
     aligned = align_classes(synthetic, tuple(classes), unseen="drop")
     test = [ps.subset(np.sort(t)) for ps, (_, _, t) in zip(aligned, split_blocks(aligned, len(classes), seed))]
-    reference = {"synthetic": [labels_of(teacher, ps) for ps in test],
-                 "real": [labels_of(teacher, real["all"])]}
+    reference = {"synthetic": [labels_of(teacher, ps) for ps in test]}
+    if real:
+        reference["real"] = [labels_of(teacher, real["all"])]
     out: dict[str, Any] = {}
     for name, bundle in models.items():
         row: dict[str, Any] = {}
@@ -83,7 +90,9 @@ def score_all(models: dict[str, ModelBundle], synthetic: list[PixelSets], real: 
             row[f"real_{half}"] = card_scores(cm, classes)
         syn = evaluate_bundle(bundle, synthetic, split="test", seed=seed)
         row["synthetic_test"] = {"n": syn["n"], "oa": syn["overall_accuracy"], "macro_f1": syn["macro_f1"]}
-        for where, sets in (("synthetic", test), ("real", [real["all"]])):
+        for where, sets in (("synthetic", test), ("real", [real["all"]] if real else [])):
+            if where not in reference:
+                continue
             mine = [labels_of(bundle, ps) for ps in sets]
             same = np.concatenate([(a == b) & (b >= 0) for a, b in zip(mine, reference[where])])
             valid = np.concatenate([b >= 0 for b in reference[where]])
@@ -94,19 +103,29 @@ def score_all(models: dict[str, ModelBundle], synthetic: list[PixelSets], real: 
 
 
 def log_row(name: str, row: dict[str, Any]) -> None:
-    a, e = row["real_all"], row["real_east"]
-    print(f"{name:12s} real all OA {100 * a['oa']:5.1f} F1 {100 * a['macro_f1']:5.1f} "
-          f"(card classes: OA {100 * a['kept_oa']:5.1f} F1 {100 * a['kept_macro_f1']:5.1f}) | east OA "
-          f"{100 * e['oa']:5.1f} F1 {100 * e['macro_f1']:5.1f} | synthetic test OA "
-          f"{100 * row['synthetic_test']['oa']:5.1f} F1 {100 * row['synthetic_test']['macro_f1']:5.1f} | agreement "
-          f"synthetic {100 * row['agreement_synthetic']:5.1f} real {100 * row['agreement_real']:5.1f}", flush=True)
+    line = f"{name:12s} "
+    if "real_all" in row:
+        a, e = row["real_all"], row["real_east"]
+        line += (f"real all OA {100 * a['oa']:5.1f} F1 {100 * a['macro_f1']:5.1f} (card classes: OA "
+                 f"{100 * a['kept_oa']:5.1f} F1 {100 * a['kept_macro_f1']:5.1f}) | east OA {100 * e['oa']:5.1f} "
+                 f"F1 {100 * e['macro_f1']:5.1f} | ")
+    line += (f"synthetic test OA {100 * row['synthetic_test']['oa']:5.1f} F1 "
+             f"{100 * row['synthetic_test']['macro_f1']:5.1f} | agreement synthetic "
+             f"{100 * row['agreement_synthetic']:5.1f}")
+    if "agreement_real" in row:
+        line += f" real {100 * row['agreement_real']:5.1f}"
+    print(line, flush=True)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--teacher", type=Path, default=ROOT / "resources" / "models" / "default.tcm")
-    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "experiment",
-                        help="folder of the regions and datasets (scripts/default_model.py's), re-used when present")
+    parser.add_argument("--level", choices=tuple(LEVELS), default="L1C",
+                        help="processing level of the synthetic regions: L1C distils default.tcm, L2A "
+                             "default_l2a.tcm (no real parcels of that level: synthetic scores only)")
+    parser.add_argument("--teacher", type=Path, help="the ensemble (default: the level's shipped model)")
+    parser.add_argument("--work", type=Path,
+                        help="folder of the regions and datasets (scripts/default_model.py's), re-used when "
+                             "present (default runs/experiment for L1C, runs/experiment-l2a for L2A)")
     parser.add_argument("--out", type=Path, help="the student bundle (default WORK/distil/student.tcm)")
     parser.add_argument("--parcels", type=int, default=500)
     parser.add_argument("--epochs", type=int, default=60)
@@ -129,8 +148,11 @@ def main() -> int:
     import torch
 
     torch.set_num_threads(args.threads)
+    teacher_name, work_name = LEVELS[args.level]
+    args.teacher = args.teacher or ROOT / "resources" / "models" / teacher_name
+    args.work = args.work or ROOT / work_name
     out = args.out or args.work / "distil" / "student.tcm"
-    paths = prepare_regions(args.work, args.parcels, args.seed, 32, "L1C")
+    paths = prepare_regions(args.work, args.parcels, args.seed, 32, args.level)
     datasets = [open_dataset(p) for p in paths]
     teacher = load_bundle(args.teacher)
     if not args.score_only:
@@ -144,8 +166,10 @@ def main() -> int:
         train_model(datasets, out, config, show_progress=False,
                     provenance={"train_regions": list(REGIONS), "data": "synthetic"})
         print(f"trained {out} in {time.perf_counter() - t0:.0f} s on {args.threads} thread(s)", flush=True)
-    real_all = bavaria_dataset(args.real_work / "bavaria")
-    real = {"all": open_dataset(real_all, mmap=False), **bavaria_halves(real_all)}
+    real: dict[str, PixelSets] = {}
+    if args.level == "L1C":
+        real_all = bavaria_dataset(args.real_work / "bavaria")
+        real = {"all": open_dataset(real_all, mmap=False), **bavaria_halves(real_all)}
     models = {"ensemble": teacher, **{f"member-{i}": m for i, m in enumerate(members_of(teacher))},
               "student": load_bundle(out)}
     result = score_all(models, datasets, real, args.seed)
