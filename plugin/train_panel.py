@@ -321,9 +321,10 @@ class TrainPanel(TaskPanelMixin, QWidget):
     # -- inputs --------------------------------------------------------------------------------
 
     def _use_shipped_model(self) -> None:
-        from ..core.model.bundle import default_bundle_path
+        """Start from the shipped L1C ensemble, the model the few-label recipe was measured on."""
+        from ..core.model.bundle import ensemble_bundle_path
 
-        self.init_model.setFilePath(str(default_bundle_path()))
+        self.init_model.setFilePath(str(ensemble_bundle_path()))
 
     def _init_changed(self, path: str) -> None:
         """A model to start from brings its own variant: the variant box waits until it is cleared."""

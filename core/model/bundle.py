@@ -46,6 +46,7 @@ __all__ = [
     "load_bundle",
     "validate_config_data",
     "default_bundle_path",
+    "ensemble_bundle_path",
     "calibrated_bundle",
 ]
 
@@ -744,7 +745,10 @@ def calibrated_bundle(bundle: ModelBundle, calibration: Calibration, out: Union[
 
 
 SHIPPED_BUNDLES = {"L1C": "default.tcm", "L2A": "default_l2a.tcm"}
-"""Processing level -> the file name of the model shipped for scenes of that level."""
+"""Processing level -> the file name of the model shipped for scenes of that level, the one used
+wherever no model is given."""
+SHIPPED_ENSEMBLES = {"L1C": "default.tcm", "L2A": "default_l2a.tcm"}
+"""Processing level -> the file name of the ensemble of five shipped for that level (given by path)."""
 
 
 def default_bundle_path(level: Optional[str] = None) -> Path:
@@ -752,6 +756,11 @@ def default_bundle_path(level: Optional[str] = None) -> Path:
     for ``"L2A"``, the L1C model otherwise."""
     name = SHIPPED_BUNDLES["L2A" if level == "L2A" else "L1C"]
     return Path(__file__).resolve().parents[2] / "resources" / "models" / name
+
+
+def ensemble_bundle_path(level: Optional[str] = None) -> Path:
+    """Path of the ensemble shipped for scenes of ``level`` (L2A for ``"L2A"``, L1C otherwise)."""
+    return default_bundle_path(level).parent / SHIPPED_ENSEMBLES["L2A" if level == "L2A" else "L1C"]
 
 
 def shipped_model_choice(levels: Iterable[Optional[str]]) -> tuple[Path, str]:

@@ -12,9 +12,11 @@ import pytest
 
 import thermocrop
 from thermocrop.cli.main import main
+from thermocrop.core.model.bundle import default_bundle_path
 
 MODELS = Path(thermocrop.__file__).parent / "resources" / "models"
-L2A_CHOICE = "L2A scenes: using the shipped L2A model default_l2a.tcm"
+SHIPPED_L2A, SHIPPED_L1C = default_bundle_path("L2A"), default_bundle_path("L1C")
+L2A_CHOICE = f"L2A scenes: using the shipped L2A model {SHIPPED_L2A.name}"
 
 
 def _checksum(path: Path) -> str:
@@ -28,7 +30,7 @@ def test_the_preflight_loads_the_model_shipped_for_the_scenes_level(tiny_region)
 
     scenes = tiny_region / "scenes"
     chosen = check_inputs(scenes=scenes, need_bundle=True)
-    assert chosen.bundle.config.checksum == _checksum(MODELS / "default_l2a.tcm") != _checksum(MODELS / "default.tcm")
+    assert chosen.bundle.config.checksum == _checksum(SHIPPED_L2A) != _checksum(SHIPPED_L1C)
     assert chosen.bundle.config.scene_level == "L2A" and chosen.model_choice == L2A_CHOICE
     assert len(chosen.scenes) == len([p for p in scenes.glob("*.tif") if not p.stem.endswith("_SCL")])
     # A model given is kept, whatever the scenes; without scenes there is no level to choose by.
@@ -48,7 +50,7 @@ def _cli(region: Path, out: Path, *extra: str) -> int:
 def given_l2a(tiny_region, tmp_path_factory) -> gpd.GeoDataFrame:
     """The tiny region classified with the L2A model given by its path."""
     out = tmp_path_factory.mktemp("given") / "given.gpkg"
-    assert _cli(tiny_region, out, "--model", str(MODELS / "default_l2a.tcm")) == 0
+    assert _cli(tiny_region, out, "--model", str(SHIPPED_L2A)) == 0
     return gpd.read_file(out)
 
 

@@ -292,12 +292,11 @@ def _level_warnings(warnings) -> list:
 def test_without_a_model_the_model_shipped_for_the_scenes_level_classifies_them(tmp_path, caplog, level):
     pytest.importorskip("torch")
     from thermocrop.core.classify import classify_parcels, prepare_classification
-    from thermocrop.core.model.bundle import load_bundle
+    from thermocrop.core.model.bundle import default_bundle_path, load_bundle
 
     weather, parcels = _small_scene_region(tmp_path, (level, level))
-    shipped = Path(thermocrop.__file__).parent / "resources" / "models" / {"L1C": "default.tcm",
-                                                                           "L2A": "default_l2a.tcm"}[level]
-    other = shipped.parent / ("default.tcm" if level == "L2A" else "default_l2a.tcm")
+    shipped = default_bundle_path(level)
+    other = default_bundle_path("L1C" if level == "L2A" else "L2A")
     with caplog.at_level("INFO", logger="thermocrop.core.model.bundle"):
         job = prepare_classification(parcels, tmp_path / "scenes", weather)
     assert job.model.config.checksum == load_bundle(shipped).config.checksum != load_bundle(other).config.checksum
@@ -330,6 +329,7 @@ def test_a_model_given_is_used_whatever_the_scenes_level(tmp_path):
 def test_scenes_of_both_levels_keep_the_l1c_model_and_its_warning(tmp_path, caplog):
     pytest.importorskip("torch")
     from thermocrop.core.classify import prepare_classification
+    from thermocrop.core.model.bundle import default_bundle_path
     from thermocrop.core.scenes.local import find_scenes
 
     weather, parcels = _small_scene_region(tmp_path, ("L1C", "L2A"))
@@ -339,6 +339,6 @@ def test_scenes_of_both_levels_keep_the_l1c_model_and_its_warning(tmp_path, capl
     with caplog.at_level("INFO", logger="thermocrop.core.model.bundle"):
         job = prepare_classification(parcels, scenes, weather)
     assert job.model.config.scene_level == "L1C"
-    assert "Scenes of levels L1C and L2A: using the shipped L1C model default.tcm" in caplog.text
+    assert f"Scenes of levels L1C and L2A: using the shipped L1C model {default_bundle_path('L1C').name}" in caplog.text
     warned = _level_warnings(job.warnings)
     assert len(warned) == 1 and "trained on L1C scenes but these are L1C/L2A" in warned[0]

@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from thermocrop.core.errors import InputError  # noqa: E402
-from thermocrop.core.model.bundle import default_bundle_path, load_bundle  # noqa: E402
+from thermocrop.core.model.bundle import default_bundle_path, ensemble_bundle_path, load_bundle  # noqa: E402
 from thermocrop.core.model.networks import fast_inference_model  # noqa: E402
 from thermocrop.core.model.precision import (  # noqa: E402
     PRECISION_ENV,
@@ -75,7 +75,7 @@ def test_the_environment_forces_a_precision_and_rejects_others(monkeypatch):
 
 def test_the_bundle_predicts_in_the_precision_chosen_for_this_cpu(monkeypatch, random_batch):
     monkeypatch.delenv(PRECISION_ENV, raising=False)
-    bundle = load_bundle(default_bundle_path())
+    bundle = load_bundle(ensemble_bundle_path())
     fast = bundle.fast_model()
     native = native_precisions(cpu_flags())
     batch = random_batch(64, 20, 32, torch.Generator().manual_seed(3))

@@ -210,6 +210,7 @@ def test_dock_search_lists_dates_with_cloud_cover_and_the_run_reads_them(
     from qgis.core import QgsProject, QgsSettings, QgsVectorLayer
 
     from thermocrop.core.classify import classify_parcels
+    from thermocrop.core.model.bundle import default_bundle_path
     from thermocrop.core.scenes.stac import load_items
     from thermocrop.plugin.dock import ThermoCropDock
 
@@ -262,12 +263,12 @@ def test_dock_search_lists_dates_with_cloud_cover_and_the_run_reads_them(
 
         # Without a model the items' level (L2A) chooses the shipped L2A model, and the message says so.
         dock.model.setFilePath("")
-        assert "<b>default_l2a.tcm</b>" in dock.model_card.text()
+        assert f"<b>{default_bundle_path('L2A').name}</b>" in dock.model_card.text()
         task = dock.start()
         assert task is not None
         _wait_for(dock, "task")
         assert task.error is None, task.error
-        choice = "L2A scenes: using the shipped L2A model default_l2a.tcm"
+        choice = f"L2A scenes: using the shipped L2A model {default_bundle_path('L2A').name}"
         assert task.bundle.config.scene_level == "L2A" and task.model_choice == choice
         assert choice in dock.message.text() and "reflectance differ" not in dock.message.text()
 

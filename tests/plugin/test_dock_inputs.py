@@ -251,21 +251,23 @@ def test_without_a_model_the_card_shows_the_model_shipped_for_the_scenes_level(m
     from qgis.PyQt.QtCore import Qt
 
     import thermocrop
+    from thermocrop.core.model.bundle import default_bundle_path
     from thermocrop.core.scenes.stac import ItemSummary
 
+    l1c_model, l2a_model = (f"<b>{default_bundle_path(level).name}</b>" for level in ("L1C", "L2A"))
     dock = make_dock(restore=False)
-    assert "<b>default.tcm</b> (shipped, for L1C scenes)" in dock.model_card.text()  # no scenes yet
+    assert f"{l1c_model} (shipped, for L1C scenes)" in dock.model_card.text()  # no scenes yet
     dock.add_scene_paths([str(tiny_region / "scenes")])  # a folder of L2A products (MSIL2A in their names)
-    assert "<b>default_l2a.tcm</b> (shipped, for L2A scenes)" in dock.model_card.text()
+    assert f"{l2a_model} (shipped, for L2A scenes)" in dock.model_card.text()
     dock.scene_list.item(0).setCheckState(Qt.Unchecked)
-    assert "<b>default.tcm</b>" in dock.model_card.text()
+    assert l1c_model in dock.model_card.text()
     dock.scene_list.item(0).setCheckState(Qt.Checked)
-    assert "<b>default_l2a.tcm</b>" in dock.model_card.text()
+    assert l2a_model in dock.model_card.text()
     # An L1C product beside them: a mix keeps the L1C model (the run warns about the levels).
     l1c = tmp_path / "S2B_MSIL1C_20170415T103019_N0204_R108_T31TCJ_20170415T103020.tif"
     l1c.write_bytes(b"")
     dock.add_scene_paths([str(l1c)])
-    assert "<b>default.tcm</b>" in dock.model_card.text()
+    assert l1c_model in dock.model_card.text()
     # A model chosen is shown whatever the scenes.
     dock.clear_added_scenes()
     dock.add_scene_paths([str(tiny_region / "scenes")])
@@ -273,14 +275,14 @@ def test_without_a_model_the_card_shows_the_model_shipped_for_the_scenes_level(m
     dock.model.setFilePath(str(given))
     assert "<b>default.tcm</b>:" in dock.model_card.text() and "shipped" not in dock.model_card.text()
     dock.model.setFilePath("")
-    assert "<b>default_l2a.tcm</b>" in dock.model_card.text()
+    assert l2a_model in dock.model_card.text()
     # Catalogue items: their levels.
     dock.catalog.setChecked(True)
     items = tmp_path / "items.json"
     items.write_text("{}")
     dock.catalog.show_results([ItemSummary("S2A_31TCJ_20170501_0_L2A", np.datetime64("2017-05-01"), "31TCJ", 10.0,
                                            "sentinel-2a", "L2A")], str(items))
-    assert "<b>default_l2a.tcm</b>" in dock.model_card.text()
+    assert l2a_model in dock.model_card.text()
     dock.catalog.show_results([ItemSummary("S2A_31TCJ_20170501_0_L1C", np.datetime64("2017-05-01"), "31TCJ", 10.0,
                                            "sentinel-2a", "L1C")], str(items))
-    assert "<b>default.tcm</b>" in dock.model_card.text()
+    assert l1c_model in dock.model_card.text()

@@ -79,7 +79,7 @@ def test_the_form_guesses_label_block_and_code_table(rpg_layer):
 def test_the_form_starts_from_scratch_or_from_the_model_chosen(rpg_layer, tiny_region, region_weather, tmp_path):
     from qgis.core import QgsProject
 
-    from thermocrop.core.model.bundle import default_bundle_path
+    from thermocrop.core.model.bundle import ensemble_bundle_path
     from thermocrop.plugin.dock import ThermoCropDock
 
     layer, _ = rpg_layer
@@ -97,10 +97,10 @@ def test_the_form_starts_from_scratch_or_from_the_model_chosen(rpg_layer, tiny_r
         assert request.training_config().variant == "tpe_sinusoidal"
         # One click starts from the shipped model, whose variant then holds.
         panel.shipped_button.click()
-        assert panel.init_model.filePath() == str(default_bundle_path())
+        assert panel.init_model.filePath() == str(ensemble_bundle_path())
         assert not panel.variant.isEnabled()
         request = panel.request()
-        assert request.init == str(default_bundle_path()) and Path(request.out).stem.endswith("_tuned")
+        assert request.init == str(ensemble_bundle_path()) and Path(request.out).stem.endswith("_tuned")
         config = request.training_config()
         assert config.init == request.init and config.members == 5
         # A model file that is not there is refused before anything starts.

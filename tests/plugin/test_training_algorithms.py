@@ -92,7 +92,7 @@ def test_the_toolbox_the_dock_and_the_command_line_give_the_same_fine_tuning_con
     import thermocrop.training.train as train
     from thermocrop.cli.main import main
     from thermocrop.core.errors import ThermoCropError
-    from thermocrop.core.model.bundle import default_bundle_path, load_bundle
+    from thermocrop.core.model.bundle import ensemble_bundle_path, load_bundle
     from thermocrop.core.pixel_sets import PixelSets, save_dataset
     from thermocrop.plugin.train_panel import TrainingRequest
     from thermocrop.training.finetune import FEW_LABEL_RECIPE
@@ -119,7 +119,7 @@ def test_the_toolbox_the_dock_and_the_command_line_give_the_same_fine_tuning_con
                            parcel_ids=np.array([f"p{i}" for i in range(n)]), status=np.array(["ok"] * n),
                            labels=(np.arange(n) % 3).astype(np.int16), blocks=(np.arange(n) % 4).astype(np.int32),
                            classes=("corn", "meadow", "winter_wheat")), data)
-    init = str(default_bundle_path())
+    init = str(ensemble_bundle_path())
     with pytest.raises(QgsProcessingException, match="recorded"):
         _run("thermocrop:trainmodel", {"DATASETS": str(data), "INIT_MODEL": init, "EPOCHS": 30, "STEPS": 25,
                                        "BATCH_SIZE": 64, "DEVICE": 1, "OUTPUT": str(tmp_path / "a.tcm")})

@@ -9,6 +9,7 @@ import geopandas as gpd
 import numpy as np
 
 from thermocrop.cli.main import EXIT_INPUT, main
+from thermocrop.core.model.bundle import default_bundle_path
 
 ES = dict(dates=6, cloud_cover=(5, 70, 20, 90, 10, 40))
 
@@ -37,7 +38,7 @@ def test_search_show_then_classify_from_items_with_open_meteo(published, tiny_re
         assert main(["classify", "--parcels", str(parcels), "--stac", str(out), "--weather", "open-meteo",
                      "--out", str(classified)]) == 0
     # The catalogue's items are L2A: without --model the shipped L2A model classifies them, unwarned.
-    assert "L2A scenes: using the shipped L2A model default_l2a.tcm" in caplog.messages
+    assert f"L2A scenes: using the shipped L2A model {default_bundle_path('L2A').name}" in caplog.messages
     assert "reflectance differ" not in caplog.text
     printed = capsys.readouterr().out
     assert "4 dates from 4 products" in printed

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from thermocrop.core.crops import CROP_CLASSES
-from thermocrop.core.model.bundle import default_bundle_path, load_bundle
+from thermocrop.core.model.bundle import default_bundle_path, ensemble_bundle_path, load_bundle
 from thermocrop.core.parcels import ParcelFields
 from thermocrop.core.settings import ExtractionSettings, PixelSampling
 
@@ -27,9 +27,9 @@ def test_the_fast_model_is_one_model_distilled_from_the_shipped_ensemble():
     import hashlib
 
     path = default_bundle_path().parent / "default_fast.tcm"
-    fast, ensemble = load_bundle(path), load_bundle(default_bundle_path())
+    fast, ensemble = load_bundle(path), load_bundle(ensemble_bundle_path())
     assert fast.config.hyperparameters.get("members", 1) == 1 and ensemble.config.hyperparameters["members"] == 5
-    digest = hashlib.sha256(default_bundle_path().read_bytes()).hexdigest()
+    digest = hashlib.sha256(ensemble_bundle_path().read_bytes()).hexdigest()
     assert fast.config.provenance["teacher"] == {"file": "default.tcm", "sha256": digest}
     assert (fast.classes, fast.config.bands, fast.config.scaling, fast.config.gdd, fast.config.variant) == \
         (ensemble.classes, ensemble.config.bands, ensemble.config.scaling, ensemble.config.gdd, ensemble.config.variant)
