@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from thermocrop.core.model.bundle import ModelBundle, load_bundle
+from thermocrop.core.model.calibration import expected_calibration_error, prediction_sets
 from thermocrop.core.pixel_sets import PixelSets, open_dataset
 from thermocrop.training.datasets import align_classes, split_blocks
 from thermocrop.training.distil import distillation_config
@@ -71,6 +72,22 @@ def labels_of(bundle: ModelBundle, ps: PixelSets) -> np.ndarray:
     return np.where(ok, np.nan_to_num(p).argmax(axis=1), -1)
 
 
+def calibration_scores(bundle: ModelBundle, test: list[PixelSets], coverage: float = 0.9) -> dict[str, Any]:
+    """On the test blocks: the expected calibration error (10 bins) of the raw and of the calibrated
+    probabilities, the temperature, and how often the prediction sets for ``coverage`` hold the true
+    class and how many classes they hold."""
+    raw = np.concatenate([bundle.predict(ps, calibrated=False) for ps in test])
+    labels = np.concatenate([ps.labels for ps in test]).astype(np.int64)
+    ok = np.isfinite(raw).all(axis=1) & (labels >= 0)
+    calibrated = bundle.calibration.apply(raw[ok])
+    sets = prediction_sets(calibrated, bundle.calibration.threshold(coverage))
+    return {"n": int(ok.sum()), "temperature": bundle.calibration.temperature,
+            "ece_raw": expected_calibration_error(raw[ok], labels[ok]),
+            "ece_calibrated": expected_calibration_error(calibrated, labels[ok]), "coverage": coverage,
+            "set_coverage": float(sets[np.arange(len(sets)), labels[ok]].mean()),
+            "mean_set_size": float(sets.sum(axis=1).mean())}
+
+
 def score_all(models: dict[str, ModelBundle], synthetic: list[PixelSets], real: dict[str, PixelSets],
               seed: int) -> dict[str, Any]:
     """Every model on the real parcels (all, west, east; none when ``real`` is empty), the
@@ -90,6 +107,8 @@ def score_all(models: dict[str, ModelBundle], synthetic: list[PixelSets], real: 
             row[f"real_{half}"] = card_scores(cm, classes)
         syn = evaluate_bundle(bundle, synthetic, split="test", seed=seed)
         row["synthetic_test"] = {"n": syn["n"], "oa": syn["overall_accuracy"], "macro_f1": syn["macro_f1"]}
+        if bundle.calibration is not None:
+            row["calibration_synthetic_test"] = calibration_scores(bundle, test)
         for where, sets in (("synthetic", test), ("real", [real["all"]] if real else [])):
             if where not in reference:
                 continue
@@ -114,6 +133,10 @@ def log_row(name: str, row: dict[str, Any]) -> None:
              f"{100 * row['agreement_synthetic']:5.1f}")
     if "agreement_real" in row:
         line += f" real {100 * row['agreement_real']:5.1f}"
+    if "calibration_synthetic_test" in row:
+        c = row["calibration_synthetic_test"]
+        line += (f" | ECE {c['ece_raw']:.3f} -> {c['ece_calibrated']:.3f} (T {c['temperature']:.3f}), "
+                 f"{100 * c['coverage']:.0f} % sets hold {100 * c['set_coverage']:.1f} %, size {c['mean_set_size']:.2f}")
     print(line, flush=True)
 
 
