@@ -46,6 +46,16 @@ LEVELS = {"L1C": ("default.tcm", "runs/experiment"), "L2A": ("default_l2a.tcm", 
 """The teacher and the work folder of each processing level (``scripts/default_model.py``'s)."""
 
 
+def teacher_record(path: Path) -> str:
+    """The teacher's path as training reads it and the student's record keeps it: relative to the
+    working folder when it is inside it (run from the repository root, the shipped bundle then
+    names no folder of the machine it was built on)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def members_of(bundle: ModelBundle) -> list[ModelBundle]:
     """Each member of an ensemble bundle as a bundle of its own (uncalibrated)."""
     hp = {**bundle.config.hyperparameters, "members": 1}
@@ -184,7 +194,7 @@ def main() -> int:
                                       "distil_temperature": args.temperature, "distil_hard_weight": args.hard_weight,
                                       "distil_noise": args.noise,
                                       "seed": args.student_seed, "split_seed": args.seed, "device": "cpu"},
-                                     str(args.teacher))
+                                     teacher_record(args.teacher))
         t0 = time.perf_counter()
         train_model(datasets, out, config, show_progress=False,
                     provenance={"train_regions": list(REGIONS), "data": "synthetic"})

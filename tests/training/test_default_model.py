@@ -23,17 +23,19 @@ def test_default_bundle_is_small_and_names_the_crop_classes():
     assert bundle.config.provenance.get("data") == "synthetic"
 
 
-def test_the_fast_model_is_one_model_distilled_from_the_shipped_ensemble():
+@pytest.mark.parametrize("level, name", [("L1C", "default_fast.tcm"), ("L2A", "default_fast_l2a.tcm")])
+def test_the_fast_model_is_one_model_distilled_from_the_shipped_ensemble(level, name):
     import hashlib
 
-    path = default_bundle_path().parent / "default_fast.tcm"
-    fast, ensemble = load_bundle(path), load_bundle(ensemble_bundle_path())
+    path = default_bundle_path().parent / name
+    fast, ensemble = load_bundle(path), load_bundle(ensemble_bundle_path(level))
     assert fast.config.hyperparameters.get("members", 1) == 1 and ensemble.config.hyperparameters["members"] == 5
-    digest = hashlib.sha256(ensemble_bundle_path().read_bytes()).hexdigest()
-    assert fast.config.provenance["teacher"] == {"file": "default.tcm", "sha256": digest}
+    digest = hashlib.sha256(ensemble_bundle_path(level).read_bytes()).hexdigest()
+    assert fast.config.provenance["teacher"] == {"file": ensemble_bundle_path(level).name, "sha256": digest}
     assert (fast.classes, fast.config.bands, fast.config.scaling, fast.config.gdd, fast.config.variant) == \
         (ensemble.classes, ensemble.config.bands, ensemble.config.scaling, ensemble.config.gdd, ensemble.config.variant)
-    assert fast.calibration is not None
+    assert fast.config.scene_level == ensemble.config.scene_level == level
+    assert fast.calibration is not None and len(fast.calibration.scores) == fast.calibration.parcels > 0
     assert sum(p.numel() for p in fast.model.parameters()) * 5 == sum(p.numel() for p in ensemble.model.parameters())
 
 
