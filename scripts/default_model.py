@@ -247,7 +247,10 @@ def model_card(bundle_path: Path, metrics: dict, command: str, experiments: list
     ev = metrics["eval"]
     tr = metrics["config"]
     lines = [
-        "# ThermoCrop default model", "",
+        "# ThermoCrop L1C ensemble (`default.tcm`)", "",
+        "Runs on L1C scenes without a model use `default_fast.tcm`, one model distilled from this "
+        "ensemble (`MODEL_CARD_FAST.md`); this ensemble is used when given by path "
+        "(`--model resources/models/default.tcm`).", "",
         "**Trained on synthetic data.** The regions come from `thermocrop synth` (AT1, DK1, "
         "FR1, FR2: the paper's four tiles imitated with their climates, L1C; 500 parcels each, "
         "seed 0, daily temperatures of each parcel's cell of the region's E-OBS-style "
@@ -338,10 +341,12 @@ def model_card_level(bundle_path: Path, metrics: dict, level: str, command: str,
     ev, ev_means, before = scores["synthetic"], scores["synthetic_means"], scores["l1c_model"]
     gap = 100 * (ev["macro_f1"] - l1c["test_macro_f1"]), 100 * (ev["overall_accuracy"] - l1c["test_overall_accuracy"])
     lines = [
-        f"# ThermoCrop default model for {level} scenes", "",
-        f"`{bundle_path.name}` is the model ThermoCrop uses when no model is given and every scene "
-        f"of the run is {level} (each catalogue search of `thermocrop scenes search` and the Toolbox "
-        "finds L2A); `default.tcm` (`MODEL_CARD.md`) is used otherwise. It is trained exactly as the "
+        f"# ThermoCrop {level} ensemble (`{bundle_path.name}`)", "",
+        f"`{bundle_path.name}` is the ensemble for {level} scenes (each catalogue search of `thermocrop "
+        "scenes search` and the Toolbox finds L2A). Runs without a model whose scenes are all "
+        f"{level} use `default_fast_l2a.tcm`, one model distilled from it (`MODEL_CARD_FAST.md`); "
+        f"this ensemble is used when given by path (`--model resources/models/{bundle_path.name}`), "
+        "and `default.tcm` (`MODEL_CARD.md`) is the L1C one. It is trained exactly as the "
         "L1C model, on the same four synthetic regions (AT1, DK1, FR1, FR2; 500 parcels each, seed 0, "
         f"the same parcels, crops and weather) written as {level}: the calibrated generator's surface "
         "reflectance with its scene classification layer, before the atmosphere that the calibration "

@@ -34,7 +34,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weather", required=True, help="daily temperatures: E-OBS / CF NetCDF or station CSV, "
                                                          "or a service: open-meteo, cds:e-obs, cds:era5-land")
     parser.add_argument("--model", help="model bundle (default: the shipped model for the scenes' level, "
-                        "default_l2a.tcm for L2A scenes, default.tcm for L1C or mixed ones)")
+                        "default_fast_l2a.tcm for L2A scenes, default_fast.tcm for L1C or mixed ones; the "
+                        "ensembles default_l2a.tcm and default.tcm by path)")
     parser.add_argument("--out", required=True, help="output vector file; the format follows the extension")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing output (even the parcel file; in a GeoPackage only the "

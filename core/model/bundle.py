@@ -744,9 +744,9 @@ def calibrated_bundle(bundle: ModelBundle, calibration: Calibration, out: Union[
                        overwrite=overwrite)
 
 
-SHIPPED_BUNDLES = {"L1C": "default.tcm", "L2A": "default_l2a.tcm"}
+SHIPPED_BUNDLES = {"L1C": "default_fast.tcm", "L2A": "default_fast_l2a.tcm"}
 """Processing level -> the file name of the model shipped for scenes of that level, the one used
-wherever no model is given."""
+wherever no model is given: one model distilled from that level's ensemble."""
 SHIPPED_ENSEMBLES = {"L1C": "default.tcm", "L2A": "default_l2a.tcm"}
 """Processing level -> the file name of the ensemble of five shipped for that level (given by path)."""
 

@@ -20,6 +20,7 @@ from thermocrop.core.model.bundle import (
     InputScaling,
     ModelBundle,
     default_bundle_path,
+    ensemble_bundle_path,
     load_bundle,
     save_bundle,
 )
@@ -206,7 +207,9 @@ def test_missing_file_and_default_path(tmp_path):
     with pytest.raises(BundleError, match="does not exist"):
         load_bundle(tmp_path / "nothing.tcm")
     path = default_bundle_path()
-    assert path.name == "default.tcm" and path.parent.name == "models"
+    assert path.name == "default_fast.tcm" and path.parent.name == "models"
+    assert default_bundle_path("L2A").name == "default_fast_l2a.tcm"
+    assert [ensemble_bundle_path(level).name for level in ("L1C", "L2A")] == ["default.tcm", "default_l2a.tcm"]
     assert (path.parent.parent.parent / "core" / "model" / "bundle.py").is_file()
 
 

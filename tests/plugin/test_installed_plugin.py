@@ -247,6 +247,7 @@ def test_installer_in_qgis_installs_what_the_plugin_needs(installed_profile):
     install = installed_profile.install
     folder = installed_profile.folder
     # A fresh profile lacks every package the plugin installs; the dock offers the installer.
+    from thermocrop.core.model.bundle import default_bundle_path
     from thermocrop.plugin import dependencies as deps
 
     from_pip = [r.module for r in deps.REQUIREMENTS if r.pip]
@@ -276,7 +277,8 @@ def test_installer_in_qgis_installs_what_the_plugin_needs(installed_profile):
     # In the same session, without restarting QGIS: torch imports from the folder and the model
     # card, which said torch was missing, describes the shipped model.
     assert "Model not available" in install["model_card_before"] and "torch" in install["model_card_before"]
-    assert "Model not available" not in install["model_card_after"] and "default.tcm" in install["model_card_after"]
+    shipped = default_bundle_path().name
+    assert "Model not available" not in install["model_card_after"] and shipped in install["model_card_after"]
     assert _inside(install["torch_in_session"], folder)
     assert folder.parent == installed_profile.profile / "python" / "thermocrop-packages"
     assert (folder / "torch").is_dir() and (folder / "typing_extensions.py").is_file()
