@@ -48,7 +48,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _from_dataset(args: argparse.Namespace):
-    from ...core.model.bundle import default_bundle_path, load_bundle
+    from ...core.model.bundle import default_bundle_for_levels, load_bundle
     from ...core.pixel_sets import open_dataset
     from ...training.season_accuracy import (
         accuracy_through_season,
@@ -56,9 +56,10 @@ def _from_dataset(args: argparse.Namespace):
         write_season_accuracy,
     )
 
-    model = args.model or default_bundle_path()
+    dataset = open_dataset(args.data)
+    model = args.model or default_bundle_for_levels((dataset.meta or {}).get("levels", []))
     check_season_accuracy_out(args.out, overwrite=args.overwrite, inputs=[args.data, model])
-    accuracy = accuracy_through_season(load_bundle(model), open_dataset(args.data),
+    accuracy = accuracy_through_season(load_bundle(model), dataset,
                                        unseen="drop" if args.drop_unseen_classes else "error")
     return accuracy, write_season_accuracy(accuracy, args.out, overwrite=args.overwrite)
 

@@ -101,3 +101,15 @@ def test_overall_reached_is_the_first_acquisition_at_90_percent_of_the_season():
     assert season([0.2, 0.5, 0.85, 0.7, 0.9]).overall_reached() == 2
     assert season([0.2, 0.5, 0.85, 0.7, 0.9]).overall_reached(share=1.0) == 4
     assert season([0.0, 0.0]).overall_reached() is None
+
+
+def test_without_a_model_the_datasets_level_picks_the_shipped_model(tmp_path, caplog):
+    from thermocrop.core.model.bundle import default_bundle_path, load_bundle
+
+    shipped = load_bundle(default_bundle_path("L2A"))
+    ps = _dataset(p=20)
+    ps = replace(ps, classes=tuple(shipped.config.classes[:3]), meta={"levels": ["L2A"]})
+    save_dataset(ps, tmp_path / "data")
+    caplog.set_level("INFO", logger="thermocrop")
+    assert main(["inseason", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "out")]) == 0
+    assert f"L2A scenes: using the shipped L2A model {default_bundle_path('L2A').name}" in caplog.text
