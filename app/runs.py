@@ -17,7 +17,7 @@ import pandas as pd
 from ..core.classify import add_prediction_sets, classify_parcels, write_classification
 from ..core.errors import InputError, NoUsableParcelsError
 from ..core.extract import extract_to_dataset
-from ..core.inseason import early_warning
+from ..core.inseason import early_warning, trained_season
 from ..core.io.csv_cells import inert_frame
 from ..core.io.output import check_distinct_outputs, check_output, write_text
 from ..core.io.vector import (
@@ -180,6 +180,7 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
     if request.as_of is not None:
         scenes, season = season_as_of(request.as_of, parcels, scenes, weather, checked.bundle)
         progress.report(season.describe())
+        progress.report(f"The model: {trained_season(checked.bundle)}.")
     options = {"id_field": parcels.id_field, **sampling_options(request.sampling)}
     if request.fields.decided is not None:
         options["decided"] = request.fields.decided

@@ -13,6 +13,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from .model.season_curve import SeasonCurve, bundle_season_curve
+
 __all__ = [
     "DEFAULT_DECIDED_THRESHOLD",
     "EARLY_SHARE",
@@ -21,6 +23,7 @@ __all__ = [
     "acquisition_dates",
     "trained_season",
     "early_warning",
+    "curve_warning",
     "decided_index",
     "decisions",
 ]
@@ -29,9 +32,9 @@ DEFAULT_DECIDED_THRESHOLD = 0.8
 """The confidence a label must keep, from its decision to the last acquisition, to count as decided."""
 
 EARLY_SHARE = 1.0 / 3.0
-"""A run whose date gives fewer than this share of the season's GDD is warned: no model here
-records a measured in-season accuracy yet, and with a third of the season's warmth most crops
-have not yet shown what sets them apart (see docs/in-season.md)."""
+"""A run with a model that records no accuracy through the season (``core.model.season_curve``)
+is warned when its date gives fewer than this share of the season's GDD: with a third of the
+season's warmth most crops have not yet shown what sets them apart (see docs/in-season.md)."""
 
 
 def as_day(value: Any) -> np.datetime64:
@@ -93,7 +96,11 @@ class SeasonStatus:
 
 
 def trained_season(bundle: Any) -> str:
-    """What part of the season the model of ``bundle`` met in training, from its provenance."""
+    """What part of the season the model of ``bundle`` met in training: from its recorded season
+    curve where that says, else from its provenance."""
+    curve = bundle_season_curve(bundle.config)
+    if curve is not None and curve.trained_on:
+        return curve.describe_training()
     training = ((getattr(bundle.config, "provenance", None) or {}).get("training") or {})
     share = training.get("season_window_share")
     if share is None:
@@ -105,14 +112,41 @@ def trained_season(bundle: Any) -> str:
 
 
 def early_warning(status: SeasonStatus, bundle: Any) -> Optional[str]:
-    """A warning when ``status``'s GDD are fewer than :data:`EARLY_SHARE` of the season's, else None."""
+    """A warning when ``status`` falls before the part of the season where the model's recorded
+    accuracy reaches its level (:func:`curve_warning`); for a model without a record, when its
+    GDD are fewer than :data:`EARLY_SHARE` of the season's. None otherwise."""
     share = status.share
-    if not np.isfinite(share) or share >= EARLY_SHARE:
+    if not np.isfinite(share):
+        return None
+    curve = bundle_season_curve(bundle.config)
+    if curve is not None:
+        return curve_warning(status, curve)
+    if share >= EARLY_SHARE:
         return None
     return (f"Classified as of {status.as_of} with {status.gdd:,.0f} GDD, {100 * share:.0f} % of the season's "
             f"{status.season_gdd:,.0f} at the last acquisition given: below a third of the season most crops look "
             f"alike, so expect many wrong labels ({trained_season(bundle)}). Decide later in the season, or check "
             "crop_conf and crop_decided.")
+
+
+def curve_warning(status: SeasonStatus, curve: SeasonCurve) -> Optional[str]:
+    """A warning, with the recorded figures, when ``status``'s share of the season's GDD is below
+    the first cut of ``curve`` whose OA reaches its level; None from that cut on."""
+    share = status.share
+    first = curve.reached()
+    if first is not None and share >= curve.fractions[first] - 1e-9:
+        return None
+    at = curve.cut_at(share)
+    scored = (f"this model's validation OA was {curve.overall_accuracy[at]:.2f} (macro F1 "
+              f"{curve.macro_f1[at]:.2f}) as of {100 * curve.fractions[at]:.0f} % of the season's GDD"
+              if at is not None else
+              f"this model's accuracy is recorded from {100 * curve.fractions[0]:.0f} % of the season's GDD on")
+    reach = (f"its level {curve.level:.2f} is reached from {100 * curve.fractions[first]:.0f} % of the season's GDD"
+             if first is not None else f"its level {curve.level:.2f} is not reached even on the whole season")
+    return (f"As of {status.as_of} ({status.gdd:,.0f} GDD, {100 * share:.0f} % of the season's "
+            f"{status.season_gdd:,.0f} at the last acquisition given) {scored} ({reach}; level: {curve.level_rule}; "
+            f"measured on {curve.parcels} parcels of {curve.source}; {curve.describe_training()}). Expect more wrong "
+            "labels than that recorded level: decide later in the season, or check crop_conf and crop_decided.")
 
 
 def decided_index(probabilities: np.ndarray, threshold: float = DEFAULT_DECIDED_THRESHOLD) -> np.ndarray:

@@ -32,6 +32,7 @@ import numpy as np
 
 from thermocrop.core.model.bundle import load_bundle
 from thermocrop.core.pixel_sets import PixelSets, open_dataset, save_dataset
+from thermocrop.training.config import stored_config
 from thermocrop.training.ensemble import member_paths
 from thermocrop.training.evaluate import evaluate_bundle
 from thermocrop.training.experiment import PAPER_TABLE1, REGIONS, VARIANT_NAMES, prepare_regions
@@ -448,7 +449,7 @@ def main() -> int:
         if not (target.exists() and stored.exists()):
             parser.error(f"--card-only needs {target} and {stored} from an earlier run")
         metrics = json.loads(target.with_suffix(".metrics.json").read_text())
-        if metrics["config"] != asdict(config):
+        if stored_config(metrics["config"]) != asdict(config):
             parser.error(f"{target} was trained with other settings than these; run without --card-only")
     else:
         metrics = train_model([open_dataset(p) for p in paths], target, config, resume=args.resume,

@@ -52,6 +52,46 @@ def tiny_region(make_region):
     return make_region("FR2", "L2A", seed=0, parcels=100)
 
 
+
+def late_signal_pixel_sets(n: int = 300, t: int = 12, seed: int = 0):
+    """Pixel sets of three classes that look alike until the middle of the season: every parcel
+    has the same band levels on its first ``t // 2`` dates and a level of its class's from then
+    on. GDD grow by 100 a date for every parcel, so date ``i`` is at ``(i + 1) / t`` of the season's GDD."""
+    import numpy as np
+
+    from thermocrop.core.crops import CROP_CLASSES
+    from thermocrop.core.pixel_sets import PixelSets
+
+    rng = np.random.default_rng(seed)
+    s = 6
+    labels = (np.arange(n) % 3).astype(np.int16)
+    late = (np.arange(t) >= t // 2)[None, :, None, None]
+    level = 2000.0 + late * 1500.0 * labels[:, None, None, None]
+    pixels = (level + rng.normal(0, 100, (n, t, 10, s))).clip(1, 65535).astype(np.uint16)
+    dates = np.datetime64("2017-03-01") + np.arange(t) * 15
+    return PixelSets(pixels=pixels, pixel_mask=np.ones((n, t, s), bool), date_mask=np.ones((n, t), bool),
+                     gdd=np.tile(100.0 * np.arange(1, t + 1), (n, 1)).astype(np.float32), dates=dates,
+                     day_of_season=(dates - np.datetime64("2017-01-01")).astype(np.float32),
+                     parcel_ids=np.array([f"p{i}" for i in range(n)]), status=np.array(["ok"] * n),
+                     labels=labels, blocks=(np.arange(n) // 15).astype(np.int32), classes=CROP_CLASSES[:3])
+
+
+@pytest.fixture(scope="session")
+def late_signal_model(tmp_path_factory):
+    """A tiny model trained here on :func:`late_signal_pixel_sets` (its bundle records its accuracy
+    through the season on the validation blocks): ``{"bundle", "data", "config"}``. Half its
+    samples cut to part seasons, it tells the classes apart from the middle of the season on."""
+    from thermocrop.core.pixel_sets import open_dataset, save_dataset
+    from thermocrop.training.train import TrainingConfig, train_model
+
+    root = tmp_path_factory.mktemp("late_signal")
+    save_dataset(late_signal_pixel_sets(), root / "data")
+    config = TrainingConfig(variant="tpe_sinusoidal", epochs=4, steps_per_epoch=8, batch_size=16, sample_pixels=2,
+                            sample_dates=12, lr=5e-3, season_window_share=0.5, season_cuts=10,
+                            model_settings={"dropout": 0.0}, device="cpu")
+    result = train_model([open_dataset(root / "data")], root / "model.tcm", config, show_progress=False)
+    return {"bundle": result.bundle_path, "data": root / "data", "config": config}
+
 @pytest.fixture
 def random_batch():
     """Factory ``random_batch(b, t, s, generator)`` of model inputs drawn from ``generator``:

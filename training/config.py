@@ -37,8 +37,15 @@ class TrainingConfig:
             their date, so that the model also meets per-parcel mean inputs (S = 1); 0 in
             the paper's recipe.
         season_window_share: share of training samples cut to a random part of the season
-            (from the first third to the second half of the dates), so that partial seasons
-            are met too; 0 in the paper's recipe.
+            (starting in the first third of the dates, ending from ``season_window_end`` of
+            them to the last), so that partial seasons are met too; 0 in the paper's recipe.
+        season_window_end: the earliest end of a cut window, as a share of the span of the
+            dates (0.5: the window ends in the second half of the season).
+        season_cuts: the cuts through the season (every ``1 / season_cuts`` of its GDD) at which
+            the finished model's accuracy on the validation blocks is recorded in its bundle
+            (``core.model.season_curve``).
+        season_level: the OA recorded as the model's level; None: 90 % of its whole-season OA
+            on the validation blocks.
         seed: seed of the split, the initial weights and the sampling.
         split_seed: seed of the block split and the input scaling alone, when it is not
             ``seed`` (None): an ensemble's members share one split and differ in the rest.
@@ -85,6 +92,9 @@ class TrainingConfig:
     max_shift: int = 60
     mean_pixel_share: float = 0.0
     season_window_share: float = 0.0
+    season_window_end: float = 0.5
+    season_cuts: int = 20
+    season_level: Optional[float] = None
     seed: int = 0
     split_seed: Optional[int] = None
     members: int = 1
@@ -112,12 +122,15 @@ class TrainingConfig:
             self.classes = tuple(str(c) for c in self.classes)
         if self.variant not in VARIANTS:
             raise ValueError(f"Unknown variant {self.variant!r}; choose one of {VARIANTS}.")
-        for name in ("epochs", "steps_per_epoch", "batch_size", "sample_pixels", "sample_dates", "members"):
+        for name in ("epochs", "steps_per_epoch", "batch_size", "sample_pixels", "sample_dates", "members",
+                     "season_cuts"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
-        for name in ("mean_pixel_share", "season_window_share"):
+        for name in ("mean_pixel_share", "season_window_share", "season_window_end"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must lie between 0 and 1")
+        if self.season_level is not None and not 0.0 <= self.season_level <= 1.0:
+            raise ValueError("season_level must lie between 0 and 1")
         if self.init is not None:
             self.init = str(self.init)
         if self.init_anchor < 0:

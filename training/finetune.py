@@ -40,7 +40,8 @@ zero), and no test blocks held out, so that a few dozen labelled parcels per cla
 (the validation blocks still choose the epoch and give the scores). Chosen on the west half of
 the real Bavarian parcels (``scripts/finetune_study.py``; docs/training.md gives the table)."""
 
-SAMPLING_KEPT = ("sample_pixels", "sample_dates", "mean_pixel_share", "season_window_share", "gamma", "max_shift")
+SAMPLING_KEPT = ("sample_pixels", "sample_dates", "mean_pixel_share", "season_window_share", "season_window_end",
+                 "gamma", "max_shift")
 """Training settings that a fine-tuning run takes from the bundle's own training (its provenance),
 so that it meets the inputs it was made for (parcel means, part seasons) as it did."""
 

@@ -13,13 +13,15 @@ import numpy as np
 import torch
 
 from ..core.crops import class_colours
-from ..core.errors import InputError
+from ..core.errors import DatasetError, InputError
 from ..core.io.output import staged_file, write_text
-from ..core.model.bundle import BundleConfig, InputScaling, save_bundle
+from ..core.model.bundle import BundleConfig, InputScaling, ModelBundle, save_bundle
 from ..core.model.calibration import Calibration, fit_calibration
+from ..core.model.season_curve import SeasonCurve
 from .config import TrainingConfig, TrainingResult, TrainingSplit
 from .metrics import scores
 from .predict import predict_rows, score_rows
+from .season_record import season_curve, trained_part, with_season_curve
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +77,10 @@ def write_results(model: torch.nn.Module, scaling: InputScaling, split: Training
                     f"{split_name}_macro_f1": result["macro_f1"],
                     f"{split_name}_overall_accuracy": result["overall_accuracy"], **provenance},
         calibration=calibration.to_dict() if calibration is not None else {})
+    curve = held_out_season_curve(ModelBundle(model, bundle_config), split, config)
+    if curve is not None:
+        bundle_config = with_season_curve(bundle_config, curve)
+        metrics["season_accuracy"] = curve.to_dict()
     save_bundle(paths["bundle"], model.cpu(), bundle_config)
     model.to(device)
     write_text(paths["metrics"], json.dumps(metrics, indent=2), what="metrics")
@@ -104,4 +110,19 @@ def held_out_calibration(model: torch.nn.Module, scaling: InputScaling, split: T
     except InputError as exc:
         log.warning("%s The model is saved without a calibration; calibrate it later with thermocrop calibrate.",
                     exc)
+        return None
+
+
+def held_out_season_curve(bundle: ModelBundle, split: TrainingSplit, config: TrainingConfig) -> Optional[SeasonCurve]:
+    """The accuracy of the trained model through the season on the validation rows of ``split``
+    (``config.season_cuts`` cuts, level ``config.season_level``), with the part of the season its
+    training cut samples to. None, with a warning, where there is no parcel to score."""
+    # Separate validation data leave no test datasets (``training_split``).
+    source = "the validation blocks of the training data" if split.test_sets else "the validation datasets"
+    try:
+        return season_curve(bundle, split.val_sets, split.val_rows, source=source, cuts=config.season_cuts,
+                            level=config.season_level, trained_on=trained_part(asdict(config)))
+    except DatasetError as exc:
+        log.warning("%s The model is saved without its accuracy through the season; record it later with "
+                    "thermocrop inseason --record.", exc)
         return None

@@ -115,13 +115,20 @@ def sample_pixels(slot_valid: np.ndarray, n_pixels: int, rng: np.random.Generato
     return np.take_along_axis(order, take, axis=1)
 
 
+WINDOW_START = (0.0, 1.0 / 3.0)
+"""Where a cut window starts, as shares of the span of a dataset's dates (``span / 3`` in
+``season_windows``)."""
+
+
 def season_windows(date_mask: np.ndarray, day_of_season: np.ndarray, chosen: np.ndarray,
-                   rng: Union[np.random.Generator, np.ndarray], min_dates: int = 3) -> np.ndarray:
+                   rng: Union[np.random.Generator, np.ndarray], min_dates: int = 3,
+                   earliest_end: float = 0.5) -> np.ndarray:
     """Cut the ``chosen`` parcels' dates to a random part of the season.
 
-    A window starts anywhere in the first third of the dataset's span of dates and ends
-    anywhere in its second half, as when a season is classified before it ends or observed
-    from spring only. Parcels left with fewer than ``min_dates`` valid dates keep all theirs.
+    A window starts anywhere in the first third of the dataset's span of dates
+    (:data:`WINDOW_START`) and ends anywhere from ``earliest_end`` of the span to its last date,
+    as when a season is classified before it ends or observed from spring only; a window never
+    starts after it ends. Parcels left with fewer than ``min_dates`` valid dates keep all theirs.
 
     Args:
         date_mask: ``(B, T)`` bool.
@@ -129,6 +136,8 @@ def season_windows(date_mask: np.ndarray, day_of_season: np.ndarray, chosen: np.
         chosen: ``(B,)`` bool, parcels to cut.
         rng: random generator (draws two numbers per parcel), or those numbers as ``(B, 2)``
             uniforms in [0, 1).
+        min_dates: the fewest dates a cut parcel keeps.
+        earliest_end: the earliest end of a window as a share of the span (0.5: the second half).
 
     Returns:
         ``(B, T)`` bool, the date mask inside the windows.
@@ -139,8 +148,9 @@ def season_windows(date_mask: np.ndarray, day_of_season: np.ndarray, chosen: np.
         u_start, u_end = rng[:, 0], rng[:, 1]
     else:
         u_start, u_end = rng.random(len(date_mask)), rng.random(len(date_mask))
-    start = first + u_start * span / 3.0
-    end = last - u_end * span / 2.0
+    end = last - u_end * span * (1.0 - earliest_end)
+    # Written as before the earliest end could be set, so that default windows stay bit for bit.
+    start = first + np.minimum(u_start * span / 3.0, u_start * (end - first))
     inside = (day_of_season >= start[:, None]) & (day_of_season <= end[:, None]) & date_mask
     keep = chosen & (inside.sum(axis=1) >= min_dates)
     return np.where(keep[:, None], inside, date_mask)
@@ -203,12 +213,13 @@ class BatchSampler:
             (``parcel_means``); 0 leaves the random stream as without it.
         season_window_share: share of samples cut to a part of the season
             (``season_windows``); 0 leaves the random stream as without it.
+        season_window_end: the earliest end of a cut window (``season_windows``).
     """
 
     def __init__(self, datasets: Sequence[PixelSets], rows: Sequence[np.ndarray],
                  scaling: InputScaling, n_pixels: int = 64, n_dates: int = 30,
                  max_shift: int = 0, mean_pixel_share: float = 0.0,
-                 season_window_share: float = 0.0) -> None:
+                 season_window_share: float = 0.0, season_window_end: float = 0.5) -> None:
         if len(datasets) != len(rows):
             raise ValueError("one row index array per dataset is needed")
         self.datasets = list(datasets)
@@ -217,6 +228,7 @@ class BatchSampler:
         self.n_pixels, self.n_dates, self.max_shift = int(n_pixels), int(n_dates), int(max_shift)
         self.mean_pixel_share = float(mean_pixel_share)
         self.season_window_share = float(season_window_share)
+        self.season_window_end = float(season_window_end)
         sizes = np.array([len(r) for r in self.rows])
         if sizes.sum() == 0:
             raise DatasetError("No usable training parcels: every parcel lacks a label in the "
@@ -236,7 +248,8 @@ class BatchSampler:
         dm = np.asarray(ps.date_mask[rows], dtype=bool)
         if self.season_window_share > 0:
             chosen = extra_keys[:, 0] < self.season_window_share
-            dm = season_windows(dm, np.broadcast_to(dos, dm.shape), chosen, extra_keys[:, 2:4])
+            dm = season_windows(dm, np.broadcast_to(dos, dm.shape), chosen, extra_keys[:, 2:4],
+                                earliest_end=self.season_window_end)
         didx, dmask = sample_dates(dm, self.n_dates, None, date_keys)
         r2 = rows[:, None]
         pix = np.asarray(ps.pixels[r2, didx])            # (n, T, C, S_all)

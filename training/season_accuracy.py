@@ -101,6 +101,14 @@ def f1_scores(truth: np.ndarray, predicted: np.ndarray, k: int) -> np.ndarray:
     return f1
 
 
+def macro_f1_score(truth: np.ndarray, predicted: np.ndarray, k: int) -> float:
+    """Macro F1 over the classes of ``truth``; a class predicted but absent from ``truth`` has F1 0
+    and is counted too (as ``metrics.scores`` does); ``predicted`` -1 (no prediction) is wrong."""
+    f1 = f1_scores(truth, predicted, k)
+    absent_predicted = sum(1 for c in range(k) if not np.isfinite(f1[c]) and (predicted == c).any())
+    return float(np.concatenate([f1[np.isfinite(f1)], np.zeros(absent_predicted)]).mean())
+
+
 def accuracy_through_season(bundle: ModelBundle, ps: PixelSets, *, unseen: str = "error",
                             batch_size: int = 256) -> SeasonAccuracy:
     """Scores of ``bundle`` on the labelled parcels of ``ps`` as of each of its acquisitions.
@@ -125,12 +133,7 @@ def accuracy_through_season(bundle: ModelBundle, ps: PixelSets, *, unseen: str =
     seen = np.isfinite(prefixes).all(axis=2)
     predicted = np.where(seen, np.nan_to_num(prefixes, nan=-1.0).argmax(axis=2), -1)
     f1 = np.stack([f1_scores(truth, predicted[:, t], len(classes)) for t in range(prefixes.shape[1])])
-    # Macro F1 over the classes of the reference (a class the model predicts but the reference
-    # lacks has F1 0 and is counted too, as metrics.scores does).
-    absent_predicted = np.array([[c not in truth and (predicted[:, t] == c).any() for c in range(len(classes))]
-                                 for t in range(prefixes.shape[1])])
-    macro = np.array([np.concatenate([f1[t][np.isfinite(f1[t])], np.zeros(int(absent_predicted[t].sum()))]).mean()
-                      for t in range(len(f1))])
+    macro = np.array([macro_f1_score(truth, predicted[:, t], len(classes)) for t in range(prefixes.shape[1])])
     return SeasonAccuracy(dates=np.asarray(sub.dates, dtype="datetime64[D]"),
                           gdd=np.nanmedian(np.asarray(sub.gdd, dtype=np.float64), axis=0),
                           overall_accuracy=(predicted == truth[:, None]).mean(axis=0), macro_f1=macro, f1=f1,

@@ -204,7 +204,8 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     sampler = BatchSampler(datasets, train_rows, scaling, config.sample_pixels,
                            config.sample_dates, max_shift=shift,
                            mean_pixel_share=config.mean_pixel_share,
-                           season_window_share=config.season_window_share)
+                           season_window_share=config.season_window_share,
+                           season_window_end=config.season_window_end)
     optimiser = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=config.lr,
                                  weight_decay=config.weight_decay)
     total_steps = config.epochs * config.steps_per_epoch

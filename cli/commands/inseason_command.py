@@ -4,16 +4,19 @@ labelled reference layer classified from scenes and weather."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ... import app
 from ...app import ParcelsSpec, SeasonAccuracyRequest
 from ...core.errors import InputError
+from ...core.model.season_curve import DEFAULT_CUTS
 from ...core.settings import PixelSampling
 from ..options import (
     CliProgress,
     add_missing_scl_option,
     add_season_option,
     add_stac_options,
+    bounded,
     scenes_spec,
     weather_of,
 )
@@ -39,6 +42,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
                                         "the scenes' level)")
     parser.add_argument("--out", required=True, help="folder for inseason.csv, inseason_classes.csv and inseason.png")
     parser.add_argument("--overwrite", action="store_true", help="replace the files of an earlier run in --out")
+    parser.add_argument("--record", metavar="NEW_MODEL",
+                        help="with --data: also write the model to this new bundle (.tcm) with its accuracy through "
+                             "the season recorded, which classify --as-of then warns with (the model itself is never "
+                             "rewritten)")
+    parser.add_argument("--record-cuts", type=bounded("season_cuts"), default=DEFAULT_CUTS,
+                        help=f"with --record: cuts through the season, every 1/N of its GDD (default {DEFAULT_CUTS})")
+    parser.add_argument("--record-level", type=bounded("season_level"),
+                        help="with --record: the overall accuracy to record as the model's level (default: 90 %% of "
+                             "its whole-season OA on the dataset)")
     parser.add_argument("--drop-unseen-classes", action="store_true",
                         help="with --data: leave out parcels of classes the model does not have (default: refuse "
                              "them; a reference layer's are always left out, and counted)")
@@ -48,6 +60,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _from_dataset(args: argparse.Namespace):
+    from ...core.io.output import check_output
     from ...core.model.bundle import default_bundle_for_levels, load_bundle
     from ...core.pixel_sets import open_dataset
     from ...training.season_accuracy import (
@@ -55,13 +68,28 @@ def _from_dataset(args: argparse.Namespace):
         check_season_accuracy_out,
         write_season_accuracy,
     )
+    from ...training.season_record import record_on_datasets, recorded_bundle
 
     dataset = open_dataset(args.data)
     model = args.model or default_bundle_for_levels((dataset.meta or {}).get("levels", []))
     check_season_accuracy_out(args.out, overwrite=args.overwrite, inputs=[args.data, model])
-    accuracy = accuracy_through_season(load_bundle(model), dataset,
-                                       unseen="drop" if args.drop_unseen_classes else "error")
-    return accuracy, write_season_accuracy(accuracy, args.out, overwrite=args.overwrite)
+    if args.record:
+        check_output(args.record, what="model bundle", overwrite=args.overwrite, inputs=[args.data, model])
+    bundle = load_bundle(model)
+    unseen = "drop" if args.drop_unseen_classes else "error"
+    accuracy = accuracy_through_season(bundle, dataset, unseen=unseen)
+    paths = write_season_accuracy(accuracy, args.out, overwrite=args.overwrite)
+    if args.record:
+        curve = record_on_datasets(bundle, [dataset], f"the dataset {Path(args.data).name}", cuts=args.record_cuts,
+                                   level=args.record_level, unseen=unseen)
+        recorded_bundle(bundle, curve, args.record, overwrite=args.overwrite, inputs=[args.data, model])
+        first = curve.reached()
+        print(f"recorded in {args.record}: OA " + " ".join(f"{v:.2f}" for v in curve.overall_accuracy)
+              + f" as of every {100 / len(curve.fractions):.0f} % of the season's GDD; level {curve.level:.3f} "
+              f"({curve.level_rule}), " + (f"reached from {100 * curve.fractions[first]:.0f} %" if first is not None
+                                           else "not reached"))
+        paths = {**paths, "model": Path(args.record)}
+    return accuracy, paths
 
 
 def _from_reference(args: argparse.Namespace):
@@ -82,6 +110,12 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.data) == bool(args.reference):
         raise InputError("Give either --data (a labelled dataset folder) or --reference (a labelled layer with "
                          "--scenes and --weather).")
+    if args.record is None and (args.record_level is not None or args.record_cuts != DEFAULT_CUTS):
+        raise InputError("--record-cuts and --record-level say how to record the accuracy in a new bundle: give "
+                         "--record NEW_MODEL.tcm too.")
+    if args.record and args.reference:
+        raise InputError("--record records the accuracy measured on a labelled dataset: give --data (thermocrop "
+                         "extract --label-field, or thermocrop import) instead of --reference.")
     accuracy, paths = _from_dataset(args) if args.data else _from_reference(args)
     print(f"{accuracy.parcels} parcels, {len(accuracy.dates)} acquisitions")
     print(f"{'as of':<12}{'GDD':>8}{'OA':>8}{'macro F1':>10}")

@@ -31,6 +31,15 @@ def add_training_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--season-window-share", type=bounded("season_window_share"),
                         help="share of samples cut to a random part of the season, for partial "
                              "seasons (default 0; with --init the initial model's)")
+    parser.add_argument("--season-window-end", type=bounded("season_window_end"),
+                        help="the earliest end of a cut window, as a share of the span of the season's dates "
+                             "(default 0.5: windows end in the second half; with --init the initial model's)")
+    parser.add_argument("--season-cuts", type=bounded("season_cuts"),
+                        help="record the finished model's accuracy on the validation blocks as of every 1/N of the "
+                             "season's GDD in its bundle, for classify --as-of's warning (default 20)")
+    parser.add_argument("--season-level", type=bounded("season_level"),
+                        help="the overall accuracy recorded as the model's level; classify --as-of warns before the "
+                             "part of the season where it is reached (default: 90 %% of its whole-season OA)")
     parser.add_argument("--members", type=bounded("members"),
                         help="train this many models on one split with seeds SEED, SEED+1, ... and "
                              "ship the average of their class probabilities in one bundle (an "
@@ -59,6 +68,8 @@ def given_training_options(args: argparse.Namespace) -> dict:
     return {"epochs": args.epochs, "steps_per_epoch": args.steps_per_epoch, "batch_size": args.batch_size,
             "sample_pixels": args.sample_pixels, "sample_dates": args.sample_dates,
             "mean_pixel_share": args.mean_pixel_share, "season_window_share": args.season_window_share,
+            "season_window_end": args.season_window_end, "season_cuts": args.season_cuts,
+            "season_level": args.season_level,
             "lr": args.lr, "seed": args.seed, "members": args.members, "device": args.device, "amp": args.amp,
             "classes": parse_classes(args.classes)}
 

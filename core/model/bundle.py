@@ -34,6 +34,7 @@ from .calibration import Calibration, check_calibration_data
 from .networks import CropClassifier, ModelConfig, classifier, fast_inference_model
 from .precision import PrecisionChoice, prediction_model
 from .prefixes import prefix_log_probabilities
+from .season_curve import SEASON_CURVE_KEY, check_season_curve_data
 
 log = logging.getLogger(__name__)
 
@@ -378,6 +379,11 @@ def validate_config_data(data: Any) -> None:
     _number(calendar["max_shift"], "calendar.max_shift", low=0, high=366, integer=True)
 
     _mapping(data["provenance"], "provenance")
+    if data["provenance"].get(SEASON_CURVE_KEY):
+        try:
+            check_season_curve_data(data["provenance"][SEASON_CURVE_KEY])
+        except ValueError as exc:
+            raise _problem(f"provenance.{SEASON_CURVE_KEY}", str(exc)) from None
     if data.get("calibration"):
         try:
             check_calibration_data(data["calibration"])

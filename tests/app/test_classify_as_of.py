@@ -101,6 +101,27 @@ def test_an_early_date_is_warned_about_and_a_date_before_every_scene_refused(reg
         app.run_classification(_request(region, as_of=datetime.date(2023, 3, 1)))
 
 
+def test_a_model_that_records_its_accuracy_warns_with_it(region, late_signal_model):
+    """The tiny model trained in the fixture records its validation OA through the season; the run's
+    season share (GDD 7 a day here) is compared with the first cut where it reaches its level."""
+    from thermocrop.core.model.season_curve import bundle_season_curve
+
+    model = str(late_signal_model["bundle"])
+    curve = bundle_season_curve(load_bundle(model).config)
+    reached = curve.fractions[curve.reached()]
+    early, late = datetime.date(2023, 4, 5), datetime.date(2023, 8, 15)
+    early_share, late_share = _gdd(early) / _gdd(DATES[-1]), _gdd(late) / _gdd(DATES[-1])
+    assert early_share < reached <= late_share
+    run = app.run_classification(_request(region, model=model, as_of=early))
+    warning = [w for w in run.result.warnings if "As of 2023-04-05" in w]
+    at = curve.cut_at(early_share)
+    assert len(warning) == 1 and f"validation OA was {curve.overall_accuracy[at]:.2f}" in warning[0]
+    assert f"its level {curve.level:.2f} is reached from {100 * reached:.0f} % of the season's GDD" in warning[0]
+    assert "third" not in warning[0]
+    run = app.run_classification(_request(region, model=model, as_of=late))
+    assert not any("As of" in w or "as of" in w for w in run.result.warnings)
+
+
 def test_decided_is_the_first_cut_from_which_the_label_holds(region, tmp_path):
     out = tmp_path / "decided.gpkg"
     run = app.run_classification(_request(region, fields=ResultFields(decided=0.0),
