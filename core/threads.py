@@ -11,11 +11,18 @@ the interface).
 
 ``THERMOCROP_THREADS`` fixes the budget; ``GDAL_NUM_THREADS`` / ``OMP_NUM_THREADS`` set by
 the user (or by Dask in its workers) are kept as they are.
+
+A program may bring a BLAS of its own that takes torch's matrix products: ``qgis_process`` links
+the system's OpenBLAS (through GDAL), which then answers torch's calls instead of the BLAS built
+into torch, with a pool of one thread per core beside torch's. The two pools wait for each other
+spinning, so during a run every OpenBLAS already loaded in the process is held to one thread
+(the run's threads are torch's) and put back afterwards.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import sys
@@ -124,6 +131,42 @@ def thread_budget(reserve: int = 0, measure: bool = True) -> ThreadBudget:
                         + (f", {reserve} kept free" if reserve else ""))
 
 
+def loaded_openblas() -> list:
+    """The OpenBLAS libraries already loaded in this process (``ctypes.CDLL`` handles that answer
+    ``openblas_get_num_threads`` / ``openblas_set_num_threads``); none is loaded here. Empty where
+    the process's libraries cannot be listed (not Linux)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+            paths = {line.split(None, 5)[5].strip() for line in fh if len(line.split(None, 5)) == 6}
+    except OSError:
+        return []
+    found = []
+    for path in sorted(p for p in paths if p.startswith("/") and "blas" in os.path.basename(p).lower()):
+        try:
+            library = ctypes.CDLL(path, mode=os.RTLD_NOLOAD)
+        except (OSError, AttributeError):  # gone since, or no RTLD_NOLOAD on this platform
+            continue
+        if hasattr(library, "openblas_set_num_threads") and hasattr(library, "openblas_get_num_threads"):
+            found.append(library)
+    return found
+
+
+@contextlib.contextmanager
+def openblas_threads(count: int) -> Iterator[None]:
+    """Hold every OpenBLAS loaded in this process to ``count`` threads in the block, then give
+    each its own number back."""
+    held = [(library, library.openblas_get_num_threads()) for library in loaded_openblas()]
+    for library, _ in held:
+        library.openblas_set_num_threads(count)
+    if held:
+        log.info("OpenBLAS loaded by the program held to %d thread(s) for the run", count)
+    try:
+        yield
+    finally:
+        for library, previous in held:
+            library.openblas_set_num_threads(previous)
+
+
 _ACTIVE: list[int] = []
 """The budgets of the runs in progress in this process, innermost last."""
 
@@ -138,8 +181,9 @@ def run_threads(budget: ThreadBudget) -> Iterator[ThreadBudget]:
     """Run the block with ``budget``: torch's intra-op threads are set to ``budget.threads`` and
     put back afterwards, and the decoding threads (``core.scenes.product.decode_threads``, which
     GDAL's threads and the reader threads of ``core.extract`` follow) are taken from
-    :func:`active_threads`. No environment variable or GDAL option is set, so nothing of the run
-    stays in the process's GDAL configuration."""
+    :func:`active_threads`. An OpenBLAS the program loaded is held to one thread meanwhile
+    (:func:`openblas_threads`). No environment variable or GDAL option is set, so nothing of the
+    run stays in the process's GDAL configuration."""
     try:
         import torch
     except ImportError:  # a run without a model (GDD) before torch is installed
@@ -150,7 +194,8 @@ def run_threads(budget: ThreadBudget) -> Iterator[ThreadBudget]:
         torch.set_num_threads(budget.threads)
     log.info("Threads: %d (%s)", budget.threads, budget.reason)
     try:
-        yield budget
+        with openblas_threads(1):
+            yield budget
     finally:
         _ACTIVE.pop()
         if torch is not None and previous_torch is not None:

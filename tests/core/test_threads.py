@@ -86,3 +86,29 @@ def test_a_run_sets_torch_and_gdal_threads_and_puts_them_back(clean_env):
     with pytest.raises(RuntimeError), run_threads(ThreadBudget(1, 2, None, "test")):
         raise RuntimeError("a failed run")
     assert threads.active_threads() is None and torch.get_num_threads() == before
+
+
+SYSTEM_OPENBLAS = [p for p in ("/lib/x86_64-linux-gnu/libopenblas.so.0", "/usr/lib/x86_64-linux-gnu/libopenblas.so.0",
+                               "/usr/lib/aarch64-linux-gnu/libopenblas.so.0", "/usr/lib64/libopenblas.so.0")
+                   if os.path.exists(p)]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not SYSTEM_OPENBLAS,
+                    reason="needs the system's OpenBLAS (Debian: libopenblas0) and /proc/self/maps")
+def test_a_run_holds_an_openblas_the_program_loaded_to_one_thread(clean_env):
+    """qgis_process links the system's OpenBLAS, which then takes torch's matrix products with a
+    thread pool of its own: a run holds it to one thread and gives its number back."""
+    import ctypes
+
+    openblas = ctypes.CDLL(SYSTEM_OPENBLAS[0])
+    openblas.openblas_set_num_threads(3)
+    try:
+        assert any(lib.openblas_get_num_threads() == 3 for lib in threads.loaded_openblas())
+        with run_threads(ThreadBudget(2, 2, None, "test")):
+            assert openblas.openblas_get_num_threads() == 1
+        assert openblas.openblas_get_num_threads() == 3
+        with pytest.raises(RuntimeError), run_threads(ThreadBudget(2, 2, None, "test")):
+            raise RuntimeError("a failed run")
+        assert openblas.openblas_get_num_threads() == 3
+    finally:
+        openblas.openblas_set_num_threads(1)

@@ -191,3 +191,31 @@ def test_init_processing_twice_registers_one_provider(qgis_app):
     assert [p.id() for p in registry.providers()].count("thermocrop") == 1
     plugin.unload()
     assert registry.providerById("thermocrop") is None
+
+
+HEAVY_PACKAGES = ("torch", "geopandas", "pandas", "rasterio", "xarray", "netCDF4", "dask", "distributed", "scipy",
+                  "matplotlib", "shapely", "pyproj")
+"""What a run needs and loading the plugin does not: each takes from a tenth of a second to seconds to
+import, paid by every start of QGIS and every ``qgis_process`` call before it prints anything."""
+
+
+def test_loading_the_plugin_imports_none_of_the_heavy_packages():
+    # A fresh interpreter does what qgis_process does before it prints its inputs: load the plugin,
+    # register the provider and create every algorithm with its parameters.
+    code = f"""
+import sys
+from qgis.core import QgsApplication
+app = QgsApplication([], False); app.initQgis()
+import thermocrop
+plugin = thermocrop.classFactory(None)
+plugin.initProcessing()
+provider = QgsApplication.processingRegistry().providerById('thermocrop')
+for algorithm in provider.algorithms():
+    algorithm.create().parameterDefinitions()
+print('ALGORITHMS', len(provider.algorithms()))
+print('LOADED', sorted(name for name in {HEAVY_PACKAGES!r} if name in sys.modules))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "ALGORITHMS 8" in proc.stdout, proc.stdout
+    assert "LOADED []" in proc.stdout, proc.stdout
