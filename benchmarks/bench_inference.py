@@ -8,7 +8,11 @@ model once) and the medians are printed side by side with their ratios. The refe
 the first member's weights. The FLOPs of a forward are counted by ``FlopCounterMode`` (matrix
 products; element-wise work is left out), so GFLOP/s are comparable with the GEMM peak.
 
+`--model` adds other bundles (e.g. ``resources/models/default_small.tcm``, a distilled model of smaller
+layers) on the fast path, each named by its file.
+
     python benchmarks/bench_inference.py [--threads 2] [--rounds 5] [--dates 30 60] [--no-compile]
+                                         [--model BUNDLE ...]
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import argparse
 import statistics
 import time
 import warnings
+from pathlib import Path
 
 import torch
 from reference_model import ReferenceClassifier
@@ -79,6 +84,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--pixels", type=int, default=64)
     parser.add_argument("--no-compile", action="store_true", help="leave out the compiled reference")
+    parser.add_argument("--model", type=Path, nargs="+", default=[],
+                        help="other bundles to time on the fast path beside the shipped model")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore")
@@ -93,6 +100,7 @@ def main() -> None:
     if flags & BF16_FLAGS:
         peaks["bf16"] = gemm_peak(torch.bfloat16)
     members = len(getattr(shipped, "members", [shipped]))
+    others = {f"{path.name}, fast path": load_bundle(path).fast_model() for path in args.model}
     fp32_shipped = fast_inference_model(bundle.model)
     print(f"{torch.get_num_threads()} threads, B={args.batch} S={args.pixels}, {args.rounds} interleaved rounds, "
           f"median parcels/s; precision {bundle.precision_choice.precision} ({bundle.precision_choice.reason})")
@@ -112,6 +120,7 @@ def main() -> None:
         models[f"shipped model ({members} members), fast path"] = shipped
         if bundle.precision_choice.precision != "fp32":  # what the chosen precision gains
             models["shipped model, fast path in fp32"] = fp32_shipped
+        models.update(others)
         with torch.inference_mode():
             for model in models.values():
                 model(*batch)  # warm-up
@@ -121,6 +130,7 @@ def main() -> None:
         flops["reference, torch.compile"] = flops["reference, plain no_grad"]
         flops[f"shipped model ({members} members), fast path"] = flops_per_parcel(shipped, batch)
         flops["shipped model, fast path in fp32"] = flops[f"shipped model ({members} members), fast path"]
+        flops.update({name: flops_per_parcel(model, batch) for name, model in others.items()})
         best_ref = medians.get("reference, torch.compile", medians["reference, plain no_grad"])
         print(f"\nT={t}" + (f" (compiling the reference took {compile_s:.1f} s)" if compile_s else ""))
         print(f"{'':40s} {'parcels/s':>10s} {'vs plain ref':>12s} {'vs best ref':>12s} "

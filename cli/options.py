@@ -11,6 +11,7 @@ from ..app import ClusterSpec, RunProgress, ScenesSpec, WeatherSpec, weather_spe
 from ..app.requests import DEFAULT_MAX_DISTANCE_KM, as_tuple
 from ..core.errors import InputError
 from ..core.limits import LIMITS
+from ..core.model.architecture import ARCHITECTURE_SETTINGS
 from .progress_bar import partition_bar, progress_bar
 
 
@@ -34,6 +35,25 @@ def bounded(name: str) -> Callable[[str], float]:
 
     parse.__name__ = name  # argparse names the type in some messages
     return parse
+
+
+def architecture_setting(text: str) -> tuple[str, object]:
+    """An argparse ``type`` reading one ``NAME=WIDTH`` (``mlp2=64``) or ``NAME=W1,W2`` (``mlp1=16,32``;
+    ``mlp4=`` for no hidden decoder layer) of ``core.model.architecture.ARCHITECTURE_SETTINGS``, each width
+    within ``LIMITS["layer_width"]``; gives ``(name, value)``, lists as tuples."""
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep or name not in ARCHITECTURE_SETTINGS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=WIDTH with NAME one of {', '.join(ARCHITECTURE_SETTINGS)}")
+    parse = bounded("layer_width")
+    items = [v for v in (v.strip() for v in value.split(",")) if v]
+    if name in ("mlp1", "mlp4"):
+        if name == "mlp1" and not items:
+            raise argparse.ArgumentTypeError("mlp1 needs at least one width, e.g. mlp1=32 or mlp1=16,32")
+        return name, tuple(parse(v) for v in items)
+    if len(items) != 1:
+        raise argparse.ArgumentTypeError(f"{name} takes one width, not {value!r}")
+    return name, parse(items[0])
 
 
 def season_start(text: str):

@@ -91,6 +91,7 @@ LIMITS: dict[str, Limit] = {
     "jobs": Limit(1, 256, integer=True),
     "devices": Limit(1, 1024, integer=True),
     "members": Limit(1, 64, integer=True),
+    "layer_width": Limit(1, 4096, integer=True),
     "distil_temperature": Limit(0.0, 100.0, above=True),
     "distil_hard_weight": Limit(0.0, 100.0),
     "distil_noise": Limit(0.0, 10.0),

@@ -7,7 +7,7 @@ Usage: python scripts/distil_default.py [--level L1C|L2A] [--teacher resources/m
                                         [--work runs/experiment]
                                         [--out WORK/distil/student.tcm] [--epochs 60] [--steps-per-epoch 25]
                                         [--sample-pixels 4] [--temperature 2] [--hard-weight 0] [--noise 0]
-                                        [--threads 1] [--score-only]
+                                        [--architecture NAME=WIDTH ...] [--threads 1] [--score-only] [--without-members]
 
 ``--level L1C`` (the default) distils ``default.tcm`` on the regions in ``runs/experiment``;
 ``--level L2A`` distils ``default_l2a.tcm`` on the regions synthesised as L2A in
@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from thermocrop.cli.options import architecture_setting
+from thermocrop.core.model.architecture import architecture_problem
 from thermocrop.core.model.bundle import ModelBundle, load_bundle
 from thermocrop.core.model.calibration import expected_calibration_error, prediction_sets
 from thermocrop.core.pixel_sets import PixelSets, open_dataset
@@ -172,11 +174,18 @@ def main() -> int:
     parser.add_argument("--noise", type=float, default=0.0, help="distil_noise (training.distil)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the regions and of the teacher's split")
     parser.add_argument("--student-seed", type=int, default=0, help="seed of the student's weights and sampling")
+    parser.add_argument("--architecture", nargs="+", type=architecture_setting, default=[], metavar="NAME=WIDTH",
+                        help="the student's layer sizes where they differ from the teacher's (thermocrop train "
+                             "--architecture), e.g. mlp1=32 mlp2=64 d_model=64 n_head=8")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--score-only", action="store_true", help="score an already trained --out")
+    parser.add_argument("--without-members", action="store_true",
+                        help="score the ensemble and the student alone, not each member")
     parser.add_argument("--real-work", type=Path, default=ROOT / "runs" / "realdata",
                         help="where the real Bavarian parcels are imported (once)")
     args = parser.parse_args()
+    if architecture_problem(dict(args.architecture)):
+        parser.error(f"--architecture: {architecture_problem(dict(args.architecture))}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     import torch
 
@@ -192,7 +201,7 @@ def main() -> int:
         config = distillation_config({"epochs": args.epochs, "steps_per_epoch": args.steps_per_epoch,
                                       "batch_size": args.batch_size, "sample_pixels": args.sample_pixels,
                                       "distil_temperature": args.temperature, "distil_hard_weight": args.hard_weight,
-                                      "distil_noise": args.noise,
+                                      "distil_noise": args.noise, "model_settings": dict(args.architecture),
                                       "seed": args.student_seed, "split_seed": args.seed, "device": "cpu"},
                                      teacher_record(args.teacher))
         t0 = time.perf_counter()
@@ -203,8 +212,8 @@ def main() -> int:
     if args.level == "L1C":
         real_all = bavaria_dataset(args.real_work / "bavaria")
         real = {"all": open_dataset(real_all, mmap=False), **bavaria_halves(real_all)}
-    models = {"ensemble": teacher, **{f"member-{i}": m for i, m in enumerate(members_of(teacher))},
-              "student": load_bundle(out)}
+    members = {} if args.without_members else {f"member-{i}": m for i, m in enumerate(members_of(teacher))}
+    models = {"ensemble": teacher, **members, "student": load_bundle(out)}
     result = score_all(models, datasets, real, args.seed)
     target = out.with_suffix(".scores.json")
     target.write_text(json.dumps(result, indent=1))

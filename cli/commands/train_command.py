@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Optional
 
-from ..options import bounded
+from ...core.errors import InputError
+from ...core.model.architecture import ARCHITECTURE_SETTINGS, architecture_problem
+from ..options import architecture_setting, bounded
 
 HELP = "train a crop classifier (bundle, metrics.json, confusion and training-curve PNGs)"
 
@@ -74,13 +76,29 @@ def given_training_options(args: argparse.Namespace) -> dict:
             "classes": parse_classes(args.classes)}
 
 
+def architecture_of(args: argparse.Namespace) -> Optional[dict]:
+    """The layer sizes ``--architecture`` gives (None: not given).
+
+    Raises:
+        InputError: sizes that describe no network (``d_model`` not a multiple of ``n_head``).
+    """
+    given = getattr(args, "architecture", None)
+    if not given:
+        return None
+    settings = dict(given)
+    problem = architecture_problem(settings)
+    if problem:
+        raise InputError(f"--architecture: {problem}; give sizes that fit together.")
+    return settings
+
+
 def config_from_args(args: argparse.Namespace, variant: Optional[str]):
     """The ``TrainingConfig`` the flags describe (``training.finetune.training_config``, or with
     ``--teacher`` ``training.distil.distillation_config``)."""
     from ...training.distil import distillation_config
     from ...training.finetune import training_config
 
-    given = {**given_training_options(args), "variant": variant}
+    given = {**given_training_options(args), "variant": variant, "model_settings": architecture_of(args)}
     teacher = getattr(args, "teacher", None)
     if teacher:
         return distillation_config({**given, "init": getattr(args, "init", None),
@@ -114,6 +132,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="with --teacher: standard deviation of the noise added to the scaled pixels that both "
                              "models see, so that the new model also follows the teacher off the training samples "
                              "(default 0)")
+    parser.add_argument("--architecture", nargs="+", type=architecture_setting, metavar="NAME=WIDTH",
+                        help="layer sizes other than the paper's, e.g. mlp1=32 mlp2=64 d_model=64 n_head=8 "
+                             "(a smaller, faster model); NAME is one of "
+                             + "; ".join(f"{k}: {v}" for k, v in ARCHITECTURE_SETTINGS.items())
+                             + ". With --teacher they replace the teacher's sizes; with --init they must be the "
+                               "initial model's. The bundle records them (docs/training.md)")
     parser.add_argument("--out", required=True,
                         help="bundle to write, e.g. model.tcm; metrics and figures go beside it")
     parser.add_argument("--val-data", nargs="+",

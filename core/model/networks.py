@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .architecture import PAPER_ARCHITECTURE
 from .encodings import FourierEncoding, RecurrentEncoding, SinusoidalEncoding
 from .pse_training import blocked_pixel_set_features, sum_over_ranks
 from .sample_noise import SampleDropout
@@ -51,7 +52,8 @@ class ModelConfig:
         variant: one of ``VARIANTS``.
         num_classes: number of output classes K.
         in_channels: spectral bands C.
-        mlp1: widths of the per-pixel MLP after the input.
+        mlp1: widths of the per-pixel MLP after the input (the sizes, ``mlp1`` to ``mlp4``, are
+            ``core.model.architecture.ARCHITECTURE_SETTINGS``; defaults the paper's).
         mlp2: width of the PSE output.
         d_model: width of the temporal embedding.
         n_head: attention heads; ``d_model / n_head`` is the per-head encoding width.
@@ -72,13 +74,13 @@ class ModelConfig:
     variant: str
     num_classes: int
     in_channels: int = 10
-    mlp1: tuple[int, ...] = (32, 64)
-    mlp2: int = 128
-    d_model: int = 256
-    n_head: int = 16
-    d_k: int = 8
-    mlp3: int = 128
-    mlp4: tuple[int, ...] = (64, 32)
+    mlp1: tuple[int, ...] = PAPER_ARCHITECTURE["mlp1"]
+    mlp2: int = PAPER_ARCHITECTURE["mlp2"]
+    d_model: int = PAPER_ARCHITECTURE["d_model"]
+    n_head: int = PAPER_ARCHITECTURE["n_head"]
+    d_k: int = PAPER_ARCHITECTURE["d_k"]
+    mlp3: int = PAPER_ARCHITECTURE["mlp3"]
+    mlp4: tuple[int, ...] = PAPER_ARCHITECTURE["mlp4"]
     dropout: float = 0.2
     attn_dropout: float = 0.1
     calendar_tau: float = 1000.0

@@ -24,7 +24,7 @@ from thermocrop.core.model.bundle import (
     load_bundle,
     save_bundle,
 )
-from thermocrop.core.model.networks import VARIANTS, build_model
+from thermocrop.core.model.networks import VARIANTS, build_model, fast_inference_model
 from thermocrop.core.pixel_sets import PixelSets
 from thermocrop.core.scenes.bands import S2_BANDS
 
@@ -85,6 +85,34 @@ def test_round_trip_reproduces_logits_exactly(tmp_path, variant):
     with torch.no_grad():
         assert torch.equal(model(*args), bundle.model(*args))
     assert not list(tmp_path.glob("*.part"))
+
+
+def test_a_bundle_of_other_layer_sizes_rebuilds_them(tmp_path):
+    """Widths other than the paper's (a smaller model, one per-pixel layer, no hidden decoder layer)
+    are stored, and loading rebuilds those shapes and the same function, folded for prediction too."""
+    sizes = {"mlp1": (12,), "mlp2": 20, "d_model": 24, "n_head": 4, "d_k": 6, "mlp3": 18, "mlp4": ()}
+    torch.manual_seed(1)
+    model = build_model("tpe_sinusoidal", 9, **sizes)
+    model(torch.randn(4, 5, 10, 6), torch.ones(4, 5, 6, dtype=torch.bool), torch.ones(4, 5, dtype=torch.bool),
+          torch.rand(4, 5) * 100, torch.rand(4, 5) * 1000)  # BatchNorm statistics other than 0 and 1
+    model.eval()
+    stored = save_bundle(tmp_path / "small.tcm", model, _config(_pixel_sets()))
+    assert {k: stored.hyperparameters[k] for k in sizes} == {k: list(v) if isinstance(v, tuple) else v
+                                                              for k, v in sizes.items()}
+    bundle = load_bundle(tmp_path / "small.tcm")
+    shapes = {k: tuple(v.shape) for k, v in bundle.model.state_dict().items() if k.endswith("weight")}
+    assert shapes["pse.mlp1.0.linear.weight"] == (12, 10) and "pse.mlp1.1.linear.weight" not in shapes
+    assert shapes["pse.mlp2.linear.weight"] == (20, 2 * 12)
+    assert shapes["ltae.in_projection.linear.weight"] == (24, 20) and shapes["ltae.key.weight"] == (4 * 6, 24)
+    assert tuple(bundle.model.ltae.query.shape) == (4, 6)
+    assert shapes["ltae.mlp3.linear.weight"] == (18, 24) and shapes["decoder.out.weight"] == (9, 18)
+    assert not any(k.startswith("decoder.hidden") for k in shapes)
+    x = torch.randn(3, 4, 10, 6)
+    args = (x, torch.rand(3, 4, 6) > 0.2, torch.ones(3, 4, dtype=torch.bool),
+            torch.rand(3, 4) * 200, torch.rand(3, 4) * 3000)
+    with torch.no_grad():
+        assert torch.equal(model(*args), bundle.model(*args))
+        assert torch.allclose(fast_inference_model(bundle.model)(*args), model(*args), atol=1e-4)
 
 
 def test_predict_matches_parcel_by_parcel_plain_model(tmp_path):

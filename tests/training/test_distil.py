@@ -12,7 +12,7 @@ import pytest
 import torch
 from test_train import make_pixel_sets
 
-from thermocrop.cli.main import EXIT_INPUT, main
+from thermocrop.cli.main import EXIT_INPUT, EXIT_USAGE, main
 from thermocrop.core.errors import InputError
 from thermocrop.core.model.bundle import load_bundle
 from thermocrop.core.model.networks import build_model
@@ -137,4 +137,40 @@ def test_options_that_contradict_the_teacher_are_refused(region, tmp_path, capsy
     assert main(["train", "--data", str(region["data"]), "--teacher", str(region["teacher"]), "--init",
                  str(region["teacher"]), "--out", str(out)]) == EXIT_INPUT
     assert "either an initial model or a teacher" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_smaller_student_takes_the_sizes_given_and_the_teachers_others(region, tmp_path, capsys):
+    out = tmp_path / "small.tcm"
+    assert main(["train", "--data", str(region["data"]), "--teacher", str(region["teacher"]), "--out", str(out),
+                 "--epochs", "1", "--steps-per-epoch", "2", "--device", "cpu",
+                 "--architecture", "mlp1=8", "mlp2=16", "d_model=32", "n_head=4", "mlp4=12"]) == 0
+    teacher, student = load_bundle(region["teacher"]), load_bundle(out)
+    hp, taught = student.config.hyperparameters, teacher.config.hyperparameters
+    assert (hp["mlp1"], hp["mlp2"], hp["d_model"], hp["n_head"], hp["mlp4"]) == ([8], 16, 32, 4, [12])
+    assert (hp["d_k"], hp["mlp3"], hp["dropout"]) == (taught["d_k"], taught["mlp3"], taught["dropout"])
+    weights = student.model.state_dict()
+    assert tuple(weights["pse.mlp1.0.linear.weight"].shape) == (8, 10) and "pse.mlp1.1.linear.weight" not in weights
+    assert tuple(weights["ltae.key.weight"].shape) == (4 * taught["d_k"], 32)
+    assert tuple(weights["decoder.hidden.0.linear.weight"].shape) == (12, taught["mlp3"])
+    assert "decoder.hidden.1.linear.weight" not in weights
+    one_member = sum(p.numel() for p in teacher.model.members[0].parameters())
+    assert sum(p.numel() for p in student.model.parameters()) < one_member / 4
+    assert student.predict(open_dataset(region["data"])).shape[1] == len(CLASSES)
+
+
+def test_layer_sizes_that_fit_no_network_are_refused(region, tmp_path, capsys):
+    out = tmp_path / "x.tcm"
+    assert main(["train", "--data", str(region["data"]), "--teacher", str(region["teacher"]), "--out", str(out),
+                 "--architecture", "d_model=30"]) == EXIT_INPUT
+    assert "d_model 30 is not a multiple of n_head 16" in capsys.readouterr().err
+    for wrong in ("width=3", "mlp2=0", "mlp2=16,32", "mlp1="):
+        with pytest.raises(SystemExit) as exc:
+            main(["train", "--data", str(region["data"]), "--out", str(out), "--architecture", wrong])
+        assert exc.value.code == EXIT_USAGE
+        assert "--architecture" in capsys.readouterr().err
+    # Fine-tuning keeps the initial model's sizes: others are refused.
+    assert main(["train", "--data", str(region["data"]), "--init", str(region["teacher"]), "--out", str(out),
+                 "--architecture", "mlp2=64"]) == EXIT_INPUT
+    assert "mlp2 = 64 contradicts the initial model" in capsys.readouterr().err
     assert not out.exists()
