@@ -80,6 +80,8 @@ def _target(destination: str, inputs: Sequence[Optional[str]], fields: Sequence[
     if found is None:
         return VectorTarget(path=Path(), driver="Memory", layer="", fields=output_field_names("Memory", fields))
     path, layer = found
+    if layer is None and Path(path).suffix.lower() == ".gpkg":
+        layer = Path(path).name.split(".")[0]  # QGIS names a new file's layer after the name up to its first dot
     # Processing replaces existing outputs (the dialog asks first); never an input, though.
     return check_vector_output(path, overwrite=True, inputs=[p for p in inputs if p], layer=layer, fields=fields)
 
@@ -162,7 +164,7 @@ class StagedSink:
         if self.output is not None:
             staged = self.output.path
             uri = (_ogr_uri(staged, self.target.layer)
-                   if self.target.container and self.target.layer != staged.stem else str(staged))
+                   if self.target.container and self.target.layer != staged.name.split(".")[0] else str(staged))
             original = self.parameters.get(self.key)
             definition = QgsProcessingOutputLayerDefinition(uri)
             if isinstance(original, QgsProcessingOutputLayerDefinition):

@@ -177,6 +177,13 @@ def test_a_geopackage_output_gets_only_its_layer(provider, region, tmp_path):
     assert "gdd_20230501" in _fields(target, "zeta") and _hidden(tmp_path) == []
 
 
+def test_a_new_geopackage_with_dots_in_its_name_is_written_and_named_as_qgis_names_it(provider, region, tmp_path):
+    target = tmp_path / "gdd.2023.v1.gpkg"  # QGIS names the layer after the name up to its first dot
+    result = _run("parcelgdd", _gdd(region, region / "parcels.gpkg", target))
+    assert _layers(target) == ["gdd"] and result["OUTPUT"] in (str(target), f"{target}|layername=gdd")
+    assert "gdd_20230501" in _fields(target, "gdd") and _hidden(tmp_path) == []
+
+
 def test_outputs_that_cannot_be_written_are_refused_before_any_work(provider, region, tmp_path):
     from qgis.core import QgsProcessingException
 
