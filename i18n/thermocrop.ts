@@ -19,12 +19,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="39"/>
-        <source>the reference parcels</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/calibrate_panel.py" line="44"/>
+        <location filename="../plugin/calibrate_panel.py" line="40"/>
         <source>ThermoCrop: calibrate on {layer}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -34,12 +29,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="92"/>
+        <location filename="../plugin/calibrate_panel.py" line="80"/>
         <source>Calibrate on these reference parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="93"/>
+        <location filename="../plugin/calibrate_panel.py" line="81"/>
         <source>Fit the model&apos;s calibration (its confidence and prediction sets) on the layer&apos;s parcels whose reference class is filled, classified from the Classify tab&apos;s scenes and weather; the calibrated model is saved beside the project and chosen for the next classification</source>
         <translation type="unfinished"></translation>
     </message>
@@ -49,12 +44,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="117"/>
+        <location filename="../plugin/season_panel.py" line="105"/>
         <source>Choose the layer with the reference parcels on this tab.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="119"/>
+        <location filename="../plugin/season_panel.py" line="107"/>
         <source>Choose the reference class field of {layer}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -69,7 +64,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="156"/>
+        <location filename="../plugin/calibrate_panel.py" line="144"/>
         <source>Calibrated model</source>
         <translation type="unfinished"></translation>
     </message>
@@ -79,27 +74,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="171"/>
+        <location filename="../plugin/calibrate_panel.py" line="159"/>
         <source>Calibrating on the reference parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="179"/>
+        <location filename="../plugin/calibrate_panel.py" line="167"/>
         <source>Calibration cancelled; no model was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="183"/>
+        <location filename="../plugin/calibrate_panel.py" line="171"/>
         <source>Calibration failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="190"/>
+        <location filename="../plugin/calibrate_panel.py" line="178"/>
         <source>Calibrated on {n} reference parcels ({counts}): temperature {t:.2f}, calibration error {before:.3f} -&gt; {after:.3f}. Saved to {path} and chosen for the next classification.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="205"/>
+        <location filename="../plugin/season_panel.py" line="193"/>
         <source>Left out (classes the model does not know): {counts}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -521,52 +516,52 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="40"/>
+        <location filename="../plugin/season_panel.py" line="36"/>
         <source>ThermoCrop: accuracy through the season on {layer}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="61"/>
+        <location filename="../plugin/season_panel.py" line="49"/>
         <source>No free folder name in {folder}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="84"/>
+        <location filename="../plugin/season_panel.py" line="72"/>
         <source>Accuracy through the season</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="85"/>
+        <location filename="../plugin/season_panel.py" line="73"/>
         <source>Classify the layer&apos;s parcels whose reference class is filled as of each acquisition of the Classify tab&apos;s scenes, and show the overall accuracy, macro F1 and each class&apos;s F1 against the date and the growing degree days; the tables and the figure are saved beside the project</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="159"/>
+        <location filename="../plugin/season_panel.py" line="147"/>
         <source>Scoring the reference parcels of {layer} as of each acquisition …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="167"/>
+        <location filename="../plugin/season_panel.py" line="155"/>
         <source>In-season accuracy cancelled; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="171"/>
+        <location filename="../plugin/season_panel.py" line="159"/>
         <source>In-season accuracy failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="197"/>
+        <location filename="../plugin/season_panel.py" line="185"/>
         <source>{n} reference parcels, {t} acquisitions: whole-season overall accuracy {oa:.1%}, macro F1 {f1:.3f}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="202"/>
+        <location filename="../plugin/season_panel.py" line="190"/>
         <source>It first reaches {share} % of that on {date} ({gdd:.0f} GDD).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="207"/>
+        <location filename="../plugin/season_panel.py" line="195"/>
         <source>Tables and figure in {folder}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -576,22 +571,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="212"/>
+        <location filename="../plugin/task.py" line="202"/>
+        <source>the reference parcels</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/task.py" line="238"/>
         <source>ThermoCrop: classify parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="300"/>
+        <location filename="../plugin/task.py" line="326"/>
         <source>the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="352"/>
+        <location filename="../plugin/task.py" line="378"/>
         <source>ThermoCrop: explain a parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="368"/>
+        <location filename="../plugin/task.py" line="394"/>
         <source>Feature {fid} is no longer in {layer}.</source>
         <translation type="unfinished"></translation>
     </message>

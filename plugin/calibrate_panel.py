@@ -4,7 +4,6 @@ calibrated model is saved beside the project and chosen for the next classificat
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -24,35 +23,24 @@ from qgis.PyQt.QtWidgets import (
 from .. import app
 from ..app import CalibrateRequest, ParcelsSpec, RunProgress, ScenesSpec, weather_spec
 from .i18n import tr
-from .layers import features_to_frame
-from .task import LayerSnapshot, ThermoCropTask
+from .task import LayerSnapshot, ReferenceLayerTask
 from .task_panel import TaskPanelMixin
 
 LOG_TAG = "ThermoCrop"
 
 
-class CalibrationTask(ThermoCropTask):
+class CalibrationTask(ReferenceLayerTask):
     """Reads the reference parcels (a :class:`LayerSnapshot`, in the worker thread) and runs
     ``app.run_calibration``. After it ends, ``run`` holds the ``CalibrationRun``, or ``error``
     what went wrong (``cancelled`` tells a user stop); the bundle is written only at the end."""
 
     WHAT = "Calibration"
 
-    def __init__(self, request: CalibrateRequest, on_done: Optional[Callable[["CalibrationTask"], None]]):
-        snapshot = request.reference.source
-        name = snapshot.name if isinstance(snapshot, LayerSnapshot) else tr("the reference parcels")
-        super().__init__(tr("ThermoCrop: calibrate on {layer}").format(layer=name), on_done)
-        self.request = request
-        self.run_result = None
+    def __init__(self, request, on_done: Optional[Callable[["CalibrationTask"], None]]):
+        super().__init__(request, on_done, tr("ThermoCrop: calibrate on {layer}"))
 
-    def work(self, progress) -> None:
-        request = self.request
-        snapshot = request.reference.source
-        if isinstance(snapshot, LayerSnapshot):
-            frame, _ = features_to_frame(snapshot.source.getFeatures(), snapshot.crs, label_field=request.label_field)
-            request = dataclasses.replace(request, reference=dataclasses.replace(request.reference, source=frame))
-        progress(0.02)
-        self.run_result = app.run_calibration(request, RunProgress(progress.sub(0.02, 1.0)))
+    def run_request(self, request, progress: RunProgress):
+        return app.run_calibration(request, progress)
 
 
 def calibrated_model_path(folder: Path, model: Optional[str]) -> Path:

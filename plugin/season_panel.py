@@ -4,7 +4,6 @@ figure and a summary are shown in the tab, the tables and figure saved beside th
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import tempfile
 from pathlib import Path
@@ -18,8 +17,7 @@ from qgis.PyQt.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, 
 from .. import app
 from ..app import ParcelsSpec, RunProgress, ScenesSpec, SeasonAccuracyRequest, weather_spec
 from .i18n import tr
-from .layers import features_to_frame
-from .task import LayerSnapshot, ThermoCropTask
+from .task import LayerSnapshot, ReferenceLayerTask
 from .task_panel import TaskPanelMixin
 
 LOG_TAG = "ThermoCrop"
@@ -27,28 +25,18 @@ FIGURE_WIDTH = 480
 """The widest the figure is shown in the dock, in pixels (narrower docks scale it down)."""
 
 
-class SeasonAccuracyTask(ThermoCropTask):
+class SeasonAccuracyTask(ReferenceLayerTask):
     """Reads the reference parcels (a :class:`LayerSnapshot`, in the worker thread) and runs
     ``app.run_season_accuracy``. After it ends, ``run_result`` holds the ``SeasonAccuracyRun``, or
     ``error`` what went wrong (``cancelled`` tells a user stop); the files are written only at the end."""
 
     WHAT = "In-season accuracy"
 
-    def __init__(self, request: SeasonAccuracyRequest, on_done: Optional[Callable[["SeasonAccuracyTask"], None]]):
-        snapshot = request.reference.source
-        name = snapshot.name if isinstance(snapshot, LayerSnapshot) else tr("the reference parcels")
-        super().__init__(tr("ThermoCrop: accuracy through the season on {layer}").format(layer=name), on_done)
-        self.request = request
-        self.run_result = None
+    def __init__(self, request, on_done: Optional[Callable[["SeasonAccuracyTask"], None]]):
+        super().__init__(request, on_done, tr("ThermoCrop: accuracy through the season on {layer}"))
 
-    def work(self, progress) -> None:
-        request = self.request
-        snapshot = request.reference.source
-        if isinstance(snapshot, LayerSnapshot):
-            frame, _ = features_to_frame(snapshot.source.getFeatures(), snapshot.crs, label_field=request.label_field)
-            request = dataclasses.replace(request, reference=dataclasses.replace(request.reference, source=frame))
-        progress(0.02)
-        self.run_result = app.run_season_accuracy(request, RunProgress(progress.sub(0.02, 1.0)))
+    def run_request(self, request, progress: RunProgress):
+        return app.run_season_accuracy(request, progress)
 
 
 def season_folder(folder: Path, layer_name: str) -> Path:

@@ -192,6 +192,32 @@ class ThermoCropTask(QgsTask):
             self.on_done(self)
 
 
+class ReferenceLayerTask(ThermoCropTask):
+    """A run on labelled reference parcels: reads them (a :class:`LayerSnapshot`, in the worker
+    thread) and hands the request to :meth:`run_request`; ``run_result`` then holds what that
+    returned. ``title`` names the task, with ``{layer}`` for the layer's name."""
+
+    def __init__(self, request: Any, on_done: Optional[Callable[[Any], None]], title: str):
+        snapshot = request.reference.source
+        name = snapshot.name if isinstance(snapshot, LayerSnapshot) else tr("the reference parcels")
+        super().__init__(title.format(layer=name), on_done)
+        self.request = request
+        self.run_result = None
+
+    def run_request(self, request: Any, progress: RunProgress) -> Any:
+        """The app's run of ``request``, the reference parcels read."""
+        raise NotImplementedError
+
+    def work(self, progress) -> None:
+        request = self.request
+        snapshot = request.reference.source
+        if isinstance(snapshot, LayerSnapshot):
+            frame, _ = features_to_frame(snapshot.source.getFeatures(), snapshot.crs, label_field=request.label_field)
+            request = replace(request, reference=replace(request.reference, source=frame))
+        progress(0.02)
+        self.run_result = self.run_request(request, RunProgress(progress.sub(0.02, 1.0)))
+
+
 class ClassificationTask(ThermoCropTask):
     """Reads the parcels and runs ``app.run_classification`` (which writes a new layer file when
     asked) off the main thread.

@@ -302,26 +302,60 @@ def test_classifyparcels_stops_when_cancelled(provider, tiny_region, region_weat
     assert not (tmp_path / "o.gpkg").exists()
 
 
-def _shown_at_halfway(calls: list) -> float:
-    """The progress shown half-way through the time of a run, from ``(time, percent)`` calls."""
-    halfway = calls[0][0] + (calls[-1][0] - calls[0][0]) / 2
-    return max(p for t, p in calls if t <= halfway) / 100.0
+@pytest.fixture
+def counted_work(monkeypatch):
+    """The work of the runs in a test, counted as it is done: ``windows`` (scene windows read)
+    and ``parcels`` (parcels through the classifier, call by call)."""
+    pytest.importorskip("torch")
+    import threading
+
+    from torch.nn.modules.module import register_module_forward_hook
+
+    from thermocrop.core.model.networks import CropClassifier
+    from thermocrop.core.scenes.product import ProductReader
+
+    work = {"windows": 0, "parcels": 0}
+    lock = threading.Lock()  # scenes are read on several threads
+    read = ProductReader.read
+
+    def counting_read(self, window):
+        values = read(self, window)
+        with lock:
+            work["windows"] += 1
+        return values
+
+    def counting_call(module, inputs, output):
+        if isinstance(module, CropClassifier):
+            work["parcels"] += len(inputs[0])
+
+    monkeypatch.setattr(ProductReader, "read", counting_read)
+    hook = register_module_forward_hook(counting_call)
+    yield work
+    hook.remove()
+
+
+def _shown_once_done(calls: list, kind: str, amount: int) -> float:
+    """The bar, as a fraction, at the first report made once ``amount`` of the work ``kind`` was
+    done, from ``(percent, work done)`` reports."""
+    return next(p for p, done in calls if done[kind] >= amount) / 100.0
 
 
 @pytest.mark.slow
 def test_classifyparcels_progress_follows_the_work_and_a_cancel_is_acknowledged(
-        provider, tiny_region, region_weather, small_bundle, tmp_path):
-    import time
-
+        provider, tiny_region, region_weather, small_bundle, counted_work, tmp_path):
     import processing
     from qgis.core import QgsProcessingContext, QgsProcessingException, QgsProcessingFeedback
+
+    from thermocrop.core.scenes.local import find_scenes
+
+    work = counted_work
 
     class Recording(QgsProcessingFeedback):
         def __init__(self):
             super().__init__()
             self.infos: list = []
-            self.calls: list = []
-            self.progressChanged.connect(lambda p: self.calls.append((time.perf_counter(), p)))
+            self.calls: list = []  # (percent, the work done when it was reported)
+            self.progressChanged.connect(lambda p: self.calls.append((p, dict(work))))
 
         def pushInfo(self, info):  # noqa: N802 (QGIS API)
             self.infos.append(info)
@@ -332,27 +366,39 @@ def test_classifyparcels_progress_follows_the_work_and_a_cancel_is_acknowledged(
               "WEATHER": str(region_weather), "MODEL": str(small_bundle), "OUTPUT": str(out)}
     first = Recording()
     processing.run("thermocrop:classifyparcels", params, context=QgsProcessingContext(), feedback=first)
-    percents = [p for _, p in first.calls]
+    percents = [p for p, _ in first.calls]
     assert percents == sorted(percents) and percents[-1] == 100 and len(percents) > 20
-    assert 0.2 <= _shown_at_halfway(first.calls) <= 0.8
+    windows, parcels = work["windows"], work["parcels"]
+    assert windows >= len(find_scenes(tiny_region / "scenes")) and parcels > 50  # a window or more per date
+    # The bar follows the work done, whatever the clock says (on a busy machine any stretch
+    # between two reports may stall): the scene reading and the model each move it over a fair
+    # part, the reading window by window up to where the model starts, then the model parcel
+    # by parcel.
+    at_model = max(p for p, done in first.calls if done["parcels"] == 0) / 100.0
+    assert 0.2 <= at_model <= 0.8
+    assert 0.2 * at_model < _shown_once_done(first.calls, "windows", windows / 2) < 0.8 * at_model
+    modelled = _shown_once_done(first.calls, "parcels", parcels) - at_model
+    assert 0.2 * modelled < _shown_once_done(first.calls, "parcels", parcels / 2) - at_model < 0.8 * modelled
 
-    # Again into the same output, cancelled while the model runs: the log says so at once, the
-    # run stops before the next model call, and the output and the parcels stay as they were.
+    # Again into the same output, cancelled once the model has run on some parcels: the log
+    # says so at once, the run stops before the next model call, and the output and the parcels
+    # stay as they were.
     output_before, parcels_before = out.read_bytes(), (tiny_region / "parcels.gpkg").read_bytes()
+    work.update(windows=0, parcels=0)
     second = Recording()
     said_at_once = []
 
     def cancel_in_the_model(percent):
-        if percent > 70 and not said_at_once:
+        if work["parcels"] and not said_at_once:
             second.cancel()
-            said_at_once.append(second.infos[-1])
-            said_at_once.append(len(second.calls))
+            said_at_once.extend([second.infos[-1], len(second.calls), work["parcels"]])
 
     second.progressChanged.connect(cancel_in_the_model)
     with pytest.raises(QgsProcessingException, match="Cancelled"):
         processing.run("thermocrop:classifyparcels", params, context=QgsProcessingContext(), feedback=second)
-    assert said_at_once[0] == "Cancelling…"
+    assert said_at_once[0] == "Cancelling…" and said_at_once[2] < parcels
     assert len(second.calls) == said_at_once[1]  # no progress after the cancel: nothing more was done
+    assert work["parcels"] == said_at_once[2]  # nor any model call
     assert out.read_bytes() == output_before and (tiny_region / "parcels.gpkg").read_bytes() == parcels_before
 
 
