@@ -14,7 +14,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from ..core.classify import add_prediction_sets, classify_parcels, write_classification
+from ..core.classify import add_prediction_sets, calibration_threshold, classify_parcels, write_classification
 from ..core.errors import InputError, NoUsableParcelsError
 from ..core.extract import extract_to_dataset
 from ..core.inseason import early_warning
@@ -33,7 +33,8 @@ from ..core.pixel_sets import is_dataset_folder
 from ..core.preflight import LayerFootprint, Preflight, check_inputs
 from ..core.runs.cluster import ClusterOptions
 from ..core.runs.folder import default_run_folder, remove_run_folder
-from ..core.runs.partitions import classify_partitioned, extract_partitioned, gdd_partitioned
+from ..core.runs.partitions import classify_partitioned, classify_partitions, extract_partitioned, gdd_partitioned
+from ..core.runs.result_stream import PartitionedResult
 from ..core.settings import PixelSampling, ThermalTime
 from ..core.thermal.gdd import gdd_at_points
 from ..core.thermal.weather import record_period
@@ -136,7 +137,12 @@ def _partitioned(progress: RunProgress, what: str, work):
 class ClassificationRun:
     """What a classification gave: the result in layer order, the model, the scenes read, the
     preflight, the file written (None without an output) and its checked
-    ``core.io.vector.VectorTarget`` (field names as stored; None where the door checked it)."""
+    ``core.io.vector.VectorTarget`` (field names as stored; None where the door checked it).
+
+    A partitioned run of a layer file into an output file gives a
+    ``core.runs.result_stream.PartitionedResult``: the output was written from its run folder
+    batch by batch, and once that folder is removed it holds the counts, the warnings and the
+    prediction sets' coverage, not the per-parcel arrays."""
 
     result: Any
     bundle: Any
@@ -191,17 +197,27 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
             result = classify_parcels(parcels.source, scenes, weather, checked.bundle, chunk_size=request.chunk_size,
                                       progress=bar, **options)
     else:
-        # Workers load the model from its file (once each); a checksum of it guards a resume.
-        result, folder = _partitioned(progress, "classify", lambda listener: classify_partitioned(
+        # Workers load the model from its file (once each); a checksum of it guards a resume. A
+        # layer file written to a file output stays in the run folder until the output is
+        # written from it batch by batch; otherwise the result is merged here.
+        streamed = parcels.is_file and output is not None and output.features is None
+        result, folder = _partitioned(progress, "classify", lambda listener: (
+            classify_partitions if streamed else classify_partitioned)(
             parcels.source, scenes, weather, request.model, cluster=cluster, resume=request.cluster.resume,
             run_folder=run_folder,
             chunk_size=request.chunk_size, listener=listener, inputs=list(output.inputs) if output else [], **options))
-    require_usable(result.status, "classified", parcels.describe())
+    partitioned_result = isinstance(result, PartitionedResult)
+    require_usable(result.status_counts() if partitioned_result else result.status, "classified",
+                   parcels.describe())
     early = early_warning(season, checked.bundle) if season is not None else None
     if early:
         log.warning(early)
         result.warnings = (*result.warnings, early)
-    add_prediction_sets(result, checked.bundle, request.fields.coverage)
+    if partitioned_result:
+        result.set_threshold = calibration_threshold(result, checked.bundle, request.fields.coverage)
+        result.coverage = request.fields.coverage if result.set_threshold is not None else None
+    else:
+        add_prediction_sets(result, checked.bundle, request.fields.coverage)
     run = ClassificationRun(result, checked.bundle, scenes, checked, target=target)
     if output is not None:
         progress.progress.check()
