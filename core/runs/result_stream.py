@@ -28,10 +28,12 @@ from .folder import RunFolder, check_partition
 
 log = logging.getLogger(__name__)
 
-PART_ROW_GROUP = 4096
-"""Rows per row group of a classification partition's table: what a batch reads of it at least."""
-OUTPUT_BATCH = BATCH_ROWS
-"""Features of the output whose fields are made at a time."""
+PART_ROW_GROUP = 1024
+"""Rows per row group of a classification partition's table: what a batch reads of it at least,
+and what is kept of each partition between batches."""
+OUTPUT_BATCH = 4096
+"""Features of the output whose fields are made at a time (well under the smallest layers the
+client is measured on, so that its memory is the same for every layer)."""
 
 
 class PartitionRows:
