@@ -42,9 +42,9 @@ from ..errors import CancelledError, ExtractionError, OutputError, SceneError, T
 from ..extract import chunk_groups, dataset_meta, say_missing_scl, scene_list_of
 from ..model.bundle import default_bundle_for_levels
 from ..parcels import ParcelFields, ParcelTable, parcel_table, require_usable
+from ..pixel_sampling import scene_grids, spatial_chunks
 from ..pixel_sets import DatasetWriter, open_dataset
 from ..preflight import run_bundle
-from ..pixel_sampling import scene_grids, spatial_chunks
 from ..scenes.seasons import select_season
 from ..settings import ExtractionSettings
 from ..thermal.gdd import day_of_season, gdd_at_points
@@ -61,7 +61,7 @@ from .folder import (
     write_stats,
     write_table,
 )
-from .layer_plan import plan_layer
+from .layer_plan import LayerPlan, plan_layer
 from .result_stream import PART_ROW_GROUP, PartitionedResult
 
 log = logging.getLogger(__name__)
@@ -515,7 +515,8 @@ def extract_partitioned(
 
 def gdd_partition(i: int, folder: RunFolder, parcels: PartitionParcels, weather: Any, *, dates: np.ndarray,
                   gdd_options: dict) -> None:
-    """One partition of a GDD table: ``part-i.parquet`` with row and g0..gT-1 (float32, NaN without weather)."""
+    """One partition of a GDD table: ``part-i.parquet`` with row, parcel_id and g0..gT-1 (float32, NaN
+    without weather)."""
     wall, cpu = time.perf_counter(), time.process_time()
     table = parcels.table()
     usable = np.array([g is not None for g in table.geometry])
@@ -526,7 +527,7 @@ def gdd_partition(i: int, folder: RunFolder, parcels: PartitionParcels, weather:
         xs[usable], ys[usable] = points.x.to_numpy(), points.y.to_numpy()
     gdd = gdd_at_points(weather, xs, ys, table.geometry.crs, dates, parcel_ids=list(table.parcel_ids),
                         **gdd_options)
-    columns = {"row": parcels.rows}
+    columns = {"row": parcels.rows, "parcel_id": np.asarray(table.parcel_ids, dtype=str)}
     columns.update({f"g{t}": gdd[:, t].astype(np.float32) for t in range(gdd.shape[1])})
     write_table(folder.part(i), columns)
     write_stats(folder, i, _task_stats(i, parcels, wall, cpu, parcel_dates=len(table) * len(dates)))
@@ -536,25 +537,55 @@ def gdd_partitioned(table: Any, weather: Any, dates: np.ndarray, *, run_folder: 
                     resume: bool = False, chunk_size: int = 20000, listener: Optional[PartitionListener] = None,
                     inputs: Sequence[PathLike] = (), **gdd_options: Any) -> tuple[np.ndarray, RunSummary, RunFolder]:
     """GDD ``(P, T)`` float32 of a ``ParcelTable`` at ``dates``, in partitions (see ``gdd.gdd_at_points``)."""
+    gdd, _, summary, folder = gdd_partitions(table, weather, dates, run_folder=run_folder, cluster=cluster,
+                                             resume=resume, chunk_size=chunk_size, listener=listener, inputs=inputs,
+                                             **gdd_options)
+    return gdd, summary, folder
+
+
+def gdd_partitions(parcels: Any, weather: Any, dates: np.ndarray, *, run_folder: PathLike, cluster: ClusterOptions,
+                   resume: bool = False, chunk_size: int = 20000, listener: Optional[PartitionListener] = None,
+                   inputs: Sequence[PathLike] = (),
+                   **gdd_options: Any) -> tuple[np.ndarray, np.ndarray, RunSummary, RunFolder]:
+    """:func:`gdd_partitioned` of a ``ParcelTable`` or of a layer file's ``LayerPlan``
+    (``layer_plan.plan_layer``: the client holds no geometry, each partition reads its own
+    parcels from the file); returns the GDD, the parcel ids (from the partitions), the summary
+    and the run folder."""
+    planned = isinstance(parcels, LayerPlan)
     with EarlyClient(cluster, warm_up=("gdd",)) as early:
-        chunks = spatial_chunks(table, chunk_size)
+        if planned:
+            chunks = parcels.chunks(chunk_size)
+            parcels.bounds = parcels.usable = None  # planned: not needed any more
+            source, ids_digest, inputs_of = parcels.source, parcels.ids_digest, parcels.slice
+        else:
+            chunks = spatial_chunks(parcels, chunk_size)
+            source, ids_digest = parcels.source, _ids_digest(parcels.parcel_ids)
+
+            def inputs_of(idx: np.ndarray) -> PartitionParcels:
+                return PartitionParcels.of(parcels, idx)
         fingerprint = {
             "kind": "gdd",
-            "parcels": table.source if not os.path.exists(str(table.source)) else file_fingerprint(table.source),
-            "parcel_ids": hashlib.sha256("\n".join(map(str, table.parcel_ids)).encode()).hexdigest(),
+            "parcels": source if not os.path.exists(str(source)) else file_fingerprint(source),
+            "parcel_ids": ids_digest,
             "weather": weather_fingerprint(weather, gdd_options),
             "dates": [str(d) for d in np.asarray(dates, dtype="datetime64[D]")],
             "options": repr(sorted(gdd_options.items())),
             "chunk_size": chunk_size,
         }
-        folder = open_run_folder(run_folder, fingerprint=fingerprint, chunks=chunks, n_parcels=len(table),
+        n = len(parcels)
+        folder = open_run_folder(run_folder, fingerprint=fingerprint, chunks=chunks, n_parcels=n,
                                  suffix=".parquet", resume=resume, inputs=inputs)
-        arguments = [(PartitionParcels.of(table, idx), weather_for(weather, idx)) for idx in chunks]
+        arguments = _LazyArguments(len(chunks), lambda i: (inputs_of(chunks[i]), weather_for(weather, chunks[i])))
         summary = run_partitions(gdd_partition, arguments, folder, early, listener=listener,
                                  shared={"dates": np.asarray(dates, dtype="datetime64[D]"), "gdd_options": gdd_options})
-    gdd = np.full((len(table), len(dates)), np.nan, dtype=np.float32)
+    gdd = np.full((n, len(dates)), np.nan, dtype=np.float32)
+    parcel_ids = np.empty(n, dtype=object)
     for i, idx in enumerate(chunks):
         part = read_table(folder.part(i))
         check_partition(folder, i, idx, part["row"])
+        if "parcel_id" not in part:
+            raise OutputError(f"The partition {folder.part(i)} was written by another version of ThermoCrop; "
+                              f"remove the run folder {folder.path} and run again.")
         gdd[idx] = np.stack([part[f"g{t}"] for t in range(len(dates))], axis=1)
-    return gdd, summary, folder
+        parcel_ids[idx] = part["parcel_id"]
+    return gdd, parcel_ids.astype(str), summary, folder

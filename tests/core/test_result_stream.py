@@ -123,3 +123,21 @@ def test_a_layer_written_from_the_run_folder_equals_one_written_from_the_result(
     if suffix == ".shp":  # the same bytes but for the date of the last change (header bytes 1 to 3)
         x, y = a.with_suffix(".dbf").read_bytes(), b.with_suffix(".dbf").read_bytes()
         assert x[:1] + x[4:] == y[:1] + y[4:]
+
+
+def test_a_partition_that_cannot_be_read_while_writing_leaves_the_output_as_it_was(run, tmp_path, monkeypatch):
+    """The fields of the first batches are written before the missing partition is needed; the
+    output being replaced keeps its old bytes and nothing is left beside it."""
+    result, _ = run
+    monkeypatch.setattr(result_stream, "OUTPUT_BATCH", 3)
+    parcels = layer(tmp_path)
+    out = tmp_path / "out.gpkg"
+    write_with_fields(parcels, {"crop_pred": np.full(FEATURES, "old", dtype=object)}, out)
+    before = out.read_bytes()
+    fields = result.columns(FEATURES, **NAMES)
+    fields.kinds()  # the pass over every partition is made while they are all there
+    result.folder.part(2).unlink()
+    with pytest.raises(OutputError, match="part-00002"):
+        write_with_fields(parcels, fields, out, overwrite=True)
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.gpkg", "parcels.gpkg", "run"]
