@@ -17,7 +17,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
@@ -41,7 +41,9 @@ class LayerSlice:
         source: the layer file; ``layer``: its layer (None: the first).
         rows: ``(M,)`` positions of the parcels in the run's table (as a partition reports them).
         layer_rows: ``(M,)`` positions of the parcels in the layer, sorted.
-        fids: ``(M,)`` OGR feature ids of the parcels, or None for GeoParquet.
+        fids: ``(M,)`` OGR feature ids of the parcels, or a number: each parcel's position in the
+            layer plus that number (a GeoPackage's usual ids, kept as one number); None for
+            GeoParquet.
         id_column: the field holding the parcel ids, or None for row numbers.
         id_dtype: the type the id field has over the whole layer, for the same id text.
     """
@@ -50,7 +52,7 @@ class LayerSlice:
     layer: Optional[str]
     rows: np.ndarray
     layer_rows: np.ndarray
-    fids: Optional[np.ndarray]
+    fids: Union[np.ndarray, int, None]
     id_column: Optional[str]
     id_dtype: Optional[str]
 
@@ -74,7 +76,8 @@ class LayerPlan:
         source, layer: the layer file and layer.
         crs: the layer's CRS (a pyproj CRS).
         rows: ``(P,)`` positions in the layer of the parcels of the run (selected ones only).
-        fids: ``(P,)`` their OGR feature ids, or None for GeoParquet.
+        fids: ``(P,)`` their OGR feature ids, a number where every id is the parcel's position in
+            the layer plus that number, or None for GeoParquet.
         bounds: ``(P, 4)`` float64 bounding boxes of the repaired geometries (NaN where unusable).
         usable: ``(P,)`` bool, False where the geometry is unusable (``invalid_geometry``).
         ids_digest: SHA-256 of the parcel ids joined by newlines, for the run folder.
@@ -85,7 +88,7 @@ class LayerPlan:
     layer: Optional[str]
     crs: Any
     rows: np.ndarray
-    fids: Optional[np.ndarray]
+    fids: Union[np.ndarray, int, None]
     bounds: np.ndarray
     usable: np.ndarray
     ids_digest: str
@@ -102,7 +105,8 @@ class LayerPlan:
     def slice(self, idx: np.ndarray) -> LayerSlice:
         """The parcels at plan positions ``idx`` (sorted) for a worker to read."""
         return LayerSlice(self.source, self.layer, np.asarray(idx, dtype=np.int64), self.rows[idx],
-                          None if self.fids is None else self.fids[idx], self.id_column, self.id_dtype)
+                          self.fids if not isinstance(self.fids, np.ndarray) else self.fids[idx], self.id_column,
+                          self.id_dtype)
 
 
 def plan_layer(path: Any, *, id_field: Optional[str] = None, selected_ids: Optional[Sequence[Any]] = None,
@@ -174,9 +178,15 @@ def _plan_pass(source: str, layer: Optional[str], crs: Any, id_column: Optional[
         return None, dtypes
     if kept < total:  # a selection: only its parcels are kept
         rows, fids, bounds, usable = rows[:kept].copy(), fids[:kept].copy(), bounds[:kept].copy(), usable[:kept].copy()
-    plan = LayerPlan(source, layer, crs, rows, fids if has_fids else None, bounds, usable, digest.hexdigest(),
-                     id_column, id_dtype or (dtypes[0] if dtypes else None))
+    plan = LayerPlan(source, layer, crs, rows, _compact_fids(fids, rows) if has_fids else None, bounds, usable,
+                     digest.hexdigest(), id_column, id_dtype or (dtypes[0] if dtypes else None))
     return plan, dtypes
+
+
+def _compact_fids(fids: np.ndarray, rows: np.ndarray) -> Union[np.ndarray, int]:
+    """``fids``, or one number where every feature id is the position plus that number."""
+    offset = int(fids[0] - rows[0])
+    return offset if np.array_equal(fids, rows + offset) else fids
 
 
 def _feature_count(source: str, layer: Optional[str]) -> int:
@@ -235,9 +245,12 @@ def _batches(source: str, layer: Optional[str], columns: list[str]) -> Iterator[
         raise InputError(f"Cannot read parcel layer {source}: {exc}") from exc
 
 
-def _read_rows(source: str, layer: Optional[str], rows: np.ndarray, fids: Optional[np.ndarray],
+def _read_rows(source: str, layer: Optional[str], rows: np.ndarray, fids: Union[np.ndarray, int, None],
                columns: list[str]) -> Any:
-    """The features at layer positions ``rows`` (GeoParquet) or with feature ids ``fids`` (OGR)."""
+    """The features at layer positions ``rows`` (GeoParquet) or with feature ids ``fids`` (OGR; a
+    number: the positions plus that number)."""
+    if isinstance(fids, (int, np.integer)):
+        fids = np.asarray(rows, dtype=np.int64) + int(fids)
     if fids is None:
         return GeoParquetLayer(source).read(columns, rows=rows)
     import fiona
