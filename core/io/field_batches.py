@@ -52,7 +52,7 @@ class FieldBatches:
         self.length = int(length)
         self.batch_rows = max(1, int(batch_rows))
         self._make = make
-        self._scanned: Optional[tuple[dict, dict, dict]] = None
+        self._scanned: Optional[tuple[dict, dict]] = None
         self._lengths = {name: self.length for name in self.names}
 
     @classmethod
@@ -80,16 +80,14 @@ class FieldBatches:
         for start in range(0, self.length, self.batch_rows):
             yield start, self.slice(start, min(start + self.batch_rows, self.length))
 
-    def _scan(self) -> tuple[dict, dict, dict]:
-        """One pass: each field's dtype kind, whether every present value of an object field
-        is a whole number (and one is present), and its longest text in UTF-8 bytes."""
-        dtypes: dict[str, str] = {}
+    def _scan(self) -> tuple[dict, dict]:
+        """One pass: whether every present value of an object field is a whole number (and one
+        is present), and each field's longest text in UTF-8 bytes."""
         whole: dict[str, Optional[bool]] = {name: None for name in self.names}
         longest: dict[str, int] = {name: 0 for name in self.names}
         for _, batch in self:
             for name in self.names:
                 array = np.asarray(batch[name])
-                dtypes.setdefault(name, array.dtype.kind)
                 if array.dtype.kind != "O":
                     if array.dtype.kind in "US":
                         longest[name] = max(longest[name], max((len(str(v).encode("utf-8")) for v in array.tolist()),
@@ -102,16 +100,16 @@ class FieldBatches:
                     whole[name] = ints if whole[name] is None else (whole[name] and ints)
                 longest[name] = max(longest[name], max((len(str(v).encode("utf-8")) for v in values
                                                         if not _is_null(v)), default=0))
-        return dtypes, whole, longest
+        return whole, longest
 
-    def _stats(self) -> tuple[dict, dict, dict]:
+    def _stats(self) -> tuple[dict, dict]:
         if self._scanned is None:
             self._scanned = self._scan()
         return self._scanned
 
     def kinds(self) -> dict[str, str]:
         """Field name -> ``field_kind`` of the whole field (one pass over the batches, kept)."""
-        _, whole, _ = self._stats()
+        whole, _ = self._stats()
         dtypes = self.dtype_kinds()
         out = {}
         for name in self.names:
@@ -127,7 +125,7 @@ class FieldBatches:
 
     def longest(self, name: str) -> int:
         """The longest value of field ``name`` as text, in UTF-8 bytes (NULLs aside; 0 without any)."""
-        return self._stats()[2][name]
+        return self._stats()[1][name]
 
 
 class RowValues:
