@@ -20,7 +20,7 @@ import numpy as np
 from ..classify import ClassificationResult, labelled_result, unknown_warning
 from ..crops import UNKNOWN_CLASS
 from ..errors import OutputError
-from ..io.field_batches import BATCH_ROWS, FieldBatches
+from ..io.field_batches import FieldBatches
 from ..model.calibration import prediction_sets
 from ..pixel_sets import STATUS_OK
 from ..result_columns import result_columns
@@ -163,9 +163,10 @@ class PartitionedResult:
             kept = (when, gdd, self.decided_threshold)
         return labelled_result(self.classes, parcel_ids, self.rows[start:stop], status, probabilities, kept)
 
-    def batches(self, size: int = BATCH_ROWS, *, ids: bool = False) -> Iterator[ClassificationResult]:
-        """The result ``size`` parcels at a time, in parcel order."""
+    def batches(self, size: Optional[int] = None, *, ids: bool = False) -> Iterator[ClassificationResult]:
+        """The result ``size`` parcels at a time (default :data:`OUTPUT_BATCH`), in parcel order."""
         reader = PartitionRows(self.folder, self._columns(ids))
+        size = size or OUTPUT_BATCH
         for start in range(0, len(self), size):
             yield self.read(start, min(start + size, len(self)), ids=ids, reader=reader)
 
