@@ -14,7 +14,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from ..core.classify import add_prediction_sets, classify_parcels, write_classification
+from ..core.classify import add_prediction_sets, calibration_threshold, classify_parcels, write_classification
 from ..core.errors import InputError, NoUsableParcelsError
 from ..core.extract import extract_to_dataset
 from ..core.inseason import early_warning, trained_season
@@ -28,12 +28,14 @@ from ..core.io.vector import (
     source_field_kinds,
     write_with_fields,
 )
-from ..core.parcels import ParcelFields, load_parcels, require_usable
+from ..core.parcels import ParcelFields, ParcelTable, load_parcels, require_usable
 from ..core.pixel_sets import is_dataset_folder
 from ..core.preflight import LayerFootprint, Preflight, check_inputs
 from ..core.runs.cluster import ClusterOptions
 from ..core.runs.folder import default_run_folder, remove_run_folder
-from ..core.runs.partitions import classify_partitioned, extract_partitioned, gdd_partitioned
+from ..core.runs.layer_plan import plan_layer
+from ..core.runs.partitions import classify_partitioned, classify_partitions, extract_partitioned, gdd_partitions
+from ..core.runs.result_stream import PartitionedResult
 from ..core.settings import PixelSampling, ThermalTime
 from ..core.thermal.gdd import gdd_at_points
 from ..core.thermal.weather import record_period
@@ -136,7 +138,12 @@ def _partitioned(progress: RunProgress, what: str, work):
 class ClassificationRun:
     """What a classification gave: the result in layer order, the model, the scenes read, the
     preflight, the file written (None without an output) and its checked
-    ``core.io.vector.VectorTarget`` (field names as stored; None where the door checked it)."""
+    ``core.io.vector.VectorTarget`` (field names as stored; None where the door checked it).
+
+    A partitioned run of a layer file into an output file gives a
+    ``core.runs.result_stream.PartitionedResult``: the output was written from its run folder
+    batch by batch, and once that folder is removed it holds the counts, the warnings and the
+    prediction sets' coverage, not the per-parcel arrays."""
 
     result: Any
     bundle: Any
@@ -192,17 +199,27 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
             result = classify_parcels(parcels.source, scenes, weather, checked.bundle, chunk_size=request.chunk_size,
                                       progress=bar, **options)
     else:
-        # Workers load the model from its file (once each); a checksum of it guards a resume.
-        result, folder = _partitioned(progress, "classify", lambda listener: classify_partitioned(
+        # Workers load the model from its file (once each); a checksum of it guards a resume. A
+        # layer file written to a file output stays in the run folder until the output is
+        # written from it batch by batch; otherwise the result is merged here.
+        streamed = parcels.is_file and output is not None and output.features is None
+        result, folder = _partitioned(progress, "classify", lambda listener: (
+            classify_partitions if streamed else classify_partitioned)(
             parcels.source, scenes, weather, request.model, cluster=cluster, resume=request.cluster.resume,
             run_folder=run_folder,
             chunk_size=request.chunk_size, listener=listener, inputs=list(output.inputs) if output else [], **options))
-    require_usable(result.status, "classified", parcels.describe())
+    partitioned_result = isinstance(result, PartitionedResult)
+    require_usable(result.status_counts() if partitioned_result else result.status, "classified",
+                   parcels.describe())
     early = early_warning(season, checked.bundle) if season is not None else None
     if early:
         log.warning(early)
         result.warnings = (*result.warnings, early)
-    add_prediction_sets(result, checked.bundle, request.fields.coverage)
+    if partitioned_result:
+        result.set_threshold = calibration_threshold(result, checked.bundle, request.fields.coverage)
+        result.coverage = request.fields.coverage if result.set_threshold is not None else None
+    else:
+        add_prediction_sets(result, checked.bundle, request.fields.coverage)
     run = ClassificationRun(result, checked.bundle, scenes, checked, target=target)
     if output is not None:
         progress.progress.check()
@@ -288,7 +305,8 @@ def run_extraction(request: ExtractRequest, progress: Optional[RunProgress] = No
 class GddRun:
     """What a GDD run gave: ``gdd`` ``(P, T)`` at ``dates`` for the parcels of ``table``
     (NaN where a parcel has no usable temperatures), the temperature file read, the output
-    written (None without one) and its field names."""
+    written (None without one) and its field names. A partitioned run of a layer file with a
+    local temperature file gives a ``table`` of ids and layer rows without geometries."""
 
     gdd: np.ndarray
     dates: np.ndarray
@@ -331,6 +349,12 @@ def gdd_dates(request: GddRequest, dates: Optional[np.ndarray], checked: Preflig
     return np.array([last])
 
 
+def _with_ids(done: tuple) -> tuple:
+    """``(gdd, ids, summary, folder)`` as ``((gdd, ids), summary, folder)`` for :func:`_partitioned`."""
+    gdd, ids, summary, folder = done
+    return (gdd, ids), summary, folder
+
+
 def run_gdd(request: GddRequest, progress: Optional[RunProgress] = None) -> GddRun:
     """Growing degree days of every parcel of ``request`` at its dates, written to ``out`` (a
     CSV table or the parcels with one field per date) when given.
@@ -367,8 +391,16 @@ def run_gdd(request: GddRequest, progress: Optional[RunProgress] = None) -> GddR
                             source=f"The parcel layer {parcels.source}")
     cluster = cluster_options(request.cluster, out)
     run_folder = run_folder_of(request.cluster, out) if cluster else None
-    table = load_parcels(parcels.source, id_field=parcels.id_field)
-    weather = resolve_weather(weather_spec, table.geometry, dates, thermal.season_start)
+    # A partitioned run of a layer file with a local temperature file plans its partitions from
+    # the parcels' bounding boxes; each partition reads its own parcels (a weather service needs
+    # the geometries here, for its cells).
+    planned = cluster is not None and parcels.is_file and not weather_spec.service
+    if planned:
+        table = plan_layer(parcels.source, id_field=parcels.id_field)
+        weather = resolve_weather(weather_spec, None, dates, thermal.season_start)
+    else:
+        table = load_parcels(parcels.source, id_field=parcels.id_field)
+        weather = resolve_weather(weather_spec, table.geometry, dates, thermal.season_start)
     if weather_spec.service:
         progress.weather_fetched(weather_spec.service, weather)
     folder = None
@@ -381,10 +413,13 @@ def run_gdd(request: GddRequest, progress: Optional[RunProgress] = None) -> GddR
         gdd = gdd_at_points(weather, xs, ys, table.geometry.crs, dates, parcel_ids=list(table.parcel_ids),
                             **thermal_options(thermal), **options)
     else:
-        gdd, folder = _partitioned(progress, "gdd", lambda listener: gdd_partitioned(
+        (gdd, ids), folder = _partitioned(progress, "gdd", lambda listener: _with_ids(gdd_partitions(
             table, weather, dates, cluster=cluster, resume=request.cluster.resume,
             run_folder=run_folder, chunk_size=request.chunk_size,
-            listener=listener, inputs=inputs, **thermal_options(thermal), **options))
+            listener=listener, inputs=inputs, **thermal_options(thermal), **options)))
+        if planned:  # the ids came back from the partitions; no geometry was read here
+            table = ParcelTable(None, ids, np.empty(0, dtype=np.int16), np.empty(0, dtype=np.int32),
+                                np.empty(0, dtype=object), table.source, table.rows)
     if out is not None and not np.isfinite(gdd).all(axis=1).any():
         raise NoUsableParcelsError(
             f"No parcel of {parcels.describe()} has usable temperatures in {weather_spec.service or weather_spec.path} "

@@ -164,8 +164,11 @@ def few_dates(scenes: Sequence[Any]) -> Optional[str]:
 
 def unknown_share(labels: np.ndarray, ok: np.ndarray) -> Optional[str]:
     """A warning when :data:`UNKNOWN_SHARE` or more of the classified parcels are "unknown"."""
-    done = int(ok.sum())
-    unknown = int((labels[ok] == UNKNOWN_CLASS).sum())
+    return unknown_warning(int(ok.sum()), int((labels[ok] == UNKNOWN_CLASS).sum()))
+
+
+def unknown_warning(done: int, unknown: int) -> Optional[str]:
+    """:func:`unknown_share` from the counts: ``done`` parcels classified, ``unknown`` of them "unknown"."""
     if done == 0 or unknown < UNKNOWN_SHARE * done:
         return None
     return (f"{unknown} of {done} classified parcels came out 'unknown' ({100.0 * unknown / done:.0f} %): the "
@@ -368,30 +371,38 @@ def assemble_result(job: ClassificationJob, status: np.ndarray, probabilities: n
                     decided: Optional[tuple] = None) -> ClassificationResult:
     """The :class:`ClassificationResult` of a whole layer from its statuses and probabilities
     (and ``decided``: the decision dates, their GDD and the threshold, where asked)."""
-    n, classes = len(job.table), job.classes
+    result = labelled_result(job.classes, job.table.parcel_ids, job.table.rows, status, probabilities, decided)
+    result.warnings = job.warnings
+    unknown = unknown_share(result.labels, result.status == STATUS_OK)
+    if unknown:
+        log.warning(unknown)
+        result.warnings = (*result.warnings, unknown)
+    log.info("Classified %d parcels: %s", len(result), result.counts())
+    return result
+
+
+def labelled_result(classes: Sequence[str], parcel_ids: Sequence[Any], rows: np.ndarray, status: np.ndarray,
+                    probabilities: np.ndarray, decided: Optional[tuple] = None) -> ClassificationResult:
+    """A :class:`ClassificationResult` of some parcels: each one's label and confidence from its
+    probabilities where its status is ``ok`` (``decided`` as for :func:`assemble_result`)."""
+    n, classes = len(status), tuple(classes)
     ok = status == STATUS_OK
-    best = np.where(ok, np.nan_to_num(probabilities, nan=-1.0).argmax(axis=1), 0)
+    best = np.where(ok, np.nan_to_num(probabilities, nan=-1.0).argmax(axis=1), 0) if n else np.zeros(0, dtype=int)
     labels = np.where(ok, np.asarray(classes, dtype=object)[best], "")
     confidence = np.where(ok, probabilities[np.arange(n), best], np.nan).astype(np.float32)
     result = ClassificationResult(
-        parcel_ids=np.asarray(job.table.parcel_ids, dtype=str),
+        parcel_ids=np.asarray(parcel_ids, dtype=str),
         labels=labels.astype(str),
         confidence=confidence,
         probabilities=probabilities,
         status=status.astype(str),
         classes=classes,
-        rows=np.asarray(job.table.rows, dtype=np.int64),
-        warnings=job.warnings,
+        rows=np.asarray(rows, dtype=np.int64),
     )
     if decided is not None:
         result.decided = np.where(ok, decided[0], np.datetime64("NaT")).astype("datetime64[D]")
         result.decided_gdd = np.where(ok, decided[1], np.nan).astype(np.float32)
         result.decided_threshold = float(decided[2])
-    unknown = unknown_share(result.labels, ok)
-    if unknown:
-        log.warning(unknown)
-        result.warnings = (*result.warnings, unknown)
-    log.info("Classified %d parcels: %s", n, result.counts())
     return result
 
 
@@ -399,16 +410,10 @@ def add_prediction_sets(result: ClassificationResult, bundle: Any, coverage: Opt
     """Give ``result`` its prediction sets for ``coverage`` from ``bundle``'s calibration
     (``core.model.calibration``), in place; a bundle without one gives none, with a warning in
     the result. ``coverage`` None: no sets."""
-    if coverage is None:
+    threshold = calibration_threshold(result, bundle, coverage)
+    if threshold is None:
         return
-    calibration = getattr(bundle, "calibration", None)
-    if calibration is None or not calibration.scores:
-        note = ("The model carries no calibration, so no prediction sets were made (crop_set); calibrate it on "
-                "labelled parcels with thermocrop calibrate.")
-        log.warning(note)
-        result.warnings = (*result.warnings, note)
-        return
-    threshold = calibration.threshold(coverage)
+    calibration = bundle.calibration
     sets = prediction_sets(result.probabilities, threshold)
     sets[np.asarray(result.status) != STATUS_OK] = False
     result.sets, result.coverage = sets, float(coverage)
@@ -419,9 +424,24 @@ def add_prediction_sets(result: ClassificationResult, bundle: Any, coverage: Opt
              int((sizes > 1).sum()), int(ok.sum()))
 
 
+def calibration_threshold(result: Any, bundle: Any, coverage: Optional[float]) -> Optional[float]:
+    """The score threshold of ``bundle``'s calibration for ``coverage`` (None: no sets; a bundle
+    without a calibration adds a warning to ``result``'s warnings)."""
+    if coverage is None:
+        return None
+    calibration = getattr(bundle, "calibration", None)
+    if calibration is None or not calibration.scores:
+        note = ("The model carries no calibration, so no prediction sets were made (crop_set); calibrate it on "
+                "labelled parcels with thermocrop calibrate.")
+        log.warning(note)
+        result.warnings = (*result.warnings, note)
+        return None
+    return calibration.threshold(coverage)
+
+
 def write_classification(
     parcels: ParcelSource,
-    result: ClassificationResult,
+    result: Any,
     out: Union[str, os.PathLike],
     *,
     label_field: str = "crop_pred",
@@ -434,6 +454,10 @@ def write_classification(
     probabilities: bool = False,
 ) -> Path:
     """Write the parcels with their predictions, in any OGR format chosen by extension.
+
+    ``result`` is a :class:`ClassificationResult`, or a partitioned run's
+    ``core.runs.result_stream.PartitionedResult``, whose fields are made from its run folder
+    batch by batch as the layer is copied (the same values, never held whole).
 
     Every feature and attribute of the input is kept; the three fields are added (or replace
     fields of the same name). Parcels that were not classified get NULL as class and
@@ -454,8 +478,12 @@ def write_classification(
     if len(result) and (result.rows.max() >= n):
         raise InputError(f"The classification holds rows beyond the {n} features of the layer; "
                          "classify this layer again.")
-    values = result_columns(result, n, label_field=label_field, conf_field=conf_field, status_field=status_field,
-                            probabilities=probabilities)
+    names = {"label_field": label_field, "conf_field": conf_field, "status_field": status_field,
+             "probabilities": probabilities}
+    if isinstance(result, ClassificationResult):
+        values: Any = result_columns(result, n, **names)
+    else:  # a partitioned run's result, read from its run folder batch by batch as the layer is copied
+        values = result.columns(n, **names)
     out = write_with_fields(parcels, values, out, overwrite=overwrite, layer=layer, out_layer=out_layer,
                             inputs=inputs)
     log.info("Wrote %d parcels to %s", n, out)

@@ -7,7 +7,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -43,15 +43,18 @@ STATUS_ADVICE = {
 """What each failure status points to, for summaries of runs."""
 
 
-def status_summary(status: Sequence[str]) -> str:
-    """Parcels counted by status, most frequent first, each failure with what it points to,
-    e.g. ``150 parcels: 150 no_weather (no usable temperatures: ...)``."""
-    names, counts = np.unique(np.asarray(status, dtype=str), return_counts=True)
+def status_summary(status: Union[Sequence[str], Mapping[str, int]]) -> str:
+    """Parcels counted by status (or those counts), most frequent first, each failure with what it
+    points to, e.g. ``150 parcels: 150 no_weather (no usable temperatures: ...)``."""
+    if isinstance(status, Mapping):
+        names, counts = list(status), list(status.values())
+    else:
+        names, counts = np.unique(np.asarray(status, dtype=str), return_counts=True)
     parts = []
     for name, count in sorted(zip(names, counts), key=lambda nc: (-nc[1], nc[0])):
         advice = STATUS_ADVICE.get(str(name))
         parts.append(f"{count} {name}" + (f" ({advice})" if advice else ""))
-    return f"{len(status)} parcels: {'; '.join(parts)}"
+    return f"{int(sum(counts))} parcels: {'; '.join(parts)}"
 
 
 def some_names(names: Sequence[Any], limit: int = 10) -> str:
@@ -60,14 +63,18 @@ def some_names(names: Sequence[Any], limit: int = 10) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def require_usable(status: Sequence[str], what: str, source: str) -> None:
+def require_usable(status: Union[Sequence[str], Mapping[str, int]], what: str, source: str) -> None:
     """Raise ``NoUsableParcelsError`` when no parcel has the status ``ok``.
 
     Args:
-        status: ``(P,)`` statuses of the run.
+        status: ``(P,)`` statuses of the run, or the parcels counted by status.
         what: what the run did, e.g. ``"classified"``.
         source: the parcel layer, for the message.
     """
+    if isinstance(status, Mapping):
+        if not status.get(STATUS_OK, 0):
+            raise NoUsableParcelsError(f"No parcel of {source} could be {what}: {status_summary(status)}.")
+        return
     status = np.asarray(status, dtype=str)
     if not (status == STATUS_OK).any():
         raise NoUsableParcelsError(f"No parcel of {source} could be {what}: {status_summary(status)}.")

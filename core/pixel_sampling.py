@@ -267,14 +267,16 @@ def chunks_of_bounds(bounds: np.ndarray, usable: np.ndarray, crs: Any, chunk_siz
     n = len(bounds)
     if n <= chunk_size:
         return [np.arange(n)]
-    y = np.zeros(n)
-    tile = np.zeros(n, dtype=np.int64)
-    usable = np.flatnonzero(usable)
-    if len(usable):
-        y[usable] = bounds[usable, 3]
-        if len(grids) > 1:
-            tile[usable] = _tiles_of(bounds[usable], crs, grids)
+    usable = np.asarray(usable, dtype=bool)
+    y = np.where(usable, bounds[:, 3], 0.0)
     chunks = []
+    if len(grids) <= 1:  # one tile: no per-parcel tile index or member list (a country's layer)
+        order = np.argsort(-y, kind="stable")
+        del y
+        return [np.sort(order[i:i + chunk_size]) for i in range(0, n, chunk_size)]
+    tile = np.zeros(n, dtype=np.int64)
+    if usable.any():
+        tile[usable] = _tiles_of(bounds[usable], crs, grids)
     for k in np.unique(tile):
         members = np.flatnonzero(tile == k)
         order = members[np.argsort(-y[members], kind="stable")]

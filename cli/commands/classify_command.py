@@ -92,8 +92,8 @@ def run(args: argparse.Namespace) -> int:
     result, target = run.result, run.target
     names = target.fields
     sets = (f", {names.get(SET_FIELD, SET_FIELD)}, {names.get(SET_SIZE_FIELD, SET_SIZE_FIELD)} "
-            f"({100 * result.coverage:.0f} % sets)" if result.sets is not None else "")
-    if result.decided is not None:
+            f"({100 * result.coverage:.0f} % sets)" if result.coverage is not None else "")
+    if result.decided_threshold is not None:
         sets += f", {names.get(DECIDED_FIELD, DECIDED_FIELD)}, {names.get(DECIDED_GDD_FIELD, DECIDED_GDD_FIELD)}"
     print(f"wrote {run.written}{f' (layer {target.layer})' if target.container else ''}: {len(result)} parcels, "
           f"fields {names[args.label_field]}, {names[args.conf_field]}, {names[args.status_field]}{sets}")

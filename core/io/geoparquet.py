@@ -19,6 +19,7 @@ from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from ..errors import InputError, OutputError
+from .field_batches import FieldBatches
 from .gdal_messages import gdal_messages, said
 from .output import Staging, check_output, publish
 
@@ -62,7 +63,7 @@ def _geo_metadata(column: str, srs) -> bytes:
 
 def write_geoparquet(
     parcels: Any,
-    fields: Mapping[str, np.ndarray],
+    fields: Union[Mapping[str, np.ndarray], FieldBatches],
     out: PathLike,
     *,
     overwrite: bool = False,
@@ -79,7 +80,8 @@ def write_geoparquet(
 
     Args:
         parcels: a vector file (any OGR format) or a GeoDataFrame.
-        fields: field name -> one value per feature, in layer order (None / NaN: NULL).
+        fields: field name -> one value per feature, in layer order (None / NaN: NULL), or the
+            same as :class:`~.field_batches.FieldBatches`, asked for one record batch at a time.
         out: the ``.parquet`` file.
         overwrite: allow replacing an existing file.
         layer: layer inside a multi-layer input (default: its first).
@@ -92,6 +94,7 @@ def write_geoparquet(
     import geopandas as gpd
     import pyarrow.parquet as pq
 
+    fields = FieldBatches.of(fields)
     frame = parcels if isinstance(parcels, gpd.GeoDataFrame) else None
     source = None if frame is not None else Path(parcels)
     target = check_output(out, what="output", suffixes=(PARQUET_SUFFIX,), overwrite=overwrite,
@@ -112,7 +115,7 @@ def write_geoparquet(
         except Exception as exc:  # pyarrow raises its own ArrowInvalid / OSError
             raise OutputError(f"{target.name} does not read back after writing ({exc}); the disk may be full. "
                               "Nothing was written.") from None
-        missing = [f for f in [*fields, geometry] if f not in names]
+        missing = [f for f in [*fields.names, geometry] if f not in names]
         if rows != count or missing:
             raise OutputError(f"{target.name} holds {rows} rows and lacks {missing} after writing; nothing was "
                               "written.")
@@ -121,14 +124,28 @@ def write_geoparquet(
     return target
 
 
-def _check_lengths(fields: Mapping[str, np.ndarray], count: int) -> None:
-    for name, values in fields.items():
-        if len(values) != count:
-            raise InputError(f"Field {name} holds {len(values)} values but the layer has {count} "
+def _check_lengths(fields: FieldBatches, count: int) -> None:
+    for name, length in fields.lengths().items():
+        if length != count:
+            raise InputError(f"Field {name} holds {length} values but the layer has {count} "
                              "features; compute it for this layer again.")
 
 
-def _copy_geoparquet(layer: "GeoParquetLayer", fields: Mapping[str, np.ndarray], path: Path,
+def _arrow_type(dtype_kind: str):
+    """The Arrow type :func:`_arrow_values` gives values of numpy dtype kind ``dtype_kind``."""
+    import pyarrow as pa
+
+    return pa.float64() if dtype_kind == "f" else pa.int64() if dtype_kind in "iub" else pa.string()
+
+
+def _added_columns(fields: FieldBatches, start: int, n: int) -> list:
+    """The added fields' Arrow arrays for rows ``start:start + n``."""
+    batch = fields.slice(start, start + n) if n else {}
+    return [_arrow_values(batch[name]) if n else _arrow_values(np.empty(0, dtype=object))
+            for name in fields.names]
+
+
+def _copy_geoparquet(layer: "GeoParquetLayer", fields: FieldBatches, path: Path,
                      target: Path) -> tuple[int, int, str]:
     """A GeoParquet layer plus ``fields`` into ``path``, row group by row group, its 'geo'
     metadata kept; returns the layer's count, the rows written and the geometry column."""
@@ -137,9 +154,9 @@ def _copy_geoparquet(layer: "GeoParquetLayer", fields: Mapping[str, np.ndarray],
 
     count = len(layer)
     _check_lengths(fields, count)
-    added = {name: _arrow_values(values) for name, values in fields.items()}
-    keep = [c for c in layer.schema.names if c not in added]
-    schema = pa.schema([layer.schema.field(c) for c in keep] + [(k, a.type) for k, a in added.items()],
+    types = {name: _arrow_type(kind) for name, kind in fields.dtype_kinds().items()}
+    keep = [c for c in layer.schema.names if c not in types]
+    schema = pa.schema([layer.schema.field(c) for c in keep] + list(types.items()),
                        metadata=layer.schema.metadata)
     written = 0
     try:
@@ -147,7 +164,7 @@ def _copy_geoparquet(layer: "GeoParquetLayer", fields: Mapping[str, np.ndarray],
             for g in range(layer.file.num_row_groups):
                 table = layer.file.read_row_group(g, columns=keep)
                 n = table.num_rows
-                columns = [table.column(c) for c in keep] + [a.slice(written, n) for a in added.values()]
+                columns = [table.column(c) for c in keep] + _added_columns(fields, written, n)
                 writer.write_table(pa.Table.from_arrays(columns, schema=schema))
                 written += n
     except OSError as exc:
@@ -156,7 +173,7 @@ def _copy_geoparquet(layer: "GeoParquetLayer", fields: Mapping[str, np.ndarray],
     return count, written, layer.geometry_column
 
 
-def _copy_ogr(source: PathLike, layer: Optional[str], fields: Mapping[str, np.ndarray], path: Path,
+def _copy_ogr(source: PathLike, layer: Optional[str], fields: FieldBatches, path: Path,
               target: Path) -> tuple[int, int, str]:
     """An OGR layer plus ``fields`` into ``path`` through GDAL's Arrow interface; returns the
     layer's count, the rows written and the geometry column."""
@@ -174,16 +191,16 @@ def _copy_ogr(source: PathLike, layer: Optional[str], fields: Mapping[str, np.nd
         geometry = lyr.GetGeometryColumn() or "geometry"
         srs = lyr.GetSpatialRef()
         stream = lyr.GetArrowStreamAsPyArrow(["INCLUDE_FID=NO", f"MAX_FEATURES_IN_BATCH={BATCH_FEATURES}"])
-        added = {name: _arrow_values(values) for name, values in fields.items()}
+        types = {name: _arrow_type(kind) for name, kind in fields.dtype_kinds().items()}
         writer = None
         written = 0
         try:
             for batch in stream:
                 batch = pa.RecordBatch.from_struct_array(batch)
                 n = batch.num_rows
-                keep = [c for c in batch.schema.names if c not in added]
-                columns = [batch.column(c) for c in keep] + [a.slice(written, n) for a in added.values()]
-                table = pa.Table.from_arrays(columns, names=keep + list(added))
+                keep = [c for c in batch.schema.names if c not in types]
+                columns = [batch.column(c) for c in keep] + _added_columns(fields, written, n)
+                table = pa.Table.from_arrays(columns, names=keep + list(types))
                 if writer is None:
                     schema = table.schema.with_metadata({b"geo": _geo_metadata(geometry, srs)})
                     writer = pq.ParquetWriter(str(path), schema)
@@ -192,8 +209,8 @@ def _copy_ogr(source: PathLike, layer: Optional[str], fields: Mapping[str, np.nd
             if writer is None:  # an empty layer still gets its columns
                 names = [lyr.GetLayerDefn().GetFieldDefn(i).GetName()
                          for i in range(lyr.GetLayerDefn().GetFieldCount())]
-                schema = pa.schema([(c, pa.string()) for c in names if c not in added]
-                                   + [(geometry, pa.binary())] + [(k, a.type) for k, a in added.items()])
+                schema = pa.schema([(c, pa.string()) for c in names if c not in types]
+                                   + [(geometry, pa.binary())] + list(types.items()))
                 writer = pq.ParquetWriter(str(path), schema.with_metadata({b"geo": _geo_metadata(geometry, srs)}))
         except OSError as exc:
             raise OutputError(f"Writing {target} failed ({exc.strerror or exc}); the disk may be full. "

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import InputError, OutputError
 from .csv_cells import inert_feature
+from .field_batches import FieldBatches, RowValues, field_kind
 from .gdal_messages import gdal_messages, said
 from .geoparquet import PARQUET_SUFFIX, GeoParquetLayer, is_parquet, write_geoparquet
 from .output import Staging, check_output, directory_lock, publish, publish_parts, same_file
@@ -277,21 +278,7 @@ def check_vector_output(
 
 
 FIELD_KINDS = ("string", "real", "integer")
-
-
-def field_kind(values: np.ndarray) -> str:
-    """``"string"``, ``"real"`` or ``"integer"``: how values of this array are stored."""
-    array = np.asarray(values)
-    kind = array.dtype.kind
-    if kind == "f":
-        return "real"
-    if kind in "iub":
-        return "integer"
-    if kind == "O":  # whole numbers with None for NULL, as a nullable integer column is held
-        present = [v for v in array.tolist() if v is not None]
-        if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
-            return "integer"
-    return "string"
+"""What :func:`~.field_batches.field_kind` says a field holds."""
 
 
 def replaced_fields(existing: Mapping[str, str], target: VectorTarget, kinds: Mapping[str, str],
@@ -400,8 +387,9 @@ def _is_null(value: Any) -> bool:
 
 
 def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: VectorTarget, dst_path: Path,
-                      fields: Mapping[str, np.ndarray]) -> int:
-    """Write the features of ``source`` plus ``fields`` into a new ``dst_path``; returns the count."""
+                      fields: FieldBatches) -> int:
+    """Write the features of ``source`` plus ``fields`` (asked for batch by batch, in layer
+    order) into a new ``dst_path``; returns the count."""
     from osgeo import gdal, ogr
 
     with gdal_messages() as messages:
@@ -413,9 +401,9 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
             names = [src.GetLayer(i).GetName() for i in range(src.GetLayerCount())]
             raise InputError(f"{source} has no layer {source_layer!r}; its layers are {names}.")
         count = layer.GetFeatureCount(force=1)
-        for name, values in fields.items():
-            if len(values) != count:
-                raise InputError(f"Field {name} holds {len(values)} values but the layer has {count} features; "
+        for name, length in fields.lengths().items():
+            if length != count:
+                raise InputError(f"Field {name} holds {length} values but the layer has {count} features; "
                                  "compute it for this layer again.")
         geom_type, promote = _declared_geometry_type(layer)
         options = list(_LAYER_OPTIONS.get(target.driver, []))
@@ -447,17 +435,14 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
                                   f"{said(messages)}")
             field_map.append(out.GetLayerDefn().GetFieldCount() - 1)
         added = []
-        for name, values in fields.items():
+        kinds = fields.kinds()
+        for name in fields.names:
             written = target.fields.get(name, written_field_name(target.driver, name))
-            kind = field_kind(values)
+            kind = kinds[name]
             definition = ogr.FieldDefn(written, {"real": ogr.OFTReal, "integer": ogr.OFTInteger64,
                                                  "string": ogr.OFTString}[kind])
-            # Kept as the array and read row by row: a list of Python objects would cost the
-            # client some 30 bytes a parcel per field.
-            array = np.asarray(values)
             if kind == "string" and target.driver == "ESRI Shapefile":
-                longest = max((len(str(v).encode("utf-8")) for v in array.tolist() if not _is_null(v)), default=1)
-                definition.SetWidth(min(max(longest, 1), 254))
+                definition.SetWidth(min(max(fields.longest(name), 1), 254))
             if out.CreateField(definition) != 0:
                 raise OutputError(f"Cannot create field {written} in {target.path}: {said(messages)}")
             index = out.GetLayerDefn().GetFieldCount() - 1
@@ -465,7 +450,8 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
             if stored != written:
                 raise OutputError(f"{target.driver} stored field {written!r} as {stored!r}; choose another field "
                                   "name.")
-            added.append((index, kind, array, array.dtype.kind == "O"))
+            added.append((index, kind, name))
+        values = RowValues(fields)  # a batch of values held at a time, not the whole fields
 
         transaction = dst.TestCapability(ogr.ODsCTransactions) and dst.StartTransaction() == 0
         out_defn = out.GetLayerDefn()
@@ -482,8 +468,9 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
                     new.SetGeometry(ogr.ForceTo(geometry.Clone(), geom_type))
             if keep_fid:
                 new.SetFID(feature.GetFID())
-            for index, kind, array, objects in added:
-                value = array[row] if objects else array[row].item()
+            row_values = values.row(row) if added else {}
+            for index, kind, name in added:
+                value = row_values[name]
                 if _is_null(value):
                     new.SetFieldNull(index)
                 elif kind == "real":
@@ -680,7 +667,7 @@ class VectorOutput:
 
 def write_with_fields(
     parcels: Any,
-    fields: Mapping[str, np.ndarray],
+    fields: Union[Mapping[str, np.ndarray], FieldBatches],
     out: PathLike,
     *,
     overwrite: bool = False,
@@ -692,9 +679,10 @@ def write_with_fields(
 
     Args:
         parcels: a vector file or a GeoDataFrame.
-        fields: field name -> one value per feature of the layer, in layer order; a field of
-            the same name (as stored in the output format) is replaced. ``None`` and NaN are
-            written as NULL.
+        fields: field name -> one value per feature of the layer, in layer order, or the same
+            as :class:`~.field_batches.FieldBatches` made batch by batch as the layer is
+            copied; a field of the same name (as stored in the output format) is replaced.
+            ``None`` and NaN are written as NULL.
         out: output file.
         overwrite: allow replacing an existing output, the parcel file included; in a
             GeoPackage only the written layer is replaced.
@@ -712,7 +700,7 @@ def write_with_fields(
     """
     import geopandas as gpd
 
-
+    fields = FieldBatches.of(fields)
     if is_parquet(out):
         return write_geoparquet(parcels, fields, out, overwrite=overwrite, layer=layer, inputs=inputs)
     if not isinstance(parcels, gpd.GeoDataFrame) and is_parquet(parcels):
@@ -725,9 +713,9 @@ def write_with_fields(
     if source is not None and same_file(out, source):
         source_layer = _first_layer_name(source, layer)
     target = check_vector_output(out, overwrite=overwrite, inputs=[*([source] if source else []), *inputs],
-                                 replaceable=[source] if source else [], layer=out_layer, fields=list(fields),
+                                 replaceable=[source] if source else [], layer=out_layer, fields=fields.names,
                                  source_layer=source_layer)
-    kinds = {name: field_kind(values) for name, values in fields.items()}
+    kinds = fields.kinds()
     replaced_fields(source_field_kinds(frame if frame is not None else source, source_layer), target, kinds,
                     source=f"The parcel layer {source if frame is None else ''}".rstrip())
     with VectorOutput(target) as output:

@@ -194,8 +194,10 @@ def remove_run_folder(folder: RunFolder) -> None:
 
 # -- Parquet tables of partition results --------------------------------------------------------
 
-def write_table(path: Path, columns: dict[str, np.ndarray], what: str = "partition") -> None:
-    """Write ``columns`` as one Parquet table at ``path``, atomically (it appears whole or not at all)."""
+def write_table(path: Path, columns: dict[str, np.ndarray], what: str = "partition",
+                row_group_size: Optional[int] = None) -> None:
+    """Write ``columns`` as one Parquet table at ``path``, atomically (it appears whole or not at
+    all), in row groups of ``row_group_size`` rows (None: pyarrow's default)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -206,7 +208,7 @@ def write_table(path: Path, columns: dict[str, np.ndarray], what: str = "partiti
             raise OutputError(f"The {what} {path.name} does not read back after writing; the disk may be full.")
 
     with staged_file(path, what=what, verify=rows_back) as tmp:
-        pq.write_table(table, str(tmp))
+        pq.write_table(table, str(tmp), row_group_size=row_group_size)
 
 
 def read_table(path: Path) -> dict[str, np.ndarray]:

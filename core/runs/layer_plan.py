@@ -17,7 +17,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
@@ -27,8 +27,10 @@ from ..io.vector import default_layer_name, parcel_layer_problem
 from ..parcels import STATUS_INVALID_GEOMETRY, ParcelTable, check_crs, repair_geometries
 from ..pixel_sampling import chunks_of_bounds
 
-PLAN_BATCH = 20000
-"""Features read at a time while planning (OGR layers; GeoParquet goes by row group)."""
+PLAN_BATCH = 4000
+"""Features read at a time while planning (OGR layers; GeoParquet goes by row group). A batch's
+features are held as Python objects (some 2 KB each), so a batch is kept well under the
+smallest layers the client is measured on: its memory is then the same for every layer."""
 
 
 @dataclass
@@ -39,7 +41,9 @@ class LayerSlice:
         source: the layer file; ``layer``: its layer (None: the first).
         rows: ``(M,)`` positions of the parcels in the run's table (as a partition reports them).
         layer_rows: ``(M,)`` positions of the parcels in the layer, sorted.
-        fids: ``(M,)`` OGR feature ids of the parcels, or None for GeoParquet.
+        fids: ``(M,)`` OGR feature ids of the parcels, or a number: each parcel's position in the
+            layer plus that number (a GeoPackage's usual ids, kept as one number); None for
+            GeoParquet.
         id_column: the field holding the parcel ids, or None for row numbers.
         id_dtype: the type the id field has over the whole layer, for the same id text.
     """
@@ -48,7 +52,7 @@ class LayerSlice:
     layer: Optional[str]
     rows: np.ndarray
     layer_rows: np.ndarray
-    fids: Optional[np.ndarray]
+    fids: Union[np.ndarray, int, None]
     id_column: Optional[str]
     id_dtype: Optional[str]
 
@@ -72,7 +76,8 @@ class LayerPlan:
         source, layer: the layer file and layer.
         crs: the layer's CRS (a pyproj CRS).
         rows: ``(P,)`` positions in the layer of the parcels of the run (selected ones only).
-        fids: ``(P,)`` their OGR feature ids, or None for GeoParquet.
+        fids: ``(P,)`` their OGR feature ids, a number where every id is the parcel's position in
+            the layer plus that number, or None for GeoParquet.
         bounds: ``(P, 4)`` float64 bounding boxes of the repaired geometries (NaN where unusable).
         usable: ``(P,)`` bool, False where the geometry is unusable (``invalid_geometry``).
         ids_digest: SHA-256 of the parcel ids joined by newlines, for the run folder.
@@ -83,7 +88,7 @@ class LayerPlan:
     layer: Optional[str]
     crs: Any
     rows: np.ndarray
-    fids: Optional[np.ndarray]
+    fids: Union[np.ndarray, int, None]
     bounds: np.ndarray
     usable: np.ndarray
     ids_digest: str
@@ -100,7 +105,8 @@ class LayerPlan:
     def slice(self, idx: np.ndarray) -> LayerSlice:
         """The parcels at plan positions ``idx`` (sorted) for a worker to read."""
         return LayerSlice(self.source, self.layer, np.asarray(idx, dtype=np.int64), self.rows[idx],
-                          None if self.fids is None else self.fids[idx], self.id_column, self.id_dtype)
+                          self.fids if not isinstance(self.fids, np.ndarray) else self.fids[idx], self.id_column,
+                          self.id_dtype)
 
 
 def plan_layer(path: Any, *, id_field: Optional[str] = None, selected_ids: Optional[Sequence[Any]] = None,
@@ -137,8 +143,15 @@ def plan_layer(path: Any, *, id_field: Optional[str] = None, selected_ids: Optio
 
 def _plan_pass(source: str, layer: Optional[str], crs: Any, id_column: Optional[str], wanted: Optional[np.ndarray],
                id_dtype: Optional[str]) -> tuple[Optional[LayerPlan], list[str]]:
-    """One pass over the layer: its plan (None without parcels) and the id field's type per batch."""
-    rows, fids, bounds, usable, dtypes = [], [], [], [], []
+    """One pass over the layer: its plan (None without parcels) and the id field's type per batch.
+
+    The plan's arrays are made at the layer's size and filled batch by batch (not joined at the
+    end, which would hold them twice)."""
+    total = _feature_count(source, layer)
+    rows, fids = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+    bounds, usable = np.full((total, 4), np.nan), np.zeros(total, dtype=bool)
+    dtypes: list[str] = []
+    kept, has_fids = 0, False
     digest = hashlib.sha256()
     for start, frame, batch_fids in _batches(source, layer, [id_column] if id_column else []):
         if id_column:
@@ -148,21 +161,45 @@ def _plan_pass(source: str, layer: Optional[str], crs: Any, id_column: Optional[
         keep = np.ones(len(ids), dtype=bool) if wanted is None else np.isin(ids, wanted)
         if not keep.any():
             continue
+        if start + len(frame) > total:
+            raise InputError(f"Parcel layer {source} holds more features than it says it has ({total}); save it "
+                             "again (e.g. as a GeoPackage).")
         geometry, ok = repair_geometries(frame.geometry[keep].reset_index(drop=True))
-        box = np.full((len(ok), 4), np.nan)
+        at = slice(kept, kept + len(ok))
         if ok.any():
-            box[ok] = geometry[ok].bounds.to_numpy()
-        digest.update((("\n" if rows else "") + "\n".join(ids[keep])).encode())
-        rows.append(batch_rows[keep])
-        fids.append(None if batch_fids is None else batch_fids[keep])
-        bounds.append(box)
-        usable.append(ok)
-    if not rows:
+            bounds[at][ok] = geometry[ok].bounds.to_numpy()
+        digest.update((("\n" if kept else "") + "\n".join(ids[keep])).encode())
+        rows[at] = batch_rows[keep]
+        if batch_fids is not None:
+            fids[at], has_fids = batch_fids[keep], True
+        usable[at] = ok
+        kept += len(ok)
+    if not kept:
         return None, dtypes
-    plan = LayerPlan(source, layer, crs, np.concatenate(rows), None if fids[0] is None else np.concatenate(fids),
-                     np.concatenate(bounds), np.concatenate(usable), digest.hexdigest(), id_column,
-                     id_dtype or (dtypes[0] if dtypes else None))
+    if kept < total:  # a selection: only its parcels are kept
+        rows, fids, bounds, usable = rows[:kept].copy(), fids[:kept].copy(), bounds[:kept].copy(), usable[:kept].copy()
+    plan = LayerPlan(source, layer, crs, rows, _compact_fids(fids, rows) if has_fids else None, bounds, usable,
+                     digest.hexdigest(), id_column, id_dtype or (dtypes[0] if dtypes else None))
     return plan, dtypes
+
+
+def _compact_fids(fids: np.ndarray, rows: np.ndarray) -> Union[np.ndarray, int]:
+    """``fids``, or one number where every feature id is the position plus that number."""
+    offset = int(fids[0] - rows[0])
+    return offset if np.array_equal(fids, rows + offset) else fids
+
+
+def _feature_count(source: str, layer: Optional[str]) -> int:
+    """The number of features the layer says it has (without reading them where the format keeps it)."""
+    if is_parquet(source):
+        return len(GeoParquetLayer(source))
+    import fiona
+
+    try:
+        with fiona.open(source, layer=layer) as src:
+            return len(src)
+    except Exception as exc:  # fiona raises its own hierarchy
+        raise InputError(f"Cannot read parcel layer {source}: {exc}") from exc
 
 
 def _fields_and_crs(source: str, layer: Optional[str]) -> tuple[list[str], Any]:
@@ -208,9 +245,12 @@ def _batches(source: str, layer: Optional[str], columns: list[str]) -> Iterator[
         raise InputError(f"Cannot read parcel layer {source}: {exc}") from exc
 
 
-def _read_rows(source: str, layer: Optional[str], rows: np.ndarray, fids: Optional[np.ndarray],
+def _read_rows(source: str, layer: Optional[str], rows: np.ndarray, fids: Union[np.ndarray, int, None],
                columns: list[str]) -> Any:
-    """The features at layer positions ``rows`` (GeoParquet) or with feature ids ``fids`` (OGR)."""
+    """The features at layer positions ``rows`` (GeoParquet) or with feature ids ``fids`` (OGR; a
+    number: the positions plus that number)."""
+    if isinstance(fids, (int, np.integer)):
+        fids = np.asarray(rows, dtype=np.int64) + int(fids)
     if fids is None:
         return GeoParquetLayer(source).read(columns, rows=rows)
     import fiona

@@ -4,7 +4,9 @@ The parcels are cut into partitions by tile and spatial strip (``sampling.spatia
 same chunks a one-process run makes, so the results are the same). Each partition runs as one
 Dask task on any worker and writes its result as a file of its own in a run folder
 (:mod:`.folder`; a Parquet table, or a dataset folder for extraction), atomically; at the end
-the client merges the partitions into the output in parcel order and publishes it whole.
+the output is written from the partitions in parcel order and published whole. A classification's
+output is made from the run folder batch by batch as the layer is copied
+(:mod:`.result_stream`), so the client never holds the whole result.
 
 A classification of a layer file is planned from the parcels' bounding boxes alone
 (:mod:`.layer_plan`) and each partition reads its own parcels from the file; a GeoDataFrame or
@@ -31,7 +33,6 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from ..classify import (
-    assemble_result,
     classification_setup,
     predict_chunk,
     predict_chunk_decided,
@@ -41,9 +42,9 @@ from ..errors import CancelledError, ExtractionError, OutputError, SceneError, T
 from ..extract import chunk_groups, dataset_meta, say_missing_scl, scene_list_of
 from ..model.bundle import default_bundle_for_levels
 from ..parcels import ParcelFields, ParcelTable, parcel_table, require_usable
+from ..pixel_sampling import scene_grids, spatial_chunks
 from ..pixel_sets import DatasetWriter, open_dataset
 from ..preflight import run_bundle
-from ..pixel_sampling import scene_grids, spatial_chunks
 from ..scenes.seasons import select_season
 from ..settings import ExtractionSettings
 from ..thermal.gdd import day_of_season, gdd_at_points
@@ -60,7 +61,8 @@ from .folder import (
     write_stats,
     write_table,
 )
-from .layer_plan import plan_layer
+from .layer_plan import LayerPlan, plan_layer
+from .result_stream import PART_ROW_GROUP, PartitionedResult
 
 log = logging.getLogger(__name__)
 
@@ -270,7 +272,7 @@ def classify_partition(i: int, folder: RunFolder, parcels: PartitionParcels, wea
         # Days since 1970 as numbers (NaN: never), which every Parquet reader takes.
         columns["decided_day"] = np.where(np.isnat(decided_days), np.nan, decided_days.astype(np.int64))
         columns["decided_gdd"] = decided_gdd
-    write_table(folder.part(i), columns)
+    write_table(folder.part(i), columns, row_group_size=PART_ROW_GROUP)
     write_stats(folder, i, _task_stats(i, parcels, wall, cpu, predict_cpu_s=predict_cpu, **_extract_stats(stats)))
 
 
@@ -313,8 +315,33 @@ def classify_partitioned(
     Returns:
         The :class:`ClassificationResult` (the same as ``classify_parcels`` with the same
         ``chunk_size``; probabilities bit for bit when torch runs on as many threads here as
-        on a worker, one), the run's summary and its folder.
+        on a worker, one), merged in memory from the partitions, the run's summary and its folder.
     """
+    result, summary, folder = classify_partitions(
+        parcels, scenes, weather, bundle, run_folder=run_folder, cluster=cluster, resume=resume, chunk_size=chunk_size,
+        listener=listener, cancelled=cancelled, batch_size=batch_size, inputs=inputs, **options)
+    return result.merged(), summary, folder
+
+
+def classify_partitions(
+    parcels: Any,
+    scenes: Any,
+    weather: Any,
+    bundle: Any = None,
+    *,
+    run_folder: PathLike,
+    cluster: ClusterOptions,
+    resume: bool = False,
+    chunk_size: int = 20000,
+    listener: Optional[PartitionListener] = None,
+    cancelled: Optional[Callable[[], bool]] = None,
+    batch_size: int = 256,
+    inputs: Sequence[PathLike] = (),
+    **options: Any,
+) -> tuple[PartitionedResult, RunSummary, RunFolder]:
+    """:func:`classify_partitioned` without the merge: the result stays in the run folder, read
+    from it batch by batch in parcel order (``result_stream.PartitionedResult``); the client
+    keeps each parcel's position in the layer and partition (about 16 bytes a parcel)."""
     prestart_fork_server(cluster)
     if bundle is None:  # the shipped model of the scenes' level, loaded by path on every worker
         scenes = scene_list_of(scenes)
@@ -366,34 +393,8 @@ def classify_partitioned(
         summary = run_partitions(classify_partition, arguments, folder, early, listener=listener, cancelled=cancelled,
                                  shared={"scenes": job.scenes, "settings": job.settings, "bundle": bundle_ref,
                                          "batch_size": batch_size, "decided": decided})
-    # Merge: partition by partition into per-parcel arrays, in parcel order.
-    k = len(job.classes)
-    probabilities = np.full((n, k), np.nan, dtype=np.float32)
-    status = np.empty(n, dtype=object)
-    parcel_ids = np.empty(n if job.table is None else 0, dtype="<U1")  # widened as parts need
-    decided_days = np.full(n, np.datetime64("NaT"), dtype="datetime64[D]")
-    decided_gdd = np.full(n, np.nan, dtype=np.float32)
-    for i, idx in enumerate(chunks):
-        part = read_table(folder.part(i))
-        check_partition(folder, i, idx, part["row"])
-        status[idx] = part["status"]
-        if job.table is None:
-            part_ids = np.asarray(part["parcel_id"], dtype=str)
-            if part_ids.dtype.itemsize > parcel_ids.dtype.itemsize:
-                parcel_ids = parcel_ids.astype(part_ids.dtype)
-            parcel_ids[idx] = part_ids
-        probabilities[idx] = np.stack([part[f"p{c}"] for c in range(k)], axis=1) if k else np.zeros((len(idx), 0))
-        if decided is not None:
-            day = np.asarray(part["decided_day"], dtype=np.float64)
-            decided_days[idx] = np.where(np.isnan(day), np.datetime64("NaT"),
-                                         np.nan_to_num(day).astype(np.int64).astype("datetime64[D]"))
-            decided_gdd[idx] = part["decided_gdd"]
-        del part
-    if job.table is None:
-        job.table = ParcelTable(None, parcel_ids, np.empty(0, dtype=np.int16),
-                                np.empty(0, dtype=np.int32), np.empty(0, dtype=object), source, plan.rows)
-    kept = None if decided is None else (decided_days, decided_gdd, decided)
-    return assemble_result(job, status, probabilities, kept), summary, folder
+    rows = plan.rows if job.table is None else job.table.rows
+    return PartitionedResult(folder, chunks, rows, job.classes, job.warnings, decided), summary, folder
 
 
 def _ids_digest(parcel_ids: Sequence[Any]) -> str:
@@ -514,7 +515,8 @@ def extract_partitioned(
 
 def gdd_partition(i: int, folder: RunFolder, parcels: PartitionParcels, weather: Any, *, dates: np.ndarray,
                   gdd_options: dict) -> None:
-    """One partition of a GDD table: ``part-i.parquet`` with row and g0..gT-1 (float32, NaN without weather)."""
+    """One partition of a GDD table: ``part-i.parquet`` with row, parcel_id and g0..gT-1 (float32, NaN
+    without weather)."""
     wall, cpu = time.perf_counter(), time.process_time()
     table = parcels.table()
     usable = np.array([g is not None for g in table.geometry])
@@ -525,7 +527,7 @@ def gdd_partition(i: int, folder: RunFolder, parcels: PartitionParcels, weather:
         xs[usable], ys[usable] = points.x.to_numpy(), points.y.to_numpy()
     gdd = gdd_at_points(weather, xs, ys, table.geometry.crs, dates, parcel_ids=list(table.parcel_ids),
                         **gdd_options)
-    columns = {"row": parcels.rows}
+    columns = {"row": parcels.rows, "parcel_id": np.asarray(table.parcel_ids, dtype=str)}
     columns.update({f"g{t}": gdd[:, t].astype(np.float32) for t in range(gdd.shape[1])})
     write_table(folder.part(i), columns)
     write_stats(folder, i, _task_stats(i, parcels, wall, cpu, parcel_dates=len(table) * len(dates)))
@@ -535,25 +537,55 @@ def gdd_partitioned(table: Any, weather: Any, dates: np.ndarray, *, run_folder: 
                     resume: bool = False, chunk_size: int = 20000, listener: Optional[PartitionListener] = None,
                     inputs: Sequence[PathLike] = (), **gdd_options: Any) -> tuple[np.ndarray, RunSummary, RunFolder]:
     """GDD ``(P, T)`` float32 of a ``ParcelTable`` at ``dates``, in partitions (see ``gdd.gdd_at_points``)."""
+    gdd, _, summary, folder = gdd_partitions(table, weather, dates, run_folder=run_folder, cluster=cluster,
+                                             resume=resume, chunk_size=chunk_size, listener=listener, inputs=inputs,
+                                             **gdd_options)
+    return gdd, summary, folder
+
+
+def gdd_partitions(parcels: Any, weather: Any, dates: np.ndarray, *, run_folder: PathLike, cluster: ClusterOptions,
+                   resume: bool = False, chunk_size: int = 20000, listener: Optional[PartitionListener] = None,
+                   inputs: Sequence[PathLike] = (),
+                   **gdd_options: Any) -> tuple[np.ndarray, np.ndarray, RunSummary, RunFolder]:
+    """:func:`gdd_partitioned` of a ``ParcelTable`` or of a layer file's ``LayerPlan``
+    (``layer_plan.plan_layer``: the client holds no geometry, each partition reads its own
+    parcels from the file); returns the GDD, the parcel ids (from the partitions), the summary
+    and the run folder."""
+    planned = isinstance(parcels, LayerPlan)
     with EarlyClient(cluster, warm_up=("gdd",)) as early:
-        chunks = spatial_chunks(table, chunk_size)
+        if planned:
+            chunks = parcels.chunks(chunk_size)
+            parcels.bounds = parcels.usable = None  # planned: not needed any more
+            source, ids_digest, inputs_of = parcels.source, parcels.ids_digest, parcels.slice
+        else:
+            chunks = spatial_chunks(parcels, chunk_size)
+            source, ids_digest = parcels.source, _ids_digest(parcels.parcel_ids)
+
+            def inputs_of(idx: np.ndarray) -> PartitionParcels:
+                return PartitionParcels.of(parcels, idx)
         fingerprint = {
             "kind": "gdd",
-            "parcels": table.source if not os.path.exists(str(table.source)) else file_fingerprint(table.source),
-            "parcel_ids": hashlib.sha256("\n".join(map(str, table.parcel_ids)).encode()).hexdigest(),
+            "parcels": source if not os.path.exists(str(source)) else file_fingerprint(source),
+            "parcel_ids": ids_digest,
             "weather": weather_fingerprint(weather, gdd_options),
             "dates": [str(d) for d in np.asarray(dates, dtype="datetime64[D]")],
             "options": repr(sorted(gdd_options.items())),
             "chunk_size": chunk_size,
         }
-        folder = open_run_folder(run_folder, fingerprint=fingerprint, chunks=chunks, n_parcels=len(table),
+        n = len(parcels)
+        folder = open_run_folder(run_folder, fingerprint=fingerprint, chunks=chunks, n_parcels=n,
                                  suffix=".parquet", resume=resume, inputs=inputs)
-        arguments = [(PartitionParcels.of(table, idx), weather_for(weather, idx)) for idx in chunks]
+        arguments = _LazyArguments(len(chunks), lambda i: (inputs_of(chunks[i]), weather_for(weather, chunks[i])))
         summary = run_partitions(gdd_partition, arguments, folder, early, listener=listener,
                                  shared={"dates": np.asarray(dates, dtype="datetime64[D]"), "gdd_options": gdd_options})
-    gdd = np.full((len(table), len(dates)), np.nan, dtype=np.float32)
+    gdd = np.full((n, len(dates)), np.nan, dtype=np.float32)
+    parcel_ids = np.empty(n, dtype=object)
     for i, idx in enumerate(chunks):
         part = read_table(folder.part(i))
         check_partition(folder, i, idx, part["row"])
+        if "parcel_id" not in part:
+            raise OutputError(f"The partition {folder.part(i)} was written by another version of ThermoCrop; "
+                              f"remove the run folder {folder.path} and run again.")
         gdd[idx] = np.stack([part[f"g{t}"] for t in range(len(dates))], axis=1)
-    return gdd, summary, folder
+        parcel_ids[idx] = part["parcel_id"]
+    return gdd, parcel_ids.astype(str), summary, folder

@@ -11,26 +11,34 @@ import threading
 import time
 
 import numpy as np
+import pandas as pd
 import pytest
 import rasterio
 from rasterio.transform import from_origin
 from shapely.geometry import box
 
 from thermocrop.cli.main import EXIT_OUTPUT, main
-from thermocrop.core.classify import classify_parcels
+from thermocrop.core.classify import classify_parcels, write_classification
 from thermocrop.core.errors import CancelledError, OutputError, ThermoCropError
 from thermocrop.core.io.geoparquet import write_geoparquet
 from thermocrop.core.model.bundle import default_bundle_path
 from thermocrop.core.pixel_sets import open_dataset
+from thermocrop.core.runs import partitions, result_stream
 from thermocrop.core.runs.cluster import ClusterOptions, EarlyClient, cached_bundle, dask_client, start_fork_server
 from thermocrop.core.runs.folder import default_run_folder
-from thermocrop.core.runs.partitions import PartitionListener, classify_partitioned, release_freed_memory
+from thermocrop.core.runs.partitions import (
+    PartitionListener,
+    classify_partitioned,
+    classify_partitions,
+    release_freed_memory,
+)
 from thermocrop.core.scenes.bands import S2_BANDS
 from thermocrop.core.scenes.product import decode_threads
 from thermocrop.core.settings import PixelSampling
 
 gpd = pytest.importorskip("geopandas")
 distributed = pytest.importorskip("distributed")
+pq = pytest.importorskip("pyarrow.parquet")
 
 CRS = "EPSG:32631"
 X0, Y0 = 500000.0, 4800000.0
@@ -235,6 +243,40 @@ def test_partitions_read_their_own_parcels_from_a_geoparquet_layer_or_a_table(re
                                                   run_folder=tmp_path / f"run{n}", cluster=options)
         assert summary.computed == 8
         assert_same_result(result, one_process)
+
+
+@pytest.mark.parametrize("suffix", [".gpkg", ".parquet"])
+def test_an_output_written_from_the_run_folder_in_batches_equals_the_one_process_output(region, tmp_path, suffix,
+                                                                                      monkeypatch):
+    """8 partitions of row groups of 2 parcels, the output's fields made 3 features at a time: the
+    same file as a one-process run writes (with the decision dates and the probability fields)."""
+    monkeypatch.setattr(partitions, "PART_ROW_GROUP", 2)
+    monkeypatch.setattr(result_stream, "OUTPUT_BATCH", 3)
+    with one_thread():
+        one = classify_parcels(region["parcels"], region["scenes"], region["weather"], chunk_size=CHUNK, decided=0.05)
+        streamed, summary, _ = classify_partitions(region["parcels"], region["scenes"], region["weather"],
+                                                   chunk_size=CHUNK, run_folder=tmp_path / "run",
+                                                   cluster=ClusterOptions(), decided=0.05)
+    assert summary.computed == 8
+    assert pq.ParquetFile(str(tmp_path / "run" / "part-00000.parquet")).num_row_groups > 1
+    assert streamed.counts() == one.counts()
+    a = write_classification(region["parcels"], one, tmp_path / f"one{suffix}", probabilities=True)
+    b = write_classification(region["parcels"], streamed, tmp_path / f"many{suffix}", probabilities=True)
+    if suffix == ".parquet":
+        assert a.read_bytes() == b.read_bytes()
+    else:
+        x, y = gpd.read_file(a), gpd.read_file(b)
+        assert "crop_decided" in x.columns and x["crop_decided"].notna().any()
+        pd.testing.assert_frame_equal(x, y)
+        assert field_types(a) == field_types(b)
+
+
+def field_types(path) -> list:
+    from osgeo import ogr
+
+    ds = ogr.Open(str(path))
+    defn = ds.GetLayer(0).GetLayerDefn()
+    return [(defn.GetFieldDefn(i).GetName(), defn.GetFieldDefn(i).GetTypeName()) for i in range(defn.GetFieldCount())]
 
 
 def test_a_partitioned_run_without_a_model_uses_the_model_shipped_for_the_scenes_level(region, tmp_path):

@@ -100,3 +100,25 @@ def test_planning_refuses_what_load_parcels_refuses(layer):
         plan_layer(layer, id_field="crop")
     with pytest.raises(InputError, match="among the selected ids"):
         plan_layer(layer, selected_ids=["nowhere"])
+
+
+def test_feature_ids_with_gaps_are_kept_one_by_one(tmp_path):
+    """A GeoPackage whose features 1..n were not all kept (ids with gaps): the plan keeps each id,
+    where a layer of ids 1..n keeps one number; both read each partition's own parcels."""
+    from osgeo import ogr
+
+    frame = layer_frame(12)
+    frame.to_file(tmp_path / "whole.gpkg", driver="GPKG")
+    frame.to_file(tmp_path / "gaps.gpkg", driver="GPKG")
+    ds = ogr.Open(str(tmp_path / "gaps.gpkg"), 1)
+    for fid in (3, 4, 9):
+        assert ds.GetLayer(0).DeleteFeature(fid) == 0
+    ds = None
+    assert plan_layer(tmp_path / "whole.gpkg").fids == 1
+    for path in (tmp_path / "whole.gpkg", tmp_path / "gaps.gpkg"):
+        table = load_parcels(path, block_field=None)
+        plan = plan_layer(path)
+        idx = np.array([0, 2, 3, len(plan) - 1])
+        assert plan.slice(idx).table().parcel_ids.tolist() == table.parcel_ids[idx].tolist()
+    plan = plan_layer(tmp_path / "gaps.gpkg")
+    assert isinstance(plan.fids, np.ndarray) and plan.fids[:4].tolist() == [1, 2, 5, 6]
