@@ -316,6 +316,8 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
         return None
     model.load_state_dict(best_state)
     model.eval()
+    if ranks is not None:
+        set_statistics_group(model, None)  # the scoring below copies the model; a process group cannot be copied
     provenance = {**data_provenance(datasets), **(provenance or {})}
     return write_results(model, scaling, split, config, paths, history, best_f1, device,
                          samples / max(elapsed, 1e-9), provenance, base=init.bundle.config if init else None)
