@@ -276,7 +276,17 @@ def classify_partition(i: int, folder: RunFolder, parcels: PartitionParcels, wea
     write_stats(folder, i, _task_stats(i, parcels, wall, cpu, predict_cpu_s=predict_cpu, **_extract_stats(stats)))
 
 
-def classify_partitioned(
+def classify_partitioned(parcels: Any, scenes: Any, weather: Any, bundle: Any = None,
+                         **kwargs: Any) -> tuple[Any, RunSummary, RunFolder]:
+    """:func:`classify_partitions` with the result merged in memory: the
+    :class:`ClassificationResult` that ``classify_parcels`` gives with the same ``chunk_size``
+    (probabilities bit for bit when torch runs on as many threads here as on a worker, one), the
+    run's summary and its folder. ``kwargs``: as for :func:`classify_partitions`."""
+    result, summary, folder = classify_partitions(parcels, scenes, weather, bundle, **kwargs)
+    return result.merged(), summary, folder
+
+
+def classify_partitions(
     parcels: Any,
     scenes: Any,
     weather: Any,
@@ -291,8 +301,11 @@ def classify_partitioned(
     batch_size: int = 256,
     inputs: Sequence[PathLike] = (),
     **options: Any,
-) -> tuple[Any, RunSummary, RunFolder]:
-    """:func:`core.classify.classify_parcels` in partitions on a Dask cluster.
+) -> tuple[PartitionedResult, RunSummary, RunFolder]:
+    """:func:`core.classify.classify_parcels` in partitions on a Dask cluster, the result left in
+    the run folder and read from it batch by batch in parcel order
+    (``result_stream.PartitionedResult``); the client keeps each parcel's position in the layer
+    and partition (about 16 bytes a parcel).
 
     Args:
         parcels, scenes, weather, bundle: as ``classify_parcels`` (``bundle``: a path or None
@@ -313,35 +326,8 @@ def classify_partitioned(
             for ``classify_parcels``.
 
     Returns:
-        The :class:`ClassificationResult` (the same as ``classify_parcels`` with the same
-        ``chunk_size``; probabilities bit for bit when torch runs on as many threads here as
-        on a worker, one), merged in memory from the partitions, the run's summary and its folder.
+        The ``PartitionedResult``, the run's summary and its folder.
     """
-    result, summary, folder = classify_partitions(
-        parcels, scenes, weather, bundle, run_folder=run_folder, cluster=cluster, resume=resume, chunk_size=chunk_size,
-        listener=listener, cancelled=cancelled, batch_size=batch_size, inputs=inputs, **options)
-    return result.merged(), summary, folder
-
-
-def classify_partitions(
-    parcels: Any,
-    scenes: Any,
-    weather: Any,
-    bundle: Any = None,
-    *,
-    run_folder: PathLike,
-    cluster: ClusterOptions,
-    resume: bool = False,
-    chunk_size: int = 20000,
-    listener: Optional[PartitionListener] = None,
-    cancelled: Optional[Callable[[], bool]] = None,
-    batch_size: int = 256,
-    inputs: Sequence[PathLike] = (),
-    **options: Any,
-) -> tuple[PartitionedResult, RunSummary, RunFolder]:
-    """:func:`classify_partitioned` without the merge: the result stays in the run folder, read
-    from it batch by batch in parcel order (``result_stream.PartitionedResult``); the client
-    keeps each parcel's position in the layer and partition (about 16 bytes a parcel)."""
     prestart_fork_server(cluster)
     if bundle is None:  # the shipped model of the scenes' level, loaded by path on every worker
         scenes = scene_list_of(scenes)
