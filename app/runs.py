@@ -28,6 +28,7 @@ from ..core.io.vector import (
     source_field_kinds,
     write_with_fields,
 )
+from ..core.model.bundle import load_bundle
 from ..core.parcels import ParcelFields, ParcelTable, load_parcels, require_usable
 from ..core.pixel_sets import is_dataset_folder
 from ..core.preflight import LayerFootprint, Preflight, check_inputs
@@ -44,7 +45,7 @@ from ..training.importers.common import grid_blocks, locations_from_geometries
 from .inputs import resolve_scenes, resolve_weather, scene_dates
 from .requests import ClassifyRequest, ClusterSpec, ExtractRequest, GddRequest, ParcelsSpec, scheduler_address
 from .run_progress import RunProgress
-from .season_status import season_as_of
+from .season_status import inseason_model_choice, season_as_of
 
 log = logging.getLogger(__name__)
 
@@ -183,10 +184,15 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
         weather = resolve_weather(request.weather, parcel_geometry(parcels), [s.date for s in scenes],
                                   checked.season_start)
         progress.weather_fetched(request.weather.service, weather)
-    season = None
+    season, model = None, request.model
     if request.as_of is not None:
         scenes, season = season_as_of(request.as_of, parcels, scenes, weather, checked.bundle)
         progress.report(season.describe())
+        early_model = inseason_model_choice(season, (sc.level for sc in scenes)) if model is None else None
+        if early_model is not None:
+            model, why = early_model
+            checked = replace(checked, bundle=load_bundle(model), model_choice=why)
+            progress.report(why)
         progress.report(f"The model: {trained_season(checked.bundle)}.")
     options = {"id_field": parcels.id_field, **sampling_options(request.sampling)}
     if request.fields.decided is not None:
@@ -205,7 +211,7 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
         streamed = parcels.is_file and output is not None and output.features is None
         result, folder = _partitioned(progress, "classify", lambda listener: (
             classify_partitions if streamed else classify_partitioned)(
-            parcels.source, scenes, weather, request.model, cluster=cluster, resume=request.cluster.resume,
+            parcels.source, scenes, weather, model, cluster=cluster, resume=request.cluster.resume,
             run_folder=run_folder,
             chunk_size=request.chunk_size, listener=listener, inputs=list(output.inputs) if output else [], **options))
     partitioned_result = isinstance(result, PartitionedResult)

@@ -267,8 +267,9 @@ class ClassifyPanel(QObject):
         snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(),
                                  layer.fields().names(), selected)
         # Catalogue items are read by the task: without a model of the user's, the shipped model of
-        # their processing level is chosen there, once they are opened.
-        shipped_for_items = form.from_catalog and not model
+        # their processing level is chosen there, once they are opened. As of a date, the run
+        # chooses it too (early in the season, the in-season model: app.season_status).
+        shipped_for_items = not model and (form.from_catalog or form.as_of is not None)
         return ClassificationParameters(snapshot, [], scenes if form.from_catalog else checked.scenes, weather,
                                         model, form.label_field, form.confidence_field, form.status_field,
                                         form.probabilities, output, overwrite,

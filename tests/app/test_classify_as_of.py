@@ -165,3 +165,39 @@ def test_command_line_as_of_and_decided(region, tmp_path, capsys):
         main(["classify", "--parcels", str(region["parcels"]), "--scenes", str(region["scenes"]),
               "--weather", str(region["weather"]), "--out", str(tmp_path / "x.gpkg"), "--as-of", "2023-7-31"])
     assert "not a date written YYYY-MM-DD" in capsys.readouterr().err
+
+
+def test_an_early_run_naming_no_model_uses_the_in_season_model(region, monkeypatch):
+    """With no model named, a date whose GDD (7 a day here) are fewer than ``INSEASON_GDD`` is
+    classified by the shipped in-season ensemble, the next day by the shipped L1C model; a model
+    named is always kept."""
+    from thermocrop.app.season_status import INSEASON_BUNDLE, INSEASON_GDD, inseason_model_choice
+    from thermocrop.core.inseason import SeasonStatus
+
+    monkeypatch.setenv("THERMOCROP_THREADS", "1")
+    models = MODEL.parent
+    last_early = int(np.ceil(INSEASON_GDD / 7.0)) - 1  # the last day of the year with fewer GDD
+    early = datetime.date(2023, 1, 1) + datetime.timedelta(days=last_early - 1)
+    late = early + datetime.timedelta(days=1)
+    assert _gdd(early) < INSEASON_GDD <= _gdd(late) and early > datetime.date.fromisoformat(DATES[0])
+    lines: list = []
+    run = app.run_classification(_request(region, model=None, as_of=early), RunProgress(report=lines.append))
+    named = app.run_classification(_request(region, model=str(models / INSEASON_BUNDLE), as_of=early))
+    np.testing.assert_allclose(run.result.probabilities, named.result.probabilities, rtol=1e-6)
+    said = [line for line in lines if INSEASON_BUNDLE in line]
+    assert len(said) == 1 and f"({_gdd(early):,.0f}) are fewer than {INSEASON_GDD:,.0f}" in said[0]
+    assert INSEASON_BUNDLE in run.checked.model_choice
+    # The next day, and any day with a model named: the shipped model of the scenes' level.
+    lines.clear()
+    run = app.run_classification(_request(region, model=None, as_of=late), RunProgress(report=lines.append))
+    fast = app.run_classification(_request(region, model=str(models / "default_fast.tcm"), as_of=late))
+    np.testing.assert_allclose(run.result.probabilities, fast.result.probabilities, rtol=1e-6)
+    assert not any(INSEASON_BUNDLE in line for line in lines)
+    early_fast = app.run_classification(_request(region, model=str(models / "default_fast.tcm"), as_of=early))
+    assert not np.allclose(early_fast.result.probabilities, named.result.probabilities)
+    # L2A scenes keep their own shipped model; a date whose GDD are unknown keeps the shipped one.
+    status = SeasonStatus(as_of=np.datetime64(early), used=1, total=8, gdd=_gdd(early), season_gdd=_gdd(DATES[-1]),
+                          gdd_date=np.datetime64(early))
+    assert inseason_model_choice(status, ["L2A"]) is None
+    assert inseason_model_choice(status, ["L1C", "L2A"])[0] == models / INSEASON_BUNDLE
+    assert inseason_model_choice(replace(status, gdd=float("nan")), ["L1C"]) is None

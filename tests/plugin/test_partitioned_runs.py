@@ -296,3 +296,27 @@ def test_a_dock_run_cancelled_after_its_partition_is_resumed(dock, one_process, 
     assert task.run() is True, task.error
     assert task.written == str(out) and not run_folder.exists()
     assert_same_labels(_labels(out), one_process)
+
+
+def test_the_dock_as_of_a_date_leaves_the_shipped_model_to_the_run(dock):
+    """Without a model of the user's, a run as of a date is given no model, so that the run can
+    choose the shipped in-season model early in the season (``app.season_status``); a model
+    chosen by the user is kept."""
+    import datetime
+    from pathlib import Path
+
+    from qgis.PyQt.QtCore import QDate
+
+    import thermocrop
+    from thermocrop.plugin.task import classification_request
+
+    assert dock.parameters().bundle is not None  # the whole season: the model the preflight loaded
+    dock.inputs.as_of_on.setChecked(True)
+    dock.inputs.as_of.setDate(QDate(2021, 5, 30))
+    params = dock.parameters()
+    assert params.as_of == datetime.date(2021, 5, 30) and params.bundle is None
+    request = classification_request(params)
+    assert request.model is None and request.as_of == params.as_of
+    model = Path(thermocrop.__file__).parent / "resources" / "models" / "default_fast.tcm"
+    dock.inputs.model.setFilePath(str(model))
+    assert classification_request(dock.parameters()).model is not None
