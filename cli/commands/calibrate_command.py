@@ -62,7 +62,7 @@ def _from_datasets(args: argparse.Namespace) -> int:
 
 def _print(out, calibration) -> None:
     biases = (", class biases " + " ".join(f"{b:+.2f}" for b in calibration.bias)) if calibration.bias else ""
-    print(f"wrote {out}: calibrated ({calibration.method}) on {calibration.parcels} parcels, temperature "
+    print(f"wrote {out}: calibrated on {calibration.parcels} parcels by {calibration.method} scaling, temperature "
           f"{calibration.temperature:.3f}{biases}, expected calibration error {calibration.ece_before:.3f} -> "
           f"{calibration.ece_after:.3f}")
 
