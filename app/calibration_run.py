@@ -10,9 +10,10 @@ from typing import Optional
 
 import numpy as np
 
+from ..core.errors import InputError
 from ..core.io.output import check_output
 from ..core.model.bundle import calibrated_bundle
-from ..core.model.calibration import Calibration, apply_temperature, fit_calibration, reliability_table
+from ..core.model.calibration import CALIBRATION_METHODS, Calibration, fit_calibration, reliability_table
 from ..core.parcels import load_parcels
 from ..core.pixel_sets import STATUS_OK
 from .requests import CalibrateRequest, ClassifyRequest, ResultFields
@@ -34,15 +35,18 @@ class CalibrationRun:
 
 
 def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] = None) -> CalibrationRun:
-    """Classify ``request.reference`` with the model's raw probabilities, fit a calibration on the parcels whose
-    label is one of the model's classes, and write ``request.out``.
+    """Classify ``request.reference`` with the model's raw probabilities, fit a calibration by ``request.method``
+    on the parcels whose label is one of the model's classes, and write ``request.out``.
 
     Raises:
-        InputError: fewer than ``MIN_CALIBRATION_PARCELS`` usable reference parcels (the counts
-            are named: labelled, of classes the model does not know, without a result).
+        InputError: an unknown method, or fewer than ``MIN_CALIBRATION_PARCELS`` usable reference
+            parcels (the counts are named: labelled, of classes the model does not know, without a result).
         OutputError: ``out`` exists without ``overwrite``, or is one of the inputs.
     """
     progress = progress or RunProgress()
+    if request.method not in CALIBRATION_METHODS:
+        raise InputError(f"The calibration method {request.method!r} is not known; choose "
+                         + " or ".join(CALIBRATION_METHODS) + ".")
     out = check_output(request.out, overwrite=request.overwrite, what="calibrated model", suffixes=(".tcm",),
                        inputs=[p for p in (request.model, request.reference.source) if isinstance(p, (str, Path))])
     name = request.reference.describe()
@@ -50,14 +54,14 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
                          label_field=request.label_field, class_map=request.class_map, block_field=None,
                          selected_ids=request.reference.selected_ids)
     # Without a model the run chooses the shipped one by the scenes' level; its calibration, if
-    # any, is taken off again: softmax(log(p_calibrated) * T) is the raw softmax.
+    # any, is taken off again (``Calibration.undo``).
     classify = ClassifyRequest(parcels=request.reference, scenes=request.scenes, weather=request.weather,
                                model=request.model, fields=ResultFields(coverage=None), sampling=request.sampling)
     run = run_classification(classify, progress)
     bundle, result = run.bundle, run.result
     raw = result.probabilities
     if bundle.calibration is not None:
-        raw = apply_temperature(raw, 1.0 / bundle.calibration.temperature)
+        raw = bundle.calibration.undo(raw)
     names = np.asarray(table.classes, dtype=object)
     given = np.asarray(table.labels) >= 0
     labels = np.where(given, names[np.maximum(np.asarray(table.labels), 0)], None)
@@ -75,7 +79,7 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
         j = by_row.get(int(row))
         if j is not None and status == STATUS_OK and labels[j] in known:
             index[i] = known[labels[j]]
-    calibration = fit_calibration(raw, index, name)
+    calibration = fit_calibration(raw, index, name, method=request.method)
     if calibration.parcels < 5 * len(bundle.classes):
         progress.report(f"Only {calibration.parcels} reference parcels for {len(bundle.classes)} classes: the "
                         "calibration is rough; more parcels give a steadier one.")

@@ -308,6 +308,8 @@ class CalibrateRequest:
         model: the bundle to calibrate (None: the shipped model).
         class_map: codes -> classes (a preset name or a class map file), or None.
         overwrite: replace an existing ``out``.
+        method: ``"temperature"`` (one divisor) or ``"vector"`` (a divisor and one bias per class),
+            ``core.model.calibration.CALIBRATION_METHODS``.
     """
 
     reference: ParcelsSpec
@@ -319,6 +321,7 @@ class CalibrateRequest:
     class_map: Any = None
     overwrite: bool = False
     sampling: PixelSampling = field(default_factory=PixelSampling)
+    method: str = "temperature"
 
 
 @dataclass(frozen=True)

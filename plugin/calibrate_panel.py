@@ -10,6 +10,7 @@ from typing import Callable, Optional
 from qgis.core import Qgis, QgsMessageLog, QgsProject, QgsVectorLayer, QgsVectorLayerFeatureSource
 from qgis.PyQt.QtCore import pyqtSignal
 from qgis.PyQt.QtWidgets import (
+    QComboBox,
     QFileDialog,
     QHBoxLayout,
     QLabel,
@@ -82,6 +83,13 @@ class CalibratePanel(TaskPanelMixin, QWidget):
                                             "the layer's parcels whose reference class is filled, classified from "
                                             "the Classify tab's scenes and weather; the calibrated model is saved "
                                             "beside the project and chosen for the next classification"))
+        # The same choices, in the same words, as the Toolbox's Calibrate model.
+        self.method_box = QComboBox()
+        self.method_box.addItem(tr("Temperature scaling (labels unchanged)"), "temperature")
+        self.method_box.addItem(tr("Vector scaling (a temperature and a bias per class)"), "vector")
+        self.method_box.setToolTip(tr("Temperature scaling divides the log-probabilities by one number and keeps "
+                                      "every label; vector scaling also corrects how often the model names each "
+                                      "class on your fields and can change a few labels"))
         self.cancel_button = QPushButton(tr("Cancel"))
         self.cancel_button.setEnabled(False)
         self.progress = QProgressBar()
@@ -96,6 +104,7 @@ class CalibratePanel(TaskPanelMixin, QWidget):
             buttons.addWidget(button, stretch)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.method_box)
         layout.addLayout(buttons)
         layout.addWidget(self.progress)
         layout.addWidget(self.status)
@@ -125,7 +134,8 @@ class CalibratePanel(TaskPanelMixin, QWidget):
         snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(), [])
         return CalibrateRequest(reference=ParcelsSpec(snapshot, name=layer.name()), label_field=label_field,
                                 scenes=ScenesSpec(files=tuple(scenes)), weather=weather_spec(weather), out=str(out),
-                                model=model or None, class_map=class_map or None, overwrite=True)
+                                model=model or None, class_map=class_map or None, overwrite=True,
+                                method=self.method_box.currentData())
 
     def _default_path(self, layer: QgsVectorLayer, model: Optional[str]) -> str:
         """Beside the project; beside the layer's file when it is not saved; else asked."""

@@ -1,9 +1,10 @@
 """Calibration and prediction sets of a model on the real Bavarian parcels: the expected
 calibration error (10 bins) of its raw probabilities, of its own calibration, and of a calibration
-fitted on one half (west or east of the median longitude) and measured on the other; and the
-coverage and mean size of its prediction sets there.
+fitted on one half (west or east of the median longitude) by each method of
+``thermocrop calibrate --method`` and measured on the other; and the coverage and mean size of its
+prediction sets there. ``scripts/calibration_methods_study.py`` compares more methods.
 
-Usage: python scripts/calibration_study.py [--model resources/models/default.tcm]
+Usage: python scripts/calibration_study.py [--model resources/models/default_fast.tcm]
                                            [--work runs/realdata] [--coverage 0.9]
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from thermocrop.core.model.bundle import load_bundle
-from thermocrop.core.model.calibration import expected_calibration_error, prediction_sets
+from thermocrop.core.model.calibration import CALIBRATION_METHODS, expected_calibration_error, prediction_sets
 from thermocrop.training.calibrate import calibrate_on_datasets, dataset_labels, raw_probabilities
 from thermocrop.training.realdata import bavaria_dataset, bavaria_halves
 
@@ -39,7 +40,7 @@ def _row(name: str, probabilities: np.ndarray, labels: np.ndarray, sets: np.ndar
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", type=Path, default=ROOT / "resources" / "models" / "default.tcm")
+    parser.add_argument("--model", type=Path, default=ROOT / "resources" / "models" / "default_fast.tcm")
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "realdata")
     parser.add_argument("--realdata", type=Path)
     parser.add_argument("--coverage", type=float, default=0.9)
@@ -60,11 +61,12 @@ def main() -> int:
             p = own.apply(raw[half])
             lines.append(_row(f"its own calibration ({own.source}, T {own.temperature:.2f}), {half}", p, labels[half],
                               prediction_sets(p, own.threshold(args.coverage))))
-    for fit, test in (("west", "east"), ("east", "west")):
-        cal = calibrate_on_datasets(bundle, [halves[fit]], f"the {fit} half")
-        p = cal.apply(raw[test])
-        lines.append(_row(f"fitted on the {fit} half ({cal.parcels} parcels, T {cal.temperature:.2f}), {test}", p,
-                          labels[test], prediction_sets(p, cal.threshold(args.coverage))))
+    for method in CALIBRATION_METHODS:
+        for fit, test in (("west", "east"), ("east", "west")):
+            cal = calibrate_on_datasets(bundle, [halves[fit]], f"the {fit} half", method=method)
+            p = cal.apply(raw[test])
+            lines.append(_row(f"{method} fitted on the {fit} half ({cal.parcels} parcels, T {cal.temperature:.2f}), "
+                              f"{test}", p, labels[test], prediction_sets(p, cal.threshold(args.coverage))))
     print("\n".join(lines))
     return 0
 

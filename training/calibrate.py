@@ -37,12 +37,14 @@ def raw_probabilities(bundle: ModelBundle, ps: PixelSets, rows: Optional[np.ndar
 
 
 def calibrate_on_datasets(bundle: ModelBundle, datasets: Sequence[PixelSets], source: str,
-                          rows: Optional[Sequence[Optional[np.ndarray]]] = None) -> Calibration:
-    """A calibration of ``bundle`` fitted on the labelled parcels of ``datasets`` (``rows`` of
-    each, or all of them).
+                          rows: Optional[Sequence[Optional[np.ndarray]]] = None,
+                          method: str = "temperature") -> Calibration:
+    """A calibration of ``bundle`` fitted by ``method`` (``"temperature"`` or ``"vector"``) on the
+    labelled parcels of ``datasets`` (``rows`` of each, or all of them).
 
     Raises:
-        InputError: too few usable parcels (``core.model.calibration.fit_calibration``).
+        InputError: too few usable parcels or an unknown method
+            (``core.model.calibration.fit_calibration``).
     """
     rows = rows if rows is not None else [None] * len(datasets)
     probabilities, labels = [], []
@@ -50,4 +52,4 @@ def calibrate_on_datasets(bundle: ModelBundle, datasets: Sequence[PixelSets], so
         part = ps if r is None else ps.subset(np.asarray(r))
         probabilities.append(raw_probabilities(bundle, part))
         labels.append(dataset_labels(bundle, part))
-    return fit_calibration(np.concatenate(probabilities), np.concatenate(labels), source)
+    return fit_calibration(np.concatenate(probabilities), np.concatenate(labels), source, method=method)

@@ -8,6 +8,7 @@ import argparse
 from ... import app
 from ...app import CalibrateRequest, ParcelsSpec
 from ...core.errors import InputError
+from ...core.model.calibration import CALIBRATION_METHODS
 from ...core.settings import PixelSampling
 from ..options import (
     CliProgress,
@@ -37,6 +38,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenes", nargs="+", help="scene folder(s), glob(s) or files (or --stac / --catalog)")
     parser.add_argument("--weather", help="daily temperatures (file) or a service: open-meteo, cds:e-obs, ...")
     parser.add_argument("--level", choices=("L1C", "L2A"), help="use only products of this level")
+    parser.add_argument("--method", choices=CALIBRATION_METHODS, default="temperature",
+                        help="temperature: one divisor of the log-probabilities, labels unchanged (default); vector: "
+                             "a divisor and one bias per class, which can change a few labels (see docs/calibration.md)")
     add_season_option(parser)
     add_stac_options(parser)
     add_missing_scl_option(parser)
@@ -50,15 +54,17 @@ def _from_datasets(args: argparse.Namespace) -> int:
     datasets = [open_dataset(d) for d in args.dataset]
     levels = [level for ps in datasets for level in (ps.meta or {}).get("levels", [])]
     bundle = load_bundle(args.model or default_bundle_for_levels(levels))
-    calibration = calibrate_on_datasets(bundle, datasets, ", ".join(args.dataset))
+    calibration = calibrate_on_datasets(bundle, datasets, ", ".join(args.dataset), method=args.method)
     calibrated_bundle(bundle, calibration, args.out, overwrite=args.overwrite)
     _print(args.out, calibration)
     return 0
 
 
 def _print(out, calibration) -> None:
-    print(f"wrote {out}: calibrated on {calibration.parcels} parcels, temperature {calibration.temperature:.3f}, "
-          f"expected calibration error {calibration.ece_before:.3f} -> {calibration.ece_after:.3f}")
+    biases = (", class biases " + " ".join(f"{b:+.2f}" for b in calibration.bias)) if calibration.bias else ""
+    print(f"wrote {out}: calibrated on {calibration.parcels} parcels by {calibration.method} scaling, temperature "
+          f"{calibration.temperature:.3f}{biases}, expected calibration error {calibration.ece_before:.3f} -> "
+          f"{calibration.ece_after:.3f}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     request = CalibrateRequest(
         reference=ParcelsSpec(args.reference, id_field=args.id_field), label_field=args.label_field,
         scenes=scenes_spec(args), weather=weather_of(args), out=args.out, model=args.model,
-        class_map=args.class_map, overwrite=args.overwrite, sampling=PixelSampling(missing_scl=args.missing_scl))
+        class_map=args.class_map, overwrite=args.overwrite, sampling=PixelSampling(missing_scl=args.missing_scl),
+        method=args.method)
     run = app.run_calibration(request, CliProgress())
     _print(run.path, run.calibration)
     print("  reference parcels by class: " + ", ".join(f"{c} {n}" for c, n in sorted(run.counts.items())))

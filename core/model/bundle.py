@@ -386,7 +386,7 @@ def validate_config_data(data: Any) -> None:
             raise _problem(f"provenance.{SEASON_CURVE_KEY}", str(exc)) from None
     if data.get("calibration"):
         try:
-            check_calibration_data(data["calibration"])
+            check_calibration_data(data["calibration"], len(classes))
         except ValueError as exc:
             raise _problem("calibration", str(exc).removeprefix("calibration").lstrip(". ")) from None
 

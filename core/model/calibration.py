@@ -8,6 +8,11 @@ turns it into one and says which classes to keep to hold the true one with a cho
   (``T`` > 1 softens over-confident output, ``T`` < 1 sharpens under-confident output). ``T`` is
   the value that gives the held-out labels the highest likelihood; the ranking of the classes,
   and so every label, is unchanged.
+- **Vector scaling** (a choice, ``method="vector"``): the same divisor and one added bias per
+  class, ``softmax(log(p) / T + b)``, fitted by the same likelihood with an L2 penalty
+  ``lam * |b|^2`` whose weight is chosen by 5-fold cross-validation on the calibration parcels
+  themselves. The biases correct how often the model names each class on the user's fields, so a
+  few labels can change.
 - **Split-conformal prediction sets**: with ``s_i = 1 - p_i(y_i)`` the calibrated probability
   that the ``n`` held-out parcels give to their true class missed, and ``q`` the
   ``ceil((n + 1) * coverage)``-th smallest of them, the set ``{k : p(k) >= 1 - q}`` of a new parcel
@@ -37,8 +42,11 @@ __all__ = [
     "MIN_CALIBRATION_PARCELS",
     "DEFAULT_COVERAGE",
     "Calibration",
+    "CALIBRATION_METHODS",
     "fit_temperature",
+    "fit_vector_scaling",
     "apply_temperature",
+    "apply_scaling",
     "fit_calibration",
     "conformal_threshold",
     "prediction_sets",
@@ -56,6 +64,17 @@ DEFAULT_COVERAGE = 0.9
 TEMPERATURE_RANGE = (0.02, 50.0)
 """The temperatures searched and accepted from a bundle."""
 
+CALIBRATION_METHODS = ("temperature", "vector")
+"""How a calibration turns raw probabilities into calibrated ones (see the module's text)."""
+
+BIAS_LIMIT = 50.0
+"""The largest class bias accepted from a bundle (a bias of 50 multiplies a probability by e^50)."""
+
+VECTOR_PENALTIES = (0.001, 0.01, 0.03, 0.1, 0.3, 1.0, 10.0)
+"""The weights of the bias penalty that vector scaling's cross-validation chooses from."""
+
+VECTOR_FOLDS = 5
+
 MAX_SCORES = 100_000
 """Conformal scores stored in a bundle at most (a bundle config is read whole)."""
 
@@ -68,6 +87,8 @@ class Calibration:
 
     Attributes:
         temperature: the divisor of the log-probabilities (1.0: unchanged).
+        bias: one number per class added to the divided log-probabilities (vector scaling), or
+            empty (temperature scaling).
         scores: sorted conformal scores ``1 - p(true class)`` of the calibration parcels, under the
             calibrated probabilities.
         parcels: how many labelled parcels the calibration was fitted on.
@@ -81,12 +102,21 @@ class Calibration:
     source: str = ""
     ece_before: Optional[float] = None
     ece_after: Optional[float] = None
+    bias: tuple[float, ...] = field(default_factory=tuple)
+
+    @property
+    def method(self) -> str:
+        """``"temperature"`` or ``"vector"`` (:data:`CALIBRATION_METHODS`)."""
+        return "vector" if self.bias else "temperature"
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form stored in ``BundleConfig.calibration``."""
-        return {"method": "temperature", "temperature": float(self.temperature),
+        data = {"method": self.method, "temperature": float(self.temperature),
                 "scores": [round(float(s), 6) for s in self.scores], "parcels": int(self.parcels),
                 "source": self.source, "ece_before": self.ece_before, "ece_after": self.ece_after}
+        if self.bias:
+            data["bias"] = [float(b) for b in self.bias]
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Optional["Calibration"]:
@@ -97,34 +127,54 @@ class Calibration:
         check_calibration_data(data)
         return cls(temperature=float(data["temperature"]), scores=tuple(float(s) for s in data["scores"]),
                    parcels=int(data["parcels"]), source=str(data["source"]),
-                   ece_before=data.get("ece_before"), ece_after=data.get("ece_after"))
+                   ece_before=data.get("ece_before"), ece_after=data.get("ece_after"),
+                   bias=tuple(float(b) for b in data.get("bias", ())))
 
     def apply(self, probabilities: np.ndarray) -> np.ndarray:
         """``probabilities (P, K)`` calibrated; NaN rows stay NaN."""
-        return apply_temperature(probabilities, self.temperature)
+        return apply_scaling(probabilities, self.temperature, self.bias)
+
+    def undo(self, probabilities: np.ndarray) -> np.ndarray:
+        """The raw probabilities ``(P, K)`` that :meth:`apply` turned into ``probabilities``:
+        ``softmax(T * (log(q) - b))`` (what ``T`` and ``b`` added cancels in the softmax)."""
+        q = np.asarray(probabilities, dtype=np.float64)
+        if self.bias:
+            q = apply_scaling(q, 1.0, -np.asarray(self.bias))
+        return apply_temperature(q, 1.0 / self.temperature)
 
     def threshold(self, coverage: float) -> float:
         """The set threshold ``q`` for ``coverage`` (see :func:`conformal_threshold`)."""
         return conformal_threshold(np.asarray(self.scores), coverage)
 
 
-def check_calibration_data(data: Any) -> None:
-    """Check a bundle's ``calibration`` record field by field.
+def check_calibration_data(data: Any, classes: Optional[int] = None) -> None:
+    """Check a bundle's ``calibration`` record field by field (``classes``: the model's number of
+    classes, which the vector scaling biases must match; None: not checked).
 
     Raises:
         ValueError: naming the first entry that is missing, of the wrong type or out of range.
     """
     if not isinstance(data, Mapping):
         raise ValueError(f"calibration must be a mapping, not {type(data).__name__}")
-    known = {"method", "temperature", "scores", "parcels", "source", "ece_before", "ece_after"}
+    known = {"method", "temperature", "scores", "parcels", "source", "ece_before", "ece_after", "bias"}
     missing = sorted({"method", "temperature", "scores", "parcels", "source"} - set(data))
     if missing:
         raise ValueError(f"calibration lacks {', '.join(missing)}")
     extra = sorted(set(data) - known)
     if extra:
         raise ValueError(f"calibration has unknown entries {', '.join(map(str, extra))}")
-    if data["method"] != "temperature":
-        raise ValueError(f"calibration.method is {data['method']!r}; this ThermoCrop knows 'temperature'")
+    if data["method"] not in CALIBRATION_METHODS:
+        raise ValueError(f"calibration.method is {data['method']!r}; this ThermoCrop knows "
+                         + " and ".join(repr(m) for m in CALIBRATION_METHODS))
+    bias = data.get("bias")
+    if (data["method"] == "vector") != (bias is not None):
+        raise ValueError("calibration.bias must be given with method 'vector', and only then")
+    if bias is not None and (not isinstance(bias, (list, tuple)) or not bias
+                             or any(not _finite(b) or abs(b) > BIAS_LIMIT for b in bias)):
+        raise ValueError(f"calibration.bias must be a list of numbers from {-BIAS_LIMIT:g} to {BIAS_LIMIT:g}, "
+                         "one per class")
+    if bias is not None and classes is not None and len(bias) != classes:
+        raise ValueError(f"calibration.bias must hold one number per class ({classes}), not {len(bias)}")
     t = data["temperature"]
     if not _finite(t) or not TEMPERATURE_RANGE[0] <= t <= TEMPERATURE_RANGE[1]:
         raise ValueError(f"calibration.temperature must be a number from {TEMPERATURE_RANGE[0]:g} to "
@@ -151,12 +201,20 @@ def _finite(value: Any) -> bool:
 
 def apply_temperature(probabilities: np.ndarray, temperature: float) -> np.ndarray:
     """``softmax(log(p) / T)`` row by row, float32; NaN rows stay NaN."""
+    return apply_scaling(probabilities, temperature)
+
+
+def apply_scaling(probabilities: np.ndarray, temperature: float, bias: Sequence[float] = ()) -> np.ndarray:
+    """``softmax(log(p) / T + b)`` row by row, float32, with ``bias (K,)`` (empty: none); NaN
+    rows stay NaN."""
     p = np.asarray(probabilities, dtype=np.float64)
-    if temperature == 1.0 or p.size == 0:
+    if (temperature == 1.0 and not len(bias)) or p.size == 0:
         return p.astype(np.float32)
     out = np.full(p.shape, np.nan)
     ok = np.isfinite(p).all(axis=-1)
     z = np.log(np.clip(p[ok], _EPS, 1.0)) / temperature
+    if len(bias):
+        z = z + np.asarray(bias, dtype=np.float64)
     e = np.exp(z - z.max(axis=-1, keepdims=True))
     out[ok] = e / e.sum(axis=-1, keepdims=True)
     return out.astype(np.float32)
@@ -194,8 +252,82 @@ def fit_temperature(probabilities: np.ndarray, labels: np.ndarray) -> float:
     return float(math.exp((lo + hi) / 2.0))
 
 
+def _vector_objective(log_p: np.ndarray, labels: np.ndarray, w: np.ndarray,
+                      penalty: float) -> tuple[float, np.ndarray, np.ndarray]:
+    """Mean negative log-likelihood of ``labels`` under ``softmax(w[0] * log_p + w[1:])`` plus
+    ``penalty * |w[1:]|^2``, with its gradient and Hessian in ``w``."""
+    n, k = log_p.shape
+    z = w[0] * log_p + w[1:]
+    z = z - z.max(axis=1, keepdims=True)
+    log_norm = np.log(np.exp(z).sum(axis=1))
+    prob = np.exp(z - log_norm[:, None])
+    rows = np.arange(n)
+    value = float(np.mean(log_norm - z[rows, labels])) + penalty * float(w[1:] @ w[1:])
+    residual = prob.copy()
+    residual[rows, labels] -= 1.0
+    gradient = np.concatenate([[np.sum(residual * log_p)], residual.sum(axis=0)]) / n
+    gradient[1:] += 2.0 * penalty * w[1:]
+    # d z_ik / d w: log_p_ik for the slope, the unit vector of class k for the biases
+    jac = np.concatenate([log_p[:, :, None], np.broadcast_to(np.eye(k), (n, k, k))], axis=2)
+    weighted = prob[:, :, None] * jac
+    mean_jac = weighted.sum(axis=1)
+    hessian = (np.einsum("nki,nkj->ij", weighted, jac) - mean_jac.T @ mean_jac) / n
+    hessian[1:, 1:] += 2.0 * penalty * np.eye(k)
+    return value, gradient, hessian
+
+
+def _fit_vector(log_p: np.ndarray, labels: np.ndarray, penalty: float) -> np.ndarray:
+    """``w = (1 / T, b_1..b_K)`` minimising :func:`_vector_objective`: Newton steps, halved until
+    the objective falls (it is convex in ``w``, strictly so for ``penalty`` > 0)."""
+    w = np.concatenate([[1.0], np.zeros(log_p.shape[1])])
+    value, gradient, hessian = _vector_objective(log_p, labels, w, penalty)
+    for _ in range(100):
+        step = np.linalg.solve(hessian + 1e-9 * np.eye(len(w)), gradient)
+        size = 1.0
+        while size > 1e-8:
+            trial = w - size * step
+            trial_value, trial_gradient, trial_hessian = _vector_objective(log_p, labels, trial, penalty)
+            if trial_value <= value:
+                break
+            size /= 2.0
+        else:
+            break
+        converged = value - trial_value < 1e-12
+        w, value, gradient, hessian = trial, trial_value, trial_gradient, trial_hessian
+        if converged or np.abs(gradient).max() < 1e-10:
+            break
+    return w
+
+
+def fit_vector_scaling(probabilities: np.ndarray, labels: np.ndarray) -> tuple[float, np.ndarray, float]:
+    """Temperature ``T``, class biases ``b (K,)`` and penalty weight of vector scaling
+    (``softmax(log(p) / T + b)``) on ``labels (n,)``.
+
+    The penalty weight is the one of :data:`VECTOR_PENALTIES` whose fits on four fifths of the
+    parcels give the held-out fifth the highest likelihood (folds drawn with a fixed seed), and the
+    biases are then fitted on all parcels with it. ``T`` is kept inside :data:`TEMPERATURE_RANGE`.
+    """
+    log_p = np.log(np.clip(np.asarray(probabilities, dtype=np.float64), _EPS, 1.0))
+    labels = np.asarray(labels, dtype=np.int64)
+    folds = np.array_split(np.random.default_rng(0).permutation(len(labels)), VECTOR_FOLDS)
+    best = (math.inf, VECTOR_PENALTIES[0])
+    for penalty in VECTOR_PENALTIES:
+        loss = 0.0
+        for i, held in enumerate(folds):
+            fit = np.concatenate([f for j, f in enumerate(folds) if j != i])
+            w = _fit_vector(log_p[fit], labels[fit], penalty)
+            z = w[0] * log_p[held] + w[1:]
+            z = z - z.max(axis=1, keepdims=True)
+            loss += float(np.sum(np.log(np.exp(z).sum(axis=1)) - z[np.arange(len(held)), labels[held]]))
+        if loss < best[0]:
+            best = (loss, penalty)
+    w = _fit_vector(log_p, labels, best[1])
+    temperature = float(np.clip(1.0 / w[0], *TEMPERATURE_RANGE)) if w[0] > 0 else TEMPERATURE_RANGE[1]
+    return temperature, np.clip(w[1:], -BIAS_LIMIT, BIAS_LIMIT), best[1]
+
+
 def fit_calibration(probabilities: np.ndarray, labels: np.ndarray, source: str,
-                    min_parcels: int = MIN_CALIBRATION_PARCELS) -> Calibration:
+                    min_parcels: int = MIN_CALIBRATION_PARCELS, method: str = "temperature") -> Calibration:
     """A :class:`Calibration` from the model's raw probabilities on labelled parcels it did not
     train on.
 
@@ -206,10 +338,15 @@ def fit_calibration(probabilities: np.ndarray, labels: np.ndarray, source: str,
             or a class the model does not know) are left out.
         source: what the parcels were, stored with the calibration and named in messages.
         min_parcels: the fewest usable parcels accepted.
+        method: ``"temperature"`` or ``"vector"`` (:data:`CALIBRATION_METHODS`).
 
     Raises:
-        InputError: fewer than ``min_parcels`` usable parcels, with the counts.
+        InputError: fewer than ``min_parcels`` usable parcels, with the counts, or an unknown
+            ``method``.
     """
+    if method not in CALIBRATION_METHODS:
+        raise InputError(f"The calibration method {method!r} is not known; choose "
+                         + " or ".join(CALIBRATION_METHODS) + ".")
     p = np.asarray(probabilities, dtype=np.float64)
     y = np.asarray(labels, dtype=np.int64)
     usable = (y >= 0) & (y < p.shape[1]) & np.isfinite(p).all(axis=1)
@@ -219,17 +356,23 @@ def fit_calibration(probabilities: np.ndarray, labels: np.ndarray, source: str,
             f"{int((y < 0).sum())} without a label the model knows, {int((~np.isfinite(p).all(axis=1)).sum())} "
             f"without a result); at least {min_parcels} are needed. Give more labelled parcels.")
     p, y = p[usable], y[usable]
-    temperature = fit_temperature(p, y)
-    calibrated = apply_temperature(p, temperature).astype(np.float64)
+    if method == "vector":
+        temperature, bias, penalty = fit_vector_scaling(p, y)
+        bias = np.round(bias, 6)  # as stored
+        log.info("Vector scaling on %s: bias penalty %g chosen by cross-validation", source, penalty)
+    else:
+        temperature, bias = fit_temperature(p, y), np.zeros(0)
+    calibrated = apply_scaling(p, temperature, bias).astype(np.float64)
     scores = np.sort(1.0 - calibrated[np.arange(len(y)), y])
     if len(scores) > MAX_SCORES:  # evenly spaced order statistics keep the quantiles
         scores = scores[np.linspace(0, len(scores) - 1, MAX_SCORES).round().astype(int)]
     before = expected_calibration_error(p, y)
     after = expected_calibration_error(calibrated, y)
-    log.info("Calibration on %s: %d parcels, temperature %.3f, expected calibration error %.3f -> %.3f",
-             source, len(y), temperature, before, after)
+    log.info("Calibration (%s) on %s: %d parcels, temperature %.3f, expected calibration error %.3f -> %.3f",
+             method, source, len(y), temperature, before, after)
     return Calibration(temperature=temperature, scores=tuple(float(s) for s in scores), parcels=int(len(y)),
-                       source=source, ece_before=round(before, 6), ece_after=round(after, 6))
+                       source=source, ece_before=round(before, 6), ece_after=round(after, 6),
+                       bias=tuple(float(b) for b in bias))
 
 
 def conformal_threshold(scores: np.ndarray, coverage: float) -> float:

@@ -34,6 +34,9 @@ class CalibrateModel(ThermoCropAlgorithm):
     LABEL_FIELD = "LABEL_FIELD"
     CLASS_MAP = "CLASS_MAP"
     CLASS_MAP_FILE = "CLASS_MAP_FILE"
+    METHOD = "METHOD"
+    METHODS = (("temperature", "Temperature scaling (labels unchanged)"),
+               ("vector", "Vector scaling (a temperature and a bias per class)"))
     TEMPERATURE = "TEMPERATURE"
     PARCELS = "PARCELS"
     SUMMARY = ("Makes a model's confidence a probability on your own fields: classifies the labelled reference "
@@ -55,6 +58,10 @@ class CalibrateModel(ThermoCropAlgorithm):
         "WEATHER": "Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV; or leave it empty "
                    "and choose a weather service below.",
         "MODEL": "Model bundle (.tcm) to calibrate. Leave empty for the model shipped with the plugin.",
+        "METHOD": "Temperature scaling divides the log-probabilities by one number and keeps every label. Vector "
+                  "scaling adds one bias per class, fitted with a penalty chosen by cross-validation on the reference "
+                  "parcels: it corrects how often the model names each class on your fields and can change a few "
+                  "labels. On the real Bavarian parcels it gave the lower calibration error (docs/calibration.md).",
         "OUTPUT": "The calibrated model bundle (.tcm) to write; the model's weights are those of the input model.",
     }
 
@@ -72,6 +79,8 @@ class CalibrateModel(ThermoCropAlgorithm):
         self.add_weather_parameters(self.HELP["WEATHER"])
         self.add(QgsProcessingParameterFile(self.MODEL, "Model bundle to calibrate",
                                             fileFilter="ThermoCrop model (*.tcm)", optional=True))
+        self.add(QgsProcessingParameterEnum(self.METHOD, "Calibration method",
+                                            options=[label for _, label in self.METHODS], defaultValue=0))
         self.add(QgsProcessingParameterFileDestination(self.OUTPUT, "Calibrated model bundle",
                                                        fileFilter="ThermoCrop model (*.tcm)"))
         self.addOutput(QgsProcessingOutputNumber(self.TEMPERATURE, "Temperature"))
@@ -116,15 +125,16 @@ class CalibrateModel(ThermoCropAlgorithm):
             scenes=scenes_spec(self, parameters, context), weather=weather_spec(self, parameters, context),
             out=self.parameterAsFileOutput(parameters, self.OUTPUT, context),
             model=self.parameterAsFile(parameters, self.MODEL, context) or None,
-            class_map=class_map_of(self, parameters, context), overwrite=True)
+            class_map=class_map_of(self, parameters, context), overwrite=True,
+            method=self.METHODS[self.parameterAsEnum(parameters, self.METHOD, context)][0])
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         self.acknowledge_cancel(feedback)
         request = self.request(parameters, context)
         run = self.run_core(lambda: app.run_calibration(request, ProcessingRun(feedback)))
         calibration = run.calibration
-        feedback.pushInfo(tr("Calibrated on {n} reference parcels: temperature {t:.3f}").format(
-            n=calibration.parcels, t=calibration.temperature))
+        feedback.pushInfo(tr("Calibrated ({method}) on {n} reference parcels: temperature {t:.3f}").format(
+            method=calibration.method, n=calibration.parcels, t=calibration.temperature))
         feedback.pushInfo(tr("Reference parcels by class: {counts}").format(
             counts=", ".join(f"{c} {n}" for c, n in sorted(run.counts.items()))))
         if run.skipped:

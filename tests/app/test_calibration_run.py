@@ -100,3 +100,58 @@ def test_a_model_without_calibration_gives_no_sets_and_says_so(tiny_region, raw_
     assert main(["classify", "--parcels", str(tiny_region / "parcels.gpkg"), "--scenes", str(tiny_region / "scenes"),
                  "--weather", str(tiny_region / "weather.nc"), "--model", str(raw_model), "--out", str(out)]) == 0
     assert "crop_set" not in gpd.read_file(out).columns
+
+
+def test_vector_scaling_from_the_command_line_is_the_penalised_likelihood_optimum(tiny_region, raw_model, tmp_path):
+    from thermocrop.cli.main import main
+    from thermocrop.core.classify import classify_parcels
+    from thermocrop.core.model.calibration import VECTOR_PENALTIES
+
+    cal_path = tmp_path / "vector.tcm"
+    inputs = ["--scenes", str(tiny_region / "scenes"), "--weather", str(tiny_region / "weather.nc")]
+    assert main(["calibrate", str(raw_model), "--reference", str(tiny_region / "parcels.gpkg"), "--label-field", "crop",
+                 *inputs, "--method", "vector", "--out", str(cal_path)]) == 0
+    calibration = load_bundle(cal_path).calibration
+    raw = classify_parcels(str(tiny_region / "parcels.gpkg"), str(tiny_region / "scenes"),
+                           str(tiny_region / "weather.nc"), str(raw_model))
+    truth = gpd.read_file(tiny_region / "parcels.gpkg")["crop"].to_numpy()
+    classes = list(raw.classes)
+    labels = np.array([classes.index(c) if c in classes else -1 for c in truth])[raw.rows]
+    keep = (raw.status == "ok") & (labels >= 0)
+    assert calibration.method == "vector" and calibration.parcels == keep.sum()
+    # At the optimum the gradient of mean NLL + lam * |b|^2 is zero: for the slope 1 / T,
+    # mean(sum_k (P - Y) log p) = 0; for each bias, mean(P_k - Y_k) + 2 lam b_k = 0, with one
+    # lam of the cross-validated choices.
+    log_p = np.log(np.clip(raw.probabilities[keep].astype(np.float64), 1e-12, 1.0))
+    bias = np.asarray(calibration.bias)
+    z = log_p / calibration.temperature + bias
+    prob = np.exp(z - z.max(axis=1, keepdims=True))
+    prob /= prob.sum(axis=1, keepdims=True)
+    residual = prob - np.eye(len(classes))[labels[keep]]
+    assert abs(np.mean(np.sum(residual * log_p, axis=1))) < 1e-4
+    lam = min(VECTOR_PENALTIES, key=lambda lam: np.abs(residual.mean(axis=0) + 2 * lam * bias).max())
+    np.testing.assert_allclose(residual.mean(axis=0) + 2 * lam * bias, 0.0, atol=1e-4)
+
+    # classified with it: labels and confidence from the biased, divided log-probabilities
+    out = tmp_path / "classified.gpkg"
+    assert main(["classify", "--parcels", str(tiny_region / "parcels.gpkg"), *inputs, "--model", str(cal_path),
+                 "--out", str(out)]) == 0
+    layer = gpd.read_file(out)
+    z = np.log(np.clip(raw.probabilities.astype(np.float64), 1e-12, 1.0)) / calibration.temperature + bias
+    for i, row in enumerate(raw.rows):
+        if raw.status[i] == "ok":
+            p = np.exp(z[i] - z[i].max()) / np.exp(z[i] - z[i].max()).sum()
+            assert layer.iloc[row]["crop_pred"] == classes[int(p.argmax())]
+            assert layer.iloc[row]["crop_conf"] == pytest.approx(float(p.max()), abs=2e-5)
+
+    # calibrating the calibrated model again starts from its raw probabilities
+    again = app.run_calibration(_request(tiny_region, tmp_path / "again.tcm", cal_path))
+    assert again.calibration.temperature == pytest.approx(fit_temperature(raw.probabilities[keep], labels[keep]),
+                                                          rel=1e-3)
+
+
+def test_an_unknown_calibration_method_is_refused_before_anything_is_read(tiny_region, raw_model, tmp_path):
+    out = tmp_path / "cal.tcm"
+    with pytest.raises(InputError, match="method 'platt' is not known.*temperature or vector"):
+        app.run_calibration(_request(tiny_region, out, raw_model, method="platt"))
+    assert not out.exists()

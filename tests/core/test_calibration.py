@@ -12,12 +12,15 @@ import pytest
 
 from thermocrop.core.errors import BundleError, InputError
 from thermocrop.core.model.calibration import (
+    VECTOR_PENALTIES,
     Calibration,
+    apply_scaling,
     apply_temperature,
     conformal_threshold,
     expected_calibration_error,
     fit_calibration,
     fit_temperature,
+    fit_vector_scaling,
     prediction_sets,
     reliability_table,
 )
@@ -116,6 +119,83 @@ def test_too_few_parcels_are_refused_with_the_counts():
 
 
 # ---------------------------------------------------------------------------------------------
+# Vector scaling
+
+
+PRIOR = np.array([3.0, 1.0, 1.0, 1.0])
+
+
+def _shifted(rng, n, sharpen=2.0):
+    """Parcels whose true class follows softmax(z + log PRIOR) (class 0 three times as common as the
+    model thinks), with a model that reports softmax(sharpen * z)."""
+    z = rng.normal(0.0, 1.5, size=(n, len(PRIOR)))
+    truth = _softmax(z + np.log(PRIOR))
+    labels = np.array([rng.choice(len(PRIOR), p=row) for row in truth])
+    return _softmax(sharpen * z), labels
+
+
+def test_vector_scaling_finds_a_known_temperature_and_class_shift():
+    # softmax(2z) reported, softmax(z + log PRIOR) true: T = 2 and b = log PRIOR up to a constant,
+    # which the penalty sets to the one of least norm (biases summing to zero).
+    p, y = _shifted(np.random.default_rng(5), 20000)
+    temperature, bias, penalty = fit_vector_scaling(p, y)
+    assert penalty in VECTOR_PENALTIES
+    assert temperature == pytest.approx(2.0, rel=0.05)
+    expected = np.log(PRIOR) - np.log(PRIOR).mean()
+    np.testing.assert_allclose(bias, expected, atol=0.06)
+
+
+def test_vector_scaling_is_the_minimum_an_independent_optimiser_finds():
+    from scipy.optimize import minimize
+
+    p, y = _shifted(np.random.default_rng(6), 150)
+    temperature, bias, penalty = fit_vector_scaling(p, y)
+    log_p = np.log(p)
+
+    def objective(w):
+        z = w[0] * log_p + w[1:]
+        log_norm = np.log(np.exp(z).sum(axis=1))
+        return np.mean(log_norm - z[np.arange(len(y)), y]) + penalty * np.sum(w[1:] ** 2)
+
+    best = minimize(objective, np.concatenate([[1.0], np.zeros(4)]), method="Nelder-Mead",
+                    options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 20000, "maxfev": 20000})
+    assert 1.0 / temperature == pytest.approx(best.x[0], abs=2e-3)
+    np.testing.assert_allclose(bias, best.x[1:], atol=2e-3)
+
+
+def test_vector_scaling_beats_temperature_where_the_class_frequencies_differ():
+    p, y = _shifted(np.random.default_rng(7), 4000)
+    fit, new = slice(0, 2000), slice(2000, None)
+    by_temperature = fit_calibration(p[fit], y[fit], "first half")
+    by_vector = fit_calibration(p[fit], y[fit], "first half", method="vector")
+    assert by_temperature.method == "temperature" and by_vector.method == "vector" and len(by_vector.bias) == 4
+
+    def nll(q):
+        return -np.mean(np.log(q[np.arange(len(q)), y[new]]))
+
+    assert nll(by_vector.apply(p[new])) < nll(by_temperature.apply(p[new])) - 0.02
+    assert expected_calibration_error(by_vector.apply(p[new]), y[new]) < 0.03
+    # the scores are those of the calibrated probabilities
+    q = by_vector.apply(p[fit])
+    np.testing.assert_allclose(by_vector.scores, np.sort(1.0 - q[np.arange(2000), y[fit]]), atol=1e-6)
+    with pytest.raises(InputError, match="method 'platt' is not known"):
+        fit_calibration(p[fit], y[fit], "first half", method="platt")
+
+
+def test_vector_scaling_by_hand_and_undone():
+    p = np.array([[0.7, 0.2, 0.1], [np.nan] * 3, [0.1, 0.3, 0.6]])
+    cal = Calibration(temperature=2.0, bias=(1.0, 0.0, -0.5), scores=(0.1,), parcels=60, source="test")
+    q = cal.apply(p)
+    w = np.array([0.7, 0.2, 0.1]) ** 0.5 * np.exp([1.0, 0.0, -0.5])
+    np.testing.assert_allclose(q[0], w / w.sum(), rtol=1e-5)
+    assert np.isnan(q[1]).all()
+    np.testing.assert_allclose(apply_scaling(p, 2.0, (1.0, 0.0, -0.5)), q)
+    back = cal.undo(q)
+    np.testing.assert_allclose(back[[0, 2]], p[[0, 2]], rtol=1e-5)
+    assert np.isnan(back[1]).all()
+
+
+# ---------------------------------------------------------------------------------------------
 # Bundles
 
 
@@ -158,6 +238,21 @@ def test_a_calibrated_bundle_predicts_calibrated_probabilities(tmp_path):
     np.testing.assert_allclose(bundle.predict(ps), apply_temperature(raw, 0.4), rtol=1e-5, atol=1e-6)
 
 
+def test_a_bundle_calibrated_by_vector_scaling_predicts_with_its_biases(tmp_path):
+    from thermocrop.core.model.bundle import load_bundle
+
+    cal = Calibration(temperature=0.5, bias=(0.8, -0.3, -0.5), scores=tuple(np.linspace(0.0, 0.9, 60)), parcels=60,
+                      source="test")
+    path = _small_bundle(tmp_path, cal)
+    bundle = load_bundle(path)
+    assert bundle.calibration == Calibration.from_dict(cal.to_dict()) and bundle.calibration.method == "vector"
+    assert json.loads(json.dumps(cal.to_dict()))["bias"] == [0.8, -0.3, -0.5]
+    ps = _pixel_sets()
+    raw = bundle.predict(ps, calibrated=False).astype(np.float64)
+    by_hand = _softmax(np.log(raw) / 0.5 + np.array([0.8, -0.3, -0.5]))
+    np.testing.assert_allclose(bundle.predict(ps), by_hand, rtol=1e-4, atol=1e-6)
+
+
 def _rewrite_config(path, change):
     """Edit a bundle's stored config and give it a valid checksum again (as another program could)."""
     import hashlib
@@ -197,6 +292,10 @@ def test_a_bundle_of_an_earlier_release_loads_uncalibrated_with_one_warning(tmp_
     (lambda c: c.update(scores=[0.2, 1.5]), "scores"),
     (lambda c: c.update(method="platt"), "method"),
     (lambda c: c.update(command="rm -rf /"), "unknown entries command"),
+    (lambda c: c.update(method="vector"), "bias must be given with method 'vector'"),
+    (lambda c: c.update(bias=[0.1, 0.2, 0.3]), "bias must be given with method 'vector'"),
+    (lambda c: c.update(method="vector", bias=[0.1, 0.2]), r"bias must hold one number per class \(3\)"),
+    (lambda c: c.update(method="vector", bias=[0.1, 0.2, 99.0]), "bias must be a list of numbers"),
 ])
 def test_a_damaged_calibration_is_refused_by_name(tmp_path, change, message):
     from thermocrop.core.model.bundle import load_bundle

@@ -32,3 +32,39 @@ def test_calibrate_on_a_dataset_from_the_command_line(tmp_path, capsys):
     assert "calibrated on 74 parcels" in capsys.readouterr().out
     # A second run into the same file is refused without --overwrite (exit code 5).
     assert main(["calibrate", str(raw_path), "--dataset", str(tmp_path / "data"), "--out", str(out)]) == 5
+
+
+def test_vector_scaling_on_a_dataset_from_the_command_line(tmp_path, capsys):
+    from scipy.optimize import minimize
+
+    from thermocrop.cli.main import main
+    from thermocrop.core.model.calibration import VECTOR_PENALTIES
+
+    shipped = load_bundle(default_bundle_path())
+    raw_path = tmp_path / "raw.tcm"
+    save_bundle(raw_path, shipped.model, replace(shipped.config, calibration={}))
+    ps = make_pixel_sets(n=80, seed=8)
+    save_dataset(ps, tmp_path / "data")
+    out = tmp_path / "vector.tcm"
+    assert main(["calibrate", str(raw_path), "--dataset", str(tmp_path / "data"), "--method", "vector",
+                 "--out", str(out)]) == 0
+    calibration = load_bundle(out).calibration
+    assert calibration.method == "vector" and len(calibration.bias) == len(shipped.classes)
+    assert "by vector scaling" in capsys.readouterr().out
+    usable = np.flatnonzero((ps.status == "ok") & (ps.labels >= 0))
+    labels = np.asarray(ps.labels)[usable]
+    log_p = np.log(np.clip(load_bundle(raw_path).predict(ps.subset(usable)).astype(np.float64), 1e-12, 1.0))
+
+    # The stored temperature and biases are the minimum of the penalised likelihood for one of the
+    # penalties offered, found here by another optimiser from another start.
+    def objective(w, penalty):
+        z = w[0] * log_p + w[1:]
+        z = z - z.max(axis=1, keepdims=True)
+        return np.mean(np.log(np.exp(z).sum(axis=1)) - z[np.arange(len(labels)), labels]) + penalty * w[1:] @ w[1:]
+
+    stored = np.concatenate([[1.0 / calibration.temperature], calibration.bias])
+    start = np.concatenate([[0.5], np.full(len(calibration.bias), 0.1)])
+    found = {penalty: minimize(objective, start, args=(penalty,), method="BFGS", options={"gtol": 1e-9}).x
+             for penalty in VECTOR_PENALTIES}
+    closest = min(found.values(), key=lambda w: np.abs(w - stored).max())
+    np.testing.assert_allclose(stored, closest, atol=2e-3)
