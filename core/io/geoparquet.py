@@ -119,6 +119,7 @@ def write_geoparquet(
         if rows != count or missing:
             raise OutputError(f"{target.name} holds {rows} rows and lacks {missing} after writing; nothing was "
                               "written.")
+        fields.complete()
         publish(staging.path, target, overwrite=overwrite, staging=staging)
     log.info("Wrote %d features to %s (GeoParquet)", count, target)
     return target

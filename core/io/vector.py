@@ -442,7 +442,9 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
             definition = ogr.FieldDefn(written, {"real": ogr.OFTReal, "integer": ogr.OFTInteger64,
                                                  "string": ogr.OFTString}[kind])
             if kind == "string" and target.driver == "ESRI Shapefile":
-                definition.SetWidth(min(max(fields.longest(name), 1), 254))
+                # Declared fields are made as they are written: as wide as they can be, narrowed
+                # once written to their longest text, as a scan before writing would make them.
+                definition.SetWidth(_dbf_width(fields.widest(name) if fields.declared else fields.longest(name)))
             if out.CreateField(definition) != 0:
                 raise OutputError(f"Cannot create field {written} in {target.path}: {said(messages)}")
             index = out.GetLayerDefn().GetFieldCount() - 1
@@ -488,6 +490,9 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
         if transaction and dst.CommitTransaction() != 0:
             raise OutputError(f"Writing {target.path} failed ({said(messages)}); the disk may be full. "
                               "Nothing was written.")
+        if fields.declared and target.driver == "ESRI Shapefile":
+            _narrow_text_fields(out, [(index, name) for index, kind, name in added if kind == "string"], fields,
+                                target)
         if measured and not out.TestCapability(ogr.OLCMeasuredGeometries):
             log.warning("The M (measure) values of %s are not written: %s files cannot hold them. Write a "
                         ".gpkg, .shp, .fgb or .csv file to keep them.", source, target.driver)
@@ -498,6 +503,31 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
             raise OutputError(f"Writing {target.path} ({target.driver}) failed ({said(messages)}); the disk "
                               "may be full. Nothing was written.")
     return written_count
+
+
+def _dbf_width(longest: int) -> int:
+    """A shapefile text field's width for values of at most ``longest`` UTF-8 bytes."""
+    return min(max(longest, 1), 254)
+
+
+def _narrow_text_fields(out: Any, added: Sequence[tuple[int, str]], fields: FieldBatches, target: VectorTarget) -> None:
+    """Narrow the written shapefile's text fields ``(index, name)`` to their longest value (the
+    same table, byte for byte, as one written at that width)."""
+    from osgeo import ogr
+
+    for index, name in added:
+        longest = fields.longest(name)
+        defn = out.GetLayerDefn().GetFieldDefn(index)
+        if longest > defn.GetWidth():
+            raise OutputError(f"Field {name} got a value of {longest} bytes, wider than the {defn.GetWidth()} its "
+                              f"source declared; nothing was written to {target.path}.")
+        if _dbf_width(longest) == defn.GetWidth():
+            continue
+        narrow = ogr.FieldDefn(defn.GetName(), defn.GetType())
+        narrow.SetWidth(_dbf_width(longest))
+        if out.AlterFieldDefn(index, narrow, ogr.ALTER_WIDTH_PRECISION_FLAG) != 0:
+            raise OutputError(f"Cannot set the width of field {defn.GetName()} in {target.path}; nothing was "
+                              "written.")
 
 
 def _layer_counts(path: Path, driver: str, skip: Optional[str] = None, count: bool = True) -> dict[str, int]:
@@ -728,6 +758,7 @@ def write_with_fields(
         except OSError as exc:
             raise OutputError(f"Writing {target.path} failed ({exc.strerror or exc}); the disk may be full. Nothing "
                               "was written.") from exc
+        fields.complete()
         output.commit(count, list(target.fields.values()))
     log.info("Wrote %d features to %s (layer %s)", count, target.path, target.layer)
     return target.path
