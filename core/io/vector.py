@@ -26,7 +26,7 @@ from ..errors import InputError, OutputError
 from .csv_cells import inert_feature
 from .field_batches import FieldBatches, RowValues, field_kind
 from .gdal_messages import gdal_messages, said
-from .geoparquet import PARQUET_SUFFIX, GeoParquetLayer, is_parquet, write_geoparquet
+from .geoparquet import PARQUET_SUFFIX, GeoParquetLayer, copy_to_geopackage, is_parquet, write_geoparquet
 from .output import Staging, check_output, directory_lock, publish, publish_parts, same_file
 from .sqlite_files import check_sqlite, contents_order, keep_layer_order, settle_sqlite, snapshot_sqlite, sqlite_state
 
@@ -733,10 +733,6 @@ def write_with_fields(
     fields = FieldBatches.of(fields)
     if is_parquet(out):
         return write_geoparquet(parcels, fields, out, overwrite=overwrite, layer=layer, inputs=inputs)
-    if not isinstance(parcels, gpd.GeoDataFrame) and is_parquet(parcels):
-        # GDAL here has no Parquet driver: the layer goes through a GeoDataFrame (and inputs
-        # keep the file from being written over).
-        inputs, parcels = [*inputs, parcels], GeoParquetLayer(parcels).read()
     frame = parcels if isinstance(parcels, gpd.GeoDataFrame) else None
     source = None if frame is not None else Path(parcels)
     source_layer = layer
@@ -749,10 +745,16 @@ def write_with_fields(
     replaced_fields(source_field_kinds(frame if frame is not None else source, source_layer), target, kinds,
                     source=f"The parcel layer {source if frame is None else ''}".rstrip())
     with VectorOutput(target) as output:
-        if frame is not None:
+        if frame is not None or is_parquet(source):
+            # GDAL here has no Parquet driver: a GeoParquet layer is copied row group by row
+            # group into a GeoPackage beside the output, and the output made from that.
             (output.staging.folder / "in").mkdir()
-            source, source_layer = output.staging.folder / "in" / "parcels.gpkg", "parcels"
-            frame.to_file(source, layer=source_layer, driver="GPKG")
+            staged, source_layer = output.staging.folder / "in" / "parcels.gpkg", "parcels"
+            if frame is not None:
+                frame.to_file(staged, layer=source_layer, driver="GPKG")
+            else:
+                copy_to_geopackage(GeoParquetLayer(source), staged, source_layer)
+            source = staged
         try:
             count = _copy_with_fields(source, source_layer, target, output.path, fields)
         except OSError as exc:
