@@ -89,6 +89,7 @@ def main() -> None:
             write_table(running.folder.part(i), columns, row_group_size=1024)
             running.finished.finish(i)
         last = time.perf_counter()
+        running.finished.end()  # the run ended well: the output may be published
         writer.join()
         tail_s = done["at"] - last
 

@@ -117,8 +117,9 @@ class OutputWhileRunning:
     holding its parcels have finished (a partition finishing early waits in the run folder).
 
     Use as a context manager around :func:`run_partitions`, giving it :meth:`listener` and
-    :meth:`cancelled`. Leaving the block waits for the output; a run that failed or was cancelled
-    stops it (``write`` then raises, and its staged file goes with it), and an output that failed
+    :meth:`cancelled`. Leaving the block waits for the output, which is published only once the
+    block ends well; a run that failed or was cancelled stops it (``write`` then raises, and its
+    staged file goes with it, even when every partition had finished), and an output that failed
     stops the run after the partition running (its error is raised). What ``write`` returns is
     kept as ``result.written``.
     """
@@ -149,7 +150,9 @@ class OutputWhileRunning:
 
     def __exit__(self, kind: Any, exc: Optional[BaseException], trace: Any) -> None:
         failed_first = self._error
-        if exc is not None:
+        if exc is None:
+            self.result.finished.end()  # the output may now be published
+        else:
             self.result.finished.stop(str(exc) or type(exc).__name__)
         self._thread.join()
         self.result.finished = None  # every partition is there, or none will come

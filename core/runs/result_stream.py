@@ -45,11 +45,14 @@ client is measured on, so that its memory is the same for every layer)."""
 
 class FinishedPartitions:
     """Which partitions of a run have finished, told by the thread that runs them and waited on
-    by the thread that writes the output; once the run stopped, a wait raises."""
+    by the thread that writes the output; once the run stopped, a wait raises. The output is
+    published only once the run has ended well (:meth:`wait_end`), so a run cancelled as its last
+    partition finished publishes nothing either."""
 
     def __init__(self, finished: Sequence[int] = ()) -> None:
         self._finished = set(int(i) for i in finished)
         self._stopped: Optional[str] = None
+        self._ended = False
         self._changed = threading.Condition()
 
     def finish(self, i: int) -> None:
@@ -63,6 +66,24 @@ class FinishedPartitions:
         with self._changed:
             self._stopped = why
             self._changed.notify_all()
+
+    def end(self) -> None:
+        """The run ended well: every partition is written."""
+        with self._changed:
+            self._ended = True
+            self._changed.notify_all()
+
+    def wait_end(self) -> None:
+        """Return once the run has ended well.
+
+        Raises:
+            CancelledError: it stopped instead.
+        """
+        with self._changed:
+            while not self._ended:
+                if self._stopped is not None:
+                    raise CancelledError(f"The output was not written: {self._stopped}")
+                self._changed.wait()
 
     def wait(self, i: int) -> None:
         """Return once partition ``i`` has finished.
@@ -283,6 +304,8 @@ class PartitionedResult:
             return columns
 
         def complete() -> None:
+            if self.finished is not None:
+                self.finished.wait_end()
             if counted[0] == features:
                 self._tallied(counts, statuses)
             if self.require is not None:

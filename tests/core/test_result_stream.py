@@ -161,6 +161,7 @@ class WatchedPartitions(result_stream.FinishedPartitions):
         super().__init__(finished)
         self.done = set(finished)
         self.waiting = threading.Event()
+        self.ending = threading.Event()
 
     def finish(self, i):
         self.done.add(i)
@@ -170,6 +171,10 @@ class WatchedPartitions(result_stream.FinishedPartitions):
         if i not in self.done:
             self.waiting.set()
         super().wait(i)
+
+    def wait_end(self):
+        self.ending.set()
+        super().wait_end()
 
 
 def write_part(folder, i, status, probabilities):
@@ -236,6 +241,10 @@ def test_the_output_holds_the_first_partitions_rows_before_the_last_one_finishes
     assert out.read_text(encoding="utf-8") == "an earlier output\n"  # the user's file, untouched meanwhile
     write_part(result.folder, 2, *arrays)
     result.finished.finish(2)
+    # Every row is written; the output waits for the run to end well before taking its name.
+    assert result.finished.ending.wait(120)
+    assert thread.is_alive() and out.read_text(encoding="utf-8") == "an earlier output\n"
+    result.finished.end()
     thread.join(120)
     assert written == {"path": out}
     whole = write_with_fields(parcels, result_columns(expected, PARCELS, **NAMES), tmp_path / "whole.csv")
@@ -248,12 +257,19 @@ def test_the_output_holds_the_first_partitions_rows_before_the_last_one_finishes
     assert not list(tmp_path.glob(".thermocrop-partial.*"))
 
 
-def test_a_run_that_stops_while_its_output_is_written_leaves_the_old_output(running, tmp_path):
-    result, _, parcels, out, _ = running
+@pytest.mark.parametrize("last_written", [False, True])
+def test_a_run_that_stops_while_its_output_is_written_leaves_the_old_output(running, tmp_path, last_written):
+    """Stopped while the output waits for the last partition, or once every row is written (a run
+    cancelled as its last partition finished): nothing is published, nothing is left beside."""
+    result, _, parcels, out, arrays = running
     thread, written = start_writing(result, parcels, out)
-    result.finished.stop("partition 2 failed")
+    if last_written:
+        write_part(result.folder, 2, *arrays)
+        result.finished.finish(2)
+        assert result.finished.ending.wait(120)
+    result.finished.stop("the run was cancelled")
     thread.join(120)
-    assert isinstance(written["error"], CancelledError) and "partition 2 failed" in str(written["error"])
+    assert isinstance(written["error"], CancelledError) and "the run was cancelled" in str(written["error"])
     assert out.read_text(encoding="utf-8") == "an earlier output\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv", "parcels.gpkg", "run"]
 
@@ -271,6 +287,7 @@ def test_an_output_refused_once_counted_is_not_published(running, tmp_path):
     thread, written = start_writing(result, parcels, out)
     write_part(result.folder, 2, *arrays)
     result.finished.finish(2)
+    result.finished.end()
     thread.join(120)
     assert isinstance(written["error"], NoUsableParcelsError)
     assert seen == [{"ok": int((arrays[0] == "ok").sum()), "too_small": int((arrays[0] == "too_small").sum())}]
