@@ -200,15 +200,33 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
     if parcels.selected_ids is not None:
         options["selected_ids"] = list(parcels.selected_ids)
     folder = None
+    fields = request.fields
+
+    def write(result: Any) -> Path:
+        return write_classification(
+            parcels.source if output.features is None else output.features, result, output.path,
+            label_field=fields.label, conf_field=fields.confidence, status_field=fields.status,
+            overwrite=output.overwrite, out_layer=output.layer, inputs=list(output.inputs),
+            probabilities=fields.probabilities)
+
+    def write_while_running(result: PartitionedResult) -> Path:
+        # Nothing is published unless some parcel was classified, as after a one-process run.
+        result.require = lambda statuses: require_usable(statuses, "classified", parcels.describe())
+        result.set_threshold = calibration_threshold(result, checked.bundle, fields.coverage)
+        result.coverage = fields.coverage if result.set_threshold is not None else None
+        return write(result)
+
     if cluster is None:
         with run_threads(thread_budget(progress.reserve_cores)), progress.bar("classify") as bar:
             result = classify_parcels(parcels.source, scenes, weather, checked.bundle, chunk_size=request.chunk_size,
                                       progress=bar, **options)
     else:
         # Workers load the model from its file (once each); a checksum of it guards a resume. A
-        # layer file written to a file output stays in the run folder until the output is
-        # written from it batch by batch; otherwise the result is merged here.
+        # layer file written to a file output stays in the run folder, and the output is written
+        # from it batch by batch while the partitions run; otherwise the result is merged here.
         streamed = parcels.is_file and output is not None and output.features is None
+        if streamed:
+            options["output"] = write_while_running
         result, folder = _partitioned(progress, "classify", lambda listener: (
             classify_partitions if streamed else classify_partitioned)(
             parcels.source, scenes, weather, model, cluster=cluster, resume=request.cluster.resume,
@@ -221,20 +239,14 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
     if early:
         log.warning(early)
         result.warnings = (*result.warnings, early)
-    if partitioned_result:
-        result.set_threshold = calibration_threshold(result, checked.bundle, request.fields.coverage)
-        result.coverage = request.fields.coverage if result.set_threshold is not None else None
-    else:
-        add_prediction_sets(result, checked.bundle, request.fields.coverage)
+    if not partitioned_result:
+        add_prediction_sets(result, checked.bundle, fields.coverage)
     run = ClassificationRun(result, checked.bundle, scenes, checked, target=target)
-    if output is not None:
+    if partitioned_result:
+        run.written = result.written
+    elif output is not None:
         progress.progress.check()
-        fields = request.fields
-        run.written = write_classification(
-            parcels.source if output.features is None else output.features, result, output.path,
-            label_field=fields.label, conf_field=fields.confidence, status_field=fields.status,
-            overwrite=output.overwrite, out_layer=output.layer, inputs=list(output.inputs),
-            probabilities=fields.probabilities)
+        run.written = write(result)
     if folder is not None:
         remove_run_folder(folder)
     return run

@@ -13,6 +13,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .model.uncertainty import uncertainty_fields
+from .parcels import STATUSES
 from .pixel_sets import STATUS_OK
 
 SET_FIELD = "crop_set"
@@ -70,6 +71,28 @@ def result_columns(result: Any, rows: int, *, label_field: str = "crop_pred", co
         full[result.rows] = result.probabilities
         columns.update(uncertainty_fields(full, result.classes))
     return columns
+
+
+def column_kinds(columns: dict[str, np.ndarray]) -> dict[str, str]:
+    """How each of the columns :func:`result_columns` made (of any number of rows, none
+    included) is stored: numbers as real, :data:`SET_SIZE_FIELD` as integer, the rest as text.
+    This is what ``field_batches.field_kind`` finds in the columns of a result with a parcel
+    classified (the size of an empty set is NULL), which every written result has."""
+    return {name: ("real" if np.asarray(values).dtype.kind == "f"
+                   else "integer" if name == SET_SIZE_FIELD or np.asarray(values).dtype.kind in "iub" else "string")
+            for name, values in columns.items()}
+
+
+def widest_texts(classes: Any, *, label_field: str = "crop_pred", status_field: Optional[str] = "crop_status",
+                 **_: Any) -> dict[str, int]:
+    """The most UTF-8 bytes a value of each text column of :func:`result_columns` can have, for a
+    model of ``classes`` (the column names as given to it)."""
+    names = [len(str(c).encode("utf-8")) for c in classes]
+    widths = {label_field: max(names, default=0), SET_FIELD: sum(names) + max(len(names) - 1, 0),
+              DECIDED_FIELD: len("YYYY-MM-DD")}
+    if status_field:
+        widths[status_field] = max(len(s.encode("utf-8")) for s in (*STATUSES, NOT_SELECTED))
+    return widths
 
 
 def set_texts(sets: np.ndarray, probabilities: np.ndarray, classes: Any) -> list[Optional[str]]:

@@ -2,8 +2,14 @@
 
 A writer copies the layer feature by feature (or record batch by record batch) and asks
 :class:`FieldBatches` for the added values of the rows it has reached, so the fields need not be
-held whole: a partitioned run makes each batch from its run folder as it is asked for. Fields
-already held as arrays are one batch.
+held whole: a partitioned run makes each batch from its run folder as it is asked for, while its
+partitions still run. Fields already held as arrays are one batch.
+
+How a field is stored (its kind, and a shapefile's text width) is fixed before the first row is
+written. Fields held whole are scanned for it; a source whose batches may not all exist yet
+declares its kinds and the widest text each field can hold, and the widest text it actually
+made is known once every row was made (:meth:`FieldBatches.longest`), when a writer narrows
+the field to it.
 """
 
 from __future__ import annotations
@@ -44,16 +50,28 @@ class FieldBatches:
         make: ``make(start, stop)`` -> field name -> ``(stop - start,)`` values of rows
             ``start:stop`` (each field of one dtype in every batch; None / NaN: NULL).
         batch_rows: rows asked of ``make`` at a time.
+        kinds: the ``field_kind`` of each field, declared: no pass over the batches is made
+            before writing (``widths`` then bounds the text fields; the longest text is
+            measured in the batches as they are made).
+        widths: the most UTF-8 bytes a value of each text field can have (with ``kinds``;
+            a field left out: 254, a shapefile's widest).
+        complete: called by a writer once every row was made, before its output is published;
+            it may refuse the output by raising.
     """
 
     def __init__(self, names: Sequence[str], length: int, make: Callable[[int, int], Mapping[str, np.ndarray]],
-                 batch_rows: int = BATCH_ROWS) -> None:
+                 batch_rows: int = BATCH_ROWS, *, kinds: Optional[Mapping[str, str]] = None,
+                 widths: Optional[Mapping[str, int]] = None, complete: Optional[Callable[[], None]] = None) -> None:
         self.names = list(names)
         self.length = int(length)
         self.batch_rows = max(1, int(batch_rows))
         self._make = make
         self._scanned: Optional[tuple[dict, dict]] = None
         self._lengths = {name: self.length for name in self.names}
+        self._declared = None if kinds is None else {name: kinds[name] for name in self.names}
+        self._widths = dict(widths or {})
+        self._complete = complete
+        self._made_longest = {name: 0 for name in self.names}
 
     @classmethod
     def of(cls, fields: Union[Mapping[str, np.ndarray], "FieldBatches"]) -> "FieldBatches":
@@ -71,9 +89,28 @@ class FieldBatches:
         """Values per field (arrays held whole may disagree with ``length``: the writers check)."""
         return dict(self._lengths)
 
+    @property
+    def declared(self) -> bool:
+        """Whether the kinds were declared (the batches are made once, as they are written)."""
+        return self._declared is not None
+
+    def widest(self, name: str) -> int:
+        """The most UTF-8 bytes a value of the declared text field ``name`` can have."""
+        return int(self._widths.get(name, 254))
+
+    def complete(self) -> None:
+        """Every row was made: the source checks what it made (writers call this before publishing)."""
+        if self._complete is not None:
+            self._complete()
+
     def slice(self, start: int, stop: int) -> dict[str, np.ndarray]:
         """The values of rows ``start:stop``."""
-        return dict(self._make(start, stop))
+        batch = dict(self._make(start, stop))
+        if self._declared is not None:
+            for name in self.names:
+                if self._declared[name] == "string":
+                    self._made_longest[name] = max(self._made_longest[name], _longest_text(batch[name]))
+        return batch
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
         """``(first row, values)`` batch after batch, in layer order."""
@@ -103,12 +140,17 @@ class FieldBatches:
         return whole, longest
 
     def _stats(self) -> tuple[dict, dict]:
+        if self._declared is not None:
+            return {}, self._made_longest
         if self._scanned is None:
             self._scanned = self._scan()
         return self._scanned
 
     def kinds(self) -> dict[str, str]:
-        """Field name -> ``field_kind`` of the whole field (one pass over the batches, kept)."""
+        """Field name -> ``field_kind`` of the whole field (declared, or one pass over the
+        batches, kept)."""
+        if self._declared is not None:
+            return dict(self._declared)
         whole, _ = self._stats()
         dtypes = self.dtype_kinds()
         out = {}
@@ -124,8 +166,14 @@ class FieldBatches:
         return {name: np.asarray(empty[name]).dtype.kind for name in self.names}
 
     def longest(self, name: str) -> int:
-        """The longest value of field ``name`` as text, in UTF-8 bytes (NULLs aside; 0 without any)."""
+        """The longest value of field ``name`` as text, in UTF-8 bytes (NULLs aside; 0 without any);
+        with declared kinds, of the text fields' values made so far."""
         return self._stats()[1][name]
+
+
+def _longest_text(values: np.ndarray) -> int:
+    """The longest of ``values`` as text in UTF-8 bytes, NULLs aside (0 without any)."""
+    return max((len(str(v).encode("utf-8")) for v in np.asarray(values).tolist() if not _is_null(v)), default=0)
 
 
 class RowValues:

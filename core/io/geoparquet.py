@@ -119,6 +119,7 @@ def write_geoparquet(
         if rows != count or missing:
             raise OutputError(f"{target.name} holds {rows} rows and lacks {missing} after writing; nothing was "
                               "written.")
+        fields.complete()
         publish(staging.path, target, overwrite=overwrite, staging=staging)
     log.info("Wrote %d features to %s (GeoParquet)", count, target)
     return target
@@ -377,6 +378,143 @@ class GeoParquetLayer:
             if np.isfinite(b).all():
                 box = b if box is None else np.concatenate([np.minimum(box[:2], b[:2]), np.maximum(box[2:], b[2:])])
         return None if box is None else tuple(float(v) for v in box)
+
+
+_WKB_SINGLE = {4: 1, 5: 2, 6: 3}
+"""WKB's multi types (MultiPoint, MultiLineString, MultiPolygon) and their single ones."""
+
+
+def _wkb_types(values: Sequence[Any]) -> set[tuple[int, bool, bool]]:
+    """``(base type, Z, M)`` of each WKB (ISO, or with EWKB's flags) of ``values``, None and empty
+    geometries aside (what follows the type is their count of parts or points, but for points)."""
+    found = set()
+    for wkb in values:
+        if wkb is None or len(wkb) < 5:
+            continue
+        order = "little" if wkb[0] == 1 else "big"
+        code = int.from_bytes(wkb[1:5], order)
+        z, m = bool(code & 0x80000000), bool(code & 0x40000000)
+        start = 9 if code & 0x20000000 else 5  # after an EWKB SRID
+        code &= 0x0FFFFFFF
+        if code % 1000 != 1 and int.from_bytes(wkb[start:start + 4], order) == 0:
+            continue
+        z, m = z or code // 1000 in (1, 3), m or code // 1000 in (2, 3)
+        found.add((code % 1000, z, m))
+    return found
+
+
+def _layer_geometry_type(layer: GeoParquetLayer) -> tuple[int, bool]:
+    """The OGR geometry type to declare for ``layer``'s geometries (read one row group at a time:
+    their WKB headers alone) and whether single geometries are to be made multi (a layer of
+    polygons and multipolygons is declared multi, as the OGR copy declares such a layer)."""
+    from osgeo import ogr
+
+    found: set = set()
+    for g in range(layer.file.num_row_groups):
+        column = layer._read_group(g, [layer.geometry_column]).column(layer.geometry_column)
+        found |= _wkb_types(column.to_pylist())
+    bases = {base for base, _, _ in found}
+    singles = {_WKB_SINGLE.get(base, base) for base in bases}
+    if len(singles) != 1:  # none, or of several kinds
+        declared, promote = ogr.wkbUnknown, False
+    elif len(bases) == 1:
+        declared, promote = bases.pop(), False
+    else:  # single and multi geometries of one kind
+        single = singles.pop()
+        declared, promote = next(multi for multi, one in _WKB_SINGLE.items() if one == single), True
+    if any(z for _, z, _ in found):
+        declared = ogr.GT_SetZ(declared)
+    if any(m for _, _, m in found):
+        declared = ogr.GT_SetM(declared)
+    return declared, promote
+
+
+def copy_to_geopackage(layer: GeoParquetLayer, path: Path, name: str) -> int:
+    """Copy a GeoParquet layer into the new GeoPackage ``path`` (layer ``name``) row group by row
+    group, for OGR to read (this GDAL has no Parquet driver); returns the features written.
+
+    Columns keep their Arrow kinds (integers as 64-bit integers, NULLs as NULL; booleans, dates
+    and times as such; any other type as its text); the CRS and the geometries are kept (an empty
+    one as none), a layer of polygons and multipolygons declared and written as multipolygons.
+
+    Raises:
+        InputError: a row group cannot be read or holds a geometry that is not WKB.
+        OutputError: the GeoPackage cannot be written (a full disk).
+    """
+    import pyarrow as pa
+    from osgeo import ogr, osr
+
+    declared, promote = _layer_geometry_type(layer)
+    srs = None
+    if layer.crs is not None:
+        srs = osr.SpatialReference()
+        srs.ImportFromWkt(layer.crs.to_wkt())
+        srs.SetAxisMappingStrategy(osr.OAMS_TRADITIONAL_GIS_ORDER)
+    kinds = []
+    for column in layer.fields:
+        kind = layer.schema.field(column).type
+        ogr_type = (ogr.OFTReal if pa.types.is_floating(kind) else ogr.OFTInteger64 if pa.types.is_integer(kind)
+                    else ogr.OFTInteger if pa.types.is_boolean(kind) else ogr.OFTDate if pa.types.is_date(kind)
+                    else ogr.OFTDateTime if pa.types.is_timestamp(kind) else ogr.OFTString)
+        kinds.append((column, ogr_type))
+    written = 0
+    with gdal_messages() as messages:
+        ds = ogr.GetDriverByName("GPKG").CreateDataSource(str(path))
+        out = None if ds is None else ds.CreateLayer(name, srs=srs, geom_type=declared)
+        if out is None:
+            raise OutputError(f"Cannot write a copy of {layer.path} in {path.parent}: {said(messages)}")
+        for column, ogr_type in kinds:
+            definition = ogr.FieldDefn(column, ogr_type)
+            if ogr_type == ogr.OFTInteger:
+                definition.SetSubType(ogr.OFSTBoolean)
+            if out.CreateField(definition) != 0:
+                raise OutputError(f"Cannot copy field {column} of {layer.path} into {path}: {said(messages)}")
+        defn = out.GetLayerDefn()
+        ds.StartTransaction()
+        starts = layer.row_group_starts()
+        for g in range(layer.file.num_row_groups):
+            table = layer._read_group(g, list(layer.schema.names))
+            columns = [table.column(c).to_pylist() for c, _ in kinds]
+            for row, wkb in enumerate(table.column(layer.geometry_column).to_pylist()):
+                feature = ogr.Feature(defn)
+                for index, (values, (_, ogr_type)) in enumerate(zip(columns, kinds)):
+                    _set_value(feature, index, values[row], ogr_type)
+                if wkb is not None:
+                    geometry = ogr.CreateGeometryFromWkb(bytes(wkb))
+                    if geometry is None:
+                        raise InputError(f"Parcel file {layer.path} holds a geometry that is not valid WKB at row "
+                                         f"{int(starts[g]) + row}; write the file again.")
+                    if geometry.IsEmpty():  # no geometry, as a GeoDataFrame written by OGR has it
+                        geometry = None
+                    elif promote and ogr.GT_Flatten(geometry.GetGeometryType()) != ogr.GT_Flatten(declared):
+                        geometry = ogr.ForceTo(geometry, declared)
+                    if geometry is not None:
+                        feature.SetGeometryDirectly(geometry)
+                if out.CreateFeature(feature) != 0:
+                    raise OutputError(f"Writing a copy of {layer.path} in {path.parent} failed ({said(messages)}); "
+                                      "the disk may be full.")
+                written += 1
+        if ds.CommitTransaction() != 0:
+            raise OutputError(f"Writing a copy of {layer.path} in {path.parent} failed ({said(messages)}); the "
+                              "disk may be full.")
+        out = ds = None
+    return written
+
+
+def _set_value(feature: Any, index: int, value: Any, ogr_type: int) -> None:
+    """Field ``index`` of an OGR feature from an Arrow value (None: NULL)."""
+    from osgeo import ogr
+
+    if value is None or (isinstance(value, float) and value != value):
+        feature.SetFieldNull(index)
+    elif ogr_type in (ogr.OFTInteger64, ogr.OFTInteger):
+        feature.SetField(index, int(value))
+    elif ogr_type == ogr.OFTReal:
+        feature.SetField(index, float(value))
+    elif ogr_type in (ogr.OFTDate, ogr.OFTDateTime):
+        feature.SetField(index, value.isoformat())
+    else:
+        feature.SetField(index, str(value))
 
 
 def read_geoparquet(path: PathLike, columns: Optional[Sequence[str]] = None) -> Any:

@@ -26,7 +26,7 @@ from ..errors import InputError, OutputError
 from .csv_cells import inert_feature
 from .field_batches import FieldBatches, RowValues, field_kind
 from .gdal_messages import gdal_messages, said
-from .geoparquet import PARQUET_SUFFIX, GeoParquetLayer, is_parquet, write_geoparquet
+from .geoparquet import PARQUET_SUFFIX, GeoParquetLayer, copy_to_geopackage, is_parquet, write_geoparquet
 from .output import Staging, check_output, directory_lock, publish, publish_parts, same_file
 from .sqlite_files import check_sqlite, contents_order, keep_layer_order, settle_sqlite, snapshot_sqlite, sqlite_state
 
@@ -442,7 +442,9 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
             definition = ogr.FieldDefn(written, {"real": ogr.OFTReal, "integer": ogr.OFTInteger64,
                                                  "string": ogr.OFTString}[kind])
             if kind == "string" and target.driver == "ESRI Shapefile":
-                definition.SetWidth(min(max(fields.longest(name), 1), 254))
+                # Declared fields are made as they are written: as wide as they can be, narrowed
+                # once written to their longest text, as a scan before writing would make them.
+                definition.SetWidth(_dbf_width(fields.widest(name) if fields.declared else fields.longest(name)))
             if out.CreateField(definition) != 0:
                 raise OutputError(f"Cannot create field {written} in {target.path}: {said(messages)}")
             index = out.GetLayerDefn().GetFieldCount() - 1
@@ -488,6 +490,9 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
         if transaction and dst.CommitTransaction() != 0:
             raise OutputError(f"Writing {target.path} failed ({said(messages)}); the disk may be full. "
                               "Nothing was written.")
+        if fields.declared and target.driver == "ESRI Shapefile":
+            _narrow_text_fields(out, [(index, name) for index, kind, name in added if kind == "string"], fields,
+                                target)
         if measured and not out.TestCapability(ogr.OLCMeasuredGeometries):
             log.warning("The M (measure) values of %s are not written: %s files cannot hold them. Write a "
                         ".gpkg, .shp, .fgb or .csv file to keep them.", source, target.driver)
@@ -498,6 +503,31 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
             raise OutputError(f"Writing {target.path} ({target.driver}) failed ({said(messages)}); the disk "
                               "may be full. Nothing was written.")
     return written_count
+
+
+def _dbf_width(longest: int) -> int:
+    """A shapefile text field's width for values of at most ``longest`` UTF-8 bytes."""
+    return min(max(longest, 1), 254)
+
+
+def _narrow_text_fields(out: Any, added: Sequence[tuple[int, str]], fields: FieldBatches, target: VectorTarget) -> None:
+    """Narrow the written shapefile's text fields ``(index, name)`` to their longest value (the
+    same table, byte for byte, as one written at that width)."""
+    from osgeo import ogr
+
+    for index, name in added:
+        longest = fields.longest(name)
+        defn = out.GetLayerDefn().GetFieldDefn(index)
+        if longest > defn.GetWidth():
+            raise OutputError(f"Field {name} got a value of {longest} bytes, wider than the {defn.GetWidth()} its "
+                              f"source declared; nothing was written to {target.path}.")
+        if _dbf_width(longest) == defn.GetWidth():
+            continue
+        narrow = ogr.FieldDefn(defn.GetName(), defn.GetType())
+        narrow.SetWidth(_dbf_width(longest))
+        if out.AlterFieldDefn(index, narrow, ogr.ALTER_WIDTH_PRECISION_FLAG) != 0:
+            raise OutputError(f"Cannot set the width of field {defn.GetName()} in {target.path}; nothing was "
+                              "written.")
 
 
 def _layer_counts(path: Path, driver: str, skip: Optional[str] = None, count: bool = True) -> dict[str, int]:
@@ -703,10 +733,6 @@ def write_with_fields(
     fields = FieldBatches.of(fields)
     if is_parquet(out):
         return write_geoparquet(parcels, fields, out, overwrite=overwrite, layer=layer, inputs=inputs)
-    if not isinstance(parcels, gpd.GeoDataFrame) and is_parquet(parcels):
-        # GDAL here has no Parquet driver: the layer goes through a GeoDataFrame (and inputs
-        # keep the file from being written over).
-        inputs, parcels = [*inputs, parcels], GeoParquetLayer(parcels).read()
     frame = parcels if isinstance(parcels, gpd.GeoDataFrame) else None
     source = None if frame is not None else Path(parcels)
     source_layer = layer
@@ -719,15 +745,22 @@ def write_with_fields(
     replaced_fields(source_field_kinds(frame if frame is not None else source, source_layer), target, kinds,
                     source=f"The parcel layer {source if frame is None else ''}".rstrip())
     with VectorOutput(target) as output:
-        if frame is not None:
+        if frame is not None or is_parquet(source):
+            # GDAL here has no Parquet driver: a GeoParquet layer is copied row group by row
+            # group into a GeoPackage beside the output, and the output made from that.
             (output.staging.folder / "in").mkdir()
-            source, source_layer = output.staging.folder / "in" / "parcels.gpkg", "parcels"
-            frame.to_file(source, layer=source_layer, driver="GPKG")
+            staged, source_layer = output.staging.folder / "in" / "parcels.gpkg", "parcels"
+            if frame is not None:
+                frame.to_file(staged, layer=source_layer, driver="GPKG")
+            else:
+                copy_to_geopackage(GeoParquetLayer(source), staged, source_layer)
+            source = staged
         try:
             count = _copy_with_fields(source, source_layer, target, output.path, fields)
         except OSError as exc:
             raise OutputError(f"Writing {target.path} failed ({exc.strerror or exc}); the disk may be full. Nothing "
                               "was written.") from exc
+        fields.complete()
         output.commit(count, list(target.fields.values()))
     log.info("Wrote %d features to %s (layer %s)", count, target.path, target.layer)
     return target.path

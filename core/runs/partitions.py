@@ -3,10 +3,12 @@
 The parcels are cut into partitions by tile and spatial strip (``sampling.spatial_chunks``, the
 same chunks a one-process run makes, so the results are the same). Each partition runs as one
 Dask task on any worker and writes its result as a file of its own in a run folder
-(:mod:`.folder`; a Parquet table, or a dataset folder for extraction), atomically; at the end
-the output is written from the partitions in parcel order and published whole. A classification's
-output is made from the run folder batch by batch as the layer is copied
-(:mod:`.result_stream`), so the client never holds the whole result.
+(:mod:`.folder`; a Parquet table, or a dataset folder for extraction), atomically; the output
+is written from the partitions in parcel order and published whole at the end. A
+classification's output is made from the run folder batch by batch as the layer is copied
+(:mod:`.result_stream`), so the client never holds the whole result, and it can be written while
+the partitions run (:class:`OutputWhileRunning`): each batch as soon as the partitions holding
+its parcels have finished.
 
 A classification of a layer file is planned from the parcels' bounding boxes alone
 (:mod:`.layer_plan`) and each partition reads its own parcels from the file; a GeoDataFrame or
@@ -25,6 +27,7 @@ import hashlib
 import logging
 import os
 import socket
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -62,7 +65,7 @@ from .folder import (
     write_table,
 )
 from .layer_plan import LayerPlan, plan_layer
-from .result_stream import PART_ROW_GROUP, PartitionedResult
+from .result_stream import PART_ROW_GROUP, FinishedPartitions, PartitionedResult
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +94,72 @@ class PartitionListener:
 
     def finished(self, index: int) -> None:
         """Partition ``index`` is written."""
+
+
+class FinishingListener(PartitionListener):
+    """Tells a :class:`FinishedPartitions` of each partition written, then ``inner``."""
+
+    def __init__(self, finished: FinishedPartitions, inner: Optional[PartitionListener]) -> None:
+        self.finished_partitions = finished
+        self.inner = inner or PartitionListener()
+
+    def started(self, total: int, done: int, dashboard: Optional[str]) -> None:
+        self.inner.started(total, done, dashboard)
+
+    def finished(self, index: int) -> None:
+        self.finished_partitions.finish(index)
+        self.inner.finished(index)  # may stop the run (a cancel): the partition is written all the same
+
+
+class OutputWhileRunning:
+    """A classification's output written from its run folder while its partitions run:
+    ``write(result)`` in a thread of its own, each batch of the output as soon as the partitions
+    holding its parcels have finished (a partition finishing early waits in the run folder).
+
+    Use as a context manager around :func:`run_partitions`, giving it :meth:`listener` and
+    :meth:`cancelled`. Leaving the block waits for the output, which is published only once the
+    block ends well; a run that failed or was cancelled stops it (``write`` then raises, and its
+    staged file goes with it, even when every partition had finished), and an output that failed
+    stops the run after the partition running (its error is raised). What ``write`` returns is
+    kept as ``result.written``.
+    """
+
+    def __init__(self, result: PartitionedResult, write: Callable[[PartitionedResult], Any]) -> None:
+        self.result = result
+        result.finished = FinishedPartitions(result.folder.done(len(result.chunks)))
+        self._write = write
+        self._error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._run, name="thermocrop-output", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.result.written = self._write(self.result)
+        except BaseException as exc:  # handed to the thread that runs the partitions
+            self._error = exc
+
+    def listener(self, inner: Optional[PartitionListener]) -> PartitionListener:
+        return FinishingListener(self.result.finished, inner)
+
+    def cancelled(self, inner: Optional[Callable[[], bool]]) -> Callable[[], bool]:
+        """``inner``, or true once the output failed."""
+        return lambda: self._error is not None or (inner is not None and bool(inner()))
+
+    def __enter__(self) -> "OutputWhileRunning":
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind: Any, exc: Optional[BaseException], trace: Any) -> None:
+        failed_first = self._error
+        if exc is None:
+            self.result.finished.end()  # the output may now be published
+        else:
+            self.result.finished.stop(str(exc) or type(exc).__name__)
+        self._thread.join()
+        self.result.finished = None  # every partition is there, or none will come
+        if exc is None and self._error is not None:
+            raise self._error
+        if failed_first is not None and isinstance(exc, CancelledError):
+            raise failed_first  # the run stopped because the output failed
 
 
 def run_partitions(task: Callable[..., dict], arguments: Sequence[tuple], folder: RunFolder,
@@ -323,16 +392,23 @@ def classify_partitions(
         batch_size: parcels per model batch.
         inputs: files the run reads, which the run folder must not be.
         options: ``sampling``, ``selected_ids``, ``id_field``, ``weather_options``, ``decided`` as
-            for ``classify_parcels``.
+            for ``classify_parcels``; ``output``: ``output(result)`` writes the output from the
+            ``PartitionedResult`` while the partitions run (:class:`OutputWhileRunning`; what it
+            returns is ``result.written``).
 
     Returns:
         The ``PartitionedResult``, the run's summary and its folder.
+
+    Raises:
+        Whatever a partition or ``output`` raised; ``CancelledError`` when cancelled (the
+        partitions written stay; ``output`` publishes nothing).
     """
     prestart_fork_server(cluster)
     if bundle is None:  # the shipped model of the scenes' level, loaded by path on every worker
         scenes = scene_list_of(scenes)
         bundle = default_bundle_for_levels(sc.level for sc in scenes)
     decided = options.pop("decided", None)
+    output = options.pop("output", None)
     bundle_ref: Any = bundle
     if isinstance(bundle, (str, os.PathLike)):
         path = str(Path(os.fspath(bundle)).resolve())
@@ -374,13 +450,21 @@ def classify_partitions(
         }
         folder = open_run_folder(run_folder, fingerprint=fingerprint, chunks=chunks, n_parcels=n,
                                  suffix=".parquet", resume=resume, inputs=inputs)
+        rows = plan.rows if job.table is None else job.table.rows
+        result = PartitionedResult(folder, chunks, rows, job.classes, job.warnings, decided)
         # Each partition's inputs are made as it is sent, not all at once.
         arguments = _LazyArguments(len(chunks), lambda i: (inputs_of(chunks[i]), weather_for(weather, chunks[i])))
-        summary = run_partitions(classify_partition, arguments, folder, early, listener=listener, cancelled=cancelled,
-                                 shared={"scenes": job.scenes, "settings": job.settings, "bundle": bundle_ref,
-                                         "batch_size": batch_size, "decided": decided})
-    rows = plan.rows if job.table is None else job.table.rows
-    return PartitionedResult(folder, chunks, rows, job.classes, job.warnings, decided), summary, folder
+        shared = {"scenes": job.scenes, "settings": job.settings, "bundle": bundle_ref, "batch_size": batch_size,
+                  "decided": decided}
+        if output is None:
+            summary = run_partitions(classify_partition, arguments, folder, early, listener=listener,
+                                     cancelled=cancelled, shared=shared)
+        else:
+            with OutputWhileRunning(result, output) as writing:
+                summary = run_partitions(classify_partition, arguments, folder, early,
+                                         listener=writing.listener(listener), cancelled=writing.cancelled(cancelled),
+                                         shared=shared)
+    return result, summary, folder
 
 
 def _ids_digest(parcel_ids: Sequence[Any]) -> str:

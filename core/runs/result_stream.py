@@ -8,22 +8,29 @@ only the row groups of each partition that it needs, and the last row group read
 partition is kept for the next batch: a partition's rows are read about once however the
 partitions cut the layer, whichever partition finished first. The output's fields are made from
 these batches as the writer copies the layer (:meth:`PartitionedResult.columns`).
+
+The output can be written while the partitions still run: a batch then waits until every
+partition holding its parcels has finished (:class:`FinishedPartitions`), so the output grows in
+parcel order as they finish, whatever their order. The parcels are counted by class and status
+as the batches are made, and the output is published only once they were all counted and found
+usable.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterator, Optional, Sequence
+import threading
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
 from ..classify import ClassificationResult, labelled_result, unknown_warning
 from ..crops import UNKNOWN_CLASS
-from ..errors import OutputError
+from ..errors import CancelledError, OutputError
 from ..io.field_batches import FieldBatches
 from ..model.calibration import prediction_sets
 from ..pixel_sets import STATUS_OK
-from ..result_columns import result_columns
+from ..result_columns import column_kinds, result_columns, widest_texts
 from .folder import RunFolder, check_partition
 
 log = logging.getLogger(__name__)
@@ -34,6 +41,61 @@ and what is kept of each partition between batches."""
 OUTPUT_BATCH = 4096
 """Features of the output whose fields are made at a time (well under the smallest layers the
 client is measured on, so that its memory is the same for every layer)."""
+
+
+class FinishedPartitions:
+    """Which partitions of a run have finished, told by the thread that runs them and waited on
+    by the thread that writes the output; once the run stopped, a wait raises. The output is
+    published only once the run has ended well (:meth:`wait_end`), so a run cancelled as its last
+    partition finished publishes nothing either."""
+
+    def __init__(self, finished: Sequence[int] = ()) -> None:
+        self._finished = set(int(i) for i in finished)
+        self._stopped: Optional[str] = None
+        self._ended = False
+        self._changed = threading.Condition()
+
+    def finish(self, i: int) -> None:
+        """Partition ``i`` is written in the run folder."""
+        with self._changed:
+            self._finished.add(int(i))
+            self._changed.notify_all()
+
+    def stop(self, why: str) -> None:
+        """The run stopped (failed or cancelled): no other partition will finish."""
+        with self._changed:
+            self._stopped = why
+            self._changed.notify_all()
+
+    def end(self) -> None:
+        """The run ended well: every partition is written."""
+        with self._changed:
+            self._ended = True
+            self._changed.notify_all()
+
+    def wait_end(self) -> None:
+        """Return once the run has ended well.
+
+        Raises:
+            CancelledError: it stopped instead.
+        """
+        with self._changed:
+            while not self._ended:
+                if self._stopped is not None:
+                    raise CancelledError(f"The output was not written: {self._stopped}")
+                self._changed.wait()
+
+    def wait(self, i: int) -> None:
+        """Return once partition ``i`` has finished.
+
+        Raises:
+            CancelledError: the run stopped before it finished.
+        """
+        with self._changed:
+            while int(i) not in self._finished:
+                if self._stopped is not None:
+                    raise CancelledError(f"The output was not written: {self._stopped}")
+                self._changed.wait()
 
 
 class PartitionRows:
@@ -98,8 +160,11 @@ class PartitionedResult:
     layer, increasing). :meth:`read` gives a :class:`ClassificationResult` of some consecutive
     parcels, :meth:`columns` the output's fields batch by batch, :meth:`merged` the whole result
     (which the client then holds); a writer that takes :meth:`columns` never holds more than a
-    batch. The counts are known once :meth:`tally` has read the partitions, and stay when the
-    run folder is removed.
+    batch. The counts are known once :meth:`tally` has read the partitions, or the output's
+    fields were all made, and stay when the run folder is removed.
+
+    With ``finished`` (a :class:`FinishedPartitions`), a read waits for the partitions it needs:
+    the output is then made while the run goes on.
 
     Attributes:
         folder: the run folder; ``chunks``: each partition's parcels (positions, sorted).
@@ -108,6 +173,9 @@ class PartitionedResult:
         decided_threshold: the confidence a decided label keeps, or None when not asked.
         coverage, set_threshold: prediction sets for ``coverage``, made with the calibration's
             score ``set_threshold`` (None: no sets).
+        require: asked with the parcels counted by status once the output's fields were all made,
+            before the output is published (it refuses the output by raising; None: no check).
+        written: the output file written from the run folder (None: none yet).
     """
 
     def __init__(self, folder: RunFolder, chunks: Sequence[np.ndarray], rows: np.ndarray, classes: Sequence[str],
@@ -120,6 +188,9 @@ class PartitionedResult:
         self.decided_threshold = decided_threshold
         self.coverage: Optional[float] = None
         self.set_threshold: Optional[float] = None
+        self.require: Optional[Callable[[dict[str, int]], None]] = None
+        self.written: Any = None
+        self.finished: Optional[FinishedPartitions] = None
         self._counts: Optional[dict[str, int]] = None
         self._status_counts: Optional[dict[str, int]] = None
 
@@ -146,6 +217,8 @@ class PartitionedResult:
             lo, hi = (int(v) for v in np.searchsorted(idx, [start, stop]))
             if lo == hi:
                 continue
+            if self.finished is not None:
+                self.finished.wait(i)
             part = reader.rows(i, lo, hi)
             check_partition(self.folder, i, idx[lo:hi], part["row"])
             at = idx[lo:hi] - start
@@ -176,11 +249,11 @@ class PartitionedResult:
         counts: dict[str, int] = {}
         statuses: dict[str, int] = {}
         for batch in self.batches():
-            for key, count in batch.counts().items():
-                counts[key] = counts.get(key, 0) + count
-            names, numbers = np.unique(batch.status, return_counts=True)
-            for name, count in zip(names.tolist(), numbers.tolist()):
-                statuses[name] = statuses.get(name, 0) + count
+            _add_counts(batch, counts, statuses)
+        self._tallied(counts, statuses)
+
+    def _tallied(self, counts: dict[str, int], statuses: dict[str, int]) -> None:
+        """The counts of every parcel are known: keep, log and judge them."""
         self._counts, self._status_counts = counts, statuses
         unknown = unknown_warning(statuses.get(STATUS_OK, 0), counts.get(UNKNOWN_CLASS, 0))
         if unknown:
@@ -217,17 +290,38 @@ class PartitionedResult:
         and ``probabilities`` of ``core.result_columns.result_columns``), made batch by batch
         from the run folder as they are asked for."""
         reader = PartitionRows(self.folder, self._columns(False))
-        fields = list(self._batch_columns(0, 0, names, reader))
+        empty = self._batch_columns(0, 0, names, reader)
+        # The parcels are counted as their batches are made, once each, in layer order.
+        counts: dict[str, int] = {}
+        statuses: dict[str, int] = {}
+        counted = [0]  # layer rows counted so far
 
         def make(first: int, stop: int) -> dict[str, np.ndarray]:
-            return self._batch_columns(first, stop, names, reader)
+            tally = first == counted[0] and stop > first
+            columns = self._batch_columns(first, stop, names, reader, (counts, statuses) if tally else None)
+            if tally:
+                counted[0] = stop
+            return columns
 
-        return FieldBatches(fields, features, make, batch_rows=OUTPUT_BATCH)
+        def complete() -> None:
+            if self.finished is not None:
+                self.finished.wait_end()
+            if counted[0] == features:
+                self._tallied(counts, statuses)
+            if self.require is not None:
+                self.require(self.status_counts())
 
-    def _batch_columns(self, first: int, stop: int, names: dict, reader: PartitionRows) -> dict[str, np.ndarray]:
-        """The fields of layer rows ``first:stop``."""
+        return FieldBatches(list(empty), features, make, batch_rows=OUTPUT_BATCH, kinds=column_kinds(empty),
+                            widths=widest_texts(self.classes, **names), complete=complete)
+
+    def _batch_columns(self, first: int, stop: int, names: dict, reader: PartitionRows,
+                       tally: Optional[tuple[dict, dict]] = None) -> dict[str, np.ndarray]:
+        """The fields of layer rows ``first:stop`` (their parcels counted into ``tally``, the
+        counts by class and by status, where given)."""
         lo, hi = (int(v) for v in np.searchsorted(self.rows, [first, stop]))
         batch = self.read(lo, hi, reader=reader)
+        if tally is not None:
+            _add_counts(batch, *tally)
         batch.rows = batch.rows - first
         if self.set_threshold is not None:
             sets = prediction_sets(batch.probabilities, self.set_threshold)
@@ -235,3 +329,12 @@ class PartitionedResult:
             batch.sets, batch.coverage = sets, self.coverage
         return result_columns(batch, stop - first, **names)
 
+
+
+def _add_counts(batch: ClassificationResult, counts: dict[str, int], statuses: dict[str, int]) -> None:
+    """Add the parcels of ``batch`` to the counts by class and by status."""
+    for key, count in batch.counts().items():
+        counts[key] = counts.get(key, 0) + count
+    names, numbers = np.unique(batch.status, return_counts=True)
+    for name, count in zip(names.tolist(), numbers.tolist()):
+        statuses[name] = statuses.get(name, 0) + count

@@ -21,6 +21,7 @@ from thermocrop.cli.main import EXIT_OUTPUT, main
 from thermocrop.core.classify import classify_parcels, write_classification
 from thermocrop.core.errors import CancelledError, OutputError, ThermoCropError
 from thermocrop.core.io.geoparquet import write_geoparquet
+from thermocrop.core.io.vector import write_with_fields
 from thermocrop.core.model.bundle import default_bundle_path
 from thermocrop.core.pixel_sets import open_dataset
 from thermocrop.core.runs import partitions, result_stream
@@ -225,6 +226,47 @@ def test_one_process_resume_without_a_cluster(region, one_process, tmp_path):
                                                   cluster=ClusterOptions(), resume=True)
     assert (summary.resumed, summary.computed) == (2, 6)
     assert_same_result(result, one_process)
+
+
+def test_an_output_written_while_the_partitions_run_survives_a_cancel_and_resumes(region, one_process, tmp_path):
+    """The output (a shapefile: text fields narrowed once written) is written from the run folder as
+    partitions finish; a cancel leaves the existing output as it was, and the resumed run writes
+    the same file as a one-process run."""
+    out = tmp_path / "out.shp"
+    write_with_fields(region["parcels"], {"crop_pred": np.full(40, "old", dtype=object)}, out)
+    before = {p.name: p.read_bytes() for p in tmp_path.glob("out.*")}
+
+    def output(result):
+        return write_classification(region["parcels"], result, out, overwrite=True, probabilities=True)
+
+    stop = StopAfter(3)
+    with one_thread(), pytest.raises(CancelledError):
+        classify_partitions(region["parcels"], region["scenes"], region["weather"], chunk_size=CHUNK,
+                            run_folder=tmp_path / "run", cluster=ClusterOptions(), cancelled=stop.cancelled,
+                            listener=stop, output=output)
+    assert {p.name: p.read_bytes() for p in tmp_path.glob("out.*")} == before
+    assert not list(tmp_path.glob(".thermocrop-partial.*"))
+    with one_thread():
+        result, summary, _ = classify_partitions(region["parcels"], region["scenes"], region["weather"],
+                                                 chunk_size=CHUNK, run_folder=tmp_path / "run",
+                                                 cluster=ClusterOptions(), resume=True, output=output)
+    assert (summary.resumed, summary.computed) == (3, 5) and result.written == out
+    assert result.counts() == one_process.counts()
+    one = write_classification(region["parcels"], one_process, tmp_path / "one.shp", probabilities=True)
+    pd.testing.assert_frame_equal(gpd.read_file(one), gpd.read_file(out))
+    x, y = one.with_suffix(".dbf").read_bytes(), out.with_suffix(".dbf").read_bytes()
+    assert x[:1] + x[4:] == y[:1] + y[4:]  # the same table but for the date of the last change
+    assert one.read_bytes() == out.read_bytes()
+
+
+def test_an_output_that_fails_stops_the_partitions(region, tmp_path):
+    def output(result):
+        raise OutputError("the disk is full")
+
+    with one_thread(), pytest.raises(OutputError, match="the disk is full"):
+        classify_partitions(region["parcels"], region["scenes"], region["weather"], chunk_size=CHUNK,
+                            run_folder=tmp_path / "run", cluster=ClusterOptions(), output=output)
+    assert len(list((tmp_path / "run").glob("part-*.parquet"))) < 8
 
 
 def test_partitions_read_their_own_parcels_from_a_geoparquet_layer_or_a_table(region, cluster, one_process, tmp_path):

@@ -184,3 +184,57 @@ def test_cli_gdd_reads_geoparquet_parcels_and_writes_them_back_as_geoparquet(gpk
     np.testing.assert_allclose(frame[["gdd_20230501", "gdd_20230701"]].to_numpy(float), table)
     assert frame["parcel_id"].tolist() == parcel_frame()["parcel_id"].tolist()
     assert frame.crs == gpd.read_file(gpkg).crs
+
+
+@pytest.mark.parametrize("suffix", [".gpkg", ".shp", ".csv"])
+def test_a_geoparquet_layer_is_written_to_an_ogr_format_row_group_by_row_group(tmp_path, monkeypatch, suffix):
+    """GeoParquet in, an OGR format out: the layer is copied row group by row group (never read
+    whole), its integers with NULLs stay integers, and a layer of polygons and a multipolygon is
+    declared multi, its polygons made multi, as from a GeoPackage declared ``Polygon``."""
+    from osgeo import ogr
+    from shapely import wkt
+    from shapely.geometry import MultiPolygon
+
+    from thermocrop.core.io.vector import write_with_fields
+
+    frame = parcel_frame().iloc[:12]
+    geoms = list(frame.geometry)
+    geoms[5] = MultiPolygon([geoms[5], box(X0 + 900, Y0 - 900, X0 + 950, Y0 - 850)])
+    geoms[7] = None
+    codes = [None if k % 5 == 0 else 1000 + k for k in range(12)]
+    table = pa.table({"parcel_id": frame["parcel_id"].tolist(), "code": pa.array(codes, pa.int64()),
+                      "irrigated": [k % 3 == 0 for k in range(12)], "area_ha": frame["area_ha"].to_numpy(),
+                      "geom": [None if g is None else g.wkb for g in geoms]})
+    geo = {"version": "1.0.0", "primary_column": "geom",
+           "columns": {"geom": {"encoding": "WKB", "geometry_types": [], "crs": None}}}
+    parquet = tmp_path / "parcels.parquet"
+    pq.write_table(table.replace_schema_metadata({b"geo": json.dumps(geo).encode()}), str(parquet), row_group_size=5)
+
+    def whole(*args, **kwargs):
+        raise AssertionError("the layer was read whole")
+
+    monkeypatch.setattr(GeoParquetLayer, "read", whole)
+    monkeypatch.setattr(GeoParquetLayer, "frames", whole)
+    out = write_with_fields(parquet, {"crop_conf": np.linspace(0, 1, 12)}, tmp_path / f"out{suffix}")
+    ds = ogr.Open(str(out))
+    layer = ds.GetLayer(0)
+    defn = layer.GetLayerDefn()
+    kinds = {defn.GetFieldDefn(i).GetName(): defn.GetFieldDefn(i).GetType() for i in range(defn.GetFieldCount())}
+    rows = []
+    for feature in layer:
+        geometry = feature.GetGeometryRef()
+        rows.append((feature.GetField("parcel_id"), feature.GetField("code"), feature.GetField("crop_conf"),
+                     None if geometry is None else (geometry.GetGeometryType(), wkt.loads(geometry.ExportToWkt()))))
+    if suffix != ".csv":
+        assert kinds["code"] in (ogr.OFTInteger64, ogr.OFTInteger) and kinds["crop_conf"] == ogr.OFTReal
+    if suffix == ".gpkg":  # a shapefile has one type for polygons and multipolygons
+        assert layer.GetGeomType() == ogr.wkbMultiPolygon
+    layer = ds = None
+    assert [r[0] for r in rows] == frame["parcel_id"].tolist()
+    assert [None if r[1] in (None, "") else int(r[1]) for r in rows] == codes  # CSV: NULL as an empty cell
+    np.testing.assert_allclose([float(r[2]) for r in rows], np.linspace(0, 1, 12))
+    for (_, _, _, got), expected in zip(rows, geoms):
+        if expected is None:
+            assert got is None
+            continue
+        assert got[1].equals(expected) and (suffix == ".shp" or got[0] == ogr.wkbMultiPolygon)

@@ -6,13 +6,15 @@ with prediction sets)."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pandas as pd
 import pytest
 from shapely.geometry import box
 
 from thermocrop.core.classify import labelled_result
-from thermocrop.core.errors import OutputError
+from thermocrop.core.errors import CancelledError, NoUsableParcelsError, OutputError
 from thermocrop.core.io.field_batches import FieldBatches, field_kind
 from thermocrop.core.io.vector import write_with_fields
 from thermocrop.core.result_columns import NOT_SELECTED, result_columns
@@ -106,11 +108,14 @@ def test_a_layer_written_from_the_run_folder_equals_one_written_from_the_result(
     monkeypatch.setattr(result_stream, "OUTPUT_BATCH", 5)
     parcels = layer(tmp_path)
     whole = result_columns(expected, FEATURES, **NAMES)
-    if suffix == ".shp":  # field names of at most 10 characters
+    if suffix == ".shp":  # field names of at most 10 characters; text fields as wide as they can be, then narrowed
         whole = {name[:10]: values for name, values in whole.items()}
         renamed = result.columns(FEATURES, **NAMES)
+        assert renamed.declared and renamed.widest("crop_status") == len("invalid_geometry")
         streamed = FieldBatches([n[:10] for n in renamed.names], FEATURES, lambda a, b: {
-            k[:10]: v for k, v in renamed.slice(a, b).items()}, batch_rows=5)
+            k[:10]: v for k, v in renamed.slice(a, b).items()}, batch_rows=5,
+            kinds={n[:10]: kind for n, kind in renamed.kinds().items()},
+            widths={n[:10]: renamed.widest(n) for n in renamed.names})
     else:
         streamed = result.columns(FEATURES, **NAMES)
     a = write_with_fields(parcels, whole, tmp_path / f"whole{suffix}")
@@ -141,3 +146,150 @@ def test_a_partition_that_cannot_be_read_while_writing_leaves_the_output_as_it_w
         write_with_fields(parcels, fields, out, overwrite=True)
     assert out.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.gpkg", "parcels.gpkg", "run"]
+
+
+# -- written while the partitions run ---------------------------------------------------------
+
+PARCELS = 1200
+PARTS = [np.arange(0, 500), np.arange(500, 1000), np.arange(1000, PARCELS)]  # in layer order
+
+
+class WatchedPartitions(result_stream.FinishedPartitions):
+    """Says when the output waits for a partition that has not finished."""
+
+    def __init__(self, finished):
+        super().__init__(finished)
+        self.done = set(finished)
+        self.waiting = threading.Event()
+        self.ending = threading.Event()
+
+    def finish(self, i):
+        self.done.add(i)
+        super().finish(i)
+
+    def wait(self, i):
+        if i not in self.done:
+            self.waiting.set()
+        super().wait(i)
+
+    def wait_end(self):
+        self.ending.set()
+        super().wait_end()
+
+
+def write_part(folder, i, status, probabilities):
+    idx = PARTS[i]
+    columns = {"row": idx, "parcel_id": np.array([f"p{r:04d}" for r in idx]), "status": status[idx].astype(str)}
+    columns.update({f"p{k}": probabilities[idx, k] for k in range(len(CLASSES))})
+    write_table(folder.part(i), columns, row_group_size=64)
+
+
+@pytest.fixture
+def running(tmp_path, monkeypatch):
+    """A run of 1,200 parcels in 3 partitions of consecutive parcels, the first two finished; the
+    whole result in memory; the parcel layer; an existing output."""
+    monkeypatch.setattr(result_stream, "OUTPUT_BATCH", 50)
+    rng = np.random.default_rng(8)
+    status = np.array(["ok" if k % 7 else "too_small" for k in range(PARCELS)], dtype=object)
+    probabilities = rng.dirichlet(np.ones(len(CLASSES)), size=PARCELS).astype(np.float32)
+    probabilities[status != "ok"] = np.nan
+    folder = open_run_folder(tmp_path / "run", fingerprint={"kind": "test"}, chunks=PARTS, n_parcels=PARCELS,
+                             suffix=".parquet", resume=False)
+    for i in (0, 1):
+        write_part(folder, i, status, probabilities)
+    rows = np.arange(PARCELS)
+    result = PartitionedResult(folder, PARTS, rows, CLASSES)
+    result.finished = WatchedPartitions([0, 1])
+    expected = labelled_result(CLASSES, [f"p{r:04d}" for r in rows], rows, status, probabilities)
+    geoms = [box(500000 + 10 * k, 4800000, 500008 + 10 * k, 4800008) for k in range(PARCELS)]
+    parcels = tmp_path / "parcels.gpkg"
+    gpd.GeoDataFrame({"name": [f"n{k}" for k in range(PARCELS)]}, geometry=geoms, crs="EPSG:32631").to_file(parcels)
+    out = tmp_path / "out.csv"
+    out.write_text("an earlier output\n", encoding="utf-8")
+    return result, expected, parcels, out, (status, probabilities)
+
+
+def start_writing(result, parcels, out):
+    written = {}
+
+    def write():
+        try:
+            written["path"] = write_with_fields(parcels, result.columns(PARCELS, **NAMES), out, overwrite=True)
+        except Exception as exc:  # looked at by the test
+            written["error"] = exc
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    assert result.finished.waiting.wait(120), "the output never waited for the last partition"
+    return thread, written
+
+
+def complete_lines(path) -> list:
+    text = path.read_text(encoding="utf-8")
+    return text[:text.rfind("\n") + 1].splitlines()
+
+
+def test_the_output_holds_the_first_partitions_rows_before_the_last_one_finishes(running, tmp_path):
+    """Written beside the existing output while the last partition runs: the staged file already
+    holds rows of the finished partitions, in parcel order, and none of the last one's; once it
+    finishes, the output equals one written from the whole result and replaces the old one."""
+    result, expected, parcels, out, arrays = running
+    thread, written = start_writing(result, parcels, out)
+    staged = list(tmp_path.glob(".thermocrop-partial.*/out.csv"))
+    assert len(staged) == 1
+    partial = complete_lines(staged[0])
+    assert out.read_text(encoding="utf-8") == "an earlier output\n"  # the user's file, untouched meanwhile
+    write_part(result.folder, 2, *arrays)
+    result.finished.finish(2)
+    # Every row is written; the output waits for the run to end well before taking its name.
+    assert result.finished.ending.wait(120)
+    assert thread.is_alive() and out.read_text(encoding="utf-8") == "an earlier output\n"
+    result.finished.end()
+    thread.join(120)
+    assert written == {"path": out}
+    whole = write_with_fields(parcels, result_columns(expected, PARCELS, **NAMES), tmp_path / "whole.csv")
+    final = whole.read_text(encoding="utf-8").splitlines()
+    assert out.read_text(encoding="utf-8").splitlines() == final
+    assert 1 + 100 < len(partial) <= 1 + 1000  # the header, then rows of partitions 0 and 1 only
+    assert partial == final[:len(partial)]
+    assert result.status_counts() == {"ok": int((arrays[0] == "ok").sum()),
+                                      "too_small": int((arrays[0] == "too_small").sum())}
+    assert not list(tmp_path.glob(".thermocrop-partial.*"))
+
+
+@pytest.mark.parametrize("last_written", [False, True])
+def test_a_run_that_stops_while_its_output_is_written_leaves_the_old_output(running, tmp_path, last_written):
+    """Stopped while the output waits for the last partition, or once every row is written (a run
+    cancelled as its last partition finished): nothing is published, nothing is left beside."""
+    result, _, parcels, out, arrays = running
+    thread, written = start_writing(result, parcels, out)
+    if last_written:
+        write_part(result.folder, 2, *arrays)
+        result.finished.finish(2)
+        assert result.finished.ending.wait(120)
+    result.finished.stop("the run was cancelled")
+    thread.join(120)
+    assert isinstance(written["error"], CancelledError) and "the run was cancelled" in str(written["error"])
+    assert out.read_text(encoding="utf-8") == "an earlier output\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv", "parcels.gpkg", "run"]
+
+
+def test_an_output_refused_once_counted_is_not_published(running, tmp_path):
+    """``require`` sees the parcels counted by status as the batches were made, before publishing."""
+    result, _, parcels, out, arrays = running
+    seen = []
+
+    def refuse(statuses):
+        seen.append(statuses)
+        raise NoUsableParcelsError("refused")
+
+    result.require = refuse
+    thread, written = start_writing(result, parcels, out)
+    write_part(result.folder, 2, *arrays)
+    result.finished.finish(2)
+    result.finished.end()
+    thread.join(120)
+    assert isinstance(written["error"], NoUsableParcelsError)
+    assert seen == [{"ok": int((arrays[0] == "ok").sum()), "too_small": int((arrays[0] == "too_small").sum())}]
+    assert out.read_text(encoding="utf-8") == "an earlier output\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv", "parcels.gpkg", "run"]
