@@ -488,7 +488,7 @@ class CropClassifier(nn.Module):
         if self.positional is not None:
             positions = day_of_season if self.uses_calendar else gdd
             pe = self.positional(positions, date_mask)
-            h = h + pe * date_mask.unsqueeze(-1).to(h.dtype)
+            h = h + (pe if every_date else pe * date_mask.unsqueeze(-1).to(h.dtype))
         return self.decoder(self.ltae.attend(h, date_mask, sample_keys))
 
 
