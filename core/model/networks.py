@@ -134,6 +134,8 @@ class LinearLayer(nn.Module):
                 y = self._masked_batch_norm(y, mask, norm)
             else:
                 y = norm(y.reshape(-1, y.shape[-1])).reshape(y.shape)
+        elif not y.requires_grad:  # folded, at inference: y is this call's own tensor
+            return y.relu_()
         return F.relu(y)
 
     @staticmethod
@@ -250,33 +252,70 @@ class PixelSetEncoder(nn.Module):
 
     def _forward_folded(self, pixels: torch.Tensor, pixel_mask: torch.Tensor,
                         gdd: Optional[torch.Tensor]) -> torch.Tensor:
-        # Inference after folding: every per-pixel layer is one matrix product with the bias
-        # fused in (addmm), ReLU runs in place, and the pooling sums are batched products
-        # with the mask instead of broadcast multiply-and-reduce passes.
-        if pixels.shape[0] > self.fold_chunk:
-            # Chunks of date sets keep the (sets x pixels x 64) activations in cache.
-            return torch.cat([
-                self._forward_folded(pixels[i:i + self.fold_chunk],
-                                     pixel_mask[i:i + self.fold_chunk],
-                                     None if gdd is None else gdd[i:i + self.fold_chunk])
-                for i in range(0, pixels.shape[0], self.fold_chunk)])
+        # Inference after folding, in chunks of date sets that keep the (sets x pixels x 64)
+        # activations in cache.
+        starts = range(0, max(pixels.shape[0], 1), self.fold_chunk)
+        if all(type(layer.linear) is nn.Linear for layer in self.mlp1):
+            weights = [torch.cat([layer.linear.weight, layer.linear.bias.unsqueeze(1)], dim=1)
+                       for layer in self.mlp1]
+            pooled = [self._pool_channels_first(pixels[i:i + self.fold_chunk],
+                                                pixel_mask[i:i + self.fold_chunk], weights) for i in starts]
+            return self._encode_pooled(torch.cat(pooled) if len(pooled) > 1 else pooled[0], gdd)
+        # bf16 or int8 layers quantize each call's activations: mlp2 is called chunk by chunk.
+        return torch.cat([self._encode_pooled(self._pool_rows(pixels[i:i + self.fold_chunk],
+                                                              pixel_mask[i:i + self.fold_chunk]),
+                                              None if gdd is None else gdd[i:i + self.fold_chunk])
+                          for i in starts])
+
+    def _encode_pooled(self, pooled: torch.Tensor, gdd: Optional[torch.Tensor]) -> torch.Tensor:
+        if self.concat_gdd:
+            pooled = torch.cat([pooled, gdd.to(pooled.dtype).unsqueeze(-1)], dim=-1)
+        return self.mlp2(pooled)
+
+    def _pool_channels_first(self, pixels: torch.Tensor, pixel_mask: torch.Tensor,
+                             weights: list[torch.Tensor]) -> torch.Tensor:
+        # fp32 per-pixel layers with channels as rows: ``pixels (n, C, S)`` becomes ``(C, n * S)``
+        # by copying runs of S pixels (no scatter of single values), every layer is one matrix
+        # product whose right side is the whole chunk, and the pooling sums run over the
+        # innermost, contiguous pixel axis. Each layer's input carries one more row, the pixel
+        # mask, whose weight column is the bias (``weights``: each layer's weight with its bias
+        # as the last column): a valid pixel gets its bias, a masked one (its
+        # input zeroed) a zero pre-activation, so masked pixels are exact zeros at every layer
+        # and need no masking pass before the sums.
+        n_sets, channels, n_pixels = pixels.shape
+        x = pixels.new_empty((channels + 1, n_sets, n_pixels))
+        mask = x[channels]
+        mask.copy_(pixel_mask)
+        x[:channels].copy_(pixels.transpose(0, 1)).mul_(mask)
+        h = x.view(channels + 1, n_sets * n_pixels)
+        for i, weight in enumerate(weights):
+            last = i == len(weights) - 1
+            out = h.new_empty((weight.shape[0] + int(not last), h.shape[1]))
+            torch.mm(weight, h, out=out[:weight.shape[0]]).relu_()
+            if not last:
+                out[-1].copy_(mask.view(-1))
+            h = out
+        h = h.view(h.shape[0], n_sets, n_pixels)
+        n = mask.sum(dim=-1)
+        mean = h.sum(dim=-1).div_(n.clamp(min=1))
+        centred = h.addcmul_(mean.unsqueeze(-1), mask, value=-1)  # masked pixels stay 0
+        var = torch.linalg.vector_norm(centred, dim=-1).square_().div_(n.clamp(min=2) - 1)
+        return torch.cat([mean, var.add_(1e-31).sqrt_()]).t()
+
+    def _pool_rows(self, pixels: torch.Tensor, pixel_mask: torch.Tensor) -> torch.Tensor:
+        # bf16 or int8 per-pixel layers (core.model.precision) on pixel rows; the pooling
+        # sums are batched products with the mask, in fp32.
         n_sets, _, n_pixels = pixels.shape
         x = pixels.transpose(1, 2).reshape(n_sets * n_pixels, pixels.shape[1])
         for layer in self.mlp1:
-            if type(layer.linear) is nn.Linear:
-                x = torch.addmm(layer.linear.bias, x, layer.linear.weight.t()).relu_()
-            else:  # bf16 or int8 (core.model.precision): the pooling below is fp32 again
-                x = layer.linear(x).relu_()
+            x = layer.linear(x).relu_()
         x = x.float().view(n_sets, n_pixels, x.shape[-1])
         m = pixel_mask.to(x.dtype).unsqueeze(1)
         n = m.sum(dim=2)
         mean = torch.bmm(m, x).squeeze(1) / n.clamp(min=1)
         centred = (x - mean.unsqueeze(1)).mul_(pixel_mask.unsqueeze(-1))
         var = torch.bmm(m, centred.square_()).squeeze(1) / (n.clamp(min=2) - 1)
-        parts = [mean, torch.sqrt(var + 1e-31)]
-        if self.concat_gdd:
-            parts.append(gdd.to(x.dtype).unsqueeze(-1))
-        return self.mlp2(torch.cat(parts, dim=-1))
+        return torch.cat([mean, torch.sqrt(var + 1e-31)], dim=-1)
 
 
 class LightweightTemporalAttentionEncoder(nn.Module):
@@ -299,15 +338,35 @@ class LightweightTemporalAttentionEncoder(nn.Module):
         self.attn_dropout = SampleDropout(cfg.attn_dropout, stream=1)
         self.mlp3 = LinearLayer(cfg.d_model, cfg.mlp3, cfg.bn_momentum)
         self.dropout = SampleDropout(cfg.dropout, stream=2)
+        self.score_map: Optional[nn.Linear] = None
+        """After ``fold_scores`` (inference only): the key map and the query in one linear map."""
+
+    def scores(self, h: torch.Tensor) -> torch.Tensor:
+        """Attention logits ``(B, n_head, T)`` of the embedded dates ``h (B, T, d_model)``."""
+        if self.score_map is not None:
+            return self.score_map(h).transpose(1, 2)
+        b, t, _ = h.shape
+        keys = self.key(h).view(b, t, self.n_head, self.d_k)
+        return torch.einsum("bthd,hd->bht", keys, self.query) / math.sqrt(self.d_k)
+
+    def fold_scores(self) -> None:
+        """Merge the key map into the query (eval use only): a head's logit is the dot product of
+        the query with a linear function of ``h``, so it is one ``d_model -> n_head`` map, an eighth
+        of the key map's products at the paper's sizes."""
+        weight = self.key.weight.view(self.n_head, self.d_k, -1)
+        bias = self.key.bias.view(self.n_head, self.d_k)
+        score_map = nn.Linear(weight.shape[-1], self.n_head).to(weight.device)
+        with torch.no_grad():
+            score_map.weight.copy_(torch.einsum("hkd,hk->hd", weight, self.query) / math.sqrt(self.d_k))
+            score_map.bias.copy_((bias * self.query).sum(-1) / math.sqrt(self.d_k))
+        self.score_map = score_map
 
     def attend(self, h: torch.Tensor, date_mask: torch.Tensor,
                sample_keys: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Attention pooling of ``h (B, T, d_model)`` over dates where ``date_mask (B, T)``;
         in training, ``sample_keys (B,)`` draw each parcel's dropout masks (``SampleDropout``)."""
         b, t, d = h.shape
-        keys = self.key(h).view(b, t, self.n_head, self.d_k)
-        scores = torch.einsum("bthd,hd->bht", keys, self.query) / math.sqrt(self.d_k)
-        scores = scores.masked_fill(~date_mask.unsqueeze(1), float("-inf"))
+        scores = self.scores(h).masked_fill(~date_mask.unsqueeze(1), float("-inf"))
         # A parcel without any valid date would give NaN weights: make them zero instead.
         weights = torch.nan_to_num(torch.softmax(scores, dim=-1), nan=0.0)
         # Dropout numbers a weight by head and date slot, whatever the batch's T (its longest
@@ -429,7 +488,7 @@ class CropClassifier(nn.Module):
         if self.positional is not None:
             positions = day_of_season if self.uses_calendar else gdd
             pe = self.positional(positions, date_mask)
-            h = h + pe * date_mask.unsqueeze(-1).to(h.dtype)
+            h = h + (pe if every_date else pe * date_mask.unsqueeze(-1).to(h.dtype))
         return self.decoder(self.ltae.attend(h, date_mask, sample_keys))
 
 
@@ -508,7 +567,8 @@ def set_statistics_group(model: nn.Module, group) -> None:
 
 
 def fast_inference_model(model: CropClassifier) -> CropClassifier:
-    """An eval-mode copy with every BatchNorm folded into its linear layer.
+    """An eval-mode copy with every BatchNorm folded into its linear layer and each attention's
+    key map folded into its query (``LightweightTemporalAttentionEncoder.fold_scores``).
 
     Same call signature as ``model``; run it under ``torch.inference_mode()``. The original
     model is left untouched.
@@ -517,6 +577,8 @@ def fast_inference_model(model: CropClassifier) -> CropClassifier:
     for module in fast.modules():
         if isinstance(module, LinearLayer):
             module.fold()
+        elif isinstance(module, LightweightTemporalAttentionEncoder):
+            module.fold_scores()
     for p in fast.parameters():
         p.requires_grad_(False)
     return fast

@@ -31,8 +31,7 @@ def _classifier_prefixes(model: CropClassifier, pixels: torch.Tensor, pixel_mask
         h = h + model.positional(positions, date_mask) * date_mask.unsqueeze(-1).to(h.dtype)
     ltae = model.ltae
     d = h.shape[-1]
-    keys = ltae.key(h).view(b, t, ltae.n_head, ltae.d_k)
-    scores = torch.einsum("bthd,hd->bht", keys, ltae.query) / math.sqrt(ltae.d_k)
+    scores = ltae.scores(h)
     # Prefix p attends over the valid dates j <= p: scores (B, H, p, j).
     allowed = torch.tril(torch.ones(t, t, dtype=torch.bool, device=h.device))[None] & date_mask[:, None, :]
     scores = scores.unsqueeze(2).expand(b, ltae.n_head, t, t).masked_fill(~allowed.unsqueeze(1), float("-inf"))

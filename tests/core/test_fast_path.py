@@ -1,0 +1,103 @@
+"""The folded prediction path (channels-first pixel layers, attention keys folded into the query)
+against the model it is folded from, on pixel sets written to a dataset folder and read back."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from thermocrop.core.model import bundle as bundle_module  # noqa: E402
+from thermocrop.core.model.bundle import default_bundle_path, load_bundle  # noqa: E402
+from thermocrop.core.model.networks import build_model, fast_inference_model  # noqa: E402
+from thermocrop.core.pixel_sets import PixelSets, open_dataset, save_dataset  # noqa: E402
+
+AGREEMENT = 0.995
+"""The share of parcels whose class on the fast path must be the unfolded model's."""
+
+MAX_LOG_PROBABILITY_DIFFERENCE = 1e-3
+"""The largest difference of a class's log probability from the unfolded model's allowed on the
+fast path: both are fp32 and differ only in the order of the sums (measured: 2e-6)."""
+
+
+def seasonal_pixel_sets(n: int = 160, t: int = 24, s: int = 64, seed: int = 0) -> PixelSets:
+    """Parcels whose bands follow a green-up and senescence of their own timing and strength,
+    with parcels of 1 to 64 pixels, cloudy dates (no valid pixel) and missing pixels."""
+    rng = np.random.default_rng(seed)
+    base = np.array([1650, 1640, 1520, 1830, 2830, 3380, 3330, 3610, 2110, 1360], dtype=np.float64)
+    red_edge = np.array([0, -0.3, -0.5, 0, 0.6, 1.2, 1.3, 1.4, 0.2, -0.2])  # how each band greens
+    day = np.arange(t) / (t - 1)
+    peak = rng.uniform(0.3, 0.7, n)[:, None]
+    strength = rng.uniform(0, 900, n)[:, None]
+    green = strength * np.exp(-((day[None] - peak) / 0.15) ** 2)  # (n, t)
+    level = base[None, None] * (1 + rng.normal(0, 0.1, (n, 1, 10)))
+    curve = level + green[:, :, None] * red_edge[None, None]  # (n, t, 10)
+    pixels = curve[..., None] + rng.normal(0, 120, (n, t, 10, s))
+    size = rng.integers(1, s + 1, n)
+    pixel_mask = (np.arange(s)[None, None] < size[:, None, None]) & (rng.random((n, t, s)) > 0.05)
+    date_mask = rng.random((n, t)) > 0.15
+    date_mask[:, 0] = True
+    pixel_mask &= date_mask[:, :, None]
+    pixels = np.where(pixel_mask[:, :, None], pixels.clip(1, 10000), 0).astype(np.uint16)
+    gdd = np.cumsum(rng.uniform(20, 60, (n, t)), axis=1).astype(np.float32)
+    dates = np.datetime64("2024-03-01") + np.arange(t) * 8
+    return PixelSets(pixels=pixels, pixel_mask=pixel_mask, date_mask=date_mask, gdd=gdd, dates=dates,
+                     day_of_season=(np.arange(t) * 8.0 + 60).astype(np.float32),
+                     parcel_ids=np.array([f"p{i}" for i in range(n)]), status=np.full(n, "ok"))
+
+
+def test_the_fast_path_keeps_the_classes_of_the_unfolded_model(tmp_path, monkeypatch):
+    ps = open_dataset(save_dataset(seasonal_pixel_sets(), tmp_path / "dataset"), mmap=False)
+    bundle = load_bundle(default_bundle_path())
+    bundle.precision = "fp32"
+    fast = bundle.predict(ps, calibrated=False)
+    assert type(bundle.fast_model().pse.mlp1[0].linear) is torch.nn.Linear  # the fp32 fast path ran
+    # The reference: the same bundle predicting with its model as trained (BatchNorm in place,
+    # pixel rows, masked mean and std pooling, the key map and query apart).
+    monkeypatch.setattr(bundle_module, "fast_inference_model", lambda model: model)
+    plain_bundle = load_bundle(default_bundle_path())
+    plain_bundle.precision = "fp32"
+    plain = plain_bundle.predict(ps, calibrated=False)
+    assert plain_bundle.fast_model() is plain_bundle.model
+    rows = ~np.isnan(plain).any(axis=1)
+    assert rows.all() and np.isnan(fast).any(axis=1).sum() == 0
+    same = (fast.argmax(1) == plain.argmax(1)).mean()
+    worst = np.abs(np.log(fast) - np.log(plain)).max()
+    assert same >= AGREEMENT and worst <= MAX_LOG_PROBABILITY_DIFFERENCE
+    assert len(set(plain.argmax(1))) > 1  # the parcels are not all of one class
+
+
+@pytest.mark.parametrize("variant", ["tpe_sinusoidal", "tpe_concat"])
+def test_masked_pixels_do_not_reach_the_fast_path_whatever_they_hold(variant, random_batch):
+    torch.manual_seed(5)
+    model = build_model(variant, 6)
+    model(*random_batch(8, 5, 12, torch.Generator().manual_seed(0)))  # BatchNorm statistics
+    model.eval()
+    fast = fast_inference_model(model)
+    fast.pse.fold_chunk = 7  # several chunks, the last one short
+    pixels, pmask, dmask, dos, gdd = random_batch(9, 6, 12, torch.Generator().manual_seed(1))
+    pmask[0, 0, 1:] = False  # a set of one pixel
+    pmask[1, 1] = False  # and an empty one
+    junk = pixels + torch.randn(pixels.shape, generator=torch.Generator().manual_seed(2)) * 100 * ~pmask.unsqueeze(2)
+    with torch.inference_mode():
+        plain = model(pixels, pmask, dmask, dos, gdd)
+        clean = fast(pixels, pmask, dmask, dos, gdd)
+        dirty = fast(junk, pmask, dmask, dos, gdd)
+    assert torch.isfinite(clean).all()
+    assert torch.allclose(clean, plain, atol=1e-5)
+    assert torch.equal(clean, dirty)
+
+
+def test_folded_scores_are_the_key_map_and_query():
+    torch.manual_seed(6)
+    model = build_model("no_pe", 4).eval()
+    ltae = model.ltae
+    h = torch.randn(3, 7, model.config.d_model)
+    keys = ltae.key(h).view(3, 7, ltae.n_head, ltae.d_k)
+    expected = (keys * ltae.query).sum(-1).transpose(1, 2) / ltae.d_k ** 0.5  # (B, heads, T)
+    folded = fast_inference_model(model).ltae
+    assert ltae.score_map is None and folded.score_map is not None
+    with torch.inference_mode():
+        assert torch.allclose(folded.scores(h), expected, atol=1e-5)
+        assert torch.allclose(ltae.scores(h), expected, atol=1e-5)
