@@ -28,10 +28,13 @@ import argparse
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_extract import _peak_mb, make_region  # noqa: E402
@@ -50,20 +53,23 @@ def parquet_layer(folder: Path) -> Path:
     return path
 
 
-def child(folder: Path, out: Path, workers: int, chunk_size: int) -> dict:
-    """Run ``thermocrop classify`` here and say what it cost (one JSON line on stdout)."""
+def child(folder: Path, parcels: Path, out: Path, workers: int, chunk_size: int) -> dict:
+    """Run ``thermocrop classify`` here and say what it cost (one JSON line on stdout).
+
+    A partitioned run's plan (the partition of every parcel) is kept beside the output as
+    ``<name>.plan.npy``, for :func:`sample_check`."""
     from thermocrop.app import runs
     from thermocrop.cli.main import main
 
     stats: list = []
     remove = runs.remove_run_folder
 
-    def keep_stats(folder):  # the partitions' records, read before their folder goes
+    def keep_stats(folder):  # the partitions' records and plan, read before their folder goes
         stats.extend(folder.stats(10 ** 6 // max(chunk_size, 1) + 10 ** 4))
+        shutil.copyfile(folder.path / "plan.npy", out.with_suffix(".plan.npy"))
         remove(folder)
 
     runs.remove_run_folder = keep_stats
-    parcels = folder / ("parcels.parquet" if out.suffix == ".parquet" else "parcels.gpkg")
     args = ["classify", "--parcels", str(parcels), "--scenes", str(folder / "scenes"),
             "--weather", str(folder / "weather.csv"), "--out", str(out), "--chunk-size", str(chunk_size),
             "--missing-scl", "warn"]
@@ -83,7 +89,7 @@ def child(folder: Path, out: Path, workers: int, chunk_size: int) -> dict:
 def _run(*args: str) -> dict:
     # Into a file, not a pipe: a local cluster's fork server, which outlives the run briefly,
     # would hold a pipe open.
-    log = Path(args[1]).with_suffix(".log")
+    log = Path(args[2]).with_suffix(".log")
     with open(log, "w", encoding="utf-8") as out:
         code = subprocess.run([sys.executable, __file__, "--child", *args], stdout=out, stderr=subprocess.STDOUT,
                               stdin=subprocess.DEVNULL).returncode
@@ -118,11 +124,45 @@ def _record(folder: Path, kind: str, suffix: str, workers: int, chunk_size: int,
         return json.loads(record.read_text(encoding="utf-8"))
     out.unlink(missing_ok=True)
     load = os.getloadavg()
-    got = _run(str(folder), str(out), str(workers if kind == "many" else 1), str(chunk_size))
+    parcels = folder / f"parcels{suffix}"
+    got = _run(str(folder), str(parcels), str(out), str(workers if kind == "many" else 1), str(chunk_size))
     got.update(kind=kind, workers=workers, output=str(out), load_before=load, load_after=os.getloadavg(),
                date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
     record.write_text(json.dumps(got), encoding="utf-8")
     return got
+
+
+def sample_check(folder: Path, many: dict, k: int, chunk_size: int) -> list[dict]:
+    """The partitioned run's labels of ``k`` of its partitions (drawn with a fixed seed) against a
+    one-process run of just their parcels, each partition's parcels written as a GeoParquet
+    layer of their own (one chunk: the partition the partitioned run made of them).
+
+    Pixels are drawn by their place on the scene grid and the model sees one parcel at a time in
+    its batches, so a parcel's label does not depend on the other parcels of its run."""
+    import pyarrow.parquet as pq
+
+    from thermocrop.core.io.geoparquet import GeoParquetLayer, write_geoparquet
+
+    out = Path(many["output"])
+    plan = np.load(out.with_suffix(".plan.npy"))
+    partitions = np.sort(np.random.default_rng(0).choice(plan.max() + 1, size=k, replace=False))
+    whole = pq.read_table(out, columns=["parcel_id", "crop_status", "crop_pred"])
+    checks = []
+    for i in partitions:
+        rows = np.flatnonzero(plan == i)
+        subset = folder / "runs" / f"sample-{i:05d}.parquet"
+        if not subset.exists():
+            write_geoparquet(GeoParquetLayer(folder / "parcels.parquet").read(rows=rows), {}, subset)
+        got_out = subset.with_name(subset.stem + "-one.parquet")
+        got_out.unlink(missing_ok=True)
+        got = _run(str(folder), str(subset), str(got_out), "1", str(max(chunk_size, len(rows))))
+        one = pq.read_table(got_out, columns=["parcel_id", "crop_status", "crop_pred"])
+        same = all(one.column(c).to_pylist() == whole.column(c).take(rows).to_pylist()
+                   for c in ("parcel_id", "crop_status", "crop_pred"))
+        got.update(partition=int(i), parcels=int(len(rows)), same=same)
+        checks.append(got)
+        print(f"partition {i}: {len(rows)} parcels, same labels as one process: {same}", file=sys.stderr)
+    return checks
 
 
 def _plot(rows: list, dates: int, path: Path) -> None:
@@ -173,13 +213,16 @@ def main() -> int:
                         help="read the records of runs already made in --keep instead of running them again")
     parser.add_argument("--plot", help="write the curves to this PNG")
     parser.add_argument("--parquet", action="store_true", help="GeoParquet parcels in and out")
-    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--sample-partitions", type=int, default=0, metavar="K",
+                        help="check the partitioned run's labels of K partitions of each size against a "
+                             "one-process run of just their parcels (GeoParquet)")
+    parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        folder, out, workers, chunk = args.child
-        print(json.dumps(child(Path(folder), Path(out), int(workers), int(chunk))))
+        folder, parcels, out, workers, chunk = args.child
+        print(json.dumps(child(Path(folder), Path(parcels), Path(out), int(workers), int(chunk))))
         return 0
-    rows = []
+    rows, samples = [], {}
     suffix = ".parquet" if args.parquet else ".gpkg"
     for n in args.sizes:
         size = int(math.ceil(math.sqrt(n))) * PIXELS_PER_PARCEL_SIDE
@@ -199,6 +242,13 @@ def main() -> int:
             if kind in got:
                 print(f"{n} parcels: {json.dumps(got[kind])}", file=sys.stderr)
         same = _same_labels(Path(got["one"]["output"]), Path(got["many"]["output"])) if len(got) == 2 else None
+        if args.sample_partitions and args.parquet and "many" in got:
+            record = folder / "runs" / f"sample-{args.sample_partitions}-c{args.chunk_size}.json"
+            if args.reuse and record.exists():
+                samples[n] = json.loads(record.read_text(encoding="utf-8"))
+            else:
+                samples[n] = sample_check(folder, got["many"], args.sample_partitions, args.chunk_size)
+                record.write_text(json.dumps(samples[n]), encoding="utf-8")
         rows.append((n, got, same))
     parcel_dates = {n: n * args.dates for n, _, _ in rows}
     print(f"{'parcels':>9s} {'run':>12s} {'wall s':>8s} {'CPU us/parcel-date':>19s} {'client MB':>10s} "
@@ -214,6 +264,13 @@ def main() -> int:
             print(f"{n:9d} {label:>12s} {r['wall_s']:8.1f} {1e6 * cpu / parcel_dates[n]:19.1f} "
                   f"{r['client_peak_mb']:10.0f} {peaks:>14s} {str(same) if same is not None else '-':>11s} "
                   f"{load:>10s}")
+    for n, checks in samples.items():
+        print(f"\n{n} parcels: the partitioned run's labels of {len(checks)} partitions against one process "
+              "on just their parcels:")
+        for c in checks:
+            cpu = 1e6 * c["client_cpu_s"] / (c["parcels"] * args.dates)
+            print(f"  partition {c['partition']:5d}: {c['parcels']} parcels, one process {c['wall_s']:.1f} s, "
+                  f"{cpu:.1f} CPU us/parcel-date, {c['client_peak_mb']:.0f} MB; same labels: {c['same']}")
     first = rows[0][0]
     print("\nratios against the smallest size (cost per parcel-date; client peak memory):")
     for n, got, _ in rows:
