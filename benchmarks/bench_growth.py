@@ -132,13 +132,14 @@ def _record(folder: Path, kind: str, suffix: str, workers: int, chunk_size: int,
     return got
 
 
-def sample_check(folder: Path, many: dict, k: int, chunk_size: int) -> list[dict]:
+def sample_check(folder: Path, many: dict, k: int, chunk_size: int, reuse: bool = False) -> list[dict]:
     """The partitioned run's labels of ``k`` of its partitions (drawn with a fixed seed) against a
     one-process run of just their parcels, each partition's parcels written as a GeoParquet
     layer of their own (one chunk: the partition the partitioned run made of them).
 
     Pixels are drawn by their place on the scene grid and the model sees one parcel at a time in
-    its batches, so a parcel's label does not depend on the other parcels of its run."""
+    its batches, so a parcel's label does not depend on the other parcels of its run. With
+    ``reuse`` a one-process run already made (its record beside its output) is read back."""
     import pyarrow.parquet as pq
 
     from thermocrop.core.io.geoparquet import GeoParquetLayer, write_geoparquet
@@ -146,22 +147,31 @@ def sample_check(folder: Path, many: dict, k: int, chunk_size: int) -> list[dict
     out = Path(many["output"])
     plan = np.load(out.with_suffix(".plan.npy"))
     partitions = np.sort(np.random.default_rng(0).choice(plan.max() + 1, size=k, replace=False))
-    whole = pq.read_table(out, columns=["parcel_id", "crop_status", "crop_pred"])
     checks = []
     for i in partitions:
         rows = np.flatnonzero(plan == i)
         subset = folder / "runs" / f"sample-{i:05d}.parquet"
+        got_out = subset.with_name(subset.stem + "-one.parquet")
+        record = got_out.with_suffix(".json")
+        if reuse and record.exists() and got_out.exists():
+            checks.append(json.loads(record.read_text(encoding="utf-8")))
+            continue
         if not subset.exists():
             write_geoparquet(GeoParquetLayer(folder / "parcels.parquet").read(rows=rows), {}, subset)
-        got_out = subset.with_name(subset.stem + "-one.parquet")
         got_out.unlink(missing_ok=True)
         got = _run(str(folder), str(subset), str(got_out), "1", str(max(chunk_size, len(rows))))
-        one = pq.read_table(got_out, columns=["parcel_id", "crop_status", "crop_pred"])
-        same = all(one.column(c).to_pylist() == whole.column(c).take(rows).to_pylist()
-                   for c in ("parcel_id", "crop_status", "crop_pred"))
-        got.update(partition=int(i), parcels=int(len(rows)), same=same)
+        got.update(partition=int(i), parcels=int(len(rows)), output=str(got_out), load=os.getloadavg())
+        record.write_text(json.dumps(got), encoding="utf-8")
         checks.append(got)
-        print(f"partition {i}: {len(rows)} parcels, same labels as one process: {same}", file=sys.stderr)
+    if out.exists():
+        whole = pq.read_table(out, columns=["parcel_id", "crop_status", "crop_pred"])
+        for got in checks:
+            rows = np.flatnonzero(plan == got["partition"])
+            one = pq.read_table(got["output"], columns=["parcel_id", "crop_status", "crop_pred"])
+            got["same"] = all(one.column(c).to_pylist() == whole.column(c).take(rows).to_pylist()
+                              for c in ("parcel_id", "crop_status", "crop_pred"))
+            print(f"partition {got['partition']}: {len(rows)} parcels, same labels as one process: {got['same']}",
+                  file=sys.stderr)
     return checks
 
 
@@ -243,12 +253,7 @@ def main() -> int:
                 print(f"{n} parcels: {json.dumps(got[kind])}", file=sys.stderr)
         same = _same_labels(Path(got["one"]["output"]), Path(got["many"]["output"])) if len(got) == 2 else None
         if args.sample_partitions and args.parquet and "many" in got:
-            record = folder / "runs" / f"sample-{args.sample_partitions}-c{args.chunk_size}.json"
-            if args.reuse and record.exists():
-                samples[n] = json.loads(record.read_text(encoding="utf-8"))
-            else:
-                samples[n] = sample_check(folder, got["many"], args.sample_partitions, args.chunk_size)
-                record.write_text(json.dumps(samples[n]), encoding="utf-8")
+            samples[n] = sample_check(folder, got["many"], args.sample_partitions, args.chunk_size, args.reuse)
         rows.append((n, got, same))
     parcel_dates = {n: n * args.dates for n, _, _ in rows}
     print(f"{'parcels':>9s} {'run':>12s} {'wall s':>8s} {'CPU us/parcel-date':>19s} {'client MB':>10s} "
@@ -270,7 +275,7 @@ def main() -> int:
         for c in checks:
             cpu = 1e6 * c["client_cpu_s"] / (c["parcels"] * args.dates)
             print(f"  partition {c['partition']:5d}: {c['parcels']} parcels, one process {c['wall_s']:.1f} s, "
-                  f"{cpu:.1f} CPU us/parcel-date, {c['client_peak_mb']:.0f} MB; same labels: {c['same']}")
+                  f"{cpu:.1f} CPU us/parcel-date, {c['client_peak_mb']:.0f} MB; same labels: {c.get('same')}")
     first = rows[0][0]
     print("\nratios against the smallest size (cost per parcel-date; client peak memory):")
     for n, got, _ in rows:
