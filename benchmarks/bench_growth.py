@@ -146,7 +146,7 @@ def sample_check(folder: Path, many: dict, k: int, chunk_size: int, reuse: bool 
 
     out = Path(many["output"])
     plan = np.load(out.with_suffix(".plan.npy"))
-    partitions = np.sort(np.random.default_rng(0).choice(plan.max() + 1, size=k, replace=False))
+    partitions = np.sort(np.random.default_rng(0).choice(plan.max() + 1, size=min(k, plan.max() + 1), replace=False))
     checks = []
     for i in partitions:
         rows = np.flatnonzero(plan == i)
@@ -224,8 +224,8 @@ def main() -> int:
     parser.add_argument("--plot", help="write the curves to this PNG")
     parser.add_argument("--parquet", action="store_true", help="GeoParquet parcels in and out")
     parser.add_argument("--sample-partitions", type=int, default=0, metavar="K",
-                        help="check the partitioned run's labels of K partitions of each size against a "
-                             "one-process run of just their parcels (GeoParquet)")
+                        help="check the partitioned run's labels of K partitions of a size run without one "
+                             "process against a one-process run of just their parcels (GeoParquet)")
     parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -252,7 +252,7 @@ def main() -> int:
             if kind in got:
                 print(f"{n} parcels: {json.dumps(got[kind])}", file=sys.stderr)
         same = _same_labels(Path(got["one"]["output"]), Path(got["many"]["output"])) if len(got) == 2 else None
-        if args.sample_partitions and args.parquet and "many" in got:
+        if args.sample_partitions and args.parquet and "many" in got and "one" not in got:
             samples[n] = sample_check(folder, got["many"], args.sample_partitions, args.chunk_size, args.reuse)
         rows.append((n, got, same))
     parcel_dates = {n: n * args.dates for n, _, _ in rows}
