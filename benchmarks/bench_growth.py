@@ -12,12 +12,16 @@ the same chunks, so they write the same labels, which is checked.
 
     python benchmarks/bench_growth.py [--sizes 10000 100000 1000000] [--dates 4] [--workers 2] [--parquet]
                                       [--keep DIR] [--only one|many] [--reuse] [--plot growth.png]
+                                      [--sample-partitions K]
 
 The regions (parcels on a lattice, about 2 to 5 pixels a side; 10-band deflate scenes just
 large enough to hold them), each run's output and its record are kept in ``--keep``: a rerun
 does not generate a region again, and with ``--reuse`` it reads the runs already made instead of
 running them again, so the sizes and kinds can be run one invocation at a time and tabled
-together (the partitioned run of a size is made before its one-process run). With ``--parquet``
+together (the partitioned run of a size is made before its one-process run; ``--reuse`` makes a
+run that has no record, so name ``--only many`` to table sizes whose one-process run was not
+made). ``--sample-partitions K`` checks the labels of K partitions of such a size against a
+one-process run of just their parcels. With ``--parquet``
 the parcels are read from a GeoParquet copy of the layer (row groups of 65,536 parcels) and
 the output is GeoParquet.
 """
