@@ -37,13 +37,68 @@ def make_synth_region(folder: Path, size: int, n_parcels: int, seed: int = 0) ->
     return folder
 
 
+def lattice_parcels(size: int, n_parcels: int, rng: np.random.Generator) -> np.ndarray:
+    """Rotated rectangles on a jittered lattice filling ``size`` pixels: ``(n_parcels, 5, 2)``
+    closed rings of map coordinates.
+
+    Each parcel is 0.3 to 0.9 of its lattice cell a side, turned by 0 to 90 degrees; the corners
+    of all parcels are computed at once.
+    """
+    side = int(np.ceil(np.sqrt(n_parcels)))
+    cell = size / side * RES
+    i, j = np.divmod(np.arange(n_parcels), side)
+    w, h = rng.uniform(0.3, 0.9, (2, n_parcels)) * cell
+    cx = X0 + (j + 0.5 + rng.uniform(-0.05, 0.05, n_parcels)) * cell
+    cy = Y0 - (i + 0.5 + rng.uniform(-0.05, 0.05, n_parcels)) * cell
+    angle = np.radians(rng.uniform(0, 90, n_parcels))
+    # Corners relative to the centre, counter-clockwise from the lower left, closed.
+    dx = np.array([-0.5, 0.5, 0.5, -0.5, -0.5])[None, :] * w[:, None]
+    dy = np.array([-0.5, -0.5, 0.5, 0.5, -0.5])[None, :] * h[:, None]
+    cos, sin = np.cos(angle)[:, None], np.sin(angle)[:, None]
+    return np.stack([cx[:, None] + dx * cos - dy * sin, cy[:, None] + dx * sin + dy * cos], axis=-1)
+
+
+def polygon_wkb(rings: np.ndarray) -> np.ndarray:
+    """Little-endian WKB of one-ring polygons from ``(N, P, 2)`` closed rings: ``(N, 13 + 16 P)`` bytes."""
+    n, points = rings.shape[:2]
+    head = np.zeros((n, 13), dtype=np.uint8)
+    head[:, 0] = 1  # little endian, then polygon (3), one ring, its points
+    head[:, 1:] = np.frombuffer(np.array([3, 1, points], dtype="<u4").tobytes(), dtype=np.uint8)
+    coords = np.ascontiguousarray(rings, dtype="<f8").view(np.uint8).reshape(n, -1)
+    return np.concatenate([head, coords], axis=1)
+
+
+def write_parcels_gpkg(path: Path, rings: np.ndarray, batch: int = 50_000) -> None:
+    """Parcels ``p0``, ``p1``, ... with the polygons ``rings`` into a GeoPackage, committed every
+    ``batch`` features."""
+    from osgeo import ogr, osr
+
+    srs = osr.SpatialReference()
+    srs.SetFromUserInput(CRS)
+    ds = ogr.GetDriverByName("GPKG").CreateDataSource(str(path))
+    layer = ds.CreateLayer("parcels", srs, ogr.wkbPolygon)
+    layer.CreateField(ogr.FieldDefn("parcel_id", ogr.OFTString))
+    defn = layer.GetLayerDefn()
+    for b0 in range(0, len(rings), batch):
+        layer.StartTransaction()
+        for k, wkb in enumerate(polygon_wkb(rings[b0:b0 + batch]), start=b0):
+            feature = ogr.Feature(defn)
+            feature.SetField(0, f"p{k}")
+            feature.SetGeometryDirectly(ogr.CreateGeometryFromWkb(wkb.tobytes()))
+            layer.CreateFeature(feature)
+        layer.CommitTransaction()
+    ds = None
+
+
 def make_region(folder: Path, size: int, n_parcels: int, n_dates: int, seed: int = 0) -> Path:
-    """Write random-textured scenes, parcels and a station CSV into ``folder`` unless already there."""
-    import geopandas as gpd
+    """Write random-textured scenes, parcels and a station CSV into ``folder`` unless already there.
+
+    Parcels are rotated rectangles on a jittered lattice (0.3 to 0.9 of a cell a side); scenes
+    are ``n_dates`` 10-band deflate GeoTIFFs of ``size`` x ``size`` pixels, a smooth field-scale
+    texture plus pixel noise, written in strips of 512 rows.
+    """
     import rasterio
     from rasterio.transform import from_origin
-    from shapely import affinity
-    from shapely.geometry import box
 
     from thermocrop.core.scenes.bands import S2_BANDS
 
@@ -52,35 +107,27 @@ def make_region(folder: Path, size: int, n_parcels: int, n_dates: int, seed: int
         return folder
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
-    # Parcels: rotated rectangles on a jittered lattice, 10-60 pixels a side.
-    side = int(np.ceil(np.sqrt(n_parcels)))
-    cell = size / side
-    geoms = []
-    for k in range(n_parcels):
-        i, j = divmod(k, side)
-        w = rng.uniform(0.3, 0.9) * cell * RES
-        h = rng.uniform(0.3, 0.9) * cell * RES
-        cx = X0 + (j + 0.5) * cell * RES + rng.uniform(-0.05, 0.05) * cell * RES
-        cy = Y0 - (i + 0.5) * cell * RES + rng.uniform(-0.05, 0.05) * cell * RES
-        geoms.append(affinity.rotate(box(cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2), rng.uniform(0, 90)))
-    gpd.GeoDataFrame({"parcel_id": [f"p{k}" for k in range(n_parcels)]}, geometry=geoms, crs=CRS).to_file(
-        folder / "parcels.gpkg", driver="GPKG")
+    gpkg = folder / "parcels.gpkg"
+    gpkg.unlink(missing_ok=True)
+    write_parcels_gpkg(gpkg, lattice_parcels(size, n_parcels, rng))
     scenes = folder / "scenes"
     scenes.mkdir(exist_ok=True)
     days = np.sort(rng.choice(np.arange(60, 300), size=n_dates, replace=False))
     # Smooth field-scale texture plus pixel noise: compresses like real reflectance, unlike noise.
     coarse = rng.integers(1500, 6000, size=(10, size // 32 + 1, size // 32 + 1)).astype(np.uint16)
-    base = np.repeat(np.repeat(coarse, 32, axis=1), 32, axis=2)[:, :size, :size]
     for d in days:
         date = (np.datetime64("2023-01-01") + int(d)).astype(str).replace("-", "")
         name = f"S2A_MSIL2A_{date}T103031_N0509_R108_T32TMT_{date}T120000.tif"
         with rasterio.open(scenes / name, "w", driver="GTiff", width=size, height=size, count=10,
                            dtype="uint16", crs=CRS, transform=from_origin(X0, Y0, RES, RES), nodata=0,
-                           tiled=True, blockxsize=512, blockysize=512, compress="deflate", predictor=2) as ds:
+                           tiled=True, blockxsize=512, blockysize=512, compress="deflate", predictor=2,
+                           num_threads="all_cpus") as ds:
             for r0 in range(0, size, 512):
                 h = min(512, size - r0)
-                noise = rng.integers(0, 200, size=(10, h, size), dtype=np.uint16)
-                ds.write(base[:, r0:r0 + h] + noise, window=rasterio.windows.Window(0, r0, size, h))
+                rows = np.arange(r0, r0 + h) // 32
+                strip = np.repeat(coarse[:, rows], 32, axis=2)[:, :, :size]
+                strip += rng.integers(0, 200, size=strip.shape, dtype=np.uint16)
+                ds.write(strip, window=rasterio.windows.Window(0, r0, size, h))
             for i, b in enumerate(S2_BANDS, start=1):
                 ds.set_band_description(i, b)
     days_all = np.arange(np.datetime64("2023-01-01"), np.datetime64("2024-01-01"))

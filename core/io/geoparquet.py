@@ -322,12 +322,17 @@ class GeoParquetLayer:
             raise InputError(f"Parcel file {self.path} holds a geometry that is not valid WKB between rows "
                              f"{first_row} and {first_row + len(wkb) - 1} ({exc}); write the file again.") from None
 
-    def frames(self, columns: Optional[Sequence[str]] = None) -> Iterator[Any]:
-        """One GeoDataFrame per row group, in file order, indexed by row in the file."""
+    def frames(self, columns: Optional[Sequence[str]] = None, rows: Optional[int] = None) -> Iterator[Any]:
+        """GeoDataFrames of the layer in file order, indexed by row in the file: one per row group,
+        or with ``rows`` at most that many rows each (a row group read in slices: its geometries
+        are held as Python objects one slice at a time)."""
         names = self._columns(columns)
         starts = self.row_group_starts()
         for g in range(self.file.num_row_groups):
-            yield self._frame(self._read_group(g, names), int(starts[g]))
+            table = self._read_group(g, names)
+            step = rows or max(table.num_rows, 1)
+            for first in range(0, table.num_rows, step):
+                yield self._frame(table.slice(first, step), int(starts[g]) + first)
 
     def _read_group(self, g: int, names: list[str]) -> Any:
         try:

@@ -28,7 +28,8 @@ from ..parcels import STATUS_INVALID_GEOMETRY, ParcelTable, check_crs, repair_ge
 from ..pixel_sampling import chunks_of_bounds
 
 PLAN_BATCH = 4000
-"""Features read at a time while planning (OGR layers; GeoParquet goes by row group). A batch's
+"""Features read at a time while planning (GeoParquet: a row group read whole, then made into
+features this many at a time). A batch's
 features are held as Python objects (some 2 KB each), so a batch is kept well under the
 smallest layers the client is measured on: its memory is then the same for every layer."""
 
@@ -220,7 +221,7 @@ def _fields_and_crs(source: str, layer: Optional[str]) -> tuple[list[str], Any]:
 def _batches(source: str, layer: Optional[str], columns: list[str]) -> Iterator[tuple[int, Any, Optional[np.ndarray]]]:
     """``(first row, GeoDataFrame, feature ids or None)`` of the layer, batch by batch, in order."""
     if is_parquet(source):
-        for frame in GeoParquetLayer(source).frames(columns):
+        for frame in GeoParquetLayer(source).frames(columns, rows=PLAN_BATCH):
             yield (int(frame.index[0]) if len(frame) else 0), frame, None
         return
     import fiona

@@ -99,6 +99,22 @@ def test_parquet_written_by_pyarrow_in_row_groups(gpkg, tmp_path, crs_as):
     np.testing.assert_allclose(info["bounds"], expected.total_bounds)
 
 
+def test_frames_in_slices_of_row_groups_keep_file_order_and_row_numbers(tmp_path):
+    frame = parcel_frame()
+    layer = GeoParquetLayer(write_with_pyarrow(frame, tmp_path / "parcels.parquet", crs=None, row_group_size=5))
+    whole = list(layer.frames(["parcel_id"]))
+    assert [len(f) for f in whole] == [5, 5, 4]  # one frame per row group
+    sliced = list(layer.frames(["parcel_id"], rows=2))
+    assert [len(f) for f in sliced] == [2, 2, 1, 2, 2, 1, 2, 2]  # slices never span two row groups
+    assert [f.index[0] for f in sliced] == [0, 2, 4, 5, 7, 9, 10, 12]
+    rows = [i for f in sliced for i in f.index]
+    assert rows == list(range(len(frame)))
+    assert [p for f in sliced for p in f["parcel_id"]] == frame["parcel_id"].tolist()
+    for f in sliced:
+        for k, g in zip(f.index, f.geometry):
+            assert g.equals_exact(frame.geometry.iloc[k], 0) or (g.is_empty and frame.geometry.iloc[k].is_empty)
+
+
 def test_parquet_without_a_crs_entry_is_lon_lat_and_with_null_has_none(tmp_path):
     geo = {"version": "1.0.0", "primary_column": "geom", "columns": {"geom": {"encoding": "WKB"}}}
     path = write_with_pyarrow(parcel_frame(), tmp_path / "default.parquet", geo=geo)
