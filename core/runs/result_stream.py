@@ -79,11 +79,7 @@ class FinishedPartitions:
         Raises:
             CancelledError: it stopped instead.
         """
-        with self._changed:
-            while not self._ended:
-                if self._stopped is not None:
-                    raise CancelledError(f"The output was not written: {self._stopped}")
-                self._changed.wait()
+        self._wait_until(lambda: self._ended)
 
     def wait(self, i: int) -> None:
         """Return once partition ``i`` has finished.
@@ -91,8 +87,12 @@ class FinishedPartitions:
         Raises:
             CancelledError: the run stopped before it finished.
         """
+        self._wait_until(lambda: int(i) in self._finished)
+
+    def _wait_until(self, done: Callable[[], bool]) -> None:
+        """Return once ``done()`` holds (asked under the lock); raise once the run stopped."""
         with self._changed:
-            while int(i) not in self._finished:
+            while not done():
                 if self._stopped is not None:
                     raise CancelledError(f"The output was not written: {self._stopped}")
                 self._changed.wait()
@@ -328,7 +328,6 @@ class PartitionedResult:
             sets[batch.status != STATUS_OK] = False
             batch.sets, batch.coverage = sets, self.coverage
         return result_columns(batch, stop - first, **names)
-
 
 
 def _add_counts(batch: ClassificationResult, counts: dict[str, int], statuses: dict[str, int]) -> None:
