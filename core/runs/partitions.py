@@ -10,9 +10,10 @@ classification's output is made from the run folder batch by batch as the layer 
 the partitions run (:class:`OutputWhileRunning`): each batch as soon as the partitions holding
 its parcels have finished.
 
-A classification of a layer file is planned from the parcels' bounding boxes alone
-(:mod:`.layer_plan`) and each partition reads its own parcels from the file; a GeoDataFrame or
-``ParcelTable`` (and extraction and GDD) are sent to the workers in pieces.
+A classification, an extraction or a GDD run of a layer file is planned from the parcels'
+bounding boxes alone (:mod:`.layer_plan`; an extraction keeps each parcel's label and block too)
+and each partition reads its own parcels from the file; a GeoDataFrame or ``ParcelTable`` is
+sent to the workers in pieces.
 
 A worker lost mid-run is replaced by the cluster and its partitions are computed again by
 another worker (Dask reschedules the tasks of a dead worker). An interrupted run is taken up
