@@ -24,10 +24,10 @@ from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
+from ..classmap import LabelTally
 from ..errors import InputError
 from ..io.geoparquet import GeoParquetLayer, is_parquet
 from ..io.vector import default_layer_name, parcel_layer_problem
-from ..classmap import LabelTally
 from ..parcels import (
     STATUS_INVALID_GEOMETRY,
     ParcelFields,
