@@ -441,6 +441,31 @@ class ClassAssignment:
                 "dropped_labels": dict(self.dropped)}
 
 
+@dataclass
+class LabelTally:
+    """Label values counted as a layer is read, batch by batch: each distinct code
+    (:func:`normalise_code`; None for a missing value) once, in the order first met, with its
+    number of parcels. What :func:`assign_tallied` needs of a whole layer's labels, without them."""
+
+    codes: list[Optional[str]] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
+    _positions: dict[Optional[str], int] = field(default_factory=dict, repr=False)
+
+    def add(self, values: Iterable[Any]) -> np.ndarray:
+        """Count ``values``; returns ``(n,)`` int32, each value's position in :attr:`codes`."""
+        out = []
+        for value in values:
+            code = normalise_code(value)
+            k = self._positions.get(code)
+            if k is None:
+                k = self._positions[code] = len(self.codes)
+                self.codes.append(code)
+                self.counts.append(0)
+            self.counts[k] += 1
+            out.append(k)
+        return np.asarray(out, dtype=np.int32)
+
+
 def assign_classes(values: Iterable[Any], class_map: Union[None, str, os.PathLike, ClassMap] = None, *,
                    min_parcels: int = 0, classes: Optional[Sequence[str]] = None,
                    unknown: str = UNKNOWN_CLASS, missing: Optional[str] = None,
@@ -465,27 +490,50 @@ def assign_classes(values: Iterable[Any], class_map: Union[None, str, os.PathLik
     Returns:
         A :class:`ClassAssignment`.
     """
+    tally = LabelTally()
+    positions = tally.add(values)
+    assigned = assign_tallied(tally, class_map, min_parcels=min_parcels, classes=classes, unknown=unknown,
+                              missing=missing, source=source)
+    assigned.labels = assigned.labels[positions]
+    return assigned
+
+
+def assign_tallied(tally: LabelTally, class_map: Union[None, str, os.PathLike, ClassMap] = None, *,
+                   min_parcels: int = 0, classes: Optional[Sequence[str]] = None,
+                   unknown: str = UNKNOWN_CLASS, missing: Optional[str] = None,
+                   source: str = "labels") -> ClassAssignment:
+    """:func:`assign_classes` of the values counted in ``tally``: the same classes, counts and log
+    lines, but ``labels`` holds one class index per code of ``tally.codes`` (index it with the
+    positions ``LabelTally.add`` returned for the parcels' labels)."""
     if min_parcels < 0:
         raise InputError(f"The minimum of parcels per class must be 0 or more, not {min_parcels}.")
-    unmapped: dict[str, int] = {}
+    weights = tally.counts
+    unmapped: Counter = Counter()
     if class_map is not None:
         cmap = ClassMap.load(class_map)
-        names, unmapped = cmap.map_labels(values, unknown=unknown, missing=missing)
+        names: list[Optional[str]] = []
+        for k, code in enumerate(tally.codes):
+            cls = missing if code is None else (cmap._lookup.get(_key(code), "") or None)
+            if code is not None and cls is None:
+                unmapped[code] += weights[k]
+                cls = unknown
+            names.append(cls)
         if unmapped:
             total = sum(unmapped.values())
-            shown = ", ".join(f"{code} ({n})" for code, n in list(unmapped.items())[:30])
-            more = f" and {len(unmapped) - 30} more" if len(unmapped) > 30 else ""
+            listed = list(unmapped.most_common())
+            shown = ", ".join(f"{code} ({n})" for code, n in listed[:30])
+            more = f" and {len(listed) - 30} more" if len(listed) > 30 else ""
             log.warning("%s: %d parcels have %d codes that %s does not map; they count as %r. "
-                        "Codes (parcels): %s%s", source, total, len(unmapped), cmap.source, unknown,
+                        "Codes (parcels): %s%s", source, total, len(listed), cmap.source, unknown,
                         shown, more)
     else:
-        raw = [normalise_label(v) for v in values]
-        names = np.empty(len(raw), dtype=object)
-        names[:] = [missing if n is None else n for n in raw]
+        names = [missing if code is None else code for code in tally.codes]
     rare: dict[str, int] = {}
     if min_parcels > 1:
-        names, rare = apply_min_parcels(names, min_parcels, unknown=unknown)
+        per_class = _weighted(names, weights)
+        rare = {c: n for c, n in sorted(per_class.items()) if n < min_parcels and c != unknown}
         if rare:
+            names = [unknown if n in rare else n for n in names]
             log.warning("%s: %d classes have fewer than %d parcels and count as %r: %s", source, len(rare),
                         min_parcels, unknown, ", ".join(f"{c} ({n})" for c, n in rare.items()))
     dropped: dict[str, int] = {}
@@ -493,8 +541,7 @@ def assign_classes(values: Iterable[Any], class_map: Union[None, str, os.PathLik
         found = tuple(sorted({n for n in names if n is not None}))
     else:
         found = tuple(str(c) for c in classes)
-        outside = Counter(n for n in names if n is not None and n not in set(found))
-        dropped = dict(sorted(outside.items()))
+        dropped = dict(sorted(_weighted([n if n not in set(found) else None for n in names], weights).items()))
         if dropped:
             log.warning("%s: %d parcels have labels outside the class list and count as unlabelled: %s",
                         source, sum(dropped.values()), ", ".join(f"{c} ({n})" for c, n in dropped.items()))
@@ -502,6 +549,15 @@ def assign_classes(values: Iterable[Any], class_map: Union[None, str, os.PathLik
         raise InputError(f"{source}: {len(found)} classes are more than a dataset can index; use a class map.")
     index = {c: i for i, c in enumerate(found)}
     labels = np.array([index.get(n, -1) if n is not None else -1 for n in names], dtype=np.int16)
-    counts = Counter(labels[labels >= 0].tolist())
-    return ClassAssignment(labels, found, {c: int(counts.get(i, 0)) for i, c in enumerate(found)},
-                           unmapped, rare, dropped)
+    per_label = _weighted([c if i >= 0 else None for c, i in zip(names, labels)], weights)
+    return ClassAssignment(labels, found, {c: int(per_label.get(c, 0)) for c in found},
+                           dict(unmapped.most_common()), rare, dropped)
+
+
+def _weighted(names: Sequence[Optional[str]], weights: Sequence[int]) -> dict[str, int]:
+    """Parcels per name, ``names[k]`` standing for ``weights[k]`` parcels (None: not counted)."""
+    counts: Counter = Counter()
+    for k, name in enumerate(names):
+        if name is not None:
+            counts[name] += weights[k]
+    return dict(counts)

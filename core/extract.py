@@ -466,7 +466,8 @@ def _read_scene(t: int, scene: Scene, passes: list, grids: list[Grid], unreadabl
 def dataset_meta(table: ParcelTable, scenes: list[Scene], weather: Any, settings: ExtractionSettings,
                  label_field: Optional[str]) -> dict[str, Any]:
     """The provenance a dataset stores in its ``meta``: where parcels, scenes and weather came from
-    and the settings (:meth:`ExtractionSettings.to_dict`)."""
+    and the settings (:meth:`ExtractionSettings.to_dict`). Of ``table`` only its ``source`` and
+    ``class_summary`` are read (a partitioned run gives its ``runs.layer_plan.LayerPlan``)."""
     # Absolute paths: a dataset is opened from other working directories than it was made in.
     return {
         "parcels": os.path.abspath(table.source) if os.path.exists(table.source) else table.source,

@@ -11,6 +11,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from .classmap import LabelTally, assign_tallied
 from .errors import InputError, NoUsableParcelsError
 from .io.geoparquet import GeoParquetLayer, is_parquet
 from .io.vector import default_layer_name, parcel_layer_problem
@@ -137,6 +138,34 @@ class ParcelFields:
     class_map: Any = None
     min_parcels: int = 0
     block_field: Optional[str] = "block"
+
+
+def parcel_blocks(frame: Any, block_field: Optional[str]) -> np.ndarray:
+    """``(n,)`` int32 spatial blocks of the parcels of ``frame`` from its ``block_field``; -1 where
+    it is empty, everywhere without that field."""
+    if block_field and block_field in frame.columns:
+        return frame[block_field].fillna(-1).astype(np.int32).to_numpy()
+    return np.full(len(frame), -1, dtype=np.int32)
+
+
+def tallied_classes(tally: LabelTally, fields: ParcelFields,
+                    source: str) -> tuple[np.ndarray, tuple[str, ...], dict[str, Any]]:
+    """The classes of a layer's labels counted in ``tally`` from ``fields.label_field``, assigned
+    with ``fields``' class map, minimum of parcels and class list (``classmap.assign_tallied``).
+
+    Returns:
+        ``(K,)`` int16 class index of each code of ``tally.codes`` (-1: unlabelled), the class
+        names and what the assignment did (``ParcelTable.class_summary``).
+    """
+    assigned = assign_tallied(tally, fields.class_map, min_parcels=fields.min_parcels, classes=fields.classes,
+                              source=f"{source} field {fields.label_field!r}")
+    summary = assigned.summary()
+    summary["class_map"] = (None if fields.class_map is None
+                            else getattr(fields.class_map, "source", str(fields.class_map)))
+    summary["min_parcels"] = int(fields.min_parcels)
+    log.info("%s: %d classes from field %r: %s", source, len(assigned.classes), fields.label_field,
+             ", ".join(f"{c} ({n})" for c, n in assigned.counts.items()))
+    return assigned.labels, assigned.classes, summary
 
 
 def parcel_table(parcels: Union[ParcelSource, ParcelTable], fields: Optional[ParcelFields] = None) -> ParcelTable:
@@ -312,9 +341,7 @@ def load_parcels(
     elif class_map is not None or min_parcels > 1:
         raise InputError(f"A class map or a minimum of parcels per class needs a label field; name the field "
                          f"of {source} that holds the crop codes or names.")
-    blocks = np.full(len(gdf), -1, dtype=np.int32)
-    if block_field and block_field in gdf.columns:
-        blocks = gdf[block_field].fillna(-1).astype(np.int32).to_numpy()
+    blocks = parcel_blocks(gdf, block_field)
     rows = np.arange(len(gdf), dtype=np.int64)
     if selected_ids is not None:
         keep = np.isin(ids, np.asarray([str(s) for s in selected_ids]))
@@ -323,16 +350,12 @@ def load_parcels(
     class_list: tuple[str, ...] = tuple(classes) if classes is not None else ()
     summary: dict[str, Any] = {}
     if label_field is not None:
-        from .classmap import assign_classes
-
-        assigned = assign_classes(gdf[label_field].to_numpy(), class_map, min_parcels=min_parcels,
-                                  classes=classes, source=f"{source} field {label_field!r}")
-        labels, class_list = assigned.labels, assigned.classes
-        summary = assigned.summary()
-        summary["class_map"] = None if class_map is None else getattr(class_map, "source", str(class_map))
-        summary["min_parcels"] = int(min_parcels)
-        log.info("%s: %d classes from field %r: %s", source, len(class_list), label_field,
-                 ", ".join(f"{c} ({n})" for c, n in assigned.counts.items()))
+        tally = LabelTally()
+        positions = tally.add(gdf[label_field].to_numpy())
+        per_code, class_list, summary = tallied_classes(
+            tally, ParcelFields(label_field=label_field, classes=classes, class_map=class_map,
+                                min_parcels=min_parcels), source)
+        labels = per_code[positions]
     geometry, ok = repair_geometries(gdf.geometry.reset_index(drop=True))
     status = np.where(ok, "", STATUS_INVALID_GEOMETRY).astype(object)
     if (~ok).any():

@@ -4,7 +4,9 @@ partition's parcels read back from the file by the worker that computes it.
 :func:`plan_layer` reads the layer in batches (OGR features through fiona, or GeoParquet row
 groups), repairs each batch's geometries as :func:`~thermocrop.core.parcels.load_parcels` does
 and keeps only what planning needs: each parcel's position and feature id, its repaired
-bounding box and whether it is usable, and a digest of the parcel ids (about 50 bytes a parcel).
+bounding box and whether it is usable, and a digest of the parcel ids (about 50 bytes a parcel);
+for an extraction also its label, block and a hash of its id (18 bytes more), the labels
+counted batch by batch (``classmap.LabelTally``) and assigned to classes once the layer is read.
 The partitions are then the chunks a one-process run makes (``pixel_sampling.chunks_of_bounds``
 gives the same as ``spatial_chunks``); a :class:`LayerSlice` names one partition's parcels by
 position and feature id, and its :meth:`LayerSlice.table` reads them from the file, so each
@@ -14,18 +16,30 @@ worker builds the same ``ParcelTable`` rows a one-process run holds for them.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
+from ..classmap import LabelTally
 from ..errors import InputError
 from ..io.geoparquet import GeoParquetLayer, is_parquet
 from ..io.vector import default_layer_name, parcel_layer_problem
-from ..parcels import STATUS_INVALID_GEOMETRY, ParcelTable, check_crs, repair_geometries
+from ..parcels import (
+    STATUS_INVALID_GEOMETRY,
+    ParcelFields,
+    ParcelTable,
+    check_crs,
+    parcel_blocks,
+    repair_geometries,
+    tallied_classes,
+)
 from ..pixel_sampling import chunks_of_bounds
+
+log = logging.getLogger(__name__)
 
 PLAN_BATCH = 4000
 """Features read at a time while planning (GeoParquet: a row group read whole, then made into
@@ -56,6 +70,8 @@ class LayerSlice:
     fids: Union[np.ndarray, int, None]
     id_column: Optional[str]
     id_dtype: Optional[str]
+    labels: Optional[np.ndarray] = None
+    blocks: Optional[np.ndarray] = None
 
     def table(self, classes: Sequence[str] = ()) -> ParcelTable:
         """These parcels as a ``ParcelTable``, as ``load_parcels`` would give their rows."""
@@ -65,8 +81,10 @@ class LayerSlice:
         geometry, ok = repair_geometries(frame.geometry.reset_index(drop=True))
         status = np.where(ok, "", STATUS_INVALID_GEOMETRY).astype(object)
         n = len(ids)
-        return ParcelTable(geometry, ids, np.full(n, -1, dtype=np.int16), np.full(n, -1, dtype=np.int32), status,
-                           self.source, np.asarray(self.layer_rows, dtype=np.int64), tuple(classes))
+        labels = self.labels if self.labels is not None else np.full(n, -1, dtype=np.int16)
+        blocks = self.blocks if self.blocks is not None else np.full(n, -1, dtype=np.int32)
+        return ParcelTable(geometry, ids, labels, blocks, status, self.source,
+                           np.asarray(self.layer_rows, dtype=np.int64), tuple(classes))
 
 
 @dataclass
@@ -83,6 +101,9 @@ class LayerPlan:
         usable: ``(P,)`` bool, False where the geometry is unusable (``invalid_geometry``).
         ids_digest: SHA-256 of the parcel ids joined by newlines, for the run folder.
         id_column, id_dtype: as :class:`LayerSlice`.
+        id_width: the length of the longest parcel id.
+        attributes: with ``fields`` given to :func:`plan_layer`, each parcel's label and block
+            and what the layer's labels gave; None without.
     """
 
     source: str
@@ -95,6 +116,16 @@ class LayerPlan:
     ids_digest: str
     id_column: Optional[str]
     id_dtype: Optional[str]
+    id_width: int = 0
+    attributes: Optional["ParcelAttributes"] = None
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return self.attributes.classes if self.attributes is not None else ()
+
+    @property
+    def class_summary(self) -> dict[str, Any]:
+        return self.attributes.class_summary if self.attributes is not None else {}
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -105,34 +136,100 @@ class LayerPlan:
 
     def slice(self, idx: np.ndarray) -> LayerSlice:
         """The parcels at plan positions ``idx`` (sorted) for a worker to read."""
-        return LayerSlice(self.source, self.layer, np.asarray(idx, dtype=np.int64), self.rows[idx],
+        part = LayerSlice(self.source, self.layer, np.asarray(idx, dtype=np.int64), self.rows[idx],
                           self.fids if not isinstance(self.fids, np.ndarray) else self.fids[idx], self.id_column,
                           self.id_dtype)
+        if self.attributes is not None:
+            part.labels, part.blocks = self.attributes.labels[idx], self.attributes.blocks[idx]
+        return part
+
+
+@dataclass
+class ParcelAttributes:
+    """What an extraction keeps of each parcel of a :class:`LayerPlan` besides its place: what
+    ``load_parcels`` gives it from the label and block fields, and a hash of its id.
+
+    Attributes:
+        labels: ``(P,)`` int16 class index or -1; ``classes``, ``class_summary``: as ``ParcelTable``.
+        blocks: ``(P,)`` int32 spatial block or -1.
+        id_hashes: ``(P,)`` uint64 :func:`id_hashes` of the parcel ids, to check what a partition wrote.
+    """
+
+    labels: np.ndarray
+    blocks: np.ndarray
+    id_hashes: np.ndarray
+    classes: tuple[str, ...] = ()
+    class_summary: dict[str, Any] = field(default_factory=dict)
+
+
+def id_hashes(ids: Sequence[str]) -> np.ndarray:
+    """``(n,)`` uint64 hashes of parcel ids (pandas' fixed-key hash: the same in every process)."""
+    import pandas as pd
+
+    return pd.util.hash_array(np.asarray(ids, dtype=object))
+
+
+class _AttributeReader:
+    """Fills a plan's :class:`ParcelAttributes` batch by batch: label values counted (a
+    ``LabelTally``, one code position per parcel), blocks and id hashes."""
+
+    def __init__(self, total: int, fields: ParcelFields, layer_fields: Sequence[str]) -> None:
+        self.fields = fields
+        self.block_field = fields.block_field if fields.block_field in layer_fields else None
+        self.tally = LabelTally()
+        self.codes = np.zeros(total, dtype=np.int32) if fields.label_field else None
+        self.blocks = np.empty(total, dtype=np.int32)
+        self.hashes = np.empty(total, dtype=np.uint64)
+
+    @property
+    def columns(self) -> list[str]:
+        return [c for c in (self.fields.label_field, self.block_field) if c]
+
+    def add(self, at: slice, frame: Any, ids: np.ndarray) -> None:
+        if self.codes is not None:
+            self.codes[at] = self.tally.add(frame[self.fields.label_field].to_numpy())
+        self.blocks[at] = parcel_blocks(frame, self.block_field)
+        self.hashes[at] = id_hashes(ids)
+
+    def finish(self, kept: int, source: str) -> ParcelAttributes:
+        blocks, hashes = self.blocks[:kept].copy(), self.hashes[:kept].copy()
+        if self.codes is None:
+            return ParcelAttributes(np.full(kept, -1, dtype=np.int16), blocks, hashes,
+                                    tuple(self.fields.classes) if self.fields.classes is not None else ())
+        per_code, classes, summary = tallied_classes(self.tally, self.fields, source)
+        return ParcelAttributes(per_code[self.codes[:kept]], blocks, hashes, classes, summary)
 
 
 def plan_layer(path: Any, *, id_field: Optional[str] = None, selected_ids: Optional[Sequence[Any]] = None,
-               layer: Optional[str] = None) -> LayerPlan:
+               layer: Optional[str] = None, fields: Optional[ParcelFields] = None) -> LayerPlan:
     """Read the layer ``path`` batch by batch and keep what partitions are planned from.
 
+    ``fields`` (an extraction's): each parcel's label and block are kept too, as ``load_parcels``
+    gives them with these fields (the labels assigned to classes over the whole layer), in
+    ``LayerPlan.attributes``; its ``id_field`` stands where ``id_field`` is None.
+
     Raises:
-        InputError: as ``load_parcels``: an unreadable file, no usable CRS, a missing id field,
-            a layer without features or no parcel among ``selected_ids``.
+        InputError: as ``load_parcels``: an unreadable file, no usable CRS, a missing id or label
+            field, a class map without a label field, a layer without features or no parcel
+            among ``selected_ids``.
     """
     source = str(Path(os.fspath(path)))
     problem = parcel_layer_problem(Path(source), layer)
     if problem:
         raise InputError(problem)
-    fields, crs = _fields_and_crs(source, layer)
+    layer_fields, crs = _fields_and_crs(source, layer)
     check_crs(crs, source)
-    if id_field is not None and id_field not in fields:
-        raise InputError(f"Parcel layer {source} has no id field {id_field!r}; its fields are {fields}.")
-    id_column = id_field if id_field is not None else ("parcel_id" if "parcel_id" in fields else None)
+    if id_field is None and fields is not None:
+        id_field = fields.id_field
+    _check_fields(source, layer_fields, id_field, fields)
+    id_column = id_field if id_field is not None else ("parcel_id" if "parcel_id" in layer_fields else None)
     wanted = None if selected_ids is None else np.asarray([str(s) for s in selected_ids])
-    plan, dtypes = _plan_pass(source, layer, crs, id_column, wanted, None)
+    reading = _Reading(source, layer, crs, id_column, fields, layer_fields)
+    plan, dtypes = _plan_pass(reading, wanted, None)
     if len(set(dtypes)) > 1:
         # The id field has another type in some batches (integers with NULLs in a few): the
         # whole layer reads with their common type, and so must every batch.
-        plan, _ = _plan_pass(source, layer, crs, id_column, wanted, _common_dtype(dtypes))
+        plan, _ = _plan_pass(reading, wanted, _common_dtype(dtypes))
     if plan is None:
         if wanted is None:
             name = default_layer_name(source, layer) or Path(source).stem
@@ -142,19 +239,50 @@ def plan_layer(path: Any, *, id_field: Optional[str] = None, selected_ids: Optio
     return plan
 
 
-def _plan_pass(source: str, layer: Optional[str], crs: Any, id_column: Optional[str], wanted: Optional[np.ndarray],
+def _check_fields(source: str, layer_fields: list[str], id_field: Optional[str],
+                  fields: Optional[ParcelFields]) -> None:
+    """Refuse the fields ``load_parcels`` refuses: a named id or label field the layer lacks, a
+    class map or minimum of parcels without a label field."""
+    if id_field is not None and id_field not in layer_fields:
+        raise InputError(f"Parcel layer {source} has no id field {id_field!r}; its fields are {layer_fields}.")
+    if fields is None:
+        return
+    if fields.label_field is not None and fields.label_field not in layer_fields:
+        raise InputError(f"Parcel layer {source} has no label field {fields.label_field!r}; its fields are "
+                         f"{layer_fields}.")
+    if fields.label_field is None and (fields.class_map is not None or fields.min_parcels > 1):
+        raise InputError(f"A class map or a minimum of parcels per class needs a label field; name the field "
+                         f"of {source} that holds the crop codes or names.")
+
+
+@dataclass
+class _Reading:
+    """What a planning pass reads: the layer, its CRS, the id field and an extraction's fields."""
+
+    source: str
+    layer: Optional[str]
+    crs: Any
+    id_column: Optional[str]
+    fields: Optional[ParcelFields]
+    layer_fields: list[str]
+
+
+def _plan_pass(reading: _Reading, wanted: Optional[np.ndarray],
                id_dtype: Optional[str]) -> tuple[Optional[LayerPlan], list[str]]:
     """One pass over the layer: its plan (None without parcels) and the id field's type per batch.
 
     The plan's arrays are made at the layer's size and filled batch by batch (not joined at the
     end, which would hold them twice)."""
+    source, layer, id_column = reading.source, reading.layer, reading.id_column
     total = _feature_count(source, layer)
     rows, fids = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
     bounds, usable = np.full((total, 4), np.nan), np.zeros(total, dtype=bool)
+    attributes = None if reading.fields is None else _AttributeReader(total, reading.fields, reading.layer_fields)
+    columns = list(dict.fromkeys([*([id_column] if id_column else []), *(attributes.columns if attributes else [])]))
     dtypes: list[str] = []
-    kept, has_fids = 0, False
+    kept, has_fids, id_width, unusable = 0, False, 0, []
     digest = hashlib.sha256()
-    for start, frame, batch_fids in _batches(source, layer, [id_column] if id_column else []):
+    for start, frame, batch_fids in _batches(source, layer, columns):
         if id_column:
             dtypes.append(str(frame[id_column].dtype))
         batch_rows = np.arange(start, start + len(frame), dtype=np.int64)
@@ -162,6 +290,7 @@ def _plan_pass(source: str, layer: Optional[str], crs: Any, id_column: Optional[
         keep = np.ones(len(ids), dtype=bool) if wanted is None else np.isin(ids, wanted)
         if not keep.any():
             continue
+        ids = ids[keep]
         if start + len(frame) > total:
             raise InputError(f"Parcel layer {source} holds more features than it says it has ({total}); save it "
                              "again (e.g. as a GeoPackage).")
@@ -169,18 +298,27 @@ def _plan_pass(source: str, layer: Optional[str], crs: Any, id_column: Optional[
         at = slice(kept, kept + len(ok))
         if ok.any():
             bounds[at][ok] = geometry[ok].bounds.to_numpy()
-        digest.update((("\n" if kept else "") + "\n".join(ids[keep])).encode())
+        digest.update((("\n" if kept else "") + "\n".join(ids)).encode())
         rows[at] = batch_rows[keep]
         if batch_fids is not None:
             fids[at], has_fids = batch_fids[keep], True
         usable[at] = ok
+        if attributes is not None:
+            attributes.add(at, frame[keep], ids)
+        id_width = max(id_width, max(len(i) for i in ids))
+        if len(unusable) < 10:  # named in the warning, as load_parcels names them
+            unusable += list(ids[~ok][:10 - len(unusable)])
         kept += len(ok)
     if not kept:
         return None, dtypes
+    if (~usable[:kept]).any():
+        log.warning("%s: %d parcels have unusable geometries (empty, not polygons or unrepairable): %s",
+                    source, int((~usable[:kept]).sum()), unusable)
     if kept < total:  # a selection: only its parcels are kept
         rows, fids, bounds, usable = rows[:kept].copy(), fids[:kept].copy(), bounds[:kept].copy(), usable[:kept].copy()
-    plan = LayerPlan(source, layer, crs, rows, _compact_fids(fids, rows) if has_fids else None, bounds, usable,
-                     digest.hexdigest(), id_column, id_dtype or (dtypes[0] if dtypes else None))
+    plan = LayerPlan(source, layer, reading.crs, rows, _compact_fids(fids, rows) if has_fids else None, bounds,
+                     usable, digest.hexdigest(), id_column, id_dtype or (dtypes[0] if dtypes else None), id_width,
+                     None if attributes is None else attributes.finish(kept, source))
     return plan, dtypes
 
 

@@ -10,9 +10,10 @@ classification's output is made from the run folder batch by batch as the layer 
 the partitions run (:class:`OutputWhileRunning`): each batch as soon as the partitions holding
 its parcels have finished.
 
-A classification of a layer file is planned from the parcels' bounding boxes alone
-(:mod:`.layer_plan`) and each partition reads its own parcels from the file; a GeoDataFrame or
-``ParcelTable`` (and extraction and GDD) are sent to the workers in pieces.
+A classification, an extraction or a GDD run of a layer file is planned from the parcels'
+bounding boxes alone (:mod:`.layer_plan`; an extraction keeps each parcel's label and block too)
+and each partition reads its own parcels from the file; a GeoDataFrame or ``ParcelTable`` is
+sent to the workers in pieces.
 
 A worker lost mid-run is replaced by the cluster and its partitions are computed again by
 another worker (Dask reschedules the tasks of a dead worker). An interrupted run is taken up
@@ -29,9 +30,10 @@ import os
 import socket
 import threading
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -64,7 +66,7 @@ from .folder import (
     write_stats,
     write_table,
 )
-from .layer_plan import LayerPlan, plan_layer
+from .layer_plan import LayerPlan, LayerSlice, id_hashes, plan_layer
 from .result_stream import PART_ROW_GROUP, FinishedPartitions, PartitionedResult
 
 log = logging.getLogger(__name__)
@@ -486,8 +488,8 @@ class _LazyArguments(Sequence):
         return self._make(i)
 
 
-def extract_partition(i: int, folder: RunFolder, parcels: PartitionParcels, weather: Any, *, scenes: list,
-                      settings: Any, classes: tuple, meta: dict) -> None:
+def extract_partition(i: int, folder: RunFolder, parcels: Union[PartitionParcels, LayerSlice], weather: Any, *,
+                      scenes: list, settings: Any, classes: tuple, meta: dict) -> None:
     """One partition of an extraction, written as the dataset folder ``part-i``."""
     wall, cpu = time.perf_counter(), time.process_time()
     table = parcels.table(classes)
@@ -501,6 +503,53 @@ def extract_partition(i: int, folder: RunFolder, parcels: PartitionParcels, weat
                                      full_slots=True, stats=stats):
             writer.write_rows(rows, ps)
     write_stats(folder, i, _task_stats(i, parcels, wall, cpu, **_extract_stats(stats)))
+
+
+@dataclass
+class ExtractionParcels:
+    """The parcels of a partitioned extraction, as the client holds them: a layer file's
+    :class:`LayerPlan` (labels, blocks and id hashes without geometries; each partition reads its
+    own parcels from the file), or a ``ParcelTable`` sent to the partitions in pieces.
+
+    Attributes:
+        described: the plan or the table (its ``source``, ``classes`` and ``class_summary``).
+        ids_digest: as ``LayerPlan.ids_digest``; id_width: the longest parcel id.
+        id_hashes: ``(P,)`` ``layer_plan.id_hashes`` of the parcel ids.
+    """
+
+    described: Any
+    ids_digest: str
+    id_width: int
+    id_hashes: np.ndarray
+
+    @classmethod
+    def of(cls, parcels: Any, fields: ParcelFields) -> "ExtractionParcels":
+        """A layer file planned (``plan_layer`` with ``fields``), anything else read as a table."""
+        if isinstance(parcels, (str, os.PathLike)):
+            plan = plan_layer(parcels, fields=fields)
+            return cls(plan, plan.ids_digest, plan.id_width, plan.attributes.id_hashes)
+        table = parcel_table(parcels, fields)
+        if len(table) == 0:
+            raise ExtractionError(f"Parcel layer {table.source} holds no parcels.")
+        return cls(table, _ids_digest(table.parcel_ids), max(len(x) for x in table.parcel_ids),
+                   id_hashes(table.parcel_ids))
+
+    def __len__(self) -> int:
+        return len(self.described)
+
+    def chunks(self, chunk_size: int, grids: Sequence[Any]) -> list[np.ndarray]:
+        """The chunks of a one-process run (a plan's bounding boxes are let go once they are made)."""
+        if isinstance(self.described, LayerPlan):
+            chunks = self.described.chunks(chunk_size, grids)
+            self.described.bounds = self.described.usable = None
+            return chunks
+        return spatial_chunks(self.described, chunk_size, grids)
+
+    def inputs_of(self, idx: np.ndarray) -> Union[LayerSlice, PartitionParcels]:
+        """What the partition of the parcels ``idx`` is sent."""
+        if isinstance(self.described, LayerPlan):
+            return self.described.slice(idx)
+        return PartitionParcels.of(self.described, idx)
 
 
 def extract_partitioned(
@@ -523,8 +572,9 @@ def extract_partitioned(
 
     Each partition is a dataset folder in the run folder; they are merged, partition by
     partition through memory maps, into the dataset ``out`` (written whole, as by
-    ``extract_to_dataset``, whose arrays it equals value for value). Arguments as
-    ``extract_to_dataset`` and :func:`classify_partitioned`; ``extraction`` holds
+    ``extract_to_dataset``, whose arrays it equals value for value). A layer file is planned
+    batch by batch (:class:`ExtractionParcels`): the client never holds its geometries. Arguments
+    as ``extract_to_dataset`` and :func:`classify_partitioned`; ``extraction`` holds
     ``extract_to_dataset``'s ``settings`` (an ``ExtractionSettings``) and ``fields`` (a
     ``ParcelFields``), each None or left out for the defaults.
     """
@@ -534,39 +584,53 @@ def extract_partitioned(
     if extraction:
         raise TypeError(f"extract_partitioned() got unexpected keyword arguments {sorted(extraction)}")
     with EarlyClient(cluster, warm_up=("extract",)) as early:  # starts while the layer is read
-        table = parcel_table(parcels, fields)
+        planned = ExtractionParcels.of(parcels, fields)
+        described = planned.described
         scene_list = scene_list_of(scenes)
         if not scene_list:
             raise SceneError("No scenes were given.")
-        if len(table) == 0:
-            raise ExtractionError(f"Parcel layer {table.source} holds no parcels.")
         select_season(scene_list, settings.thermal.season_start)  # refuses scenes of several seasons
         say_missing_scl(scene_list, settings)
-        meta = dataset_meta(table, scene_list, weather, settings, fields.label_field)
-        chunks = spatial_chunks(table, chunk_size, scene_grids(scene_list))
+        meta = dataset_meta(described, scene_list, weather, settings, fields.label_field)
+        chunks = planned.chunks(chunk_size, scene_grids(scene_list))
         fingerprint = {
             "kind": "extract",
-            "parcels": file_fingerprint(parcels) if isinstance(parcels, (str, os.PathLike)) else table.source,
-            "parcel_ids": hashlib.sha256("\n".join(map(str, table.parcel_ids)).encode()).hexdigest(),
+            "parcels": file_fingerprint(parcels) if isinstance(parcels, (str, os.PathLike)) else described.source,
+            "parcel_ids": planned.ids_digest,
             "scenes": input_fingerprints(f for sc in scene_list for f in sc.files),
             "weather": weather_fingerprint(weather, settings.weather_options),
             "settings": repr(settings),
             "options": repr(fields),
-            "classes": list(table.classes),
+            "classes": list(described.classes),
             "chunk_size": chunk_size,
         }
-        folder = open_run_folder(run_folder, fingerprint=fingerprint, chunks=chunks, n_parcels=len(table), suffix="",
-                                 resume=resume, inputs=inputs)
-        arguments = [(PartitionParcels.of(table, idx), weather_for(weather, idx)) for idx in chunks]
+        folder = open_run_folder(run_folder, fingerprint=fingerprint, chunks=chunks, n_parcels=len(planned),
+                                 suffix="", resume=resume, inputs=inputs)
+        # Each partition's inputs are made as it is sent, not all at once.
+        arguments = _LazyArguments(len(chunks), lambda i: (planned.inputs_of(chunks[i]),
+                                                           weather_for(weather, chunks[i])))
         summary = run_partitions(extract_partition, arguments, folder, early, listener=listener, cancelled=cancelled,
                                  shared={"scenes": scene_list, "settings": settings,
-                                         "classes": tuple(table.classes), "meta": meta})
-    dates = np.array([sc.date for sc in scene_list], dtype="datetime64[D]")
+                                         "classes": tuple(described.classes), "meta": meta})
+    merge_extraction(folder, chunks, planned, out, _extraction_writer(out, planned, scene_list, settings, meta,
+                                                                       overwrite))
+    return Path(out), summary, folder
+
+
+def _extraction_writer(out: PathLike, planned: ExtractionParcels, scenes: list, settings: Any, meta: dict,
+                       overwrite: bool) -> DatasetWriter:
+    dates = np.array([sc.date for sc in scenes], dtype="datetime64[D]")
     season_days = np.asarray(day_of_season(dates, settings.thermal.season_start), dtype=np.float32)
-    writer = DatasetWriter(out, n_parcels=len(table), dates=dates, day_of_season=season_days,
-                           max_pixels=settings.sampling.max_pixels, classes=table.classes, meta=meta,
-                           overwrite=overwrite, parcel_id_width=max(8, max(len(x) for x in table.parcel_ids)))
-    status = np.empty(len(table), dtype=object)
+    return DatasetWriter(out, n_parcels=len(planned), dates=dates, day_of_season=season_days,
+                         max_pixels=settings.sampling.max_pixels, classes=planned.described.classes, meta=meta,
+                         overwrite=overwrite, parcel_id_width=max(8, planned.id_width))
+
+
+def merge_extraction(folder: RunFolder, chunks: Sequence[np.ndarray], planned: ExtractionParcels, out: PathLike,
+                     writer: DatasetWriter) -> None:
+    """Write the partitions' datasets into ``writer`` (the dataset ``out``) partition by partition,
+    each checked to hold the parcels planned for it; statuses are only counted."""
+    status: Counter = Counter()
     with writer:
         for i, idx in enumerate(chunks):
             try:
@@ -574,13 +638,14 @@ def extract_partitioned(
             except ThermoCropError as exc:
                 raise OutputError(f"The partition {folder.part(i)} cannot be read ({exc}); remove it and run again "
                                   "with --resume.") from None
-            if not np.array_equal(part.parcel_ids, table.parcel_ids[idx]):
+            if len(part.parcel_ids) != len(idx) or not np.array_equal(id_hashes(part.parcel_ids),
+                                                                      planned.id_hashes[idx]):
                 check_partition(folder, i, idx, np.full(len(idx), -1))
             writer.write_rows(idx, part)
-            status[idx] = part.status
+            names, counts = np.unique(np.asarray(part.status, dtype=str), return_counts=True)
+            status.update(dict(zip(names.tolist(), counts.tolist())))
             del part
-        require_usable(status, "extracted", table.source)  # raising here leaves no dataset
-    return Path(out), summary, folder
+        require_usable(status, "extracted", planned.described.source)  # raising here leaves no dataset
 
 
 def gdd_partition(i: int, folder: RunFolder, parcels: PartitionParcels, weather: Any, *, dates: np.ndarray,
