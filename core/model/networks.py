@@ -239,10 +239,9 @@ class PixelSetEncoder(nn.Module):
         cancellation where a feature's spread is small beside its mean (an error up to about
         ``sqrt(float32 eps)``, 2.4e-4, of the feature's size in its std), so it is used only where
         ``mlp2`` gives the std half of the pooled features at most ``ONE_PASS_STD_WEIGHT`` of the
-        weight it gives the mean half: there such an error moves ``mlp2``'s outputs by less than
-        float32 rounding does. Trained models whose std features carry no weight (the shipped
-        ones: their training sets give the pixels of a date little spread) skip the centring
-        pass.
+        weight it gives the mean half: there such an error moves ``mlp2``'s outputs by a few units
+        of float32 rounding at most. Trained models whose std features came to carry next to no weight
+        (the shipped ones) skip the centring pass.
         """
         weight = self.mlp2.linear.weight
         width = self.mlp1[-1].linear.out_features
