@@ -57,8 +57,11 @@ class SinusoidalEncoding(nn.Module):
 
     def forward(self, positions: torch.Tensor, date_mask: torch.Tensor) -> torch.Tensor:
         """Encode ``(B, T)`` positions into ``(B, T, width * repeats)``."""
-        pe = sinusoid(positions.to(torch.float64) + self.offset, self.width, self.tau)
-        return pe.repeat(1, 1, self.repeats)
+        return self.per_head(positions, date_mask).repeat(1, 1, self.repeats)
+
+    def per_head(self, positions: torch.Tensor, date_mask: torch.Tensor) -> torch.Tensor:
+        """The ``(B, T, width)`` vector that ``forward`` repeats for every head."""
+        return sinusoid(positions.to(torch.float64) + self.offset, self.width, self.tau)
 
 
 class FourierEncoding(nn.Module):
@@ -78,10 +81,14 @@ class FourierEncoding(nn.Module):
 
     def forward(self, positions: torch.Tensor, date_mask: torch.Tensor) -> torch.Tensor:
         """Encode ``(B, T)`` GDD into ``(B, T, width * repeats)``."""
+        return self.per_head(positions, date_mask).repeat(1, 1, self.repeats)
+
+    def per_head(self, positions: torch.Tensor, date_mask: torch.Tensor) -> torch.Tensor:
+        """The ``(B, T, width)`` vector that ``forward`` repeats for every head."""
         p = (positions.to(torch.float32) / self.scale).unsqueeze(-1)
         wp = self.frequencies(p)
         r = torch.cat((torch.cos(wp), torch.sin(wp)), dim=-1) * self.norm
-        return self.mlp(r).repeat(1, 1, self.repeats)
+        return self.mlp(r)
 
 
 class RecurrentEncoding(nn.Module):
@@ -99,14 +106,18 @@ class RecurrentEncoding(nn.Module):
 
     def forward(self, positions: torch.Tensor, date_mask: torch.Tensor) -> torch.Tensor:
         """Encode ``(B, T)`` GDD (valid dates first, ``date_mask`` a prefix) to ``(B, T, 256)``."""
+        return self.per_head(positions, date_mask).repeat(1, 1, self.repeats)
+
+    def per_head(self, positions: torch.Tensor, date_mask: torch.Tensor) -> torch.Tensor:
+        """The ``(B, T, width)`` vector that ``forward`` repeats for every head."""
         pe = sinusoid(positions, self.width, self.tau)
         lengths = date_mask.sum(dim=1).clamp(min=1).cpu()
         if bool((lengths == pe.shape[1]).all()):  # no padding: packing would change nothing
             hidden, _ = self.gru(pe)
-            return self.out(hidden).repeat(1, 1, self.repeats)
+            return self.out(hidden)
         packed = nn.utils.rnn.pack_padded_sequence(pe, lengths, batch_first=True,
                                                    enforce_sorted=False)
         hidden, _ = self.gru(packed)
         hidden, _ = nn.utils.rnn.pad_packed_sequence(hidden, batch_first=True,
                                                      total_length=pe.shape[1])
-        return self.out(hidden).repeat(1, 1, self.repeats)
+        return self.out(hidden)

@@ -192,6 +192,11 @@ class LinearLayer(nn.Module):
         self.norm = nn.Identity()
 
 
+ONE_PASS_STD_WEIGHT = 1e-3
+"""The largest share of the pooled means' weight in ``mlp2`` that the pooled stds may have for the
+folded path to take them in one pass (``PixelSetEncoder.fold_pooling``)."""
+
+
 def masked_mean_std(x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean and unbiased std over pixels of ``x (N, S, F)`` where ``mask (N, S)`` is True.
 
@@ -223,6 +228,25 @@ class PixelSetEncoder(nn.Module):
         # False keeps the plain autograd path (same function, slower).
         self.blocked_training = True
         self.mlp2 = LinearLayer(2 * widths[-1] + int(concat_gdd), cfg.mlp2, cfg.bn_momentum)
+        self.one_pass_std = False
+        """Folded path only (``fold_pooling``): the std from the sums of values and of squares in one
+        pass over the activations, instead of centring them first."""
+
+    def fold_pooling(self) -> None:
+        """Choose the folded path's std pooling (eval use only, after ``mlp2`` is folded).
+
+        The one-pass variance ``(sum(x^2) - sum(x) * mean) / (n - 1)`` loses digits to
+        cancellation where a feature's spread is small beside its mean (an error up to about
+        ``sqrt(float32 eps)``, 2.4e-4, of the feature's size in its std), so it is used only where
+        ``mlp2`` gives the std half of the pooled features at most ``ONE_PASS_STD_WEIGHT`` of the
+        weight it gives the mean half: there such an error moves ``mlp2``'s outputs by a few units
+        of float32 rounding at most. Trained models whose std features came to carry next to no weight
+        (the shipped ones) skip the centring pass.
+        """
+        weight = self.mlp2.linear.weight
+        width = self.mlp1[-1].linear.out_features
+        means, stds = weight[:, :width].abs().max(), weight[:, width:2 * width].abs().max()
+        self.one_pass_std = bool(stds <= ONE_PASS_STD_WEIGHT * means)
 
     def forward(self, pixels: torch.Tensor, pixel_mask: torch.Tensor,
                 gdd: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -254,14 +278,10 @@ class PixelSetEncoder(nn.Module):
                         gdd: Optional[torch.Tensor]) -> torch.Tensor:
         # Inference after folding, in chunks of date sets that keep the (sets x pixels x 64)
         # activations in cache.
-        starts = range(0, max(pixels.shape[0], 1), self.fold_chunk)
         if all(type(layer.linear) is nn.Linear for layer in self.mlp1):
-            weights = [torch.cat([layer.linear.weight, layer.linear.bias.unsqueeze(1)], dim=1)
-                       for layer in self.mlp1]
-            pooled = [self._pool_channels_first(pixels[i:i + self.fold_chunk],
-                                                pixel_mask[i:i + self.fold_chunk], weights) for i in starts]
-            return self._encode_pooled(torch.cat(pooled) if len(pooled) > 1 else pooled[0], gdd)
+            return self._encode_pooled(self._pool_channels_first(pixels, pixel_mask), gdd)
         # bf16 or int8 layers quantize each call's activations: mlp2 is called chunk by chunk.
+        starts = range(0, max(pixels.shape[0], 1), self.fold_chunk)
         return torch.cat([self._encode_pooled(self._pool_rows(pixels[i:i + self.fold_chunk],
                                                               pixel_mask[i:i + self.fold_chunk]),
                                               None if gdd is None else gdd[i:i + self.fold_chunk])
@@ -272,35 +292,52 @@ class PixelSetEncoder(nn.Module):
             pooled = torch.cat([pooled, gdd.to(pooled.dtype).unsqueeze(-1)], dim=-1)
         return self.mlp2(pooled)
 
-    def _pool_channels_first(self, pixels: torch.Tensor, pixel_mask: torch.Tensor,
-                             weights: list[torch.Tensor]) -> torch.Tensor:
-        # fp32 per-pixel layers with channels as rows: ``pixels (n, C, S)`` becomes ``(C, n * S)``
-        # by copying runs of S pixels (no scatter of single values), every layer is one matrix
-        # product whose right side is the whole chunk, and the pooling sums run over the
-        # innermost, contiguous pixel axis. Each layer's input carries one more row, the pixel
-        # mask, whose weight column is the bias (``weights``: each layer's weight with its bias
-        # as the last column): a valid pixel gets its bias, a masked one (its
+    def _pool_channels_first(self, pixels: torch.Tensor, pixel_mask: torch.Tensor) -> torch.Tensor:
+        # fp32 per-pixel layers with channels as rows: a chunk of ``pixels (n, C, S)`` becomes
+        # ``(C, n * S)`` by copying runs of S pixels (no scatter of single values), every layer is
+        # one matrix product whose right side is the whole chunk, and the pooling sums run over
+        # the innermost, contiguous pixel axis. Each layer's input carries one more row, the pixel
+        # mask, whose weight column is the bias: a valid pixel gets its bias, a masked one (its
         # input zeroed) a zero pre-activation, so masked pixels are exact zeros at every layer
-        # and need no masking pass before the sums.
-        n_sets, channels, n_pixels = pixels.shape
-        x = pixels.new_empty((channels + 1, n_sets, n_pixels))
-        mask = x[channels]
-        mask.copy_(pixel_mask)
-        x[:channels].copy_(pixels.transpose(0, 1)).mul_(mask)
-        h = x.view(channels + 1, n_sets * n_pixels)
-        for i, weight in enumerate(weights):
-            last = i == len(weights) - 1
-            out = h.new_empty((weight.shape[0] + int(not last), h.shape[1]))
-            torch.mm(weight, h, out=out[:weight.shape[0]]).relu_()
-            if not last:
-                out[-1].copy_(mask.view(-1))
-            h = out
-        h = h.view(h.shape[0], n_sets, n_pixels)
-        n = mask.sum(dim=-1)
-        mean = h.sum(dim=-1).div_(n.clamp(min=1))
-        centred = h.addcmul_(mean.unsqueeze(-1), mask, value=-1)  # masked pixels stay 0
-        var = torch.linalg.vector_norm(centred, dim=-1).square_().div_(n.clamp(min=2) - 1)
-        return torch.cat([mean, var.add_(1e-31).sqrt_()]).t()
+        # and need no masking pass before the sums. The chunks share one work space, allocated
+        # once per call: a fresh buffer of megabytes per chunk costs the operating system's page
+        # faults, a tenth of the layers' time.
+        n_all, channels, n_pixels = pixels.shape
+        weights = [torch.cat([layer.linear.weight, layer.linear.bias.unsqueeze(1)], dim=1)
+                   for layer in self.mlp1]
+        width = weights[-1].shape[0]
+        pooled = pixels.new_empty((n_all, 2 * width))
+        chunk = max(1, min(self.fold_chunk, n_all))
+        rows = [channels + 1] + [weight.shape[0] + 1 for weight in weights[:-1]] + [width]
+        space = [pixels.new_empty(r * chunk * n_pixels) for r in rows]
+        for start in range(0, n_all, chunk):
+            n_sets = min(chunk, n_all - start)
+            cols = n_sets * n_pixels
+            x = space[0][:rows[0] * cols].view(rows[0], n_sets, n_pixels)
+            mask = x[channels]
+            mask.copy_(pixel_mask[start:start + n_sets])
+            torch.mul(pixels[start:start + n_sets].transpose(0, 1), mask, out=x[:channels])
+            h = x.view(rows[0], cols)
+            for weight, buffer, r in zip(weights, space[1:], rows[1:]):
+                out = buffer[:r * cols].view(r, cols)
+                torch.mm(weight, h, out=out[:weight.shape[0]]).relu_()
+                if r > weight.shape[0]:
+                    out[-1].copy_(mask.view(-1))
+                h = out
+            h = h.view(width, n_sets, n_pixels)
+            n = mask.sum(dim=-1)
+            total = h.sum(dim=-1)
+            mean = torch.div(total, n.clamp(min=1))
+            if self.one_pass_std:
+                var = torch.linalg.vector_norm(h, dim=-1).square_().sub_(total.mul_(mean)).clamp_(min=0)
+            else:
+                centred = h.addcmul_(mean.unsqueeze(-1), mask, value=-1)  # masked pixels stay 0
+                var = torch.linalg.vector_norm(centred, dim=-1).square_()
+            var.div_(n.clamp(min=2) - 1)
+            block = pooled[start:start + n_sets]
+            block[:, :width].copy_(mean.t())
+            torch.sqrt(var.add_(1e-31).t(), out=block[:, width:])
+        return pooled
 
     def _pool_rows(self, pixels: torch.Tensor, pixel_mask: torch.Tensor) -> torch.Tensor:
         # bf16 or int8 per-pixel layers (core.model.precision) on pixel rows; the pooling
@@ -373,7 +410,10 @@ class LightweightTemporalAttentionEncoder(nn.Module):
         # sequence), so a parcel's mask is the same in any batch.
         weights = self.attn_dropout(weights, sample_keys)
         values = h.view(b, t, self.n_head, d // self.n_head)
-        out = torch.einsum("bht,bthd->bhd", weights, values).reshape(b, d)
+        if self.score_map is not None:  # folded, inference: no copy of the values head by head
+            out = (values * weights.transpose(1, 2).unsqueeze(-1)).sum(dim=1).reshape(b, d)
+        else:
+            out = torch.einsum("bht,bthd->bhd", weights, values).reshape(b, d)
         return self.dropout(self.mlp3(out), sample_keys)
 
 
@@ -487,8 +527,13 @@ class CropClassifier(nn.Module):
             h[date_mask] = emb
         if self.positional is not None:
             positions = day_of_season if self.uses_calendar else gdd
-            pe = self.positional(positions, date_mask)
-            h = h + (pe if every_date else pe * date_mask.unsqueeze(-1).to(h.dtype))
+            # One vector per date, the same for every head: added to each head's channels as
+            # they are, without a copy repeated across the heads; in place where ``h`` is this
+            # call's own tensor (at inference).
+            pe = self.positional.per_head(positions, date_mask)
+            pe = (pe if every_date else pe * date_mask.unsqueeze(-1).to(h.dtype)).unsqueeze(2)
+            heads = h.view(b, t, self.ltae.n_head, -1)
+            h = (heads + pe if h.requires_grad or pe.requires_grad else heads.add_(pe)).view(b, t, -1)
         return self.decoder(self.ltae.attend(h, date_mask, sample_keys))
 
 
@@ -579,6 +624,9 @@ def fast_inference_model(model: CropClassifier) -> CropClassifier:
             module.fold()
         elif isinstance(module, LightweightTemporalAttentionEncoder):
             module.fold_scores()
+    for module in fast.modules():
+        if isinstance(module, PixelSetEncoder):
+            module.fold_pooling()
     for p in fast.parameters():
         p.requires_grad_(False)
     return fast

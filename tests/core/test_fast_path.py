@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 from thermocrop.core.model import bundle as bundle_module  # noqa: E402
 from thermocrop.core.model.bundle import default_bundle_path, load_bundle  # noqa: E402
-from thermocrop.core.model.networks import build_model, fast_inference_model  # noqa: E402
+from thermocrop.core.model.networks import build_model, fast_inference_model, masked_mean_std  # noqa: E402
 from thermocrop.core.pixel_sets import PixelSets, open_dataset, save_dataset  # noqa: E402
 
 AGREEMENT = 0.995
@@ -53,6 +53,7 @@ def test_the_fast_path_keeps_the_classes_of_the_unfolded_model(tmp_path, monkeyp
     bundle.precision = "fp32"
     fast = bundle.predict(ps, calibrated=False)
     assert type(bundle.fast_model().pse.mlp1[0].linear) is torch.nn.Linear  # the fp32 fast path ran
+    assert bundle.fast_model().pse.one_pass_std  # its std features carry no weight: one pass ran
     # The reference: the same bundle predicting with its model as trained (BatchNorm in place,
     # pixel rows, masked mean and std pooling, the key map and query apart).
     monkeypatch.setattr(bundle_module, "fast_inference_model", lambda model: model)
@@ -101,3 +102,35 @@ def test_folded_scores_are_the_key_map_and_query():
     with torch.inference_mode():
         assert torch.allclose(folded.scores(h), expected, atol=1e-5)
         assert torch.allclose(ltae.scores(h), expected, atol=1e-5)
+
+
+def test_the_std_is_pooled_in_one_pass_only_where_the_std_features_carry_no_weight(random_batch):
+    torch.manual_seed(7)
+    model = build_model("no_pe", 5)
+    model(*random_batch(8, 5, 12, torch.Generator().manual_seed(0)))  # BatchNorm statistics
+    model.eval()
+    assert not fast_inference_model(model).pse.one_pass_std  # both halves weigh: centred
+    width = model.config.mlp1[-1]
+    with torch.no_grad():
+        model.pse.mlp2.linear.weight[:, width:] *= 1e-5
+    fast = fast_inference_model(model)
+    assert fast.pse.one_pass_std
+    fast.pse.fold_chunk = 7
+    batch = random_batch(9, 6, 12, torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        assert torch.allclose(fast(*batch), model(*batch), atol=1e-5)
+        # The one-pass std itself, on pixels of some spread around a mean away from 0, against
+        # the centred sums of the training path in float64.
+        g = torch.Generator().manual_seed(3)
+        pmask = torch.rand(40, 12, generator=g) > 0.3
+        pmask[0, 1:] = False  # a set of one pixel
+        pmask[1] = False  # and an empty one
+        pixels = (torch.randn(40, 10, 12, generator=g) * 0.3 + 2) * pmask.unsqueeze(1)
+        pooled = fast.pse._pool_channels_first(pixels, pmask)
+        x = pixels.double().transpose(1, 2)
+        for layer in fast.pse.mlp1:
+            x = torch.relu(x @ layer.linear.weight.double().t() + layer.linear.bias.double())
+        mean, std = masked_mean_std(x, pmask)
+    assert torch.allclose(pooled[:, :width].double(), mean, atol=1e-5)
+    assert torch.allclose(pooled[:, width:].double(), std, atol=2e-3 * float(mean.abs().max()))
+    assert float(pooled[:2, width:].max()) < 1e-15  # one pixel or none: no spread, no NaN
