@@ -309,30 +309,46 @@ class GeoParquetLayer:
 
         frame = table.drop([self.geometry_column]).to_pandas()
         frame.index = np.arange(first_row, first_row + len(frame))
-        frame[self.geometry_column] = self._geometries(table.column(self.geometry_column), first_row).values
+        frame[self.geometry_column] = self.geometries(table.column(self.geometry_column), first_row).values
         return gpd.GeoDataFrame(frame, geometry=self.geometry_column, crs=self.crs)
 
-    def _geometries(self, column: Any, first_row: int) -> Any:
+    def geometries(self, column: Any, first_row: int, rows: Optional[int] = None) -> Any:
+        """The WKB ``column`` (Arrow, or a sequence of bytes and None) as a GeoSeries.
+
+        Args:
+            first_row: the row in the file of the first value, and ``rows`` how many rows the
+                values come from (default: as many as there are values), for the error's text.
+
+        Raises:
+            InputError: a value that is not WKB.
+        """
         import geopandas as gpd
 
-        wkb = column.to_numpy(zero_copy_only=False)
+        wkb = column.to_numpy(zero_copy_only=False) if hasattr(column, "to_numpy") else np.asarray(column, dtype=object)
         try:
             return gpd.GeoSeries.from_wkb(wkb, crs=self.crs)
         except Exception as exc:  # shapely's reading errors differ between its versions
+            last = first_row + (len(wkb) if rows is None else rows) - 1
             raise InputError(f"Parcel file {self.path} holds a geometry that is not valid WKB between rows "
-                             f"{first_row} and {first_row + len(wkb) - 1} ({exc}); write the file again.") from None
+                             f"{first_row} and {last} ({exc}); write the file again.") from None
 
     def frames(self, columns: Optional[Sequence[str]] = None, rows: Optional[int] = None) -> Iterator[Any]:
         """GeoDataFrames of the layer in file order, indexed by row in the file: one per row group,
         or with ``rows`` at most that many rows each (a row group read in slices: its geometries
         are held as Python objects one slice at a time)."""
+        for first_row, table in self.tables(columns, rows):
+            yield self._frame(table, first_row)
+
+    def tables(self, columns: Optional[Sequence[str]] = None, rows: Optional[int] = None) -> Iterator[tuple[int, Any]]:
+        """``(first row, Arrow table)`` of the layer in file order, as :meth:`frames` slices it,
+        geometries left as WKB (see :meth:`geometries`)."""
         names = self._columns(columns)
         starts = self.row_group_starts()
         for g in range(self.file.num_row_groups):
             table = self._read_group(g, names)
             step = rows or max(table.num_rows, 1)
             for first in range(0, table.num_rows, step):
-                yield self._frame(table.slice(first, step), int(starts[g]) + first)
+                yield int(starts[g]) + first, table.slice(first, step)
 
     def _read_group(self, g: int, names: list[str]) -> Any:
         try:
@@ -379,7 +395,7 @@ class GeoParquetLayer:
         starts = self.row_group_starts()
         for g in range(self.file.num_row_groups):
             column = self._read_group(g, [self.geometry_column]).column(self.geometry_column)
-            b = self._geometries(column, int(starts[g])).total_bounds
+            b = self.geometries(column, int(starts[g])).total_bounds
             if np.isfinite(b).all():
                 box = b if box is None else np.concatenate([np.minimum(box[:2], b[:2]), np.maximum(box[2:], b[2:])])
         return None if box is None else tuple(float(v) for v in box)

@@ -1,10 +1,13 @@
 """Partitions planned from a parcel layer file without holding its geometries, and each
 partition's parcels read back from the file by the worker that computes it.
 
-:func:`plan_layer` reads the layer in batches (OGR features through fiona, or GeoParquet row
-groups), repairs each batch's geometries as :func:`~thermocrop.core.parcels.load_parcels` does
-and keeps only what planning needs: each parcel's position and feature id, its repaired
-bounding box and whether it is usable, and a digest of the parcel ids (about 50 bytes a parcel).
+:func:`plan_layer` reads the layer in batches (OGR's Arrow stream, or GeoParquet row groups),
+its geometries as WKB, and keeps only what planning needs: each parcel's position and feature
+id, its repaired bounding box and whether it is usable, and a digest of the parcel ids (about 50
+bytes a parcel). A geometry that is already a valid polygon (most of them) is one that
+:func:`~thermocrop.core.parcels.repair_geometries` leaves as it is, so its box is taken from the
+WKB through OGR without making a shapely geometry; the others (invalid, empty or not polygonal)
+are read and repaired as :func:`~thermocrop.core.parcels.load_parcels` reads and repairs them.
 The partitions are then the chunks a one-process run makes (``pixel_sampling.chunks_of_bounds``
 gives the same as ``spatial_chunks``); a :class:`LayerSlice` names one partition's parcels by
 position and feature id, and its :meth:`LayerSlice.table` reads them from the file, so each
@@ -17,21 +20,26 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import numpy as np
+import pandas as pd
 
 from ..errors import InputError
+from ..io.gdal_messages import gdal_messages, said
 from ..io.geoparquet import GeoParquetLayer, is_parquet
 from ..io.vector import default_layer_name, parcel_layer_problem
 from ..parcels import STATUS_INVALID_GEOMETRY, ParcelTable, check_crs, repair_geometries
 from ..pixel_sampling import chunks_of_bounds
 
 PLAN_BATCH = 4000
-"""Features read at a time while planning (GeoParquet: a row group read whole, then made into
-features this many at a time). A batch's
-features are held as Python objects (some 2 KB each), so a batch is kept well under the
-smallest layers the client is measured on: its memory is then the same for every layer."""
+"""Features read at a time while planning (GeoParquet: a row group read whole, then taken this
+many rows at a time). A batch's WKB and ids are held as Python objects, so a batch is kept well
+under the smallest layers the client is measured on: its memory is then the same for every
+layer."""
+
+_POLYGONAL = (3, 6)
+"""OGR's (flat) geometry types Polygon and MultiPolygon."""
 
 
 @dataclass
@@ -154,27 +162,25 @@ def _plan_pass(source: str, layer: Optional[str], crs: Any, id_column: Optional[
     dtypes: list[str] = []
     kept, has_fids = 0, False
     digest = hashlib.sha256()
-    for start, frame, batch_fids in _batches(source, layer, [id_column] if id_column else []):
+    for batch in _batches(source, layer, id_column):
         if id_column:
-            dtypes.append(str(frame[id_column].dtype))
-        batch_rows = np.arange(start, start + len(frame), dtype=np.int64)
-        ids = _ids(frame, id_column, batch_rows, id_dtype)
+            dtypes.append(str(batch.ids[id_column].dtype))
+        batch_rows = np.arange(batch.start, batch.start + len(batch.wkb), dtype=np.int64)
+        ids = _ids(batch.ids, id_column, batch_rows, id_dtype)
         keep = np.ones(len(ids), dtype=bool) if wanted is None else np.isin(ids, wanted)
+        batch_bounds, ok = _repaired_bounds(batch)  # unselected too: a geometry unreadable anywhere is refused
         if not keep.any():
             continue
-        if start + len(frame) > total:
+        if batch.start + len(ids) > total:
             raise InputError(f"Parcel layer {source} holds more features than it says it has ({total}); save it "
                              "again (e.g. as a GeoPackage).")
-        geometry, ok = repair_geometries(frame.geometry[keep].reset_index(drop=True))
-        at = slice(kept, kept + len(ok))
-        if ok.any():
-            bounds[at][ok] = geometry[ok].bounds.to_numpy()
+        at = slice(kept, kept + int(keep.sum()))
+        bounds[at], usable[at] = batch_bounds[keep], ok[keep]
         digest.update((("\n" if kept else "") + "\n".join(ids[keep])).encode())
         rows[at] = batch_rows[keep]
-        if batch_fids is not None:
-            fids[at], has_fids = batch_fids[keep], True
-        usable[at] = ok
-        kept += len(ok)
+        if batch.fids is not None:
+            fids[at], has_fids = batch.fids[keep], True
+        kept = at.stop
     if not kept:
         return None, dtypes
     if kept < total:  # a selection: only its parcels are kept
@@ -218,32 +224,150 @@ def _fields_and_crs(source: str, layer: Optional[str]) -> tuple[list[str], Any]:
         raise InputError(f"Cannot read parcel layer {source}: {exc}") from exc
 
 
-def _batches(source: str, layer: Optional[str], columns: list[str]) -> Iterator[tuple[int, Any, Optional[np.ndarray]]]:
-    """``(first row, GeoDataFrame, feature ids or None)`` of the layer, batch by batch, in order."""
-    if is_parquet(source):
-        for frame in GeoParquetLayer(source).frames(columns, rows=PLAN_BATCH):
-            yield (int(frame.index[0]) if len(frame) else 0), frame, None
-        return
-    import fiona
-    import geopandas as gpd
+@dataclass
+class _Batch:
+    """Features ``start, start + 1, ...`` of a layer as planning reads them.
 
+    Attributes:
+        start: the position in the layer of the first.
+        ids: a DataFrame of the id field, typed as the layer's reader types it (None without one).
+        wkb: ``(B,)`` each geometry as WKB, or None.
+        fids: ``(B,)`` OGR feature ids, or None for GeoParquet.
+        read_geometries: ``positions -> GeoSeries``: the geometries at those positions in the
+            batch as ``load_parcels`` reads them (for those that need repair).
+    """
+
+    start: int
+    ids: Any
+    wkb: list
+    fids: Optional[np.ndarray]
+    read_geometries: Callable[[np.ndarray], Any]
+
+
+def _repaired_bounds(batch: _Batch) -> tuple[np.ndarray, np.ndarray]:
+    """``(B, 4)`` bounding boxes of the batch's repaired geometries (NaN where unusable) and
+    ``(B,)`` bool, True where usable: as ``repair_geometries`` gives them.
+
+    ``repair_geometries`` keeps a non-empty valid polygon or multipolygon of positive area as it
+    is, so such a geometry's box is its own: it is taken through OGR (the same GEOS validity
+    test, the same coordinates). A missing or empty geometry is unusable either way; the rest
+    are read as ``load_parcels`` reads them and repaired by ``repair_geometries`` itself."""
+    from osgeo import ogr
+
+    n = len(batch.wkb)
+    bounds, usable = np.full((n, 4), np.nan), np.zeros(n, dtype=bool)
+    repair = []
+    with gdal_messages():  # WKB that OGR does not read is left to the layer's own reader
+        for i, value in enumerate(batch.wkb):
+            if value is None:
+                continue
+            geometry = ogr.CreateGeometryFromWkb(value)
+            if geometry is not None and geometry.IsEmpty():
+                continue
+            if geometry is None or ogr.GT_Flatten(geometry.GetGeometryType()) not in _POLYGONAL \
+                    or not geometry.IsValid() or not geometry.GetArea() > 0:
+                repair.append(i)
+                continue
+            x0, x1, y0, y1 = geometry.GetEnvelope()
+            bounds[i] = (x0, y0, x1, y1)
+            usable[i] = True
+    if repair:
+        at = np.asarray(repair, dtype=np.int64)
+        repaired, ok = repair_geometries(batch.read_geometries(at).reset_index(drop=True))
+        usable[at] = ok
+        if ok.any():
+            bounds[at[ok]] = repaired[ok].bounds.to_numpy()
+    return bounds, usable
+
+
+def _batches(source: str, layer: Optional[str], id_column: Optional[str]) -> Iterator[_Batch]:
+    """The layer's features batch by batch, in order."""
+    if is_parquet(source):
+        yield from _parquet_batches(GeoParquetLayer(source), id_column)
+    else:
+        yield from _ogr_batches(source, layer, id_column)
+
+
+def _parquet_batches(parquet: GeoParquetLayer, id_column: Optional[str]) -> Iterator[_Batch]:
+    """GeoParquet row groups ``PLAN_BATCH`` rows at a time; the ids as ``GeoParquetLayer.read``
+    types them, geometries that need repair decoded as it decodes them."""
+    for start, table in parquet.tables([id_column] if id_column else [], rows=PLAN_BATCH):
+        wkb = table.column(parquet.geometry_column).to_pylist()
+
+        def read_geometries(at: np.ndarray, wkb=wkb, start=start):
+            return parquet.geometries([wkb[i] for i in at], start, len(wkb))
+
+        ids = table.select([id_column]).to_pandas() if id_column else None
+        yield _Batch(start, ids, wkb, None, read_geometries)
+
+
+def _ogr_batches(source: str, layer: Optional[str], id_column: Optional[str]) -> Iterator[_Batch]:
+    """An OGR layer through GDAL's Arrow stream (feature id, id field and the first geometry
+    field, ``PLAN_BATCH`` features at a time); the ids as fiona gives them to ``load_parcels``,
+    geometries that need repair read by feature id through fiona."""
+    import pyarrow as pa
+    from osgeo import gdal
+
+    with gdal_messages() as messages:
+        ds = gdal.OpenEx(source, gdal.OF_VECTOR | gdal.OF_READONLY)
+        lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
+        if lyr is None:
+            raise InputError(f"Cannot read parcel layer {source}: {said(messages)}")
+        defn = lyr.GetLayerDefn()
+        fields = [defn.GetFieldDefn(i).GetName() for i in range(defn.GetFieldCount())]
+        geometry_fields = [defn.GetGeomFieldDefn(i).GetName() for i in range(defn.GetGeomFieldCount())]
+        if lyr.SetIgnoredFields([f for f in fields if f != id_column] + geometry_fields[1:] + ["OGR_STYLE"]):
+            raise InputError(f"Cannot read parcel layer {source}: {said(messages)}")
+        stream = lyr.GetArrowStreamAsPyArrow(["INCLUDE_FID=YES", f"MAX_FEATURES_IN_BATCH={PLAN_BATCH}"])
+        if stream is None:
+            raise InputError(f"Cannot read parcel layer {source}: {said(messages)}")
+    start = 0
+    typed_by_fiona = None
     try:
-        with fiona.open(source, layer=layer) as src:
-            batch: list = []
-            start = 0
-            for feature in src:
-                batch.append(feature)
-                if len(batch) == PLAN_BATCH:
-                    yield start, gpd.GeoDataFrame.from_features(batch, crs=src.crs_wkt, columns=[*columns, "geometry"]), \
-                        np.array([int(f.id) for f in batch], dtype=np.int64)
-                    start, batch = start + len(batch), []
-            if batch:
-                yield start, gpd.GeoDataFrame.from_features(batch, crs=src.crs_wkt, columns=[*columns, "geometry"]), \
-                    np.array([int(f.id) for f in batch], dtype=np.int64)
+        for struct in stream:
+            batch = pa.RecordBatch.from_struct_array(struct)
+            fids = batch.column(0).to_numpy().astype(np.int64)
+            wkb = batch.column(batch.num_columns - 1).to_pylist() if geometry_fields else [None] * len(fids)
+            ids = None
+            if id_column:
+                column = batch.column(id_column)
+                if typed_by_fiona is None:
+                    typed_by_fiona = _fiona_values(source, layer, id_column) if not _plain_type(column.type) else False
+                values = column.to_pylist() if typed_by_fiona is False else \
+                    [next(typed_by_fiona) for _ in range(len(fids))]
+                # fiona leaves a NULL field out of a feature's properties, and a DataFrame of the
+                # features then types it as a missing value: so are they typed here
+                ids = pd.DataFrame([{} if v is None else {id_column: v} for v in values], columns=[id_column])
+
+            def read_geometries(at: np.ndarray, fids=fids):
+                return _read_rows(source, layer, at, fids[at], []).geometry
+
+            yield _Batch(start, ids, wkb, fids, read_geometries)
+            start += len(fids)
     except InputError:
         raise
-    except Exception as exc:  # fiona raises its own hierarchy
+    except Exception as exc:  # GDAL's and fiona's own errors
         raise InputError(f"Cannot read parcel layer {source}: {exc}") from exc
+    finally:
+        stream = lyr = ds = None
+
+
+def _plain_type(kind: Any) -> bool:
+    """Whether Arrow values of type ``kind`` are the Python values fiona gives (numbers, text,
+    booleans; fiona gives dates and times as text)."""
+    import pyarrow as pa
+
+    return (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_string(kind)
+            or pa.types.is_large_string(kind) or pa.types.is_boolean(kind))
+
+
+def _fiona_values(source: str, layer: Optional[str], column: str) -> Iterator[Any]:
+    """The field ``column`` of every feature in layer order, as fiona gives it."""
+    import fiona
+
+    with fiona.open(source, layer=layer, ignore_geometry=True) as src:
+        for feature in src:
+            yield feature["properties"][column]
 
 
 def _read_rows(source: str, layer: Optional[str], rows: np.ndarray, fids: Union[np.ndarray, int, None],
