@@ -304,12 +304,15 @@ class GeoParquetLayer:
             raise InputError(f"Parcel file {self.path} has no field {missing[0]!r}; its fields are {self.fields}.")
         return [c for c in self.schema.names if c in set(columns) | {self.geometry_column}]
 
-    def _frame(self, table: Any, first_row: int) -> Any:
+    def _frame(self, table: Any, first_row: int, index: Optional[np.ndarray] = None) -> Any:
+        """``table`` (rows ``first_row, ...`` of the file, or the rows ``index`` taken from the row
+        group that starts at ``first_row``) as a GeoDataFrame indexed by row."""
         import geopandas as gpd
 
         frame = table.drop([self.geometry_column]).to_pandas()
-        frame.index = np.arange(first_row, first_row + len(frame))
-        frame[self.geometry_column] = self.geometries(table.column(self.geometry_column), first_row).values
+        frame.index = np.arange(first_row, first_row + len(frame)) if index is None else index
+        span = None if index is None or not len(index) else int(index[-1]) - first_row + 1
+        frame[self.geometry_column] = self.geometries(table.column(self.geometry_column), first_row, span).values
         return gpd.GeoDataFrame(frame, geometry=self.geometry_column, crs=self.crs)
 
     def geometries(self, column: Any, first_row: int, rows: Optional[int] = None) -> Any:
@@ -369,10 +372,13 @@ class GeoParquetLayer:
         groups = range(self.file.num_row_groups) if rows is None else \
             np.unique(np.searchsorted(starts, np.asarray(rows, dtype=np.int64), side="right") - 1)
         for g in groups:
-            frame = self._frame(self._read_group(int(g), names), int(starts[g]))
-            if rows is not None:
-                frame = frame.loc[np.asarray(rows)[(rows >= starts[g]) & (rows < starts[g + 1])]]
-            parts.append(frame)
+            table = self._read_group(int(g), names)
+            if rows is None:
+                parts.append(self._frame(table, int(starts[g])))
+                continue
+            # Only the rows asked for are made into Python objects, not the whole row group.
+            wanted = np.asarray(rows)[(rows >= starts[g]) & (rows < starts[g + 1])]
+            parts.append(self._frame(table.take(wanted - starts[g]), int(starts[g]), wanted))
         if not parts:
             empty = pd.DataFrame({c: pd.Series(dtype=object) for c in names})
             return gpd.GeoDataFrame(empty, geometry=self.geometry_column, crs=self.crs)
