@@ -140,9 +140,16 @@ def _arrow_type(dtype_kind: str):
 
 
 def _added_columns(fields: FieldBatches, start: int, n: int) -> list:
-    """The added fields' Arrow arrays for rows ``start:start + n``."""
-    batch = fields.slice(start, start + n) if n else {}
-    return [_arrow_values(batch[name]) if n else _arrow_values(np.empty(0, dtype=object))
+    """The added fields' Arrow arrays for rows ``start:start + n``.
+
+    The rows are asked of ``fields`` ``fields.batch_rows`` at a time and joined, so a row group
+    larger than that (the input's, 65,536 rows) does not make its fields all at once: what
+    making them holds (texts as Python objects, the run folder's rows read) stays at one batch."""
+    if not n:
+        return [_arrow_values(np.empty(0, dtype=object)) for _ in fields.names]
+    step = max(1, fields.batch_rows)
+    pieces = [fields.slice(first, min(first + step, start + n)) for first in range(start, start + n, step)]
+    return [_arrow_values(pieces[0][name] if len(pieces) == 1 else np.concatenate([p[name] for p in pieces]))
             for name in fields.names]
 
 
