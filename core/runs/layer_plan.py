@@ -322,7 +322,7 @@ def _ogr_batches(source: str, layer: Optional[str], id_column: Optional[str]) ->
         if stream is None:
             raise InputError(f"Cannot read parcel layer {source}: {said(messages)}")
     start = 0
-    typed_by_fiona = None
+    fiona_ids = None  # the ids read through fiona, where Arrow gives other Python values
     try:
         for struct in stream:
             batch = pa.RecordBatch.from_struct_array(struct)
@@ -331,10 +331,9 @@ def _ogr_batches(source: str, layer: Optional[str], id_column: Optional[str]) ->
             ids = None
             if id_column:
                 column = batch.column(id_column)
-                if typed_by_fiona is None:
-                    typed_by_fiona = _fiona_values(source, layer, id_column) if not _plain_type(column.type) else False
-                values = column.to_pylist() if typed_by_fiona is False else \
-                    [next(typed_by_fiona) for _ in range(len(fids))]
+                if fiona_ids is None and not _plain_type(column.type):
+                    fiona_ids = _fiona_values(source, layer, id_column)
+                values = column.to_pylist() if fiona_ids is None else [next(fiona_ids) for _ in range(len(fids))]
                 # fiona leaves a NULL field out of a feature's properties, and a DataFrame of the
                 # features then types it as a missing value: so are they typed here
                 ids = pd.DataFrame([{} if v is None else {id_column: v} for v in values], columns=[id_column])

@@ -173,3 +173,25 @@ def test_valid_repaired_and_unusable_geometries_are_boxed_as_load_parcels_repair
             assert plan.bounds[k].tolist() == list(table.geometry.iloc[k].bounds)  # the same, to the bit
     assert plan.ids_digest == hashlib.sha256("\n".join(table.parcel_ids).encode()).hexdigest()
     assert all(np.array_equal(a, b) for a, b in zip(plan.chunks(4, two_grids()), spatial_chunks(table, 4, two_grids())))
+
+
+def test_ids_of_a_datetime_field_are_the_text_fiona_gives(tmp_path, monkeypatch):
+    """A date-and-time id field (Arrow types it as a timestamp): the ids are fiona's ISO text, a
+    NULL one 'nan', as ``load_parcels``' features read by fiona give them."""
+    import fiona
+
+    monkeypatch.setattr(layer_plan, "PLAN_BATCH", 2)
+    path = tmp_path / "dated.gpkg"
+    schema = {"geometry": "Polygon", "properties": {"sown": "datetime"}}
+    sown = ["2023-03-01T08:30:00", None, "2023-04-15T12:00:00", "2023-05-02T17:45:00", None]
+    with fiona.open(path, "w", driver="GPKG", crs=CRS, schema=schema) as dst:
+        for k, when in enumerate(sown):
+            dst.write({"geometry": box(X0 + 100 * k, Y0 - 50, X0 + 100 * k + 40, Y0).__geo_interface__,
+                       "properties": {"sown": when}})
+    with fiona.open(path) as src:
+        read = [f["properties"]["sown"] for f in src]
+    ids = ["nan" if v is None else str(v) for v in read]
+    assert ids[0] == "2023-03-01T08:30:00" and ids[1] == "nan"
+    plan = plan_layer(path, id_field="sown")
+    assert plan.ids_digest == hashlib.sha256("\n".join(ids).encode()).hexdigest()
+    assert plan.slice(np.arange(5)).table().parcel_ids.tolist() == ids
