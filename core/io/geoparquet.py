@@ -140,9 +140,16 @@ def _arrow_type(dtype_kind: str):
 
 
 def _added_columns(fields: FieldBatches, start: int, n: int) -> list:
-    """The added fields' Arrow arrays for rows ``start:start + n``."""
-    batch = fields.slice(start, start + n) if n else {}
-    return [_arrow_values(batch[name]) if n else _arrow_values(np.empty(0, dtype=object))
+    """The added fields' Arrow arrays for rows ``start:start + n``.
+
+    The rows are asked of ``fields`` ``fields.batch_rows`` at a time and joined, so a row group
+    larger than that (the input's, 65,536 rows) does not make its fields all at once: what
+    making them holds (texts as Python objects, the run folder's rows read) stays at one batch."""
+    if not n:
+        return [_arrow_values(np.empty(0, dtype=object)) for _ in fields.names]
+    step = max(1, fields.batch_rows)
+    pieces = [fields.slice(first, min(first + step, start + n)) for first in range(start, start + n, step)]
+    return [_arrow_values(pieces[0][name] if len(pieces) == 1 else np.concatenate([p[name] for p in pieces]))
             for name in fields.names]
 
 
@@ -304,35 +311,54 @@ class GeoParquetLayer:
             raise InputError(f"Parcel file {self.path} has no field {missing[0]!r}; its fields are {self.fields}.")
         return [c for c in self.schema.names if c in set(columns) | {self.geometry_column}]
 
-    def _frame(self, table: Any, first_row: int) -> Any:
+    def _frame(self, table: Any, first_row: int, index: Optional[np.ndarray] = None) -> Any:
+        """``table`` (rows ``first_row, ...`` of the file, or the rows ``index`` taken from the row
+        group that starts at ``first_row``) as a GeoDataFrame indexed by row."""
         import geopandas as gpd
 
         frame = table.drop([self.geometry_column]).to_pandas()
-        frame.index = np.arange(first_row, first_row + len(frame))
-        frame[self.geometry_column] = self._geometries(table.column(self.geometry_column), first_row).values
+        frame.index = np.arange(first_row, first_row + len(frame)) if index is None else index
+        span = None if index is None or not len(index) else int(index[-1]) - first_row + 1
+        frame[self.geometry_column] = self.geometries(table.column(self.geometry_column), first_row, span).values
         return gpd.GeoDataFrame(frame, geometry=self.geometry_column, crs=self.crs)
 
-    def _geometries(self, column: Any, first_row: int) -> Any:
+    def geometries(self, column: Any, first_row: int, rows: Optional[int] = None) -> Any:
+        """The WKB ``column`` (Arrow, or a sequence of bytes and None) as a GeoSeries.
+
+        Args:
+            first_row: the row in the file of the first value, and ``rows`` how many rows the
+                values come from (default: as many as there are values), for the error's text.
+
+        Raises:
+            InputError: a value that is not WKB.
+        """
         import geopandas as gpd
 
-        wkb = column.to_numpy(zero_copy_only=False)
+        wkb = column.to_numpy(zero_copy_only=False) if hasattr(column, "to_numpy") else np.asarray(column, dtype=object)
         try:
             return gpd.GeoSeries.from_wkb(wkb, crs=self.crs)
         except Exception as exc:  # shapely's reading errors differ between its versions
+            last = first_row + (len(wkb) if rows is None else rows) - 1
             raise InputError(f"Parcel file {self.path} holds a geometry that is not valid WKB between rows "
-                             f"{first_row} and {first_row + len(wkb) - 1} ({exc}); write the file again.") from None
+                             f"{first_row} and {last} ({exc}); write the file again.") from None
 
     def frames(self, columns: Optional[Sequence[str]] = None, rows: Optional[int] = None) -> Iterator[Any]:
         """GeoDataFrames of the layer in file order, indexed by row in the file: one per row group,
         or with ``rows`` at most that many rows each (a row group read in slices: its geometries
         are held as Python objects one slice at a time)."""
+        for first_row, table in self.tables(columns, rows):
+            yield self._frame(table, first_row)
+
+    def tables(self, columns: Optional[Sequence[str]] = None, rows: Optional[int] = None) -> Iterator[tuple[int, Any]]:
+        """``(first row, Arrow table)`` of the layer in file order, as :meth:`frames` slices it,
+        geometries left as WKB (see :meth:`geometries`)."""
         names = self._columns(columns)
         starts = self.row_group_starts()
         for g in range(self.file.num_row_groups):
             table = self._read_group(g, names)
             step = rows or max(table.num_rows, 1)
             for first in range(0, table.num_rows, step):
-                yield self._frame(table.slice(first, step), int(starts[g]) + first)
+                yield int(starts[g]) + first, table.slice(first, step)
 
     def _read_group(self, g: int, names: list[str]) -> Any:
         try:
@@ -353,10 +379,13 @@ class GeoParquetLayer:
         groups = range(self.file.num_row_groups) if rows is None else \
             np.unique(np.searchsorted(starts, np.asarray(rows, dtype=np.int64), side="right") - 1)
         for g in groups:
-            frame = self._frame(self._read_group(int(g), names), int(starts[g]))
-            if rows is not None:
-                frame = frame.loc[np.asarray(rows)[(rows >= starts[g]) & (rows < starts[g + 1])]]
-            parts.append(frame)
+            table = self._read_group(int(g), names)
+            if rows is None:
+                parts.append(self._frame(table, int(starts[g])))
+                continue
+            # Only the rows asked for are made into Python objects, not the whole row group.
+            wanted = np.asarray(rows)[(rows >= starts[g]) & (rows < starts[g + 1])]
+            parts.append(self._frame(table.take(wanted - starts[g]), int(starts[g]), wanted))
         if not parts:
             empty = pd.DataFrame({c: pd.Series(dtype=object) for c in names})
             return gpd.GeoDataFrame(empty, geometry=self.geometry_column, crs=self.crs)
@@ -379,7 +408,7 @@ class GeoParquetLayer:
         starts = self.row_group_starts()
         for g in range(self.file.num_row_groups):
             column = self._read_group(g, [self.geometry_column]).column(self.geometry_column)
-            b = self._geometries(column, int(starts[g])).total_bounds
+            b = self.geometries(column, int(starts[g])).total_bounds
             if np.isfinite(b).all():
                 box = b if box is None else np.concatenate([np.minimum(box[:2], b[:2]), np.maximum(box[2:], b[2:])])
         return None if box is None else tuple(float(v) for v in box)

@@ -1,12 +1,15 @@
 """Partitions planned from a parcel layer file without holding its geometries, and each
 partition's parcels read back from the file by the worker that computes it.
 
-:func:`plan_layer` reads the layer in batches (OGR features through fiona, or GeoParquet row
-groups), repairs each batch's geometries as :func:`~thermocrop.core.parcels.load_parcels` does
-and keeps only what planning needs: each parcel's position and feature id, its repaired
-bounding box and whether it is usable, and a digest of the parcel ids (about 50 bytes a parcel);
-for an extraction also its label, block and a hash of its id (18 bytes more), the labels
-counted batch by batch (``classmap.LabelTally``) and assigned to classes once the layer is read.
+:func:`plan_layer` reads the layer in batches (OGR's Arrow stream, or GeoParquet row groups),
+its geometries as WKB, and keeps only what planning needs: each parcel's position and feature
+id, its repaired bounding box and whether it is usable, and a digest of the parcel ids (about 50
+bytes a parcel); for an extraction also its label, block and a hash of its id (18 bytes more),
+the labels counted batch by batch (``classmap.LabelTally``) and assigned to classes once the
+layer is read. A geometry that is already a valid polygon (most of them) is one that
+:func:`~thermocrop.core.parcels.repair_geometries` leaves as it is, so its box is taken from the
+WKB through OGR without making a shapely geometry; the others (invalid, empty or not polygonal)
+are read and repaired as :func:`~thermocrop.core.parcels.load_parcels` reads and repairs them.
 The partitions are then the chunks a one-process run makes (``pixel_sampling.chunks_of_bounds``
 gives the same as ``spatial_chunks``); a :class:`LayerSlice` names one partition's parcels by
 position and feature id, and its :meth:`LayerSlice.table` reads them from the file, so each
@@ -20,12 +23,14 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import numpy as np
+import pandas as pd
 
 from ..classmap import LabelTally
 from ..errors import InputError
+from ..io.gdal_messages import gdal_messages, said
 from ..io.geoparquet import GeoParquetLayer, is_parquet
 from ..io.vector import default_layer_name, parcel_layer_problem
 from ..parcels import (
@@ -42,10 +47,13 @@ from ..pixel_sampling import chunks_of_bounds
 log = logging.getLogger(__name__)
 
 PLAN_BATCH = 4000
-"""Features read at a time while planning (GeoParquet: a row group read whole, then made into
-features this many at a time). A batch's
-features are held as Python objects (some 2 KB each), so a batch is kept well under the
-smallest layers the client is measured on: its memory is then the same for every layer."""
+"""Features read at a time while planning (GeoParquet: a row group read whole, then taken this
+many rows at a time). A batch's WKB and ids are held as Python objects, so a batch is kept well
+under the smallest layers the client is measured on: its memory is then the same for every
+layer."""
+
+_POLYGONAL = (3, 6)
+"""OGR's (flat) geometry types Polygon and MultiPolygon."""
 
 
 @dataclass
@@ -282,33 +290,31 @@ def _plan_pass(reading: _Reading, wanted: Optional[np.ndarray],
     dtypes: list[str] = []
     kept, has_fids, id_width, unusable = 0, False, 0, []
     digest = hashlib.sha256()
-    for start, frame, batch_fids in _batches(source, layer, columns):
+    for batch in _batches(source, layer, columns):
         if id_column:
-            dtypes.append(str(frame[id_column].dtype))
-        batch_rows = np.arange(start, start + len(frame), dtype=np.int64)
-        ids = _ids(frame, id_column, batch_rows, id_dtype)
+            dtypes.append(str(batch.fields[id_column].dtype))
+        batch_rows = np.arange(batch.start, batch.start + len(batch.wkb), dtype=np.int64)
+        ids = _ids(batch.fields, id_column, batch_rows, id_dtype)
         keep = np.ones(len(ids), dtype=bool) if wanted is None else np.isin(ids, wanted)
+        batch_bounds, ok = _repaired_bounds(batch)  # unselected too: a geometry unreadable anywhere is refused
         if not keep.any():
             continue
-        ids = ids[keep]
-        if start + len(frame) > total:
+        if batch.start + len(ids) > total:
             raise InputError(f"Parcel layer {source} holds more features than it says it has ({total}); save it "
                              "again (e.g. as a GeoPackage).")
-        geometry, ok = repair_geometries(frame.geometry[keep].reset_index(drop=True))
-        at = slice(kept, kept + len(ok))
-        if ok.any():
-            bounds[at][ok] = geometry[ok].bounds.to_numpy()
+        at = slice(kept, kept + int(keep.sum()))
+        ids, ok = ids[keep], ok[keep]
+        bounds[at], usable[at] = batch_bounds[keep], ok
         digest.update((("\n" if kept else "") + "\n".join(ids)).encode())
         rows[at] = batch_rows[keep]
-        if batch_fids is not None:
-            fids[at], has_fids = batch_fids[keep], True
-        usable[at] = ok
+        if batch.fids is not None:
+            fids[at], has_fids = batch.fids[keep], True
         if attributes is not None:
-            attributes.add(at, frame[keep], ids)
+            attributes.add(at, batch.fields[keep].reset_index(drop=True), ids)
         id_width = max(id_width, max(len(i) for i in ids))
         if len(unusable) < 10:  # named in the warning, as load_parcels names them
             unusable += list(ids[~ok][:10 - len(unusable)])
-        kept += len(ok)
+        kept = at.stop
     if not kept:
         return None, dtypes
     if (~usable[:kept]).any():
@@ -356,32 +362,154 @@ def _fields_and_crs(source: str, layer: Optional[str]) -> tuple[list[str], Any]:
         raise InputError(f"Cannot read parcel layer {source}: {exc}") from exc
 
 
-def _batches(source: str, layer: Optional[str], columns: list[str]) -> Iterator[tuple[int, Any, Optional[np.ndarray]]]:
-    """``(first row, GeoDataFrame, feature ids or None)`` of the layer, batch by batch, in order."""
-    if is_parquet(source):
-        for frame in GeoParquetLayer(source).frames(columns, rows=PLAN_BATCH):
-            yield (int(frame.index[0]) if len(frame) else 0), frame, None
-        return
-    import fiona
-    import geopandas as gpd
+@dataclass
+class _Batch:
+    """Features ``start, start + 1, ...`` of a layer as planning reads them.
 
+    Attributes:
+        start: the position in the layer of the first.
+        fields: a DataFrame of the fields planning reads (the id field, an extraction's label
+            and block fields), typed as the layer's reader types them (None without any).
+        wkb: ``(B,)`` each geometry as WKB, or None.
+        fids: ``(B,)`` OGR feature ids, or None for GeoParquet.
+        read_geometries: ``positions -> GeoSeries``: the geometries at those positions in the
+            batch as ``load_parcels`` reads them (for those that need repair).
+    """
+
+    start: int
+    fields: Any
+    wkb: list
+    fids: Optional[np.ndarray]
+    read_geometries: Callable[[np.ndarray], Any]
+
+
+def _repaired_bounds(batch: _Batch) -> tuple[np.ndarray, np.ndarray]:
+    """``(B, 4)`` bounding boxes of the batch's repaired geometries (NaN where unusable) and
+    ``(B,)`` bool, True where usable: as ``repair_geometries`` gives them.
+
+    ``repair_geometries`` keeps a non-empty valid polygon or multipolygon of positive area as it
+    is, so such a geometry's box is its own: it is taken through OGR (the same GEOS validity
+    test, the same coordinates). A missing or empty geometry is unusable either way; the rest
+    are read as ``load_parcels`` reads them and repaired by ``repair_geometries`` itself."""
+    from osgeo import ogr
+
+    n = len(batch.wkb)
+    bounds, usable = np.full((n, 4), np.nan), np.zeros(n, dtype=bool)
+    repair = []
+    with gdal_messages():  # WKB that OGR does not read is left to the layer's own reader
+        for i, value in enumerate(batch.wkb):
+            if value is None:
+                continue
+            geometry = ogr.CreateGeometryFromWkb(value)
+            if geometry is not None and geometry.IsEmpty():
+                continue
+            if geometry is None or ogr.GT_Flatten(geometry.GetGeometryType()) not in _POLYGONAL \
+                    or not geometry.IsValid() or not geometry.GetArea() > 0:
+                repair.append(i)
+                continue
+            x0, x1, y0, y1 = geometry.GetEnvelope()
+            bounds[i] = (x0, y0, x1, y1)
+            usable[i] = True
+    if repair:
+        at = np.asarray(repair, dtype=np.int64)
+        repaired, ok = repair_geometries(batch.read_geometries(at).reset_index(drop=True))
+        usable[at] = ok
+        if ok.any():
+            bounds[at[ok]] = repaired[ok].bounds.to_numpy()
+    return bounds, usable
+
+
+def _batches(source: str, layer: Optional[str], columns: list[str]) -> Iterator[_Batch]:
+    """The layer's features batch by batch, in order, with the fields ``columns``."""
+    if is_parquet(source):
+        yield from _parquet_batches(GeoParquetLayer(source), columns)
+    else:
+        yield from _ogr_batches(source, layer, columns)
+
+
+def _parquet_batches(parquet: GeoParquetLayer, columns: list[str]) -> Iterator[_Batch]:
+    """GeoParquet row groups ``PLAN_BATCH`` rows at a time; the fields as ``GeoParquetLayer.read``
+    types them, geometries that need repair decoded as it decodes them."""
+    for start, table in parquet.tables(columns, rows=PLAN_BATCH):
+        wkb = table.column(parquet.geometry_column).to_pylist()
+
+        def read_geometries(at: np.ndarray, wkb=wkb, start=start):
+            return parquet.geometries([wkb[i] for i in at], start, len(wkb))
+
+        values = table.select(columns).to_pandas() if columns else None
+        yield _Batch(start, values, wkb, None, read_geometries)
+
+
+def _ogr_batches(source: str, layer: Optional[str], columns: list[str]) -> Iterator[_Batch]:
+    """An OGR layer through GDAL's Arrow stream (feature id, the fields ``columns`` and the first
+    geometry field, ``PLAN_BATCH`` features at a time); the fields as fiona gives them to
+    ``load_parcels``, geometries that need repair read by feature id through fiona."""
+    import pyarrow as pa
+    from osgeo import gdal
+
+    with gdal_messages() as messages:
+        ds = gdal.OpenEx(source, gdal.OF_VECTOR | gdal.OF_READONLY)
+        lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
+        if lyr is None:
+            raise InputError(f"Cannot read parcel layer {source}: {said(messages)}")
+        defn = lyr.GetLayerDefn()
+        fields = [defn.GetFieldDefn(i).GetName() for i in range(defn.GetFieldCount())]
+        geometry_fields = [defn.GetGeomFieldDefn(i).GetName() for i in range(defn.GetGeomFieldCount())]
+        if lyr.SetIgnoredFields([f for f in fields if f not in columns] + geometry_fields[1:] + ["OGR_STYLE"]):
+            raise InputError(f"Cannot read parcel layer {source}: {said(messages)}")
+        stream = lyr.GetArrowStreamAsPyArrow(["INCLUDE_FID=YES", f"MAX_FEATURES_IN_BATCH={PLAN_BATCH}"])
+        if stream is None:
+            raise InputError(f"Cannot read parcel layer {source}: {said(messages)}")
+    start = 0
+    through_fiona: dict[str, Iterator[Any]] = {}  # fields whose Arrow values are not the ones fiona gives
     try:
-        with fiona.open(source, layer=layer) as src:
-            batch: list = []
-            start = 0
-            for feature in src:
-                batch.append(feature)
-                if len(batch) == PLAN_BATCH:
-                    yield start, gpd.GeoDataFrame.from_features(batch, crs=src.crs_wkt, columns=[*columns, "geometry"]), \
-                        np.array([int(f.id) for f in batch], dtype=np.int64)
-                    start, batch = start + len(batch), []
-            if batch:
-                yield start, gpd.GeoDataFrame.from_features(batch, crs=src.crs_wkt, columns=[*columns, "geometry"]), \
-                    np.array([int(f.id) for f in batch], dtype=np.int64)
+        for struct in stream:
+            batch = pa.RecordBatch.from_struct_array(struct)
+            fids = batch.column(0).to_numpy().astype(np.int64)
+            wkb = batch.column(batch.num_columns - 1).to_pylist() if geometry_fields else [None] * len(fids)
+            values = None
+            if columns:
+                per_column = []
+                for name in columns:
+                    column = batch.column(name)
+                    if name not in through_fiona and not _plain_type(column.type):
+                        through_fiona[name] = _fiona_values(source, layer, name)
+                    per_column.append(column.to_pylist() if name not in through_fiona
+                                      else [next(through_fiona[name]) for _ in range(len(fids))])
+                # fiona leaves a NULL field out of a feature's properties, and a DataFrame of the
+                # features then types it as a missing value: so are they typed here
+                values = pd.DataFrame([{c: v for c, v in zip(columns, feature) if v is not None}
+                                       for feature in zip(*per_column)], columns=columns)
+
+            def read_geometries(at: np.ndarray, fids=fids):
+                return _read_rows(source, layer, at, fids[at], []).geometry
+
+            yield _Batch(start, values, wkb, fids, read_geometries)
+            start += len(fids)
     except InputError:
         raise
-    except Exception as exc:  # fiona raises its own hierarchy
+    except Exception as exc:  # GDAL's and fiona's own errors
         raise InputError(f"Cannot read parcel layer {source}: {exc}") from exc
+    finally:
+        stream = lyr = ds = None
+
+
+def _plain_type(kind: Any) -> bool:
+    """Whether Arrow values of type ``kind`` are the Python values fiona gives (numbers, text,
+    booleans; fiona gives dates and times as text)."""
+    import pyarrow as pa
+
+    return (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_string(kind)
+            or pa.types.is_large_string(kind) or pa.types.is_boolean(kind))
+
+
+def _fiona_values(source: str, layer: Optional[str], column: str) -> Iterator[Any]:
+    """The field ``column`` of every feature in layer order, as fiona gives it."""
+    import fiona
+
+    with fiona.open(source, layer=layer, ignore_geometry=True) as src:
+        for feature in src:
+            yield feature["properties"][column]
 
 
 def _read_rows(source: str, layer: Optional[str], rows: np.ndarray, fids: Union[np.ndarray, int, None],

@@ -254,3 +254,29 @@ def test_a_geoparquet_layer_is_written_to_an_ogr_format_row_group_by_row_group(t
             assert got is None
             continue
         assert got[1].equals(expected) and (suffix == ".shp" or got[0] == ogr.wkbMultiPolygon)
+
+
+@pytest.mark.parametrize("suffix", [".gpkg", ".parquet"])
+def test_added_fields_are_made_a_batch_at_a_time_within_a_row_group(gpkg, tmp_path, suffix):
+    """A row group of the input larger than the fields' batches: the fields are asked for a batch
+    at a time (never the whole row group) and written as if made at once."""
+    from thermocrop.core.io.field_batches import FieldBatches
+
+    source = gpkg if suffix == ".gpkg" else write_with_pyarrow(parcel_frame(), tmp_path / "in.parquet", crs=CRS,
+                                                               row_group_size=10)
+    conf = np.linspace(0.0, 1.0, 14)
+    pred = np.array([None if k % 4 == 0 else f"c{k}" for k in range(14)], dtype=object)
+    asked = []
+
+    def make(start, stop):
+        asked.append((start, stop))
+        return {"crop_conf": conf[start:stop], "crop_pred": pred[start:stop]}
+
+    out = write_geoparquet(source, FieldBatches(["crop_conf", "crop_pred"], 14, make, batch_rows=3),
+                           tmp_path / "out.parquet")
+    assert max(stop - start for start, stop in asked) == 3
+    assert sorted(asked) == asked and asked[0][0] == 0 and asked[-1][1] == 14
+    back = pq.read_table(out)
+    assert back.column("crop_conf").to_pylist() == conf.tolist()
+    assert back.column("crop_pred").to_pylist() == pred.tolist()
+    assert back.column("parcel_id").to_pylist() == parcel_frame()["parcel_id"].tolist()

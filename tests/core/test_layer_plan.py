@@ -122,3 +122,76 @@ def test_feature_ids_with_gaps_are_kept_one_by_one(tmp_path):
         assert plan.slice(idx).table().parcel_ids.tolist() == table.parcel_ids[idx].tolist()
     plan = plan_layer(tmp_path / "gaps.gpkg")
     assert isinstance(plan.fids, np.ndarray) and plan.fids[:4].tolist() == [1, 2, 5, 6]
+
+
+def mixed_geometries() -> list:
+    """Parcels that ``repair_geometries`` keeps, repairs or refuses, each with the box planning
+    must give it (None: unusable), worked out by hand."""
+    from shapely.geometry import GeometryCollection, LineString, MultiPolygon
+
+    def at(x, y):  # a point of the layer, ``x`` east and ``y`` south of its corner
+        return X0 + x, Y0 - y
+
+    def box_at(x0, y0, x1, y1):
+        return (X0 + x0, Y0 - y1, X0 + x1, Y0 - y0)
+
+    square = Polygon([at(0, 0), at(40, 0), at(40, 40), at(0, 40)])
+    holed = Polygon([at(100, 0), at(160, 0), at(160, 60), at(100, 60)],
+                    [[at(120, 20), at(140, 20), at(140, 40), at(120, 40)]])
+    two = MultiPolygon([box(*box_at(200, 0, 220, 20)), box(*box_at(240, 30, 250, 50))])
+    # a spike out to x = 400 along a ring's edge: invalid; the repair keeps the square alone
+    spike = Polygon([at(300, 0), at(340, 0), at(340, 20), at(400, 20), at(340, 20), at(340, 40), at(300, 40)])
+    bow_tie = Polygon([at(500, 0), at(560, 60), at(560, 0), at(500, 60)])  # repaired into two triangles
+    flat = Polygon([at(600, 0), at(620, 0), at(660, 0)])  # no area: nothing polygonal is left
+    # valid, but only its polygon is a parcel: the line beyond it (to x = 900) is dropped
+    mixed = GeometryCollection([box(*box_at(700, 0, 730, 30)), LineString([at(730, 0), at(900, 0)])])
+    return [(square, box_at(0, 0, 40, 40)), (holed, box_at(100, 0, 160, 60)), (two, box_at(200, 0, 250, 50)),
+            (spike, box_at(300, 0, 340, 40)), (bow_tie, box_at(500, 0, 560, 60)), (flat, None),
+            (mixed, box_at(700, 0, 730, 30)), (Polygon(), None), (None, None)]
+
+
+@pytest.mark.parametrize("kind", ["gpkg", "parquet"])
+def test_valid_repaired_and_unusable_geometries_are_boxed_as_load_parcels_repairs_them(tmp_path, monkeypatch, kind):
+    """Valid parcels are boxed from the file's own geometries, the others after repair: each box
+    is the one worked out by hand and the one of ``load_parcels``' repaired geometry."""
+    monkeypatch.setattr(layer_plan, "PLAN_BATCH", 4)  # valid, repaired and unusable ones in each batch
+    cases = mixed_geometries() * 2
+    frame = gpd.GeoDataFrame({"parcel_id": [f"m{k}" for k in range(len(cases))]},
+                             geometry=[g for g, _ in cases], crs=CRS)
+    path = tmp_path / "mixed.gpkg"
+    frame.to_file(path, driver="GPKG")
+    if kind == "parquet":
+        path = write_geoparquet(path, {}, tmp_path / "mixed.parquet")
+    plan = plan_layer(path)
+    table = load_parcels(path, block_field=None)
+    assert plan.usable.tolist() == [b is not None for _, b in cases] == (table.status == "").tolist()
+    for k, (_, expected) in enumerate(cases):
+        if expected is None:
+            assert np.isnan(plan.bounds[k]).all()
+        else:
+            assert plan.bounds[k].tolist() == pytest.approx(expected, abs=1e-6)
+            assert plan.bounds[k].tolist() == list(table.geometry.iloc[k].bounds)  # the same, to the bit
+    assert plan.ids_digest == hashlib.sha256("\n".join(table.parcel_ids).encode()).hexdigest()
+    assert all(np.array_equal(a, b) for a, b in zip(plan.chunks(4, two_grids()), spatial_chunks(table, 4, two_grids())))
+
+
+def test_ids_of_a_datetime_field_are_the_text_fiona_gives(tmp_path, monkeypatch):
+    """A date-and-time id field (Arrow types it as a timestamp): the ids are fiona's ISO text, a
+    NULL one 'nan', as ``load_parcels``' features read by fiona give them."""
+    import fiona
+
+    monkeypatch.setattr(layer_plan, "PLAN_BATCH", 2)
+    path = tmp_path / "dated.gpkg"
+    schema = {"geometry": "Polygon", "properties": {"sown": "datetime"}}
+    sown = ["2023-03-01T08:30:00", None, "2023-04-15T12:00:00", "2023-05-02T17:45:00", None]
+    with fiona.open(path, "w", driver="GPKG", crs=CRS, schema=schema) as dst:
+        for k, when in enumerate(sown):
+            dst.write({"geometry": box(X0 + 100 * k, Y0 - 50, X0 + 100 * k + 40, Y0).__geo_interface__,
+                       "properties": {"sown": when}})
+    with fiona.open(path) as src:
+        read = [f["properties"]["sown"] for f in src]
+    ids = ["nan" if v is None else str(v) for v in read]
+    assert ids[0] == "2023-03-01T08:30:00" and ids[1] == "nan"
+    plan = plan_layer(path, id_field="sown")
+    assert plan.ids_digest == hashlib.sha256("\n".join(ids).encode()).hexdigest()
+    assert plan.slice(np.arange(5)).table().parcel_ids.tolist() == ids
