@@ -256,7 +256,9 @@ class GeoParquetLayer:
             geo = json.loads(raw)
             self.geometry_column = str(geo["primary_column"])
             column = geo["columns"][self.geometry_column]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):  # nesting too deep for the parser
+            column = None
+        if not isinstance(column, Mapping):
             raise InputError(f"Parcel file {self.path} has GeoParquet 'geo' metadata that does not name its "
                              "geometry column (primary_column and its entry under columns); write the file "
                              "again.") from None

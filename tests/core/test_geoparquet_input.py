@@ -254,3 +254,23 @@ def test_a_geoparquet_layer_is_written_to_an_ogr_format_row_group_by_row_group(t
             assert got is None
             continue
         assert got[1].equals(expected) and (suffix == ".shp" or got[0] == ogr.wkbMultiPolygon)
+
+
+def _with_geo_bytes(path, raw):
+    """A one-parcel Parquet file whose 'geo' metadata is ``raw`` as given (any bytes)."""
+    table = pa.table({"parcel_id": ["a"], "geom": [box(X0, Y0 - 50, X0 + 50, Y0).wkb]})
+    pq.write_table(table.replace_schema_metadata({b"geo": raw}), str(path))
+    return path
+
+
+@pytest.mark.parametrize("name, raw", [
+    pytest.param("deep", b"[" * 100_000 + b"]" * 100_000, id="deep"),  # beyond the JSON parser's nesting
+    *(pytest.param(name, json.dumps({"version": "1.0.0", "primary_column": "geom", "columns": {"geom": entry}}).encode(),
+                   id=name) for name, entry in [("entry_text", "WKB"), ("entry_null", None), ("entry_list", ["WKB"])]),
+])
+def test_geo_metadata_nested_too_deep_or_without_a_column_entry_is_refused_naming_the_file(tmp_path, name, raw):
+    path = _with_geo_bytes(tmp_path / f"{name}.parquet", raw)
+    for read in (GeoParquetLayer, load_parcels, parcel_layer_info):
+        with pytest.raises(InputError, match=rf"{name}\.parquet has GeoParquet 'geo' metadata that does not name its "
+                                             "geometry column"):
+            read(path)
