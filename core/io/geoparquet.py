@@ -234,10 +234,11 @@ class GeoParquetLayer:
 
     Raises:
         InputError: the file is not Parquet, has no or an unreadable 'geo' metadata, its
-            geometry column is missing or not WKB, or its CRS cannot be read.
+            geometry column is missing or not binary WKB, or its CRS cannot be read.
     """
 
     def __init__(self, path: PathLike) -> None:
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         self.path = Path(os.fspath(path))
@@ -269,6 +270,12 @@ class GeoParquetLayer:
         if encoding != "WKB":
             raise InputError(f"Parcel file {self.path} stores its geometries as {column.get('encoding')!r}; "
                              "ThermoCrop reads WKB GeoParquet: write the file again with WKB geometries.")
+        kind = schema.field(self.geometry_column).type
+        if not (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
+            # WKB is bytes: text (WKT, hex), numbers or GeoArrow's structs under a 'WKB' label are not
+            raise InputError(f"Parcel file {self.path} declares WKB geometries, but its column "
+                             f"{self.geometry_column!r} holds {kind}, not binary WKB; write the file again with "
+                             "WKB geometries (geopandas' to_parquet, GDAL and DuckDB write them).")
         self.crs = self._crs(column)
         self.fields = [c for c in schema.names if c != self.geometry_column]
         self.schema = schema

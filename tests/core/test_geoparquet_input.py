@@ -274,3 +274,28 @@ def test_geo_metadata_nested_too_deep_or_without_a_column_entry_is_refused_namin
         with pytest.raises(InputError, match=rf"{name}\.parquet has GeoParquet 'geo' metadata that does not name its "
                                              "geometry column"):
             read(path)
+
+
+@pytest.mark.parametrize("name, values, kind", [
+    ("hex", [g.wkb_hex for g in parcel_frame().geometry[:4]], "string"),  # what shapely would still decode
+    ("wkt", [g.wkt for g in parcel_frame().geometry[:4]], "string"),
+    ("geoarrow", [{"x": 1.0, "y": 2.0}] * 4, "struct<x: double, y: double>"),
+    ("numbers", [1, 2, 3, 4], "int64"),
+])
+def test_a_geometry_column_labelled_wkb_that_holds_no_bytes_is_refused_before_anything_is_written(
+        tmp_path, name, values, kind):
+    from thermocrop.core.io.vector import write_with_fields
+
+    table = pa.table({"parcel_id": ["a", "b", "c", "d"], "geom": values})
+    geo = {"version": "1.0.0", "primary_column": "geom", "columns": {"geom": {"encoding": "WKB", "crs": None}}}
+    path = tmp_path / f"{name}.parquet"
+    pq.write_table(table.replace_schema_metadata({b"geo": json.dumps(geo).encode()}), str(path))
+    says = rf"{name}\.parquet declares WKB geometries, but its column 'geom' holds {kind.replace('<', '.')}, not binary"
+    for read in (load_parcels, parcel_layer_info):
+        with pytest.raises(InputError, match=says):
+            read(path)
+    for suffix in (".gpkg", ".parquet"):  # copied row group by row group, or with pyarrow
+        out = tmp_path / f"out{suffix}"
+        with pytest.raises(InputError, match=says):
+            write_with_fields(path, {"crop_conf": np.zeros(4)}, out)
+        assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == [f"{name}.parquet"]
