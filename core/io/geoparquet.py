@@ -163,7 +163,7 @@ def _copy_geoparquet(layer: "GeoParquetLayer", fields: FieldBatches, path: Path,
     try:
         with pq.ParquetWriter(str(path), schema) as writer:
             for g in range(layer.file.num_row_groups):
-                table = layer.file.read_row_group(g, columns=keep)
+                table = layer._read_group(g, keep)  # a damaged input is named as such, not as a full disk
                 n = table.num_rows
                 columns = [table.column(c) for c in keep] + _added_columns(fields, written, n)
                 writer.write_table(pa.Table.from_arrays(columns, schema=schema))

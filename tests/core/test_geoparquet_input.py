@@ -299,3 +299,22 @@ def test_a_geometry_column_labelled_wkb_that_holds_no_bytes_is_refused_before_an
         with pytest.raises(InputError, match=says):
             write_with_fields(path, {"crop_conf": np.zeros(4)}, out)
         assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == [f"{name}.parquet"]
+
+
+def test_a_damaged_row_group_of_the_input_is_named_as_the_input_not_as_a_full_disk(tmp_path):
+    """A column chunk that cannot be decoded (its page header overwritten) in the second row
+    group: the geometries still read, so the fault shows only when the whole rows are copied."""
+    from thermocrop.core.io.vector import write_with_fields
+
+    path = write_with_pyarrow(parcel_frame().iloc[:6], tmp_path / "damaged.parquet", crs=CRS, row_group_size=3)
+    chunk = pq.ParquetFile(str(path)).metadata.row_group(1).column(1)  # 'crop'
+    start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+    data = bytearray(path.read_bytes())
+    data[start:start + chunk.total_compressed_size] = b"\xff" * chunk.total_compressed_size
+    path.write_bytes(bytes(data))
+    assert GeoParquetLayer(path).bounds() is not None
+    for suffix in (".parquet", ".gpkg"):
+        out = tmp_path / f"out{suffix}"
+        with pytest.raises(InputError, match=r"Parcel file .*damaged\.parquet cannot be read \(row group 1"):
+            write_with_fields(path, {"crop_conf": np.zeros(6)}, out)
+        assert not out.exists()
