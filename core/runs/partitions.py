@@ -25,6 +25,7 @@ import contextlib
 import ctypes
 import hashlib
 import logging
+import math
 import os
 import socket
 import threading
@@ -83,7 +84,13 @@ class RunSummary:
     def cost(self) -> dict[str, float]:
         """Totals over the partitions' stats (CPU seconds, windows, decoded pixels, parcel-dates)."""
         keys = ("cpu_s", "read_cpu_s", "windows", "window_pixels", "parcel_dates", "parcels", "wall_s")
-        return {k: float(sum(s.get(k, 0) for s in self.stats)) for k in keys}
+        return {k: float(sum(_number(s.get(k)) for s in self.stats)) for k in keys}
+
+
+def _number(value: Any) -> float:
+    """A cost record's value, or 0 where it is no finite number (a record damaged on disk)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else 0.0
 
 
 class PartitionListener:
