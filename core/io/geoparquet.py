@@ -394,6 +394,9 @@ class GeoParquetLayer:
         return None if box is None else tuple(float(v) for v in box)
 
 
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+"""The integers an OGR Integer64 field holds (an unsigned 64-bit Parquet column may hold more)."""
+
 _WKB_SINGLE = {4: 1, 5: 2, 6: 3}
 """WKB's multi types (MultiPoint, MultiLineString, MultiPolygon) and their single ones."""
 
@@ -452,7 +455,8 @@ def copy_to_geopackage(layer: GeoParquetLayer, path: Path, name: str) -> int:
     one as none), a layer of polygons and multipolygons declared and written as multipolygons.
 
     Raises:
-        InputError: a row group cannot be read or holds a geometry that is not WKB.
+        InputError: a row group cannot be read, holds a geometry that is not WKB, or an integer
+            beyond 64-bit signed integers (an unsigned 64-bit column).
         OutputError: the GeoPackage cannot be written (a full disk).
     """
     import pyarrow as pa
@@ -491,8 +495,13 @@ def copy_to_geopackage(layer: GeoParquetLayer, path: Path, name: str) -> int:
             columns = [table.column(c).to_pylist() for c, _ in kinds]
             for row, wkb in enumerate(table.column(layer.geometry_column).to_pylist()):
                 feature = ogr.Feature(defn)
-                for index, (values, (_, ogr_type)) in enumerate(zip(columns, kinds)):
-                    _set_value(feature, index, values[row], ogr_type)
+                for index, (values, (column, ogr_type)) in enumerate(zip(columns, kinds)):
+                    value = values[row]
+                    if ogr_type == ogr.OFTInteger64 and value is not None and not INT64_MIN <= value <= INT64_MAX:
+                        raise InputError(f"Field {column!r} of parcel file {layer.path} holds {value} at row "
+                                         f"{int(starts[g]) + row}, beyond the 64-bit integers of OGR formats; "
+                                         "write that field as text, or write a GeoParquet output (.parquet).")
+                    _set_value(feature, index, value, ogr_type)
                 if wkb is not None:
                     geometry = ogr.CreateGeometryFromWkb(bytes(wkb))
                     if geometry is None:

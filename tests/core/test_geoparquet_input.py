@@ -318,3 +318,31 @@ def test_a_damaged_row_group_of_the_input_is_named_as_the_input_not_as_a_full_di
         with pytest.raises(InputError, match=r"Parcel file .*damaged\.parquet cannot be read \(row group 1"):
             write_with_fields(path, {"crop_conf": np.zeros(6)}, out)
         assert not out.exists()
+
+
+def test_an_unsigned_integer_beyond_64_bit_integers_is_named_when_copied_to_an_ogr_format(tmp_path):
+    """Parquet's unsigned 64-bit integers reach 2**64 - 1, OGR's integers 2**63 - 1: values
+    within both copy as integers, one beyond is refused naming field, value and row."""
+    from osgeo import ogr
+
+    from thermocrop.core.io.vector import write_with_fields
+
+    frame = parcel_frame().iloc[:8]
+    big = [7, 2 ** 63 - 1, None, 0, 12, 2 ** 64 - 1, 3, 4]
+    table = pa.table({"parcel_id": frame["parcel_id"].tolist(), "big": pa.array(big, pa.uint64()),
+                      "geom": [g.wkb for g in frame.geometry]})
+    geo = {"version": "1.0.0", "primary_column": "geom", "columns": {"geom": {"encoding": "WKB", "crs": None}}}
+    path = tmp_path / "unsigned.parquet"
+    pq.write_table(table.replace_schema_metadata({b"geo": json.dumps(geo).encode()}), str(path), row_group_size=3)
+    out = tmp_path / "out.gpkg"
+    with pytest.raises(InputError, match=rf"Field 'big' of parcel file .*unsigned\.parquet holds {2 ** 64 - 1} at row 5"):
+        write_with_fields(path, {"crop_conf": np.zeros(8)}, out)
+    assert not out.exists()
+    pq.write_table(table.slice(0, 5).replace_schema_metadata({b"geo": json.dumps(geo).encode()}), str(path),
+                   row_group_size=3)
+    write_with_fields(path, {"crop_conf": np.zeros(5)}, out)
+    ds = ogr.Open(str(out))
+    layer = ds.GetLayer(0)
+    assert layer.GetLayerDefn().GetFieldDefn(layer.GetLayerDefn().GetFieldIndex("big")).GetType() == ogr.OFTInteger64
+    assert [f.GetField("big") for f in layer] == big[:5]
+    layer = ds = None
