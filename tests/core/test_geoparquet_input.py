@@ -346,3 +346,41 @@ def test_an_unsigned_integer_beyond_64_bit_integers_is_named_when_copied_to_an_o
     assert layer.GetLayerDefn().GetFieldDefn(layer.GetLayerDefn().GetFieldIndex("big")).GetType() == ogr.OFTInteger64
     assert [f.GetField("big") for f in layer] == big[:5]
     layer = ds = None
+
+
+def test_fields_whose_names_differ_only_in_case_are_refused_before_any_work_for_ogr_outputs(tmp_path, capsys):
+    """Parquet tells 'parcel_id' from 'Parcel_ID'; the GeoPackage a GeoParquet layer is copied
+    through on its way to an OGR output does not (the copy used to fail after the whole run
+    with 'the disk may be full'). A GeoParquet output keeps both; a GeoJSON layer with 'a' and
+    'A' is refused for a GeoPackage output alike."""
+    from thermocrop.cli.main import EXIT_OUTPUT
+    from thermocrop.core.errors import OutputError
+    from thermocrop.core.io.vector import write_with_fields
+
+    frame = parcel_frame().iloc[:4]
+    table = pa.table({"parcel_id": frame["parcel_id"].tolist(), "Parcel_ID": ["w", "x", "y", "z"],
+                      "geom": [g.wkb for g in frame.geometry]})
+    geo = {"version": "1.0.0", "primary_column": "geom", "columns": {"geom": {"encoding": "WKB", "crs": None}}}
+    path = tmp_path / "cased.parquet"
+    pq.write_table(table.replace_schema_metadata({b"geo": json.dumps(geo).encode()}), str(path))
+    says = r"cased\.parquet has the fields 'parcel_id' and 'Parcel_ID', whose names differ only in case"
+    for suffix in (".gpkg", ".shp", ".fgb", ".csv"):
+        out = tmp_path / f"out{suffix}"
+        with pytest.raises(OutputError, match=says + r".*or write a GeoParquet output"):
+            write_with_fields(path, {"crop_conf": np.zeros(4)}, out)
+        assert not out.exists()
+    back = pq.read_table(str(write_with_fields(path, {"crop_conf": np.zeros(4)}, tmp_path / "out.parquet")))
+    assert back.column("Parcel_ID").to_pylist() == ["w", "x", "y", "z"]
+    assert back.column("parcel_id").to_pylist() == frame["parcel_id"].tolist()
+    # the command line refuses before reading a scene or a temperature (neither exists here)
+    assert main(["classify", "--parcels", str(path), "--out", str(tmp_path / "map.fgb"), "--scenes",
+                 str(tmp_path / "no-scenes"), "--weather", str(tmp_path / "no-weather.csv")]) == EXIT_OUTPUT
+    assert "whose names differ only in case" in capsys.readouterr().err
+    geojson = tmp_path / "cased.geojson"
+    geojson.write_text(json.dumps({"type": "FeatureCollection", "features": [{
+        "type": "Feature", "properties": {"a": "x", "A": "y"},
+        "geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]]}}]}), encoding="utf-8")
+    with pytest.raises(OutputError, match=r"'a' and 'A', whose names differ only in case; a GPKG file cannot"):
+        write_with_fields(geojson, {"crop_conf": np.zeros(1)}, tmp_path / "a.gpkg")
+    assert not (tmp_path / "a.gpkg").exists()
+    write_with_fields(geojson, {"crop_conf": np.zeros(1)}, tmp_path / "a.fgb")  # FlatGeobuf keeps both
