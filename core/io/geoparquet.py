@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
@@ -225,6 +226,10 @@ def _copy_ogr(source: PathLike, layer: Optional[str], fields: FieldBatches, path
 
 # -- input --------------------------------------------------------------------------------------
 
+PROJ_FILE_KEYS = re.compile(r"\b(init|nadgrids|geoidgrids|grids|file)\s*=")
+"""PROJ string keys that make PROJ open a file by name (an init file, a grid): in a CRS read
+from a file (a PROJ string, or one inside WKT's PROJ4 extension) they could name any local file."""
+
 class GeoParquetLayer:
     """A GeoParquet file opened as a parcel layer: its 'geo' metadata checked, nothing read yet.
 
@@ -291,6 +296,11 @@ class GeoParquetLayer:
         value = column["crs"]
         if value is None:
             return None
+        named = PROJ_FILE_KEYS.search(json.dumps(value))
+        if named:
+            raise InputError(f"Parcel file {self.path} has a CRS in its 'geo' metadata that names a file for PROJ to "
+                             f"read ({named.group(0)}...); ThermoCrop reads no file a data file names. Write the "
+                             "file again with its CRS as PROJJSON (geopandas and GDAL write it so).")
         try:
             return CRS.from_user_input(json.dumps(value) if isinstance(value, dict) else value)
         except CRSError as exc:

@@ -384,3 +384,24 @@ def test_fields_whose_names_differ_only_in_case_are_refused_before_any_work_for_
         write_with_fields(geojson, {"crop_conf": np.zeros(1)}, tmp_path / "a.gpkg")
     assert not (tmp_path / "a.gpkg").exists()
     write_with_fields(geojson, {"crop_conf": np.zeros(1)}, tmp_path / "a.fgb")  # FlatGeobuf keeps both
+
+
+def test_a_crs_that_names_a_file_for_proj_to_read_is_refused(tmp_path):
+    """A PROJ string can make PROJ open any local file: '+init=FILE:KEY' reads FILE as an init
+    file (here one the test writes, which PROJ would read as UTM 31N), '+nadgrids=' a grid,
+    also inside WKT's PROJ4 extension. The 'geo' metadata of a data file may name none."""
+    from pyproj import CRS as ProjCRS
+
+    init = tmp_path / "elsewhere" / "defs"
+    init.parent.mkdir()
+    init.write_text("<utm> +proj=utm +zone=31 +datum=WGS84 +units=m +no_defs <>\n", encoding="utf-8")
+    assert ProjCRS.from_user_input(f"+init={init}:utm").to_epsg() == 32631  # what PROJ would make of it
+    wkt = ProjCRS("EPSG:4326").to_wkt("WKT1_GDAL")[:-1] + ',EXTENSION["PROJ4","+proj=longlat +nadgrids=/x.gsb"]]'
+    for name, crs in (("init", f"+init={init}:utm"), ("grid", "+proj=longlat +datum=WGS84 +nadgrids=@/x.gsb"),
+                      ("wkt", wkt)):
+        path = write_with_pyarrow(parcel_frame(), tmp_path / f"{name}.parquet", crs=crs)
+        for read in (GeoParquetLayer, load_parcels, parcel_layer_info):
+            with pytest.raises(InputError, match=rf"{name}\.parquet has a CRS in its 'geo' metadata that names a file"):
+                read(path)
+    assert GeoParquetLayer(write_with_pyarrow(parcel_frame(), tmp_path / "ok.parquet", crs=json.loads(
+        ProjCRS(CRS).to_json()))).crs.to_epsg() == 32631
