@@ -300,8 +300,9 @@ def replaced_fields(existing: Mapping[str, str], target: VectorTarget, kinds: Ma
             GeoParquet layer, a GeoDataFrame), which holds no two names that differ in case.
 
     Raises:
-        OutputError: a field of the same name holds another kind of value, or two fields of the
-            input whose names differ only in case go to a format that cannot tell them apart.
+        OutputError: a field of the same name holds another kind of value, two fields of the
+            input whose names differ only in case go to a format that cannot tell them apart, or
+            a field 'fid' that holds no integers goes to a GeoPackage.
     """
     copied = through_geopackage and target.driver != "Parquet"
     if target.driver in CASE_BLIND_DRIVERS or copied:
@@ -314,6 +315,11 @@ def replaced_fields(existing: Mapping[str, str], target: VectorTarget, kinds: Ma
                 advice = "a GeoParquet output (.parquet)" if copied else "another format (.fgb, .shp)"
                 raise OutputError(f"{source} has the fields {other!r} and {name!r}, whose names differ only in case; "
                                   f"{where} cannot hold both. Rename one, or write {advice}.")
+    fid = next((name for name in existing if name.lower() == "fid"), None)
+    if fid is not None and existing[fid] != "integer" and (target.driver == "GPKG" or copied):
+        raise OutputError(f"{source} has a {existing[fid]} field {fid!r}; a GeoPackage keeps its feature ids under "
+                          f"that name and takes no other kind of field there. Rename it, or write another format"
+                          f"{' (.parquet)' if copied else ' (.fgb, .shp)'}.")
     stored = {w.lower(): name for name, w in target.fields.items()}
     stored.update({name.lower(): name for name in target.fields})
     out = []

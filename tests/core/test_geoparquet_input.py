@@ -405,3 +405,36 @@ def test_a_crs_that_names_a_file_for_proj_to_read_is_refused(tmp_path):
                 read(path)
     assert GeoParquetLayer(write_with_pyarrow(parcel_frame(), tmp_path / "ok.parquet", crs=json.loads(
         ProjCRS(CRS).to_json()))).crs.to_epsg() == 32631
+
+
+def test_a_field_fid_that_holds_no_integers_is_refused_for_a_geopackage_before_any_work(tmp_path, capsys):
+    """A GeoPackage keeps its feature ids in 'fid' and refuses a text field of that name (the
+    write used to fail after the run); a GeoParquet layer meets that rule in the GeoPackage it is
+    copied through to any OGR output. A GeoParquet output takes 'fid' fields of any kind."""
+    from thermocrop.cli.main import EXIT_OUTPUT
+    from thermocrop.core.errors import OutputError
+    from thermocrop.core.io.vector import write_with_fields
+
+    frame = parcel_frame().iloc[:4]
+    shapefile = tmp_path / "texts.shp"
+    frame.assign(fid=["a", "b", "c", "d"]).to_file(shapefile)
+    with pytest.raises(OutputError, match=r"texts\.shp has a string field 'fid'; a GeoPackage keeps its feature ids"):
+        write_with_fields(shapefile, {"crop_conf": np.zeros(4)}, tmp_path / "out.gpkg")
+    write_with_fields(shapefile, {"crop_conf": np.zeros(4)}, tmp_path / "out.fgb")
+    geo = {"version": "1.0.0", "primary_column": "geom", "columns": {"geom": {"encoding": "WKB", "crs": None}}}
+    for name, values, suffixes in (("FID", ["a", "b", "c", "d"], (".shp", ".parquet")), ("fid", [4, 5, 6, 7], (".parquet",))):
+        table = pa.table({name: values, "geom": [g.wkb for g in frame.geometry]})
+        path = tmp_path / f"{name}_{type(values[0]).__name__}.parquet"
+        pq.write_table(table.replace_schema_metadata({b"geo": json.dumps(geo).encode()}), str(path))
+        for suffix in suffixes:
+            out = tmp_path / f"out_{path.stem}{suffix}"
+            if isinstance(values[0], str) and suffix == ".shp":
+                with pytest.raises(OutputError, match=r"has a string field 'FID'.*or write another format \(\.parquet\)"):
+                    write_with_fields(path, {"crop_conf": np.zeros(4)}, out)
+                assert not out.exists()
+            else:
+                write_with_fields(path, {"crop_conf": np.zeros(4)}, out)
+                assert (gpd.read_parquet if suffix == ".parquet" else gpd.read_file)(out)[name].tolist() == values
+    assert main(["classify", "--parcels", str(shapefile), "--out", str(tmp_path / "map.gpkg"), "--scenes",
+                 str(tmp_path / "no-scenes"), "--weather", str(tmp_path / "no-weather.csv")]) == EXIT_OUTPUT
+    assert "has a string field 'fid'" in capsys.readouterr().err
