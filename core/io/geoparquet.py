@@ -190,9 +190,13 @@ def _copy_ogr(source: PathLike, layer: Optional[str], fields: FieldBatches, path
             raise InputError(f"Cannot read parcel layer {source}: {said(messages)}")
         count = lyr.GetFeatureCount(force=1)
         _check_lengths(fields, count)
-        geometry = lyr.GetGeometryColumn() or "geometry"
         srs = lyr.GetSpatialRef()
         stream = lyr.GetArrowStreamAsPyArrow(["INCLUDE_FID=NO", f"MAX_FEATURES_IN_BATCH={BATCH_FEATURES}"])
+        # The stream names the geometry itself: a layer without a geometry column name (a
+        # shapefile, GeoJSON) gets 'wkb_geometry', marked as WKB by its field's metadata.
+        geometry = next((f.name for f in stream.schema
+                         if (f.metadata or {}).get(b"ARROW:extension:name") == b"ogc.wkb"),
+                        lyr.GetGeometryColumn() or "wkb_geometry")
         types = {name: _arrow_type(kind) for name, kind in fields.dtype_kinds().items()}
         writer = None
         written = 0

@@ -438,3 +438,21 @@ def test_a_field_fid_that_holds_no_integers_is_refused_for_a_geopackage_before_a
     assert main(["classify", "--parcels", str(shapefile), "--out", str(tmp_path / "map.gpkg"), "--scenes",
                  str(tmp_path / "no-scenes"), "--weather", str(tmp_path / "no-weather.csv")]) == EXIT_OUTPUT
     assert "has a string field 'fid'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("suffix", [".shp", ".geojson"])
+def test_a_layer_without_a_geometry_column_name_is_written_as_geoparquet(tmp_path, suffix):
+    """Shapefiles and GeoJSON name no geometry column; GDAL's Arrow stream calls it
+    'wkb_geometry'. The GeoParquet output used to look for 'geometry', found none and wrote
+    nothing ('lacks ['geometry'] after writing'), for classify and gdd alike."""
+    frame = parcel_frame().iloc[:12]
+    source = tmp_path / f"parcels{suffix}"
+    frame.to_file(source)
+    out = write_geoparquet(source, {"crop_conf": np.linspace(0, 1, 12)}, tmp_path / "out.parquet")
+    back = gpd.read_parquet(out)
+    expected = gpd.read_file(source)
+    assert back.crs == expected.crs and back["parcel_id"].tolist() == expected["parcel_id"].tolist()
+    assert all(g.equals_exact(h, 0) for g, h in zip(back.geometry, expected.geometry))
+    np.testing.assert_allclose(back["crop_conf"].to_numpy(float), np.linspace(0, 1, 12))
+    layer = GeoParquetLayer(out)
+    assert layer.geometry_column in pq.ParquetFile(str(out)).schema_arrow.names
