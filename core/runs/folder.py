@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import OutputError, ThermoCropError
 from ..io.output import check_output, cleanup_stale, staged_file, write_bytes, write_text
-from .fingerprint import changed_files, input_fingerprints
+from .fingerprint import changed_files, input_fingerprints, same_inputs
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ def open_run_folder(path: PathLike, *, fingerprint: dict, chunks: Sequence[np.nd
             raise OutputError(f"The record {run_json} of the run in {path} is damaged (its fingerprint is no "
                               "mapping); it cannot be resumed. Remove that folder and run again without --resume.")
         changed = [k for k in sorted(set(header["fingerprint"]) | set(old_fingerprint))
-                   if header["fingerprint"].get(k) != old_fingerprint.get(k)]
+                   if not same_inputs(old_fingerprint.get(k), header["fingerprint"].get(k))]
         files = [f for k in changed for f in changed_files(old_fingerprint.get(k), header["fingerprint"].get(k))]
         if files:
             raise OutputError(f"Input files changed since the interrupted run in {path} began: {'; '.join(files)}. "

@@ -71,3 +71,39 @@ def test_damaged_cost_records_are_left_out_of_the_run_summary(tmp_path):
     assert stats == [{"cpu_s": 1.5, "windows": 4}, {"cpu_s": "lots", "windows": 2}]
     cost = RunSummary(partitions=4, computed=4, resumed=0, dashboard=None, stats=stats).cost()
     assert cost["cpu_s"] == 1.5 and cost["windows"] == 6.0
+
+
+def test_an_empty_write_ahead_log_is_no_change_of_a_layer_but_one_with_content_is(tmp_path):
+    """A GeoPackage in WAL mode (as QGIS leaves one after storing a style) gets an empty '-wal'
+    file beside it while anything has it open, even to read; a run that recorded the layer
+    without it and checks it with it (or the other way) used to be refused as a changed layer.
+    A log holding a change is still a change."""
+    import sqlite3
+
+    import geopandas as gpd
+    from shapely.geometry import box
+
+    from thermocrop.core.runs import fingerprint
+
+    layer = tmp_path / "parcels.gpkg"
+    gpd.GeoDataFrame({"parcel_id": ["a", "b"]}, geometry=[box(0, 0, 1, 1), box(2, 0, 3, 1)],
+                     crs="EPSG:32631").to_file(layer, driver="GPKG")
+    with sqlite3.connect(layer) as db:
+        assert db.execute("PRAGMA journal_mode=WAL").fetchone() == ("wal",)
+    closed = fingerprint.input_fingerprints([layer])
+    reader = sqlite3.connect(layer)
+    reader.execute("SELECT count(*) FROM parcels").fetchone()  # a reader: the log appears, empty
+    wal = tmp_path / "parcels.gpkg-wal"
+    assert wal.exists() and wal.stat().st_size == 0
+    reading = fingerprint.input_fingerprints([layer])
+    assert str(wal.resolve()) in reading and str(wal.resolve()) not in closed
+    assert fingerprint.changed_files(closed, reading) == [] and fingerprint.same_inputs(closed, reading)
+    writer = sqlite3.connect(layer)
+    writer.execute("CREATE TABLE notes (note TEXT)")
+    writer.execute("INSERT INTO notes VALUES ('changed')")
+    writer.commit()  # held in the log while the reader keeps it from being checkpointed
+    assert wal.stat().st_size > 0
+    assert fingerprint.changed_files(closed, fingerprint.input_fingerprints([layer])) == [f"{wal.resolve()} (new)"]
+    assert not fingerprint.same_inputs(closed, fingerprint.input_fingerprints([layer]))
+    writer.close()
+    reader.close()
