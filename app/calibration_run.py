@@ -12,7 +12,7 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..core.io.output import check_output
-from ..core.model.bundle import calibrated_bundle
+from ..core.model.bundle import calibrated_bundle, default_bundle_path
 from ..core.model.calibration import CALIBRATION_METHODS, Calibration, fit_calibration, reliability_table
 from ..core.parcels import load_parcels
 from ..core.pixel_sets import STATUS_OK
@@ -41,14 +41,18 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
     Raises:
         InputError: an unknown method, or fewer than ``MIN_CALIBRATION_PARCELS`` usable reference
             parcels (the counts are named: labelled, of classes the model does not know, without a result).
-        OutputError: ``out`` exists without ``overwrite``, or is one of the inputs.
+        OutputError: ``out`` exists without ``overwrite``, or is one of the inputs (without a model,
+            either shipped model).
     """
     progress = progress or RunProgress()
     if request.method not in CALIBRATION_METHODS:
         raise InputError(f"The calibration method {request.method!r} is not known; choose "
                          + " or ".join(CALIBRATION_METHODS) + ".")
+    # Without a model the run reads the shipped model of the scenes' level, known only later:
+    # neither shipped model may be the output.
+    models = [request.model] if request.model is not None else [default_bundle_path("L1C"), default_bundle_path("L2A")]
     out = check_output(request.out, overwrite=request.overwrite, what="calibrated model", suffixes=(".tcm",),
-                       inputs=[p for p in (request.model, request.reference.source) if isinstance(p, (str, Path))])
+                       inputs=[p for p in (*models, request.reference.source) if isinstance(p, (str, Path))])
     name = request.reference.describe()
     table = load_parcels(request.reference.source, id_field=request.reference.id_field,
                          label_field=request.label_field, class_map=request.class_map, block_field=None,

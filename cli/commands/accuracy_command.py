@@ -108,10 +108,13 @@ def _read_layer(path: str, layer: str | None, need_geometry: bool):
     import geopandas as gpd
 
     from ...core.errors import InputError
+    from ...core.io.geoparquet import is_parquet, read_geoparquet
 
     if not Path(path).exists():
         raise InputError(f"The classified layer {path} does not exist; give the file written by "
                          "'thermocrop classify' (or any vector file with both fields).")
+    if is_parquet(path):  # classify writes GeoParquet too; this GDAL has no Parquet driver
+        return read_geoparquet(path)
     try:
         return gpd.read_file(path, layer=layer, ignore_geometry=not need_geometry)
     except Exception as exc:  # fiona / pyogrio raise their own types

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
@@ -170,7 +171,7 @@ def _copy_geoparquet(layer: "GeoParquetLayer", fields: FieldBatches, path: Path,
     try:
         with pq.ParquetWriter(str(path), schema) as writer:
             for g in range(layer.file.num_row_groups):
-                table = layer.file.read_row_group(g, columns=keep)
+                table = layer._read_group(g, keep)  # a damaged input is named as such, not as a full disk
                 n = table.num_rows
                 columns = [table.column(c) for c in keep] + _added_columns(fields, written, n)
                 writer.write_table(pa.Table.from_arrays(columns, schema=schema))
@@ -196,9 +197,13 @@ def _copy_ogr(source: PathLike, layer: Optional[str], fields: FieldBatches, path
             raise InputError(f"Cannot read parcel layer {source}: {said(messages)}")
         count = lyr.GetFeatureCount(force=1)
         _check_lengths(fields, count)
-        geometry = lyr.GetGeometryColumn() or "geometry"
         srs = lyr.GetSpatialRef()
         stream = lyr.GetArrowStreamAsPyArrow(["INCLUDE_FID=NO", f"MAX_FEATURES_IN_BATCH={BATCH_FEATURES}"])
+        # The stream names the geometry itself: a layer without a geometry column name (a
+        # shapefile, GeoJSON) gets 'wkb_geometry', marked as WKB by its field's metadata.
+        geometry = next((f.name for f in stream.schema
+                         if (f.metadata or {}).get(b"ARROW:extension:name") == b"ogc.wkb"),
+                        lyr.GetGeometryColumn() or "wkb_geometry")
         types = {name: _arrow_type(kind) for name, kind in fields.dtype_kinds().items()}
         writer = None
         written = 0
@@ -232,6 +237,10 @@ def _copy_ogr(source: PathLike, layer: Optional[str], fields: FieldBatches, path
 
 # -- input --------------------------------------------------------------------------------------
 
+PROJ_FILE_KEYS = re.compile(r"\b(init|nadgrids|geoidgrids|grids|file)\s*=")
+"""PROJ string keys that make PROJ open a file by name (an init file, a grid): in a CRS read
+from a file (a PROJ string, or one inside WKT's PROJ4 extension) they could name any local file."""
+
 class GeoParquetLayer:
     """A GeoParquet file opened as a parcel layer: its 'geo' metadata checked, nothing read yet.
 
@@ -241,10 +250,11 @@ class GeoParquetLayer:
 
     Raises:
         InputError: the file is not Parquet, has no or an unreadable 'geo' metadata, its
-            geometry column is missing or not WKB, or its CRS cannot be read.
+            geometry column is missing or not binary WKB, or its CRS cannot be read.
     """
 
     def __init__(self, path: PathLike) -> None:
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         self.path = Path(os.fspath(path))
@@ -263,7 +273,9 @@ class GeoParquetLayer:
             geo = json.loads(raw)
             self.geometry_column = str(geo["primary_column"])
             column = geo["columns"][self.geometry_column]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):  # nesting too deep for the parser
+            column = None
+        if not isinstance(column, Mapping):
             raise InputError(f"Parcel file {self.path} has GeoParquet 'geo' metadata that does not name its "
                              "geometry column (primary_column and its entry under columns); write the file "
                              "again.") from None
@@ -274,6 +286,12 @@ class GeoParquetLayer:
         if encoding != "WKB":
             raise InputError(f"Parcel file {self.path} stores its geometries as {column.get('encoding')!r}; "
                              "ThermoCrop reads WKB GeoParquet: write the file again with WKB geometries.")
+        kind = schema.field(self.geometry_column).type
+        if not (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
+            # WKB is bytes: text (WKT, hex), numbers or GeoArrow's structs under a 'WKB' label are not
+            raise InputError(f"Parcel file {self.path} declares WKB geometries, but its column "
+                             f"{self.geometry_column!r} holds {kind}, not binary WKB; write the file again with "
+                             "WKB geometries (geopandas' to_parquet, GDAL and DuckDB write them).")
         self.crs = self._crs(column)
         self.fields = [c for c in schema.names if c != self.geometry_column]
         self.schema = schema
@@ -289,6 +307,11 @@ class GeoParquetLayer:
         value = column["crs"]
         if value is None:
             return None
+        named = PROJ_FILE_KEYS.search(json.dumps(value))
+        if named:
+            raise InputError(f"Parcel file {self.path} has a CRS in its 'geo' metadata that names a file for PROJ to "
+                             f"read ({named.group(0)}...); ThermoCrop reads no file a data file names. Write the "
+                             "file again with its CRS as PROJJSON (geopandas and GDAL write it so).")
         try:
             return CRS.from_user_input(json.dumps(value) if isinstance(value, dict) else value)
         except CRSError as exc:
@@ -414,6 +437,9 @@ class GeoParquetLayer:
         return None if box is None else tuple(float(v) for v in box)
 
 
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+"""The integers an OGR Integer64 field holds (an unsigned 64-bit Parquet column may hold more)."""
+
 _WKB_SINGLE = {4: 1, 5: 2, 6: 3}
 """WKB's multi types (MultiPoint, MultiLineString, MultiPolygon) and their single ones."""
 
@@ -472,7 +498,8 @@ def copy_to_geopackage(layer: GeoParquetLayer, path: Path, name: str) -> int:
     one as none), a layer of polygons and multipolygons declared and written as multipolygons.
 
     Raises:
-        InputError: a row group cannot be read or holds a geometry that is not WKB.
+        InputError: a row group cannot be read, holds a geometry that is not WKB, or an integer
+            beyond 64-bit signed integers (an unsigned 64-bit column).
         OutputError: the GeoPackage cannot be written (a full disk).
     """
     import pyarrow as pa
@@ -511,8 +538,13 @@ def copy_to_geopackage(layer: GeoParquetLayer, path: Path, name: str) -> int:
             columns = [table.column(c).to_pylist() for c, _ in kinds]
             for row, wkb in enumerate(table.column(layer.geometry_column).to_pylist()):
                 feature = ogr.Feature(defn)
-                for index, (values, (_, ogr_type)) in enumerate(zip(columns, kinds)):
-                    _set_value(feature, index, values[row], ogr_type)
+                for index, (values, (column, ogr_type)) in enumerate(zip(columns, kinds)):
+                    value = values[row]
+                    if ogr_type == ogr.OFTInteger64 and value is not None and not INT64_MIN <= value <= INT64_MAX:
+                        raise InputError(f"Field {column!r} of parcel file {layer.path} holds {value} at row "
+                                         f"{int(starts[g]) + row}, beyond the 64-bit integers of OGR formats; "
+                                         "write that field as text, or write a GeoParquet output (.parquet).")
+                    _set_value(feature, index, value, ogr_type)
                 if wkb is not None:
                     geometry = ogr.CreateGeometryFromWkb(bytes(wkb))
                     if geometry is None:

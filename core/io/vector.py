@@ -46,6 +46,10 @@ OGR_DRIVERS = {
 CONTAINER_DRIVERS = ("GPKG", "SQLite")
 """Formats holding several layers per file: writing one layer leaves the others alone."""
 
+CASE_BLIND_DRIVERS = ("GPKG", "SQLite", "CSV")
+"""Formats whose field names are one name whatever their case (``a`` and ``A`` cannot both be
+written; a shapefile renames the second, FlatGeobuf and GeoJSON keep both)."""
+
 _PARTS = {"ESRI Shapefile": (".shx", ".dbf", ".prj", ".cpg"), "GML": (".xsd",)}
 """Files a driver writes beside the main one; they belong to the output."""
 
@@ -282,7 +286,7 @@ FIELD_KINDS = ("string", "real", "integer")
 
 
 def replaced_fields(existing: Mapping[str, str], target: VectorTarget, kinds: Mapping[str, str],
-                    source: Any = "the parcel layer") -> list[str]:
+                    source: Any = "the parcel layer", through_geopackage: bool = False) -> list[str]:
     """The fields of the input that the added fields replace (same name as stored in the output
     format, case aside), checking that each is of the same kind.
 
@@ -292,10 +296,30 @@ def replaced_fields(existing: Mapping[str, str], target: VectorTarget, kinds: Ma
         target: the checked output (its ``fields`` give the stored names).
         kinds: requested field name -> kind of the values to write.
         source: how messages name the input.
+        through_geopackage: the input reaches an OGR output through a GeoPackage copy (a
+            GeoParquet layer, a GeoDataFrame), which holds no two names that differ in case.
 
     Raises:
-        OutputError: a field of the same name holds another kind of value.
+        OutputError: a field of the same name holds another kind of value, two fields of the
+            input whose names differ only in case go to a format that cannot tell them apart, or
+            a field 'fid' that holds no integers goes to a GeoPackage.
     """
+    copied = through_geopackage and target.driver != "Parquet"
+    if target.driver in CASE_BLIND_DRIVERS or copied:
+        seen: dict[str, str] = {}
+        for name in existing:
+            other = seen.setdefault(name.lower(), name)
+            if other != name:
+                where = ("the GeoPackage it is copied through on its way to the output" if copied
+                         else f"a {target.driver} file")
+                advice = "a GeoParquet output (.parquet)" if copied else "another format (.fgb, .shp)"
+                raise OutputError(f"{source} has the fields {other!r} and {name!r}, whose names differ only in case; "
+                                  f"{where} cannot hold both. Rename one, or write {advice}.")
+    fid = next((name for name in existing if name.lower() == "fid"), None)
+    if fid is not None and existing[fid] != "integer" and (target.driver == "GPKG" or copied):
+        raise OutputError(f"{source} has a {existing[fid]} field {fid!r}; a GeoPackage keeps its feature ids under "
+                          f"that name and takes no other kind of field there. Rename it, or write another format"
+                          f"{' (.parquet)' if copied else ' (.fgb, .shp)'}.")
     stored = {w.lower(): name for name, w in target.fields.items()}
     stored.update({name.lower(): name for name in target.fields})
     out = []
@@ -743,7 +767,8 @@ def write_with_fields(
                                  source_layer=source_layer)
     kinds = fields.kinds()
     replaced_fields(source_field_kinds(frame if frame is not None else source, source_layer), target, kinds,
-                    source=f"The parcel layer {source if frame is None else ''}".rstrip())
+                    source=f"The parcel layer {source if frame is None else ''}".rstrip(),
+                    through_geopackage=frame is not None or is_parquet(source))
     with VectorOutput(target) as output:
         if frame is not None or is_parquet(source):
             # GDAL here has no Parquet driver: a GeoParquet layer is copied row group by row

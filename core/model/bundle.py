@@ -384,7 +384,7 @@ def validate_config_data(data: Any) -> None:
             check_season_curve_data(data["provenance"][SEASON_CURVE_KEY])
         except ValueError as exc:
             raise _problem(f"provenance.{SEASON_CURVE_KEY}", str(exc)) from None
-    if data.get("calibration"):
+    if data.get("calibration") not in (None, {}):  # absent or empty: never calibrated
         try:
             check_calibration_data(data["calibration"], len(classes))
         except ValueError as exc:

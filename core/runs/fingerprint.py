@@ -93,11 +93,28 @@ def file_fingerprint(path: Optional[PathLike]) -> Optional[dict]:
     return None if path is None else input_fingerprints([path])
 
 
+def _with_content(fingerprints: dict) -> dict:
+    """``fingerprints`` without empty write-ahead logs: SQLite creates one beside a file in WAL
+    mode whenever the file is opened, even only to be read, and it holds no change."""
+    return {name: value for name, value in fingerprints.items()
+            if not (name.endswith("-wal") and isinstance(value, list) and value and value[0] == 0)}
+
+
 def changed_files(old: Any, new: Any) -> list[str]:
-    """The files whose fingerprints differ between two :func:`input_fingerprints` (or lists of them)."""
+    """The files whose fingerprints differ between two :func:`input_fingerprints` (or lists of them);
+    an empty write-ahead log counts as none."""
     if isinstance(old, dict) and isinstance(new, dict):
+        old, new = _with_content(old), _with_content(new)
         return [f"{name} ({'gone' if name not in new else 'new' if name not in old else 'changed'})"
                 for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
     return []
 
 
+
+
+def same_inputs(old: Any, new: Any) -> bool:
+    """Whether two entries of a run's fingerprint agree: file fingerprints by
+    :func:`changed_files` (an empty write-ahead log aside), anything else by equality."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return not changed_files(old, new)
+    return old == new

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import OutputError, ThermoCropError
 from ..io.output import check_output, cleanup_stale, staged_file, write_bytes, write_text
-from .fingerprint import changed_files, input_fingerprints
+from .fingerprint import changed_files, input_fingerprints, same_inputs
 
 log = logging.getLogger(__name__)
 
@@ -76,11 +76,22 @@ class RunFolder:
     def done(self, n: int) -> list[int]:
         return [i for i in range(n) if self.part(i).exists()]
 
+    def written(self) -> int:
+        """How many partitions the folder holds, counted from its files (not from a record)."""
+        try:
+            return sum(1 for entry in os.scandir(self.path)
+                       if re.fullmatch(rf"part-\d{{5}}{re.escape(self.suffix)}", entry.name))
+        except OSError:
+            return 0
+
     def stats(self, n: int) -> list[dict]:
+        """The partitions' cost records that read as records (a damaged one is left out)."""
         out = []
         for i in range(n):
-            with contextlib.suppress(OSError, ValueError):
-                out.append(json.loads(self.stats_path(i).read_text(encoding="utf-8")))
+            with contextlib.suppress(OSError, ValueError, RecursionError):
+                record = json.loads(self.stats_path(i).read_text(encoding="utf-8"))
+                if isinstance(record, dict):
+                    out.append(record)
         return out
 
 
@@ -110,21 +121,25 @@ def open_run_folder(path: PathLike, *, fingerprint: dict, chunks: Sequence[np.nd
     if path.exists():
         try:
             old = json.loads(run_json.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # nested too deep for the parser
             old = None
         if not isinstance(old, dict) or old.get("format") != RUN_FORMAT:
             raise OutputError(f"{path} exists and is not a ThermoCrop run folder; remove it or give another "
                               "run folder.")
         if not resume:
-            n_done = len(folder.done(int(old.get("partitions", 0))))
-            raise OutputError(f"{path} holds an interrupted run ({n_done} of {old.get('partitions')} partitions "
-                              "written); continue it with --resume, or remove that folder to start again.")
+            total = old.get("partitions")
+            of = f" of {total}" if isinstance(total, int) and not isinstance(total, bool) else ""
+            raise OutputError(f"{path} holds an interrupted run ({folder.written()}{of} partitions written); "
+                              "continue it with --resume, or remove that folder to start again.")
         if old.get("version") != RUN_VERSION:
             raise OutputError(f"The run in {path} was made by another version of ThermoCrop; it cannot be resumed. "
                               "Start afresh: remove that folder and run again without --resume.")
         old_fingerprint = old.get("fingerprint", {})
+        if not isinstance(old_fingerprint, dict):
+            raise OutputError(f"The record {run_json} of the run in {path} is damaged (its fingerprint is no "
+                              "mapping); it cannot be resumed. Remove that folder and run again without --resume.")
         changed = [k for k in sorted(set(header["fingerprint"]) | set(old_fingerprint))
-                   if header["fingerprint"].get(k) != old_fingerprint.get(k)]
+                   if not same_inputs(old_fingerprint.get(k), header["fingerprint"].get(k))]
         files = [f for k in changed for f in changed_files(old_fingerprint.get(k), header["fingerprint"].get(k))]
         if files:
             raise OutputError(f"Input files changed since the interrupted run in {path} began: {'; '.join(files)}. "

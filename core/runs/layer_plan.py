@@ -519,7 +519,12 @@ def _read_rows(source: str, layer: Optional[str], rows: np.ndarray, fids: Union[
     if isinstance(fids, (int, np.integer)):
         fids = np.asarray(rows, dtype=np.int64) + int(fids)
     if fids is None:
-        return GeoParquetLayer(source).read(columns, rows=rows)
+        parquet = GeoParquetLayer(source)
+        if len(rows) and int(np.max(rows)) >= len(parquet):
+            raise InputError(f"Cannot read the parcels of a partition from {source}: it holds {len(parquet)} rows, the "
+                             f"partition's reach row {int(np.max(rows))}; check that the layer has not changed since the "
+                             "run began.")
+        return parquet.read(columns, rows=rows)
     import fiona
     import geopandas as gpd
 

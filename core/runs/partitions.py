@@ -26,6 +26,7 @@ import contextlib
 import ctypes
 import hashlib
 import logging
+import math
 import os
 import socket
 import threading
@@ -43,7 +44,7 @@ from ..classify import (
     predict_chunk_decided,
     prepare_classification,
 )
-from ..errors import CancelledError, ExtractionError, OutputError, SceneError, ThermoCropError
+from ..errors import CancelledError, ExtractionError, InputError, OutputError, SceneError, ThermoCropError
 from ..extract import chunk_groups, dataset_meta, say_missing_scl, scene_list_of
 from ..model.bundle import default_bundle_for_levels
 from ..parcels import ParcelFields, ParcelTable, parcel_table, require_usable
@@ -55,7 +56,7 @@ from ..settings import ExtractionSettings
 from ..thermal.gdd import day_of_season, gdd_at_points
 from ..thermal.weather import DailyTemperature
 from .cluster import ClusterOptions, EarlyClient, cached_bundle, dashboard_link, prestart_fork_server
-from .fingerprint import file_fingerprint, input_fingerprints
+from .fingerprint import changed_files, file_fingerprint, input_fingerprints
 from .folder import (
     PathLike,
     RunFolder,
@@ -85,7 +86,13 @@ class RunSummary:
     def cost(self) -> dict[str, float]:
         """Totals over the partitions' stats (CPU seconds, windows, decoded pixels, parcel-dates)."""
         keys = ("cpu_s", "read_cpu_s", "windows", "window_pixels", "parcel_dates", "parcels", "wall_s")
-        return {k: float(sum(s.get(k, 0) for s in self.stats)) for k in keys}
+        return {k: float(sum(_number(s.get(k)) for s in self.stats)) for k in keys}
+
+
+def _number(value: Any) -> float:
+    """A cost record's value, or 0 where it is no finite number (a record damaged on disk)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else 0.0
 
 
 class PartitionListener:
@@ -461,12 +468,31 @@ def classify_partitions(
         if output is None:
             summary = run_partitions(classify_partition, arguments, folder, early, listener=listener,
                                      cancelled=cancelled, shared=shared)
+            check_layer_unchanged(parcels, fingerprint["parcels"], folder)
         else:
             with OutputWhileRunning(result, output) as writing:
                 summary = run_partitions(classify_partition, arguments, folder, early,
                                          listener=writing.listener(listener), cancelled=writing.cancelled(cancelled),
                                          shared=shared)
+                check_layer_unchanged(parcels, fingerprint["parcels"], folder)  # before the output is published
     return result, summary, folder
+
+
+def check_layer_unchanged(parcels: Any, recorded: Any, folder: RunFolder) -> None:
+    """Refuse a run whose parcel layer file changed while it ran: partitions read their parcels
+    from the file by position, so those read before and after the change would be put together
+    (``recorded``: the file's fingerprint when the run began; a layer held in memory passes).
+
+    Raises:
+        InputError: naming the file and what changed.
+    """
+    if not isinstance(parcels, (str, os.PathLike)) or not isinstance(recorded, dict):
+        return
+    files = changed_files(recorded, file_fingerprint(parcels))
+    if files:
+        raise InputError(f"The parcel layer {parcels} changed while the run ran ({'; '.join(files)}); its partitions "
+                         "may hold parcels of the old and of the new layer, so nothing was written. Remove the run "
+                         f"folder {folder.path} and run again once the layer stays as it is.")
 
 
 def _ids_digest(parcel_ids: Sequence[Any]) -> str:
@@ -713,6 +739,8 @@ def gdd_partitions(parcels: Any, weather: Any, dates: np.ndarray, *, run_folder:
         arguments = _LazyArguments(len(chunks), lambda i: (inputs_of(chunks[i]), weather_for(weather, chunks[i])))
         summary = run_partitions(gdd_partition, arguments, folder, early, listener=listener,
                                  shared={"dates": np.asarray(dates, dtype="datetime64[D]"), "gdd_options": gdd_options})
+        if planned:
+            check_layer_unchanged(source, fingerprint["parcels"], folder)
     gdd = np.full((n, len(dates)), np.nan, dtype=np.float32)
     parcel_ids = np.empty(n, dtype=object)
     for i, idx in enumerate(chunks):

@@ -155,3 +155,22 @@ def test_an_unknown_calibration_method_is_refused_before_anything_is_read(tiny_r
     with pytest.raises(InputError, match="method 'platt' is not known.*temperature or vector"):
         app.run_calibration(_request(tiny_region, out, raw_model, method="platt"))
     assert not out.exists()
+
+
+@pytest.mark.parametrize("level", ["L1C", "L2A"])
+def test_without_a_model_neither_shipped_model_can_be_the_output(tiny_region, raw_model, tmp_path, level):
+    """The run reads the shipped model of the scenes' level; writing the calibrated model over
+    it (by its path or a link to it, with overwrite as the dock and the Toolbox ask) would
+    replace the model every later run uses. The reference is cut to 30 parcels so that a run
+    that got past the check would stop before writing anything."""
+    shipped = default_bundle_path(level)
+    before = shipped.read_bytes()
+    link = tmp_path / "model.tcm"
+    link.symlink_to(shipped)
+    ids = tuple(gpd.read_file(tiny_region / "parcels.gpkg")["parcel_id"].tolist()[:30])
+    for out in (shipped, link):
+        request = replace(_request(tiny_region, out, raw_model, parcels={"selected_ids": ids}, overwrite=True),
+                          model=None)
+        with pytest.raises(OutputError, match=rf"is the input \S*{shipped.name} "):
+            app.run_calibration(request)
+        assert shipped.read_bytes() == before

@@ -286,6 +286,20 @@ def test_a_bundle_of_an_earlier_release_loads_uncalibrated_with_one_warning(tmp_
     np.testing.assert_array_equal(first.predict(ps), first.predict(ps, calibrated=False))
 
 
+@pytest.mark.parametrize("value", [0, False, [], "", [1.5]])
+def test_a_calibration_that_is_no_mapping_is_refused_even_when_it_is_falsy(tmp_path, value):
+    """Only an absent or empty calibration means 'never calibrated'; 0, false, [] or '' in its
+    place is an edited field, refused like any other (it used to load as uncalibrated)."""
+    from thermocrop.core.model.bundle import load_bundle
+
+    path = _small_bundle(tmp_path, Calibration(temperature=1.5, scores=(0.1, 0.2), parcels=60, source="test"))
+    _rewrite_config(path, lambda raw: raw.update(calibration=value))
+    with pytest.raises(BundleError, match=rf"field 'calibration' must be a mapping, not {type(value).__name__}"):
+        load_bundle(path)
+    _rewrite_config(path, lambda raw: raw.update(calibration={}))
+    assert load_bundle(path).calibration is None
+
+
 @pytest.mark.parametrize("change, message", [
     (lambda c: c.update(temperature=-1.0), "temperature"),
     (lambda c: c.update(temperature=math.inf), "temperature"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import threading
 import time
@@ -19,7 +20,7 @@ from shapely.geometry import box
 
 from thermocrop.cli.main import EXIT_OUTPUT, main
 from thermocrop.core.classify import classify_parcels, write_classification
-from thermocrop.core.errors import CancelledError, OutputError, ThermoCropError
+from thermocrop.core.errors import CancelledError, InputError, OutputError, ThermoCropError
 from thermocrop.core.io.geoparquet import write_geoparquet
 from thermocrop.core.io.vector import write_with_fields
 from thermocrop.core.model.bundle import default_bundle_path
@@ -257,6 +258,43 @@ def test_an_output_written_while_the_partitions_run_survives_a_cancel_and_resume
     x, y = one.with_suffix(".dbf").read_bytes(), out.with_suffix(".dbf").read_bytes()
     assert x[:1] + x[4:] == y[:1] + y[4:]  # the same table but for the date of the last change
     assert one.read_bytes() == out.read_bytes()
+
+
+class ReverseLayerAfterFirst(PartitionListener):
+    """Writes the parcel layer anew, its parcels in reverse order (as a new export of the same
+    parcels could), once the first partition is written."""
+
+    def __init__(self, path):
+        self.path, self.changed = path, False
+
+    def finished(self, index):
+        if not self.changed:
+            staged = self.path.with_name("new-" + self.path.name)
+            gpd.read_file(self.path).iloc[::-1].to_file(staged, driver="GPKG")
+            os.replace(staged, self.path)
+            self.changed = True
+
+
+@pytest.mark.parametrize("streamed", [True, False])
+def test_a_layer_that_changes_while_the_partitions_run_gives_no_output(region, tmp_path, streamed):
+    """Partitions read their parcels from the file by position: those read after the change would
+    be other parcels than the plan's (the labels of one parcel given to another, exit code 0).
+    The run now stops before anything is published, naming the file; an existing output stays."""
+    layer = tmp_path / "parcels.gpkg"
+    shutil.copy(region["parcels"], layer)
+    out = tmp_path / "out.gpkg"
+    write_with_fields(layer, {"crop_pred": np.full(40, "old", dtype=object)}, out)
+    before = out.read_bytes()
+
+    def output(result):
+        return write_classification(layer, result, out, overwrite=True)
+
+    with one_thread(), pytest.raises(InputError, match=r"parcel layer .*parcels\.gpkg changed while the run ran"):
+        classify_partitions(str(layer), region["scenes"], region["weather"], chunk_size=CHUNK,
+                            run_folder=tmp_path / "run", cluster=ClusterOptions(),
+                            listener=ReverseLayerAfterFirst(layer), output=output if streamed else None)
+    assert out.read_bytes() == before
+    assert not list(tmp_path.glob(".thermocrop-partial.*"))
 
 
 def test_an_output_that_fails_stops_the_partitions(region, tmp_path):

@@ -280,3 +280,205 @@ def test_added_fields_are_made_a_batch_at_a_time_within_a_row_group(gpkg, tmp_pa
     assert back.column("crop_conf").to_pylist() == conf.tolist()
     assert back.column("crop_pred").to_pylist() == pred.tolist()
     assert back.column("parcel_id").to_pylist() == parcel_frame()["parcel_id"].tolist()
+
+
+def _with_geo_bytes(path, raw):
+    """A one-parcel Parquet file whose 'geo' metadata is ``raw`` as given (any bytes)."""
+    table = pa.table({"parcel_id": ["a"], "geom": [box(X0, Y0 - 50, X0 + 50, Y0).wkb]})
+    pq.write_table(table.replace_schema_metadata({b"geo": raw}), str(path))
+    return path
+
+
+@pytest.mark.parametrize("name, raw", [
+    pytest.param("deep", b"[" * 100_000 + b"]" * 100_000, id="deep"),  # beyond the JSON parser's nesting
+    *(pytest.param(name, json.dumps({"version": "1.0.0", "primary_column": "geom", "columns": {"geom": entry}}).encode(),
+                   id=name) for name, entry in [("entry_text", "WKB"), ("entry_null", None), ("entry_list", ["WKB"])]),
+])
+def test_geo_metadata_nested_too_deep_or_without_a_column_entry_is_refused_naming_the_file(tmp_path, name, raw):
+    path = _with_geo_bytes(tmp_path / f"{name}.parquet", raw)
+    for read in (GeoParquetLayer, load_parcels, parcel_layer_info):
+        with pytest.raises(InputError, match=rf"{name}\.parquet has GeoParquet 'geo' metadata that does not name its "
+                                             "geometry column"):
+            read(path)
+
+
+@pytest.mark.parametrize("name, values, kind", [
+    ("hex", [g.wkb_hex for g in parcel_frame().geometry[:4]], "string"),  # what shapely would still decode
+    ("wkt", [g.wkt for g in parcel_frame().geometry[:4]], "string"),
+    ("geoarrow", [{"x": 1.0, "y": 2.0}] * 4, "struct<x: double, y: double>"),
+    ("numbers", [1, 2, 3, 4], "int64"),
+])
+def test_a_geometry_column_labelled_wkb_that_holds_no_bytes_is_refused_before_anything_is_written(
+        tmp_path, name, values, kind):
+    from thermocrop.core.io.vector import write_with_fields
+
+    table = pa.table({"parcel_id": ["a", "b", "c", "d"], "geom": values})
+    geo = {"version": "1.0.0", "primary_column": "geom", "columns": {"geom": {"encoding": "WKB", "crs": None}}}
+    path = tmp_path / f"{name}.parquet"
+    pq.write_table(table.replace_schema_metadata({b"geo": json.dumps(geo).encode()}), str(path))
+    says = rf"{name}\.parquet declares WKB geometries, but its column 'geom' holds {kind.replace('<', '.')}, not binary"
+    for read in (load_parcels, parcel_layer_info):
+        with pytest.raises(InputError, match=says):
+            read(path)
+    for suffix in (".gpkg", ".parquet"):  # copied row group by row group, or with pyarrow
+        out = tmp_path / f"out{suffix}"
+        with pytest.raises(InputError, match=says):
+            write_with_fields(path, {"crop_conf": np.zeros(4)}, out)
+        assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == [f"{name}.parquet"]
+
+
+def test_a_damaged_row_group_of_the_input_is_named_as_the_input_not_as_a_full_disk(tmp_path):
+    """A column chunk that cannot be decoded (its page header overwritten) in the second row
+    group: the geometries still read, so the fault shows only when the whole rows are copied."""
+    from thermocrop.core.io.vector import write_with_fields
+
+    path = write_with_pyarrow(parcel_frame().iloc[:6], tmp_path / "damaged.parquet", crs=CRS, row_group_size=3)
+    chunk = pq.ParquetFile(str(path)).metadata.row_group(1).column(1)  # 'crop'
+    start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+    data = bytearray(path.read_bytes())
+    data[start:start + chunk.total_compressed_size] = b"\xff" * chunk.total_compressed_size
+    path.write_bytes(bytes(data))
+    assert GeoParquetLayer(path).bounds() is not None
+    for suffix in (".parquet", ".gpkg"):
+        out = tmp_path / f"out{suffix}"
+        with pytest.raises(InputError, match=r"Parcel file .*damaged\.parquet cannot be read \(row group 1"):
+            write_with_fields(path, {"crop_conf": np.zeros(6)}, out)
+        assert not out.exists()
+
+
+def test_an_unsigned_integer_beyond_64_bit_integers_is_named_when_copied_to_an_ogr_format(tmp_path):
+    """Parquet's unsigned 64-bit integers reach 2**64 - 1, OGR's integers 2**63 - 1: values
+    within both copy as integers, one beyond is refused naming field, value and row."""
+    from osgeo import ogr
+
+    from thermocrop.core.io.vector import write_with_fields
+
+    frame = parcel_frame().iloc[:8]
+    big = [7, 2 ** 63 - 1, None, 0, 12, 2 ** 64 - 1, 3, 4]
+    table = pa.table({"parcel_id": frame["parcel_id"].tolist(), "big": pa.array(big, pa.uint64()),
+                      "geom": [g.wkb for g in frame.geometry]})
+    geo = {"version": "1.0.0", "primary_column": "geom", "columns": {"geom": {"encoding": "WKB", "crs": None}}}
+    path = tmp_path / "unsigned.parquet"
+    pq.write_table(table.replace_schema_metadata({b"geo": json.dumps(geo).encode()}), str(path), row_group_size=3)
+    out = tmp_path / "out.gpkg"
+    with pytest.raises(InputError, match=rf"Field 'big' of parcel file .*unsigned\.parquet holds {2 ** 64 - 1} at row 5"):
+        write_with_fields(path, {"crop_conf": np.zeros(8)}, out)
+    assert not out.exists()
+    pq.write_table(table.slice(0, 5).replace_schema_metadata({b"geo": json.dumps(geo).encode()}), str(path),
+                   row_group_size=3)
+    write_with_fields(path, {"crop_conf": np.zeros(5)}, out)
+    ds = ogr.Open(str(out))
+    layer = ds.GetLayer(0)
+    assert layer.GetLayerDefn().GetFieldDefn(layer.GetLayerDefn().GetFieldIndex("big")).GetType() == ogr.OFTInteger64
+    assert [f.GetField("big") for f in layer] == big[:5]
+    layer = ds = None
+
+
+def test_fields_whose_names_differ_only_in_case_are_refused_before_any_work_for_ogr_outputs(tmp_path, capsys):
+    """Parquet tells 'parcel_id' from 'Parcel_ID'; the GeoPackage a GeoParquet layer is copied
+    through on its way to an OGR output does not (the copy used to fail after the whole run
+    with 'the disk may be full'). A GeoParquet output keeps both; a GeoJSON layer with 'a' and
+    'A' is refused for a GeoPackage output alike."""
+    from thermocrop.cli.main import EXIT_OUTPUT
+    from thermocrop.core.errors import OutputError
+    from thermocrop.core.io.vector import write_with_fields
+
+    frame = parcel_frame().iloc[:4]
+    table = pa.table({"parcel_id": frame["parcel_id"].tolist(), "Parcel_ID": ["w", "x", "y", "z"],
+                      "geom": [g.wkb for g in frame.geometry]})
+    geo = {"version": "1.0.0", "primary_column": "geom", "columns": {"geom": {"encoding": "WKB", "crs": None}}}
+    path = tmp_path / "cased.parquet"
+    pq.write_table(table.replace_schema_metadata({b"geo": json.dumps(geo).encode()}), str(path))
+    says = r"cased\.parquet has the fields 'parcel_id' and 'Parcel_ID', whose names differ only in case"
+    for suffix in (".gpkg", ".shp", ".fgb", ".csv"):
+        out = tmp_path / f"out{suffix}"
+        with pytest.raises(OutputError, match=says + r".*or write a GeoParquet output"):
+            write_with_fields(path, {"crop_conf": np.zeros(4)}, out)
+        assert not out.exists()
+    back = pq.read_table(str(write_with_fields(path, {"crop_conf": np.zeros(4)}, tmp_path / "out.parquet")))
+    assert back.column("Parcel_ID").to_pylist() == ["w", "x", "y", "z"]
+    assert back.column("parcel_id").to_pylist() == frame["parcel_id"].tolist()
+    # the command line refuses before reading a scene or a temperature (neither exists here)
+    assert main(["classify", "--parcels", str(path), "--out", str(tmp_path / "map.fgb"), "--scenes",
+                 str(tmp_path / "no-scenes"), "--weather", str(tmp_path / "no-weather.csv")]) == EXIT_OUTPUT
+    assert "whose names differ only in case" in capsys.readouterr().err
+    geojson = tmp_path / "cased.geojson"
+    geojson.write_text(json.dumps({"type": "FeatureCollection", "features": [{
+        "type": "Feature", "properties": {"a": "x", "A": "y"},
+        "geometry": {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 0]]]}}]}), encoding="utf-8")
+    with pytest.raises(OutputError, match=r"'a' and 'A', whose names differ only in case; a GPKG file cannot"):
+        write_with_fields(geojson, {"crop_conf": np.zeros(1)}, tmp_path / "a.gpkg")
+    assert not (tmp_path / "a.gpkg").exists()
+    write_with_fields(geojson, {"crop_conf": np.zeros(1)}, tmp_path / "a.fgb")  # FlatGeobuf keeps both
+
+
+def test_a_crs_that_names_a_file_for_proj_to_read_is_refused(tmp_path):
+    """A PROJ string can make PROJ open any local file: '+init=FILE:KEY' reads FILE as an init
+    file (here one the test writes, which PROJ would read as UTM 31N), '+nadgrids=' a grid,
+    also inside WKT's PROJ4 extension. The 'geo' metadata of a data file may name none."""
+    from pyproj import CRS as ProjCRS
+
+    init = tmp_path / "elsewhere" / "defs"
+    init.parent.mkdir()
+    init.write_text("<utm> +proj=utm +zone=31 +datum=WGS84 +units=m +no_defs <>\n", encoding="utf-8")
+    assert ProjCRS.from_user_input(f"+init={init}:utm").to_epsg() == 32631  # what PROJ would make of it
+    wkt = ProjCRS("EPSG:4326").to_wkt("WKT1_GDAL")[:-1] + ',EXTENSION["PROJ4","+proj=longlat +nadgrids=/x.gsb"]]'
+    for name, crs in (("init", f"+init={init}:utm"), ("grid", "+proj=longlat +datum=WGS84 +nadgrids=@/x.gsb"),
+                      ("wkt", wkt)):
+        path = write_with_pyarrow(parcel_frame(), tmp_path / f"{name}.parquet", crs=crs)
+        for read in (GeoParquetLayer, load_parcels, parcel_layer_info):
+            with pytest.raises(InputError, match=rf"{name}\.parquet has a CRS in its 'geo' metadata that names a file"):
+                read(path)
+    assert GeoParquetLayer(write_with_pyarrow(parcel_frame(), tmp_path / "ok.parquet", crs=json.loads(
+        ProjCRS(CRS).to_json()))).crs.to_epsg() == 32631
+
+
+def test_a_field_fid_that_holds_no_integers_is_refused_for_a_geopackage_before_any_work(tmp_path, capsys):
+    """A GeoPackage keeps its feature ids in 'fid' and refuses a text field of that name (the
+    write used to fail after the run); a GeoParquet layer meets that rule in the GeoPackage it is
+    copied through to any OGR output. A GeoParquet output takes 'fid' fields of any kind."""
+    from thermocrop.cli.main import EXIT_OUTPUT
+    from thermocrop.core.errors import OutputError
+    from thermocrop.core.io.vector import write_with_fields
+
+    frame = parcel_frame().iloc[:4]
+    shapefile = tmp_path / "texts.shp"
+    frame.assign(fid=["a", "b", "c", "d"]).to_file(shapefile)
+    with pytest.raises(OutputError, match=r"texts\.shp has a string field 'fid'; a GeoPackage keeps its feature ids"):
+        write_with_fields(shapefile, {"crop_conf": np.zeros(4)}, tmp_path / "out.gpkg")
+    write_with_fields(shapefile, {"crop_conf": np.zeros(4)}, tmp_path / "out.fgb")
+    geo = {"version": "1.0.0", "primary_column": "geom", "columns": {"geom": {"encoding": "WKB", "crs": None}}}
+    for name, values, suffixes in (("FID", ["a", "b", "c", "d"], (".shp", ".parquet")), ("fid", [4, 5, 6, 7], (".parquet",))):
+        table = pa.table({name: values, "geom": [g.wkb for g in frame.geometry]})
+        path = tmp_path / f"{name}_{type(values[0]).__name__}.parquet"
+        pq.write_table(table.replace_schema_metadata({b"geo": json.dumps(geo).encode()}), str(path))
+        for suffix in suffixes:
+            out = tmp_path / f"out_{path.stem}{suffix}"
+            if isinstance(values[0], str) and suffix == ".shp":
+                with pytest.raises(OutputError, match=r"has a string field 'FID'.*or write another format \(\.parquet\)"):
+                    write_with_fields(path, {"crop_conf": np.zeros(4)}, out)
+                assert not out.exists()
+            else:
+                write_with_fields(path, {"crop_conf": np.zeros(4)}, out)
+                assert (gpd.read_parquet if suffix == ".parquet" else gpd.read_file)(out)[name].tolist() == values
+    assert main(["classify", "--parcels", str(shapefile), "--out", str(tmp_path / "map.gpkg"), "--scenes",
+                 str(tmp_path / "no-scenes"), "--weather", str(tmp_path / "no-weather.csv")]) == EXIT_OUTPUT
+    assert "has a string field 'fid'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("suffix", [".shp", ".geojson"])
+def test_a_layer_without_a_geometry_column_name_is_written_as_geoparquet(tmp_path, suffix):
+    """Shapefiles and GeoJSON name no geometry column; GDAL's Arrow stream calls it
+    'wkb_geometry'. The GeoParquet output used to look for 'geometry', found none and wrote
+    nothing ('lacks ['geometry'] after writing'), for classify and gdd alike."""
+    frame = parcel_frame().iloc[:12]
+    source = tmp_path / f"parcels{suffix}"
+    frame.to_file(source)
+    out = write_geoparquet(source, {"crop_conf": np.linspace(0, 1, 12)}, tmp_path / "out.parquet")
+    back = gpd.read_parquet(out)
+    expected = gpd.read_file(source)
+    assert back.crs == expected.crs and back["parcel_id"].tolist() == expected["parcel_id"].tolist()
+    assert all(g.equals_exact(h, 0) for g, h in zip(back.geometry, expected.geometry))
+    np.testing.assert_allclose(back["crop_conf"].to_numpy(float), np.linspace(0, 1, 12))
+    layer = GeoParquetLayer(out)
+    assert layer.geometry_column in pq.ParquetFile(str(out)).schema_arrow.names

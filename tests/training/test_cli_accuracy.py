@@ -81,3 +81,20 @@ def test_points_need_count_weights(tmp_path, capsys):
     assert main(["accuracy", "--layer", str(path), "--reference", "truth", "--weighting", "count",
                  "--html", str(tmp_path / "a.html")]) == 0
     assert "reference units 3  OA 0.6667" in capsys.readouterr().out
+
+
+def test_a_geoparquet_layer_written_by_classify_gives_the_report_of_its_geopackage(layer, tmp_path, capsys):
+    """``classify --out map.parquet`` writes GeoParquet, which this GDAL cannot open: the layer is
+    read as GeoParquet, and the figures are those of the same layer as a GeoPackage."""
+    from thermocrop.core.io.geoparquet import write_geoparquet
+
+    parquet = write_geoparquet(layer, {}, tmp_path / "classified.parquet")
+    for name, source in (("gpkg", layer), ("parquet", parquet)):
+        assert main(["accuracy", "--layer", str(source), "--reference", "truth", "--html", str(tmp_path / f"{name}.html"),
+                     "--json", str(tmp_path / f"{name}.json")]) == 0
+    assert "reference units 5  OA 0.8000" in capsys.readouterr().out
+    assert (tmp_path / "parquet.csv").read_bytes() == (tmp_path / "gpkg.csv").read_bytes()
+    figures = {name: json.loads((tmp_path / f"{name}.json").read_text()) for name in ("gpkg", "parquet")}
+    assert figures["parquet"].pop("title") == "classified.parquet (crop_pred against truth)"
+    assert figures["gpkg"].pop("title") == "classified.gpkg (crop_pred against truth)"
+    assert figures["parquet"] == figures["gpkg"]
