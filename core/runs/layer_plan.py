@@ -172,8 +172,6 @@ class ParcelAttributes:
 
 def id_hashes(ids: Sequence[str]) -> np.ndarray:
     """``(n,)`` uint64 hashes of parcel ids (pandas' fixed-key hash: the same in every process)."""
-    import pandas as pd
-
     return pd.util.hash_array(np.asarray(ids, dtype=object))
 
 
