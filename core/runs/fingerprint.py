@@ -110,8 +110,6 @@ def changed_files(old: Any, new: Any) -> list[str]:
     return []
 
 
-
-
 def same_inputs(old: Any, new: Any) -> bool:
     """Whether two entries of a run's fingerprint agree: file fingerprints by
     :func:`changed_files` (an empty write-ahead log aside), anything else by equality."""
