@@ -209,6 +209,7 @@ def test_a_geoparquet_layer_is_written_to_an_ogr_format_row_group_by_row_group(t
     declared multi, its polygons made multi, as from a GeoPackage declared ``Polygon``."""
     from osgeo import ogr
     from shapely import wkt
+    import pandas as pd
     from shapely.geometry import MultiPolygon
 
     from thermocrop.core.io.vector import write_with_fields
@@ -482,3 +483,33 @@ def test_a_layer_without_a_geometry_column_name_is_written_as_geoparquet(tmp_pat
     np.testing.assert_allclose(back["crop_conf"].to_numpy(float), np.linspace(0, 1, 12))
     layer = GeoParquetLayer(out)
     assert layer.geometry_column in pq.ParquetFile(str(out)).schema_arrow.names
+
+
+def test_the_extent_is_that_of_every_geometry_across_row_groups_and_broken_wkb_is_named_by_row(tmp_path):
+    """The preflight's extent (taken from each geometry's WKB envelope) equals shapely's bounds of
+    the same geometries: polygons, a multipolygon reaching furthest east and north in a later row
+    group, a geometry that is None and an empty one that count for nothing."""
+    import pandas as pd
+    from shapely.geometry import MultiPolygon
+
+    far = MultiPolygon([box(X0 + 700, Y0 - 50, X0 + 730, Y0 + 60), box(X0 - 35, Y0 - 999, X0 - 20, Y0 - 980)])
+    extra = gpd.GeoDataFrame({"parcel_id": ["p99"], "crop": ["wheat"], "area_ha": [9.0]}, geometry=[far], crs=CRS)
+    frame = gpd.GeoDataFrame(pd.concat([parcel_frame(), extra], ignore_index=True), crs=CRS)
+    path = write_with_pyarrow(frame, tmp_path / "extent.parquet", crs=CRS, row_group_size=4)
+    table = pq.read_table(str(path))
+    wkb = table.column("geom").to_pylist()
+    wkb[3] = None
+    path = tmp_path / "extent-none.parquet"
+    pq.write_table(table.set_column(3, "geom", pa.array(wkb, pa.binary())), str(path), row_group_size=4)
+    shapes = [g for k, g in enumerate(frame.geometry) if k != 3 and not g.is_empty]
+    expected = (min(g.bounds[0] for g in shapes), min(g.bounds[1] for g in shapes),
+                max(g.bounds[2] for g in shapes), max(g.bounds[3] for g in shapes))
+    assert expected == (X0 - 35, Y0 - 999, X0 + 730, Y0 + 60)
+    assert GeoParquetLayer(path).bounds() == expected
+    assert parcel_layer_info(path)["bounds"] == expected
+
+    wkb[9] = b"\x01\x03\x00"
+    pq.write_table(table.set_column(3, "geom", pa.array(wkb, pa.binary())), str(tmp_path / "broken.parquet"),
+                   row_group_size=4)
+    with pytest.raises(InputError, match="broken.parquet holds a geometry that is not valid WKB at row 9"):
+        GeoParquetLayer(tmp_path / "broken.parquet").bounds()
