@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import hashlib
+import itertools
 import logging
 import math
 import os
@@ -203,23 +204,33 @@ def run_partitions(task: Callable[..., dict], arguments: Sequence[tuple], folder
     else:
         from distributed import as_completed
 
-        # Wrapped in a list: scatter would take a dict or a tuple apart into several futures.
-        shared_futures = {k: client.scatter([v], broadcast=True)[0] for k, v in shared.items()}
-        futures = {client.submit(run_partition, task, i, folder, *arguments[i], **shared_futures, pure=False,
-                                 key=f"thermocrop-partition-{i:05d}-{os.getpid()}-{time.monotonic_ns()}"): i
-                   for i in todo}
+        # Wrapped in a list: scatter would take a dict or a tuple apart into several futures. Keys of
+        # their own (hash=False): the same values scattered by the run before, on the same scheduler,
+        # would share its key while that is being released, and their tasks come back cancelled.
+        shared_futures = {k: client.scatter([v], broadcast=True, hash=False)[0] for k, v in shared.items()}
+
+        def submit(i: int, given: dict) -> Any:
+            return client.submit(run_partition, task, i, folder, *arguments[i], **given, pure=False,
+                                 key=f"thermocrop-partition-{i:05d}-{os.getpid()}-{time.monotonic_ns()}")
+
+        # A few partitions ahead of the workers, not all of them: each one's inputs (its parcels'
+        # positions, a few hundred kB) are held here until it has run, so a run of many
+        # partitions would hold them all at once.
+        waiting = iter(todo)
+        futures: dict[Any, int] = {}
+        for i in itertools.islice(waiting, submission_window(client)):
+            futures[submit(i, shared_futures)] = i
         retried: set[int] = set()
         try:
             pending = as_completed(list(futures))
             for future in pending:
-                i = futures[future]
+                i = futures.pop(future)
                 if future.status == "cancelled" and i not in retried:
                     # A partition whose scattered inputs went with a lost worker comes back
                     # cancelled: it runs once more, its inputs sent with it.
                     retried.add(i)
                     log.warning("Partition %d lost its inputs with a worker; it runs again", i)
-                    again = client.submit(run_partition, task, i, folder, *arguments[i], **shared, pure=False,
-                                          key=f"thermocrop-partition-{i:05d}-{os.getpid()}-{time.monotonic_ns()}")
+                    again = submit(i, shared)
                     futures[again] = i
                     pending.add(again)
                     continue
@@ -227,11 +238,21 @@ def run_partitions(task: Callable[..., dict], arguments: Sequence[tuple], folder
                 listener.finished(i)
                 if cancelled is not None and cancelled():
                     raise CancelledError("Cancelled by the user.")
+                for j in itertools.islice(waiting, max(0, submission_window(client) - len(futures))):
+                    following = submit(j, shared_futures)
+                    futures[following] = j
+                    pending.add(following)
         except BaseException:
             client.cancel(list(futures))
             raise
     return RunSummary(partitions=total, computed=len(todo), resumed=total - len(todo), dashboard=link,
                       stats=folder.stats(total))
+
+
+def submission_window(client: Any) -> int:
+    """How many partitions are submitted ahead: twice the cluster's threads now (at least 4), so
+    every thread has one to run and one waiting while the next are sent."""
+    return max(4, 2 * sum(client.nthreads().values()))
 
 
 def run_partition(task: Callable[..., None], i: int, folder: RunFolder, *arguments: Any, **shared: Any) -> None:

@@ -585,3 +585,47 @@ def test_dask_variables_carry_the_local_clusters_settings_to_other_processes():
     for name, value in dask_variables().items():  # the cluster recipes list the same variables
         assert f"{name}={value}" in docs
         assert f"name: {name}, value: " in docs
+
+
+def _touch_part(i, folder, value, *, pause):
+    time.sleep(pause)
+    folder.part(i).write_text(str(value), encoding="utf-8")
+
+
+def test_partitions_are_sent_a_few_ahead_of_the_workers_not_all_at_once(tmp_path):
+    """Each partition's inputs are made when it is sent, and no more are sent than twice the
+    cluster's threads ahead of those finished, so the client never holds every partition's inputs;
+    every partition still runs once, and a run with fewer partitions than that sends them all."""
+    from distributed import LocalCluster
+
+    from thermocrop.core.runs.folder import RunFolder
+
+    class Inputs:  # the partitions' arguments, counting how many were made
+        def __init__(self, n):
+            self.n, self.made = n, []
+
+        def __len__(self):
+            return self.n
+
+        def __getitem__(self, i):
+            self.made.append(i)
+            ahead.append(len(self.made) - len(finished))
+            return (i * 10,)
+
+    class Finished(PartitionListener):
+        def finished(self, i):
+            finished.append(i)
+
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0") as cl, \
+            EarlyClient(ClusterOptions(scheduler=cl.scheduler_address)) as early:
+        for n, most in ((13, 4), (3, 3)):
+            finished, ahead = [], []
+            folder = RunFolder(tmp_path / f"run{n}", ".txt")
+            folder.path.mkdir()
+            inputs = Inputs(n)
+            summary = partitions.run_partitions(_touch_part, inputs, folder, early, listener=Finished(),
+                                                shared={"pause": 0.05})
+            assert sorted(inputs.made) == list(range(n)) and sorted(finished) == list(range(n))
+            assert max(ahead) == most  # 2 threads: 4 ahead at most
+            assert [folder.part(i).read_text(encoding="utf-8") for i in range(n)] == [str(i * 10) for i in range(n)]
+            assert summary.computed == n

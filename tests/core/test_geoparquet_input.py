@@ -209,7 +209,6 @@ def test_a_geoparquet_layer_is_written_to_an_ogr_format_row_group_by_row_group(t
     declared multi, its polygons made multi, as from a GeoPackage declared ``Polygon``."""
     from osgeo import ogr
     from shapely import wkt
-    import pandas as pd
     from shapely.geometry import MultiPolygon
 
     from thermocrop.core.io.vector import write_with_fields
