@@ -99,14 +99,16 @@ class FinishedPartitions:
 
 
 class PartitionRows:
-    """Rows of a run folder's partition tables, read a row group at a time; the last group read
-    of each partition is kept (a batch's rows of one partition follow the previous batch's)."""
+    """Rows of a run folder's partition tables, read a row group at a time. The group a batch
+    stopped in is kept, as read (Arrow), until its last row is asked for: the next batch's rows
+    of that partition follow. A run of many partitions thus keeps a few compact groups, not
+    one group of every partition made Python objects."""
 
     def __init__(self, folder: RunFolder, columns: Sequence[str]) -> None:
         self.folder = folder
         self.columns = list(columns)
         self._starts: dict[int, np.ndarray] = {}
-        self._kept: dict[int, tuple[int, int, dict[str, np.ndarray]]] = {}
+        self._kept: dict[int, tuple[int, int, Any]] = {}
 
     def _file(self, i: int) -> Any:
         import pyarrow.parquet as pq
@@ -117,7 +119,7 @@ class PartitionRows:
             raise OutputError(f"The partition {self.folder.part(i)} cannot be read ({exc}); remove it and run again "
                               "with --resume.") from None
 
-    def _group(self, i: int, row: int) -> tuple[int, int, dict[str, np.ndarray]]:
+    def _group(self, i: int, row: int) -> tuple[int, int, Any]:
         kept = self._kept.get(i)
         if kept is not None and kept[0] <= row < kept[1]:
             return kept
@@ -135,8 +137,7 @@ class PartitionRows:
         except Exception as exc:  # pyarrow's own errors
             raise OutputError(f"The partition {self.folder.part(i)} cannot be read ({exc}); remove it and run again "
                               "with --resume.") from None
-        arrays = {name: table.column(name).to_numpy(zero_copy_only=False) for name in self.columns}
-        self._kept[i] = (int(starts[g]), int(starts[g + 1]), arrays)
+        self._kept[i] = (int(starts[g]), int(starts[g + 1]), table)
         return self._kept[i]
 
     def rows(self, i: int, lo: int, hi: int) -> dict[str, np.ndarray]:
@@ -144,9 +145,12 @@ class PartitionRows:
         pieces = []
         row = lo
         while row < hi:
-            first, stop, arrays = self._group(i, row)
+            first, stop, table = self._group(i, row)
             end = min(hi, stop)
-            pieces.append({name: values[row - first:end - first] for name, values in arrays.items()})
+            part = table.slice(row - first, end - row)
+            pieces.append({name: part.column(name).to_numpy(zero_copy_only=False) for name in self.columns})
+            if end == stop:  # the group is used up
+                del self._kept[i]
             row = end
         if len(pieces) == 1:
             return pieces[0]
