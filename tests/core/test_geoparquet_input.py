@@ -8,8 +8,6 @@ import json
 
 import numpy as np
 import pytest
-import rasterio
-from rasterio.transform import from_origin
 from shapely.geometry import Polygon, box
 
 from thermocrop.cli.main import main
@@ -18,7 +16,6 @@ from thermocrop.core.io.geoparquet import GeoParquetLayer, write_geoparquet
 from thermocrop.core.io.vector import feature_count, source_field_kinds
 from thermocrop.core.parcels import load_parcels
 from thermocrop.core.preflight import parcel_layer_info
-from thermocrop.core.scenes.bands import S2_BANDS
 
 gpd = pytest.importorskip("geopandas")
 pa = pytest.importorskip("pyarrow")
@@ -150,22 +147,12 @@ def test_a_text_file_named_parquet_and_broken_wkb_are_refused(tmp_path):
         load_parcels(tmp_path / "wkb.parquet")
 
 
-def test_cli_classify_reads_geoparquet_parcels_as_it_reads_the_geopackage(gpkg, tmp_path):
+def test_cli_classify_reads_geoparquet_parcels_as_it_reads_the_geopackage(gpkg, tmp_path, write_scenes,
+                                                                          write_station_weather):
     from pyproj import CRS as ProjCRS
 
-    rng = np.random.default_rng(5)
-    scenes = tmp_path / "scenes"
-    scenes.mkdir()
-    for date in ("20230412", "20230524", "20230602", "20230720"):
-        path = scenes / f"S2A_MSIL1C_{date}T100031_N0509_R122_T31TCJ_{date}T110000.tif"
-        with rasterio.open(path, "w", driver="GTiff", width=50, height=50, count=10, dtype="uint16", crs=CRS,
-                           transform=from_origin(X0, Y0, 10, 10), nodata=0) as ds:
-            ds.write(rng.integers(1200, 5000, size=(10, 50, 50), dtype=np.uint16))
-            for i, b in enumerate(S2_BANDS, start=1):
-                ds.set_band_description(i, b)
-    days = np.arange(np.datetime64("2023-01-01"), np.datetime64("2023-12-31"))
-    temps = "".join(f"{d},{2 + 6 * np.sin(i / 58):.1f},{12 + 9 * np.sin(i / 58):.1f}\n" for i, d in enumerate(days))
-    (tmp_path / "weather.csv").write_text("date,tmin,tmax\n" + temps, encoding="utf-8")
+    scenes = write_scenes(tmp_path / "scenes", size=50, seed=5)
+    write_station_weather(tmp_path / "weather.csv")
     parquet = write_with_pyarrow(parcel_frame(), tmp_path / "parcels.parquet", crs=ProjCRS(CRS).to_wkt(),
                                  row_group_size=4)
     common = ["--scenes", str(scenes), "--weather", str(tmp_path / "weather.csv")]
@@ -182,10 +169,8 @@ def test_cli_classify_reads_geoparquet_parcels_as_it_reads_the_geopackage(gpkg, 
     assert (a["crop_status"] == "ok").sum() == 13
 
 
-def test_cli_gdd_reads_geoparquet_parcels_and_writes_them_back_as_geoparquet(gpkg, tmp_path):
-    days = np.arange(np.datetime64("2023-01-01"), np.datetime64("2023-12-31"))
-    temps = "".join(f"{d},{2 + 6 * np.sin(i / 58):.1f},{12 + 9 * np.sin(i / 58):.1f}\n" for i, d in enumerate(days))
-    (tmp_path / "weather.csv").write_text("date,tmin,tmax\n" + temps, encoding="utf-8")
+def test_cli_gdd_reads_geoparquet_parcels_and_writes_them_back_as_geoparquet(gpkg, tmp_path, write_station_weather):
+    write_station_weather(tmp_path / "weather.csv")
     parquet = write_with_pyarrow(parcel_frame(), tmp_path / "parcels.parquet", crs=json.loads(
         gpd.GeoSeries([], crs=CRS).crs.to_json()), row_group_size=3)
     common = ["--weather", str(tmp_path / "weather.csv"), "--dates", "2023-05-01", "2023-07-01"]
