@@ -170,7 +170,8 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
                                      replaceable=[parcels.source], layer=output.layer,
                                      fields=list(request.fields.kinds()))
         replaced_fields(source_field_kinds(parcels.source), target, request.fields.kinds(),
-                        source=f"The parcel layer {parcels.source}", through_geopackage=is_parquet(parcels.source))
+                        source=f"The parcel layer {parcels.source}", through_geopackage=is_parquet(parcels.source),
+                        fid_kept_as_field=True)
     cluster = cluster_options(request.cluster, output.path if output else None)
     out_path = target.path if target else output.path if output else None
     run_folder = run_folder_of(request.cluster, out_path) if cluster else None
@@ -408,7 +409,8 @@ def run_gdd(request: GddRequest, progress: Optional[RunProgress] = None) -> GddR
             target.fields = output_field_names(target.driver, names)
             replaced_fields(source_field_kinds(parcels.source), target, dict.fromkeys(names, "real"),
                             source=f"The parcel layer {parcels.source}",
-                            through_geopackage=parcels.is_file and is_parquet(parcels.source))
+                            through_geopackage=parcels.is_file and is_parquet(parcels.source),
+                            fid_kept_as_field=True)
     cluster = cluster_options(request.cluster, out)
     run_folder = run_folder_of(request.cluster, out) if cluster else None
     # A partitioned run of a layer file with a local temperature file plans its partitions from

@@ -46,6 +46,55 @@ def make_region(tmp_path_factory):
     return make
 
 
+# Small files of a test region at 500 km E, 4800 km N of UTM zone 31N (tile 31TCJ).
+REGION_CRS = "EPSG:32631"
+REGION_ORIGIN = (500000.0, 4800000.0)
+REGION_SCENE_DATES = ("20230412", "20230524", "20230602", "20230720")
+
+
+@pytest.fixture(scope="session")
+def write_scenes():
+    """Factory ``write_scenes(folder, *, size, seed) -> folder``: one 10-band uint16 L1C GeoTIFF
+    of ``size`` x ``size`` pixels of 10 m per date of :data:`REGION_SCENE_DATES`, their upper
+    left corner at :data:`REGION_ORIGIN`, digital numbers drawn from 1200 to 4999 by a generator
+    seeded with ``seed``, 0 as nodata."""
+    import numpy as np
+    import rasterio
+    from rasterio.transform import from_origin
+
+    from thermocrop.core.scenes.bands import S2_BANDS
+
+    def write(folder, *, size: int, seed: int):
+        rng = np.random.default_rng(seed)
+        folder.mkdir(parents=True, exist_ok=True)
+        for date in REGION_SCENE_DATES:
+            path = folder / f"S2A_MSIL1C_{date}T100031_N0509_R122_T31TCJ_{date}T110000.tif"
+            with rasterio.open(path, "w", driver="GTiff", width=size, height=size, count=10, dtype="uint16",
+                               crs=REGION_CRS, transform=from_origin(*REGION_ORIGIN, 10, 10), nodata=0) as ds:
+                ds.write(rng.integers(1200, 5000, size=(10, size, size), dtype=np.uint16))
+                for i, band in enumerate(S2_BANDS, start=1):
+                    ds.set_band_description(i, band)
+        return folder
+
+    return write
+
+
+@pytest.fixture(scope="session")
+def write_station_weather():
+    """Factory ``write_station_weather(path) -> path``: a station CSV (date, tmin, tmax) of 2023
+    whose temperatures follow one sine wave over the year."""
+    import numpy as np
+
+    def write(path):
+        days = np.arange(np.datetime64("2023-01-01"), np.datetime64("2023-12-31"))
+        temps = "".join(f"{d},{2 + 6 * np.sin(i / 58):.1f},{12 + 9 * np.sin(i / 58):.1f}\n"
+                        for i, d in enumerate(days))
+        path.write_text("date,tmin,tmax\n" + temps, encoding="utf-8")
+        return path
+
+    return write
+
+
 @pytest.fixture(scope="session")
 def tiny_region(make_region):
     """Folder of a tiny FR2 L2A region: ~100 parcels, 39 scenes of 240 px, weather.nc, truth.json."""

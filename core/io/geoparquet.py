@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import InputError, OutputError
 from .field_batches import FieldBatches
 from .gdal_messages import gdal_messages, said
+from .layer_columns import column_options, frame_to_geopackage
 from .output import Staging, check_output, publish
 
 log = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ def write_geoparquet(
     with Staging(target) as staging:
         if frame is not None:
             source, layer = staging.folder / "parcels.gpkg", "parcels"
-            frame.to_file(source, layer=layer, driver="GPKG")
+            frame_to_geopackage(frame, source, layer)
         if is_parquet(source):
             count, written, geometry = _copy_geoparquet(GeoParquetLayer(source), fields, staging.path, target)
         else:
@@ -514,8 +515,9 @@ def copy_to_geopackage(layer: GeoParquetLayer, path: Path, name: str) -> int:
     group, for OGR to read (this GDAL has no Parquet driver); returns the features written.
 
     Columns keep their Arrow kinds (integers as 64-bit integers, NULLs as NULL; booleans, dates
-    and times as such; any other type as its text); the CRS and the geometries are kept (an empty
-    one as none), a layer of polygons and multipolygons declared and written as multipolygons.
+    and times as such; any other type as its text), a column 'fid' or 'geom' too (the copy's
+    feature id and geometry columns take other names); the CRS and the geometries are kept (an
+    empty one as none), a layer of polygons and multipolygons declared and written as multipolygons.
 
     Raises:
         InputError: a row group cannot be read, holds a geometry that is not WKB, or an integer
@@ -541,7 +543,8 @@ def copy_to_geopackage(layer: GeoParquetLayer, path: Path, name: str) -> int:
     written = 0
     with gdal_messages() as messages:
         ds = ogr.GetDriverByName("GPKG").CreateDataSource(str(path))
-        out = None if ds is None else ds.CreateLayer(name, srs=srs, geom_type=declared)
+        out = None if ds is None else ds.CreateLayer(name, srs=srs, geom_type=declared,
+                                                     options=column_options(layer.fields))
         if out is None:
             raise OutputError(f"Cannot write a copy of {layer.path} in {path.parent}: {said(messages)}")
         for column, ogr_type in kinds:

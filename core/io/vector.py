@@ -27,6 +27,7 @@ from .csv_cells import inert_feature
 from .field_batches import FieldBatches, RowValues, field_kind
 from .gdal_messages import gdal_messages, said
 from .geoparquet import PARQUET_SUFFIX, GeoParquetLayer, copy_to_geopackage, is_parquet, write_geoparquet
+from .layer_columns import GEOPACKAGE_COLUMNS, SQLITE_COLUMNS, column_options, frame_to_geopackage
 from .output import Staging, check_output, directory_lock, publish, publish_parts, same_file
 from .sqlite_files import check_sqlite, contents_order, keep_layer_order, settle_sqlite, snapshot_sqlite, sqlite_state
 
@@ -286,7 +287,8 @@ FIELD_KINDS = ("string", "real", "integer")
 
 
 def replaced_fields(existing: Mapping[str, str], target: VectorTarget, kinds: Mapping[str, str],
-                    source: Any = "the parcel layer", through_geopackage: bool = False) -> list[str]:
+                    source: Any = "the parcel layer", through_geopackage: bool = False,
+                    fid_kept_as_field: bool = False) -> list[str]:
     """The fields of the input that the added fields replace (same name as stored in the output
     format, case aside), checking that each is of the same kind.
 
@@ -298,11 +300,14 @@ def replaced_fields(existing: Mapping[str, str], target: VectorTarget, kinds: Ma
         source: how messages name the input.
         through_geopackage: the input reaches an OGR output through a GeoPackage copy (a
             GeoParquet layer, a GeoDataFrame), which holds no two names that differ in case.
+        fid_kept_as_field: the writer keeps a field 'fid' as a field of any kind in a GeoPackage
+            (:func:`write_with_fields` names the feature id column otherwise); QGIS's writer takes
+            it for the feature ids.
 
     Raises:
         OutputError: a field of the same name holds another kind of value, two fields of the
             input whose names differ only in case go to a format that cannot tell them apart, or
-            a field 'fid' that holds no integers goes to a GeoPackage.
+            a field 'fid' that holds no integers goes to a GeoPackage without ``fid_kept_as_field``.
     """
     copied = through_geopackage and target.driver != "Parquet"
     if target.driver in CASE_BLIND_DRIVERS or copied:
@@ -316,10 +321,10 @@ def replaced_fields(existing: Mapping[str, str], target: VectorTarget, kinds: Ma
                 raise OutputError(f"{source} has the fields {other!r} and {name!r}, whose names differ only in case; "
                                   f"{where} cannot hold both. Rename one, or write {advice}.")
     fid = next((name for name in existing if name.lower() == "fid"), None)
-    if fid is not None and existing[fid] != "integer" and (target.driver == "GPKG" or copied):
+    if fid is not None and existing[fid] != "integer" and target.driver == "GPKG" and not fid_kept_as_field:
         raise OutputError(f"{source} has a {existing[fid]} field {fid!r}; a GeoPackage keeps its feature ids under "
-                          f"that name and takes no other kind of field there. Rename it, or write another format"
-                          f"{' (.parquet)' if copied else ' (.fgb, .shp)'}.")
+                          "that name and takes no other kind of field there. Rename it, or write another format "
+                          "(.fgb, .shp).")
     stored = {w.lower(): name for name, w in target.fields.items()}
     stored.update({name.lower(): name for name in target.fields})
     out = []
@@ -432,11 +437,13 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
         geom_type, promote = _declared_geometry_type(layer)
         options = list(_LAYER_OPTIONS.get(target.driver, []))
         keep_fid = target.container and bool(layer.GetFIDColumn())
-        if target.driver == "GPKG":
-            if layer.GetGeometryColumn():
-                options.append(f"GEOMETRY_NAME={layer.GetGeometryColumn()}")
-            if keep_fid:
-                options.append(f"FID={layer.GetFIDColumn()}")
+        if target.container:  # the source's column names (GeoPackage) or GDAL's, but none a field has
+            defn = layer.GetLayerDefn()
+            names = [defn.GetFieldDefn(i).GetName() for i in range(defn.GetFieldCount())]
+            geometry, fid = GEOPACKAGE_COLUMNS if target.driver == "GPKG" else SQLITE_COLUMNS
+            if target.driver == "GPKG":
+                geometry, fid = layer.GetGeometryColumn() or geometry, layer.GetFIDColumn() or fid
+            options += column_options([*names, *target.fields.values()], geometry, fid)
         dst = gdal.GetDriverByName(target.driver).Create(str(dst_path), 0, 0, 0, gdal.GDT_Unknown)
         if dst is None:
             raise OutputError(f"Cannot create {target.path} ({target.driver}): {said(messages)}")
@@ -768,7 +775,7 @@ def write_with_fields(
     kinds = fields.kinds()
     replaced_fields(source_field_kinds(frame if frame is not None else source, source_layer), target, kinds,
                     source=f"The parcel layer {source if frame is None else ''}".rstrip(),
-                    through_geopackage=frame is not None or is_parquet(source))
+                    through_geopackage=frame is not None or is_parquet(source), fid_kept_as_field=True)
     with VectorOutput(target) as output:
         if frame is not None or is_parquet(source):
             # GDAL here has no Parquet driver: a GeoParquet layer is copied row group by row
@@ -776,7 +783,7 @@ def write_with_fields(
             (output.staging.folder / "in").mkdir()
             staged, source_layer = output.staging.folder / "in" / "parcels.gpkg", "parcels"
             if frame is not None:
-                frame.to_file(staged, layer=source_layer, driver="GPKG")
+                frame_to_geopackage(frame, staged, source_layer)
             else:
                 copy_to_geopackage(GeoParquetLayer(source), staged, source_layer)
             source = staged

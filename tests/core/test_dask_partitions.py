@@ -14,8 +14,6 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-import rasterio
-from rasterio.transform import from_origin
 from shapely.geometry import box
 
 from thermocrop.cli.main import EXIT_OUTPUT, main
@@ -34,7 +32,6 @@ from thermocrop.core.runs.partitions import (
     classify_partitions,
     release_freed_memory,
 )
-from thermocrop.core.scenes.bands import S2_BANDS
 from thermocrop.core.scenes.product import decode_threads
 from thermocrop.core.settings import PixelSampling
 
@@ -48,17 +45,9 @@ CHUNK = 5  # 40 parcels -> 8 partitions
 
 
 @pytest.fixture(scope="module")
-def region(tmp_path_factory) -> dict:
+def region(tmp_path_factory, write_scenes, write_station_weather) -> dict:
     root = tmp_path_factory.mktemp("dask")
-    rng = np.random.default_rng(3)
-    for date in ("20230412", "20230524", "20230602", "20230720"):
-        path = root / "scenes" / f"S2A_MSIL1C_{date}T100031_N0509_R122_T31TCJ_{date}T110000.tif"
-        path.parent.mkdir(exist_ok=True)
-        with rasterio.open(path, "w", driver="GTiff", width=60, height=60, count=10, dtype="uint16", crs=CRS,
-                           transform=from_origin(X0, Y0, 10, 10), nodata=0) as ds:
-            ds.write(rng.integers(1200, 5000, size=(10, 60, 60), dtype=np.uint16))
-            for i, b in enumerate(S2_BANDS, start=1):
-                ds.set_band_description(i, b)
+    write_scenes(root / "scenes", size=60, seed=3)
     # 36 parcels on a 6 x 6 grid, listed column by column (so that layer order is not strip order),
     # plus one outside the scenes, one smaller than a pixel, and two more inside.
     geoms = [box(X0 + 100 * c + 12, Y0 - 100 * r - 88, X0 + 100 * c + 88, Y0 - 100 * r - 12)
@@ -67,9 +56,7 @@ def region(tmp_path_factory) -> dict:
               box(X0 + 20, Y0 - 590, X0 + 580, Y0 - 560), box(X0 + 560, Y0 - 580, X0 + 590, Y0 - 20)]
     gpd.GeoDataFrame({"parcel_id": [f"f{k:02d}" for k in range(len(geoms))], "area_ha": np.arange(len(geoms)) * 0.5},
                      geometry=geoms, crs=CRS).to_file(root / "parcels.gpkg", driver="GPKG")
-    days = np.arange(np.datetime64("2023-01-01"), np.datetime64("2023-12-31"))
-    temps = "".join(f"{d},{2 + 6 * np.sin(i / 58):.1f},{12 + 9 * np.sin(i / 58):.1f}\n" for i, d in enumerate(days))
-    (root / "weather.csv").write_text("date,tmin,tmax\n" + temps, encoding="utf-8")
+    write_station_weather(root / "weather.csv")
     return {"root": root, "scenes": root / "scenes", "parcels": root / "parcels.gpkg", "weather": root / "weather.csv"}
 
 

@@ -11,8 +11,6 @@ import shutil
 
 import numpy as np
 import pytest
-import rasterio
-from rasterio.transform import from_origin
 from shapely.geometry import Polygon, box
 
 from thermocrop.core.errors import CancelledError, ThermoCropError
@@ -24,7 +22,6 @@ from thermocrop.core.runs import layer_plan, partitions
 from thermocrop.core.runs.cluster import ClusterOptions
 from thermocrop.core.runs.layer_plan import id_hashes, plan_layer
 from thermocrop.core.runs.partitions import PartitionListener, extract_partitioned
-from thermocrop.core.scenes.bands import S2_BANDS
 from thermocrop.core.settings import ExtractionSettings, PixelSampling
 
 gpd = pytest.importorskip("geopandas")
@@ -41,17 +38,9 @@ MIN_PARCELS = 6
 
 
 @pytest.fixture(scope="module")
-def region(tmp_path_factory) -> dict:
+def region(tmp_path_factory, write_scenes, write_station_weather) -> dict:
     root = tmp_path_factory.mktemp("extract-plan")
-    rng = np.random.default_rng(5)
-    for date in ("20230412", "20230524", "20230602", "20230720"):
-        path = root / "scenes" / f"S2A_MSIL1C_{date}T100031_N0509_R122_T31TCJ_{date}T110000.tif"
-        path.parent.mkdir(exist_ok=True)
-        with rasterio.open(path, "w", driver="GTiff", width=60, height=60, count=10, dtype="uint16", crs=CRS,
-                           transform=from_origin(X0, Y0, 10, 10), nodata=0) as ds:
-            ds.write(rng.integers(1200, 5000, size=(10, 60, 60), dtype=np.uint16))
-            for i, b in enumerate(S2_BANDS, start=1):
-                ds.set_band_description(i, b)
+    write_scenes(root / "scenes", size=60, seed=5)
     # 32 parcels on a grid listed column by column (layer order is not strip order), a
     # self-intersecting bow tie (repaired on reading) and an empty polygon (invalid_geometry).
     geoms = [box(X0 + 70 * c + 8, Y0 - 70 * r - 62, X0 + 70 * c + 62, Y0 - 70 * r - 8)
@@ -68,9 +57,7 @@ def region(tmp_path_factory) -> dict:
     write_geoparquet(root / "parcels.gpkg", {}, root / "parcels.parquet")
     (root / "map.csv").write_text("code,class,name\n11,wheat,Wheat\n12,barley,Barley\n21,maize,Maize\n",
                                   encoding="utf-8")
-    days = np.arange(np.datetime64("2023-01-01"), np.datetime64("2023-12-31"))
-    temps = "".join(f"{d},{2 + 6 * np.sin(i / 58):.1f},{12 + 9 * np.sin(i / 58):.1f}\n" for i, d in enumerate(days))
-    (root / "weather.csv").write_text("date,tmin,tmax\n" + temps, encoding="utf-8")
+    write_station_weather(root / "weather.csv")
     return {"root": root, "scenes": root / "scenes", "gpkg": root / "parcels.gpkg",
             "parquet": root / "parcels.parquet", "weather": root / "weather.csv", "map": root / "map.csv"}
 

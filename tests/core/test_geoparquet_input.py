@@ -8,8 +8,6 @@ import json
 
 import numpy as np
 import pytest
-import rasterio
-from rasterio.transform import from_origin
 from shapely.geometry import Polygon, box
 
 from thermocrop.cli.main import main
@@ -18,7 +16,6 @@ from thermocrop.core.io.geoparquet import GeoParquetLayer, write_geoparquet
 from thermocrop.core.io.vector import feature_count, source_field_kinds
 from thermocrop.core.parcels import load_parcels
 from thermocrop.core.preflight import parcel_layer_info
-from thermocrop.core.scenes.bands import S2_BANDS
 
 gpd = pytest.importorskip("geopandas")
 pa = pytest.importorskip("pyarrow")
@@ -150,22 +147,12 @@ def test_a_text_file_named_parquet_and_broken_wkb_are_refused(tmp_path):
         load_parcels(tmp_path / "wkb.parquet")
 
 
-def test_cli_classify_reads_geoparquet_parcels_as_it_reads_the_geopackage(gpkg, tmp_path):
+def test_cli_classify_reads_geoparquet_parcels_as_it_reads_the_geopackage(gpkg, tmp_path, write_scenes,
+                                                                          write_station_weather):
     from pyproj import CRS as ProjCRS
 
-    rng = np.random.default_rng(5)
-    scenes = tmp_path / "scenes"
-    scenes.mkdir()
-    for date in ("20230412", "20230524", "20230602", "20230720"):
-        path = scenes / f"S2A_MSIL1C_{date}T100031_N0509_R122_T31TCJ_{date}T110000.tif"
-        with rasterio.open(path, "w", driver="GTiff", width=50, height=50, count=10, dtype="uint16", crs=CRS,
-                           transform=from_origin(X0, Y0, 10, 10), nodata=0) as ds:
-            ds.write(rng.integers(1200, 5000, size=(10, 50, 50), dtype=np.uint16))
-            for i, b in enumerate(S2_BANDS, start=1):
-                ds.set_band_description(i, b)
-    days = np.arange(np.datetime64("2023-01-01"), np.datetime64("2023-12-31"))
-    temps = "".join(f"{d},{2 + 6 * np.sin(i / 58):.1f},{12 + 9 * np.sin(i / 58):.1f}\n" for i, d in enumerate(days))
-    (tmp_path / "weather.csv").write_text("date,tmin,tmax\n" + temps, encoding="utf-8")
+    scenes = write_scenes(tmp_path / "scenes", size=50, seed=5)
+    write_station_weather(tmp_path / "weather.csv")
     parquet = write_with_pyarrow(parcel_frame(), tmp_path / "parcels.parquet", crs=ProjCRS(CRS).to_wkt(),
                                  row_group_size=4)
     common = ["--scenes", str(scenes), "--weather", str(tmp_path / "weather.csv")]
@@ -182,10 +169,8 @@ def test_cli_classify_reads_geoparquet_parcels_as_it_reads_the_geopackage(gpkg, 
     assert (a["crop_status"] == "ok").sum() == 13
 
 
-def test_cli_gdd_reads_geoparquet_parcels_and_writes_them_back_as_geoparquet(gpkg, tmp_path):
-    days = np.arange(np.datetime64("2023-01-01"), np.datetime64("2023-12-31"))
-    temps = "".join(f"{d},{2 + 6 * np.sin(i / 58):.1f},{12 + 9 * np.sin(i / 58):.1f}\n" for i, d in enumerate(days))
-    (tmp_path / "weather.csv").write_text("date,tmin,tmax\n" + temps, encoding="utf-8")
+def test_cli_gdd_reads_geoparquet_parcels_and_writes_them_back_as_geoparquet(gpkg, tmp_path, write_station_weather):
+    write_station_weather(tmp_path / "weather.csv")
     parquet = write_with_pyarrow(parcel_frame(), tmp_path / "parcels.parquet", crs=json.loads(
         gpd.GeoSeries([], crs=CRS).crs.to_json()), row_group_size=3)
     common = ["--weather", str(tmp_path / "weather.csv"), "--dates", "2023-05-01", "2023-07-01"]
@@ -433,37 +418,92 @@ def test_a_crs_that_names_a_file_for_proj_to_read_is_refused(tmp_path):
         ProjCRS(CRS).to_json()))).crs.to_epsg() == 32631
 
 
-def test_a_field_fid_that_holds_no_integers_is_refused_for_a_geopackage_before_any_work(tmp_path, capsys):
-    """A GeoPackage keeps its feature ids in 'fid' and refuses a text field of that name (the
-    write used to fail after the run); a GeoParquet layer meets that rule in the GeoPackage it is
-    copied through to any OGR output. A GeoParquet output takes 'fid' fields of any kind."""
-    from thermocrop.cli.main import EXIT_OUTPUT
+def test_a_field_fid_that_holds_no_integers_is_refused_only_where_qgis_writes_the_geopackage(tmp_path):
+    """QGIS's writer takes a field 'fid' for a GeoPackage's feature ids, so the Toolbox's checks
+    refuse one of another kind before any work; ThermoCrop's own writer (the command line) names
+    the feature id column otherwise and keeps the field in every format
+    (``test_a_field_fid_keeps_its_values_in_every_output_format``)."""
     from thermocrop.core.errors import OutputError
+    from thermocrop.core.io.vector import check_vector_output, replaced_fields
+
+    kinds = {"crop_conf": "real"}
+    target = check_vector_output(tmp_path / "out.gpkg", fields=list(kinds))
+    with pytest.raises(OutputError, match=r"texts\.shp has a string field 'fid'; a GeoPackage keeps its feature ids"):
+        replaced_fields({"parcel_id": "string", "fid": "string"}, target, kinds, source="The parcel layer texts.shp")
+    assert replaced_fields({"fid": "integer"}, target, kinds) == []
+    assert replaced_fields({"fid": "string"}, target, kinds, fid_kept_as_field=True) == []
+    for suffix in (".shp", ".fgb", ".parquet"):
+        assert replaced_fields({"fid": "string"}, check_vector_output(tmp_path / f"out{suffix}", fields=list(kinds)),
+                               kinds, through_geopackage=True) == []
+
+
+def test_a_field_named_as_a_geopackage_geometry_column_is_written_beside_the_geometry(tmp_path, write_scenes,
+                                                                                     write_station_weather):
+    """A field 'geom' is what a GeoPackage written here names its geometry column: a shapefile's
+    field 'GEOM' made ``classify --out x.gpkg`` fail after the whole run ('duplicate column
+    name', 'the disk may be full'), a GeoParquet layer's 'geom' every OGR output (it goes through
+    a GeoPackage). The geometry column now takes a name no field has; the field keeps its values."""
+    scenes = write_scenes(tmp_path / "scenes", size=50, seed=5)
+    weather = write_station_weather(tmp_path / "weather.csv")
+    frame = parcel_frame().iloc[:12]
+    texts = [f"g{k}" for k in range(12)]
+    shapefile = tmp_path / "fields.shp"
+    frame.assign(GEOM=texts).to_file(shapefile)
+    table = pa.table({"parcel_id": frame["parcel_id"].tolist(), "geom": texts,
+                      "geometry": [g.wkb for g in frame.geometry]})
+    geo = {"version": "1.0.0", "primary_column": "geometry",
+           "columns": {"geometry": {"encoding": "WKB", "crs": json.loads(frame.crs.to_json())}}}
+    parquet = tmp_path / "fields.parquet"
+    pq.write_table(table.replace_schema_metadata({b"geo": json.dumps(geo).encode()}), str(parquet))
+    common = ["--scenes", str(scenes), "--weather", str(weather)]
+    for source, name, out in ((shapefile, "GEOM", "a.gpkg"), (parquet, "geom", "b.gpkg"), (parquet, "geom", "c.shp"),
+                              (parquet, "geom", "d.sqlite")):
+        assert main(["classify", "--parcels", str(source), "--out", str(tmp_path / out), *common]) == 0, out
+        back = gpd.read_file(tmp_path / out)
+        assert back[name].tolist() == texts, out
+        assert back["parcel_id"].tolist() == frame["parcel_id"].tolist()
+        assert (back["crop_statu" if out.endswith(".shp") else "crop_status"] == "ok").sum() == 12  # 10 bytes
+        assert all(g.equals(h) for g, h in zip(back.geometry, frame.geometry)), out  # a shapefile turns rings
+
+
+@pytest.mark.parametrize("values", [[4, 5, 6, 1, 2, 3], [7, 3, 7, None, -2, 12], ["a", "b", "c", "d", "e", "f"]],
+                         ids=["distinct", "repeated", "texts"])
+def test_a_field_fid_keeps_its_values_in_every_output_format(tmp_path, values):
+    """A GeoPackage names its feature id column 'fid'. An integer field 'fid' of a GeoParquet
+    layer (or a GeoDataFrame) became the feature ids of the GeoPackage it is copied through, so
+    a shapefile, FlatGeobuf or CSV output lacked it; in a GeoPackage output such a field (a
+    shapefile's too) became the feature ids, and repeated or NULL values failed the write after
+    the run. The feature id column now takes a name no field has: 'fid' is a field like any
+    other, with its values (repeated, NULL, text) in every format."""
     from thermocrop.core.io.vector import write_with_fields
 
-    frame = parcel_frame().iloc[:4]
-    shapefile = tmp_path / "texts.shp"
-    frame.assign(fid=["a", "b", "c", "d"]).to_file(shapefile)
-    with pytest.raises(OutputError, match=r"texts\.shp has a string field 'fid'; a GeoPackage keeps its feature ids"):
-        write_with_fields(shapefile, {"crop_conf": np.zeros(4)}, tmp_path / "out.gpkg")
-    write_with_fields(shapefile, {"crop_conf": np.zeros(4)}, tmp_path / "out.fgb")
-    geo = {"version": "1.0.0", "primary_column": "geom", "columns": {"geom": {"encoding": "WKB", "crs": None}}}
-    for name, values, suffixes in (("FID", ["a", "b", "c", "d"], (".shp", ".parquet")), ("fid", [4, 5, 6, 7], (".parquet",))):
-        table = pa.table({name: values, "geom": [g.wkb for g in frame.geometry]})
-        path = tmp_path / f"{name}_{type(values[0]).__name__}.parquet"
-        pq.write_table(table.replace_schema_metadata({b"geo": json.dumps(geo).encode()}), str(path))
-        for suffix in suffixes:
-            out = tmp_path / f"out_{path.stem}{suffix}"
-            if isinstance(values[0], str) and suffix == ".shp":
-                with pytest.raises(OutputError, match=r"has a string field 'FID'.*or write another format \(\.parquet\)"):
-                    write_with_fields(path, {"crop_conf": np.zeros(4)}, out)
-                assert not out.exists()
-            else:
-                write_with_fields(path, {"crop_conf": np.zeros(4)}, out)
-                assert (gpd.read_parquet if suffix == ".parquet" else gpd.read_file)(out)[name].tolist() == values
-    assert main(["classify", "--parcels", str(shapefile), "--out", str(tmp_path / "map.gpkg"), "--scenes",
-                 str(tmp_path / "no-scenes"), "--weather", str(tmp_path / "no-weather.csv")]) == EXIT_OUTPUT
-    assert "has a string field 'fid'" in capsys.readouterr().err
+    frame = parcel_frame().iloc[:6].assign(fid=values)
+    table = pa.table({"fid": values, "parcel_id": frame["parcel_id"].tolist(),
+                      "geom": [g.wkb for g in frame.geometry]})
+    geo = {"version": "1.0.0", "primary_column": "geom",
+           "columns": {"geom": {"encoding": "WKB", "crs": json.loads(frame.crs.to_json())}}}
+    parquet = tmp_path / "fids.parquet"
+    pq.write_table(table.replace_schema_metadata({b"geo": json.dumps(geo).encode()}), str(parquet))
+    shapefile = tmp_path / "fids.shp"
+    frame.to_file(shapefile)
+    expected = list(values)
+    for source in (parquet, frame, shapefile):
+        kind = "frame" if source is frame else source.suffix[1:]
+        for suffix in (".gpkg", ".shp", ".fgb", ".geojson", ".parquet"):
+            out = tmp_path / f"{kind}{suffix}"
+            write_with_fields(source, {"crop_conf": np.linspace(0, 1, 6)}, out)
+            back = gpd.read_parquet(out) if suffix == ".parquet" else gpd.read_file(out)
+            back = back.set_index("parcel_id").loc[frame["parcel_id"]]  # FlatGeobuf orders features in space
+            got = [None if v is None or v != v else (int(v) if isinstance(values[0], int) else v) for v in back["fid"]]
+            assert got == expected, (kind, suffix)
+            np.testing.assert_allclose(back["crop_conf"].to_numpy(float), np.linspace(0, 1, 6))
+    # written into an existing GeoPackage beside another layer, the field stays a field too
+    other = tmp_path / "two.gpkg"
+    frame[["parcel_id", "geometry"]].to_file(other, layer="other", driver="GPKG")
+    write_with_fields(parquet, {"crop_conf": np.zeros(6)}, other, out_layer="classified", overwrite=True)
+    back = gpd.read_file(other, layer="classified")
+    assert [None if v != v or v is None else v for v in back["fid"]] == [v for v in values]
+    assert len(gpd.read_file(other, layer="other")) == 6
 
 
 @pytest.mark.parametrize("suffix", [".shp", ".geojson"])

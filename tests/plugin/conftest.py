@@ -99,27 +99,15 @@ def set_bundle(small_bundle, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def partition_region(tmp_path_factory) -> dict:
+def partition_region(tmp_path_factory, write_scenes, write_station_weather) -> dict:
     """Files of partitioned runs: 4 L1C scenes of 60 x 60 px, 40 parcels (one outside the scenes,
     one smaller than a pixel) with a ``crop`` label, a station CSV of a year's temperatures."""
     import geopandas as gpd
-    import rasterio
-    from rasterio.transform import from_origin
     from shapely.geometry import box
-
-    from thermocrop.core.scenes.bands import S2_BANDS
 
     x0, y0 = 500000.0, 4800000.0
     root = tmp_path_factory.mktemp("partitioned")
-    rng = np.random.default_rng(5)
-    for date in ("20230412", "20230524", "20230602", "20230720"):
-        path = root / "scenes" / f"S2A_MSIL1C_{date}T100031_N0509_R122_T31TCJ_{date}T110000.tif"
-        path.parent.mkdir(exist_ok=True)
-        with rasterio.open(path, "w", driver="GTiff", width=60, height=60, count=10, dtype="uint16", crs="EPSG:32631",
-                           transform=from_origin(x0, y0, 10, 10), nodata=0) as ds:
-            ds.write(rng.integers(1200, 5000, size=(10, 60, 60), dtype=np.uint16))
-            for i, band in enumerate(S2_BANDS, start=1):
-                ds.set_band_description(i, band)
+    write_scenes(root / "scenes", size=60, seed=5)
     # 36 parcels on a 6 x 6 grid listed column by column (layer order is not strip order), one
     # outside the scenes, one smaller than a pixel, two long ones across the grid.
     geoms = [box(x0 + 100 * c + 12, y0 - 100 * r - 88, x0 + 100 * c + 88, y0 - 100 * r - 12)
@@ -130,7 +118,5 @@ def partition_region(tmp_path_factory) -> dict:
     gpd.GeoDataFrame({"parcel_id": [f"p{k:02d}" for k in range(len(geoms))],
                       "crop": [crops[k % 3] for k in range(len(geoms))]},
                      geometry=geoms, crs="EPSG:32631").to_file(root / "parcels.gpkg", driver="GPKG")
-    days = np.arange(np.datetime64("2023-01-01"), np.datetime64("2023-12-31"))
-    temps = "".join(f"{d},{2 + 6 * np.sin(i / 58):.1f},{12 + 9 * np.sin(i / 58):.1f}\n" for i, d in enumerate(days))
-    (root / "weather.csv").write_text("date,tmin,tmax\n" + temps, encoding="utf-8")
+    write_station_weather(root / "weather.csv")
     return {"scenes": str(root / "scenes"), "parcels": str(root / "parcels.gpkg"), "weather": str(root / "weather.csv")}
