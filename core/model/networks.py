@@ -192,6 +192,11 @@ class LinearLayer(nn.Module):
         self.norm = nn.Identity()
 
 
+INFERENCE_BLOCK_SETS = 4096
+"""The most date sets (parcels x dates) that the folded model runs through at once; a larger batch
+runs as blocks of parcels, each of whose activations after the pixel layers (the pooled features,
+``mlp2``, ``in_projection``, the attention) stay in the cache (``CropClassifier.forward``)."""
+
 ONE_PASS_STD_WEIGHT = 1e-3
 """The largest share of the pooled means' weight in ``mlp2`` that the pooled stds may have for the
 folded path to take them in one pass (``PixelSetEncoder.fold_pooling``)."""
@@ -515,6 +520,9 @@ class CropClassifier(nn.Module):
         else:
             self.positional = None
         self.uses_calendar = cfg.variant in ("calendar", "shiftaug")
+        self.inference_block_sets: Optional[int] = None
+        """Set by ``fast_inference_model``: without autograd, a batch of more date sets than this
+        runs as blocks of parcels of at most this many sets each (``INFERENCE_BLOCK_SETS``)."""
 
     def forward(self, pixels: torch.Tensor, pixel_mask: torch.Tensor, date_mask: torch.Tensor,
                 day_of_season: torch.Tensor, gdd: torch.Tensor,
@@ -533,6 +541,13 @@ class CropClassifier(nn.Module):
         Returns:
             ``(B, K)`` logits.
         """
+        block = self.inference_block_sets
+        if block is not None and not torch.is_grad_enabled() and sample_keys is None:
+            step = max(1, block // max(pixels.shape[1], 1))
+            if pixels.shape[0] > step:
+                inputs = (pixels, pixel_mask, date_mask, day_of_season, gdd)
+                return torch.cat([self(*(x[i:i + step] for x in inputs))
+                                  for i in range(0, pixels.shape[0], step)])
         date_mask, pixel_mask = date_mask.bool(), pixel_mask.bool()
         # Every date valid (the usual training batch): the compaction and selection below are
         # the identity, and views instead of gathers save copies of the pixels.
@@ -645,8 +660,9 @@ def fast_inference_model(model: CropClassifier) -> CropClassifier:
     """An eval-mode copy with every BatchNorm folded into its linear layer and each attention's
     key map folded into its query (``LightweightTemporalAttentionEncoder.fold_scores``).
 
-    Same call signature as ``model``; run it under ``torch.inference_mode()``. The original
-    model is left untouched.
+    Same call signature as ``model``; run it under ``torch.inference_mode()``, where a batch of
+    more than ``INFERENCE_BLOCK_SETS`` date sets runs in blocks of parcels. The original model is
+    left untouched.
     """
     fast = copy.deepcopy(model).eval()
     for module in fast.modules():
@@ -657,6 +673,8 @@ def fast_inference_model(model: CropClassifier) -> CropClassifier:
     for module in fast.modules():
         if isinstance(module, PixelSetEncoder):
             module.fold_pooling()
+        elif isinstance(module, CropClassifier):
+            module.inference_block_sets = INFERENCE_BLOCK_SETS
     for p in fast.parameters():
         p.requires_grad_(False)
     return fast

@@ -168,3 +168,22 @@ def test_the_std_is_left_out_only_where_its_weight_is_negligible(variant, random
         mean, _ = masked_mean_std(x, pmask)
     assert pooled.shape == (pixels.shape[0], width)
     assert torch.allclose(pooled.double(), mean, atol=1e-5)
+
+
+def test_a_large_batch_runs_in_blocks_of_parcels_with_the_same_output(random_batch):
+    torch.manual_seed(9)
+    model = build_model("tpe_sinusoidal", 5)
+    model(*random_batch(8, 5, 12, torch.Generator().manual_seed(0)))  # BatchNorm statistics
+    model.eval()
+    fast = fast_inference_model(model)
+    assert fast.inference_block_sets is not None and model.inference_block_sets is None
+    batch = random_batch(11, 6, 12, torch.Generator().manual_seed(1))  # some dates missing
+    calls = []
+    fast.pse.register_forward_hook(lambda module, args, out: calls.append(args[0].shape[0]))
+    with torch.inference_mode():
+        whole = fast(*batch)
+        fast.inference_block_sets = 24  # 4 parcels of 6 dates a block: 4 + 4 + 3
+        blocks = fast(*batch)
+    assert len(calls) == 4  # one pass for the whole batch, then three blocks
+    assert torch.allclose(blocks, whole, atol=1e-6)
+    assert torch.allclose(blocks, model(*batch).detach(), atol=1e-5)
