@@ -192,9 +192,18 @@ class LinearLayer(nn.Module):
         self.norm = nn.Identity()
 
 
+INFERENCE_BLOCK_SETS = 4096
+"""The most date sets (parcels x dates) that the folded model runs through at once; a larger batch
+runs as blocks of parcels, each of whose activations after the pixel layers (the pooled features,
+``mlp2``, ``in_projection``, the attention) stay in the cache (``CropClassifier.forward``)."""
+
 ONE_PASS_STD_WEIGHT = 1e-3
 """The largest share of the pooled means' weight in ``mlp2`` that the pooled stds may have for the
 folded path to take them in one pass (``PixelSetEncoder.fold_pooling``)."""
+
+NEGLIGIBLE_STD_WEIGHT = 1e-6
+"""The largest share of the pooled means' weight in ``mlp2`` that the pooled stds may have for the
+folded path to leave them out (``PixelSetEncoder.fold_pooling``)."""
 
 
 def masked_mean_std(x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -231,6 +240,9 @@ class PixelSetEncoder(nn.Module):
         self.one_pass_std = False
         """Folded path only (``fold_pooling``): the std from the sums of values and of squares in one
         pass over the activations, instead of centring them first."""
+        self.pool_std = True
+        """False on the folded path only (``fold_pooling``) where ``mlp2`` gives the std next to no
+        weight: the std is not pooled and ``mlp2`` takes the means (and the GDD) alone."""
 
     def fold_pooling(self) -> None:
         """Choose the folded path's std pooling (eval use only, after ``mlp2`` is folded).
@@ -240,13 +252,31 @@ class PixelSetEncoder(nn.Module):
         ``sqrt(float32 eps)``, 2.4e-4, of the feature's size in its std), so it is used only where
         ``mlp2`` gives the std half of the pooled features at most ``ONE_PASS_STD_WEIGHT`` of the
         weight it gives the mean half: there such an error moves ``mlp2``'s outputs by a few units
-        of float32 rounding at most. Trained models whose std features came to carry next to no weight
-        (the shipped ones) skip the centring pass.
+        of float32 rounding at most. Trained models whose std features came to carry little weight
+        skip the centring pass.
+
+        Where the std half weighs at most ``NEGLIGIBLE_STD_WEIGHT`` of the mean half, the std is left
+        out altogether and ``mlp2`` keeps only the columns of the means (and of the GDD): the std of
+        a set of n non-negative activations is at most about ``sqrt(n)`` times its mean (8 times for
+        64 pixels), so each std term of ``mlp2``'s outputs is at most about 1e-5 of the size of the
+        largest mean terms. The shipped models' std halves weigh 1.9e-7 and 4.8e-7 of their mean
+        halves; leaving them out moves their log probabilities by about 1e-6, as much as the folding
+        itself does, and saves the pass over the activations that pools the squares.
         """
         weight = self.mlp2.linear.weight
         width = self.mlp1[-1].linear.out_features
         means, stds = weight[:, :width].abs().max(), weight[:, width:2 * width].abs().max()
         self.one_pass_std = bool(stds <= ONE_PASS_STD_WEIGHT * means)
+        if self.pool_std and stds <= NEGLIGIBLE_STD_WEIGHT * means:
+            linear = self.mlp2.linear
+            narrowed = nn.Linear(linear.in_features - width, linear.out_features,
+                                 bias=linear.bias is not None).to(weight.device)
+            with torch.no_grad():
+                narrowed.weight.copy_(torch.cat([weight[:, :width], weight[:, 2 * width:]], dim=1))
+                if linear.bias is not None:
+                    narrowed.bias.copy_(linear.bias)
+            self.mlp2.linear = narrowed
+            self.pool_std = False
 
     def forward(self, pixels: torch.Tensor, pixel_mask: torch.Tensor,
                 gdd: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -306,7 +336,7 @@ class PixelSetEncoder(nn.Module):
         weights = [torch.cat([layer.linear.weight, layer.linear.bias.unsqueeze(1)], dim=1)
                    for layer in self.mlp1]
         width = weights[-1].shape[0]
-        pooled = pixels.new_empty((n_all, 2 * width))
+        pooled = pixels.new_empty((n_all, (1 + self.pool_std) * width))
         chunk = max(1, min(self.fold_chunk, n_all))
         rows = [channels + 1] + [weight.shape[0] + 1 for weight in weights[:-1]] + [width]
         space = [pixels.new_empty(r * chunk * n_pixels) for r in rows]
@@ -327,6 +357,10 @@ class PixelSetEncoder(nn.Module):
             h = h.view(width, n_sets, n_pixels)
             n = mask.sum(dim=-1)
             total = h.sum(dim=-1)
+            block = pooled[start:start + n_sets]
+            if not self.pool_std:
+                torch.div(total.t(), n.clamp(min=1).unsqueeze(-1), out=block)
+                continue
             mean = torch.div(total, n.clamp(min=1))
             if self.one_pass_std:
                 var = torch.linalg.vector_norm(h, dim=-1).square_().sub_(total.mul_(mean)).clamp_(min=0)
@@ -334,7 +368,6 @@ class PixelSetEncoder(nn.Module):
                 centred = h.addcmul_(mean.unsqueeze(-1), mask, value=-1)  # masked pixels stay 0
                 var = torch.linalg.vector_norm(centred, dim=-1).square_()
             var.div_(n.clamp(min=2) - 1)
-            block = pooled[start:start + n_sets]
             block[:, :width].copy_(mean.t())
             torch.sqrt(var.add_(1e-31).t(), out=block[:, width:])
         return pooled
@@ -350,6 +383,8 @@ class PixelSetEncoder(nn.Module):
         m = pixel_mask.to(x.dtype).unsqueeze(1)
         n = m.sum(dim=2)
         mean = torch.bmm(m, x).squeeze(1) / n.clamp(min=1)
+        if not self.pool_std:
+            return mean
         centred = (x - mean.unsqueeze(1)).mul_(pixel_mask.unsqueeze(-1))
         var = torch.bmm(m, centred.square_()).squeeze(1) / (n.clamp(min=2) - 1)
         return torch.cat([mean, torch.sqrt(var + 1e-31)], dim=-1)
@@ -485,6 +520,9 @@ class CropClassifier(nn.Module):
         else:
             self.positional = None
         self.uses_calendar = cfg.variant in ("calendar", "shiftaug")
+        self.inference_block_sets: Optional[int] = None
+        """Set by ``fast_inference_model``: without autograd, a batch of more date sets than this
+        runs as blocks of parcels of at most this many sets each (``INFERENCE_BLOCK_SETS``)."""
 
     def forward(self, pixels: torch.Tensor, pixel_mask: torch.Tensor, date_mask: torch.Tensor,
                 day_of_season: torch.Tensor, gdd: torch.Tensor,
@@ -503,6 +541,13 @@ class CropClassifier(nn.Module):
         Returns:
             ``(B, K)`` logits.
         """
+        block = self.inference_block_sets
+        if block is not None and not torch.is_grad_enabled() and sample_keys is None:
+            step = max(1, block // max(pixels.shape[1], 1))
+            if pixels.shape[0] > step:
+                inputs = (pixels, pixel_mask, date_mask, day_of_season, gdd)
+                return torch.cat([self(*(x[i:i + step] for x in inputs))
+                                  for i in range(0, pixels.shape[0], step)])
         date_mask, pixel_mask = date_mask.bool(), pixel_mask.bool()
         # Every date valid (the usual training batch): the compaction and selection below are
         # the identity, and views instead of gathers save copies of the pixels.
@@ -615,8 +660,9 @@ def fast_inference_model(model: CropClassifier) -> CropClassifier:
     """An eval-mode copy with every BatchNorm folded into its linear layer and each attention's
     key map folded into its query (``LightweightTemporalAttentionEncoder.fold_scores``).
 
-    Same call signature as ``model``; run it under ``torch.inference_mode()``. The original
-    model is left untouched.
+    Same call signature as ``model``; run it under ``torch.inference_mode()``, where a batch of
+    more than ``INFERENCE_BLOCK_SETS`` date sets runs in blocks of parcels. The original model is
+    left untouched.
     """
     fast = copy.deepcopy(model).eval()
     for module in fast.modules():
@@ -627,6 +673,8 @@ def fast_inference_model(model: CropClassifier) -> CropClassifier:
     for module in fast.modules():
         if isinstance(module, PixelSetEncoder):
             module.fold_pooling()
+        elif isinstance(module, CropClassifier):
+            module.inference_block_sets = INFERENCE_BLOCK_SETS
     for p in fast.parameters():
         p.requires_grad_(False)
     return fast

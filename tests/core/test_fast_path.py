@@ -53,7 +53,7 @@ def test_the_fast_path_keeps_the_classes_of_the_unfolded_model(tmp_path, monkeyp
     bundle.precision = "fp32"
     fast = bundle.predict(ps, calibrated=False)
     assert type(bundle.fast_model().pse.mlp1[0].linear) is torch.nn.Linear  # the fp32 fast path ran
-    assert bundle.fast_model().pse.one_pass_std  # its std features carry no weight: one pass ran
+    assert not bundle.fast_model().pse.pool_std  # its std features carry no weight: left out
     # The reference: the same bundle predicting with its model as trained (BatchNorm in place,
     # pixel rows, masked mean and std pooling, the key map and query apart).
     monkeypatch.setattr(bundle_module, "fast_inference_model", lambda model: model)
@@ -134,3 +134,56 @@ def test_the_std_is_pooled_in_one_pass_only_where_the_std_features_carry_no_weig
     assert torch.allclose(pooled[:, :width].double(), mean, atol=1e-5)
     assert torch.allclose(pooled[:, width:].double(), std, atol=2e-3 * float(mean.abs().max()))
     assert float(pooled[:2, width:].max()) < 1e-15  # one pixel or none: no spread, no NaN
+
+
+@pytest.mark.parametrize("variant", ["no_pe", "tpe_concat"])
+def test_the_std_is_left_out_only_where_its_weight_is_negligible(variant, random_batch):
+    torch.manual_seed(8)
+    model = build_model(variant, 5)
+    model(*random_batch(8, 5, 12, torch.Generator().manual_seed(0)))  # BatchNorm statistics
+    model.eval()
+    width = model.config.mlp1[-1]
+    with torch.no_grad():
+        model.pse.mlp2.linear.weight[:, width:2 * width] *= 1e-5
+    assert fast_inference_model(model).pse.pool_std  # small, but not negligible: pooled
+    with torch.no_grad():
+        model.pse.mlp2.linear.weight[:, width:2 * width] *= 1e-3
+    fast = fast_inference_model(model)
+    assert not fast.pse.pool_std
+    # mlp2 keeps the columns of the means (and of the GDD for TPE-Concat), BatchNorm folded in.
+    weight, norm = model.pse.mlp2.linear.weight, model.pse.mlp2.norm
+    scale = norm.weight / torch.sqrt(norm.running_var + norm.eps)
+    kept = torch.cat([weight[:, :width], weight[:, 2 * width:]], 1) * scale[:, None]
+    assert fast.pse.mlp2.linear.in_features == width + (variant == "tpe_concat")
+    assert torch.allclose(fast.pse.mlp2.linear.weight, kept, atol=1e-6)
+    fast.pse.fold_chunk = 7
+    batch = random_batch(9, 6, 12, torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        assert torch.allclose(fast(*batch), model(*batch), atol=1e-5)
+        pixels, pmask = batch[0].flatten(0, 1), batch[1].flatten(0, 1)
+        pooled = fast.pse._pool_channels_first(pixels, pmask)
+        x = pixels.double().transpose(1, 2)
+        for layer in fast.pse.mlp1:
+            x = torch.relu(x @ layer.linear.weight.double().t() + layer.linear.bias.double())
+        mean, _ = masked_mean_std(x, pmask)
+    assert pooled.shape == (pixels.shape[0], width)
+    assert torch.allclose(pooled.double(), mean, atol=1e-5)
+
+
+def test_a_large_batch_runs_in_blocks_of_parcels_with_the_same_output(random_batch):
+    torch.manual_seed(9)
+    model = build_model("tpe_sinusoidal", 5)
+    model(*random_batch(8, 5, 12, torch.Generator().manual_seed(0)))  # BatchNorm statistics
+    model.eval()
+    fast = fast_inference_model(model)
+    assert fast.inference_block_sets is not None and model.inference_block_sets is None
+    batch = random_batch(11, 6, 12, torch.Generator().manual_seed(1))  # some dates missing
+    calls = []
+    fast.pse.register_forward_hook(lambda module, args, out: calls.append(args[0].shape[0]))
+    with torch.inference_mode():
+        whole = fast(*batch)
+        fast.inference_block_sets = 24  # 4 parcels of 6 dates a block: 4 + 4 + 3
+        blocks = fast(*batch)
+    assert len(calls) == 4  # one pass for the whole batch, then three blocks
+    assert torch.allclose(blocks, whole, atol=1e-6)
+    assert torch.allclose(blocks, model(*batch).detach(), atol=1e-5)
