@@ -30,6 +30,7 @@ import logging
 import math
 import os
 import socket
+import sys
 import threading
 import time
 from collections import Counter
@@ -316,14 +317,18 @@ def peak_memory_mb() -> float:
 
 
 def release_freed_memory() -> None:
-    """Give the memory a finished partition freed back to the system (glibc's ``malloc_trim``).
+    """Give the memory a finished partition (or the client's planning) freed back to the system:
+    glibc's ``malloc_trim`` and, where pyarrow is loaded, its memory pool's unused pages.
 
     A worker runs partition after partition; without this, the pages the last one freed stay
     in the process, scattered, and the next one's peak lands on top of them (a worker's peak
-    grew from 683 to 754 MB over five partitions). Elsewhere than glibc it does nothing.
+    grew from 683 to 754 MB over five partitions). Planning a million-parcel GeoParquet layer
+    leaves some 14 MB in pyarrow's pool. Elsewhere than glibc the trim does nothing.
     """
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
+    if "pyarrow" in sys.modules:
+        sys.modules["pyarrow"].default_memory_pool().release_unused()
 
 
 def _task_stats(i: int, parcels: PartitionParcels, wall_start: float, cpu_start: float, **extra: float) -> dict:
@@ -457,6 +462,7 @@ def classify_partitions(
             n, source, ids_digest = len(plan), plan.source, plan.ids_digest
             chunks = plan.chunks(chunk_size, scene_grids(job.scenes))
             plan.bounds = plan.usable = None  # planned: not needed any more
+            release_freed_memory()  # what reading the layer left
             inputs_of = plan.slice
         else:
             job = prepare_classification(parcels, scenes, weather, bundle, **options)
@@ -589,6 +595,7 @@ class ExtractionParcels:
         if isinstance(self.described, LayerPlan):
             chunks = self.described.chunks(chunk_size, grids)
             self.described.bounds = self.described.usable = None
+            release_freed_memory()  # what reading the layer left
             return chunks
         return spatial_chunks(self.described, chunk_size, grids)
 
@@ -738,6 +745,7 @@ def gdd_partitions(parcels: Any, weather: Any, dates: np.ndarray, *, run_folder:
         if planned:
             chunks = parcels.chunks(chunk_size)
             parcels.bounds = parcels.usable = None  # planned: not needed any more
+            release_freed_memory()  # what reading the layer left
             source, ids_digest, inputs_of = parcels.source, parcels.ids_digest, parcels.slice
         else:
             chunks = spatial_chunks(parcels, chunk_size)
