@@ -216,38 +216,56 @@ def run_partitions(task: Callable[..., dict], arguments: Sequence[tuple], folder
 
         # A few partitions ahead of the workers, not all of them: each one's inputs (its parcels'
         # positions, a few hundred kB) are held here until it has run, so a run of many
-        # partitions would hold them all at once.
+        # partitions would hold them all at once. The window follows the cluster's threads: it is
+        # looked at again every WINDOW_CHECK_S, so workers that join a running cluster (an
+        # adaptive or batch-queue cluster) get partitions at once, not when one has finished.
         waiting = iter(todo)
         futures: dict[Any, int] = {}
-        for i in itertools.islice(waiting, submission_window(client)):
-            futures[submit(i, shared_futures)] = i
         retried: set[int] = set()
+        pending = as_completed(loop=client.loop)
+
+        def top_up() -> float:
+            for j in itertools.islice(waiting, max(0, submission_window(client) - len(futures))):
+                following = submit(j, shared_futures)
+                futures[following] = j
+                pending.add(following)
+            return time.monotonic()
+
         try:
-            pending = as_completed(list(futures))
-            for future in pending:
-                i = futures.pop(future)
-                if future.status == "cancelled" and i not in retried:
-                    # A partition whose scattered inputs went with a lost worker comes back
-                    # cancelled: it runs once more, its inputs sent with it.
-                    retried.add(i)
-                    log.warning("Partition %d lost its inputs with a worker; it runs again", i)
-                    again = submit(i, shared)
-                    futures[again] = i
-                    pending.add(again)
-                    continue
-                future.result()  # raises the partition's error here
-                listener.finished(i)
+            looked = top_up()
+            while futures:
                 if cancelled is not None and cancelled():
                     raise CancelledError("Cancelled by the user.")
-                for j in itertools.islice(waiting, max(0, submission_window(client) - len(futures))):
-                    following = submit(j, shared_futures)
-                    futures[following] = j
-                    pending.add(following)
+                if not pending.has_ready():
+                    time.sleep(POLL_S)
+                    if time.monotonic() - looked >= WINDOW_CHECK_S:
+                        looked = top_up()
+                    continue
+                for future in pending.next_batch(block=False):
+                    i = futures.pop(future)
+                    if future.status == "cancelled" and i not in retried:
+                        # A partition whose scattered inputs went with a lost worker comes back
+                        # cancelled: it runs once more, its inputs sent with it.
+                        retried.add(i)
+                        log.warning("Partition %d lost its inputs with a worker; it runs again", i)
+                        again = submit(i, shared)
+                        futures[again] = i
+                        pending.add(again)
+                        continue
+                    future.result()  # raises the partition's error here
+                    listener.finished(i)
+                    if cancelled is not None and cancelled():
+                        raise CancelledError("Cancelled by the user.")
+                looked = top_up()
         except BaseException:
             client.cancel(list(futures))
             raise
     return RunSummary(partitions=total, computed=len(todo), resumed=total - len(todo), dashboard=link,
                       stats=folder.stats(total))
+
+
+POLL_S = 0.05  # how often the run looks for finished partitions and for a cancel
+WINDOW_CHECK_S = 1.0  # how often it looks at the cluster's threads while none finishes
 
 
 def submission_window(client: Any) -> int:
@@ -328,7 +346,8 @@ def release_freed_memory() -> None:
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     if "pyarrow" in sys.modules:
-        sys.modules["pyarrow"].default_memory_pool().release_unused()
+        with contextlib.suppress(AttributeError):  # a pyarrow older than 9 has no such call
+            sys.modules["pyarrow"].default_memory_pool().release_unused()
 
 
 def _task_stats(i: int, parcels: PartitionParcels, wall_start: float, cpu_start: float, **extra: float) -> dict:

@@ -636,3 +636,34 @@ def test_partitions_are_sent_a_few_ahead_of_the_workers_not_all_at_once(tmp_path
             assert max(ahead) == most  # 2 threads: 4 ahead at most
             assert [folder.part(i).read_text(encoding="utf-8") for i in range(n)] == [str(i * 10) for i in range(n)]
             assert summary.computed == n
+
+
+def _timed_part(i, folder, value, *, pause):
+    start = time.monotonic()
+    time.sleep(pause)
+    folder.part(i).write_text(f"{start} {time.monotonic()}", encoding="utf-8")
+
+
+def test_workers_that_join_a_running_cluster_get_partitions_before_one_finishes(tmp_path):
+    """A cluster that grows while the run goes (adaptive, batch queues): the window is looked at
+    again while no partition finishes, so the new workers' threads start partitions at once."""
+    from distributed import LocalCluster
+
+    from thermocrop.core.runs.folder import RunFolder
+
+    n, pause = 12, 3.0
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cl, \
+            EarlyClient(ClusterOptions(scheduler=cl.scheduler_address)) as early:
+        client = early.client()
+        assert partitions.submission_window(client) == 4  # one thread: 4 ahead at first
+        grow = threading.Timer(0.3, cl.scale, args=(8,))
+        grow.start()
+        folder = RunFolder(tmp_path / "run", ".txt")
+        folder.path.mkdir()
+        partitions.run_partitions(_timed_part, [(i,) for i in range(n)], folder, early, shared={"pause": pause})
+        grow.join()
+        assert partitions.submission_window(client) == 16
+    times = [tuple(map(float, folder.part(i).read_text(encoding="utf-8").split())) for i in range(n)]
+    first_end = min(end for _, end in times)
+    started_before = sum(start < first_end for start, _ in times)
+    assert started_before > 4, sorted(round(s - min(t[0] for t in times), 1) for s, _ in times)
