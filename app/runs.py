@@ -22,6 +22,7 @@ from ..core.io.csv_cells import inert_frame
 from ..core.io.geoparquet import is_parquet
 from ..core.io.output import check_distinct_outputs, check_output, write_text
 from ..core.io.vector import (
+    check_geometries_for,
     check_vector_output,
     date_field_names,
     output_field_names,
@@ -172,6 +173,7 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
         replaced_fields(source_field_kinds(parcels.source), target, request.fields.kinds(),
                         source=f"The parcel layer {parcels.source}", through_geopackage=is_parquet(parcels.source),
                         fid_kept_as_field=True)
+        check_geometries_for(target, parcels.source, None, source=f"The parcel layer {parcels.source}")
     cluster = cluster_options(request.cluster, output.path if output else None)
     out_path = target.path if target else output.path if output else None
     run_folder = run_folder_of(request.cluster, out_path) if cluster else None
@@ -411,6 +413,9 @@ def run_gdd(request: GddRequest, progress: Optional[RunProgress] = None) -> GddR
                             source=f"The parcel layer {parcels.source}",
                             through_geopackage=parcels.is_file and is_parquet(parcels.source),
                             fid_kept_as_field=True)
+            if parcels.is_file:
+                check_geometries_for(target, parcels.source, None,
+                                     source=f"The parcel layer {parcels.source}")
     cluster = cluster_options(request.cluster, out)
     run_folder = run_folder_of(request.cluster, out) if cluster else None
     # A partitioned run of a layer file with a local temperature file plans its partitions from

@@ -434,7 +434,6 @@ class GeoParquetLayer:
         Raises:
             InputError: a value that is not WKB, named by its row.
         """
-        from osgeo import ogr
 
         box = None
         starts = self.row_group_starts()
@@ -445,7 +444,7 @@ class GeoParquetLayer:
                 for row, wkb in enumerate(values):
                     if wkb is None:
                         continue
-                    geometry = ogr.CreateGeometryFromWkb(wkb)
+                    geometry = ogr_geometry(wkb)
                     if geometry is None:
                         raise InputError(f"Parcel file {self.path} holds a geometry that is not valid WKB at row "
                                          f"{int(starts[g]) + row}; write the file again.")
@@ -463,6 +462,24 @@ INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 
 _WKB_SINGLE = {4: 1, 5: 2, 6: 3}
 """WKB's multi types (MultiPoint, MultiLineString, MultiPolygon) and their single ones."""
+
+
+def ogr_geometry(wkb: bytes) -> Any:
+    """An OGR geometry of ``wkb`` (ISO WKB, or PostGIS's extended WKB with an SRID, which shapely
+    reads and OGR does not: the layer's reader accepts both), None where neither reads it."""
+    from osgeo import ogr
+
+    geometry = ogr.CreateGeometryFromWkb(wkb)
+    if geometry is None:
+        from shapely import wkb as shapely_wkb
+        from shapely.errors import ShapelyError
+
+        try:
+            shape = shapely_wkb.loads(bytes(wkb))
+        except (ShapelyError, ValueError, TypeError):
+            return None
+        geometry = ogr.CreateGeometryFromWkb(shapely_wkb.dumps(shape))  # without the SRID
+    return geometry
 
 
 def _wkb_types(values: Sequence[Any]) -> set[tuple[int, bool, bool]]:
@@ -569,7 +586,7 @@ def copy_to_geopackage(layer: GeoParquetLayer, path: Path, name: str) -> int:
                                          "write that field as text, or write a GeoParquet output (.parquet).")
                     _set_value(feature, index, value, ogr_type)
                 if wkb is not None:
-                    geometry = ogr.CreateGeometryFromWkb(bytes(wkb))
+                    geometry = ogr_geometry(bytes(wkb))
                     if geometry is None:
                         raise InputError(f"Parcel file {layer.path} holds a geometry that is not valid WKB at row "
                                          f"{int(starts[g]) + row}; write the file again.")

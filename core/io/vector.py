@@ -307,7 +307,8 @@ def replaced_fields(existing: Mapping[str, str], target: VectorTarget, kinds: Ma
     Raises:
         OutputError: a field of the same name holds another kind of value, two fields of the
             input whose names differ only in case go to a format that cannot tell them apart, or
-            a field 'fid' that holds no integers goes to a GeoPackage without ``fid_kept_as_field``.
+            a field 'fid' that holds no integers goes to a GeoPackage without ``fid_kept_as_field``,
+            or a field named OGC_FID goes to a SQLite file (GDAL reads that column as its feature ids).
     """
     copied = through_geopackage and target.driver != "Parquet"
     if target.driver in CASE_BLIND_DRIVERS or copied:
@@ -325,6 +326,13 @@ def replaced_fields(existing: Mapping[str, str], target: VectorTarget, kinds: Ma
         raise OutputError(f"{source} has a {existing[fid]} field {fid!r}; a GeoPackage keeps its feature ids under "
                           "that name and takes no other kind of field there. Rename it, or write another format "
                           "(.fgb, .shp).")
+    if target.driver == "SQLite":
+        hidden = [n for n in [*existing, *target.fields.values()] if n.lower() == SQLITE_COLUMNS[1].lower()]
+        if hidden:
+            raise OutputError(f"A field {hidden[0]!r} would be written to the SQLite file {target.path}, but GDAL "
+                              "takes a column of that name in a SQLite file for its feature ids and hides it when "
+                              "the file is read: its values would be lost to QGIS and ThermoCrop. Rename the "
+                              "field, or write a GeoPackage (.gpkg) or another format.")
     stored = {w.lower(): name for name, w in target.fields.items()}
     stored.update({name.lower(): name for name in target.fields})
     out = []
@@ -364,6 +372,70 @@ def source_field_kinds(parcels: Any, layer: Optional[str] = None) -> dict[str, s
             out[f.GetName()] = kinds.get(f.GetType(), f.GetFieldTypeName(f.GetType()).lower())
         lyr = ds = None
     return out
+
+
+GEOMETRY_REQUIRED_DRIVERS = frozenset({"FlatGeobuf"})
+"""Formats whose GDAL writer drops a feature without a geometry (or with an empty one)."""
+
+
+def first_feature_without_geometry(parcels: Any, layer: Optional[str] = None) -> Optional[str]:
+    """How to find the first feature of a vector file's layer (or a GeoDataFrame) that has no
+    geometry or an empty one ("row 4", "feature id 17"), None where every feature has one. Only
+    the geometries are read."""
+    from osgeo import gdal
+
+    if hasattr(parcels, "geometry") and hasattr(parcels, "columns"):
+        missing = np.flatnonzero(np.asarray(parcels.geometry.isna() | parcels.geometry.is_empty))
+        return f"row {int(missing[0])}" if len(missing) else None
+    if is_parquet(parcels):
+        from .geoparquet import ogr_geometry
+
+        found = GeoParquetLayer(parcels)
+        starts = found.row_group_starts()
+        with gdal_messages():
+            for g in range(found.file.num_row_groups):
+                values = found._read_group(g, [found.geometry_column]).column(found.geometry_column).to_pylist()
+                for row, wkb in enumerate(values):
+                    geometry = None if wkb is None else ogr_geometry(wkb)
+                    if geometry is None or geometry.IsEmpty():
+                        return f"row {int(starts[g]) + row}"
+        return None
+    with gdal_messages() as messages:
+        ds = gdal.OpenEx(os.fspath(parcels), gdal.OF_VECTOR | gdal.OF_READONLY)
+        lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
+        if lyr is None:
+            raise InputError(f"Cannot read parcel layer {parcels}: {said(messages)}")
+        defn = lyr.GetLayerDefn()
+        lyr.SetIgnoredFields([defn.GetFieldDefn(i).GetName() for i in range(defn.GetFieldCount())])
+        try:
+            for feature in lyr:
+                geometry = feature.GetGeometryRef()
+                if geometry is None or geometry.IsEmpty():
+                    return f"feature id {feature.GetFID()}"
+        finally:
+            lyr = ds = None
+    return None
+
+
+def check_geometries_for(target: "VectorTarget", parcels: Any, layer: Optional[str] = None,
+                         source: Any = "The parcel layer") -> None:
+    """Refuse, before any work, a layer with a feature without a geometry for an output format
+    that would drop it (FlatGeobuf).
+
+    Raises:
+        OutputError: naming the feature and what to do.
+    """
+    if target.driver not in GEOMETRY_REQUIRED_DRIVERS:
+        return
+    first = first_feature_without_geometry(parcels, layer)
+    if first is not None:
+        raise OutputError(_geometry_required_message(target, source, first))
+
+
+def _geometry_required_message(target: "VectorTarget", source: Any, first: str) -> str:
+    return (f"{source} has features without a geometry (the first at {first}), which a {target.driver} file "
+            f"cannot hold: {target.path.name} would lose them. Write a GeoPackage (.gpkg) or GeoParquet "
+            "(.parquet) output, or remove those features.")
 
 
 @functools.lru_cache(maxsize=None)
@@ -495,6 +567,9 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
             new = ogr.Feature(out_defn)
             new.SetFromWithMap(feature, 1, field_map)
             geometry = feature.GetGeometryRef()
+            if target.driver in GEOMETRY_REQUIRED_DRIVERS and (geometry is None or geometry.IsEmpty()):
+                raise OutputError(_geometry_required_message(target, "The parcel layer", f"row {row}")
+                                  + " Nothing was written.")
             if geometry is not None:
                 measured = measured or bool(geometry.IsMeasured())
                 if promote and ogr.GT_Flatten(geometry.GetGeometryType()) != ogr.GT_Flatten(geom_type):
@@ -776,6 +851,8 @@ def write_with_fields(
     replaced_fields(source_field_kinds(frame if frame is not None else source, source_layer), target, kinds,
                     source=f"The parcel layer {source if frame is None else ''}".rstrip(),
                     through_geopackage=frame is not None or is_parquet(source), fid_kept_as_field=True)
+    check_geometries_for(target, frame if frame is not None else source, source_layer,
+                         source=f"The parcel layer {source if frame is None else ''}".rstrip())
     with VectorOutput(target) as output:
         if frame is not None or is_parquet(source):
             # GDAL here has no Parquet driver: a GeoParquet layer is copied row group by row

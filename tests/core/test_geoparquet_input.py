@@ -437,6 +437,44 @@ def test_a_field_fid_that_holds_no_integers_is_refused_only_where_qgis_writes_th
                                kinds, through_geopackage=True) == []
 
 
+def test_a_field_ogc_fid_is_refused_for_a_sqlite_output_where_gdal_would_hide_it(tmp_path):
+    """GDAL reads a SQLite file's column OGC_FID as its feature ids even where the layer's feature
+    id column has another name, so a field of that name would be written and never read back: a
+    SQLite output refuses it before any work, other formats keep it."""
+    from osgeo import ogr
+
+    from thermocrop.core.errors import OutputError
+    from thermocrop.core.io.vector import check_vector_output, replaced_fields
+
+    # What GDAL does with such a column, seen directly.
+    path = tmp_path / "seen.sqlite"
+    data = ogr.GetDriverByName("SQLite").CreateDataSource(str(path))
+    layer = data.CreateLayer("seen", geom_type=ogr.wkbPolygon, options=["FID=fid_other"])
+    for name in ("OGC_FID", "crop"):
+        layer.CreateField(ogr.FieldDefn(name, ogr.OFTInteger))
+    feature = ogr.Feature(layer.GetLayerDefn())
+    feature["OGC_FID"], feature["crop"] = 42, 7
+    layer.CreateFeature(feature)
+    feature = layer = None
+    data = None  # closed: written
+    data = ogr.Open(str(path))
+    defn = data.GetLayer(0).GetLayerDefn()
+    assert [defn.GetFieldDefn(i).GetName() for i in range(defn.GetFieldCount())] == ["crop"]
+    defn = data = None
+
+    kinds = {"crop_conf": "real"}
+    sqlite = check_vector_output(tmp_path / "out.sqlite", fields=list(kinds))
+    with pytest.raises(OutputError, match=r"field 'ogc_fid' would be written to the SQLite file .*out\.sqlite"):
+        replaced_fields({"parcel_id": "string", "ogc_fid": "integer"}, sqlite, kinds)
+    named = check_vector_output(tmp_path / "named.sqlite", fields=["OGC_FID"])
+    with pytest.raises(OutputError, match="'OGC_FID' would be written"):
+        replaced_fields({"parcel_id": "string"}, named, {"OGC_FID": "real"})
+    assert replaced_fields({"parcel_id": "string"}, sqlite, kinds) == []
+    for suffix in (".gpkg", ".shp", ".fgb", ".parquet"):
+        assert replaced_fields({"OGC_FID": "integer"}, check_vector_output(tmp_path / f"out{suffix}", fields=list(kinds)),
+                               kinds) == []
+
+
 def test_a_field_named_as_a_geopackage_geometry_column_is_written_beside_the_geometry(tmp_path, write_scenes,
                                                                                      write_station_weather):
     """A field 'geom' is what a GeoPackage written here names its geometry column: a shapefile's
@@ -552,3 +590,80 @@ def test_the_extent_is_that_of_every_geometry_across_row_groups_and_broken_wkb_i
                    row_group_size=4)
     with pytest.raises(InputError, match="broken.parquet holds a geometry that is not valid WKB at row 9"):
         GeoParquetLayer(tmp_path / "broken.parquet").bounds()
+
+
+def test_extended_wkb_with_an_srid_is_read_for_the_extent_and_the_copy_as_the_layer_reads_it(tmp_path):
+    """PostGIS's extended WKB (an SRID after the type) is what some exports hold; the layer's
+    reader (shapely) takes it, and so do the preflight's extent and the copy for OGR outputs,
+    which read WKB through OGR: the same bounds and geometries as the plain WKB file."""
+    from osgeo import ogr
+    from shapely import wkb as shapely_wkb
+
+    from thermocrop.core.io.geoparquet import copy_to_geopackage
+
+    frame = parcel_frame()
+    plain = write_with_pyarrow(frame, tmp_path / "plain.parquet", crs=CRS, row_group_size=4)
+    table = pq.read_table(str(plain))
+    extended = [shapely_wkb.dumps(g, srid=32631) for g in frame.geometry]
+    assert extended[0][4] & 0x20 and extended[0][1:5] != table.column("geom")[0].as_py()[1:5]  # the SRID flag
+    assert ogr.CreateGeometryFromWkb(extended[0]) is None  # OGR alone refuses it
+    path = tmp_path / "ewkb.parquet"
+    pq.write_table(table.set_column(3, "geom", pa.array(extended, pa.binary())), str(path), row_group_size=4)
+
+    assert GeoParquetLayer(path).bounds() == GeoParquetLayer(plain).bounds()
+    assert_same_parcels(load_parcels(path), load_parcels(plain))
+    counts = [copy_to_geopackage(GeoParquetLayer(p), tmp_path / f"{p.stem}.gpkg", "copy") for p in (plain, path)]
+    assert counts == [len(frame)] * 2
+    copies = [gpd.read_file(tmp_path / f"{p.stem}.gpkg") for p in (plain, path)]
+    assert all(a.equals_exact(b, 0) if a is not None else b is None
+               for a, b in zip(copies[0].geometry, copies[1].geometry))
+
+
+def test_features_without_a_geometry_are_refused_before_the_run_for_a_flatgeobuf_output(gpkg, tmp_path, capsys,
+                                                                                       write_station_weather):
+    """GDAL's FlatGeobuf writer drops a feature without a geometry (or with an empty one): the
+    run used to end in "holds 13 features after writing instead of 14; the disk may be full". It
+    is now refused before any work, naming the first such feature; other formats keep it."""
+    from osgeo import ogr
+
+    from thermocrop.core.io.vector import first_feature_without_geometry
+
+    # What GDAL does with such features, seen directly.
+    probe = tmp_path / "probe.fgb"
+    data = ogr.GetDriverByName("FlatGeobuf").CreateDataSource(str(probe))
+    layer = data.CreateLayer("probe", geom_type=ogr.wkbPolygon)
+    for wkt in ("POLYGON ((0 0,1 0,1 1,0 0))", None, "POLYGON EMPTY"):
+        feature = ogr.Feature(layer.GetLayerDefn())
+        if wkt:
+            feature.SetGeometry(ogr.CreateGeometryFromWkt(wkt))
+        layer.CreateFeature(feature)
+    feature = layer = None
+    data = None
+    data = ogr.Open(str(probe))
+    assert data.GetLayer(0).GetFeatureCount() == 1
+    data = None
+
+    frame = parcel_frame()
+    empty = int(np.flatnonzero(frame.geometry.is_empty)[0])
+    parquet = write_with_pyarrow(frame, tmp_path / "parcels.parquet", crs=CRS, row_group_size=4)
+    assert first_feature_without_geometry(gpkg) == f"feature id {empty + 1}"  # GeoPackage ids from 1
+    assert first_feature_without_geometry(parquet) == f"row {empty}"
+    assert first_feature_without_geometry(frame) == f"row {empty}"
+    whole = frame[~frame.geometry.is_empty]
+    assert first_feature_without_geometry(whole) is None
+    assert first_feature_without_geometry(write_with_pyarrow(whole, tmp_path / "whole.parquet", crs=CRS)) is None
+
+    write_station_weather(tmp_path / "weather.csv")
+    common = ["--weather", str(tmp_path / "weather.csv"), "--dates", "2023-05-01", "2023-07-01"]
+    for source, where in ((gpkg, f"feature id {empty + 1}"), (parquet, f"row {empty}")):
+        capsys.readouterr()
+        out = tmp_path / f"{source.stem}.fgb"
+        assert main(["gdd", "--parcels", str(source), "--out", str(out), *common]) != 0
+        said = capsys.readouterr().err
+        assert f"has features without a geometry (the first at {where})" in said and "GeoPackage (.gpkg)" in said
+        assert "disk may be full" not in said and not out.exists()
+    whole.to_file(tmp_path / "whole.gpkg", driver="GPKG")
+    assert main(["gdd", "--parcels", str(tmp_path / "whole.gpkg"), "--out", str(tmp_path / "whole.fgb"), *common]) == 0
+    assert len(gpd.read_file(tmp_path / "whole.fgb")) == len(whole)
+    assert main(["gdd", "--parcels", str(gpkg), "--out", str(tmp_path / "kept.gpkg"), *common]) == 0
+    assert len(gpd.read_file(tmp_path / "kept.gpkg")) == len(frame)
