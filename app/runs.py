@@ -21,13 +21,13 @@ from ..core.inseason import early_warning, trained_season
 from ..core.io.csv_cells import inert_frame
 from ..core.io.geoparquet import is_parquet
 from ..core.io.output import check_distinct_outputs, check_output, write_text
+from ..core.io.source_layer import source_field_kinds
 from ..core.io.vector import (
     check_geometries_for,
     check_vector_output,
     date_field_names,
     output_field_names,
     replaced_fields,
-    source_field_kinds,
     write_with_fields,
 )
 from ..core.model.bundle import load_bundle
@@ -35,9 +35,10 @@ from ..core.parcels import ParcelFields, ParcelTable, load_parcels, require_usab
 from ..core.pixel_sets import is_dataset_folder
 from ..core.preflight import LayerFootprint, Preflight, check_inputs
 from ..core.runs.cluster import ClusterOptions
+from ..core.runs.extraction import extract_partitioned
 from ..core.runs.folder import default_run_folder, remove_run_folder
 from ..core.runs.layer_plan import plan_layer
-from ..core.runs.partitions import classify_partitioned, classify_partitions, extract_partitioned, gdd_partitions
+from ..core.runs.partitions import classify_partitioned, classify_partitions, gdd_partitions
 from ..core.runs.result_stream import PartitionedResult
 from ..core.settings import PixelSampling, ThermalTime
 from ..core.thermal.gdd import gdd_at_points

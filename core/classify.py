@@ -18,7 +18,8 @@ from .crops import UNKNOWN_CLASS
 from .errors import InputError, SceneError
 from .extract import SceneSource, chunk_groups, dataset_meta, scene_list_of
 from .inseason import decisions
-from .io.vector import feature_count, write_with_fields
+from .io.source_layer import feature_count
+from .io.vector import write_with_fields
 from .model.calibration import prediction_sets
 from .parcels import ParcelSource, ParcelTable, load_parcels
 from .pixel_sampling import scene_grids, spatial_chunks

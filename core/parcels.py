@@ -14,7 +14,7 @@ import numpy as np
 from .classmap import LabelTally, assign_tallied
 from .errors import InputError, NoUsableParcelsError
 from .io.geoparquet import GeoParquetLayer, is_parquet
-from .io.vector import default_layer_name, parcel_layer_problem
+from .io.source_layer import default_layer_name, parcel_layer_problem
 from .pixel_sets import STATUS_OK
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ import numpy as np
 
 from .errors import InputError, WeatherError
 from .io.geoparquet import GeoParquetLayer, is_parquet
-from .io.vector import default_layer_name, parcel_layer_problem
+from .io.source_layer import default_layer_name, parcel_layer_problem
 
 log = logging.getLogger(__name__)
 

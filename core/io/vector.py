@@ -24,11 +24,12 @@ import numpy as np
 
 from ..errors import InputError, OutputError
 from .csv_cells import inert_feature
-from .field_batches import FieldBatches, RowValues, field_kind
+from .field_batches import FieldBatches, RowValues
 from .gdal_messages import gdal_messages, said
 from .geoparquet import PARQUET_SUFFIX, GeoParquetLayer, copy_to_geopackage, is_parquet, write_geoparquet
 from .layer_columns import GEOPACKAGE_COLUMNS, SQLITE_COLUMNS, column_options, frame_to_geopackage
 from .output import Staging, check_output, directory_lock, publish, publish_parts, same_file
+from .source_layer import default_layer_name, first_feature_without_geometry, source_field_kinds
 from .sqlite_files import check_sqlite, contents_order, keep_layer_order, settle_sqlite, snapshot_sqlite, sqlite_state
 
 log = logging.getLogger(__name__)
@@ -142,91 +143,6 @@ class VectorTarget:
         return f"{self.path}|layername={self.layer}" if self.container else str(self.path)
 
 
-def _first_layer_name(path: PathLike, layer: Optional[str]) -> Optional[str]:
-    from osgeo import gdal
-
-    if layer:
-        return layer
-    if is_parquet(path):  # one layer, named after the file as GDAL names it
-        return Path(os.fspath(path)).stem
-    with gdal_messages():
-        ds = gdal.OpenEx(os.fspath(path), gdal.OF_VECTOR | gdal.OF_READONLY)
-        if ds is None or ds.GetLayerCount() == 0:
-            return None
-        return ds.GetLayer(0).GetName()
-
-
-def default_layer_name(path: PathLike, layer: Optional[str] = None) -> Optional[str]:
-    """``layer``, or the name of the first layer of ``path`` (None when it has none)."""
-    return _first_layer_name(path, layer)
-
-
-def feature_count(parcels: Any, layer: Optional[str] = None) -> int:
-    """The number of features of a GeoDataFrame, or of ``layer`` (default: the first) of a file.
-
-    Raises:
-        InputError: the file or layer cannot be read.
-    """
-    from osgeo import gdal
-
-    if hasattr(parcels, "geometry") and hasattr(parcels, "__len__"):
-        return len(parcels)
-    problem = parcel_layer_problem(parcels, layer)
-    if problem:
-        raise InputError(problem)
-    if is_parquet(parcels):
-        return len(GeoParquetLayer(parcels))
-    with gdal_messages() as messages:
-        ds = gdal.OpenEx(os.fspath(parcels), gdal.OF_VECTOR | gdal.OF_READONLY)
-        lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
-        if lyr is None:
-            raise InputError(f"Cannot read parcel layer {parcels}{f' (layer {layer})' if layer else ''}: "
-                             f"{said(messages)}")
-        count = lyr.GetFeatureCount(force=1)
-        lyr = ds = None
-    return count
-
-
-def parcel_layer_problem(path: PathLike, layer: Optional[str] = None) -> Optional[str]:
-    """Why the layer ``layer`` (default: the first) of the vector file ``path`` cannot be read,
-    in words a user can act on (not GDAL's), or None when it opens.
-
-    Checked: the file exists and is not empty, a shapefile has its ``.shx`` and ``.dbf``,
-    GDAL recognises the format, the file holds a layer and the named one is among them.
-    """
-    from osgeo import gdal
-
-    p = Path(os.fspath(path))
-    if not p.exists():
-        return f"Parcel file {p} does not exist (file not found); check the path."
-    if p.is_file() and p.stat().st_size == 0:
-        return f"Parcel file {p} is empty (0 bytes): it was not written completely. Save or export the layer again."
-    if p.suffix.lower() == ".shp":
-        lacking = [s for s in (".shx", ".dbf") if not (p.with_suffix(s).exists() or p.with_suffix(s.upper()).exists())]
-        if lacking:
-            return (f"Shapefile {p} lacks its {' and '.join(lacking)} file: a shapefile is several files (.shp, .shx, "
-                    ".dbf, .prj) that must stay together; copy them all, or save the layer as a GeoPackage.")
-    if is_parquet(p):
-        try:
-            GeoParquetLayer(p)
-        except InputError as exc:
-            return str(exc)
-        if isinstance(layer, str) and layer and layer != p.stem:
-            return f"Parcel file {p} has no layer {layer!r}; a GeoParquet file holds one layer, {p.stem!r}."
-        return None
-    with gdal_messages():
-        ds = gdal.OpenEx(str(p), gdal.OF_VECTOR | gdal.OF_READONLY)
-        names = [] if ds is None else [ds.GetLayer(i).GetName() for i in range(ds.GetLayerCount())]
-        ds = None
-    if not names:
-        what = "a folder" if p.is_dir() else "a file"
-        return (f"Parcel file {p} is {what} GDAL cannot read as a vector layer; give a GeoPackage (.gpkg), "
-                "shapefile (.shp), GeoJSON, FlatGeobuf (.fgb) or another OGR vector format.")
-    if isinstance(layer, str) and layer and layer not in names:
-        return f"Parcel file {p} has no layer {layer!r}; its layers are {', '.join(map(repr, names))}."
-    return None
-
-
 def _is_sqlite_file(path: Path) -> bool:
     try:
         with open(path, "rb") as fh:
@@ -277,7 +193,7 @@ def check_vector_output(
     if not layer:
         in_place = [r for r in replaceable if same_file(path, r)]
         if in_place and driver in CONTAINER_DRIVERS:
-            layer = source_layer or _first_layer_name(in_place[0], None)
+            layer = source_layer or default_layer_name(in_place[0], None)
     return VectorTarget(path=path, driver=driver, layer=layer or path.stem,
                         fields=output_field_names(driver, list(fields)), overwrite=overwrite)
 
@@ -348,73 +264,8 @@ def replaced_fields(existing: Mapping[str, str], target: VectorTarget, kinds: Ma
     return out
 
 
-def source_field_kinds(parcels: Any, layer: Optional[str] = None) -> dict[str, str]:
-    """Field name -> kind of a vector file's layer (default: the first), or of a GeoDataFrame."""
-    from osgeo import gdal, ogr
-
-    if hasattr(parcels, "geometry") and hasattr(parcels, "columns"):
-        return {c: field_kind(parcels[c].to_numpy()) for c in parcels.columns if c != parcels.geometry.name}
-    kinds = {ogr.OFTString: "string", ogr.OFTReal: "real", ogr.OFTInteger: "integer", ogr.OFTInteger64: "integer"}
-    problem = parcel_layer_problem(parcels, layer)
-    if problem:
-        raise InputError(problem)
-    if is_parquet(parcels):
-        return GeoParquetLayer(parcels).field_kinds()
-    with gdal_messages() as messages:
-        ds = gdal.OpenEx(os.fspath(parcels), gdal.OF_VECTOR | gdal.OF_READONLY)
-        lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
-        if lyr is None:
-            raise InputError(f"Cannot read parcel layer {parcels}: {said(messages)}")
-        defn = lyr.GetLayerDefn()
-        out = {}
-        for i in range(defn.GetFieldCount()):
-            f = defn.GetFieldDefn(i)
-            out[f.GetName()] = kinds.get(f.GetType(), f.GetFieldTypeName(f.GetType()).lower())
-        lyr = ds = None
-    return out
-
-
 GEOMETRY_REQUIRED_DRIVERS = frozenset({"FlatGeobuf"})
 """Formats whose GDAL writer drops a feature without a geometry (or with an empty one)."""
-
-
-def first_feature_without_geometry(parcels: Any, layer: Optional[str] = None) -> Optional[str]:
-    """How to find the first feature of a vector file's layer (or a GeoDataFrame) that has no
-    geometry or an empty one ("row 4", "feature id 17"), None where every feature has one. Only
-    the geometries are read."""
-    from osgeo import gdal
-
-    if hasattr(parcels, "geometry") and hasattr(parcels, "columns"):
-        missing = np.flatnonzero(np.asarray(parcels.geometry.isna() | parcels.geometry.is_empty))
-        return f"row {int(missing[0])}" if len(missing) else None
-    if is_parquet(parcels):
-        from .geoparquet import ogr_geometry
-
-        found = GeoParquetLayer(parcels)
-        starts = found.row_group_starts()
-        with gdal_messages():
-            for g in range(found.file.num_row_groups):
-                values = found._read_group(g, [found.geometry_column]).column(found.geometry_column).to_pylist()
-                for row, wkb in enumerate(values):
-                    geometry = None if wkb is None else ogr_geometry(wkb)
-                    if geometry is None or geometry.IsEmpty():
-                        return f"row {int(starts[g]) + row}"
-        return None
-    with gdal_messages() as messages:
-        ds = gdal.OpenEx(os.fspath(parcels), gdal.OF_VECTOR | gdal.OF_READONLY)
-        lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
-        if lyr is None:
-            raise InputError(f"Cannot read parcel layer {parcels}: {said(messages)}")
-        defn = lyr.GetLayerDefn()
-        lyr.SetIgnoredFields([defn.GetFieldDefn(i).GetName() for i in range(defn.GetFieldCount())])
-        try:
-            for feature in lyr:
-                geometry = feature.GetGeometryRef()
-                if geometry is None or geometry.IsEmpty():
-                    return f"feature id {feature.GetFID()}"
-        finally:
-            lyr = ds = None
-    return None
 
 
 def check_geometries_for(target: "VectorTarget", parcels: Any, layer: Optional[str] = None,
@@ -429,10 +280,10 @@ def check_geometries_for(target: "VectorTarget", parcels: Any, layer: Optional[s
         return
     first = first_feature_without_geometry(parcels, layer)
     if first is not None:
-        raise OutputError(_geometry_required_message(target, source, first))
+        raise OutputError(geometry_required_message(target, source, first))
 
 
-def _geometry_required_message(target: "VectorTarget", source: Any, first: str) -> str:
+def geometry_required_message(target: "VectorTarget", source: Any, first: str) -> str:
     return (f"{source} has features without a geometry (the first at {first}), which a {target.driver} file "
             f"cannot hold: {target.path.name} would lose them. Write a GeoPackage (.gpkg) or GeoParquet "
             "(.parquet) output, or remove those features.")
@@ -568,7 +419,7 @@ def _copy_with_fields(source: PathLike, source_layer: Optional[str], target: Vec
             new.SetFromWithMap(feature, 1, field_map)
             geometry = feature.GetGeometryRef()
             if target.driver in GEOMETRY_REQUIRED_DRIVERS and (geometry is None or geometry.IsEmpty()):
-                raise OutputError(_geometry_required_message(target, "The parcel layer", f"row {row}")
+                raise OutputError(geometry_required_message(target, "The parcel layer", f"row {row}")
                                   + " Nothing was written.")
             if geometry is not None:
                 measured = measured or bool(geometry.IsMeasured())
@@ -843,7 +694,7 @@ def write_with_fields(
     source = None if frame is not None else Path(parcels)
     source_layer = layer
     if source is not None and same_file(out, source):
-        source_layer = _first_layer_name(source, layer)
+        source_layer = default_layer_name(source, layer)
     target = check_vector_output(out, overwrite=overwrite, inputs=[*([source] if source else []), *inputs],
                                  replaceable=[source] if source else [], layer=out_layer, fields=fields.names,
                                  source_layer=source_layer)

@@ -32,7 +32,7 @@ from ..classmap import LabelTally
 from ..errors import InputError
 from ..io.gdal_messages import gdal_messages, said
 from ..io.geoparquet import GeoParquetLayer, is_parquet
-from ..io.vector import default_layer_name, parcel_layer_problem
+from ..io.source_layer import default_layer_name, parcel_layer_problem
 from ..parcels import (
     STATUS_INVALID_GEOMETRY,
     ParcelFields,

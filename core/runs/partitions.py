@@ -4,7 +4,8 @@ The parcels are cut into partitions by tile and spatial strip (``sampling.spatia
 same chunks a one-process run makes, so the results are the same). Each partition runs as one
 Dask task on any worker and writes its result as a file of its own in a run folder
 (:mod:`.folder`; a Parquet table, or a dataset folder for extraction), atomically; the output
-is written from the partitions in parcel order and published whole at the end. A
+is written from the partitions in parcel order and published whole at the end (an extraction's
+by :mod:`.extraction`). A
 classification's output is made from the run folder batch by batch as the layer is copied
 (:mod:`.result_stream`), so the client never holds the whole result, and it can be written while
 the partitions run (:class:`OutputWhileRunning`): each batch as soon as the partitions holding
@@ -33,7 +34,6 @@ import socket
 import sys
 import threading
 import time
-from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
@@ -46,16 +46,14 @@ from ..classify import (
     predict_chunk_decided,
     prepare_classification,
 )
-from ..errors import CancelledError, ExtractionError, InputError, OutputError, SceneError, ThermoCropError
-from ..extract import chunk_groups, dataset_meta, say_missing_scl, scene_list_of
+from ..errors import CancelledError, InputError, OutputError, SceneError
+from ..extract import chunk_groups, scene_list_of
 from ..model.bundle import default_bundle_for_levels
-from ..parcels import ParcelFields, ParcelTable, parcel_table, require_usable
+from ..parcels import ParcelFields, ParcelTable, parcel_table
 from ..pixel_sampling import scene_grids, spatial_chunks
-from ..pixel_sets import DatasetWriter, open_dataset
 from ..preflight import run_bundle
 from ..scenes.seasons import select_season
-from ..settings import ExtractionSettings
-from ..thermal.gdd import day_of_season, gdd_at_points
+from ..thermal.gdd import gdd_at_points
 from ..thermal.weather import DailyTemperature
 from .cluster import ClusterOptions, EarlyClient, cached_bundle, dashboard_link, prestart_fork_server
 from .fingerprint import changed_files, file_fingerprint, input_fingerprints
@@ -350,14 +348,14 @@ def release_freed_memory() -> None:
             sys.modules["pyarrow"].default_memory_pool().release_unused()
 
 
-def _task_stats(i: int, parcels: PartitionParcels, wall_start: float, cpu_start: float, **extra: float) -> dict:
+def task_stats(i: int, parcels: PartitionParcels, wall_start: float, cpu_start: float, **extra: float) -> dict:
     wall, end = time.perf_counter() - wall_start, time.time()
     return {"partition": i, "parcels": len(parcels.rows), "wall_s": wall, "start_time": end - wall, "end_time": end,
             "cpu_s": time.process_time() - cpu_start, "host": socket.gethostname(), "pid": os.getpid(),
             "peak_mb": peak_memory_mb(), **extra}
 
 
-def _extract_stats(stats: dict) -> dict:
+def extract_stats(stats: dict) -> dict:
     return {"windows": stats.get("windows", 0), "window_pixels": stats.get("window_pixels", 0),
             "read_cpu_s": stats.get("read_cpu_s", 0.0), "extract_cpu_s": stats.get("cpu_s", 0.0),
             "parcel_dates": stats.get("parcel_dates", 0)}
@@ -396,7 +394,7 @@ def classify_partition(i: int, folder: RunFolder, parcels: PartitionParcels, wea
         columns["decided_day"] = np.where(np.isnat(decided_days), np.nan, decided_days.astype(np.int64))
         columns["decided_gdd"] = decided_gdd
     write_table(folder.part(i), columns, row_group_size=PART_ROW_GROUP)
-    write_stats(folder, i, _task_stats(i, parcels, wall, cpu, predict_cpu_s=predict_cpu, **_extract_stats(stats)))
+    write_stats(folder, i, task_stats(i, parcels, wall, cpu, predict_cpu_s=predict_cpu, **extract_stats(stats)))
 
 
 def classify_partitioned(parcels: Any, scenes: Any, weather: Any, bundle: Any = None,
@@ -486,7 +484,7 @@ def classify_partitions(
         else:
             job = prepare_classification(parcels, scenes, weather, bundle, **options)
             table = job.table
-            n, source, ids_digest = len(table), table.source, _ids_digest(table.parcel_ids)
+            n, source, ids_digest = len(table), table.source, digest_of_ids(table.parcel_ids)
             chunks = spatial_chunks(table, chunk_size, scene_grids(job.scenes))
 
             def inputs_of(idx: np.ndarray) -> PartitionParcels:
@@ -508,7 +506,7 @@ def classify_partitions(
         rows = plan.rows if job.table is None else job.table.rows
         result = PartitionedResult(folder, chunks, rows, job.classes, job.warnings, decided)
         # Each partition's inputs are made as it is sent, not all at once.
-        arguments = _LazyArguments(len(chunks), lambda i: (inputs_of(chunks[i]), weather_for(weather, chunks[i])))
+        arguments = LazyArguments(len(chunks), lambda i: (inputs_of(chunks[i]), weather_for(weather, chunks[i])))
         shared = {"scenes": job.scenes, "settings": job.settings, "bundle": bundle_ref, "batch_size": batch_size,
                   "decided": decided}
         if output is None:
@@ -541,11 +539,11 @@ def check_layer_unchanged(parcels: Any, recorded: Any, folder: RunFolder) -> Non
                          f"folder {folder.path} and run again once the layer stays as it is.")
 
 
-def _ids_digest(parcel_ids: Sequence[Any]) -> str:
+def digest_of_ids(parcel_ids: Sequence[Any]) -> str:
     return hashlib.sha256("\n".join(map(str, parcel_ids)).encode()).hexdigest()
 
 
-class _LazyArguments(Sequence):
+class LazyArguments(Sequence):
     """The partitions' arguments, each made when asked for (and not kept)."""
 
     def __init__(self, n: int, make: Callable[[int], tuple]) -> None:
@@ -558,167 +556,6 @@ class _LazyArguments(Sequence):
         if not 0 <= i < self._n:
             raise IndexError(i)
         return self._make(i)
-
-
-def extract_partition(i: int, folder: RunFolder, parcels: Union[PartitionParcels, LayerSlice], weather: Any, *,
-                      scenes: list, settings: Any, classes: tuple, meta: dict) -> None:
-    """One partition of an extraction, written as the dataset folder ``part-i``."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    table = parcels.table(classes)
-    stats: dict = {}
-    dates = np.array([sc.date for sc in scenes], dtype="datetime64[D]")
-    with DatasetWriter(folder.part(i), n_parcels=len(table), dates=dates,
-                       day_of_season=np.asarray(day_of_season(dates, settings.thermal.season_start), dtype=np.float32),
-                       max_pixels=settings.sampling.max_pixels, classes=classes, meta=meta,
-                       parcel_id_width=max(8, max(len(x) for x in table.parcel_ids))) as writer:
-        for rows, ps in chunk_groups(table, np.arange(len(table)), scenes, weather, settings, classes, meta,
-                                     full_slots=True, stats=stats):
-            writer.write_rows(rows, ps)
-    write_stats(folder, i, _task_stats(i, parcels, wall, cpu, **_extract_stats(stats)))
-
-
-@dataclass
-class ExtractionParcels:
-    """The parcels of a partitioned extraction, as the client holds them: a layer file's
-    :class:`LayerPlan` (labels, blocks and id hashes without geometries; each partition reads its
-    own parcels from the file), or a ``ParcelTable`` sent to the partitions in pieces.
-
-    Attributes:
-        described: the plan or the table (its ``source``, ``classes`` and ``class_summary``).
-        ids_digest: as ``LayerPlan.ids_digest``; id_width: the longest parcel id.
-        id_hashes: ``(P,)`` ``layer_plan.id_hashes`` of the parcel ids.
-    """
-
-    described: Any
-    ids_digest: str
-    id_width: int
-    id_hashes: np.ndarray
-
-    @classmethod
-    def of(cls, parcels: Any, fields: ParcelFields) -> "ExtractionParcels":
-        """A layer file planned (``plan_layer`` with ``fields``), anything else read as a table."""
-        if isinstance(parcels, (str, os.PathLike)):
-            plan = plan_layer(parcels, fields=fields)
-            return cls(plan, plan.ids_digest, plan.id_width, plan.attributes.id_hashes)
-        table = parcel_table(parcels, fields)
-        if len(table) == 0:
-            raise ExtractionError(f"Parcel layer {table.source} holds no parcels.")
-        return cls(table, _ids_digest(table.parcel_ids), max(len(x) for x in table.parcel_ids),
-                   id_hashes(table.parcel_ids))
-
-    def __len__(self) -> int:
-        return len(self.described)
-
-    def chunks(self, chunk_size: int, grids: Sequence[Any]) -> list[np.ndarray]:
-        """The chunks of a one-process run (a plan's bounding boxes are let go once they are made)."""
-        if isinstance(self.described, LayerPlan):
-            chunks = self.described.chunks(chunk_size, grids)
-            self.described.bounds = self.described.usable = None
-            release_freed_memory()  # what reading the layer left
-            return chunks
-        return spatial_chunks(self.described, chunk_size, grids)
-
-    def inputs_of(self, idx: np.ndarray) -> Union[LayerSlice, PartitionParcels]:
-        """What the partition of the parcels ``idx`` is sent."""
-        if isinstance(self.described, LayerPlan):
-            return self.described.slice(idx)
-        return PartitionParcels.of(self.described, idx)
-
-
-def extract_partitioned(
-    parcels: Any,
-    scenes: Any,
-    weather: Any,
-    out: PathLike,
-    *,
-    run_folder: PathLike,
-    cluster: ClusterOptions,
-    resume: bool = False,
-    chunk_size: int = 20000,
-    overwrite: bool = False,
-    listener: Optional[PartitionListener] = None,
-    cancelled: Optional[Callable[[], bool]] = None,
-    inputs: Sequence[PathLike] = (),
-    **extraction: Any,
-) -> tuple[Path, RunSummary, RunFolder]:
-    """:func:`core.extract.extract_to_dataset` in partitions on a Dask cluster.
-
-    Each partition is a dataset folder in the run folder; they are merged, partition by
-    partition through memory maps, into the dataset ``out`` (written whole, as by
-    ``extract_to_dataset``, whose arrays it equals value for value). A layer file is planned
-    batch by batch (:class:`ExtractionParcels`): the client never holds its geometries. Arguments
-    as ``extract_to_dataset`` and :func:`classify_partitioned`; ``extraction`` holds
-    ``extract_to_dataset``'s ``settings`` (an ``ExtractionSettings``) and ``fields`` (a
-    ``ParcelFields``), each None or left out for the defaults.
-    """
-    prestart_fork_server(cluster)
-    settings = extraction.pop("settings", None) or ExtractionSettings()
-    fields = extraction.pop("fields", None) or ParcelFields()
-    if extraction:
-        raise TypeError(f"extract_partitioned() got unexpected keyword arguments {sorted(extraction)}")
-    with EarlyClient(cluster, warm_up=("extract",)) as early:  # starts while the layer is read
-        planned = ExtractionParcels.of(parcels, fields)
-        described = planned.described
-        scene_list = scene_list_of(scenes)
-        if not scene_list:
-            raise SceneError("No scenes were given.")
-        select_season(scene_list, settings.thermal.season_start)  # refuses scenes of several seasons
-        say_missing_scl(scene_list, settings)
-        meta = dataset_meta(described, scene_list, weather, settings, fields.label_field)
-        chunks = planned.chunks(chunk_size, scene_grids(scene_list))
-        fingerprint = {
-            "kind": "extract",
-            "parcels": file_fingerprint(parcels) if isinstance(parcels, (str, os.PathLike)) else described.source,
-            "parcel_ids": planned.ids_digest,
-            "scenes": input_fingerprints(f for sc in scene_list for f in sc.files),
-            "weather": weather_fingerprint(weather, settings.weather_options),
-            "settings": repr(settings),
-            "options": repr(fields),
-            "classes": list(described.classes),
-            "chunk_size": chunk_size,
-        }
-        folder = open_run_folder(run_folder, fingerprint=fingerprint, chunks=chunks, n_parcels=len(planned),
-                                 suffix="", resume=resume, inputs=inputs)
-        # Each partition's inputs are made as it is sent, not all at once.
-        arguments = _LazyArguments(len(chunks), lambda i: (planned.inputs_of(chunks[i]),
-                                                           weather_for(weather, chunks[i])))
-        summary = run_partitions(extract_partition, arguments, folder, early, listener=listener, cancelled=cancelled,
-                                 shared={"scenes": scene_list, "settings": settings,
-                                         "classes": tuple(described.classes), "meta": meta})
-    merge_extraction(folder, chunks, planned, out, _extraction_writer(out, planned, scene_list, settings, meta,
-                                                                       overwrite))
-    return Path(out), summary, folder
-
-
-def _extraction_writer(out: PathLike, planned: ExtractionParcels, scenes: list, settings: Any, meta: dict,
-                       overwrite: bool) -> DatasetWriter:
-    dates = np.array([sc.date for sc in scenes], dtype="datetime64[D]")
-    season_days = np.asarray(day_of_season(dates, settings.thermal.season_start), dtype=np.float32)
-    return DatasetWriter(out, n_parcels=len(planned), dates=dates, day_of_season=season_days,
-                         max_pixels=settings.sampling.max_pixels, classes=planned.described.classes, meta=meta,
-                         overwrite=overwrite, parcel_id_width=max(8, planned.id_width))
-
-
-def merge_extraction(folder: RunFolder, chunks: Sequence[np.ndarray], planned: ExtractionParcels, out: PathLike,
-                     writer: DatasetWriter) -> None:
-    """Write the partitions' datasets into ``writer`` (the dataset ``out``) partition by partition,
-    each checked to hold the parcels planned for it; statuses are only counted."""
-    status: Counter = Counter()
-    with writer:
-        for i, idx in enumerate(chunks):
-            try:
-                part = open_dataset(folder.part(i))
-            except ThermoCropError as exc:
-                raise OutputError(f"The partition {folder.part(i)} cannot be read ({exc}); remove it and run again "
-                                  "with --resume.") from None
-            if len(part.parcel_ids) != len(idx) or not np.array_equal(id_hashes(part.parcel_ids),
-                                                                      planned.id_hashes[idx]):
-                check_partition(folder, i, idx, np.full(len(idx), -1))
-            writer.write_rows(idx, part)
-            names, counts = np.unique(np.asarray(part.status, dtype=str), return_counts=True)
-            status.update(dict(zip(names.tolist(), counts.tolist())))
-            del part
-        require_usable(status, "extracted", planned.described.source)  # raising here leaves no dataset
 
 
 def gdd_partition(i: int, folder: RunFolder, parcels: PartitionParcels, weather: Any, *, dates: np.ndarray,
@@ -738,7 +575,7 @@ def gdd_partition(i: int, folder: RunFolder, parcels: PartitionParcels, weather:
     columns = {"row": parcels.rows, "parcel_id": np.asarray(table.parcel_ids, dtype=str)}
     columns.update({f"g{t}": gdd[:, t].astype(np.float32) for t in range(gdd.shape[1])})
     write_table(folder.part(i), columns)
-    write_stats(folder, i, _task_stats(i, parcels, wall, cpu, parcel_dates=len(table) * len(dates)))
+    write_stats(folder, i, task_stats(i, parcels, wall, cpu, parcel_dates=len(table) * len(dates)))
 
 
 def gdd_partitioned(table: Any, weather: Any, dates: np.ndarray, *, run_folder: PathLike, cluster: ClusterOptions,
@@ -768,7 +605,7 @@ def gdd_partitions(parcels: Any, weather: Any, dates: np.ndarray, *, run_folder:
             source, ids_digest, inputs_of = parcels.source, parcels.ids_digest, parcels.slice
         else:
             chunks = spatial_chunks(parcels, chunk_size)
-            source, ids_digest = parcels.source, _ids_digest(parcels.parcel_ids)
+            source, ids_digest = parcels.source, digest_of_ids(parcels.parcel_ids)
 
             def inputs_of(idx: np.ndarray) -> PartitionParcels:
                 return PartitionParcels.of(parcels, idx)
@@ -784,7 +621,7 @@ def gdd_partitions(parcels: Any, weather: Any, dates: np.ndarray, *, run_folder:
         n = len(parcels)
         folder = open_run_folder(run_folder, fingerprint=fingerprint, chunks=chunks, n_parcels=n,
                                  suffix=".parquet", resume=resume, inputs=inputs)
-        arguments = _LazyArguments(len(chunks), lambda i: (inputs_of(chunks[i]), weather_for(weather, chunks[i])))
+        arguments = LazyArguments(len(chunks), lambda i: (inputs_of(chunks[i]), weather_for(weather, chunks[i])))
         summary = run_partitions(gdd_partition, arguments, folder, early, listener=listener,
                                  shared={"dates": np.asarray(dates, dtype="datetime64[D]"), "gdd_options": gdd_options})
         if planned:

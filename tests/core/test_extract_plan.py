@@ -20,8 +20,9 @@ from thermocrop.core.parcels import STATUS_INVALID_GEOMETRY, ParcelFields, load_
 from thermocrop.core.pixel_sets import open_dataset
 from thermocrop.core.runs import layer_plan, partitions
 from thermocrop.core.runs.cluster import ClusterOptions
+from thermocrop.core.runs.extraction import extract_partitioned
 from thermocrop.core.runs.layer_plan import id_hashes, plan_layer
-from thermocrop.core.runs.partitions import PartitionListener, extract_partitioned
+from thermocrop.core.runs.partitions import PartitionListener
 from thermocrop.core.settings import ExtractionSettings, PixelSampling
 
 gpd = pytest.importorskip("geopandas")

@@ -13,7 +13,7 @@ from shapely.geometry import Polygon, box
 from thermocrop.cli.main import main
 from thermocrop.core.errors import InputError
 from thermocrop.core.io.geoparquet import GeoParquetLayer, write_geoparquet
-from thermocrop.core.io.vector import feature_count, source_field_kinds
+from thermocrop.core.io.source_layer import feature_count, source_field_kinds
 from thermocrop.core.parcels import load_parcels
 from thermocrop.core.preflight import parcel_layer_info
 
@@ -626,7 +626,7 @@ def test_features_without_a_geometry_are_refused_before_the_run_for_a_flatgeobuf
     is now refused before any work, naming the first such feature; other formats keep it."""
     from osgeo import ogr
 
-    from thermocrop.core.io.vector import first_feature_without_geometry
+    from thermocrop.core.io.source_layer import first_feature_without_geometry
 
     # What GDAL does with such features, seen directly.
     probe = tmp_path / "probe.fgb"
