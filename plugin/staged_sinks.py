@@ -87,27 +87,40 @@ def _target(destination: str, inputs: Sequence[Optional[str]], fields: Sequence[
 
 
 def check_sink(algorithm, parameters: dict, context, *, inputs: Sequence[Optional[str]],
-               kinds: Mapping[str, str], source_fields: Optional[QgsFields] = None,
-               key: str = "OUTPUT") -> tuple[bool, str]:
+               kinds: Mapping[str, str], source=None, key: str = "OUTPUT") -> tuple[bool, str]:
     """Preflight of a sink output for ``checkParameterValues``: ``(ok, message)``.
 
     Args:
         inputs: files the algorithm reads (the parcel layer's file, the weather, the model).
         kinds: the added fields, name -> ``"string"``/``"real"``/``"integer"``.
-        source_fields: the input's fields (an existing field of the same name must be of the
-            same kind; it is then replaced).
+        source: the input (a ``QgsFeatureSource``), or None: an existing field of the same name
+            must be of the same kind (it is then replaced), and a format that drops features
+            without a geometry (FlatGeobuf) is refused where the input has one.
     """
     from ..core.errors import ThermoCropError
-    from ..core.io.vector import replaced_fields
+    from ..core.io.vector import GEOMETRY_REQUIRED_DRIVERS, geometry_required_message, replaced_fields
 
     destination = algorithm.parameterAsOutputLayer(parameters, key, context)
     try:
         target = _target(destination, inputs, list(kinds))
-        if source_fields is not None:
-            replaced_fields(field_kinds(source_fields), target, kinds)
+        if source is not None:
+            replaced_fields(field_kinds(source.fields()), target, kinds)
     except ThermoCropError as exc:
         return False, str(exc)
+    if source is not None and target.driver in GEOMETRY_REQUIRED_DRIVERS:
+        first = first_feature_without_geometry(source)
+        if first is not None:
+            return False, geometry_required_message(target, f"The parcel layer {source.sourceName()}".strip(), first)
     return True, ""
+
+
+def first_feature_without_geometry(source) -> Optional[str]:
+    """"feature id N" of the first feature of ``source`` without a geometry or with an empty one,
+    None where every feature has one (only the geometries are read)."""
+    for feature in source.getFeatures(QgsFeatureRequest().setNoAttributes()):
+        if not feature.hasGeometry() or feature.geometry().isEmpty():
+            return f"feature id {feature.id()}"
+    return None
 
 
 def geometry_type(source) -> tuple[int, bool]:

@@ -167,7 +167,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
         source = self.parameterAsSource(parameters, self.INPUT, context)
         return check_sink(self, parameters, context, inputs=self._inputs(parameters, context),
                           kinds=self._fields(parameters, context).kinds(),
-                          source_fields=source.fields() if source is not None else None)
+                          source=source)
 
     def as_of(self, parameters, context):
         """The ``AS_OF`` date as a ``datetime.date``, or None when empty.

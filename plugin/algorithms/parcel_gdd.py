@@ -153,7 +153,7 @@ class ParcelGDD(ThermoCropAlgorithm):
         source = self.parameterAsSource(parameters, self.INPUT, context)
         return check_sink(self, parameters, context, inputs=self._inputs(parameters, context),
                           kinds=dict.fromkeys(names, "real"),
-                          source_fields=source.fields() if source is not None else None)
+                          source=source)
 
     CHECKS = (ThermoCropAlgorithm.check_weather, check_dates_or_scenes, check_temperatures, check_season_start,
               ThermoCropAlgorithm.check_parcel_crs, check_cluster, check_output)

@@ -474,3 +474,34 @@ def test_classifyparcels_writes_prediction_sets_of_the_calibrated_model(provider
         "INPUT": str(tiny_region / "parcels.gpkg"), "SCENES": scene_files, "WEATHER": str(region_weather),
         "MODEL": str(set_bundle), "PREDICTION_SETS": False, "OUTPUT": str(tmp_path / "none.gpkg")})
     assert "crop_set" not in QgsVectorLayer(str(tmp_path / "none.gpkg"), "none", "ogr").fields().names()
+
+
+@pytest.mark.parametrize("geometry", [None, "POLYGON EMPTY"], ids=["no geometry", "empty geometry"])
+def test_parcelgdd_refuses_features_without_a_geometry_for_a_flatgeobuf_output(provider, tmp_path, geometry):
+    """GDAL's FlatGeobuf writer drops features without a geometry: the Toolbox refuses them before
+    any work, naming the first one, as the command line does; a GeoPackage output keeps them."""
+    import geopandas as gpd
+    from qgis.core import QgsProcessingException
+    from shapely import wkt
+    from shapely.geometry import box
+
+    frame = gpd.GeoDataFrame({"name": ["a", "b", "c"]},
+                             geometry=[box(0, 0, 100, 100), geometry and wkt.loads(geometry), box(500, 0, 600, 100)],
+                             crs="EPSG:32631")
+    parcels = tmp_path / "p.gpkg"
+    frame.to_file(parcels, driver="GPKG")
+    csv = tmp_path / "station.csv"
+    days = np.arange(np.datetime64("2021-01-01"), np.datetime64("2021-03-01"))
+    csv.write_text("date,tmin,tmax\n" + "".join(f"{d},0,10\n" for d in days))
+    params = {"INPUT": str(parcels), "WEATHER": str(csv), "DATES": "2021-02-01"}
+
+    out = tmp_path / "gdd.fgb"
+    said = r"The parcel layer p has features without a geometry \(the first at feature id 2\)"
+    with pytest.raises(QgsProcessingException, match=said) as caught:
+        _run("thermocrop:parcelgdd", {**params, "OUTPUT": str(out)})
+    assert "disk may be full" not in str(caught.value) and "GeoPackage (.gpkg)" in str(caught.value)
+    assert not out.exists() and not list(tmp_path.glob("*.fgb*"))
+
+    kept = tmp_path / "gdd.gpkg"
+    _run("thermocrop:parcelgdd", {**params, "OUTPUT": str(kept)})
+    assert gpd.read_file(kept)["name"].tolist() == ["a", "b", "c"]
