@@ -991,7 +991,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="163"/>
+        <location filename="../plugin/algorithms/base.py" line="180"/>
         <source>Cancelling…</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1676,17 +1676,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="112"/>
+        <location filename="../plugin/algorithms/base.py" line="116"/>
         <source>{name} needs {modules}, which this QGIS cannot import.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="173"/>
+        <location filename="../plugin/algorithms/base.py" line="133"/>
+        <source>QGIS 3.22 cannot open the GeoParquet file {path}, and {algorithm} needs a layer QGIS reads: save it as a GeoPackage first (with geopandas: read_parquet, then to_file), or use Classify parcels, Export training data or Growing degree days per parcel, which read it themselves.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/base.py" line="141"/>
+        <source>Incorrect parameter value for {name}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/base.py" line="190"/>
         <source>Cancelled: {reason}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="202"/>
+        <location filename="../plugin/algorithms/base.py" line="244"/>
         <source>The parcel layer {problem}; assign the right one first (Layer Properties &gt; Source, or Assign projection; a shapefile needs its .prj).</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1696,67 +1706,67 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="289"/>
+        <location filename="../plugin/algorithms/base.py" line="331"/>
         <source>Give either the temperature file {path!r} or the weather service {service}, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="294"/>
+        <location filename="../plugin/algorithms/base.py" line="336"/>
         <source>Give a daily temperature file (WEATHER), or choose a weather service (WEATHER_SERVICE).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="296"/>
+        <location filename="../plugin/algorithms/base.py" line="338"/>
         <source>temperature file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="350"/>
+        <location filename="../plugin/algorithms/base.py" line="392"/>
         <source>STAC items {path}: {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="370"/>
+        <location filename="../plugin/algorithms/base.py" line="412"/>
         <source>Give either scene files (&apos;{scenes}&apos;, &apos;{folder}&apos;) or saved STAC items (&apos;{stac}&apos;), not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="378"/>
+        <location filename="../plugin/algorithms/base.py" line="420"/>
         <source>The STAC items file {path!r} does not exist; choose the .json file &apos;Search a catalogue&apos; wrote.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="381"/>
+        <location filename="../plugin/algorithms/base.py" line="423"/>
         <source>{path!r} is not a STAC item collection; choose the .json file &apos;Search a catalogue&apos; wrote.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="385"/>
+        <location filename="../plugin/algorithms/base.py" line="427"/>
         <source>The scene folder {folder!r} does not exist; choose an existing folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="389"/>
+        <location filename="../plugin/algorithms/base.py" line="431"/>
         <source>Give Sentinel-2 scenes: &apos;{scenes}&apos; (SCENES, layers or files), &apos;{folder}&apos; (SCENE_FOLDER){stac}; one of them is required.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="400"/>
+        <location filename="../plugin/algorithms/base.py" line="442"/>
         <source>{dates} dates from {products} products</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="416"/>
+        <location filename="../plugin/algorithms/base.py" line="458"/>
         <source>The M (measure) values of the parcels are not written: {driver} files cannot hold them. Write a .gpkg, .shp, .fgb or .csv file to keep them.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="422"/>
+        <location filename="../plugin/algorithms/base.py" line="464"/>
         <source>Writing feature {fid} failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="442"/>
+        <location filename="../plugin/algorithms/base.py" line="484"/>
         <source>The {what} {path!r} does not exist; choose an existing file or folder.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1796,12 +1806,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="161"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="174"/>
         <source>The class, confidence and status fields need three different, non-empty names.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="186"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="200"/>
         <source>The as-of date {text!r} is not a date written YYYY-MM-DD; correct it or leave it empty for the whole season.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1811,67 +1821,77 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="213"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="231"/>
         <source>Model: {variant}, classes {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="221"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="239"/>
         <source>{n} parcels, {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="247"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="265"/>
         <source>Prediction sets for {coverage:.0f} % coverage: mean size {mean:.2f}, {several} parcels with more than one class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="291"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="286"/>
+        <source>Wrote {path}: {n} parcels</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="292"/>
+        <source>QGIS 3.22 cannot open a GeoParquet file; write a GeoPackage (.gpkg) or FlatGeobuf (.fgb) output to see the result in QGIS.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="335"/>
         <source>Fields {fields} of the input are replaced by the new values.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="294"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="338"/>
         <source>Field names as stored in this format: {names}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="227"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="260"/>
         <source>Cancelled: nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="343"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="387"/>
         <source>Style saved to {qml}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="146"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="150"/>
         <source>The parcels have no &apos;{field}&apos; field; Train model will split them at random (give a block field for a spatial split).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="149"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="153"/>
         <source>The parcel layer has no field {field}; choose its block field or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="175"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="189"/>
         <source>The dataset folder {out} is not empty; choose a new folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="186"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="200"/>
         <source>{n} classes (labelled parcels with data):</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="190"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="204"/>
         <source>Codes not in the class map, counted as unknown: {codes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="193"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="207"/>
         <source>Classes with fewer than {n} parcels, counted as unknown: {classes}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1891,27 +1911,37 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="98"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="111"/>
         <source>Cannot read the dates {text!r}: write them as YYYY-MM-DD, separated by commas.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="123"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="136"/>
         <source>Give either DATES or scenes, so that there are dates to compute GDD at.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="131"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="144"/>
         <source>The cap temperature must be above the base temperature.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="197"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="211"/>
+        <source>{n} parcels have no usable temperatures; their GDD fields stay empty.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="213"/>
+        <source>Wrote {path}: GDD of {n} parcels at {dates} dates from {weather}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="230"/>
         <source>GDD of {n} parcels at {dates} dates from {weather}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="202"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="235"/>
         <source>{n} parcels have no usable temperatures (no grid cell with data within {km} km, or a gap of more than 3 days); their GDD fields stay empty. Features: {features}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2367,7 +2397,7 @@
     </message>
     <message>
         <location filename="algorithm_strings.py" line="78"/>
-        <source>Parcel polygons, any CRS. Every feature is classified.</source>
+        <source>Parcel polygons, any CRS. Every feature is classified. Or a GeoParquet file (.parquet) given by its path, which QGIS 3.22 cannot open: ThermoCrop reads it by row groups and writes the output itself (a temporary output becomes a GeoPackage).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -2497,7 +2527,7 @@
     </message>
     <message>
         <location filename="algorithm_strings.py" line="105"/>
-        <source>Parcel polygons with a crop label field.</source>
+        <source>Parcel polygons with a crop label field. Or a GeoParquet file (.parquet) given by its path, which QGIS 3.22 cannot open: ThermoCrop reads it by row groups (parcels named by its parcel_id field, as on the command line).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -2637,7 +2667,7 @@
     </message>
     <message>
         <location filename="algorithm_strings.py" line="133"/>
-        <source>Parcel polygons, any CRS.</source>
+        <source>Parcel polygons, any CRS. Or a GeoParquet file (.parquet) given by its path, which QGIS 3.22 cannot open: ThermoCrop reads it by row groups and writes the output itself (a temporary output becomes a GeoPackage).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>

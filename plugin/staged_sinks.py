@@ -17,8 +17,10 @@ from typing import Mapping, Optional, Sequence
 from qgis.core import (
     QgsFeatureRequest,
     QgsFields,
+    QgsProcessingContext,
     QgsProcessingException,
     QgsProcessingOutputLayerDefinition,
+    QgsProcessingUtils,
     QgsProperty,
     QgsProviderRegistry,
     QgsWkbTypes,
@@ -72,8 +74,10 @@ def _ogr_uri(path: Path, layer: str) -> str:
     return f"ogr:dbname='{escaped}' table=\"{layer}\" (geom)"
 
 
-def _target(destination: str, inputs: Sequence[Optional[str]], fields: Sequence[str]):
-    """The checked ``core.io.vector.VectorTarget`` of a destination (a plain one for non-files)."""
+def _target(destination: str, inputs: Sequence[Optional[str]], fields: Sequence[str], qgis_writes: bool = True):
+    """The checked ``core.io.vector.VectorTarget`` of a destination (a plain one for non-files);
+    ``qgis_writes``: QGIS's writer makes the file (a GeoParquet one it cannot make is refused)."""
+    from ..core.errors import OutputError
     from ..core.io.vector import VectorTarget, check_vector_output, output_field_names
 
     found = file_destination(destination)
@@ -83,11 +87,43 @@ def _target(destination: str, inputs: Sequence[Optional[str]], fields: Sequence[
     if layer is None and Path(path).suffix.lower() == ".gpkg":
         layer = Path(path).name.split(".")[0]  # QGIS names a new file's layer after the name up to its first dot
     # Processing replaces existing outputs (the dialog asks first); never an input, though.
-    return check_vector_output(path, overwrite=True, inputs=[p for p in inputs if p], layer=layer, fields=fields)
+    target = check_vector_output(path, overwrite=True, inputs=[p for p in inputs if p], layer=layer, fields=fields)
+    if target.driver == "Parquet" and qgis_writes:
+        raise OutputError(f"QGIS 3.22 cannot write GeoParquet (its GDAL has no Parquet driver), so {target.path.name} "
+                          "cannot be written from a QGIS layer. Write a GeoPackage (.gpkg) or FlatGeobuf (.fgb), or "
+                          "give the parcels as a GeoParquet file, which ThermoCrop reads and writes itself.")
+    return target
+
+
+def file_output(algorithm, parameters: dict, context, name: str, key: str = "OUTPUT") -> tuple[str, Optional[str]]:
+    """The file and layer an algorithm writes with ThermoCrop's own writers rather than through a
+    QGIS sink (a GeoParquet input): the destination's, or a new GeoPackage ``name.gpkg`` in
+    Processing's temporary folder for a temporary output (QGIS has no GeoParquet memory layer)."""
+    found = file_destination(algorithm.parameterAsOutputLayer(parameters, key, context))
+    if found is None:
+        return QgsProcessingUtils.generateTempFilename(f"{name}.gpkg"), None
+    return found
+
+
+def load_on_completion(parameters: dict, context, dest_id: str, name: str, key: str = "OUTPUT") -> bool:
+    """Have the layer ``dest_id``, written without a QGIS sink, loaded into the project when the run
+    ends, as Processing does with a sink's (only where the destination asks for it and QGIS can
+    open the file: not a GeoParquet one). Returns whether it will be loaded."""
+    from ..core.io.geoparquet import is_parquet
+
+    original = parameters.get(key)
+    if not isinstance(original, QgsProcessingOutputLayerDefinition) or original.destinationProject is None:
+        return False
+    if is_parquet(dest_id):
+        return False
+    details = QgsProcessingContext.LayerDetails(original.destinationName or name, original.destinationProject, key)
+    context.addLayerToLoadOnCompletion(dest_id, details)
+    return True
 
 
 def check_sink(algorithm, parameters: dict, context, *, inputs: Sequence[Optional[str]],
-               kinds: Mapping[str, str], source=None, key: str = "OUTPUT") -> tuple[bool, str]:
+               kinds: Mapping[str, str], source=None, key: str = "OUTPUT",
+               qgis_writes: bool = True) -> tuple[bool, str]:
     """Preflight of a sink output for ``checkParameterValues``: ``(ok, message)``.
 
     Args:
@@ -96,13 +132,15 @@ def check_sink(algorithm, parameters: dict, context, *, inputs: Sequence[Optiona
         source: the input (a ``QgsFeatureSource``), or None: an existing field of the same name
             must be of the same kind (it is then replaced), and a format that drops features
             without a geometry (FlatGeobuf) is refused where the input has one.
+        qgis_writes: the output goes through a QGIS sink (False: ThermoCrop writes it, from a
+            GeoParquet input, and checks it itself).
     """
     from ..core.errors import ThermoCropError
     from ..core.io.vector import GEOMETRY_REQUIRED_DRIVERS, geometry_required_message, replaced_fields
 
     destination = algorithm.parameterAsOutputLayer(parameters, key, context)
     try:
-        target = _target(destination, inputs, list(kinds))
+        target = _target(destination, inputs, list(kinds), qgis_writes)
         if source is not None:
             replaced_fields(field_kinds(source.fields()), target, kinds)
     except ThermoCropError as exc:

@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from qgis.core import (
     QgsProcessing,
     QgsProcessingAlgorithm,
     QgsProcessingContext,
     QgsProcessingException,
+    QgsProcessingFeatureSourceDefinition,
     QgsProcessingFeedback,
     QgsProcessingParameterAuthConfig,
     QgsProcessingParameterEnum,
     QgsProcessingParameterFile,
     QgsProcessingParameterMultipleLayers,
     QgsProcessingParameterNumber,
+    QgsProperty,
     QgsRasterLayer,
 )
 from qgis.PyQt.QtCore import QUrl
@@ -43,6 +45,8 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
 
     NAME = ""
     DISPLAY = ""
+    READS_GEOPARQUET = False
+    """Whether a GeoParquet ``INPUT`` given by its path is read by ThermoCrop (``geoparquet_input``)."""
     SUMMARY = ""
     HELP: dict[str, str] = {}
 
@@ -122,10 +126,23 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
 
     def checkParameterValues(self, parameters, context):  # noqa: N802
         """Processing's own checks, then the packages (so qgis_process says so before running),
-        then the algorithm's ``CHECKS``."""
-        ok, message = super().checkParameterValues(parameters, context)
-        if not ok:
-            return ok, message
+        then the algorithm's ``CHECKS``. A GeoParquet ``INPUT``, which QGIS cannot load, is left
+        to ``check_parcel_crs``."""
+        parquet = self.geoparquet_input(parameters, context)
+        if parquet is not None and not self.READS_GEOPARQUET:
+            return False, tr("QGIS 3.22 cannot open the GeoParquet file {path}, and {algorithm} needs a layer QGIS "
+                             "reads: save it as a GeoPackage first (with geopandas: read_parquet, then to_file), or "
+                             "use Classify parcels, Export training data or Growing degree days per parcel, which "
+                             "read it themselves.").format(path=parquet, algorithm=tr(self.DISPLAY))
+        if parquet is not None:
+            for definition in self.parameterDefinitions():
+                name = definition.name()
+                if name != self.INPUT and not definition.checkValueIsAcceptable(parameters.get(name), context):
+                    return False, tr("Incorrect parameter value for {name}").format(name=name)
+        else:
+            ok, message = super().checkParameterValues(parameters, context)
+            if not ok:
+                return ok, message
         missing = self.missing_modules()
         if missing:
             return False, self.missing_message(missing)
@@ -189,10 +206,35 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
         return QgsProcessingParameterNumber(name, description, kind, defaultValue=default, minValue=low,
                                             maxValue=rule.high)
 
+    def geoparquet_input(self, parameters: dict, context: QgsProcessingContext) -> Optional[str]:
+        """The ``INPUT`` file where it is a GeoParquet layer (``.parquet``), None for any other input.
+
+        QGIS 3.22's GDAL has no Parquet driver, so such a layer is never a QGIS layer: the
+        algorithms give the file to ThermoCrop's own reader (by row groups, as the command line
+        does) and write their output with ThermoCrop's writers.
+        """
+        from ...core.io.geoparquet import is_parquet
+
+        value = parameters.get(self.INPUT)
+        if isinstance(value, QgsProcessingFeatureSourceDefinition):
+            value = value.source
+        if isinstance(value, QgsProperty):
+            value = value.valueAsString(context.expressionContext())
+        if isinstance(value, str) and value.strip() and is_parquet(value.strip()):
+            return value.strip().split("|")[0]
+        return None
+
     def check_parcel_crs(self, parameters: dict, context: QgsProcessingContext) -> tuple[bool, str]:
-        """``(ok, message)``: the parcel layer has a CRS that places it on Earth."""
+        """``(ok, message)``: the parcel layer has a CRS that places it on Earth (a GeoParquet file:
+        it can be read; its CRS is checked with the other inputs when the run starts)."""
         from ...core.parcels import crs_problem
 
+        path = self.geoparquet_input(parameters, context)
+        if path is not None:
+            from ...core.io.source_layer import parcel_layer_problem
+
+            problem = self.run_core(lambda: parcel_layer_problem(path))
+            return (False, problem) if problem else (True, "")
         source = self.parameterAsSource(parameters, self.INPUT, context)
         if source is None:
             return True, ""  # QGIS reports an unreadable layer itself

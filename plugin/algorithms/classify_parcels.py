@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
+from typing import Optional
 
 from qgis.core import (
     QgsFeature,
@@ -26,14 +27,22 @@ from qgis.core import (
 from qgis.PyQt.QtCore import QVariant
 
 from ... import app
-from ...app import NOT_SELECTED, ClassifyRequest, ParcelsSpec, ResultFields, result_columns
+from ...app import NOT_SELECTED, ClassificationOutput, ClassifyRequest, ParcelsSpec, ResultFields, result_columns
 from ...core.classify import estimated_seconds
 from ...core.inseason import DEFAULT_DECIDED_THRESHOLD
 from ...core.model.calibration import DEFAULT_COVERAGE
 from ..i18n import tr
 from ..layer_writer import QVARIANT_KINDS, column_kind, qgis_value
 from ..layers import features_to_frame
-from ..staged_sinks import StagedSink, check_sink, field_kinds, geometry_type, layer_file
+from ..staged_sinks import (
+    StagedSink,
+    check_sink,
+    field_kinds,
+    file_output,
+    geometry_type,
+    layer_file,
+    load_on_completion,
+)
 from ..styles import apply_class_style, save_style_beside
 from .base import ThermoCropAlgorithm
 from .request_parts import (
@@ -68,6 +77,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
 
     NAME = "classifyparcels"
     DISPLAY = "Classify parcels"
+    READS_GEOPARQUET = True
     MODEL = "MODEL"
     LABEL_FIELD = "LABEL_FIELD"
     CONFIDENCE_FIELD = "CONFIDENCE_FIELD"
@@ -84,7 +94,10 @@ class ClassifyParcels(ThermoCropAlgorithm):
                "The output keeps every feature and attribute of the input and adds the predicted "
                "class, its probability and a status saying why a parcel could not be classified.")
     HELP = {
-        "INPUT": "Parcel polygons, any CRS. Every feature is classified.",
+        "INPUT": "Parcel polygons, any CRS. Every feature is classified."
+                 " Or a GeoParquet file (.parquet) given by its path, which QGIS 3.22 cannot open: "
+                 "ThermoCrop reads it by row groups and writes the output itself (a temporary output "
+                 "becomes a GeoPackage).",
         "SCENES": ThermoCropAlgorithm.SCENES_HELP,
         "SCENE_FOLDER": ThermoCropAlgorithm.SCENE_FOLDER_HELP,
         "WEATHER": "Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV "
@@ -164,10 +177,11 @@ class ClassifyParcels(ThermoCropAlgorithm):
     def check_output(self, parameters, context) -> tuple[bool, str]:
         """``(ok, message)``: the output, before any scene is read: format, folder, not the input, field
         names and types."""
-        source = self.parameterAsSource(parameters, self.INPUT, context)
+        parquet = self.geoparquet_input(parameters, context)  # checked by the run, as QGIS cannot read it
+        source = None if parquet else self.parameterAsSource(parameters, self.INPUT, context)
         return check_sink(self, parameters, context, inputs=self._inputs(parameters, context),
                           kinds=self._fields(parameters, context).kinds(),
-                          source=source)
+                          source=source, qgis_writes=not parquet)
 
     def as_of(self, parameters, context):
         """The ``AS_OF`` date as a ``datetime.date``, or None when empty.
@@ -193,17 +207,21 @@ class ClassifyParcels(ThermoCropAlgorithm):
 
     def _inputs(self, parameters, context) -> list:
         """The files this run reads, which the output may not be."""
-        return [layer_file(self.parameterAsVectorLayer(parameters, self.INPUT, context)),
+        return [self.geoparquet_input(parameters, context)
+                or layer_file(self.parameterAsVectorLayer(parameters, self.INPUT, context)),
                 self.parameterAsFile(parameters, self.WEATHER, context),
                 self.parameterAsFile(parameters, self.MODEL, context), self.stac_items(parameters, context)]
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         self.acknowledge_cancel(feedback)
+        parquet = self.geoparquet_input(parameters, context)
+        if parquet is not None:
+            return self._classify_file(parquet, parameters, context, feedback)
         source = self.parameterAsSource(parameters, self.INPUT, context)
         if source is None:
             raise QgsProcessingException(tr("The parcel layer could not be read; check INPUT."))
-        request = self.request(parameters, context, source)
-        fids = self._fids
+        frame, fids = features_to_frame(source.getFeatures(), source.sourceCrs())
+        request = self.request(parameters, context, ParcelsSpec(frame, name=source.sourceName()))
         # The bar moves through classifying and writing by their cost, known once the scenes are.
         bar = self.progress(feedback)
         parts = {}
@@ -251,12 +269,38 @@ class ClassifyParcels(ThermoCropAlgorithm):
         self._style = (dest_id, label_field, tuple(bundle.classes))
         return {"OUTPUT": dest_id, "CLASSIFIED": int((result.status == "ok").sum())}
 
-    def request(self, parameters, context, source) -> ClassifyRequest:
-        """The classification the parameters ask for, of the features of ``source`` (read now;
-        their ids are kept in ``self._fids``, one per row)."""
-        frame, self._fids = features_to_frame(source.getFeatures(), source.sourceCrs())
+    def _classify_file(self, path: str, parameters, context, feedback) -> dict:
+        """Classify a GeoParquet layer (``geoparquet_input``) as the command line does: read by row
+        groups and written by ThermoCrop's writers (a partitioned run's output batch by batch as its
+        partitions finish), so the layer is never held whole here."""
+        out, layer = file_output(self, parameters, context, "classified")
+        inputs = tuple(p for p in self._inputs(parameters, context) if p)
+        request = self.request(parameters, context, ParcelsSpec(path),
+                               ClassificationOutput(out, layer=layer, overwrite=True, inputs=inputs))
+        run = run_request(self, lambda: app.run_classification(request, ProcessingRun(feedback)), request.cluster,
+                          feedback)
+        result, target = run.result, run.target
+        for warning in result.warnings:
+            feedback.pushWarning(warning)
+        counts = result.counts()
+        feedback.pushInfo(tr("Wrote {path}: {n} parcels").format(path=run.written, n=len(result)))
+        for key in sorted(counts):
+            feedback.pushInfo(f"  {key}: {counts[key]}")
+        dest_id = target.source_string()
+        if not load_on_completion(parameters, context, dest_id, self.parameterDefinition("OUTPUT").description()) \
+                and target.driver == "Parquet":
+            feedback.pushInfo(tr("QGIS 3.22 cannot open a GeoParquet file; write a GeoPackage (.gpkg) or FlatGeobuf "
+                                 "(.fgb) output to see the result in QGIS."))
+        self._style = (dest_id, target.fields[request.fields.label], tuple(run.bundle.classes))
+        classified = sum(n for key, n in counts.items() if not key.startswith("("))  # "(status)": not classified
+        return {"OUTPUT": dest_id, "CLASSIFIED": int(classified)}
+
+    def request(self, parameters, context, parcels: ParcelsSpec,
+                output: Optional[ClassificationOutput] = None) -> ClassifyRequest:
+        """The classification the parameters ask for, of ``parcels`` (into ``output`` where
+        ThermoCrop writes the result; None where the algorithm writes it through a sink)."""
         return ClassifyRequest(
-            parcels=ParcelsSpec(frame, name=source.sourceName()),
+            parcels=parcels, output=output,
             scenes=scenes_spec(self, parameters, context), weather=weather_spec(self, parameters, context),
             model=self.parameterAsFile(parameters, self.MODEL, context) or None,
             fields=self._fields(parameters, context), as_of=self.as_of(parameters, context),

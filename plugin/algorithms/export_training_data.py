@@ -44,6 +44,7 @@ class ExportTrainingData(ThermoCropAlgorithm):
 
     NAME = "exporttrainingdata"
     DISPLAY = "Export training data"
+    READS_GEOPARQUET = True
     LABEL_FIELD = "LABEL_FIELD"
     BLOCK_FIELD = "BLOCK_FIELD"
     CLASS_MAP = "CLASS_MAP"
@@ -56,7 +57,10 @@ class ExportTrainingData(ThermoCropAlgorithm):
                "that Train model reads. The dataset's classes are the labels found, or the classes "
                "a class map gives the crop codes.")
     HELP = {
-        "INPUT": "Parcel polygons with a crop label field.",
+        "INPUT": "Parcel polygons with a crop label field."
+                 " Or a GeoParquet file (.parquet) given by its path, which QGIS 3.22 cannot open: "
+                 "ThermoCrop reads it by row groups (parcels named by its parcel_id field, as on the "
+                 "command line).",
         "LABEL_FIELD": "Field holding each parcel's crop label: any class names or crop codes. Parcels "
                        "with an empty value are left unlabelled.",
         "CLASS_MAP": "Map national crop codes to classes with the table of the paper's data for France, "
@@ -150,16 +154,26 @@ class ExportTrainingData(ThermoCropAlgorithm):
                                         "it empty.").format(field=name))
 
     def request(self, parameters, context, feedback) -> ExtractRequest:
-        """The extraction the parameters ask for, of the labelled features of ``INPUT`` (read now)."""
-        source = self.parameterAsSource(parameters, self.INPUT, context)
+        """The extraction the parameters ask for, of the labelled features of ``INPUT`` (read now; a
+        GeoParquet file, which QGIS cannot read, is read by the run by row groups)."""
         label_field = self.parameterAsString(parameters, self.LABEL_FIELD, context)
-        block_field = self.block_field(parameters, context, source.fields().names(), feedback)
-        frame, _ = features_to_frame(source.getFeatures(), source.sourceCrs(), label_field=label_field,
-                                     block_field=block_field)
+        path = self.geoparquet_input(parameters, context)
+        if path is not None:
+            from ...core.io.source_layer import source_field_kinds
+
+            names = list(self.run_core(lambda: source_field_kinds(path)))
+            block_field = self.block_field(parameters, context, names, feedback)
+            parcels = ParcelsSpec(path)
+        else:
+            source = self.parameterAsSource(parameters, self.INPUT, context)
+            block_field = self.block_field(parameters, context, source.fields().names(), feedback)
+            frame, _ = features_to_frame(source.getFeatures(), source.sourceCrs(), label_field=label_field,
+                                         block_field=block_field)
+            parcels = ParcelsSpec(frame, name=source.sourceName())
         season = self.parameterAsString(parameters, self.SEASON_START, context)
         sampling = PixelSampling(max_pixels=self.parameterAsInt(parameters, self.MAX_PIXELS, context))
         return ExtractRequest(
-            parcels=ParcelsSpec(frame, name=source.sourceName()), scenes=scenes_spec(self, parameters, context),
+            parcels=parcels, scenes=scenes_spec(self, parameters, context),
             weather=weather_spec(self, parameters, context), out=self.parameterAsString(parameters, self.OUTPUT, context),
             label_field=label_field, class_map=self.class_map(parameters, context),
             min_parcels=self.parameterAsInt(parameters, self.MIN_PARCELS, context), block_field=block_field,

@@ -24,7 +24,16 @@ from ...app import GddRequest, ParcelsSpec, WeatherSpec
 from ...core.settings import ThermalTime
 from ..i18n import tr
 from ..layers import features_to_frame
-from ..staged_sinks import StagedSink, check_sink, destination_driver, field_kinds, geometry_type, layer_file
+from ..staged_sinks import (
+    StagedSink,
+    check_sink,
+    destination_driver,
+    field_kinds,
+    file_output,
+    geometry_type,
+    layer_file,
+    load_on_completion,
+)
 from .base import ThermoCropAlgorithm
 from .request_parts import (
     CLUSTER_HELP,
@@ -52,10 +61,14 @@ class ParcelGDD(ThermoCropAlgorithm):
     METHOD = "METHOD"
     MAX_DISTANCE_KM = "MAX_DISTANCE_KM"
     DISPLAY = "Growing degree days per parcel"
+    READS_GEOPARQUET = True
     SUMMARY = ("Accumulates growing degree days (GDD) from the season start at each parcel's "
                "centroid, from daily temperatures, and adds one field per date.")
     HELP = {
-        "INPUT": "Parcel polygons, any CRS.",
+        "INPUT": "Parcel polygons, any CRS."
+                 " Or a GeoParquet file (.parquet) given by its path, which QGIS 3.22 cannot open: "
+                 "ThermoCrop reads it by row groups and writes the output itself (a temporary output "
+                 "becomes a GeoPackage).",
         "WEATHER": "Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV; or leave it empty "
                    "and choose a weather service below.",
         "DATES": "Dates as YYYY-MM-DD separated by commas. Leave empty to use the scene dates.",
@@ -150,17 +163,19 @@ class ParcelGDD(ThermoCropAlgorithm):
                 names = self._field_names(self._dates(parameters, context), parameters, context)
             except QgsProcessingException as exc:
                 return False, str(exc)
-        source = self.parameterAsSource(parameters, self.INPUT, context)
+        parquet = self.geoparquet_input(parameters, context)  # checked by the run, as QGIS cannot read it
+        source = None if parquet else self.parameterAsSource(parameters, self.INPUT, context)
         return check_sink(self, parameters, context, inputs=self._inputs(parameters, context),
                           kinds=dict.fromkeys(names, "real"),
-                          source=source)
+                          source=source, qgis_writes=not parquet)
 
     CHECKS = (ThermoCropAlgorithm.check_weather, check_dates_or_scenes, check_temperatures, check_season_start,
               ThermoCropAlgorithm.check_parcel_crs, check_cluster, check_output)
 
     def _inputs(self, parameters, context) -> list:
         """The files this run reads, which the output may not be."""
-        return [layer_file(self.parameterAsVectorLayer(parameters, self.INPUT, context)),
+        return [self.geoparquet_input(parameters, context)
+                or layer_file(self.parameterAsVectorLayer(parameters, self.INPUT, context)),
                 self.parameterAsFile(parameters, self.WEATHER, context), self.stac_items(parameters, context)]
 
     def _field_names(self, dates, parameters, context) -> list[str]:
@@ -168,19 +183,16 @@ class ParcelGDD(ThermoCropAlgorithm):
 
         return date_field_names(dates, destination_driver(self, parameters, context))
 
-    def request(self, parameters, context) -> GddRequest:
-        """The GDD the parameters ask for, of the features of ``INPUT`` (read now and kept in
-        ``self._features``, one per row)."""
-        source = self.parameterAsSource(parameters, self.INPUT, context)
-        self._features = list(source.getFeatures())
-        frame, _ = features_to_frame(self._features, source.sourceCrs())
+    def request(self, parameters, context, parcels: ParcelsSpec, **output) -> GddRequest:
+        """The GDD the parameters ask for, of ``parcels``; ``output``: ``GddRequest``'s ``out`` and
+        ``out_layer`` where ThermoCrop writes the values (none where the algorithm writes them)."""
         text = self.parameterAsString(parameters, self.DATES, context).strip()
         thermal = ThermalTime(season_start=self.parameterAsString(parameters, self.SEASON_START, context),
                               t_base=self.parameterAsDouble(parameters, self.T_BASE, context),
                               t_cap=self.parameterAsDouble(parameters, self.T_CAP, context),
                               method=METHODS[self.parameterAsEnum(parameters, self.METHOD, context)])
         return GddRequest(
-            parcels=ParcelsSpec(frame, name=source.sourceName()),
+            parcels=parcels, overwrite=True, **output,
             weather=weather_spec(self, parameters, context,
                                  self.parameterAsDouble(parameters, self.MAX_DISTANCE_KM, context)),
             dates=tuple(self._dates(parameters, context)) if text else None,
@@ -188,11 +200,32 @@ class ParcelGDD(ThermoCropAlgorithm):
             chunk_size=self.parameterAsInt(parameters, self.CHUNK_SIZE, context),
             cluster=cluster_spec(self, parameters, context))
 
-    def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
-        source = self.parameterAsSource(parameters, self.INPUT, context)
-        request = self.request(parameters, context)
+    def _gdd_of_file(self, path: str, parameters, context, feedback) -> dict:
+        """GDD of a GeoParquet layer (``geoparquet_input``) as the command line computes them: read
+        by row groups and written by ThermoCrop's writers."""
+        out, layer = file_output(self, parameters, context, "gdd")
+        request = self.request(parameters, context, ParcelsSpec(path), out=out, out_layer=layer)
         run = run_request(self, lambda: app.run_gdd(request, ProcessingRun(feedback)), request.cluster, feedback)
-        gdd, dates, features = run.gdd, run.dates, self._features
+        lost = int(np.count_nonzero(run.missing))
+        if lost:
+            feedback.pushWarning(tr("{n} parcels have no usable temperatures; their GDD fields stay empty.").format(
+                n=lost))
+        feedback.pushInfo(tr("Wrote {path}: GDD of {n} parcels at {dates} dates from {weather}").format(
+            path=run.written, n=len(run.gdd), dates=len(run.dates), weather=run.weather))
+        dest_id = f"{run.written}|layername={layer}" if layer else str(run.written)
+        load_on_completion(parameters, context, dest_id, self.parameterDefinition("OUTPUT").description())
+        return {"OUTPUT": dest_id}
+
+    def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
+        parquet = self.geoparquet_input(parameters, context)
+        if parquet is not None:
+            return self._gdd_of_file(parquet, parameters, context, feedback)
+        source = self.parameterAsSource(parameters, self.INPUT, context)
+        features = list(source.getFeatures())
+        frame, _ = features_to_frame(features, source.sourceCrs())
+        request = self.request(parameters, context, ParcelsSpec(frame, name=source.sourceName()))
+        run = run_request(self, lambda: app.run_gdd(request, ProcessingRun(feedback)), request.cluster, feedback)
+        gdd, dates = run.gdd, run.dates
         crs = source.sourceCrs()
         feedback.pushInfo(tr("GDD of {n} parcels at {dates} dates from {weather}").format(
             n=len(features), dates=len(dates), weather=run.weather))

@@ -1,0 +1,171 @@
+"""A GeoParquet parcel layer through the Toolbox: QGIS 3.22's GDAL cannot open it, so the
+algorithms read it with ThermoCrop's own reader and write their output with ThermoCrop's writers,
+and give what they give for the same parcels in a GeoPackage."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.qgis
+
+
+def _run(alg: str, params: dict):
+    import processing
+    from qgis.core import QgsProcessingContext, QgsProcessingFeedback
+
+    return processing.run(alg, params, context=QgsProcessingContext(), feedback=QgsProcessingFeedback())
+
+
+@pytest.fixture()
+def parquet_parcels(tiny_region, tmp_path):
+    """The tiny region's parcels as GeoParquet in row groups of 30 (several per layer)."""
+    import geopandas as gpd
+
+    path = tmp_path / "parcels.parquet"
+    gpd.read_file(tiny_region / "parcels.gpkg").to_parquet(path, row_group_size=30)
+    return path
+
+
+def test_qgis_cannot_open_the_geoparquet_layer_itself(qgis_app, parquet_parcels):
+    """Why the algorithms read it themselves (if a later QGIS opens it, this path is still right,
+    only no longer needed)."""
+    from qgis.core import QgsVectorLayer
+
+    assert not QgsVectorLayer(str(parquet_parcels), "p", "ogr").isValid()
+
+
+@pytest.mark.slow
+def test_classifyparcels_of_a_geoparquet_layer_equals_its_geopackage(provider, tiny_region, scene_files,
+                                                                     region_weather, small_bundle,
+                                                                     parquet_parcels, tmp_path):
+    import geopandas as gpd
+
+    from thermocrop.core.classify import classify_parcels
+
+    common = {"SCENES": scene_files, "WEATHER": str(region_weather), "MODEL": str(small_bundle)}
+    core = classify_parcels(tiny_region / "parcels.gpkg", tiny_region / "scenes", region_weather,
+                            str(small_bundle), id_field="parcel_id")
+    expected = dict(zip(core.parcel_ids, core.labels))
+    conf = dict(zip(core.parcel_ids, core.confidence))
+    source = gpd.read_file(tiny_region / "parcels.gpkg")
+    for name in ("classified.gpkg", "classified.parquet", "classified.fgb"):
+        out = tmp_path / name
+        result = _run("thermocrop:classifyparcels", {"INPUT": str(parquet_parcels), "OUTPUT": str(out), **common})
+        assert result["OUTPUT"].split("|")[0] == str(out)
+        assert result["CLASSIFIED"] == int((core.status == "ok").sum())
+        back = gpd.read_parquet(out) if out.suffix == ".parquet" else gpd.read_file(out)
+        assert sorted(back["parcel_id"].astype(str)) == sorted(source["parcel_id"].astype(str))
+        got = dict(zip(back["parcel_id"].astype(str), back["crop_pred"].fillna("")))
+        assert got == expected, name
+        np.testing.assert_allclose([c for c in back["crop_conf"].to_numpy(dtype=float)],
+                                   [conf[p] for p in back["parcel_id"].astype(str)], rtol=1e-4)
+        assert back.crs == source.crs
+    assert (tmp_path / "classified.qml").is_file()  # styled like an output written through QGIS
+
+
+def test_classifyparcels_refuses_an_unreadable_geoparquet_layer_before_any_work(provider, scene_files,
+                                                                                region_weather, small_bundle,
+                                                                                tmp_path):
+    from qgis.core import QgsProcessingException
+
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"PAR1 not a parquet file")
+    out = tmp_path / "o.gpkg"
+    with pytest.raises(QgsProcessingException, match="broken.parquet"):
+        _run("thermocrop:classifyparcels", {"INPUT": str(broken), "SCENES": scene_files,
+                                            "WEATHER": str(region_weather), "MODEL": str(small_bundle),
+                                            "OUTPUT": str(out)})
+    assert not out.exists()
+
+
+def test_parcelgdd_of_a_geoparquet_layer_equals_its_geopackage(provider, tiny_region, parquet_parcels, tmp_path):
+    import geopandas as gpd
+
+    days = np.arange(np.datetime64("2017-01-01"), np.datetime64("2017-08-01"))
+    csv = tmp_path / "station.csv"
+    rng = np.random.default_rng(0)
+    csv.write_text("date,tmin,tmax\n" + "".join(f"{d},{lo:.1f},{lo + 9:.1f}\n"
+                                                for d, lo in zip(days, rng.uniform(-5, 15, len(days)))))
+    params = {"WEATHER": str(csv), "DATES": "2017-03-01, 2017-06-15"}
+    frames = {}
+    for source, suffix in ((tiny_region / "parcels.gpkg", ".gpkg"), (parquet_parcels, ".gpkg"),
+                           (parquet_parcels, ".parquet"), (parquet_parcels, ".fgb")):
+        out = tmp_path / f"gdd-{source.suffix[1:]}{suffix}"
+        _run("thermocrop:parcelgdd", {"INPUT": str(source), "OUTPUT": str(out), **params})
+        frames[(source.suffix, suffix)] = gpd.read_parquet(out) if suffix == ".parquet" else gpd.read_file(out)
+    reference = frames[(".gpkg", ".gpkg")].set_index("parcel_id")
+    assert reference["gdd_20170301"].notna().all() and (reference["gdd_20170615"] > reference["gdd_20170301"]).all()
+    for key, frame in frames.items():
+        frame = frame.set_index("parcel_id").loc[reference.index]
+        for column in ("gdd_20170301", "gdd_20170615"):
+            np.testing.assert_allclose(frame[column], reference[column], rtol=1e-6, err_msg=str(key))
+
+
+@pytest.mark.slow
+def test_exporttrainingdata_of_a_geoparquet_layer_equals_its_geopackage(provider, tiny_region, scene_files,
+                                                                        region_weather, parquet_parcels, tmp_path):
+    import geopandas as gpd
+
+    from thermocrop.core.pixel_sets import open_dataset
+
+    sets = []
+    for source in (tiny_region / "parcels.gpkg", parquet_parcels):
+        out = tmp_path / f"dataset-{source.suffix[1:]}"
+        result = _run("thermocrop:exporttrainingdata", {
+            "INPUT": str(source), "LABEL_FIELD": "crop", "SCENES": scene_files, "WEATHER": str(region_weather),
+            "MAX_PIXELS": 8, "OUTPUT": str(out)})
+        sets.append(open_dataset(result["OUTPUT"]))
+    a, b = sets
+    # A QGIS layer's parcels are named by feature id; the GeoParquet file's by its parcel_id field,
+    # as the command line names them. The parcels are the same, in the same order.
+    assert list(a.parcel_ids) == [str(i) for i in range(1, len(a.parcel_ids) + 1)]
+    assert list(b.parcel_ids) == gpd.read_file(tiny_region / "parcels.gpkg")["parcel_id"].astype(str).tolist()
+    assert a.classes == b.classes
+    np.testing.assert_array_equal(a.labels, b.labels)
+    np.testing.assert_array_equal(np.asarray(a.pixels), np.asarray(b.pixels))
+
+
+def test_a_geoparquet_output_of_a_qgis_layer_is_refused_before_any_work(provider, tiny_region, tmp_path):
+    """QGIS 3.22's writer cannot make GeoParquet: a run from a QGIS layer used to end, after its
+    work, in "cannot be read back after writing ... the disk may be full"."""
+    from qgis.core import QgsProcessingException
+
+    csv = tmp_path / "station.csv"
+    days = np.arange(np.datetime64("2017-01-01"), np.datetime64("2017-04-01"))
+    csv.write_text("date,tmin,tmax\n" + "".join(f"{d},0,10\n" for d in days))
+    out = tmp_path / "gdd.parquet"
+    with pytest.raises(QgsProcessingException, match="QGIS 3.22 cannot write GeoParquet") as caught:
+        _run("thermocrop:parcelgdd", {"INPUT": str(tiny_region / "parcels.gpkg"), "WEATHER": str(csv),
+                                      "DATES": "2017-03-01", "OUTPUT": str(out)})
+    assert "disk may be full" not in str(caught.value) and "GeoPackage (.gpkg)" in str(caught.value)
+    assert not out.exists()
+
+
+def test_qgis_process_reads_a_geoparquet_layer_headless(tiny_region, parquet_parcels, tmp_path):
+    import geopandas as gpd
+
+    from thermocrop.plugin.headless import run_algorithm
+
+    csv = tmp_path / "station.csv"
+    days = np.arange(np.datetime64("2017-01-01"), np.datetime64("2017-04-01"))
+    csv.write_text("date,tmin,tmax\n" + "".join(f"{d},-4,16\n" for d in days))
+    out = tmp_path / "gdd.fgb"
+    params = [("INPUT", str(parquet_parcels)), ("WEATHER", str(csv)), ("DATES", "2017-03-01"), ("OUTPUT", str(out))]
+    answer = run_algorithm("thermocrop:parcelgdd", params, tmp_path / "profile", timeout=600)
+    assert answer["results"]["OUTPUT"] == str(out)
+    back = gpd.read_file(out)
+    # -4 / 16 every day: clipped to 0 and 16, 8 GDD a day; 1 March is day 60, counted.
+    assert sorted(back["parcel_id"]) == sorted(gpd.read_parquet(parquet_parcels)["parcel_id"])
+    np.testing.assert_allclose(back["gdd_20170301"], 8.0 * 60)
+
+
+def test_an_algorithm_that_needs_a_qgis_layer_says_so_for_a_geoparquet_file(provider, parquet_parcels, tmp_path):
+    """Not "Could not load source layer for INPUT: ... not found" for a file that is there."""
+    from qgis.core import QgsProcessingException
+
+    with pytest.raises(QgsProcessingException, match="QGIS 3.22 cannot open the GeoParquet file") as caught:
+        _run("thermocrop:accuracyassessment", {"INPUT": str(parquet_parcels), "PREDICTED_FIELD": "crop",
+                                               "REFERENCE_FIELD": "crop", "OUTPUT_HTML": str(tmp_path / "a.html")})
+    assert "Accuracy assessment" in str(caught.value) and str(parquet_parcels) in str(caught.value)
+    assert not (tmp_path / "a.html").exists()
