@@ -169,3 +169,26 @@ def test_an_algorithm_that_needs_a_qgis_layer_says_so_for_a_geoparquet_file(prov
                                                "REFERENCE_FIELD": "crop", "OUTPUT_HTML": str(tmp_path / "a.html")})
     assert "Accuracy assessment" in str(caught.value) and str(parquet_parcels) in str(caught.value)
     assert not (tmp_path / "a.html").exists()
+
+
+@pytest.mark.slow
+def test_a_partitioned_toolbox_run_of_a_geoparquet_layer_equals_one_process(provider, tiny_region, scene_files,
+                                                                              region_weather, small_bundle,
+                                                                              parquet_parcels, tmp_path):
+    """Two local workers, partitions of 40 parcels: the output is written from the run folder as the
+    partitions finish, and equals a one-process run's."""
+    import geopandas as gpd
+
+    common = {"INPUT": str(parquet_parcels), "SCENES": scene_files, "WEATHER": str(region_weather),
+              "MODEL": str(small_bundle)}
+    _run("thermocrop:classifyparcels", {**common, "OUTPUT": str(tmp_path / "one.gpkg")})
+    run_folder = tmp_path / "run"
+    result = _run("thermocrop:classifyparcels", {**common, "WORKERS": 2, "CHUNK_SIZE": 40,
+                                                 "RUN_FOLDER": str(run_folder), "OUTPUT": str(tmp_path / "parts.gpkg")})
+    one, parts = (gpd.read_file(tmp_path / name).set_index("parcel_id") for name in ("one.gpkg", "parts.gpkg"))
+    assert result["CLASSIFIED"] == int((one["crop_status"] == "ok").sum()) > 0
+    assert parts.index.tolist() == one.index.tolist()
+    assert parts["crop_pred"].fillna("").tolist() == one["crop_pred"].fillna("").tolist()
+    np.testing.assert_allclose(parts["crop_conf"].to_numpy(dtype=float), one["crop_conf"].to_numpy(dtype=float),
+                               rtol=1e-5)
+    assert not run_folder.exists()  # removed once the output is published
