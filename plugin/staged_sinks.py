@@ -111,6 +111,11 @@ def load_on_completion(parameters: dict, context, dest_id: str, name: str, key: 
     open the file: not a GeoParquet one). Returns whether it will be loaded."""
     from ..core.io.geoparquet import is_parquet
 
+    # Asking for the destination (parameterAsOutputLayer) registered it for loading under the name
+    # QGIS gave it ("memory:..." for a temporary output): only the file written stays registered.
+    registered = context.layersToLoadOnCompletion()
+    context.setLayersToLoadOnCompletion({layer: details for layer, details in registered.items()
+                                         if details.outputName != key})
     original = parameters.get(key)
     if not isinstance(original, QgsProcessingOutputLayerDefinition) or original.destinationProject is None:
         return False

@@ -192,3 +192,27 @@ def test_a_partitioned_toolbox_run_of_a_geoparquet_layer_equals_one_process(prov
     np.testing.assert_allclose(parts["crop_conf"].to_numpy(dtype=float), one["crop_conf"].to_numpy(dtype=float),
                                rtol=1e-5)
     assert not run_folder.exists()  # removed once the output is published
+
+
+def test_a_temporary_output_of_a_geoparquet_layer_is_a_geopackage_loaded_on_completion(provider, parquet_parcels,
+                                                                                         tmp_path):
+    import geopandas as gpd
+    import processing
+    from qgis.core import QgsProcessingContext, QgsProcessingFeedback, QgsProcessingOutputLayerDefinition, QgsProject
+
+    csv = tmp_path / "station.csv"
+    days = np.arange(np.datetime64("2017-01-01"), np.datetime64("2017-04-01"))
+    csv.write_text("date,tmin,tmax\n" + "".join(f"{d},0,10\n" for d in days))
+    params = {"INPUT": str(parquet_parcels), "WEATHER": str(csv), "DATES": "2017-03-01"}
+    loaded = {}
+    for name, destination in (("temporary", "TEMPORARY_OUTPUT"), ("parquet", str(tmp_path / "gdd.parquet"))):
+        context = QgsProcessingContext()
+        context.setProject(QgsProject.instance())
+        output = QgsProcessingOutputLayerDefinition(destination, QgsProject.instance())
+        result = processing.run("thermocrop:parcelgdd", {**params, "OUTPUT": output}, context=context,
+                                feedback=QgsProcessingFeedback())
+        loaded[name] = (result["OUTPUT"], list(context.layersToLoadOnCompletion()))
+    path, registered = loaded["temporary"]
+    assert path.endswith(".gpkg") and registered == [path]  # not the "memory:" layer QGIS named
+    assert len(gpd.read_file(path)) == len(gpd.read_parquet(parquet_parcels))
+    assert loaded["parquet"] == (str(tmp_path / "gdd.parquet"), [])  # QGIS cannot open it
