@@ -184,15 +184,16 @@ class ParcelGDD(ThermoCropAlgorithm):
         return date_field_names(dates, destination_driver(self, parameters, context))
 
     def request(self, parameters, context, parcels: ParcelsSpec, **output) -> GddRequest:
-        """The GDD the parameters ask for, of ``parcels``; ``output``: ``GddRequest``'s ``out`` and
-        ``out_layer`` where ThermoCrop writes the values (none where the algorithm writes them)."""
+        """The GDD the parameters ask for, of ``parcels``; ``output``: ``GddRequest``'s ``out``,
+        ``out_layer`` and ``overwrite`` where ThermoCrop writes the values (none where the
+        algorithm writes them)."""
         text = self.parameterAsString(parameters, self.DATES, context).strip()
         thermal = ThermalTime(season_start=self.parameterAsString(parameters, self.SEASON_START, context),
                               t_base=self.parameterAsDouble(parameters, self.T_BASE, context),
                               t_cap=self.parameterAsDouble(parameters, self.T_CAP, context),
                               method=METHODS[self.parameterAsEnum(parameters, self.METHOD, context)])
         return GddRequest(
-            parcels=parcels, overwrite=True, **output,
+            parcels=parcels, **output,
             weather=weather_spec(self, parameters, context,
                                  self.parameterAsDouble(parameters, self.MAX_DISTANCE_KM, context)),
             dates=tuple(self._dates(parameters, context)) if text else None,
@@ -204,7 +205,7 @@ class ParcelGDD(ThermoCropAlgorithm):
         """GDD of a GeoParquet layer (``geoparquet_input``) as the command line computes them: read
         by row groups and written by ThermoCrop's writers."""
         out, layer = file_output(self, parameters, context, "gdd")
-        request = self.request(parameters, context, ParcelsSpec(path), out=out, out_layer=layer)
+        request = self.request(parameters, context, ParcelsSpec(path), out=out, out_layer=layer, overwrite=True)
         run = run_request(self, lambda: app.run_gdd(request, ProcessingRun(feedback)), request.cluster, feedback)
         lost = int(np.count_nonzero(run.missing))
         if lost:
