@@ -87,7 +87,31 @@ def child(folder: Path, parcels: Path, out: Path, workers: int, chunk_size: int)
         workers_peak[s["pid"]] = max(workers_peak.get(s["pid"], 0.0), s["peak_mb"])
     return {"code": code, "wall_s": wall, "client_cpu_s": time.process_time(), "client_peak_mb": _peak_mb(),
             "partition_cpu_s": sum(s["cpu_s"] for s in stats), "partitions": len(stats),
-            "worker_peak_mb": sorted(workers_peak.values())}
+            "worker_peak_mb": sorted(workers_peak.values()),
+            **{f"partition_{key}": sum(s.get(key, 0) for s in stats)
+               for key in ("read_cpu_s", "window_pixels", "extract_cpu_s", "predict_cpu_s")}}
+
+
+def print_partition_costs(rows: list, parcel_dates: dict) -> None:
+    """The partitioned runs' CPU time split: the client's seconds (start-up, planning, writing)
+    and the partitions' own cost per parcel-date, with the decoding of scene windows per million
+    window pixels (per band) and the model's share, against the smallest size. Records made
+    before these were kept show '-'."""
+    many = [(n, got["many"]) for n, got, _ in rows if "many" in got]
+    if not many:
+        return
+    print(f"\npartitioned runs: {'parcels':>9s} {'client CPU s':>12s} {'partitions us/parcel-date':>26s} "
+          f"{'x smallest':>10s} {'decode s/Mpx':>12s} {'model us/parcel-date':>21s}")
+    first = None
+    for n, r in many:
+        own = 1e6 * r["partition_cpu_s"] / parcel_dates[n]
+        first = first or own
+        pixels = r.get("partition_window_pixels")
+        decode = f"{r['partition_read_cpu_s'] / (pixels / 1e6):.3f}" if pixels else "-"
+        model = (f"{1e6 * r['partition_predict_cpu_s'] / parcel_dates[n]:.1f}"
+                 if r.get("partition_predict_cpu_s") else "-")
+        print(f"{'':17s} {n:9d} {r['client_cpu_s']:12.1f} {own:26.1f} {own / first:10.2f} {decode:>12s} "
+              f"{model:>21s}")
 
 
 def _run(*args: str) -> dict:
@@ -273,6 +297,7 @@ def main() -> int:
             print(f"{n:9d} {label:>12s} {r['wall_s']:8.1f} {1e6 * cpu / parcel_dates[n]:19.1f} "
                   f"{r['client_peak_mb']:10.0f} {peaks:>14s} {str(same) if same is not None else '-':>11s} "
                   f"{load:>10s}")
+    print_partition_costs(rows, parcel_dates)
     for n, checks in samples.items():
         print(f"\n{n} parcels: the partitioned run's labels of {len(checks)} partitions against one process "
               "on just their parcels:")
