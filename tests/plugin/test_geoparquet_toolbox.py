@@ -216,3 +216,24 @@ def test_a_temporary_output_of_a_geoparquet_layer_is_a_geopackage_loaded_on_comp
     assert path.endswith(".gpkg") and registered == [path]  # not the "memory:" layer QGIS named
     assert len(gpd.read_file(path)) == len(gpd.read_parquet(parquet_parcels))
     assert loaded["parquet"] == (str(tmp_path / "gdd.parquet"), [])  # QGIS cannot open it
+
+
+def test_a_cancelled_run_of_a_geoparquet_layer_writes_nothing(provider, tiny_region, scene_files, region_weather,
+                                                               small_bundle, parquet_parcels, tmp_path):
+    import processing
+    from qgis.core import QgsProcessingContext, QgsProcessingException, QgsProcessingFeedback
+
+    feedback = QgsProcessingFeedback()
+    said = []
+
+    def cancel_once_running(percent):  # the first move of the bar: the scenes are being read
+        said.append(percent)
+        feedback.cancel()
+
+    feedback.progressChanged.connect(cancel_once_running)
+    out = tmp_path / "classified.gpkg"
+    with pytest.raises(QgsProcessingException, match="Cancelled"):
+        processing.run("thermocrop:classifyparcels", {
+            "INPUT": str(parquet_parcels), "SCENES": scene_files, "WEATHER": str(region_weather),
+            "MODEL": str(small_bundle), "OUTPUT": str(out)}, context=QgsProcessingContext(), feedback=feedback)
+    assert said and not out.exists() and not list(tmp_path.glob("classified*"))
