@@ -238,8 +238,7 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
             run_folder=run_folder,
             chunk_size=request.chunk_size, listener=listener, inputs=list(output.inputs) if output else [], **options))
     partitioned_result = isinstance(result, PartitionedResult)
-    require_usable(result.status_counts() if partitioned_result else result.status, "classified",
-                   parcels.describe())
+    require_usable(result.status_counts(), "classified", parcels.describe())
     early = early_warning(season, checked.bundle) if season is not None else None
     if early:
         log.warning(early)

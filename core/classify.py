@@ -116,6 +116,11 @@ class ClassificationResult:
             out[key] = out.get(key, 0) + 1
         return out
 
+    def status_counts(self) -> dict[str, int]:
+        """Parcels per status (as ``PartitionedResult.status_counts``)."""
+        names, counts = np.unique(np.asarray(self.status, dtype=str), return_counts=True)
+        return dict(zip(names.tolist(), counts.tolist()))
+
 
 def bundle_thermal_time(bundle: Any) -> ThermalTime:
     """The thermal time the model of ``bundle`` was trained with, so that inputs match its

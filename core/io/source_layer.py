@@ -6,9 +6,10 @@ GeoDataFrame.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Iterator, Optional, Union
 
 import numpy as np
 
@@ -35,13 +36,33 @@ def default_layer_name(path: PathLike, layer: Optional[str] = None) -> Optional[
         return ds.GetLayer(0).GetName()
 
 
+@contextlib.contextmanager
+def _opened_layer(path: PathLike, layer: Optional[str]) -> Iterator[Any]:
+    """The OGR layer ``layer`` (default: the first) of the vector file ``path``, open while in use.
+
+    Raises:
+        InputError: the file or layer cannot be opened, with GDAL's message.
+    """
+    from osgeo import gdal
+
+    with gdal_messages() as messages:
+        ds = gdal.OpenEx(os.fspath(path), gdal.OF_VECTOR | gdal.OF_READONLY)
+        lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
+        if lyr is None:
+            raise InputError(f"Cannot read parcel layer {path}{f' (layer {layer})' if layer else ''}: "
+                             f"{said(messages)}")
+        try:
+            yield lyr
+        finally:
+            lyr = ds = None
+
+
 def feature_count(parcels: Any, layer: Optional[str] = None) -> int:
     """The number of features of a GeoDataFrame, or of ``layer`` (default: the first) of a file.
 
     Raises:
         InputError: the file or layer cannot be read.
     """
-    from osgeo import gdal
 
     if hasattr(parcels, "geometry") and hasattr(parcels, "__len__"):
         return len(parcels)
@@ -50,15 +71,8 @@ def feature_count(parcels: Any, layer: Optional[str] = None) -> int:
         raise InputError(problem)
     if is_parquet(parcels):
         return len(GeoParquetLayer(parcels))
-    with gdal_messages() as messages:
-        ds = gdal.OpenEx(os.fspath(parcels), gdal.OF_VECTOR | gdal.OF_READONLY)
-        lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
-        if lyr is None:
-            raise InputError(f"Cannot read parcel layer {parcels}{f' (layer {layer})' if layer else ''}: "
-                             f"{said(messages)}")
-        count = lyr.GetFeatureCount(force=1)
-        lyr = ds = None
-    return count
+    with _opened_layer(parcels, layer) as lyr:
+        return lyr.GetFeatureCount(force=1)
 
 
 def parcel_layer_problem(path: PathLike, layer: Optional[str] = None) -> Optional[str]:
@@ -103,7 +117,7 @@ def parcel_layer_problem(path: PathLike, layer: Optional[str] = None) -> Optiona
 
 def source_field_kinds(parcels: Any, layer: Optional[str] = None) -> dict[str, str]:
     """Field name -> kind of a vector file's layer (default: the first), or of a GeoDataFrame."""
-    from osgeo import gdal, ogr
+    from osgeo import ogr
 
     if hasattr(parcels, "geometry") and hasattr(parcels, "columns"):
         return {c: field_kind(parcels[c].to_numpy()) for c in parcels.columns if c != parcels.geometry.name}
@@ -113,25 +127,16 @@ def source_field_kinds(parcels: Any, layer: Optional[str] = None) -> dict[str, s
         raise InputError(problem)
     if is_parquet(parcels):
         return GeoParquetLayer(parcels).field_kinds()
-    with gdal_messages() as messages:
-        ds = gdal.OpenEx(os.fspath(parcels), gdal.OF_VECTOR | gdal.OF_READONLY)
-        lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
-        if lyr is None:
-            raise InputError(f"Cannot read parcel layer {parcels}: {said(messages)}")
+    with _opened_layer(parcels, layer) as lyr:
         defn = lyr.GetLayerDefn()
-        out = {}
-        for i in range(defn.GetFieldCount()):
-            f = defn.GetFieldDefn(i)
-            out[f.GetName()] = kinds.get(f.GetType(), f.GetFieldTypeName(f.GetType()).lower())
-        lyr = ds = None
-    return out
+        fields = [defn.GetFieldDefn(i) for i in range(defn.GetFieldCount())]
+        return {f.GetName(): kinds.get(f.GetType(), f.GetFieldTypeName(f.GetType()).lower()) for f in fields}
 
 
 def first_feature_without_geometry(parcels: Any, layer: Optional[str] = None) -> Optional[str]:
     """How to find the first feature of a vector file's layer (or a GeoDataFrame) that has no
     geometry or an empty one ("row 4", "feature id 17"), None where every feature has one. Only
     the geometries are read."""
-    from osgeo import gdal
 
     if hasattr(parcels, "geometry") and hasattr(parcels, "columns"):
         missing = np.flatnonzero(np.asarray(parcels.geometry.isna() | parcels.geometry.is_empty))
@@ -147,18 +152,11 @@ def first_feature_without_geometry(parcels: Any, layer: Optional[str] = None) ->
                     if geometry is None or geometry.IsEmpty():
                         return f"row {int(starts[g]) + row}"
         return None
-    with gdal_messages() as messages:
-        ds = gdal.OpenEx(os.fspath(parcels), gdal.OF_VECTOR | gdal.OF_READONLY)
-        lyr = None if ds is None else (ds.GetLayerByName(layer) if layer else ds.GetLayer(0))
-        if lyr is None:
-            raise InputError(f"Cannot read parcel layer {parcels}: {said(messages)}")
+    with _opened_layer(parcels, layer) as lyr:
         defn = lyr.GetLayerDefn()
         lyr.SetIgnoredFields([defn.GetFieldDefn(i).GetName() for i in range(defn.GetFieldCount())])
-        try:
-            for feature in lyr:
-                geometry = feature.GetGeometryRef()
-                if geometry is None or geometry.IsEmpty():
-                    return f"feature id {feature.GetFID()}"
-        finally:
-            lyr = ds = None
+        for feature in lyr:
+            geometry = feature.GetGeometryRef()
+            if geometry is None or geometry.IsEmpty():
+                return f"feature id {feature.GetFID()}"
     return None

@@ -292,8 +292,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
             feedback.pushInfo(tr("QGIS 3.22 cannot open a GeoParquet file; write a GeoPackage (.gpkg) or FlatGeobuf "
                                  "(.fgb) output to see the result in QGIS."))
         self._style = (dest_id, target.fields[request.fields.label], tuple(run.bundle.classes))
-        classified = sum(n for key, n in counts.items() if not key.startswith("("))  # "(status)": not classified
-        return {"OUTPUT": dest_id, "CLASSIFIED": int(classified)}
+        return {"OUTPUT": dest_id, "CLASSIFIED": result.status_counts().get("ok", 0)}
 
     def request(self, parameters, context, parcels: ParcelsSpec,
                 output: Optional[ClassificationOutput] = None) -> ClassifyRequest:
