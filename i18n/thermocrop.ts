@@ -1821,47 +1821,47 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="231"/>
-        <source>Model: {variant}, classes {classes}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="239"/>
-        <source>{n} parcels, {scenes}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="265"/>
-        <source>Prediction sets for {coverage:.0f} % coverage: mean size {mean:.2f}, {several} parcels with more than one class</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="286"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="273"/>
         <source>Wrote {path}: {n} parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="292"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="278"/>
         <source>QGIS 3.22 cannot open a GeoParquet file; write a GeoPackage (.gpkg) or FlatGeobuf (.fgb) output to see the result in QGIS.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="335"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="287"/>
+        <source>Model: {variant}, classes {classes}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="291"/>
+        <source>{n} parcels, {scenes}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="303"/>
+        <source>Prediction sets for {coverage:.0f} % coverage: mean size {mean:.2f}, {several} parcels with more than one class</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="345"/>
         <source>Fields {fields} of the input are replaced by the new values.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="338"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="348"/>
         <source>Field names as stored in this format: {names}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="260"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="261"/>
         <source>Cancelled: nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="387"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="397"/>
         <source>Style saved to {qml}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1926,22 +1926,22 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="211"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="212"/>
         <source>{n} parcels have no usable temperatures; their GDD fields stay empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="213"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="214"/>
         <source>Wrote {path}: GDD of {n} parcels at {dates} dates from {weather}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="230"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="231"/>
         <source>GDD of {n} parcels at {dates} dates from {weather}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="235"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="236"/>
         <source>{n} parcels have no usable temperatures (no grid cell with data within {km} km, or a gap of more than 3 days); their GDD fields stay empty. Features: {features}</source>
         <translation type="unfinished"></translation>
     </message>

@@ -227,16 +227,11 @@ class ClassifyParcels(ThermoCropAlgorithm):
         parts = {}
 
         def checked(preflight) -> None:
-            bundle, scenes = preflight.bundle, preflight.scenes
-            feedback.pushInfo(tr("Model: {variant}, classes {classes}").format(variant=bundle.config.variant,
-                                                                             classes=", ".join(bundle.classes)))
-            if preflight.model_choice:  # no model given: the scenes' level chose the shipped one
-                feedback.pushInfo(preflight.model_choice)
-            cost = estimated_seconds(max(len(fids), 1), len(scenes))
+            cost = estimated_seconds(max(len(fids), 1), len(preflight.scenes))
             reading, parts["classifying"], parts["writing"] = bar.parts(
                 [cost["read"], cost["extract"] + cost["predict"], cost["write"]])
             reading(1.0)
-            feedback.pushInfo(tr("{n} parcels, {scenes}").format(n=len(fids), scenes=self.describe_scenes(scenes)))
+            self._report_preflight(preflight, len(fids), feedback)
 
         class Run(ProcessingRun):
             def bar(self, what):
@@ -257,15 +252,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
             dest_id = self._write(source, staged, columns, {fid: row for row, fid in enumerate(fids)}, requested,
                                   feedback, parts["writing"])
         label_field = staged.field_names[fields.label]
-        counts = result.counts()
-        for key in sorted(counts):
-            feedback.pushInfo(f"  {key}: {counts[key]}")
-        if result.sets is not None:
-            sizes = result.sets[result.status == "ok"].sum(axis=1)
-            feedback.pushInfo(tr("Prediction sets for {coverage:.0f} % coverage: mean size {mean:.2f}, {several} "
-                                 "parcels with more than one class").format(
-                coverage=100 * result.coverage, mean=float(sizes.mean()) if len(sizes) else 0.0,
-                several=int((sizes > 1).sum())))
+        self._report_result(result, feedback)
         self._style = (dest_id, label_field, tuple(bundle.classes))
         return {"OUTPUT": dest_id, "CLASSIFIED": int((result.status == "ok").sum())}
 
@@ -277,15 +264,14 @@ class ClassifyParcels(ThermoCropAlgorithm):
         inputs = tuple(p for p in self._inputs(parameters, context) if p)
         request = self.request(parameters, context, ParcelsSpec(path),
                                ClassificationOutput(out, layer=layer, overwrite=True, inputs=inputs))
-        run = run_request(self, lambda: app.run_classification(request, ProcessingRun(feedback)), request.cluster,
-                          feedback)
+        progress = ProcessingRun(feedback, checked=lambda preflight: self._report_preflight(
+            preflight, preflight.parcel_count, feedback))
+        run = run_request(self, lambda: app.run_classification(request, progress), request.cluster, feedback)
         result, target = run.result, run.target
         for warning in result.warnings:
             feedback.pushWarning(warning)
-        counts = result.counts()
         feedback.pushInfo(tr("Wrote {path}: {n} parcels").format(path=run.written, n=len(result)))
-        for key in sorted(counts):
-            feedback.pushInfo(f"  {key}: {counts[key]}")
+        self._report_result(result, feedback)
         dest_id = target.source_string()
         if not load_on_completion(parameters, context, dest_id, self.parameterDefinition("OUTPUT").description()) \
                 and target.driver == "Parquet":
@@ -293,6 +279,31 @@ class ClassifyParcels(ThermoCropAlgorithm):
                                  "(.fgb) output to see the result in QGIS."))
         self._style = (dest_id, target.fields[request.fields.label], tuple(run.bundle.classes))
         return {"OUTPUT": dest_id, "CLASSIFIED": result.status_counts().get("ok", 0)}
+
+    def _report_preflight(self, preflight, parcels: Optional[int], feedback) -> None:
+        """The log's lines on what the inputs' checks found: the model, why it was chosen where none
+        was given, and the parcels and scenes to classify."""
+        bundle = preflight.bundle
+        feedback.pushInfo(tr("Model: {variant}, classes {classes}").format(variant=bundle.config.variant,
+                                                                         classes=", ".join(bundle.classes)))
+        if preflight.model_choice:  # no model given: the scenes' level chose the shipped one
+            feedback.pushInfo(preflight.model_choice)
+        feedback.pushInfo(tr("{n} parcels, {scenes}").format(
+            n="?" if parcels is None else parcels, scenes=self.describe_scenes(preflight.scenes)))
+
+    @staticmethod
+    def _report_result(result, feedback) -> None:
+        """The log's lines on the classified parcels: a count per status and the prediction sets' size
+        (of a result held here; a partitioned run's partitions log their own)."""
+        counts = result.counts()
+        for key in sorted(counts):
+            feedback.pushInfo(f"  {key}: {counts[key]}")
+        if getattr(result, "sets", None) is not None:
+            sizes = result.sets[result.status == "ok"].sum(axis=1)
+            feedback.pushInfo(tr("Prediction sets for {coverage:.0f} % coverage: mean size {mean:.2f}, {several} "
+                                 "parcels with more than one class").format(
+                coverage=100 * result.coverage, mean=float(sizes.mean()) if len(sizes) else 0.0,
+                several=int((sizes > 1).sum())))
 
     def request(self, parameters, context, parcels: ParcelsSpec,
                 output: Optional[ClassificationOutput] = None) -> ClassifyRequest:

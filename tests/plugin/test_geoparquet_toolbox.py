@@ -237,3 +237,38 @@ def test_a_cancelled_run_of_a_geoparquet_layer_writes_nothing(provider, tiny_reg
             "INPUT": str(parquet_parcels), "SCENES": scene_files, "WEATHER": str(region_weather),
             "MODEL": str(small_bundle), "OUTPUT": str(out)}, context=QgsProcessingContext(), feedback=feedback)
     assert said and not out.exists() and not list(tmp_path.glob("classified*"))
+
+
+@pytest.mark.slow
+def test_a_geoparquet_run_logs_what_a_layer_run_logs(provider, tiny_region, scene_files, region_weather,
+                                                     calibrated_small_bundle, parquet_parcels, tmp_path):
+    """The model, the parcels and scenes found, the count per status and the prediction sets'
+    size: the same lines for the layer's GeoParquet file as for its GeoPackage."""
+    import processing
+    from qgis.core import QgsProcessingContext, QgsProcessingFeedback
+
+    class Recording(QgsProcessingFeedback):
+        def __init__(self):
+            super().__init__()
+            self.lines = []
+
+        def pushInfo(self, info):  # noqa: N802 (QGIS API)
+            self.lines.append(info)
+            super().pushInfo(info)
+
+    def logged(source, out):
+        feedback = Recording()
+        processing.run("thermocrop:classifyparcels", {
+            "INPUT": str(source), "SCENES": scene_files, "WEATHER": str(region_weather),
+            "MODEL": str(calibrated_small_bundle), "PREDICTION_SETS": True, "OUTPUT": str(out)},
+            context=QgsProcessingContext(), feedback=feedback)
+        return [line for line in feedback.lines
+                if line.startswith(("Model:", "Prediction sets", "  ")) or " parcels, " in line]
+
+    from_layer = logged(tiny_region / "parcels.gpkg", tmp_path / "from_layer.gpkg")
+    from_file = logged(parquet_parcels, tmp_path / "from_file.gpkg")
+    n = len(__import__("geopandas").read_file(tiny_region / "parcels.gpkg"))
+    assert any(line.startswith(f"{n} parcels, ") for line in from_layer)
+    assert any(line.startswith("Model: ") for line in from_layer)
+    assert any(line.startswith("Prediction sets for 90 % coverage") for line in from_layer)
+    assert from_file == from_layer
