@@ -18,7 +18,8 @@ from .crops import UNKNOWN_CLASS
 from .errors import InputError, SceneError
 from .extract import SceneSource, chunk_groups, dataset_meta, scene_list_of
 from .inseason import decisions
-from .io.source_layer import feature_count
+from .io.field_batches import FieldBatches
+from .io.source_layer import feature_count, source_field_kinds
 from .io.vector import write_with_fields
 from .model.calibration import prediction_sets
 from .parcels import ParcelSource, ParcelTable, load_parcels
@@ -26,7 +27,7 @@ from .pixel_sampling import scene_grids, spatial_chunks
 from .pixel_sets import STATUS_OK
 from .preflight import run_bundle
 from .progress import Progress
-from .result_columns import result_columns
+from .result_columns import column_kinds, earlier_run_fields, empty_columns, result_columns, widest_texts
 from .scenes.radiometry import check_missing_scl
 from .scenes.seasons import select_season
 from .settings import ExtractionSettings, PixelSampling, ThermalTime
@@ -490,6 +491,16 @@ def write_classification(
         values: Any = result_columns(result, n, **names)
     else:  # a partitioned run's result, read from its run folder batch by batch as the layer is copied
         values = result.columns(n, **names)
+    earlier = earlier_run_fields(source_field_kinds(parcels, layer),
+                                 values if isinstance(values, dict) else values.names, result.classes)
+    if earlier:
+        log.info("Fields %s of %s came from an earlier run and this run does not make them: they are written "
+                 "empty, so that no value of that run is left beside this one's.", ", ".join(earlier), parcels)
+        if isinstance(values, dict):  # declared, since a field of no value has no kind of its own
+            values.update(empty_columns(earlier, n))
+            values = FieldBatches.of(values, kinds=column_kinds(values), widths=widest_texts(result.classes, **names))
+        else:
+            values = result.columns(n, **names, empty=earlier)
     out = write_with_fields(parcels, values, out, overwrite=overwrite, layer=layer, out_layer=out_layer,
                             inputs=inputs)
     log.info("Wrote %d parcels to %s", n, out)

@@ -8,11 +8,11 @@ same words."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Collection, Optional
 
 import numpy as np
 
-from .model.uncertainty import uncertainty_fields
+from .model.uncertainty import ENTROPY_FIELD, MARGIN_FIELD, probability_field_names, uncertainty_fields
 from .parcels import STATUSES
 from .pixel_sets import STATUS_OK
 
@@ -31,7 +31,8 @@ NOT_SELECTED = "not_selected"
 
 
 def result_columns(result: Any, rows: int, *, label_field: str = "crop_pred", conf_field: str = "crop_conf",
-                   status_field: Optional[str] = "crop_status", probabilities: bool = False) -> dict[str, np.ndarray]:
+                   status_field: Optional[str] = "crop_status", probabilities: bool = False,
+                   empty: Collection[str] = ()) -> dict[str, np.ndarray]:
     """The columns of ``result`` for a layer of ``rows`` features, in writing order.
 
     Args:
@@ -41,6 +42,9 @@ def result_columns(result: Any, rows: int, *, label_field: str = "crop_pred", co
             status column).
         probabilities: also the columns of ``uncertainty_fields`` (``p_<class>``, margin,
             entropy).
+        empty: names of :func:`earlier_run_fields` (columns an earlier run wrote into the input
+            and this one does not make): they follow, empty (:func:`empty_columns`), so that no
+            value of another run is left beside this run's.
 
     Returns:
         Column name -> ``(rows,)`` array: the class (object, None where the status is not
@@ -70,7 +74,33 @@ def result_columns(result: Any, rows: int, *, label_field: str = "crop_pred", co
         full = np.full((rows, len(result.classes)), np.nan, dtype=np.float32)
         full[result.rows] = result.probabilities
         columns.update(uncertainty_fields(full, result.classes))
+    columns.update(empty_columns(empty, rows))
     return columns
+
+
+def empty_columns(names: Collection[str], rows: int) -> dict[str, np.ndarray]:
+    """Columns of no value (NaN for the real ones, None for the others) for the optional result
+    columns ``names`` (:func:`earlier_run_fields`)."""
+    probability = set(names) - set(OPTIONAL_FIELDS)
+    return {name: np.full(rows, np.nan) if name in REAL_OPTIONAL or name in probability
+            else np.full(rows, None, dtype=object) for name in names}
+
+
+OPTIONAL_FIELDS = (SET_FIELD, SET_SIZE_FIELD, DECIDED_FIELD, DECIDED_GDD_FIELD, MARGIN_FIELD, ENTROPY_FIELD)
+"""The result's columns that a run writes only on request (besides ``p_<class>``)."""
+REAL_OPTIONAL = (DECIDED_GDD_FIELD, MARGIN_FIELD, ENTROPY_FIELD)
+"""Those of :data:`OPTIONAL_FIELDS` that hold real numbers (as the class probabilities do)."""
+
+
+def earlier_run_fields(existing: Collection[str], columns: Collection[str], classes: Any) -> list[str]:
+    """The optional result columns (:data:`OPTIONAL_FIELDS`, ``p_<class>`` of ``classes``) among the
+    ``existing`` field names of an input (case aside) that ``columns`` do not hold: an earlier run
+    wrote them and this one does not, so their values would no longer match the class written
+    beside them. Named as :func:`result_columns` names them."""
+    present = {name.lower() for name in existing}
+    written = {name.lower() for name in columns}
+    return [name for name in (*OPTIONAL_FIELDS, *probability_field_names(classes))
+            if name.lower() in present and name.lower() not in written]
 
 
 def column_kinds(columns: dict[str, np.ndarray]) -> dict[str, str]:

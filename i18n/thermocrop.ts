@@ -431,32 +431,32 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layer_writer.py" line="71"/>
+        <location filename="../plugin/layer_writer.py" line="74"/>
         <source>{field} is longer than a shapefile field name may be ({n} characters)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layer_writer.py" line="74"/>
+        <location filename="../plugin/layer_writer.py" line="77"/>
         <source>the probability fields (p_&lt;class&gt;, crop_margin, crop_entropy) do not fit shapefile field names</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layer_writer.py" line="95"/>
+        <location filename="../plugin/layer_writer.py" line="98"/>
         <source>{layer} cannot be edited; write a new layer file instead.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layer_writer.py" line="103"/>
+        <location filename="../plugin/layer_writer.py" line="107"/>
         <source>ThermoCrop classification</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layer_writer.py" line="121"/>
+        <location filename="../plugin/layer_writer.py" line="125"/>
         <source>Saving {layer} failed: {errors}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layer_writer.py" line="173"/>
+        <location filename="../plugin/layer_writer.py" line="177"/>
         <source>The parcel layer {layer}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1806,12 +1806,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="174"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="175"/>
         <source>The class, confidence and status fields need three different, non-empty names.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="200"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="201"/>
         <source>The as-of date {text!r} is not a date written YYYY-MM-DD; correct it or leave it empty for the whole season.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1821,37 +1821,42 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="273"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="251"/>
+        <source>Fields {fields} of the input came from an earlier run and this run does not make them: they are written empty.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="279"/>
         <source>Wrote {path}: {n} parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="278"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="284"/>
         <source>QGIS 3.22 cannot open a GeoParquet file; write a GeoPackage (.gpkg) or FlatGeobuf (.fgb) output to see the result in QGIS.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="287"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="293"/>
         <source>Model: {variant}, classes {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="291"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="297"/>
         <source>{n} parcels, {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="303"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="309"/>
         <source>Prediction sets for {coverage:.0f} % coverage: mean size {mean:.2f}, {several} parcels with more than one class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="345"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="351"/>
         <source>Fields {fields} of the input are replaced by the new values.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="348"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="354"/>
         <source>Field names as stored in this format: {names}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1861,7 +1866,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="397"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="403"/>
         <source>Style saved to {qml}</source>
         <translation type="unfinished"></translation>
     </message>

@@ -7,13 +7,13 @@ from __future__ import annotations
 import math
 from numbers import Integral
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from qgis.core import QgsField, QgsProject, QgsVectorDataProvider, QgsVectorLayer
 from qgis.PyQt.QtCore import QVariant
 
 from ..app import result_columns
-from ..core.result_columns import DECIDED_FIELD, SET_FIELD, SET_SIZE_FIELD
+from ..core.result_columns import DECIDED_FIELD, SET_FIELD, SET_SIZE_FIELD, earlier_run_fields, empty_columns
 from .i18n import tr
 
 
@@ -25,11 +25,14 @@ def layer_is_writable(layer: QgsVectorLayer) -> bool:
 
 
 def result_values(result, fids: list, label_field: str, conf_field: str, status_field: Optional[str] = None,
-                  probabilities: bool = False) -> dict:
+                  probabilities: bool = False, existing: Sequence[str] = ()) -> dict:
     """The fields to write for the features that have a result, as ``{name: (QVariant type,
-    {fid: value})}`` in writing order (``core.result_columns``; NaN becomes NULL)."""
+    {fid: value})}`` in writing order (``core.result_columns``; NaN becomes NULL). Optional result
+    fields among the layer's ``existing`` fields that this result does not make (an earlier run's)
+    are written empty."""
     columns = result_columns(result, len(fids), label_field=label_field, conf_field=conf_field,
                              status_field=status_field, probabilities=probabilities)
+    columns.update(empty_columns(earlier_run_fields(existing, columns, result.classes), len(fids)))
     rows = [int(row) for row in result.rows]
     return {name: (QVARIANT_KINDS[column_kind(name, label_field, status_field)],
                    {fids[row]: qgis_value(values[row]) for row in rows})
@@ -93,7 +96,8 @@ def write_result_to_layer(layer: QgsVectorLayer, fids: list, result, label_field
     """
     if not layer_is_writable(layer):
         raise ValueError(tr("{layer} cannot be edited; write a new layer file instead.").format(layer=layer.name()))
-    fields = result_values(result, fids, label_field, conf_field, status_field, probabilities)
+    fields = result_values(result, fids, label_field, conf_field, status_field, probabilities,
+                           existing=layer.fields().names())
     existing = [n for n in fields if layer.fields().indexOf(n) >= 0]
     if existing and not confirm_overwrite(existing):
         return None

@@ -74,14 +74,17 @@ class FieldBatches:
         self._made_longest = {name: 0 for name in self.names}
 
     @classmethod
-    def of(cls, fields: Union[Mapping[str, np.ndarray], "FieldBatches"]) -> "FieldBatches":
-        """``fields`` as batches: arrays held whole are one batch (their lengths must agree)."""
+    def of(cls, fields: Union[Mapping[str, np.ndarray], "FieldBatches"], kinds: Optional[Mapping[str, str]] = None,
+           widths: Optional[Mapping[str, int]] = None) -> "FieldBatches":
+        """``fields`` as batches: arrays held whole are one batch (their lengths must agree);
+        ``kinds`` and ``widths`` declare them as the constructor's do (a field of no value has
+        no kind of its own)."""
         if isinstance(fields, FieldBatches):
             return fields
         arrays = {name: np.asarray(values) for name, values in fields.items()}
         length = len(next(iter(arrays.values()))) if arrays else 0
         batches = cls(list(arrays), length, lambda start, stop: {k: v[start:stop] for k, v in arrays.items()},
-                      batch_rows=max(length, 1))
+                      batch_rows=max(length, 1), kinds=kinds, widths=widths)
         batches._lengths = {name: len(values) for name, values in arrays.items()}
         return batches
 

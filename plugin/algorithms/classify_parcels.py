@@ -31,6 +31,7 @@ from ...app import NOT_SELECTED, ClassificationOutput, ClassifyRequest, ParcelsS
 from ...core.classify import estimated_seconds
 from ...core.inseason import DEFAULT_DECIDED_THRESHOLD
 from ...core.model.calibration import DEFAULT_COVERAGE
+from ...core.result_columns import earlier_run_fields, empty_columns
 from ..i18n import tr
 from ..layer_writer import QVARIANT_KINDS, column_kind, qgis_value
 from ..layers import features_to_frame
@@ -245,6 +246,11 @@ class ClassifyParcels(ThermoCropAlgorithm):
         fields = request.fields
         columns = result_columns(result, len(fids), label_field=fields.label, conf_field=fields.confidence,
                                  status_field=fields.status, probabilities=fields.probabilities)
+        earlier = earlier_run_fields(source.fields().names(), columns, result.classes)
+        if earlier:  # an earlier run's values, which no longer match this run's classes
+            feedback.pushInfo(tr("Fields {fields} of the input came from an earlier run and this run does not make "
+                                 "them: they are written empty.").format(fields=", ".join(earlier)))
+            columns.update(empty_columns(earlier, len(fids)))
         requested = (fields.label, fields.confidence, fields.status)
         extra = [name for name in columns if name not in requested]
         with StagedSink(self, parameters, context, inputs=self._inputs(parameters, context),

@@ -56,3 +56,35 @@ def test_write_classification_adds_probability_fields_only_when_asked(tmp_path):
     assert back["crop_entropy"][0] == pytest.approx(-(0.2 * math.log(0.2) + 0.8 * math.log(0.8)) / math.log(2))
     assert back[["p_corn", "crop_margin", "crop_entropy"]].iloc[1:].isna().all().all()
     assert back["crop_status"].tolist() == ["ok", "not_selected", "too_small"]
+
+
+def test_an_earlier_runs_optional_fields_are_written_empty(tmp_path):
+    """A layer classified before with sets, decision dates and probabilities, classified again
+    without them: its old values would sit beside the new class (a set without the class, a
+    decision date after the as-of date), so those fields are written empty; the user's own
+    fields and the ones this run makes keep their values."""
+    gpd = pytest.importorskip("geopandas")
+    from shapely.geometry import box
+
+    from thermocrop.core.classify import ClassificationResult, write_classification
+
+    earlier = gpd.GeoDataFrame({"parcel_id": ["a", "b"], "crop_set": ["corn|meadow", "corn"],
+                                "crop_set_size": [2, 1], "crop_decided": ["2017-05-26", "2017-06-01"],
+                                "crop_decided_gdd": [900.0, 1000.0], "p_corn": [0.6, 0.9],
+                                "crop_margin": [0.2, 0.8], "p_other": [0.5, 0.5]},
+                               geometry=[box(i, 0, i + 1, 1) for i in range(2)], crs="EPSG:32631")
+    path = tmp_path / "earlier.gpkg"
+    earlier.to_file(path)
+    result = ClassificationResult(
+        parcel_ids=np.array(["a", "b"]), labels=np.array(["meadow", "corn"]),
+        confidence=np.array([0.7, 0.9], dtype=np.float32),
+        probabilities=np.array([[0.3, 0.7], [0.9, 0.1]], dtype=np.float32),
+        status=np.array(["ok", "ok"]), classes=("corn", "meadow"), rows=np.array([0, 1]))
+    back = gpd.read_file(write_classification(path, result, tmp_path / "again.gpkg"))
+    assert back["crop_pred"].tolist() == ["meadow", "corn"]
+    for name in ("crop_set", "crop_set_size", "crop_decided", "crop_decided_gdd", "p_corn", "crop_margin"):
+        assert back[name].isna().all(), name
+    assert back["p_other"].tolist() == [0.5, 0.5]  # not a class of this model: the user's own field
+    back = gpd.read_file(write_classification(path, result, tmp_path / "probs.gpkg", probabilities=True))
+    assert back["p_corn"].tolist() == pytest.approx([0.3, 0.9])
+    assert back["crop_set"].isna().all() and back["crop_decided"].isna().all()

@@ -271,7 +271,7 @@ def test_existing_fields_are_kept_unless_the_user_agrees(qgis_app):
     layer.dataProvider().addFeatures(features)
     fids = [f.id() for f in layer.getFeatures()]
     result = SimpleNamespace(rows=np.array([0, 1]), status=np.array(["ok", "too_small"]),
-                             labels=np.array(["corn", ""]), confidence=np.array([0.75, np.nan]))
+                             labels=np.array(["corn", ""]), confidence=np.array([0.75, np.nan]), classes=("corn",))
     asked = []
     assert write_result_to_layer(layer, fids, result, "crop_pred", "crop_conf",
                                  lambda names: asked.append(names) or False, "crop_status") is None
@@ -290,6 +290,36 @@ def test_existing_fields_are_kept_unless_the_user_agrees(qgis_app):
     # Outside an edit session: saved at once, not left editable.
     assert write_result_to_layer(layer, fids, result, "crop_pred", "crop_conf", lambda names: True) is layer
     assert not layer.isEditable() and [f["crop_pred"] for f in layer.getFeatures()] == ["corn", None]
+
+
+def test_an_earlier_runs_decision_dates_are_emptied_in_place(qgis_app):
+    """Classified again without decision dates, a layer's earlier ``crop_decided`` values would
+    sit beside the new classes: they are written empty (and the user is asked about them too)."""
+    from qgis.core import QgsFeature, QgsField, QgsGeometry, QgsVectorLayer
+    from qgis.PyQt.QtCore import QVariant
+
+    from thermocrop.plugin.layer_writer import write_result_to_layer
+
+    layer = QgsVectorLayer("Polygon?crs=EPSG:32631", "p", "memory")
+    layer.dataProvider().addAttributes([QgsField("crop_decided", QVariant.String),
+                                        QgsField("crop_decided_gdd", QVariant.Double),
+                                        QgsField("note", QVariant.String)])
+    layer.updateFields()
+    f = QgsFeature(layer.fields())
+    f.setGeometry(QgsGeometry.fromWkt("POLYGON((0 0, 1 0, 1 1, 0 0))"))
+    f.setAttributes(["2017-05-26", 900.0, "mine"])
+    layer.dataProvider().addFeatures([f])
+    fids = [f.id() for f in layer.getFeatures()]
+    result = SimpleNamespace(rows=np.array([0]), status=np.array(["ok"]), labels=np.array(["corn"]),
+                             confidence=np.array([0.75]), classes=("corn", "meadow"))
+    asked = []
+    assert write_result_to_layer(layer, fids, result, "crop_pred", "crop_conf",
+                                 lambda names: asked.append(names) or True, "crop_status") is layer
+    assert asked == [["crop_decided", "crop_decided_gdd"]]
+    feature = next(layer.getFeatures())
+    assert feature["crop_pred"] == "corn" and feature["note"] == "mine"
+    assert feature.attribute("crop_decided") is None or str(feature["crop_decided"]) == "NULL"
+    assert feature.attribute("crop_decided_gdd") is None or str(feature["crop_decided_gdd"]) == "NULL"
 
 
 def test_ndvi_series_by_hand():

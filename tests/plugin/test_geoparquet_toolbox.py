@@ -272,3 +272,26 @@ def test_a_geoparquet_run_logs_what_a_layer_run_logs(provider, tiny_region, scen
     assert any(line.startswith("Model: ") for line in from_layer)
     assert any(line.startswith("Prediction sets for 90 % coverage") for line in from_layer)
     assert from_file == from_layer
+
+
+@pytest.mark.slow
+def test_an_earlier_runs_sets_are_emptied_in_the_toolbox_output(provider, tiny_region, scene_files,
+                                                               region_weather, small_bundle, tmp_path):
+    """A layer that holds an earlier run's sets and decision dates, classified again without
+    them (a layer and its GeoParquet file): those fields come out empty, the user's own kept."""
+    import geopandas as gpd
+
+    frame = gpd.read_file(tiny_region / "parcels.gpkg")
+    frame["crop_set"], frame["crop_set_size"], frame["crop_decided"] = "corn|meadow", 2, "2017-05-26"
+    frame["note"] = "mine"
+    frame.to_file(tmp_path / "earlier.gpkg")
+    frame.to_parquet(tmp_path / "earlier.parquet")
+    for source in ("earlier.gpkg", "earlier.parquet"):
+        out = tmp_path / f"again_{source.split('.')[1]}.gpkg"
+        _run("thermocrop:classifyparcels", {"INPUT": str(tmp_path / source), "SCENES": scene_files,
+                                            "WEATHER": str(region_weather), "MODEL": str(small_bundle),
+                                            "OUTPUT": str(out)})
+        back = gpd.read_file(out)
+        assert back["crop_pred"].notna().any(), source
+        assert back[["crop_set", "crop_set_size", "crop_decided"]].isna().all().all(), source
+        assert (back["note"] == "mine").all(), source
