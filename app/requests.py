@@ -208,6 +208,19 @@ class ResultFields:
     coverage: Optional[float] = DEFAULT_COVERAGE
     decided: Optional[float] = None
 
+    def __post_init__(self) -> None:
+        roles = {"class": self.label, "confidence": self.confidence, "status": self.status}
+        if self.coverage is not None:
+            roles.update({"prediction set": SET_FIELD, "set size": SET_SIZE_FIELD})
+        if self.decided is not None:
+            roles.update({"decision date": DECIDED_FIELD, "decision GDD": DECIDED_GDD_FIELD})
+        seen: dict[str, str] = {}
+        for role, name in roles.items():
+            other = seen.setdefault(str(name).lower(), role)
+            if other != role:
+                raise InputError(f"The output field {name!r} is named for both the {other} and the {role}; "
+                                 "give each its own name.")
+
     def kinds(self) -> dict[str, str]:
         """Field name -> kind (``string`` / ``real`` / ``integer``) of the main columns."""
         kinds = {self.label: "string", self.confidence: "real", self.status: "string"}

@@ -1306,52 +1306,52 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="85"/>
+        <location filename="../plugin/dock/form.py" line="86"/>
         <source>Choose a parcel layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="87"/>
+        <location filename="../plugin/dock/form.py" line="88"/>
         <source>No feature of {layer} is selected; select parcels or untick &apos;Selected features only&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="90"/>
+        <location filename="../plugin/dock/form.py" line="91"/>
         <source>Search the catalogue first (Search), or untick &apos;Search a catalogue&apos; to use scene files.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="92"/>
+        <location filename="../plugin/dock/form.py" line="93"/>
         <source>Tick or add at least one Sentinel-2 scene.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="94"/>
+        <location filename="../plugin/dock/form.py" line="95"/>
         <source>Choose a daily temperature file, or a weather service under &apos;Weather&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="96"/>
+        <location filename="../plugin/dock/form.py" line="97"/>
         <source>The class, confidence and status fields need three different names.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="101"/>
+        <location filename="../plugin/dock/form.py" line="107"/>
         <source>Resuming needs the run folder of the interrupted run: {layer} is not a file layer, so give the run folder under &apos;Advanced&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="105"/>
+        <location filename="../plugin/dock/form.py" line="111"/>
         <source>{layer} is not a file layer; choose the new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="108"/>
+        <location filename="../plugin/dock/form.py" line="114"/>
         <source>{layer} is read-only; choose &apos;New layer file&apos; to write the result.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="112"/>
+        <location filename="../plugin/dock/form.py" line="118"/>
         <source>Cannot write into {layer}: {problems}. Choose other field names or a new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1806,12 +1806,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="175"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="176"/>
         <source>The class, confidence and status fields need three different, non-empty names.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="201"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="206"/>
         <source>The as-of date {text!r} is not a date written YYYY-MM-DD; correct it or leave it empty for the whole season.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1821,42 +1821,42 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="251"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="256"/>
         <source>Fields {fields} of the input came from an earlier run and this run does not make them: they are written empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="279"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="284"/>
         <source>Wrote {path}: {n} parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="284"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="289"/>
         <source>QGIS 3.22 cannot open a GeoParquet file; write a GeoPackage (.gpkg) or FlatGeobuf (.fgb) output to see the result in QGIS.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="293"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="298"/>
         <source>Model: {variant}, classes {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="297"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="302"/>
         <source>{n} parcels, {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="309"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="314"/>
         <source>Prediction sets for {coverage:.0f} % coverage: mean size {mean:.2f}, {several} parcels with more than one class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="351"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="356"/>
         <source>Fields {fields} of the input are replaced by the new values.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="354"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="359"/>
         <source>Field names as stored in this format: {names}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1866,7 +1866,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="403"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="408"/>
         <source>Style saved to {qml}</source>
         <translation type="unfinished"></translation>
     </message>

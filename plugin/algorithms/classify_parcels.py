@@ -29,6 +29,7 @@ from qgis.PyQt.QtCore import QVariant
 from ... import app
 from ...app import NOT_SELECTED, ClassificationOutput, ClassifyRequest, ParcelsSpec, ResultFields, result_columns
 from ...core.classify import estimated_seconds
+from ...core.errors import InputError
 from ...core.inseason import DEFAULT_DECIDED_THRESHOLD
 from ...core.model.calibration import DEFAULT_COVERAGE
 from ...core.result_columns import earlier_run_fields, empty_columns
@@ -171,8 +172,12 @@ class ClassifyParcels(ThermoCropAlgorithm):
     def check_field_names(self, parameters, context) -> tuple[bool, str]:
         """``(ok, message)``: three different, non-empty output field names."""
         names = self._field_names(parameters, context)
-        if any(not name.strip() for name in names) or len(set(names)) < 3:
+        if any(not name.strip() for name in names) or len({name.lower() for name in names}) < 3:
             return False, tr("The class, confidence and status fields need three different, non-empty names.")
+        try:
+            self._fields(parameters, context)  # not the name of a prediction set or decision field either
+        except InputError as e:
+            return False, str(e)
         return True, ""
 
     def check_output(self, parameters, context) -> tuple[bool, str]:

@@ -14,6 +14,7 @@ from typing import Optional
 from qgis.core import QgsVectorLayer
 
 from ...app import ClusterSpec, ResultFields
+from ...core.errors import InputError
 from ...core.inseason import DEFAULT_DECIDED_THRESHOLD
 from ...core.model.calibration import DEFAULT_COVERAGE
 from ..i18n import tr
@@ -92,8 +93,13 @@ class ClassifyForm:
             return tr("Tick or add at least one Sentinel-2 scene.")
         if not self.weather and not self.weather_service:
             return tr("Choose a daily temperature file, or a weather service under 'Weather'.")
-        if not all(self.field_names) or len(set(self.field_names)) < 3:
+        if not all(self.field_names) or len({name.lower() for name in self.field_names}) < 3:
             return tr("The class, confidence and status fields need three different names.")
+        try:  # not the name of a prediction set or decision field either
+            ResultFields(*self.field_names, self.probabilities, coverage=self.coverage,
+                         decided=DEFAULT_DECIDED_THRESHOLD if self.decided else None)
+        except InputError as e:
+            return str(e)
         problem = self.cluster.problem()
         if problem:
             return problem

@@ -123,3 +123,24 @@ def test_the_layer_writer_keeps_the_decision_date_as_text(qgis_app):
     values = result_values(result, [10, 11, 12, 13, 14], "crop_pred", "crop_conf", "crop_status")
     assert values["crop_decided"] == (QVariant.String, {10: "2021-06-02", 12: None, 14: None})
     assert values["crop_decided_gdd"] == (QVariant.Double, {10: 1234.5, 12: None, 14: None})
+
+
+@pytest.mark.parametrize("fields", [
+    dict(label="crop_conf"),                       # the class written over the confidence
+    dict(status="CROP_PRED"),                      # the same name but for case (GeoPackage, shapefile)
+    dict(label="crop_set"),                        # the prediction set's field, sets on by default
+    dict(confidence="crop_decided_gdd", decided=0.8),
+])
+def test_two_result_columns_of_one_name_are_refused(fields):
+    from thermocrop.app import ResultFields
+    from thermocrop.core.errors import InputError
+
+    with pytest.raises(InputError, match="give each its own name"):
+        ResultFields(**fields)
+
+
+def test_result_fields_that_do_not_meet_are_accepted():
+    from thermocrop.app import ResultFields
+
+    assert ResultFields(label="crop_set", coverage=None).kinds()["crop_set"] == "string"
+    assert ResultFields(confidence="crop_decided_gdd").kinds()["crop_decided_gdd"] == "real"
