@@ -63,6 +63,28 @@ def _confidence_value(value: Any) -> float:
         return math.nan
 
 
+def check_confidence_field(values: Sequence[Any], name: str) -> None:
+    """Refuse a confidence field that holds no probabilities: text that is not a number, no value
+    at all, or numbers outside 0-1 (a percentage, a score).
+
+    Raises:
+        InputError: naming the field and what it holds.
+    """
+    present = [v for v in values if not _is_missing(v)]
+    numbers = [_confidence_value(v) for v in present]
+    text = [v for v, x in zip(present, numbers) if math.isnan(x)]
+    if text:
+        raise InputError(f"The confidence field {name!r} holds values that are not numbers (e.g. {text[0]!r}); "
+                         "choose the map's confidence field (a probability from 0 to 1, e.g. crop_conf).")
+    if not numbers:
+        raise InputError(f"The confidence field {name!r} holds no value; choose the map's confidence field "
+                         "(e.g. crop_conf) or leave it out.")
+    low, high = min(numbers), max(numbers)
+    if low < 0 or high > 1:
+        raise InputError(f"The confidence field {name!r} holds values from {low:g} to {high:g}; a confidence is a "
+                         "probability from 0 to 1 (divide a percentage by 100).")
+
+
 def class_label(value: Any) -> Optional[str]:
     """The class name of one attribute value: stripped text, integral floats as integers
     (``3.0`` -> ``"3"``, as codes read from a shapefile can be), None when missing."""
@@ -390,6 +412,8 @@ def assess_layer(frame: Any, mapped_field: str, reference_field: str, *,
     if mapped_field == reference_field:
         raise InputError("The map and the reference field are the same field; choose the field "
                          "holding the reference (ground truth) classes.")
+    if confidence_field:
+        check_confidence_field(list(frame[confidence_field]), confidence_field)
     mapped = list(frame[mapped_field])
     reference = list(frame[reference_field])
     unmapped = 0.0

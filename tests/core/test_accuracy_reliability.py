@@ -75,3 +75,15 @@ def test_the_command_line_gives_the_same_reliability(tmp_path, capsys):
                  str(tmp_path / "r.json")]) == 0
     assert json.loads((tmp_path / "r.json").read_text())["reliability"]["ece"] == pytest.approx(0.27125)
     assert "expected calibration error (10 bins) 0.2712 over 8 units" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("values, words", [
+    (["wheat"] * 10, "not numbers"),                         # the class field given as the confidence
+    ([95.0, 92, 85, 55, 58, 31, 99, 100, 70, None], "from 31 to 100"),  # a percentage
+    ([None] * 10, "holds no value"),
+])
+def test_a_confidence_field_of_no_probabilities_is_refused(values, words):
+    layer = _layer()
+    layer["score"] = values
+    with pytest.raises(InputError, match=f"'score'.*{words}"):
+        assess_layer(layer, "crop_pred", "truth", weighting="none", confidence_field="score")
