@@ -24,7 +24,7 @@ from .io.vector import write_with_fields
 from .model.calibration import prediction_sets
 from .parcels import ParcelSource, ParcelTable, load_parcels
 from .pixel_sampling import scene_grids, spatial_chunks
-from .pixel_sets import STATUS_OK
+from .pixel_sets import STATUS_OK, status_ok
 from .preflight import run_bundle
 from .progress import Progress
 from .result_columns import column_kinds, earlier_run_fields, empty_columns, result_columns, widest_texts
@@ -393,7 +393,7 @@ def labelled_result(classes: Sequence[str], parcel_ids: Sequence[Any], rows: np.
     """A :class:`ClassificationResult` of some parcels: each one's label and confidence from its
     probabilities where its status is ``ok`` (``decided`` as for :func:`assemble_result`)."""
     n, classes = len(status), tuple(classes)
-    ok = status == STATUS_OK
+    ok = status_ok(status)
     best = np.where(ok, np.nan_to_num(probabilities, nan=-1.0).argmax(axis=1), 0) if n else np.zeros(0, dtype=int)
     labels = np.where(ok, np.asarray(classes, dtype=object)[best], "")
     confidence = np.where(ok, probabilities[np.arange(n), best], np.nan).astype(np.float32)
@@ -422,9 +422,9 @@ def add_prediction_sets(result: ClassificationResult, bundle: Any, coverage: Opt
         return
     calibration = bundle.calibration
     sets = prediction_sets(result.probabilities, threshold)
-    sets[np.asarray(result.status) != STATUS_OK] = False
+    sets[~status_ok(result.status)] = False
     result.sets, result.coverage = sets, float(coverage)
-    ok = np.asarray(result.status) == STATUS_OK
+    ok = status_ok(result.status)
     sizes = sets[ok].sum(axis=1)
     log.info("Prediction sets for %.0f %% coverage (from %d calibration parcels): mean size %.2f, %d of %d parcels "
              "with more than one class", 100 * coverage, calibration.parcels, sizes.mean() if len(sizes) else 0.0,

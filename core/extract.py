@@ -35,7 +35,7 @@ from .parcels import (
     some_names,
 )
 from .pixel_sampling import PixelSelection, reading_windows, sample_pixels, scene_grids, spatial_chunks
-from .pixel_sets import STATUS_OK, DatasetWriter, PixelSets
+from .pixel_sets import STATUS_OK, DatasetWriter, PixelSets, status_ok
 from .progress import Progress
 from .scenes.bands import S2_BANDS
 from .scenes.local import find_scenes
@@ -148,7 +148,7 @@ def _pixel_sets(chunk: _ChunkPixels, rows: np.ndarray, table: ParcelTable, dates
     return PixelSets(
         pixels=pixels,
         pixel_mask=pixel_mask,
-        date_mask=chunk.date_mask[rows] & (chunk.status[rows] == STATUS_OK)[:, None],
+        date_mask=chunk.date_mask[rows] & status_ok(chunk.status[rows])[:, None],
         gdd=chunk.gdd[rows],
         dates=dates,
         day_of_season=np.asarray(day_of_season(dates, settings.thermal.season_start), dtype=np.float32),

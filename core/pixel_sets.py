@@ -48,6 +48,14 @@ DATASET_FORMAT = "thermocrop-pixelsets"
 DATASET_VERSION = 1
 STATUS_OK = "ok"
 
+
+def status_ok(status) -> np.ndarray:
+    """``status == STATUS_OK`` element by element, as text: numpy 1.x, comparing an object array
+    to a string, turns an exception raised inside the comparison (a Ctrl-C reaching it as
+    ``KeyboardInterrupt``) into a warning and one ``False``, so an interrupted run failed later with
+    a ``TypeError`` instead of stopping."""
+    return np.asarray(status).astype(str) == STATUS_OK
+
 _ARRAYS = ("pixels", "pixel_mask", "date_mask", "gdd", "labels", "parcel_ids", "blocks", "status")
 
 
