@@ -86,7 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"{commands.__name__}.{name}")
         # NAME lets a command be called what no module can be (``import``, ``import-weights``).
         default = name[: -len(COMMAND_SUFFIX)]
-        cmd = sub.add_parser(getattr(module, "NAME", default), help=module.HELP, description=module.HELP)
+        # help= is %-formatted by argparse, a description is not
+        cmd = sub.add_parser(getattr(module, "NAME", default), help=module.HELP,
+                             description=module.HELP.replace("%%", "%"))
         module.configure(cmd)
         cmd.set_defaults(_run=module.run, _check=getattr(module, "check_args", None), _parser=cmd)
     return parser
