@@ -6,14 +6,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from ..core.errors import InputError
 from ..core.io.output import check_output
-from ..core.model.bundle import calibrated_bundle, default_bundle_path
-from ..core.model.calibration import CALIBRATION_METHODS, Calibration, fit_calibration, reliability_table
+from ..core.model.bundle import calibrated_bundle, default_bundle_path, load_bundle
+from ..core.model.calibration import (
+    CALIBRATION_METHODS,
+    MIN_CALIBRATION_PARCELS,
+    Calibration,
+    fit_calibration,
+    reliability_table,
+)
 from ..core.parcels import load_parcels
 from ..core.pixel_sets import STATUS_OK
 from .requests import CalibrateRequest, ClassifyRequest, ResultFields
@@ -57,6 +63,10 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
     table = load_parcels(request.reference.source, id_field=request.reference.id_field,
                          label_field=request.label_field, class_map=request.class_map, block_field=None,
                          selected_ids=request.reference.selected_ids)
+    unlabelled = int((np.asarray(table.labels) < 0).sum())
+    if unlabelled:
+        progress.report(f"{unlabelled} parcels of {name} have no label in {request.label_field!r} and are left out.")
+    check_reference_labels(table, model_classes(request.model), name, unlabelled)
     # Without a model the run chooses the shipped one by the scenes' level; its calibration, if
     # any, is taken off again (``Calibration.undo``).
     classify = ClassifyRequest(parcels=request.reference, scenes=request.scenes, weather=request.weather,
@@ -98,3 +108,33 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
     calibrated_bundle(bundle, calibration, out, overwrite=request.overwrite)
     return CalibrationRun(out, calibration, counts, skipped,
                           reliability_table(raw, index), reliability_table(calibrated, index))
+
+
+def model_classes(model: Any) -> Optional[tuple[str, ...]]:
+    """The classes of the model a run will use, known before any scene is read: a bundle's (given
+    as a path or loaded), or without one the shipped models' where every level's has the same;
+    None where they differ."""
+    if model is None:
+        lists = {tuple(load_bundle(default_bundle_path(level)).classes) for level in ("L1C", "L2A")}
+        return lists.pop() if len(lists) == 1 else None
+    return tuple(model.classes if hasattr(model, "classes") else load_bundle(model).classes)
+
+
+def check_reference_labels(table: Any, classes: Optional[Sequence[str]], name: str, unlabelled: int) -> None:
+    """Refuse, before any scene is read, reference parcels whose labels alone show that fewer than
+    ``MIN_CALIBRATION_PARCELS`` can calibrate: too few parcels, too few labelled, or labels of
+    classes the model does not know (``classes``; None: not known yet, labels only counted).
+
+    Raises:
+        InputError: naming the counts.
+    """
+    names = np.asarray(table.classes, dtype=object)
+    codes = np.asarray(table.labels)
+    labels = names[codes[codes >= 0]] if len(names) else np.array([], dtype=object)
+    usable = int(len(labels) if classes is None else np.isin(labels.astype(str), list(classes)).sum())
+    if usable >= MIN_CALIBRATION_PARCELS:
+        return
+    other = len(labels) - usable
+    raise InputError(f"{name}: {usable} parcels can calibrate the model ({len(codes)} given, {unlabelled} without "
+                     f"a label, {other} of classes the model does not know); at least {MIN_CALIBRATION_PARCELS} are "
+                     "needed. Give more labelled parcels (or a class map that names the model's classes).")

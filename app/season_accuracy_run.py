@@ -10,8 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
+
 from ..core.classify import bundle_thermal_time
 from ..core.errors import DatasetError
+from ..core.parcels import load_parcels
 from ..core.pixel_sets import open_dataset
 from ..core.preflight import run_bundle
 from ..core.settings import ExtractionSettings
@@ -58,6 +61,16 @@ def run_season_accuracy(request: SeasonAccuracyRequest, progress: Optional[RunPr
                                       *request.scenes.local_files()])
     scenes = resolve_scenes(request.scenes, reference.source, on_stats=progress.on_stats, report=progress.report)
     bundle = run_bundle(request.model, scenes)
+    table = load_parcels(reference.source, id_field=reference.id_field, label_field=request.label_field,
+                         class_map=request.class_map, block_field=None, selected_ids=reference.selected_ids)
+    codes = np.asarray(table.labels)
+    if not np.isin(np.asarray(table.classes, dtype=object)[codes[codes >= 0]].astype(str), list(bundle.classes)).any():
+        # the labels alone show it: no pixel needs reading
+        raise DatasetError(f"No reference parcel of {reference.describe()} can be scored: none of its {len(codes)} "
+                           f"parcels has a label of the model's classes ({', '.join(bundle.classes)}) in "
+                           f"{request.label_field} ({int((codes < 0).sum())} without a label). Check the label "
+                           "field and --class-map.")
+    del table
     settings = ExtractionSettings(sampling=request.sampling, thermal=bundle_thermal_time(bundle))
     work = Path(tempfile.mkdtemp(prefix="thermocrop-inseason-"))
     try:

@@ -85,6 +85,34 @@ def test_too_few_reference_parcels_are_refused_and_nothing_is_written(tiny_regio
     assert not out.exists()
 
 
+def test_labels_that_cannot_calibrate_are_refused_before_any_scene_is_read(tiny_region, raw_model, tmp_path):
+    """The labels alone decide: too few labelled parcels, or classes the model does not know, are
+    refused with the counts while the scenes are not even there; parcels without a label are
+    counted in the log."""
+    frame = gpd.read_file(tiny_region / "parcels.gpkg")
+    no_scenes = {"scenes": ScenesSpec(files=(str(tmp_path / "no_scenes_here"),))}
+    reports = []
+    unknown = frame.assign(crop="banana")
+    unknown.to_file(tmp_path / "banana.gpkg")
+    request = replace(_request(tiny_region, tmp_path / "cal.tcm", raw_model),
+                      reference=ParcelsSpec(str(tmp_path / "banana.gpkg")), **no_scenes)
+    with pytest.raises(InputError, match=rf"0 parcels can calibrate.*{len(frame)} of classes the model does not know"):
+        app.run_calibration(request)
+    empty = frame.assign(crop=[None if i % 2 else c for i, c in enumerate(frame["crop"])])
+    empty.to_file(tmp_path / "half.gpkg")
+    unlabelled = int(empty["crop"].isna().sum())
+    request = replace(request, reference=ParcelsSpec(str(tmp_path / "half.gpkg")))
+    if len(frame) - unlabelled < 50:
+        with pytest.raises(InputError, match=rf"{unlabelled} without a label"):
+            app.run_calibration(request, app.RunProgress(report=reports.append))
+    else:
+        with pytest.raises(Exception) as raised:  # past the labels: the missing scenes stop it
+            app.run_calibration(request, app.RunProgress(report=reports.append))
+        assert "no_scenes_here" in str(raised.value)
+    assert any(f"{unlabelled} parcels of" in r and "have no label in 'crop'" in r for r in reports)
+    assert not (tmp_path / "cal.tcm").exists()
+
+
 def test_an_existing_output_is_refused_before_anything_is_read(tiny_region, raw_model, tmp_path):
     out = tmp_path / "cal.tcm"
     out.write_bytes(b"mine")

@@ -90,3 +90,10 @@ def test_a_reference_without_a_class_of_the_model_is_refused_naming_the_layer(ti
     with pytest.raises(DatasetError, match="ref.gpkg"):
         app.run_season_accuracy(request)
     assert not (tmp_path / "out").exists()
+    # The labels alone decide it, before any pixel is read: nothing is extracted.
+    from unittest import mock
+
+    with mock.patch("thermocrop.app.season_accuracy_run.run_extraction") as extraction:
+        with pytest.raises(DatasetError, match="none of its 6 parcels has a label of the model's classes"):
+            app.run_season_accuracy(request)
+    assert not extraction.called
