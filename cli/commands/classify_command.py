@@ -8,6 +8,7 @@ from ... import app
 from ...app import ClassificationOutput, ClassifyRequest, ParcelsSpec, ResultFields
 from ...core.inseason import DEFAULT_DECIDED_THRESHOLD
 from ...core.model.calibration import DEFAULT_COVERAGE
+from ...core.model.uncertainty import ENTROPY_FIELD, MARGIN_FIELD
 from ...core.result_columns import DECIDED_FIELD, DECIDED_GDD_FIELD, SET_FIELD, SET_SIZE_FIELD
 from ...core.settings import PixelSampling
 from ..options import (
@@ -97,6 +98,9 @@ def run(args: argparse.Namespace) -> int:
             f"({100 * result.coverage:.0f} % sets)" if result.coverage is not None else "")
     if result.decided_threshold is not None:
         sets += f", {names.get(DECIDED_FIELD, DECIDED_FIELD)}, {names.get(DECIDED_GDD_FIELD, DECIDED_GDD_FIELD)}"
+    if args.probabilities:
+        sets += f", p_<class> ({len(result.classes)}), {names.get(MARGIN_FIELD, MARGIN_FIELD)}, " \
+                f"{names.get(ENTROPY_FIELD, ENTROPY_FIELD)}"
     print(f"wrote {run.written}{f' (layer {target.layer})' if target.container else ''}: {len(result)} parcels, "
           f"fields {names[args.label_field]}, {names[args.conf_field]}, {names[args.status_field]}{sets}")
     for key, count in sorted(result.counts().items()):
