@@ -31,7 +31,7 @@ from typing import Optional, Sequence
 
 from ..core.errors import CancelledError, InputError, NoUsableParcelsError, OutputError, ThermoCropError
 from ..core.redact import install_redaction, redact
-from . import commands
+from . import commands, interrupts
 from .progress_bar import configure_logging
 
 # A module ``cli/commands/<name>_command.py`` is the command ``<name>``.
@@ -105,10 +105,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     configure_logging(logging.DEBUG if args.verbose else logging.INFO)
     install_redaction()  # no credential or signed URL in any log line
     try:
-        return int(args._run(args) or EXIT_OK)
+        with interrupts.taken():  # an interrupt a library loses still stops the run
+            return int(args._run(args) or EXIT_OK)
     except (ThermoCropError, KeyboardInterrupt) as exc:
         code = exit_code(exc)
-        text = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"error: {redact(str(exc))}"
+        text = ("interrupted" if isinstance(exc, KeyboardInterrupt) or interrupts.interrupted()
+                else f"error: {redact(str(exc))}")
         print(f"thermocrop {args.command}: {text}", file=sys.stderr)
         return code
 

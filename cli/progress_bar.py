@@ -9,6 +9,7 @@ import sys
 from typing import IO, Any, Iterator, Optional
 
 from ..core.progress import Progress
+from .interrupts import interrupted
 
 LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
@@ -37,6 +38,8 @@ def configure_logging(level: int = logging.INFO, stream: Optional[IO[str]] = Non
     handler = TqdmLoggingHandler(stream)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     logging.basicConfig(level=level, handlers=[handler])
+    if level > logging.DEBUG:  # torch's own notes (its caches' statistics at exit) are not the user's
+        logging.getLogger("torch").setLevel(logging.WARNING)
 
 
 @contextlib.contextmanager
@@ -56,7 +59,7 @@ def progress_bar(description: str, unit: str = "%") -> Iterator[Progress]:
             if target > bar.n:
                 bar.update(target - bar.n)
 
-        yield Progress(report=report)
+        yield Progress(report=report, cancelled=interrupted)
         if bar.n < 100:
             bar.update(100 - bar.n)
 

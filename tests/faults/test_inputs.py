@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import time
 from pathlib import Path
 
 import numpy as np
@@ -496,3 +497,32 @@ def test_a_tile_name_in_another_utm_zone_than_the_georeferencing_is_said(tmp_pat
         find_scenes(path)
     assert (f"{path}: its name says tile 32UPU (UTM zone 32 north) but it is georeferenced in UTM zone 31 north"
             in caplog.text)
+
+
+def test_an_interrupt_a_library_swallows_still_stops_the_run(tiny_region, tmp_path, monkeypatch, capsys):
+    """Ctrl-C that lands where a library loses the exception (numpy 1.x's object comparisons, the
+    import of GDAL's module) let the run go on and write its output with exit 0. Remembered, it
+    stops the run at the next progress report: exit 130, nothing written."""
+    import os
+    import signal
+
+    from thermocrop.app import runs
+
+    real = runs.resolve_scenes
+
+    def swallowing(*args, **kwargs):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.5)  # the handler runs here
+        except KeyboardInterrupt:
+            pass  # what the library did
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runs, "resolve_scenes", swallowing)
+    out = tmp_path / "out.gpkg"
+    code = cli.main(["classify", "--parcels", str(tiny_region / "parcels.gpkg"), "--scenes",
+                     str(tiny_region / "scenes"), "--weather", str(tiny_region / "weather.nc"), "--out", str(out)])
+    assert code == cli.EXIT_INTERRUPTED
+    assert "interrupted" in capsys.readouterr().err
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler of before is back
