@@ -183,7 +183,10 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
                            season=request.scenes.season, weather=request.weather.local_files()[0],
                            bundle=request.model, need_bundle=True)
     scenes = checked.scenes
-    progress.inputs_checked(checked)
+    # As of a date with no model given, the in-season model may replace the level's: which model
+    # runs is said once, after the season's status.
+    level_choice = checked.model_choice if request.as_of is not None else None
+    progress.inputs_checked(replace(checked, model_choice=None) if level_choice else checked)
     weather = request.weather.path
     if request.weather.service:
         weather = resolve_weather(request.weather, parcel_geometry(parcels), [s.date for s in scenes],
@@ -198,6 +201,8 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
             model, why = early_model
             checked = replace(checked, bundle=load_bundle(model), model_choice=why)
             progress.report(why)
+        elif level_choice:
+            progress.report(level_choice)
         progress.report(f"The model: {trained_season(checked.bundle)}.")
     options = {"id_field": parcels.id_field, **sampling_options(request.sampling)}
     if request.fields.decided is not None:
