@@ -115,7 +115,8 @@ def model_classes(model: Any) -> Optional[tuple[str, ...]]:
     as a path or loaded), or without one the shipped models' where every level's has the same;
     None where they differ."""
     if model is None:
-        lists = {tuple(load_bundle(default_bundle_path(level)).classes) for level in ("L1C", "L2A")}
+        paths = [Path(default_bundle_path(level)) for level in ("L1C", "L2A")]
+        lists = {tuple(load_bundle(path).classes) for path in paths if path.is_file()}
         return lists.pop() if len(lists) == 1 else None
     return tuple(model.classes if hasattr(model, "classes") else load_bundle(model).classes)
 
