@@ -8,6 +8,7 @@ import logging
 import sys
 from typing import IO, Any, Iterator, Optional
 
+from ..core.errors import CancelledError
 from ..core.progress import Progress
 from .interrupts import interrupted
 
@@ -84,9 +85,17 @@ def partition_bar(description: str) -> Iterator[Any]:
                 print(f"resuming: {done} of {total} partitions already written", flush=True)
             self.bar.reset(total=total)
             self.bar.update(done)
+            self.check()
 
         def finished(self, index: int) -> None:
             self.bar.update(1)
+            self.check()
+
+        @staticmethod
+        def check() -> None:
+            # as a one-process run's progress does: an interrupt a library lost stops the run here
+            if interrupted():
+                raise CancelledError("Cancelled by the user.")
 
     listener = PartitionBar()
     try:
