@@ -15,6 +15,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from ..core.errors import InputError
 from ..core.model.calibration import DEFAULT_COVERAGE
+from ..core.model.uncertainty import ENTROPY_FIELD, MARGIN_FIELD, PROBABILITY_PREFIX
 from ..core.result_columns import DECIDED_FIELD, DECIDED_GDD_FIELD, SET_FIELD, SET_SIZE_FIELD
 from ..core.settings import ExtractionSettings, PixelSampling, ThermalTime
 
@@ -214,6 +215,13 @@ class ResultFields:
             roles.update({"prediction set": SET_FIELD, "set size": SET_SIZE_FIELD})
         if self.decided is not None:
             roles.update({"decision date": DECIDED_FIELD, "decision GDD": DECIDED_GDD_FIELD})
+        if self.probabilities:
+            roles.update({"probability margin": MARGIN_FIELD, "probability entropy": ENTROPY_FIELD})
+            for role in ("class", "confidence", "status"):
+                if str(roles[role]).lower().startswith(PROBABILITY_PREFIX):
+                    raise InputError(f"The output field {roles[role]!r} for the {role} begins like the class "
+                                     f"probabilities' fields ({PROBABILITY_PREFIX}<class>), which are written too; "
+                                     "give it another name.")
         seen: dict[str, str] = {}
         for role, name in roles.items():
             other = seen.setdefault(str(name).lower(), role)

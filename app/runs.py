@@ -21,7 +21,7 @@ from ..core.inseason import early_warning, trained_season
 from ..core.io.csv_cells import inert_frame
 from ..core.io.geoparquet import is_parquet
 from ..core.io.output import check_distinct_outputs, check_output, write_text
-from ..core.io.source_layer import source_field_kinds
+from ..core.io.source_layer import feature_count, source_field_kinds
 from ..core.io.vector import (
     check_geometries_for,
     check_vector_output,
@@ -157,6 +157,18 @@ class ClassificationRun:
     target: Any = None
 
 
+def require_features(parcels: ParcelsSpec, what: str) -> None:
+    """Refuse, before anything else is read, a parcel layer with no feature (by its name, not as
+    a failure further on: an empty GeoParquet file reads as a geometry column of the wrong type).
+
+    Raises:
+        NoUsableParcelsError: the layer is empty.
+    """
+    if feature_count(parcels.source) == 0:
+        raise NoUsableParcelsError(f"{parcels.describe()} has no features: there are no parcels to {what}. "
+                                   "Choose a layer with parcels.")
+
+
 def run_classification(request: ClassifyRequest, progress: Optional[RunProgress] = None) -> ClassificationRun:
     """Classify the parcels of ``request`` and write its output file, if any.
 
@@ -167,6 +179,7 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
     """
     progress = progress or RunProgress()
     parcels, output, target = request.parcels, request.output, None
+    require_features(parcels, "classify")
     if output is not None and parcels.is_file:
         target = check_vector_output(output.path, overwrite=output.overwrite, inputs=list(output.inputs),
                                      replaceable=[parcels.source], layer=output.layer,
@@ -392,6 +405,7 @@ def run_gdd(request: GddRequest, progress: Optional[RunProgress] = None) -> GddR
     """
     progress = progress or RunProgress()
     parcels, weather_spec, thermal = request.parcels, request.weather, request.thermal
+    require_features(parcels, "compute growing degree days for")
     out, target = request.out, None
     table_out = out is not None and str(out).lower().endswith(".csv")
     inputs = [parcels.source if parcels.is_file else None, *weather_spec.local_files(), weather_spec.tmax_path]

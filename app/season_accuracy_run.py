@@ -28,7 +28,7 @@ from ..training.season_accuracy import (
 from .inputs import resolve_scenes
 from .requests import ExtractRequest, ScenesSpec, SeasonAccuracyRequest
 from .run_progress import RunProgress
-from .runs import run_extraction
+from .runs import require_features, run_extraction
 
 
 @dataclass
@@ -56,6 +56,7 @@ def run_season_accuracy(request: SeasonAccuracyRequest, progress: Optional[RunPr
     """
     progress = progress or RunProgress()
     reference = request.reference
+    require_features(reference, "score")
     check_season_accuracy_out(request.out, overwrite=request.overwrite,
                               inputs=[reference.source, request.model, *request.weather.local_files(),
                                       *request.scenes.local_files()])
@@ -69,7 +70,7 @@ def run_season_accuracy(request: SeasonAccuracyRequest, progress: Optional[RunPr
         raise DatasetError(f"No reference parcel of {reference.describe()} can be scored: none of its {len(codes)} "
                            f"parcels has a label of the model's classes ({', '.join(bundle.classes)}) in "
                            f"{request.label_field} ({int((codes < 0).sum())} without a label). Check the label "
-                           "field and --class-map.")
+                           "field and the class map.")
     del table
     settings = ExtractionSettings(sampling=request.sampling, thermal=bundle_thermal_time(bundle))
     work = Path(tempfile.mkdtemp(prefix="thermocrop-inseason-"))

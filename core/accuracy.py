@@ -412,6 +412,12 @@ def assess_layer(frame: Any, mapped_field: str, reference_field: str, *,
     if mapped_field == reference_field:
         raise InputError("The map and the reference field are the same field; choose the field "
                          "holding the reference (ground truth) classes.")
+    if len(frame) == 0:
+        raise InputError("The layer has no features: there is no map to assess. Choose the classified layer.")
+    if confidence_field in (mapped_field, reference_field):
+        what = "map (predicted) class" if confidence_field == mapped_field else "reference class"
+        raise InputError(f"The confidence field {confidence_field!r} is the field of the {what}; choose the map's "
+                         "confidence field (e.g. crop_conf) or leave it out.")
     if confidence_field:
         check_confidence_field(list(frame[confidence_field]), confidence_field)
     mapped = list(frame[mapped_field])

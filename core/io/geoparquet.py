@@ -288,7 +288,8 @@ class GeoParquetLayer:
             raise InputError(f"Parcel file {self.path} stores its geometries as {column.get('encoding')!r}; "
                              "ThermoCrop reads WKB GeoParquet: write the file again with WKB geometries.")
         kind = schema.field(self.geometry_column).type
-        if not (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
+        empty = pa.types.is_null(kind) and self.file.metadata.num_rows == 0  # no geometry to type the column
+        if not (pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or empty):
             # WKB is bytes: text (WKT, hex), numbers or GeoArrow's structs under a 'WKB' label are not
             raise InputError(f"Parcel file {self.path} declares WKB geometries, but its column "
                              f"{self.geometry_column!r} holds {kind}, not binary WKB; write the file again with "

@@ -130,6 +130,8 @@ def test_the_layer_writer_keeps_the_decision_date_as_text(qgis_app):
     dict(status="CROP_PRED"),                      # the same name but for case (GeoPackage, shapefile)
     dict(label="crop_set"),                        # the prediction set's field, sets on by default
     dict(confidence="crop_decided_gdd", decided=0.8),
+    dict(label="crop_margin", probabilities=True),
+    dict(confidence="crop_entropy", probabilities=True),
 ])
 def test_two_result_columns_of_one_name_are_refused(fields):
     from thermocrop.app import ResultFields
@@ -144,3 +146,12 @@ def test_result_fields_that_do_not_meet_are_accepted():
 
     assert ResultFields(label="crop_set", coverage=None).kinds()["crop_set"] == "string"
     assert ResultFields(confidence="crop_decided_gdd").kinds()["crop_decided_gdd"] == "real"
+
+
+def test_a_result_field_named_like_a_class_probability_is_refused_with_probabilities():
+    from thermocrop.app import ResultFields
+    from thermocrop.core.errors import InputError
+
+    with pytest.raises(InputError, match="'p_corn' for the class begins like the class probabilities"):
+        ResultFields(label="p_corn", probabilities=True)
+    assert "p_corn" in ResultFields(label="p_corn").kinds()  # no probabilities written: no clash

@@ -87,3 +87,14 @@ def test_a_confidence_field_of_no_probabilities_is_refused(values, words):
     layer["score"] = values
     with pytest.raises(InputError, match=f"'score'.*{words}"):
         assess_layer(layer, "crop_pred", "truth", weighting="none", confidence_field="score")
+
+
+@pytest.mark.parametrize("field, words", [("crop_pred", "map"), ("truth", "reference")])
+def test_the_class_fields_are_refused_as_the_confidence(field, words):
+    with pytest.raises(InputError, match=f"'{field}' is the field of the {words}"):
+        assess_layer(_layer(), "crop_pred", "truth", weighting="none", confidence_field=field)
+
+
+def test_an_empty_layer_is_named_as_such():
+    with pytest.raises(InputError, match="no features"):
+        assess_layer(_layer().iloc[:0], "crop_pred", "truth", weighting="none", confidence_field="crop_conf")

@@ -526,3 +526,22 @@ def test_an_interrupt_a_library_swallows_still_stops_the_run(tiny_region, tmp_pa
     assert "interrupted" in capsys.readouterr().err
     assert not out.exists() and list(tmp_path.iterdir()) == []
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler of before is back
+
+
+@pytest.mark.parametrize("suffix", [".gpkg", ".parquet"])
+@pytest.mark.parametrize("command", ["classify", "gdd"])
+def test_an_empty_layer_is_named_before_anything_is_read(tiny_region, tmp_path, capsys, suffix, command):
+    """A layer with no feature: said so by its name (classify read every scene first and named a
+    GeoDataFrame; gdd failed with an IndexError; an empty GeoParquet file was called damaged)."""
+    import geopandas as gpd
+
+    empty = tmp_path / f"empty{suffix}"
+    frame = gpd.read_file(tiny_region / "parcels.gpkg").iloc[:0]
+    frame.to_parquet(empty) if suffix == ".parquet" else frame.to_file(empty)
+    args = {"classify": ["--scenes", str(tiny_region / "nowhere")], "gdd": ["--dates", "2023-05-01"]}[command]
+    out = tmp_path / "out.gpkg"
+    code = cli.main([command, "--parcels", str(empty), "--weather", str(tiny_region / "weather.nc"), *args,
+                     "--out", str(out)])
+    assert code == cli.EXIT_NOTHING
+    assert f"{empty} has no features" in capsys.readouterr().err
+    assert not out.exists()
