@@ -26,6 +26,7 @@ from ..core.io.vector import (
     check_geometries_for,
     check_vector_output,
     date_field_names,
+    earlier_date_fields,
     output_field_names,
     replaced_fields,
     write_with_fields,
@@ -481,8 +482,14 @@ def run_gdd(request: GddRequest, progress: Optional[RunProgress] = None) -> GddR
         write_text(out, text, overwrite=request.overwrite, what="GDD table")
         run.written = out
     elif out is not None:
-        write_with_fields(parcels.source, {n: np.round(gdd[:, i], 2) for i, n in enumerate(names)},
-                          out, overwrite=request.overwrite, out_layer=request.out_layer, inputs=inputs)
+        columns = {n: np.round(gdd[:, i], 2) for i, n in enumerate(names)}
+        earlier = earlier_date_fields(list(source_field_kinds(parcels.source)), names)
+        if earlier:
+            progress.report(f"Fields {', '.join(earlier)} of {parcels.describe()} came from an earlier run and this run "
+                            "does not make them: they are written empty.")
+            columns.update({name: np.full(len(gdd), np.nan) for name in earlier})
+        write_with_fields(parcels.source, columns, out, overwrite=request.overwrite, out_layer=request.out_layer,
+                          inputs=inputs)
         run.written = out
     if folder is not None:
         remove_run_folder(folder)

@@ -1821,7 +1821,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="256"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="246"/>
         <source>Fields {fields} of the input came from an earlier run and this run does not make them: they are written empty.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1861,7 +1861,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/parcel_gdd.py" line="261"/>
+        <location filename="../plugin/algorithms/parcel_gdd.py" line="266"/>
         <source>Cancelled: nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>

@@ -16,6 +16,7 @@ import contextlib
 import functools
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
@@ -117,6 +118,15 @@ def date_field_names(dates: Sequence[Any], driver: Optional[str] = None) -> list
     stamps = [str(np.datetime64(d, "D")).replace("-", "") for d in dates]
     prefix = "g" if driver == "ESRI Shapefile" else "gdd_"
     return [prefix + s for s in stamps]
+
+
+def earlier_date_fields(existing: Sequence[str], names: Sequence[str]) -> list[str]:
+    """The fields among ``existing`` named as :func:`date_field_names` names them (``gdd_YYYYMMDD``,
+    ``gYYYYMMDD``) that are not among this run's ``names`` (case aside): an earlier run's values, of
+    other dates or another base temperature, which would sit unexplained beside this run's."""
+    written = {name.lower() for name in names}
+    return [name for name in existing
+            if re.fullmatch(r"(gdd_|g)\d{8}", name, re.IGNORECASE) and name.lower() not in written]
 
 
 @dataclass

@@ -238,14 +238,19 @@ class ParcelGDD(ThermoCropAlgorithm):
                                     "{features}").format(n=len(lost), km=f"{request.weather.max_distance_km:g}",
                                                          features=", ".join(lost[:10])
                                                          + (" ..." if len(lost) > 10 else "")))
-        from ...core.io.vector import measures_supported, replaced_fields
+        from ...core.io.vector import earlier_date_fields, measures_supported, replaced_fields
 
         names = self._field_names(dates, parameters, context)
+        earlier = set(earlier_date_fields(source.fields().names(), names))
+        if earlier:  # of other dates or another base temperature
+            feedback.pushInfo(tr("Fields {fields} of the input came from an earlier run and this run does not make "
+                                 "them: they are written empty.").format(fields=", ".join(sorted(earlier))))
         with StagedSink(self, parameters, context, inputs=self._inputs(parameters, context), fields=names) as staged:
             stored = [staged.field_names[n] for n in names]
             replaced = set(self.run_core(lambda: replaced_fields(field_kinds(source.fields()), staged.target,
                                                                  dict.fromkeys(names, "real"))))
             kept = [i for i, f in enumerate(source.fields()) if f.name() not in replaced]
+            emptied = [source.fields().at(k).name() in earlier for k in kept]
             fields = QgsFields()
             for i in kept:
                 fields.append(source.fields().at(i))
@@ -265,7 +270,8 @@ class ParcelGDD(ThermoCropAlgorithm):
                     geometry.convertToMultiType()
                 out.setGeometry(geometry)
                 attributes = feature.attributes()
-                out.setAttributes([attributes[k] for k in kept] + [float(v) if np.isfinite(v) else None for v in gdd[i]])
+                out.setAttributes([None if empty else attributes[k] for k, empty in zip(kept, emptied)]
+                                  + [float(v) if np.isfinite(v) else None for v in gdd[i]])
                 if not sink.addFeature(out, QgsFeatureSink.FastInsert):
                     raise QgsProcessingException(self.write_failed(feature.id(), sink.lastError()))
             del sink  # closes a file output before it is checked and published

@@ -99,6 +99,25 @@ def test_parcelgdd_by_hand(provider, tmp_path):
         np.testing.assert_allclose(back["gdd_20210301"], [60 * per_day] * 2)
 
 
+def test_parcelgdd_writes_an_earlier_runs_gdd_fields_empty(provider, tmp_path):
+    """A layer that holds GDD of other dates from an earlier run: those fields come out empty (they
+    would sit beside this run's, perhaps of another base, with nothing to tell them apart)."""
+    import geopandas as gpd
+
+    days = np.arange(np.datetime64("2020-12-01"), np.datetime64("2021-06-30"))
+    csv = tmp_path / "station.csv"
+    csv.write_text("date,tmin,tmax\n" + "".join(f"{d},-4,16\n" for d in days))
+    first = tmp_path / "first.gpkg"
+    _run("thermocrop:parcelgdd", {"INPUT": str(_square_layer(tmp_path / "p.gpkg")), "WEATHER": str(csv),
+                                  "DATES": "2021-01-10, 2021-03-01", "OUTPUT": str(first)})
+    again = tmp_path / "again.gpkg"
+    _run("thermocrop:parcelgdd", {"INPUT": str(first), "WEATHER": str(csv), "DATES": "2021-03-01",
+                                  "OUTPUT": str(again)})
+    back = gpd.read_file(again)
+    assert back["name"].tolist() == ["a", "b"] and back["gdd_20210110"].isna().all()
+    np.testing.assert_allclose(back["gdd_20210301"], [60 * 8.0] * 2)
+
+
 def test_parcelgdd_refuses_bad_dates(provider, tmp_path):
     from qgis.core import QgsProcessingException
 

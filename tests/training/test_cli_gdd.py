@@ -85,3 +85,21 @@ def test_dates_outside_the_record_are_an_error_naming_them(files, tmp_path, caps
     assert rc == EXIT_INPUT
     assert "2021-08-01 to 2021-08-03" in capsys.readouterr().err
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_an_earlier_runs_gdd_fields_are_written_empty(files, tmp_path, capsys):
+    """GDD of other dates (or another base) from an earlier run would sit beside this run's with
+    nothing to tell them apart: they are written empty, the user's fields kept."""
+    first = tmp_path / "first.gpkg"
+    assert main(["gdd", "--parcels", str(files / "parcels.gpkg"), "--weather", str(files / "weather.csv"),
+                 "--dates", "2021-01-10", "2021-03-15", "--out", str(first)]) == 0
+    again = tmp_path / "again.gpkg"
+    assert main(["gdd", "--parcels", str(first), "--weather", str(files / "weather.csv"), "--t-base", "5",
+                 "--dates", "2021-03-15", "--out", str(again)]) == 0
+    assert "gdd_20210110 of" in capsys.readouterr().out
+    back = gpd.read_file(again)
+    assert back["gdd_20210110"].isna().all()
+    assert back["gdd_20210315"].notna().all() and list(back["crop"]) == ["corn", "meadow"]
+    # base 5 from 1 January to 15 March (74 days): tmin 4 (raised to the base), tmax 16 give
+    # (16 + 5) / 2 - 5 = 5.5 degree days a day
+    assert np.allclose(back["gdd_20210315"], 5.5 * 74)
