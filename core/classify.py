@@ -426,7 +426,7 @@ def add_prediction_sets(result: ClassificationResult, bundle: Any, coverage: Opt
     result.sets, result.coverage = sets, float(coverage)
     ok = status_ok(result.status)
     sizes = sets[ok].sum(axis=1)
-    log.info("Prediction sets for %.0f %% coverage (from %d calibration parcels): mean size %.2f, %d of %d parcels "
+    log.info("Prediction sets for %g %% coverage (from %d calibration parcels): mean size %.2f, %d of %d parcels "
              "with more than one class", 100 * coverage, calibration.parcels, sizes.mean() if len(sizes) else 0.0,
              int((sizes > 1).sum()), int(ok.sum()))
 
@@ -439,7 +439,7 @@ def calibration_threshold(result: Any, bundle: Any, coverage: Optional[float]) -
     calibration = getattr(bundle, "calibration", None)
     if calibration is None or not calibration.scores:
         note = ("The model carries no calibration, so no prediction sets were made (crop_set); calibrate it on "
-                "labelled parcels with thermocrop calibrate.")
+                "labelled parcels (thermocrop calibrate, the Toolbox's Calibrate model or the dock's Accuracy tab).")
         log.warning(note)
         result.warnings = (*result.warnings, note)
         return None

@@ -1847,7 +1847,7 @@
     </message>
     <message>
         <location filename="../plugin/algorithms/classify_parcels.py" line="314"/>
-        <source>Prediction sets for {coverage:.0f} % coverage: mean size {mean:.2f}, {several} parcels with more than one class</source>
+        <source>Prediction sets for {coverage:g} % coverage: mean size {mean:.2f}, {several} parcels with more than one class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -1856,7 +1856,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="359"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="360"/>
         <source>Field names as stored in this format: {names}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1866,7 +1866,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="408"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="409"/>
         <source>Style saved to {qml}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2462,12 +2462,12 @@
     </message>
     <message>
         <location filename="algorithm_strings.py" line="90"/>
-        <source>Parcels read and classified together: the size of a partition in a partitioned run (a partition never spans two Sentinel-2 tiles), and of what is held in memory at once in one process.</source>
+        <source>Parcels read and processed together: the size of a partition in a partitioned run (a partition never spans two Sentinel-2 tiles), and of what is held in memory at once in one process.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="91"/>
-        <source>Worker processes of a Dask cluster started on this computer for the run (one thread each), which classify the partitions side by side; 1: the run stays in this process. Needs dask.distributed.</source>
+        <source>Worker processes of a Dask cluster started on this computer for the run (one thread each), which work on the partitions side by side; 1: the run stays in this process. Needs dask.distributed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>

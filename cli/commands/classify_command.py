@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     result, target = run.result, run.target
     names = target.fields
     sets = (f", {names.get(SET_FIELD, SET_FIELD)}, {names.get(SET_SIZE_FIELD, SET_SIZE_FIELD)} "
-            f"({100 * result.coverage:.0f} % sets)" if result.coverage is not None else "")
+            f"({100 * result.coverage:g} % sets)" if result.coverage is not None else "")
     if result.decided_threshold is not None:
         sets += f", {names.get(DECIDED_FIELD, DECIDED_FIELD)}, {names.get(DECIDED_GDD_FIELD, DECIDED_GDD_FIELD)}"
     if args.probabilities:

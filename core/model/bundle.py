@@ -739,7 +739,7 @@ def _warn_uncalibrated(path: Path) -> None:
     _UNCALIBRATED_WARNED.add(key)
     log.warning("%s carries no calibration: its confidence is the network's raw probability, not the chance "
                 "that a label is right, and it gives no prediction sets. Calibrate it on labelled parcels "
-                "(thermocrop calibrate) to have both.", path)
+                "(thermocrop calibrate, the Toolbox's Calibrate model or the dock's Accuracy tab) to have both.", path)
 
 
 def calibrated_bundle(bundle: ModelBundle, calibration: Calibration, out: Union[str, os.PathLike], *,

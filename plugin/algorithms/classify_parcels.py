@@ -311,7 +311,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
             feedback.pushInfo(f"  {key}: {counts[key]}")
         if getattr(result, "sets", None) is not None:
             sizes = result.sets[result.status == "ok"].sum(axis=1)
-            feedback.pushInfo(tr("Prediction sets for {coverage:.0f} % coverage: mean size {mean:.2f}, {several} "
+            feedback.pushInfo(tr("Prediction sets for {coverage:g} % coverage: mean size {mean:.2f}, {several} "
                                  "parcels with more than one class").format(
                 coverage=100 * result.coverage, mean=float(sizes.mean()) if len(sizes) else 0.0,
                 several=int((sizes > 1).sum())))
@@ -355,8 +355,9 @@ class ClassifyParcels(ThermoCropAlgorithm):
         if replaced:
             feedback.pushInfo(tr("Fields {fields} of the input are replaced by the new values.").format(
                 fields=", ".join(sorted(replaced))))
-        if names != list(requested):
-            feedback.pushInfo(tr("Field names as stored in this format: {names}").format(names=", ".join(names)))
+        shortened = [f"{name} -> {staged.field_names[name]}" for name in order if staged.field_names[name] != name]
+        if shortened:
+            feedback.pushInfo(tr("Field names as stored in this format: {names}").format(names=", ".join(shortened)))
         kept = [i for i, f in enumerate(source.fields()) if f.name() not in replaced]
         fields = QgsFields()
         for i in kept:

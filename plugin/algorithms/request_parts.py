@@ -96,11 +96,11 @@ def interface_cores() -> int:
 
 
 CLUSTER_HELP = {
-    "CHUNK_SIZE": "Parcels read and classified together: the size of a partition in a partitioned run (a "
+    "CHUNK_SIZE": "Parcels read and processed together: the size of a partition in a partitioned run (a "
                   "partition never spans two Sentinel-2 tiles), and of what is held in memory at once in one "
                   "process.",
     "WORKERS": "Worker processes of a Dask cluster started on this computer for the run (one thread each), "
-               "which classify the partitions side by side; 1: the run stays in this process. Needs "
+               "which work on the partitions side by side; 1: the run stays in this process. Needs "
                "dask.distributed.",
     "SCHEDULER": "Run the partitions on a Dask cluster started apart (dask-jobqueue on SLURM, Kubernetes, "
                  "'dask scheduler' and 'dask worker'): the scheduler's address, tcp://HOST:PORT or HOST:PORT. "

@@ -155,3 +155,20 @@ def test_a_result_field_named_like_a_class_probability_is_refused_with_probabili
     with pytest.raises(InputError, match="'p_corn' for the class begins like the class probabilities"):
         ResultFields(label="p_corn", probabilities=True)
     assert "p_corn" in ResultFields(label="p_corn").kinds()  # no probabilities written: no clash
+
+
+def test_the_writers_know_the_result_fields_no_option_renames():
+    from thermocrop.core.io.vector import FIXED_RESULT_NAMES
+    from thermocrop.core.result_columns import OPTIONAL_FIELDS
+
+    assert set(FIXED_RESULT_NAMES) == set(OPTIONAL_FIELDS)
+
+
+def test_two_fixed_result_fields_that_meet_in_a_shapefile_are_refused_with_advice_that_can_be_taken():
+    from thermocrop.core.errors import OutputError
+    from thermocrop.core.io.vector import output_field_names
+
+    with pytest.raises(OutputError, match=r"write another format \(.gpkg, .fgb\), or leave out"):
+        output_field_names("ESRI Shapefile", ["crop_pred", "crop_decided", "crop_decided_gdd"])
+    with pytest.raises(OutputError, match="choose names that differ in their first 10 characters"):
+        output_field_names("ESRI Shapefile", ["crop_status_a", "crop_status_b"])
