@@ -20,6 +20,7 @@ from ..core.model.calibration import (
     fit_calibration,
     reliability_table,
 )
+from ..core.model.shipped import refuse_shipped_model_output
 from ..core.parcels import load_parcels
 from ..core.pixel_sets import STATUS_OK
 from .requests import CalibrateRequest, ClassifyRequest, ResultFields
@@ -57,6 +58,7 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
     # Without a model the run reads the shipped model of the scenes' level, known only later:
     # neither shipped model may be the output.
     models = [request.model] if request.model is not None else [default_bundle_path("L1C"), default_bundle_path("L2A")]
+    refuse_shipped_model_output(request.out)
     out = check_output(request.out, overwrite=request.overwrite, what="calibrated model", suffixes=(".tcm",),
                        inputs=[p for p in (*models, request.reference.source) if isinstance(p, (str, Path))])
     name = request.reference.describe()

@@ -16,6 +16,7 @@ from ..core.errors import DatasetError
 from ..core.io.output import check_output
 from ..core.model.bundle import BundleConfig, ModelBundle, save_bundle
 from ..core.model.season_curve import DEFAULT_CUTS, SEASON_CURVE_KEY, SeasonCurve, level_of
+from ..core.model.shipped import refuse_shipped_model_output
 from ..core.pixel_sets import PixelSets
 from .datasets import align_classes
 from .sampling import WINDOW_START, usable_parcels
@@ -120,7 +121,8 @@ def recorded_bundle(bundle: ModelBundle, curve: SeasonCurve, out: Union[str, Pat
         OutputError: ``out`` exists (without ``overwrite``) or is one of ``inputs`` (the bundle
             itself is never rewritten in place).
     """
-    check_output(out, what="model bundle", overwrite=overwrite, inputs=[p for p in inputs if p])
+    refuse_shipped_model_output(out)
+    check_output(out, what="model bundle", suffixes=(".tcm",), overwrite=overwrite, inputs=[p for p in inputs if p])
     return save_bundle(out, bundle.model, with_season_curve(bundle.config, curve), overwrite=overwrite)
 
 

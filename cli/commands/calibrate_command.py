@@ -47,10 +47,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _from_datasets(args: argparse.Namespace) -> int:
+    from ...core.io.output import check_output
     from ...core.model.bundle import calibrated_bundle, default_bundle_for_levels, load_bundle
+    from ...core.model.shipped import refuse_shipped_model_output
     from ...core.pixel_sets import open_dataset
     from ...training.calibrate import calibrate_on_datasets
 
+    refuse_shipped_model_output(args.out)  # before anything is read, as with --reference
+    check_output(args.out, overwrite=args.overwrite, what="calibrated model", suffixes=(".tcm",),
+                 inputs=[p for p in (args.model, *args.dataset) if p])
     datasets = [open_dataset(d) for d in args.dataset]
     levels = [level for ps in datasets for level in (ps.meta or {}).get("levels", [])]
     bundle = load_bundle(args.model or default_bundle_for_levels(levels))

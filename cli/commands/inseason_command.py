@@ -10,6 +10,7 @@ from ... import app
 from ...app import ParcelsSpec, SeasonAccuracyRequest
 from ...core.errors import InputError
 from ...core.model.season_curve import DEFAULT_CUTS
+from ...core.model.shipped import refuse_shipped_model_output
 from ...core.settings import PixelSampling
 from ..options import (
     CliProgress,
@@ -70,11 +71,14 @@ def _from_dataset(args: argparse.Namespace):
     )
     from ...training.season_record import record_on_datasets, recorded_bundle
 
+    if args.record:  # before the dataset is read
+        refuse_shipped_model_output(args.record)
     dataset = open_dataset(args.data)
     model = args.model or default_bundle_for_levels((dataset.meta or {}).get("levels", []))
     check_season_accuracy_out(args.out, overwrite=args.overwrite, inputs=[args.data, model])
     if args.record:
-        check_output(args.record, what="model bundle", overwrite=args.overwrite, inputs=[args.data, model])
+        check_output(args.record, what="model bundle", suffixes=(".tcm",), overwrite=args.overwrite,
+                     inputs=[args.data, model])
     bundle = load_bundle(model)
     unseen = "drop" if args.drop_unseen_classes else "error"
     accuracy = accuracy_through_season(bundle, dataset, unseen=unseen)

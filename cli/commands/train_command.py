@@ -159,8 +159,10 @@ def check_training_outputs(out, *, overwrite: bool, inputs=()) -> None:
     figures and checkpoint, which belong to it and are replaced with it."""
     from ...core.errors import OutputError
     from ...core.io.output import check_output
+    from ...core.model.shipped import refuse_shipped_model_output
     from ...training.train import output_paths
 
+    refuse_shipped_model_output(out)
     check_output(out, what="model bundle", suffixes=(".tcm",), overwrite=overwrite, inputs=inputs)
     for role, path in output_paths(out).items():
         if role != "bundle":

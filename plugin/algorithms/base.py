@@ -469,8 +469,11 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
         written there (before any work; nothing is written)."""
         from ...core.errors import ThermoCropError
         from ...core.io.output import check_output
+        from ...core.model.shipped import refuse_shipped_model_output
 
         try:
+            if ".tcm" in check.get("suffixes", ()):  # a model: never one of the shipped models
+                refuse_shipped_model_output(path)
             check_output(path, **check)
         except ThermoCropError as exc:
             return False, str(exc)

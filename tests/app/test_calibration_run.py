@@ -199,6 +199,6 @@ def test_without_a_model_neither_shipped_model_can_be_the_output(tiny_region, ra
     for out in (shipped, link):
         request = replace(_request(tiny_region, out, raw_model, parcels={"selected_ids": ids}, overwrite=True),
                           model=None)
-        with pytest.raises(OutputError, match=rf"is the input \S*{shipped.name} "):
+        with pytest.raises(OutputError, match=rf"is the model {shipped.name} shipped with ThermoCrop"):
             app.run_calibration(request)
         assert shipped.read_bytes() == before

@@ -545,3 +545,29 @@ def test_an_empty_layer_is_named_before_anything_is_read(tiny_region, tmp_path, 
     assert code == cli.EXIT_NOTHING
     assert f"{empty} has no features" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("shipped", ["default.tcm", "default_fast.tcm", "inseason.tcm"])
+@pytest.mark.parametrize("command", [
+    ["train", "--data", "{data}", "--epochs", "1"],
+    ["calibrate", "--dataset", "{data}"],
+    ["inseason", "--data", "{data}", "--model", "{other}", "--out", "{folder}", "--record"],
+])
+def test_no_command_writes_over_a_shipped_model(tmp_path, capsys, command, shipped):
+    """Every run without a model uses the shipped models: train, calibrate --dataset and inseason
+    --record wrote over them with --overwrite (calibrate --reference already refused). Refused by
+    path and through a link, before any dataset is read (the dataset here does not exist)."""
+    from thermocrop.core.model.shipped import SHIPPED_MODELS
+
+    target = SHIPPED_MODELS / shipped
+    before = target.read_bytes()
+    link = tmp_path / "mine.tcm"
+    link.symlink_to(target)
+    for out in (target, link):
+        args = [a.format(data=tmp_path / "no_dataset", other=tmp_path / "other.tcm", folder=tmp_path / "ins")
+                for a in command]
+        out_option = [] if command[0] == "inseason" else ["--out"]
+        code = cli.main([*args, *out_option, str(out), "--overwrite"])
+        assert code == cli.EXIT_OUTPUT, command
+        assert f"is the model {shipped} shipped with ThermoCrop" in capsys.readouterr().err
+    assert target.read_bytes() == before
