@@ -172,6 +172,10 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
     datasets, classes = split.datasets, split.classes
     train_rows, val_sets, val_rows = split.train_rows, split.val_sets, split.val_rows
     k = len(classes)
+    if k < 2:  # a bundle of one class cannot be loaded, and there is nothing to tell apart
+        raise InputError(f"A model needs at least two classes; the training data hold only {', '.join(classes) or 'none'}"
+                         " (after the class list and the class map). Add parcels of other classes, or give "
+                         "--classes with two or more.")
     _log_classes(datasets, classes)
     device = resolve_device(config.device)
     # In a data-parallel run (--devices N or torchrun) every process runs this function on

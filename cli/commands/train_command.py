@@ -59,10 +59,20 @@ def add_training_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_classes(text):
-    """``"a, b,c"`` -> ``("a", "b", "c")``; None or empty -> None."""
-    if not text:
+    """``"a, b,c"`` -> ``("a", "b", "c")``; None -> None (every class of the data).
+
+    Raises:
+        InputError: the text names no class (``--classes ""``), which would otherwise train every class.
+    """
+    if text is None:
         return None
-    return tuple(c.strip() for c in text.split(",") if c.strip()) or None
+    classes = tuple(c.strip() for c in text.split(",") if c.strip())
+    if not classes:
+        from ...core.errors import InputError
+
+        raise InputError(f"--classes {text!r} names no class; give a comma-separated list such as corn,meadow,unknown, "
+                         "or leave it out for every class of the data.")
+    return classes
 
 
 def given_training_options(args: argparse.Namespace) -> dict:
