@@ -690,7 +690,8 @@ def load_bundle(path: Union[str, os.PathLike], device: str = "cpu") -> ModelBund
     """
     path = Path(path)
     if not path.is_file():
-        raise BundleError(f"Model bundle {path} does not exist; give the path of a .tcm file.")
+        raise BundleError(f"Model bundle {path} {'is a folder' if path.is_dir() else 'does not exist'}; give the "
+                          "path of a .tcm file.")
     meta = _read_metadata(path)
     raw = parse_json(meta[_METADATA_KEY], f"{path}: the bundle config", error=BundleError)
     version = raw.get("format_version") if isinstance(raw, dict) else None

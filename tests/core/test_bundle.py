@@ -234,6 +234,9 @@ def test_pickles_are_refused_without_running_code(tmp_path):
 def test_missing_file_and_default_path(tmp_path):
     with pytest.raises(BundleError, match="does not exist"):
         load_bundle(tmp_path / "nothing.tcm")
+    (tmp_path / "folder.tcm").mkdir()
+    with pytest.raises(BundleError, match="folder.tcm is a folder; give the path of a .tcm file"):
+        load_bundle(tmp_path / "folder.tcm")
     path = default_bundle_path()
     assert path.name == "default_fast.tcm" and path.parent.name == "models"
     assert default_bundle_path("L2A").name == "default_fast_l2a.tcm"
