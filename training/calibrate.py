@@ -11,6 +11,7 @@ import numpy as np
 from ..core.model.bundle import ModelBundle
 from ..core.model.calibration import Calibration, fit_calibration
 from ..core.pixel_sets import STATUS_OK, PixelSets
+from .datasets import check_model_gdd
 
 
 def dataset_labels(bundle: ModelBundle, ps: PixelSets) -> np.ndarray:
@@ -46,6 +47,7 @@ def calibrate_on_datasets(bundle: ModelBundle, datasets: Sequence[PixelSets], so
         InputError: too few usable parcels or an unknown method
             (``core.model.calibration.fit_calibration``).
     """
+    check_model_gdd(bundle, datasets)
     rows = rows if rows is not None else [None] * len(datasets)
     probabilities, labels = [], []
     for ps, r in zip(datasets, rows):

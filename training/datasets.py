@@ -111,6 +111,22 @@ def gdd_settings(datasets: Sequence[PixelSets]) -> dict[str, Any]:
     return found[0]
 
 
+def check_model_gdd(bundle: Any, datasets: Sequence[PixelSets], name: str = "") -> None:
+    """Refuse datasets extracted with other GDD settings than ``bundle`` computes thermal time
+    with (season start, base, cap, method): scored or calibrated on them, the model would see
+    thermal times it never met, and say nothing.
+
+    Raises:
+        DatasetError: naming both settings.
+    """
+    found = gdd_settings(datasets)
+    model = {key: bundle.config.gdd.get(key) for key in found}
+    if model != found:
+        raise DatasetError(f"The datasets were extracted with the GDD settings {found}; the model"
+                           f"{' ' + name if name else ''} uses {bundle.config.gdd}. Extract them again with the "
+                           "model's settings.")
+
+
 def split_blocks(datasets: Sequence[PixelSets], num_classes: int, seed: int = 0,
                  fractions: tuple[float, float, float] = SPLIT_FRACTIONS
                  ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:

@@ -64,6 +64,7 @@ def _from_dataset(args: argparse.Namespace):
     from ...core.io.output import check_output
     from ...core.model.bundle import default_bundle_for_levels, load_bundle
     from ...core.pixel_sets import open_dataset
+    from ...training.datasets import check_model_gdd
     from ...training.season_accuracy import (
         accuracy_through_season,
         check_season_accuracy_out,
@@ -80,6 +81,7 @@ def _from_dataset(args: argparse.Namespace):
         check_output(args.record, what="model bundle", suffixes=(".tcm",), overwrite=args.overwrite,
                      inputs=[args.data, model])
     bundle = load_bundle(model)
+    check_model_gdd(bundle, [dataset], Path(model).name)
     unseen = "drop" if args.drop_unseen_classes else "error"
     accuracy = accuracy_through_season(bundle, dataset, unseen=unseen)
     paths = write_season_accuracy(accuracy, args.out, overwrite=args.overwrite)

@@ -22,3 +22,27 @@ def test_a_class_list_of_fewer_than_two_classes_is_refused(data, tmp_path, capsy
     assert code == EXIT_INPUT
     assert words in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["calibrate", "inseason"])
+def test_datasets_of_other_gdd_settings_are_refused_as_train_init_refuses_them(late_signal_model, tmp_path, capsys,
+                                                                               command):
+    """Scored or calibrated on thermal times computed with another base or season start, a model
+    gave a curve that claimed 0.58 OA at 5 % of the season (0.21-0.23 with its own settings) or a
+    calibration of other inputs, and said nothing."""
+    import json
+    import shutil
+
+    data = tmp_path / "other_base"
+    shutil.copytree(late_signal_model["data"], data)
+    header = json.loads((data / "dataset.json").read_text())
+    header["meta"] = {**(header.get("meta") or {}), "t_base": 5.0}  # as extract --t-base 5 records it
+    (data / "dataset.json").write_text(json.dumps(header))
+    model = str(late_signal_model["bundle"])
+    args = {"calibrate": ["calibrate", model, "--dataset", str(data), "--out", str(tmp_path / "cal.tcm")],
+            "inseason": ["inseason", "--data", str(data), "--model", model, "--out", str(tmp_path / "ins"),
+                         "--record", str(tmp_path / "rec.tcm")]}[command]
+    assert main(args) == EXIT_INPUT
+    err = capsys.readouterr().err
+    assert "GDD settings" in err and "'t_base': 5.0" in err
+    assert not (tmp_path / "cal.tcm").exists() and not (tmp_path / "rec.tcm").exists()
