@@ -4,6 +4,7 @@ extracted, e.g. imported per-parcel tables."""
 
 from __future__ import annotations
 
+import logging
 from typing import Optional, Sequence
 
 import numpy as np
@@ -12,6 +13,8 @@ from ..core.model.bundle import ModelBundle
 from ..core.model.calibration import Calibration, fit_calibration
 from ..core.pixel_sets import STATUS_OK, PixelSets
 from .datasets import check_model_gdd
+
+log = logging.getLogger(__name__)
 
 
 def dataset_labels(bundle: ModelBundle, ps: PixelSets) -> np.ndarray:
@@ -50,8 +53,21 @@ def calibrate_on_datasets(bundle: ModelBundle, datasets: Sequence[PixelSets], so
     check_model_gdd(bundle, datasets)
     rows = rows if rows is not None else [None] * len(datasets)
     probabilities, labels = [], []
+    unknown: dict[str, int] = {}
     for ps, r in zip(datasets, rows):
         part = ps if r is None else ps.subset(np.asarray(r))
         probabilities.append(raw_probabilities(bundle, part))
         labels.append(dataset_labels(bundle, part))
+        codes = np.asarray(part.labels)
+        for name in np.asarray(part.classes, dtype=object)[codes[codes >= 0]].astype(str):
+            if name not in bundle.classes:
+                unknown[name] = unknown.get(name, 0) + 1
+    if unknown:  # counted, as a reference layer's are (app.calibration_run)
+        log.warning("%d parcels of %s have classes the model does not know and are left out: %s",
+                    sum(unknown.values()), source, ", ".join(f"{c} {n}" for c, n in sorted(unknown.items())))
+    used = np.concatenate(labels)
+    missing = [c for k, c in enumerate(bundle.classes) if not (used == k).any()]
+    if missing:
+        log.warning("No parcel of %s in %s: the calibration has not seen how the model does on these classes.",
+                    ", ".join(missing), source)
     return fit_calibration(np.concatenate(probabilities), np.concatenate(labels), source, method=method)

@@ -46,3 +46,23 @@ def test_datasets_of_other_gdd_settings_are_refused_as_train_init_refuses_them(l
     err = capsys.readouterr().err
     assert "GDD settings" in err and "'t_base': 5.0" in err
     assert not (tmp_path / "cal.tcm").exists() and not (tmp_path / "rec.tcm").exists()
+
+
+def test_calibrate_on_a_dataset_counts_the_classes_it_leaves_out(late_signal_model, tmp_path, caplog):
+    import json
+    import logging
+    import shutil
+
+    data = tmp_path / "renamed"
+    shutil.copytree(late_signal_model["data"], data)
+    header = json.loads((data / "dataset.json").read_text())
+    renamed = header["classes"][1]
+    header["classes"][1] = "banana"
+    (data / "dataset.json").write_text(json.dumps(header))
+    labels = __import__("numpy").load(data / "labels.npy")
+    with caplog.at_level(logging.WARNING):
+        assert main(["calibrate", str(late_signal_model["bundle"]), "--dataset", str(data),
+                     "--out", str(tmp_path / "cal.tcm")]) == 0
+    said = caplog.text
+    assert f"{int((labels == 1).sum())} parcels of {data} have classes the model does not know" in said
+    assert "banana" in said and f"No parcel of {renamed} in {data}" in said
