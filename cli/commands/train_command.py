@@ -225,4 +225,5 @@ def train_and_report(args: argparse.Namespace) -> None:
           f"OA {ev['overall_accuracy']:.3f}, kappa {ev['kappa']:.3f} "
           f"({result.metrics['train_samples_per_s']:.0f} samples/s)")
     for role, path in result.files.items():
-        print(f"{role}: {path}")
+        if Path(path).exists():  # an ensemble keeps its checkpoints with its members
+            print(f"{role}: {path}")
