@@ -368,6 +368,11 @@ def fit_calibration(probabilities: np.ndarray, labels: np.ndarray, source: str,
         scores = scores[np.linspace(0, len(scores) - 1, MAX_SCORES).round().astype(int)]
     before = expected_calibration_error(p, y)
     after = expected_calibration_error(calibrated, y)
+    if temperature >= 0.999 * TEMPERATURE_RANGE[1]:
+        log.warning("The calibration on %s reached the highest temperature (%g): on these parcels the model's "
+                    "probabilities say next to nothing about the labels, so the calibrated confidences say little "
+                    "about each parcel. Check the labels, the class map, and that the parcels are of the model's "
+                    "processing level and season.", source, TEMPERATURE_RANGE[1])
     log.info("Calibration (%s) on %s: %d parcels, temperature %.3f, expected calibration error %.3f -> %.3f",
              method, source, len(y), temperature, before, after)
     return Calibration(temperature=temperature, scores=tuple(float(s) for s in scores), parcels=int(len(y)),

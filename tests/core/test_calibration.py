@@ -319,3 +319,23 @@ def test_a_damaged_calibration_is_refused_by_name(tmp_path, change, message):
     _rewrite_config(path, lambda raw: change(raw["calibration"]))
     with pytest.raises(BundleError, match=rf"field 'calibration'.*{message}"):
         load_bundle(path)
+
+
+def test_a_calibration_at_the_highest_temperature_is_warned_of(caplog):
+    """Labels drawn apart from the probabilities: the best temperature runs to the limit and the
+    calibrated confidences say nothing about a parcel; the user is told to look at the inputs."""
+    import logging
+
+    from thermocrop.core.model.calibration import TEMPERATURE_RANGE, fit_calibration
+
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.full(4, 0.3), size=400).astype(np.float32)
+    y = rng.integers(0, 4, size=400)
+    with caplog.at_level(logging.WARNING):
+        calibration = fit_calibration(p, y, "random.gpkg")
+    assert calibration.temperature == pytest.approx(TEMPERATURE_RANGE[1], rel=1e-3)
+    assert "random.gpkg reached the highest temperature" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        fit_calibration(p, p.argmax(axis=1), "sharp.gpkg")  # labels the probabilities explain
+    assert "highest temperature" not in caplog.text
