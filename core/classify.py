@@ -7,6 +7,7 @@ whatever the size of the layer.
 from __future__ import annotations
 
 import logging
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -443,6 +444,13 @@ def calibration_threshold(result: Any, bundle: Any, coverage: Optional[float]) -
         log.warning(note)
         result.warnings = (*result.warnings, note)
         return None
+    n = len(calibration.scores)
+    if math.ceil((n + 1) * coverage) > n:  # the split-conformal rank runs past the scores
+        note = (f"The model's {n} calibration parcels are too few for prediction sets of {100 * coverage:g} % "
+                f"coverage (at least {math.ceil(coverage / (1 - coverage))} are needed): every set holds every class. "
+                "Choose a lower coverage, or calibrate the model on more parcels.")
+        log.warning(note)
+        result.warnings = (*result.warnings, note)
     return calibration.threshold(coverage)
 
 

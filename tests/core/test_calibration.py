@@ -339,3 +339,22 @@ def test_a_calibration_at_the_highest_temperature_is_warned_of(caplog):
     with caplog.at_level(logging.WARNING):
         fit_calibration(p, p.argmax(axis=1), "sharp.gpkg")  # labels the probabilities explain
     assert "highest temperature" not in caplog.text
+
+
+def test_too_few_calibration_parcels_for_a_coverage_are_said_to_be_why_sets_hold_every_class():
+    from types import SimpleNamespace
+
+    from thermocrop.core.classify import calibration_threshold
+    from thermocrop.core.model.calibration import conformal_threshold
+
+    scores = tuple(np.linspace(0.01, 0.9, 120))
+    bundle = SimpleNamespace(calibration=SimpleNamespace(scores=scores,
+                                                         threshold=lambda c: conformal_threshold(scores, c)))
+    result = SimpleNamespace(warnings=())
+    assert calibration_threshold(result, bundle, 0.999) == 1.0
+    assert len(result.warnings) == 1 and "120 calibration parcels are too few" in result.warnings[0]
+    assert "at least 999 are needed" in result.warnings[0]
+    result = SimpleNamespace(warnings=())
+    assert calibration_threshold(result, bundle, 0.9) < 1.0 and result.warnings == ()
+    # the edge: 119 / 120 = 0.9917 is the highest coverage 120 scores can give
+    assert calibration_threshold(result, bundle, 119 / 120) < 1.0 and result.warnings == ()
