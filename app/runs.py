@@ -21,7 +21,7 @@ from ..core.inseason import early_warning, trained_season
 from ..core.io.csv_cells import inert_frame
 from ..core.io.geoparquet import is_parquet
 from ..core.io.output import check_distinct_outputs, check_output, write_text
-from ..core.io.source_layer import feature_count, source_field_kinds
+from ..core.io.source_layer import default_layer_name, feature_count, parcel_layer_problem, source_field_kinds
 from ..core.io.vector import (
     check_geometries_for,
     check_vector_output,
@@ -159,15 +159,23 @@ class ClassificationRun:
 
 
 def require_features(parcels: ParcelsSpec, what: str) -> None:
-    """Refuse, before anything else is read, a parcel layer with no feature (by its name, not as
-    a failure further on: an empty GeoParquet file reads as a geometry column of the wrong type).
+    """Refuse, once the output is checked and before any scene or weather is read, a parcel layer
+    that cannot be read or has no feature, by its name (a layer the Toolbox passes as a table was
+    refused only after every scene was read; an empty one failed in the GDD's points).
 
     Raises:
-        NoUsableParcelsError: the layer is empty.
+        InputError: the layer is unreadable or empty.
     """
-    if feature_count(parcels.source) == 0:
-        raise NoUsableParcelsError(f"{parcels.describe()} has no features: there are no parcels to {what}. "
-                                   "Choose a layer with parcels.")
+    source = parcels.source
+    if parcels.is_file:
+        problem = parcel_layer_problem(source)
+        if problem:
+            raise InputError(problem)
+    if feature_count(source) == 0:
+        where = (f"Parcel layer {default_layer_name(source) or Path(source).stem!r} of {source}" if parcels.is_file
+                 else parcels.describe())
+        raise InputError(f"{where} has no features, so there are no parcels to {what}; choose the layer that holds "
+                         "the parcels, or check that the export wrote them.")
 
 
 def run_classification(request: ClassifyRequest, progress: Optional[RunProgress] = None) -> ClassificationRun:
@@ -180,7 +188,6 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
     """
     progress = progress or RunProgress()
     parcels, output, target = request.parcels, request.output, None
-    require_features(parcels, "classify")
     if output is not None and parcels.is_file:
         target = check_vector_output(output.path, overwrite=output.overwrite, inputs=list(output.inputs),
                                      replaceable=[parcels.source], layer=output.layer,
@@ -189,6 +196,7 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
                         source=f"The parcel layer {parcels.source}", through_geopackage=is_parquet(parcels.source),
                         fid_kept_as_field=True)
         check_geometries_for(target, parcels.source, None, source=f"The parcel layer {parcels.source}")
+    require_features(parcels, "classify")
     cluster = cluster_options(request.cluster, output.path if output else None)
     out_path = target.path if target else output.path if output else None
     run_folder = run_folder_of(request.cluster, out_path) if cluster else None
@@ -406,7 +414,6 @@ def run_gdd(request: GddRequest, progress: Optional[RunProgress] = None) -> GddR
     """
     progress = progress or RunProgress()
     parcels, weather_spec, thermal = request.parcels, request.weather, request.thermal
-    require_features(parcels, "compute growing degree days for")
     out, target = request.out, None
     table_out = out is not None and str(out).lower().endswith(".csv")
     inputs = [parcels.source if parcels.is_file else None, *weather_spec.local_files(), weather_spec.tmax_path]
@@ -436,6 +443,7 @@ def run_gdd(request: GddRequest, progress: Optional[RunProgress] = None) -> GddR
             if parcels.is_file:
                 check_geometries_for(target, parcels.source, None,
                                      source=f"The parcel layer {parcels.source}")
+    require_features(parcels, "compute growing degree days for")
     cluster = cluster_options(request.cluster, out)
     run_folder = run_folder_of(request.cluster, out) if cluster else None
     # A partitioned run of a layer file with a local temperature file plans its partitions from

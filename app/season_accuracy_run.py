@@ -56,10 +56,10 @@ def run_season_accuracy(request: SeasonAccuracyRequest, progress: Optional[RunPr
     """
     progress = progress or RunProgress()
     reference = request.reference
-    require_features(reference, "score")
     check_season_accuracy_out(request.out, overwrite=request.overwrite,
                               inputs=[reference.source, request.model, *request.weather.local_files(),
                                       *request.scenes.local_files()])
+    require_features(reference, "score")
     scenes = resolve_scenes(request.scenes, reference.source, on_stats=progress.on_stats, report=progress.report)
     bundle = run_bundle(request.model, scenes)
     table = load_parcels(reference.source, id_field=reference.id_field, label_field=request.label_field,

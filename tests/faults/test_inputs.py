@@ -542,8 +542,8 @@ def test_an_empty_layer_is_named_before_anything_is_read(tiny_region, tmp_path, 
     out = tmp_path / "out.gpkg"
     code = cli.main([command, "--parcels", str(empty), "--weather", str(tiny_region / "weather.nc"), *args,
                      "--out", str(out)])
-    assert code == cli.EXIT_NOTHING
-    assert f"{empty} has no features" in capsys.readouterr().err
+    assert code == cli.EXIT_INPUT
+    assert f"Parcel layer 'empty' of {empty} has no features" in capsys.readouterr().err
     assert not out.exists()
 
 
