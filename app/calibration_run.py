@@ -21,7 +21,7 @@ from ..core.model.calibration import (
     reliability_table,
 )
 from ..core.model.shipped import refuse_shipped_model_output
-from ..core.parcels import load_parcels
+from ..core.parcels import labelled_names, load_parcels
 from ..core.pixel_sets import STATUS_OK
 from .requests import CalibrateRequest, ClassifyRequest, ResultFields
 from .run_progress import RunProgress
@@ -131,13 +131,11 @@ def check_reference_labels(table: Any, classes: Optional[Sequence[str]], name: s
     Raises:
         InputError: naming the counts.
     """
-    names = np.asarray(table.classes, dtype=object)
-    codes = np.asarray(table.labels)
-    labels = names[codes[codes >= 0]] if len(names) else np.array([], dtype=object)
-    usable = int(len(labels) if classes is None else np.isin(labels.astype(str), list(classes)).sum())
+    labels = labelled_names(table.classes, table.labels)
+    usable = int(len(labels) if classes is None else np.isin(labels, list(classes)).sum())
     if usable >= MIN_CALIBRATION_PARCELS:
         return
     other = len(labels) - usable
-    raise InputError(f"{name}: {usable} parcels can calibrate the model ({len(codes)} given, {unlabelled} without "
+    raise InputError(f"{name}: {usable} parcels can calibrate the model ({len(table)} given, {unlabelled} without "
                      f"a label, {other} of classes the model does not know); at least {MIN_CALIBRATION_PARCELS} are "
                      "needed. Give more labelled parcels (or a class map that names the model's classes).")

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..core.classify import bundle_thermal_time
 from ..core.errors import DatasetError
-from ..core.parcels import load_parcels
+from ..core.parcels import labelled_names, load_parcels
 from ..core.pixel_sets import open_dataset
 from ..core.preflight import run_bundle
 from ..core.settings import ExtractionSettings
@@ -64,12 +64,11 @@ def run_season_accuracy(request: SeasonAccuracyRequest, progress: Optional[RunPr
     bundle = run_bundle(request.model, scenes)
     table = load_parcels(reference.source, id_field=reference.id_field, label_field=request.label_field,
                          class_map=request.class_map, block_field=None, selected_ids=reference.selected_ids)
-    codes = np.asarray(table.labels)
-    if not np.isin(np.asarray(table.classes, dtype=object)[codes[codes >= 0]].astype(str), list(bundle.classes)).any():
-        # the labels alone show it: no pixel needs reading
-        raise DatasetError(f"No reference parcel of {reference.describe()} can be scored: none of its {len(codes)} "
+    labels = labelled_names(table.classes, table.labels)
+    if not np.isin(labels, list(bundle.classes)).any():  # the labels alone show it: no pixel needs reading
+        raise DatasetError(f"No reference parcel of {reference.describe()} can be scored: none of its {len(table)} "
                            f"parcels has a label of the model's classes ({', '.join(bundle.classes)}) in "
-                           f"{request.label_field} ({int((codes < 0).sum())} without a label). Check the label "
+                           f"{request.label_field} ({len(table) - len(labels)} without a label). Check the label "
                            "field and the class map.")
     del table
     settings = ExtractionSettings(sampling=request.sampling, thermal=bundle_thermal_time(bundle))

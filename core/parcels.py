@@ -119,6 +119,14 @@ class ParcelTable:
         return len(self.parcel_ids)
 
 
+def labelled_names(classes: Sequence[str], labels: np.ndarray) -> np.ndarray:
+    """The class name of every labelled parcel (``labels`` >= 0, indices into ``classes``), in
+    order, as text: what a ``ParcelTable``'s or a ``PixelSets``' labels say, to be set against a
+    model's classes."""
+    codes = np.asarray(labels)
+    return np.asarray(classes, dtype=object)[codes[codes >= 0]].astype(str) if len(classes) else np.array([], str)
+
+
 @dataclass(frozen=True)
 class ParcelFields:
     """Which fields of a parcel layer say what (see :func:`load_parcels` for each).

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..core.model.bundle import ModelBundle
 from ..core.model.calibration import Calibration, fit_calibration
+from ..core.parcels import labelled_names
 from ..core.pixel_sets import STATUS_OK, PixelSets
 from .datasets import check_model_gdd
 
@@ -58,8 +59,7 @@ def calibrate_on_datasets(bundle: ModelBundle, datasets: Sequence[PixelSets], so
         part = ps if r is None else ps.subset(np.asarray(r))
         probabilities.append(raw_probabilities(bundle, part))
         labels.append(dataset_labels(bundle, part))
-        codes = np.asarray(part.labels)
-        for name in np.asarray(part.classes, dtype=object)[codes[codes >= 0]].astype(str):
+        for name in labelled_names(part.classes, part.labels):
             if name not in bundle.classes:
                 unknown[name] = unknown.get(name, 0) + 1
     if unknown:  # counted, as a reference layer's are (app.calibration_run)

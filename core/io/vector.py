@@ -89,11 +89,6 @@ def written_field_name(driver: str, name: str) -> str:
     return name.encode("utf-8")[:SHAPEFILE_NAME_BYTES].decode("utf-8", "ignore")
 
 
-FIXED_RESULT_NAMES = ("crop_set", "crop_set_size", "crop_decided", "crop_decided_gdd", "crop_margin", "crop_entropy")
-"""Result fields whose names no option changes (``core.result_columns``): a clash between two of
-them is met by another format or by leaving their option out, not by renaming."""
-
-
 def output_field_names(driver: str, names: Sequence[str]) -> dict[str, str]:
     """The names the fields ``names`` get in a ``driver`` file, by requested name.
 
@@ -110,7 +105,9 @@ def output_field_names(driver: str, names: Sequence[str]) -> dict[str, str]:
         other = seen.get(written.lower())
         if other is not None and other != name:
             cut = " (shapefile field names keep 10 characters)" if written != name else ""
-            fixed = {other, name} <= set(FIXED_RESULT_NAMES)  # no option renames these
+            from ..result_columns import OPTIONAL_FIELDS  # here: result_columns reads parcels, which read this
+
+            fixed = {other, name} <= set(OPTIONAL_FIELDS)  # no option renames these
             advice = ("write another format (.gpkg, .fgb), or leave out what adds these fields" if fixed
                       else "choose names that differ" + (" in their first 10 characters" if cut else ""))
             raise OutputError(f"The fields {other!r} and {name!r} would both be written as {written!r}{cut}; "

@@ -157,13 +157,6 @@ def test_a_result_field_named_like_a_class_probability_is_refused_with_probabili
     assert "p_corn" in ResultFields(label="p_corn").kinds()  # no probabilities written: no clash
 
 
-def test_the_writers_know_the_result_fields_no_option_renames():
-    from thermocrop.core.io.vector import FIXED_RESULT_NAMES
-    from thermocrop.core.result_columns import OPTIONAL_FIELDS
-
-    assert set(FIXED_RESULT_NAMES) == set(OPTIONAL_FIELDS)
-
-
 def test_two_fixed_result_fields_that_meet_in_a_shapefile_are_refused_with_advice_that_can_be_taken():
     from thermocrop.core.errors import OutputError
     from thermocrop.core.io.vector import output_field_names

@@ -120,3 +120,20 @@ def partition_region(tmp_path_factory, write_scenes, write_station_weather) -> d
                      geometry=geoms, crs="EPSG:32631").to_file(root / "parcels.gpkg", driver="GPKG")
     write_station_weather(root / "weather.csv")
     return {"scenes": str(root / "scenes"), "parcels": str(root / "parcels.gpkg"), "weather": str(root / "weather.csv")}
+
+
+@pytest.fixture
+def log_feedback(qgis_app):
+    """Makes a Processing feedback that keeps what an algorithm logged (``pushInfo``) in ``lines``."""
+    from qgis.core import QgsProcessingFeedback
+
+    class Recording(QgsProcessingFeedback):
+        def __init__(self):
+            super().__init__()
+            self.lines = []
+
+        def pushInfo(self, info):  # noqa: N802 (QGIS API)
+            self.lines.append(info)
+            super().pushInfo(info)
+
+    return Recording

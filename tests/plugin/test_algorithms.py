@@ -528,21 +528,16 @@ def test_parcelgdd_refuses_features_without_a_geometry_for_a_flatgeobuf_output(p
 
 @pytest.mark.slow
 def test_every_field_name_a_shapefile_shortens_is_reported(provider, tiny_region, scene_files, region_weather,
-                                                          small_bundle, tmp_path):
+                                                          small_bundle, tmp_path, log_feedback):
     import processing
-    from qgis.core import QgsProcessingContext, QgsProcessingFeedback
+    from qgis.core import QgsProcessingContext
 
-    lines = []
-
-    class Recording(QgsProcessingFeedback):
-        def pushInfo(self, info):  # noqa: N802 (QGIS API)
-            lines.append(info)
-
+    feedback = log_feedback()
     processing.run("thermocrop:classifyparcels", {
         "INPUT": str(tiny_region / "parcels.gpkg"), "SCENES": scene_files, "WEATHER": str(region_weather),
         "MODEL": str(small_bundle), "PROBABILITIES": True, "OUTPUT": str(tmp_path / "out.shp")},
-        context=QgsProcessingContext(), feedback=Recording())
-    said = next(line for line in lines if line.startswith("Field names as stored in this format"))
+        context=QgsProcessingContext(), feedback=feedback)
+    said = next(line for line in feedback.lines if line.startswith("Field names as stored in this format"))
     for shortened in ("crop_status -> crop_statu", "crop_margin -> crop_margi", "crop_entropy -> crop_entro"):
         assert shortened in said
     assert "crop_pred ->" not in said  # kept whole

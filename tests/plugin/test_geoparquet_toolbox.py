@@ -241,23 +241,15 @@ def test_a_cancelled_run_of_a_geoparquet_layer_writes_nothing(provider, tiny_reg
 
 @pytest.mark.slow
 def test_a_geoparquet_run_logs_what_a_layer_run_logs(provider, tiny_region, scene_files, region_weather,
-                                                     calibrated_small_bundle, parquet_parcels, tmp_path):
+                                                     calibrated_small_bundle, parquet_parcels, tmp_path,
+                                                     log_feedback):
     """The model, the parcels and scenes found, the count per status and the prediction sets'
     size: the same lines for the layer's GeoParquet file as for its GeoPackage."""
     import processing
-    from qgis.core import QgsProcessingContext, QgsProcessingFeedback
-
-    class Recording(QgsProcessingFeedback):
-        def __init__(self):
-            super().__init__()
-            self.lines = []
-
-        def pushInfo(self, info):  # noqa: N802 (QGIS API)
-            self.lines.append(info)
-            super().pushInfo(info)
+    from qgis.core import QgsProcessingContext
 
     def logged(source, out):
-        feedback = Recording()
+        feedback = log_feedback()
         processing.run("thermocrop:classifyparcels", {
             "INPUT": str(source), "SCENES": scene_files, "WEATHER": str(region_weather),
             "MODEL": str(calibrated_small_bundle), "PREDICTION_SETS": True, "OUTPUT": str(out)},
