@@ -400,7 +400,11 @@ class ClassifyParcels(ThermoCropAlgorithm):
         return committed
 
     def postProcessAlgorithm(self, context, feedback):  # noqa: N802
+        from ...core.io.geoparquet import is_parquet
+
         dest_id, field, classes = self._style
+        if is_parquet(dest_id):  # QGIS 3.22 cannot open it: every provider would fail, loudly
+            return {}
         layer = QgsProcessingUtils.mapLayerFromString(dest_id, context)
         if layer is not None:
             apply_class_style(layer, field, classes)

@@ -287,3 +287,26 @@ def test_an_earlier_runs_sets_are_emptied_in_the_toolbox_output(provider, tiny_r
         assert back["crop_pred"].notna().any(), source
         assert back[["crop_set", "crop_set_size", "crop_decided"]].isna().all().all(), source
         assert (back["note"] == "mine").all(), source
+
+
+@pytest.mark.slow
+def test_a_geoparquet_output_is_not_opened_through_qgis_after_the_run(provider, tiny_region, scene_files,
+                                                                       region_weather, small_bundle,
+                                                                       parquet_parcels, tmp_path):
+    """Styling the output once written tried every QGIS provider on a file none can open: GDAL's
+    "not recognized as a supported file format" four times and "Unable to load mesh" in the log."""
+    import geopandas as gpd
+    from osgeo import gdal
+
+    said = []
+    gdal.PushErrorHandler(lambda _class, _number, message: said.append(message))
+    try:
+        out = tmp_path / "classified.parquet"
+        _run("thermocrop:classifyparcels", {"INPUT": str(parquet_parcels), "OUTPUT": str(out),
+                                            "SCENES": scene_files, "WEATHER": str(region_weather),
+                                            "MODEL": str(small_bundle)})
+    finally:
+        gdal.PopErrorHandler()
+    assert len(gpd.read_parquet(out)) == len(gpd.read_parquet(parquet_parcels))
+    assert not [m for m in said if "classified.parquet" in m], said
+    assert not (tmp_path / "classified.qml").exists()
