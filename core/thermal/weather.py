@@ -582,7 +582,11 @@ def _open(path: Path):
         # Mask-and-scale decodes E-OBS's packed int16 (scale_factor, _FillValue -9999) to NaN.
         return xr.open_dataset(path, mask_and_scale=True, decode_times=True, use_cftime=None)
     except Exception as exc:  # netCDF4/h5py/scipy each raise their own errors
-        raise WeatherError(f"cannot open {path} as NetCDF ({exc}); give an E-OBS or CF NetCDF "
+        said = str(exc)
+        # xarray's words for a file no backend recognises name its backends and web pages.
+        reason = ("it is not a NetCDF file" if "installed IO backends" in said
+                  else said.splitlines()[0] if said else type(exc).__name__)
+        raise WeatherError(f"cannot open {path} as NetCDF ({reason}); give an E-OBS or CF NetCDF "
                            "file, or a station CSV (date,tmin,tmax)") from None
 
 

@@ -224,8 +224,9 @@ def test_units_fahrenheit_converted_and_unknown_refused(tmp_path):
 def test_not_netcdf_or_missing_file(tmp_path):
     bad = tmp_path / "weather.nc"
     bad.write_text("this is not NetCDF")
-    with pytest.raises(WeatherError, match="cannot open .*weather.nc as NetCDF"):
+    with pytest.raises(WeatherError, match=r"cannot open .*weather.nc as NetCDF \(it is not a NetCDF file\)") as caught:
         read_daily_temperature(bad, [0], [0], "EPSG:4326", "2020-01-01", "2020-01-01")
+    assert "backends" not in str(caught.value) and "\n" not in str(caught.value)
     with pytest.raises(WeatherError, match="does not exist"):
         read_daily_temperature(tmp_path / "none.csv", [0], [0], "EPSG:4326", "2020-01-01", "2020-01-01")
 
