@@ -52,7 +52,7 @@ ENTRY_MODULES = ("__init__.py",)
 NOT_SHIPPED_PACKAGES = ("tests", "benchmarks", "scripts")
 """Top-level folders of the checkout that are not part of the plugin, even where they hold Python."""
 RESOURCE_PATTERNS = ("pyproject.toml", "resources/icons/*.svg", "resources/icons/*.png", "resources/styles/*.qml",
-                     "resources/models/*.tcm", "i18n/*.qm",
+                     "resources/models/*.tcm", "resources/classmaps/*.csv", "i18n/*.qm",
                      # The pages the plugin opens (Processing help) or names in its messages; no images.
                      "docs/plugin.md", "docs/install.md", "docs/accuracy.md")
 ZIP_TIME = (2020, 1, 1, 0, 0, 0)

@@ -68,6 +68,11 @@ def test_zip_holds_only_what_the_plugin_runs_on(plugin_zip, tmp_path):
                    "training/train.py", "resources/models/default.tcm", "resources/models/default_l2a.tcm",
                    "resources/icons/thermocrop.png"):
         assert needed in inside, needed
+    # Every crop-code table the options offer (the checkout's resources/classmaps) is in the zip:
+    # without them every preset was "neither a preset () nor an existing file" once installed.
+    presets = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "resources" / "classmaps").glob("*.csv"))
+    assert {"resources/classmaps/france.csv", "resources/classmaps/denmark.csv"} <= set(presets)
+    assert set(presets) <= set(inside), sorted(set(presets) - set(inside))
     # Every module a packaged module imports relatively is packaged too.
     archive = zipfile.ZipFile(plugin_zip)
     for name in (n for n in names if n.endswith(".py")):
@@ -105,7 +110,9 @@ for name in names:
         continue
     if not module.__file__.startswith(plugins):
         outside.append(name)
-print(json.dumps({"names": names, "failed": failed, "outside": outside}))
+from thermocrop.core.classmap import ClassMap, available_presets
+presets = {name: len(ClassMap.load(name).entries) for name in available_presets()}
+print(json.dumps({"names": names, "failed": failed, "outside": outside, "presets": presets}))
 """
 
 
@@ -130,6 +137,11 @@ def test_every_module_imports_from_the_unpacked_zip(plugin_zip, tmp_path):
                 if "__pycache__" not in p.parts}
     assert expected <= set(found["names"]), sorted(expected - set(found["names"]))
     assert found["failed"] == {} and found["outside"] == []
+    # The crop-code tables load from the unpacked zip, with the checkout's entries.
+    from thermocrop.core.classmap import ClassMap, available_presets
+
+    assert found["presets"] == {name: len(ClassMap.load(name).entries) for name in available_presets()}
+    assert {"france", "denmark", "austria"} <= set(found["presets"])
 
 
 def test_zip_passes_the_repository_checks(plugin_zip):
