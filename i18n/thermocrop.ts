@@ -24,7 +24,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="112"/>
+        <location filename="../plugin/train_panel.py" line="113"/>
         <source>No free model file name in {folder}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -69,12 +69,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="388"/>
+        <location filename="../plugin/train_panel.py" line="400"/>
         <source>Tick or add the Sentinel-2 scenes on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="390"/>
+        <location filename="../plugin/train_panel.py" line="402"/>
         <source>Choose the daily temperature file (or a weather service) on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -611,7 +611,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="132"/>
+        <location filename="../plugin/train_panel.py" line="141"/>
         <source>ThermoCrop: train a model on {layer}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -621,27 +621,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="217"/>
+        <location filename="../plugin/train_panel.py" line="229"/>
         <source>Polygon layer whose parcels carry a crop label or code</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="219"/>
+        <location filename="../plugin/train_panel.py" line="231"/>
         <source>Field of each parcel&apos;s crop label (class names or crop codes); parcels with an empty value are left out</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="223"/>
+        <location filename="../plugin/train_panel.py" line="235"/>
         <source>Field of each parcel&apos;s spatial block (e.g. a 10 km grid cell): training, validation and test are split by block. Empty: a random split</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="228"/>
+        <location filename="../plugin/train_panel.py" line="240"/>
         <source>Map national crop codes to classes with the paper&apos;s table for France, Denmark or Austria; codes not in it become &apos;unknown&apos;</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="233"/>
+        <location filename="../plugin/train_panel.py" line="245"/>
         <source>Layer</source>
         <translation type="unfinished"></translation>
     </message>
@@ -651,82 +651,82 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="235"/>
+        <location filename="../plugin/train_panel.py" line="247"/>
         <source>Block field</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="236"/>
+        <location filename="../plugin/train_panel.py" line="248"/>
         <source>Crop codes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="238"/>
+        <location filename="../plugin/train_panel.py" line="250"/>
         <source>Training</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="246"/>
+        <location filename="../plugin/train_panel.py" line="258"/>
         <source> (recommended)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="250"/>
+        <location filename="../plugin/train_panel.py" line="262"/>
         <source>epochs</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="250"/>
+        <location filename="../plugin/train_panel.py" line="262"/>
         <source>steps per epoch</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="250"/>
+        <location filename="../plugin/train_panel.py" line="262"/>
         <source>parcels per step</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="260"/>
+        <location filename="../plugin/train_panel.py" line="272"/>
         <source>empty: beside the project</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="265"/>
+        <location filename="../plugin/train_panel.py" line="277"/>
         <source>empty: from scratch</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="266"/>
+        <location filename="../plugin/train_panel.py" line="278"/>
         <source>A model to start from (fine-tuning): with a few dozen labelled parcels per class, starting from the shipped model is far better than from scratch. Its variant, bands and settings are kept, and its classes when yours are among them. Empty: random weights.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="270"/>
+        <location filename="../plugin/train_panel.py" line="282"/>
         <source>Shipped model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="271"/>
+        <location filename="../plugin/train_panel.py" line="283"/>
         <source>Start from the model shipped with the plugin</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="275"/>
+        <location filename="../plugin/train_panel.py" line="287"/>
         <source>Start from</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="276"/>
+        <location filename="../plugin/train_panel.py" line="288"/>
         <source>Variant</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="277"/>
+        <location filename="../plugin/train_panel.py" line="289"/>
         <source>Budget</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="279"/>
+        <location filename="../plugin/train_panel.py" line="291"/>
         <source>Model file</source>
         <translation type="unfinished"></translation>
     </message>
@@ -736,97 +736,97 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="289"/>
+        <location filename="../plugin/train_panel.py" line="301"/>
         <source>Uses the scenes and weather of the Classify tab; the new model is saved beside the project and chosen for the next classification.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="361"/>
+        <location filename="../plugin/train_panel.py" line="373"/>
         <source>{steps:,} steps of {batch} parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="364"/>
+        <location filename="../plugin/train_panel.py" line="376"/>
         <source>; about {time} at the {ms:.0f} ms per step measured here last time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="367"/>
+        <location filename="../plugin/train_panel.py" line="379"/>
         <source>; the time is measured and shown before the training starts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="377"/>
+        <location filename="../plugin/train_panel.py" line="389"/>
         <source>Choose the labelled parcel layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="380"/>
+        <location filename="../plugin/train_panel.py" line="392"/>
         <source>Choose the field of {layer} that holds the crop labels.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="384"/>
+        <location filename="../plugin/train_panel.py" line="396"/>
         <source>The label and block fields are the same; choose the block field or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="394"/>
+        <location filename="../plugin/train_panel.py" line="406"/>
         <source>The model to start from, {path}, does not exist; choose a .tcm file or clear the field to train from scratch.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="405"/>
-        <source>{path} (or its dataset folder) exists; choose a new model file.</source>
+        <location filename="../plugin/train_panel.py" line="418"/>
+        <source>{path} exists (a training into {out} writes it); choose a new model file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="421"/>
+        <location filename="../plugin/train_panel.py" line="435"/>
         <source>Save the project first, or choose the model file: {layer} is no file layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="438"/>
+        <location filename="../plugin/train_panel.py" line="452"/>
         <source>Extracting the labelled parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="446"/>
+        <location filename="../plugin/train_panel.py" line="460"/>
         <source>Training: {estimate}. Cancel stops it and leaves nothing behind.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="454"/>
+        <location filename="../plugin/train_panel.py" line="468"/>
         <source>Training cancelled; no model or dataset was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="457"/>
+        <location filename="../plugin/train_panel.py" line="471"/>
         <source>Training failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="464"/>
+        <location filename="../plugin/train_panel.py" line="478"/>
         <source>Model saved to {path} and chosen for the next classification{scores}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="466"/>
+        <location filename="../plugin/train_panel.py" line="480"/>
         <source>Trained {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="472"/>
+        <location filename="../plugin/train_panel.py" line="486"/>
         <source>{n:.0f} s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="474"/>
+        <location filename="../plugin/train_panel.py" line="488"/>
         <source>{n:.0f} min</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="475"/>
+        <location filename="../plugin/train_panel.py" line="489"/>
         <source>{n:.1f} h</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1766,7 +1766,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="484"/>
+        <location filename="../plugin/algorithms/base.py" line="487"/>
         <source>The {what} {path!r} does not exist; choose an existing file or folder.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1866,7 +1866,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="409"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="413"/>
         <source>Style saved to {qml}</source>
         <translation type="unfinished"></translation>
     </message>

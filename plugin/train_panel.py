@@ -104,12 +104,21 @@ class TrainingRequest:
 
 
 def model_path_beside(folder: Path, stem: str) -> Path:
-    """``<folder>/<stem>.tcm``, or ``<stem>_2.tcm``... when that (or its dataset folder) exists."""
+    """``<folder>/<stem>.tcm``, or ``<stem>_2.tcm``... when that, its dataset folder or one of the
+    files a training writes beside it exists."""
     for n in range(1, 1000):
         path = folder / f"{stem}{'' if n == 1 else f'_{n}'}.tcm"
-        if not path.exists() and not dataset_folder(path).exists():
+        if not taken_paths(path):
             return path
     raise ValueError(tr("No free model file name in {folder}.").format(folder=folder))
+
+
+def taken_paths(bundle: Path) -> list[Path]:
+    """What exists of the files a training into ``bundle`` writes: the bundle, its dataset folder,
+    its metrics, figures and checkpoint (``training.config.output_paths``)."""
+    from ..training.config import output_paths
+
+    return [path for path in (*output_paths(bundle).values(), dataset_folder(bundle)) if path.exists()]
 
 
 def dataset_folder(bundle: Path) -> Path:
@@ -131,6 +140,8 @@ class TrainingTask(ThermoCropTask):
     def __init__(self, request: TrainingRequest, on_done: Optional[Callable[["TrainingTask"], None]]):
         super().__init__(tr("ThermoCrop: train a model on {layer}").format(layer=request.parcels.name), on_done)
         self.request = request
+        # Files of those names that were there before the run are not the run's to remove.
+        self._found = set(taken_paths(Path(request.out)))
         self.bundle_path: Optional[Path] = None
         self.metrics: dict = {}
         self.estimate = None
@@ -184,9 +195,10 @@ class TrainingTask(ThermoCropTask):
         """What this run wrote: the dataset folder and the bundle with its side files."""
         from ..training.train import output_paths
 
-        shutil.rmtree(self.request.dataset, ignore_errors=True)
+        if Path(self.request.dataset) not in self._found:
+            shutil.rmtree(self.request.dataset, ignore_errors=True)
         for path in output_paths(Path(self.request.out)).values():
-            if Path(path).is_file():
+            if Path(path).is_file() and Path(path) not in self._found:
                 Path(path).unlink()
 
 
@@ -401,8 +413,10 @@ class TrainPanel(TaskPanelMixin, QWidget):
             return self._refuse(str(exc))
         if out.suffix.lower() != ".tcm":
             out = out.with_suffix(".tcm")
-        if out.exists() or dataset_folder(out).exists():
-            return self._refuse(tr("{path} (or its dataset folder) exists; choose a new model file.").format(path=out))
+        taken = taken_paths(out)
+        if taken:
+            return self._refuse(tr("{path} exists (a training into {out} writes it); choose a new model file.").format(
+                path=taken[0], out=out.name))
         snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(), [])
         return TrainingRequest(snapshot, label, block, self.class_map.currentData(), list(scenes), weather,
                                variant=self.variant.currentData(), epochs=self.epochs.value(),

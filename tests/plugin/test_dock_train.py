@@ -191,6 +191,47 @@ def test_a_cancelled_training_leaves_nothing(rpg_layer, tiny_region, region_weat
         dock.deleteLater()
 
 
+def test_files_of_the_model_files_name_are_neither_replaced_nor_removed(rpg_layer, tiny_region, region_weather,
+                                                                        tmp_path):
+    """A model file of which only the metrics and figures exist (another run's, or the user's):
+    the form refuses it, naming the file, and a cancelled run removes only what it wrote."""
+    from thermocrop.plugin.dock import ThermoCropDock
+    from thermocrop.plugin.train_panel import TrainingTask, model_path_beside
+
+    layer, _ = rpg_layer
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "model.metrics.json").write_text('{"mine": 1}')
+    (mine / "model.curve.png").write_bytes(b"png")
+    assert model_path_beside(mine, "model") == mine / "model_2.tcm"
+    dock = ThermoCropDock(restore=False)
+    try:
+        dock.add_scene_paths([str(tiny_region / "scenes")])
+        dock.weather.setFilePath(str(region_weather))
+        panel = dock.train_panel
+        panel.set_layer(layer)
+        panel.output.setFilePath(str(mine / "model.tcm"))
+        assert panel.request() is None
+        assert "model.metrics.json" in panel.status.text() or "model.curve.png" in panel.status.text()
+        panel.output.setFilePath(str(mine / "fresh.tcm"))
+        request = panel.request()
+        assert request is not None and request.out == str(mine / "fresh.tcm")
+        # What appears under the run's names once it started is the run's, removed on a cancel; what
+        # was there before it started is kept (a request made before the files appeared).
+        task = TrainingTask(request, None)
+        (mine / "fresh.metrics.json").write_text("theirs")
+        task._remove_outputs()
+        assert not (mine / "fresh.metrics.json").exists()  # not there at the start: the run's own
+        request.out = str(mine / "model.tcm")
+        task = TrainingTask(request, None)
+        task._remove_outputs()
+        assert (mine / "model.metrics.json").read_text() == '{"mine": 1}'
+        assert (mine / "model.curve.png").read_bytes() == b"png"
+    finally:
+        dock.shutdown()
+        dock.deleteLater()
+
+
 def test_the_label_field_guess_is_never_an_id():
     from thermocrop.plugin.layers import guess_label_field
 
