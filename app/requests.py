@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
 from ..core.errors import InputError
+from ..core.limits import LIMITS
 from ..core.model.calibration import DEFAULT_COVERAGE
 from ..core.model.uncertainty import ENTROPY_FIELD, MARGIN_FIELD, PROBABILITY_PREFIX
 from ..core.result_columns import DECIDED_FIELD, DECIDED_GDD_FIELD, SET_FIELD, SET_SIZE_FIELD
@@ -210,6 +211,11 @@ class ResultFields:
     decided: Optional[float] = None
 
     def __post_init__(self) -> None:
+        for name, value, what in (("coverage", self.coverage, "The prediction sets' coverage"),
+                                  ("decided_threshold", self.decided, "The confidence a decided label keeps")):
+            problem = None if value is None else LIMITS[name].problem(value)
+            if problem:
+                raise InputError(f"{what} {problem}.")
         roles = {"class": self.label, "confidence": self.confidence, "status": self.status}
         if self.coverage is not None:
             roles.update({"prediction set": SET_FIELD, "set size": SET_SIZE_FIELD})

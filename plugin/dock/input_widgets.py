@@ -205,7 +205,7 @@ class ClassifyInputs(QWidget):
                                            "needs a calibrated model"))
         self.prediction_sets.setChecked(True)
         self.coverage = QDoubleSpinBox()
-        self.coverage.setDecimals(2)
+        self.coverage.setDecimals(3)  # with two, Qt rounds the highest coverage (0.999) up to 1
         self.coverage.setSingleStep(0.05)
         self.coverage.setRange(0.5, COVERAGE_LIMIT.high)
         self.coverage.setValue(DEFAULT_COVERAGE)

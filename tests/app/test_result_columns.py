@@ -165,3 +165,18 @@ def test_two_fixed_result_fields_that_meet_in_a_shapefile_are_refused_with_advic
         output_field_names("ESRI Shapefile", ["crop_pred", "crop_decided", "crop_decided_gdd"])
     with pytest.raises(OutputError, match="choose names that differ in their first 10 characters"):
         output_field_names("ESRI Shapefile", ["crop_status_a", "crop_status_b"])
+
+
+@pytest.mark.parametrize("fields, words", [
+    (dict(coverage=1.0), "coverage must be a number above 0 and at most 0.999, not 1"),
+    (dict(coverage=0.0), "coverage must be a number above 0"),
+    (dict(decided=1.5), "decided label keeps must be a number from 0 to 1, not 1.5"),
+])
+def test_a_coverage_or_decision_confidence_out_of_range_is_refused_in_every_door(fields, words):
+    """A coverage of 1 ended a dock run after all its work in "ZeroDivisionError: float division by zero"."""
+    from thermocrop.app import ResultFields
+    from thermocrop.core.errors import InputError
+
+    with pytest.raises(InputError, match=words):
+        ResultFields(**fields)
+    assert ResultFields(coverage=0.999, decided=1.0).coverage == 0.999

@@ -170,3 +170,16 @@ def test_the_output_checks_follow_the_layer_format(inputs, project_layers, tmp_p
     assert "the probability fields (p_<class>, crop_margin, crop_entropy) do not fit" in read_form(inputs).problem()
     shapefile.setReadOnly(True)
     assert read_form(inputs).problem() == "fields.shp is read-only; choose 'New layer file' to write the result."
+
+
+def test_the_highest_coverage_the_box_offers_is_the_highest_accepted(inputs):
+    """With two decimals Qt showed and returned the maximum 0.999 as 1.00, which no set can have."""
+    from thermocrop.app import ResultFields
+    from thermocrop.core.limits import LIMITS
+
+    inputs.prediction_sets.setChecked(True)
+    inputs.coverage.setValue(inputs.coverage.maximum())
+    assert inputs.set_coverage() == LIMITS["coverage"].high
+    assert ResultFields(coverage=inputs.set_coverage()).coverage == LIMITS["coverage"].high
+    inputs.coverage.stepUp()
+    assert inputs.set_coverage() < 1.0
