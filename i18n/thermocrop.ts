@@ -29,27 +29,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="81"/>
+        <location filename="../plugin/calibrate_panel.py" line="83"/>
         <source>Calibrate on these reference parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="82"/>
+        <location filename="../plugin/calibrate_panel.py" line="84"/>
         <source>Fit the model&apos;s calibration (its confidence and prediction sets) on the layer&apos;s parcels whose reference class is filled, classified from the Classify tab&apos;s scenes and weather; the calibrated model is saved beside the project and chosen for the next classification</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="88"/>
+        <location filename="../plugin/calibrate_panel.py" line="90"/>
         <source>Temperature scaling (labels unchanged)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="89"/>
+        <location filename="../plugin/calibrate_panel.py" line="91"/>
         <source>Vector scaling (a temperature and a bias per class)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="90"/>
+        <location filename="../plugin/calibrate_panel.py" line="92"/>
         <source>Temperature scaling divides the log-probabilities by one number and keeps every label; vector scaling also corrects how often the model names each class on your fields and can change a few labels</source>
         <translation type="unfinished"></translation>
     </message>
@@ -79,7 +79,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="154"/>
+        <location filename="../plugin/calibrate_panel.py" line="157"/>
         <source>Calibrated model</source>
         <translation type="unfinished"></translation>
     </message>
@@ -89,22 +89,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="169"/>
+        <location filename="../plugin/calibrate_panel.py" line="172"/>
         <source>Calibrating on the reference parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="177"/>
+        <location filename="../plugin/calibrate_panel.py" line="180"/>
         <source>Calibration cancelled; no model was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="181"/>
+        <location filename="../plugin/calibrate_panel.py" line="186"/>
+        <source> Only the {n} features the layer&apos;s filter shows were used ({subset}); clear the filter to calibrate on every reference parcel.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="189"/>
         <source>Calibration failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="188"/>
+        <location filename="../plugin/calibrate_panel.py" line="196"/>
         <source>Calibrated on {n} reference parcels ({counts}): temperature {t:.2f}, calibration error {before:.3f} -&gt; {after:.3f}. Saved to {path} and chosen for the next classification.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -866,12 +871,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="106"/>
+        <location filename="../plugin/dock/classify_tab.py" line="108"/>
         <source>Parcels per class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="111"/>
+        <location filename="../plugin/dock/classify_tab.py" line="113"/>
         <source>Class</source>
         <translation type="unfinished"></translation>
     </message>
@@ -881,102 +886,102 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="111"/>
+        <location filename="../plugin/dock/classify_tab.py" line="113"/>
         <source>Share</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="116"/>
+        <location filename="../plugin/dock/classify_tab.py" line="118"/>
         <source>colour by class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="116"/>
+        <location filename="../plugin/dock/classify_tab.py" line="118"/>
         <source>colour by confidence</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="117"/>
+        <location filename="../plugin/dock/classify_tab.py" line="119"/>
         <source>The result layer&apos;s style: class colours, or confidence from purple (unsure) to yellow (sure)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="121"/>
+        <location filename="../plugin/dock/classify_tab.py" line="123"/>
         <source>only below</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="122"/>
+        <location filename="../plugin/dock/classify_tab.py" line="124"/>
         <source>Show only the parcels whose confidence is below the threshold (a filter on the result layer; untick to show all)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="137"/>
+        <location filename="../plugin/dock/classify_tab.py" line="139"/>
         <source>only sets of several classes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="138"/>
+        <location filename="../plugin/dock/classify_tab.py" line="140"/>
         <source>Show only the parcels whose prediction set holds more than one class (crop_set_size above 1: the label is in doubt at the chosen coverage)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="142"/>
+        <location filename="../plugin/dock/classify_tab.py" line="144"/>
         <source>Field-visit list…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="143"/>
+        <location filename="../plugin/dock/classify_tab.py" line="145"/>
         <source>Write the parcels in doubt (a set of several classes, or a confidence below the threshold when &apos;only below&apos; is ticked), most doubtful first, as a CSV with a point in each parcel, and add it to the project as a layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="215"/>
+        <location filename="../plugin/dock/classify_tab.py" line="217"/>
         <source>The scene {path} does not exist; untick it or add it again.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="218"/>
+        <location filename="../plugin/dock/classify_tab.py" line="220"/>
         <source>Checking the inputs …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="232"/>
+        <location filename="../plugin/dock/classify_tab.py" line="234"/>
         <source>Cannot write the prediction sets into {layer}: {problems}. Untick &apos;Prediction sets&apos; or write a new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="264"/>
+        <location filename="../plugin/dock/classify_tab.py" line="266"/>
         <source>Not started: {reason}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="252"/>
+        <location filename="../plugin/dock/classify_tab.py" line="254"/>
         <source>Not started: {path} exists and is not to be replaced.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="258"/>
+        <location filename="../plugin/dock/classify_tab.py" line="260"/>
         <source>Not started: the fields exist and are not to be overwritten.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="340"/>
+        <location filename="../plugin/dock/classify_tab.py" line="342"/>
         <source>Fetching the daily temperatures of {layer}'s parcels from {service} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="407"/>
+        <location filename="../plugin/dock/classify_tab.py" line="409"/>
         <source>The parcel layer was removed while classifying; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="410"/>
+        <location filename="../plugin/dock/classify_tab.py" line="412"/>
         <source>Cancelled; nothing was written and the layer was not changed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="356"/>
+        <location filename="../plugin/dock/classify_tab.py" line="358"/>
         <source>No temperatures from {service}: {error}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -986,7 +991,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="373"/>
+        <location filename="../plugin/dock/classify_tab.py" line="375"/>
         <source>Classifying {n} parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
@@ -996,147 +1001,147 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="413"/>
+        <location filename="../plugin/dock/classify_tab.py" line="415"/>
         <source>The partitions written so far stay in {folder}; tick &apos;Resume the interrupted run&apos; and classify again to take the run up.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="418"/>
+        <location filename="../plugin/dock/classify_tab.py" line="420"/>
         <source>Classification failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="423"/>
+        <location filename="../plugin/dock/classify_tab.py" line="425"/>
         <source>{layer} (classified)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="426"/>
+        <location filename="../plugin/dock/classify_tab.py" line="428"/>
         <source>QGIS cannot open the written file {path}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="427"/>
+        <location filename="../plugin/dock/classify_tab.py" line="429"/>
         <source>the new layer {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="432"/>
+        <location filename="../plugin/dock/classify_tab.py" line="434"/>
         <source>{layer} (saved)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="433"/>
+        <location filename="../plugin/dock/classify_tab.py" line="435"/>
         <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="436"/>
+        <location filename="../plugin/dock/classify_tab.py" line="438"/>
         <source>Writing the result failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="450"/>
+        <location filename="../plugin/dock/classify_tab.py" line="452"/>
         <source>Classified {done} of {n} parcels ({unknown} unknown) into {where}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="497"/>
+        <location filename="../plugin/dock/classify_tab.py" line="500"/>
         <source>This result has no prediction sets: classify with a calibrated model and &apos;Prediction sets&apos; ticked</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="504"/>
+        <location filename="../plugin/dock/classify_tab.py" line="507"/>
         <source>{qml} exists and was left as it is.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="506"/>
+        <location filename="../plugin/dock/classify_tab.py" line="509"/>
         <source>Style saved to {qml}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="510"/>
+        <location filename="../plugin/dock/classify_tab.py" line="513"/>
         <source>below 0.4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="510"/>
+        <location filename="../plugin/dock/classify_tab.py" line="513"/>
         <source>0.4 to 0.6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="510"/>
+        <location filename="../plugin/dock/classify_tab.py" line="513"/>
         <source>0.6 to 0.8</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="510"/>
+        <location filename="../plugin/dock/classify_tab.py" line="513"/>
         <source>0.8 and above</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="510"/>
+        <location filename="../plugin/dock/classify_tab.py" line="513"/>
         <source>not classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="541"/>
+        <location filename="../plugin/dock/classify_tab.py" line="544"/>
         <source>{layer} is being edited; save or discard the edits to filter it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="545"/>
+        <location filename="../plugin/dock/classify_tab.py" line="548"/>
         <source>{layer} cannot be filtered by its provider.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="562"/>
+        <location filename="../plugin/dock/classify_tab.py" line="565"/>
         <source>Classify first: the field-visit list is made from the result layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="581"/>
+        <location filename="../plugin/dock/classify_tab.py" line="584"/>
         <source>The field-visit list was not written: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="585"/>
+        <location filename="../plugin/dock/classify_tab.py" line="589"/>
         <source>{layer} field visits</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="588"/>
+        <location filename="../plugin/dock/classify_tab.py" line="592"/>
         <source>{path} was written, but QGIS cannot open it as a layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="591"/>
+        <location filename="../plugin/dock/classify_tab.py" line="595"/>
         <source>a set of several classes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="592"/>
+        <location filename="../plugin/dock/classify_tab.py" line="596"/>
         <source>a set of several classes or a confidence below {threshold:.2f}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="593"/>
+        <location filename="../plugin/dock/classify_tab.py" line="597"/>
         <source>{n} parcels to visit ({why}), most doubtful first: {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="603"/>
+        <location filename="../plugin/dock/classify_tab.py" line="620"/>
         <source>Field-visit list</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="603"/>
+        <location filename="../plugin/dock/classify_tab.py" line="620"/>
         <source>CSV (*.csv)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="607"/>
+        <location filename="../plugin/dock/classify_tab.py" line="624"/>
         <source>{names} already exist(s). Overwrite?</source>
         <translation type="unfinished"></translation>
     </message>

@@ -76,6 +76,8 @@ class CalibratePanel(TaskPanelMixin, QWidget):
         super().__init__(parent)
         self.reference, self.inputs, self.use_model = reference, inputs, use_model
         self.task: Optional[CalibrationTask] = None
+        self._filter = ("", 0)
+        """The reference layer's filter and the features it showed when the run started."""
         # Replaced in tests; asks where the model goes when the project is not saved.
         self.ask_path: Callable[[str], str] = self._ask_path
         self.calibrate_button = QPushButton(tr("Calibrate on these reference parcels"))
@@ -132,6 +134,7 @@ class CalibratePanel(TaskPanelMixin, QWidget):
         if Path(out).suffix.lower() != ".tcm":
             out = str(Path(out).with_suffix(".tcm"))
         snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(), [])
+        self._filter = (layer.subsetString(), layer.featureCount())
         return CalibrateRequest(reference=ParcelsSpec(snapshot, name=layer.name()), label_field=label_field,
                                 scenes=ScenesSpec(files=tuple(scenes)), weather=weather_spec(weather), out=str(out),
                                 model=model or None, class_map=class_map or None, overwrite=True,
@@ -177,8 +180,13 @@ class CalibratePanel(TaskPanelMixin, QWidget):
             self._show(tr("Calibration cancelled; no model was written."), Qgis.Info)
             return
         run = task.run_result
+        # A calibration fitted on a filtered layer (e.g. the Classify tab's "only below") is fitted on
+        # the parcels the filter picked, not on a fair sample of the reference parcels: said.
+        subset, shown = self._filter
+        filtered = tr(" Only the {n} features the layer's filter shows were used ({subset}); clear the filter to "
+                      "calibrate on every reference parcel.").format(n=shown, subset=subset) if subset else ""
         if run is None:
-            self._show(tr("Calibration failed: {error}").format(error=task.error), Qgis.Critical)
+            self._show(tr("Calibration failed: {error}").format(error=task.error) + filtered, Qgis.Critical)
             return
         self.progress.setValue(100)
         calibration = run.calibration
@@ -192,6 +200,7 @@ class CalibratePanel(TaskPanelMixin, QWidget):
         if run.skipped:
             text += " " + tr("Left out (classes the model does not know): {counts}.").format(
                 counts=", ".join(f"{c} {n}" for c, n in sorted(run.skipped.items())))
-        self._show(text, Qgis.Success)
+        text += filtered
+        self._show(text, Qgis.Warning if filtered else Qgis.Success)
         QgsMessageLog.logMessage(text, LOG_TAG, Qgis.Info)
         self.calibrated.emit(path)

@@ -91,6 +91,8 @@ class ClassifyPanel(QObject):
         self.target_layer: Optional[QgsVectorLayer] = None
         self._layer_removed = False
         self._base_subset: Optional[str] = None
+        self.last_fields = ("crop_pred", "crop_conf")
+        """The class and confidence fields the last run wrote (the form may have changed since)."""
         self._class_style = ""
         # Replaced in tests; asks the user before fields or files are overwritten.
         self.confirm_overwrite: Callable[[list], bool] = self._ask_overwrite
@@ -485,6 +487,7 @@ class ClassifyPanel(QObject):
         apply_class_style(layer, params.label_field, bundle.classes)
         self._class_style = manager.currentStyle()
         self._base_subset = layer.subsetString()
+        self.last_fields = (params.label_field, params.confidence_field)
         self.colour_by.blockSignals(True)
         self.colour_by.setCurrentIndex(0)
         self.colour_by.blockSignals(False)
@@ -532,7 +535,7 @@ class ClassifyPanel(QObject):
         base = self._base_subset or ""
         conditions = []
         if self.low_confidence.isChecked():
-            column = QgsExpression.quotedColumnRef(self.inputs.conf_field.text().strip() or "crop_conf")
+            column = QgsExpression.quotedColumnRef(self.last_fields[1])
             conditions.append(f"{column} < {self.threshold.value():.4f}")
         if self.several_classes.isChecked() and self.several_classes.isEnabled():
             conditions.append(f"{QgsExpression.quotedColumnRef(SET_SIZE_FIELD)} > 1")
@@ -567,11 +570,11 @@ class ClassifyPanel(QObject):
         path = path or self.ask_visit_path(self._visit_path_beside(layer))
         if not path:
             return None
-        label, conf = self.inputs.label_field.text().strip(), self.inputs.conf_field.text().strip()
+        label, conf = self.last_fields
         names = layer.fields().names()
         id_field = "parcel_id" if "parcel_id" in names else None
         wanted = [n for n in (id_field, label, conf, SET_FIELD, SET_SIZE_FIELD) if n and n in names]
-        features = list(layer.getFeatures())
+        features = self._features_without_result_filter(layer)
         try:
             frame = attribute_frame(features, layer.crs(), wanted)
             frame.index = [feature.id() for feature in features]
@@ -580,7 +583,8 @@ class ClassifyPanel(QObject):
         except (ThermoCropError, OSError) as exc:
             say(tr("The field-visit list was not written: {error}").format(error=exc), Qgis.Critical, bar=True)
             return None
-        uri = f"{QUrl.fromLocalFile(str(written)).toString()}?type=csv&xField=lon&yField=lat&crs=EPSG:4326" \
+        # Encoded: with accented letters in the path the delimited-text provider finds no file.
+        uri = f"{QUrl.fromLocalFile(str(written)).toString(QUrl.FullyEncoded)}?type=csv&xField=lon&yField=lat&crs=EPSG:4326" \
               "&detectTypes=yes&geomType=point"
         visit_layer = QgsVectorLayer(uri, unique_layer_name(tr("{layer} field visits").format(layer=layer.name())),
                                      "delimitedtext")
@@ -593,6 +597,19 @@ class ClassifyPanel(QObject):
         say(tr("{n} parcels to visit ({why}), most doubtful first: {path}").format(n=len(visits), why=why,
                                                                                  path=written), Qgis.Success, bar=True)
         return visit_layer
+
+    def _features_without_result_filter(self, layer: QgsVectorLayer) -> list:
+        """The features of ``layer`` under the filter it had before the run, not the tab's "only
+        below" / "several classes" filter: the visit list takes a parcel with a set of several
+        classes *or* a low confidence, where the filter shows those with both."""
+        shown, base = layer.subsetString(), self._base_subset or ""
+        if shown == base or layer.isEditable():
+            return list(layer.getFeatures())
+        layer.setSubsetString(base)
+        try:
+            return list(layer.getFeatures())
+        finally:
+            layer.setSubsetString(shown)
 
     @staticmethod
     def _visit_path_beside(layer: QgsVectorLayer) -> str:

@@ -642,6 +642,27 @@ def test_sets_are_written_filtered_and_listed_for_field_visits(dock, parcels_lay
     assert all(float(r["confidence"]) == pytest.approx(conf[r["parcel_id"]], abs=1e-4) for r in rows)
     assert str(len(rows)) in dock.message.text()
 
+    # The form's confidence field changed for the next run: the filter and the list keep to the
+    # fields this result has. With both filters on, the layer shows parcels of several classes
+    # *and* low confidence; the list still takes those of several classes *or* low confidence.
+    dock.conf_field.setText("my_conf")
+    threshold = sorted(conf[p] for p in expected)[len(expected) // 2]
+    dock.threshold.setValue(threshold)
+    dock.low_confidence.setChecked(True)
+    dock.several_classes.setChecked(True)
+    both = {p for p in doubtful if conf[p] < round(threshold, 2)}
+    assert {str(f["parcel_id"]) for f in out.getFeatures()} == both
+    either = doubtful | {p for p in expected if conf[p] < dock.threshold.value()}
+    assert len(either) > len(both)
+    folder = tmp_path / "récolte été"
+    folder.mkdir()
+    visits = dock.write_field_visits(str(folder / "visites ç.csv"))
+    assert isinstance(visits, QgsVectorLayer) and visits.isValid(), dock.message.text()
+    assert {str(f["parcel_id"]) for f in visits.getFeatures()} == either
+    assert {str(f["parcel_id"]) for f in out.getFeatures()} == both  # the filter is back
+    dock.low_confidence.setChecked(False)
+    dock.several_classes.setChecked(False)
+
     # The next dock starts with this coverage.
     again = ThermoCropDock()
     try:
@@ -667,6 +688,21 @@ def test_calibrate_on_the_accuracy_tab_chooses_the_new_model(dock, parcels_layer
     mine, theirs = load_bundle(out).calibration, load_bundle(calibrated_small_bundle).calibration
     assert mine.parcels == theirs.parcels and mine.temperature == pytest.approx(theirs.temperature, rel=1e-4)
     assert "temperature" in panel.status.text() and "->" in panel.status.text()
+    assert "filter" not in panel.status.text()
+
+    # On a filtered layer (the Classify tab's "only below" filters the result layer so): the
+    # calibration is fitted on the features shown, and says so.
+    total = parcels_layer.featureCount()
+    assert parcels_layer.setSubsetString('"parcel_id" <> \'\'')
+    try:
+        task = panel.calibrate()
+        assert task is not None
+        _wait(panel)
+        text = panel.status.text()
+        assert f"Only the {total} features the layer's filter shows were used" in text, text
+        assert "\"parcel_id\" <> ''" in text
+    finally:
+        parcels_layer.setSubsetString("")
 
 
 @pytest.mark.slow
