@@ -165,6 +165,9 @@ def tallied_classes(tally: LabelTally, fields: ParcelFields,
         ``(K,)`` int16 class index of each code of ``tally.codes`` (-1: unlabelled), the class
         names and what the assignment did (``ParcelTable.class_summary``).
     """
+    if tally.codes and all(code is None for code in tally.codes):
+        raise InputError(f"{source}: no parcel has a value in the label field {fields.label_field!r} "
+                         f"({sum(tally.counts)} parcels, all empty); choose the field that holds the crop labels.")
     assigned = assign_tallied(tally, fields.class_map, min_parcels=fields.min_parcels, classes=fields.classes,
                               source=f"{source} field {fields.label_field!r}")
     summary = assigned.summary()
