@@ -78,9 +78,14 @@ def season_as_of(as_of: Any, parcels: ParcelsSpec, scenes: list, weather: Any, b
     try:
         values = median_gdd(parcels, weather, [day, last], bundle)
     except WeatherError as exc:
-        log.info("The temperatures do not reach %s (%s): GDD counted to the last acquisition kept", day, exc)
-        gdd_date = kept[-1]
-        values = median_gdd(parcels, weather, [gdd_date, last], bundle)
+        # The temperatures may end before the date, or only before the scenes left out: those
+        # need none (the season's GDD at the last acquisition given are then unknown).
+        try:
+            values = np.append(median_gdd(parcels, weather, [day], bundle), np.nan)
+        except WeatherError:
+            log.info("The temperatures do not reach %s (%s): GDD counted to the last acquisition kept", day, exc)
+            gdd_date = kept[-1]
+            values = np.append(median_gdd(parcels, weather, [gdd_date], bundle), np.nan)
     status = SeasonStatus(as_of=day, used=len(kept), total=len(given), gdd=float(values[0]),
                           season_gdd=float(values[1]), gdd_date=gdd_date)
     return used, status

@@ -92,6 +92,32 @@ def test_as_of_leaves_out_later_scenes_and_reports_the_season(region, monkeypatc
     np.testing.assert_allclose(cut.gdd[0], [_gdd(d) for d in DATES[:5]])
 
 
+def test_as_of_needs_no_temperatures_for_the_scenes_it_leaves_out(region, tmp_path, monkeypatch):
+    """The inputs' check asked for temperatures to the last scene given, so a run as of June with
+    the weather of the year so far was refused, unless the later scenes were removed by hand."""
+    monkeypatch.setenv("THERMOCROP_THREADS", "1")
+    short = tmp_path / "to_june.csv"
+    days = np.arange(np.datetime64("2023-01-01"), np.datetime64("2023-07-01"))
+    short.write_text("date,tmin,tmax\n" + "".join(f"{d},2.0,12.0\n" for d in days), encoding="utf-8")
+    lines: list = []
+    as_of = datetime.date(2023, 6, 25)
+    run = app.run_classification(_request(region, as_of=as_of, weather=app.WeatherSpec(path=str(short))),
+                                 RunProgress(report=lines.append))
+    assert [str(s.date) for s in run.scenes] == list(DATES[:5])
+    # The GDD to the date; the season's at the last scene given are unknown, so no share is said.
+    assert lines[0] == f"as of 2023-06-25: 5 of 8 acquisitions, GDD {_gdd('2023-06-25'):,.0f} at the parcels' median"
+    full = app.run_classification(_request(region, as_of=as_of))
+    np.testing.assert_allclose(run.result.probabilities, full.result.probabilities, rtol=1e-6)
+    # Temperatures that end before the date itself: counted to the last acquisition kept.
+    shorter = tmp_path / "to_20_june.csv"
+    days = np.arange(np.datetime64("2023-01-01"), np.datetime64("2023-06-21"))
+    shorter.write_text("date,tmin,tmax\n" + "".join(f"{d},2.0,12.0\n" for d in days), encoding="utf-8")
+    lines.clear()
+    app.run_classification(_request(region, as_of=as_of, weather=app.WeatherSpec(path=str(shorter))),
+                           RunProgress(report=lines.append))
+    assert f"GDD {_gdd('2023-06-20'):,.0f} at the parcels' median on 2023-06-20" in lines[0]
+
+
 def test_an_early_date_is_warned_about_and_a_date_before_every_scene_refused(region):
     run = app.run_classification(_request(region, as_of=datetime.date(2023, 4, 5)))
     warning = [w for w in run.result.warnings if "as of 2023-04-05" in w]
