@@ -84,7 +84,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="159"/>
+        <location filename="../plugin/dock/input_widgets.py" line="160"/>
         <source>ThermoCrop model (*.tcm)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -601,17 +601,17 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="326"/>
+        <location filename="../plugin/task.py" line="328"/>
         <source>the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="378"/>
+        <location filename="../plugin/task.py" line="380"/>
         <source>ThermoCrop: explain a parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="394"/>
+        <location filename="../plugin/task.py" line="396"/>
         <source>Feature {fid} is no longer in {layer}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -881,7 +881,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="94"/>
+        <location filename="../plugin/dock/input_widgets.py" line="95"/>
         <source>Parcels</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1046,102 +1046,102 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="500"/>
+        <location filename="../plugin/dock/classify_tab.py" line="502"/>
         <source>This result has no prediction sets: classify with a calibrated model and &apos;Prediction sets&apos; ticked</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="507"/>
+        <location filename="../plugin/dock/classify_tab.py" line="509"/>
         <source>{qml} exists and was left as it is.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="509"/>
+        <location filename="../plugin/dock/classify_tab.py" line="511"/>
         <source>Style saved to {qml}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="513"/>
+        <location filename="../plugin/dock/classify_tab.py" line="515"/>
         <source>below 0.4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="513"/>
+        <location filename="../plugin/dock/classify_tab.py" line="515"/>
         <source>0.4 to 0.6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="513"/>
+        <location filename="../plugin/dock/classify_tab.py" line="515"/>
         <source>0.6 to 0.8</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="513"/>
+        <location filename="../plugin/dock/classify_tab.py" line="515"/>
         <source>0.8 and above</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="513"/>
+        <location filename="../plugin/dock/classify_tab.py" line="515"/>
         <source>not classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="544"/>
+        <location filename="../plugin/dock/classify_tab.py" line="546"/>
         <source>{layer} is being edited; save or discard the edits to filter it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="548"/>
+        <location filename="../plugin/dock/classify_tab.py" line="550"/>
         <source>{layer} cannot be filtered by its provider.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="565"/>
+        <location filename="../plugin/dock/classify_tab.py" line="567"/>
         <source>Classify first: the field-visit list is made from the result layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="584"/>
+        <location filename="../plugin/dock/classify_tab.py" line="586"/>
         <source>The field-visit list was not written: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="589"/>
+        <location filename="../plugin/dock/classify_tab.py" line="591"/>
         <source>{layer} field visits</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="592"/>
+        <location filename="../plugin/dock/classify_tab.py" line="594"/>
         <source>{path} was written, but QGIS cannot open it as a layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="595"/>
+        <location filename="../plugin/dock/classify_tab.py" line="597"/>
         <source>a set of several classes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="596"/>
+        <location filename="../plugin/dock/classify_tab.py" line="598"/>
         <source>a set of several classes or a confidence below {threshold:.2f}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="597"/>
+        <location filename="../plugin/dock/classify_tab.py" line="599"/>
         <source>{n} parcels to visit ({why}), most doubtful first: {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="620"/>
+        <location filename="../plugin/dock/classify_tab.py" line="622"/>
         <source>Field-visit list</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="620"/>
+        <location filename="../plugin/dock/classify_tab.py" line="622"/>
         <source>CSV (*.csv)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="624"/>
+        <location filename="../plugin/dock/classify_tab.py" line="626"/>
         <source>{names} already exist(s). Overwrite?</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1361,127 +1361,127 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="88"/>
+        <location filename="../plugin/dock/input_widgets.py" line="89"/>
         <source>Input</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="92"/>
+        <location filename="../plugin/dock/input_widgets.py" line="93"/>
         <source>Polygon layer of the project whose parcels are classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="95"/>
+        <location filename="../plugin/dock/input_widgets.py" line="96"/>
         <source>Selected features only</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="103"/>
+        <location filename="../plugin/dock/input_widgets.py" line="104"/>
         <source>Ticked scenes are used: the project&apos;s Sentinel-2 rasters and added files or folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="105"/>
+        <location filename="../plugin/dock/input_widgets.py" line="106"/>
         <source>Scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="107"/>
+        <location filename="../plugin/dock/input_widgets.py" line="108"/>
         <source>Add files…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="108"/>
+        <location filename="../plugin/dock/input_widgets.py" line="109"/>
         <source>Add Sentinel-2 products: .zip or .SAFE (choose its MTD_MSIL*.xml), or GeoTIFF / JPEG 2000 files</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="110"/>
+        <location filename="../plugin/dock/input_widgets.py" line="111"/>
         <source>Add folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="111"/>
+        <location filename="../plugin/dock/input_widgets.py" line="112"/>
         <source>Add a folder: every product and raster in it (and below) is read</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="112"/>
+        <location filename="../plugin/dock/input_widgets.py" line="113"/>
         <source>Remove</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="113"/>
+        <location filename="../plugin/dock/input_widgets.py" line="114"/>
         <source>Remove the selected files or folders added by hand (a project layer stays listed: untick it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="115"/>
+        <location filename="../plugin/dock/input_widgets.py" line="116"/>
         <source>Clear</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="116"/>
+        <location filename="../plugin/dock/input_widgets.py" line="117"/>
         <source>Remove every file and folder added by hand</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="138"/>
+        <location filename="../plugin/dock/input_widgets.py" line="139"/>
         <source>Where the daily temperatures come from: a file, or a weather service fetched for the parcels when the run starts and kept in the cache (Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="145"/>
+        <location filename="../plugin/dock/input_widgets.py" line="146"/>
         <source>Temperatures (*.nc *.nc4 *.csv);;All files (*)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="146"/>
+        <location filename="../plugin/dock/input_widgets.py" line="147"/>
         <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="148"/>
+        <location filename="../plugin/dock/input_widgets.py" line="149"/>
         <source>Weather</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="157"/>
+        <location filename="../plugin/dock/input_widgets.py" line="158"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="160"/>
+        <location filename="../plugin/dock/input_widgets.py" line="161"/>
         <source>empty: the shipped model for the scenes&apos; level</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="170"/>
+        <location filename="../plugin/dock/input_widgets.py" line="171"/>
         <source>Output</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="172"/>
+        <location filename="../plugin/dock/input_widgets.py" line="173"/>
         <source>New layer file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="173"/>
+        <location filename="../plugin/dock/input_widgets.py" line="174"/>
         <source>Write the parcels with the result fields to a new file; the parcel layer is not changed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="175"/>
+        <location filename="../plugin/dock/input_widgets.py" line="176"/>
         <source>Fields of the parcel layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="176"/>
+        <location filename="../plugin/dock/input_widgets.py" line="177"/>
         <source>Add the result fields to the parcel layer and save it (in a running edit session: one undoable edit)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="185"/>
+        <location filename="../plugin/dock/input_widgets.py" line="186"/>
         <source>GeoPackage (*.gpkg);;Shapefile (*.shp);;GeoJSON (*.geojson);;FlatGeobuf (*.fgb)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1501,72 +1501,72 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="198"/>
+        <location filename="../plugin/dock/input_widgets.py" line="199"/>
         <source>Probabilities, margin, entropy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="199"/>
+        <location filename="../plugin/dock/input_widgets.py" line="200"/>
         <source>Also write p_&lt;class&gt; for every class, crop_margin (best minus second best probability) and crop_entropy (0 sure .. 1 undecided)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="202"/>
+        <location filename="../plugin/dock/input_widgets.py" line="203"/>
         <source>Prediction sets, coverage</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="203"/>
+        <location filename="../plugin/dock/input_widgets.py" line="204"/>
         <source>Also write crop_set (the classes that hold the parcel&apos;s true class with the chosen chance, most probable first) and crop_set_size; needs a calibrated model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="212"/>
+        <location filename="../plugin/dock/input_widgets.py" line="213"/>
         <source>The chance that a parcel&apos;s set holds its true class (0.90: nine parcels in ten); a higher coverage gives larger sets</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="220"/>
+        <location filename="../plugin/dock/input_widgets.py" line="221"/>
         <source>Classify as of</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="221"/>
+        <location filename="../plugin/dock/input_widgets.py" line="222"/>
         <source>Leave out the scenes acquired after this date and log the season&apos;s status on it (unticked: every scene, up to the last)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="229"/>
+        <location filename="../plugin/dock/input_widgets.py" line="233"/>
         <source>When each label was decided</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="230"/>
+        <location filename="../plugin/dock/input_widgets.py" line="234"/>
         <source>Also write crop_decided, the acquisition from which the label no longer changes and keeps a confidence of 0.8, and crop_decided_gdd, the parcel&apos;s GDD then</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="252"/>
+        <location filename="../plugin/dock/input_widgets.py" line="256"/>
         <source>empty: {name} beside the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="252"/>
+        <location filename="../plugin/dock/input_widgets.py" line="256"/>
         <source>choose a file (.gpkg, .shp, .geojson, .fgb)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="321"/>
+        <location filename="../plugin/dock/input_widgets.py" line="325"/>
         <source>Project layers stay listed; untick them to leave them out of the run.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="335"/>
+        <location filename="../plugin/dock/input_widgets.py" line="339"/>
         <source>Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="339"/>
+        <location filename="../plugin/dock/input_widgets.py" line="343"/>
         <source>Folder of Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1576,27 +1576,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="383"/>
+        <location filename="../plugin/dock/input_widgets.py" line="409"/>
         <source>fetched from {service} when the run starts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="491"/>
+        <location filename="../plugin/dock/input_widgets.py" line="517"/>
         <source>No model at {path}; choose a .tcm file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="496"/>
+        <location filename="../plugin/dock/input_widgets.py" line="522"/>
         <source>Model not available: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="499"/>
+        <location filename="../plugin/dock/input_widgets.py" line="525"/>
         <source>not recorded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="507"/>
+        <location filename="../plugin/dock/input_widgets.py" line="533"/>
         <source>shipped, for {level} scenes</source>
         <translation type="unfinished"></translation>
     </message>

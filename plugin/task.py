@@ -243,6 +243,8 @@ class ClassificationTask(ThermoCropTask):
         self.model_choice: Optional[str] = None  # which shipped model the scenes' level chose, and why
         self.fids: list = list(params.fids) if isinstance(params, ClassificationParameters) else list(fids or [])
         self.written: Optional[str] = None
+        self.reports: list[str] = []
+        """What the run said for the user (as of a date: the season's status, the model's training)."""
 
     def work(self, progress) -> None:
         request = self.request
@@ -255,7 +257,7 @@ class ClassificationTask(ThermoCropTask):
         request, self.fids = read_parcels(request, self.fids)
         reading(1.0)
         classifying, writing = rest.parts(_phase_costs(estimated_seconds(len(self.fids), dates), new_file)[1:])
-        run_progress = RunProgress(classifying)
+        run_progress = RunProgress(classifying, report=self.reports.append)
         run_progress.reserve_cores = 1  # the dock's run leaves a core to the QGIS interface
         run = app.run_classification(request, run_progress)
         self.result, self.bundle = run.result, run.bundle

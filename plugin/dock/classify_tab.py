@@ -458,6 +458,8 @@ class ClassifyPanel(QObject):
         choice = task.model_choice or (self.preflight.model_choice if self.preflight is not None else None)
         if choice:
             text += "\n" + choice
+        # As of a date: the season's status on it and what part of the season the model met.
+        text += "".join(f"\n{line[0].upper()}{line[1:]}" for line in getattr(task, "reports", ()) if line != choice)
         warnings = "".join(f"\n{w}" for w in task.result.warnings)
         say(text + warnings, Qgis.Warning if task.result.warnings or done == 0 else Qgis.Success, bar=True)
         self.status.message.setToolTip(task.written or layer.source())

@@ -5,6 +5,7 @@ remembered between sessions."""
 
 from __future__ import annotations
 
+import datetime
 import os
 from pathlib import Path
 from typing import Callable, Optional
@@ -223,8 +224,11 @@ class ClassifyInputs(QWidget):
         self.as_of = QDateEdit(QDate.currentDate())
         self.as_of.setCalendarPopup(True)
         self.as_of.setDisplayFormat("yyyy-MM-dd")
+        # From the first Sentinel-2 year: a year typed digit by digit stays within the range.
+        self.as_of.setDateRange(QDate(2015, 1, 1), QDate(2100, 12, 31))
         self.as_of.setEnabled(False)
         self.as_of_on.toggled.connect(self.as_of.setEnabled)
+        self.as_of_on.toggled.connect(self._as_of_ticked)
         form.addRow(self.as_of_on, self.as_of)
         self.decided = QCheckBox(tr("When each label was decided"))
         self.decided.setToolTip(tr("Also write crop_decided, the acquisition from which the label no longer changes "
@@ -355,6 +359,28 @@ class ClassifyInputs(QWidget):
         files = not self.catalog.in_use()
         for widget in (self.scene_list, self.add_files, self.add_folder):
             widget.setEnabled(files)
+
+    def _as_of_ticked(self, on: bool) -> None:
+        """Ticked, the date starts at the last scene listed (not today, maybe years away)."""
+        last = self.last_scene_date() if on else None
+        if last is not None:
+            self.as_of.setDate(QDate(last.year, last.month, last.day))
+
+    def last_scene_date(self) -> Optional[datetime.date]:
+        """The latest acquisition date in the names of the checked scenes (and of the products in
+        checked folders); None where no name holds one."""
+        from ...core.scenes.naming import date_from_name
+
+        names = []
+        for path in self.scene_paths():
+            names.append(os.path.basename(path.rstrip(os.sep)))
+            if os.path.isdir(path) and not path.rstrip(os.sep).lower().endswith(".safe"):
+                try:
+                    names += os.listdir(path)
+                except OSError:
+                    continue
+        dates = [d for d in map(date_from_name, names) if d is not None]
+        return max(dates).astype(datetime.date) if dates else None
 
     def scene_paths(self) -> list:
         """The checked scenes; files inside a checked folder are left to the folder. With

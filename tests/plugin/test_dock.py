@@ -672,6 +672,30 @@ def test_sets_are_written_filtered_and_listed_for_field_visits(dock, parcels_lay
 
 
 @pytest.mark.slow
+def test_a_run_as_of_a_date_starts_at_the_last_scene_and_says_how_far_the_season_had_come(
+        dock, parcels_layer, tiny_region):
+    """The date started at today (years from the scenes) and the season's status reached only the
+    Python log: the dock's message gave no sign that the run was cut at all."""
+    import re
+
+    from qgis.PyQt.QtCore import QDate
+
+    dates = sorted({re.search(r"_(\d{8})T", p.name).group(1) for p in (tiny_region / "scenes").iterdir()})
+    dock.layer_combo.setLayer(parcels_layer)
+    dock.inputs.as_of_on.setChecked(True)
+    assert dock.inputs.as_of.date().toString("yyyyMMdd") == dates[-1]
+    middle = dates[len(dates) // 2]
+    dock.inputs.as_of.setDate(QDate.fromString(middle, "yyyyMMdd"))
+    assert dock.start() is not None
+    _wait(dock)
+    day = f"{middle[:4]}-{middle[4:6]}-{middle[6:]}"
+    text = dock.message.text()
+    assert f"As of {day}: {len(dates) // 2 + 1} of {len(dates)} acquisitions, GDD" in text, text
+    assert "The model: " in text
+    dock.inputs.as_of_on.setChecked(False)
+
+
+@pytest.mark.slow
 def test_calibrate_on_the_accuracy_tab_chooses_the_new_model(dock, parcels_layer, small_bundle,
                                                              calibrated_small_bundle, tmp_path):
     from thermocrop.core.model.bundle import load_bundle
