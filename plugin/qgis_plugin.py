@@ -26,6 +26,7 @@ class ThermoCropPlugin:
         self.action = None
         self.missing = []
         self.translator = None
+        self.log_handler = None
 
     def initProcessing(self) -> None:  # noqa: N802 (QGIS API)
         """Register the provider; qgis_process calls only this, the desktop calls it from initGui."""
@@ -47,6 +48,10 @@ class ThermoCropPlugin:
 
     def initGui(self) -> None:  # noqa: N802
         self.initProcessing()
+        from .log_forwarding import forward_warnings
+
+        if self.log_handler is None:
+            self.log_handler = forward_warnings()
         self.action = QAction(QIcon(str(ICON)), tr("ThermoCrop"), self.iface.mainWindow())
         self.action.setCheckable(True)
         self.action.setToolTip(tr("Classify parcels with ThermoCrop"))
@@ -87,6 +92,11 @@ class ThermoCropPlugin:
         if self.translator is not None:
             QCoreApplication.removeTranslator(self.translator)
             self.translator = None
+        if self.log_handler is not None:
+            from .log_forwarding import stop_forwarding
+
+            stop_forwarding(self.log_handler)
+            self.log_handler = None
 
 
 def activate_dependency_folder_safely() -> None:

@@ -67,9 +67,23 @@ def test_class_factory_init_and_unload_leave_nothing_behind(qgis_app):
     assert len(iface.menu) == 1 and len(iface.toolbar) == 1
     plugin.action.setChecked(True)
     assert len(iface.docks) == 1
+    # The core's warnings reach QGIS's message log under the plugin's tag (they went to a Python
+    # log QGIS never shows: codes a class map does not map, a model without a calibration...).
+    import logging
+
+    from qgis.core import Qgis, QgsApplication as App
+
+    said = []
+    App.messageLog().messageReceived.connect(lambda message, tag, level: said.append((tag, message, level)))
+    logging.getLogger("thermocrop.core.classmap").warning("4 parcels have 1 codes that preset france does not map")
+    logging.getLogger("thermocrop.core.classify").info("an info line stays out")
+    App.processEvents()
+    assert ("ThermoCrop", "4 parcels have 1 codes that preset france does not map", Qgis.Warning) in said
+    assert not any("info line" in message for _, message, _ in said)
     plugin.unload()
     assert registry.providerById("thermocrop") is None
     assert iface.menu == [] and iface.toolbar == [] and iface.docks == []
+    assert not any(type(h).__name__ == "MessageLogHandler" for h in logging.getLogger("thermocrop").handlers)
 
 
 def test_every_parameter_has_help(provider):
