@@ -376,9 +376,11 @@ class ExplainTask(ThermoCropTask):
     WHAT = "Explain"
 
     def __init__(self, snapshot: LayerSnapshot, fid: int, scenes: list, weather: str, bundle: Any,
-                 on_done: Callable[["ExplainTask"], None]):
+                 on_done: Callable[["ExplainTask"], None], as_of: Any = None):
         super().__init__(tr("ThermoCrop: explain a parcel"), on_done)
         self.snapshot, self.fid, self.scenes, self.weather, self.bundle = snapshot, fid, scenes, weather, bundle
+        self.as_of = as_of
+        """A date: the scenes acquired after it are left out, as the run as of it left them."""
         self.explanation: Optional[Explanation] = None
 
     def work(self, progress) -> None:
@@ -398,6 +400,10 @@ class ExplainTask(ThermoCropTask):
         feature = features[0]
         frame, _ = features_to_frame(features, self.snapshot.crs)
         scenes = scene_list_of(self.scenes)
+        if self.as_of is not None:
+            from ..core.inseason import scenes_as_of
+
+            scenes = scenes_as_of(scenes, self.as_of) or scenes
         bundle = run_bundle(self.bundle or None, scenes)  # none (or an empty path): the shipped model of their level
         progress(0.1)
         ps = extract_pixel_sets(frame, scenes, self.weather, fields=ParcelFields(block_field=None),

@@ -93,6 +93,8 @@ class ClassifyPanel(QObject):
         self._base_subset: Optional[str] = None
         self.last_fields = ("crop_pred", "crop_conf")
         """The class and confidence fields the last run wrote (the form may have changed since)."""
+        self.last_as_of = None
+        """The date the last run was classified as of (None: the whole season)."""
         self._class_style = ""
         # Replaced in tests; asks the user before fields or files are overwritten.
         self.confirm_overwrite: Callable[[list], bool] = self._ask_overwrite
@@ -490,6 +492,7 @@ class ClassifyPanel(QObject):
         self._class_style = manager.currentStyle()
         self._base_subset = layer.subsetString()
         self.last_fields = (params.label_field, params.confidence_field)
+        self.last_as_of = params.as_of
         self.colour_by.blockSignals(True)
         self.colour_by.setCurrentIndex(0)
         self.colour_by.blockSignals(False)

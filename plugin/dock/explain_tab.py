@@ -103,11 +103,12 @@ class ExplainPanel(QWidget):
         inputs = self.classify.inputs
         snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(),
                                  layer.fields().names())
-        bundle = self.classify.last_bundle if self.classify.last_bundle is not None else (
-            inputs.model.filePath() or None)
+        # The last run's model, and its date: after a run as of a date, the scenes up to it.
+        last = self.classify.last_bundle is not None
+        bundle = self.classify.last_bundle if last else (inputs.model.filePath() or None)
         self.sync_reference_layer()
         self.explain_task = ExplainTask(snapshot, fid, inputs.scene_paths(), inputs.weather.filePath(), bundle,
-                                        self._explained)
+                                        self._explained, as_of=self.classify.last_as_of if last else None)
         self._explaining_layer = layer
         self.explain_button.setEnabled(False)
         self.explain_message.setText(tr("Reading the parcel's pixels …"))

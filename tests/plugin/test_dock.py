@@ -692,6 +692,14 @@ def test_a_run_as_of_a_date_starts_at_the_last_scene_and_says_how_far_the_season
     text = dock.message.text()
     assert f"As of {day}: {len(dates) // 2 + 1} of {len(dates)} acquisitions, GDD" in text, text
     assert "The model: " in text
+    # Explained afterwards, a parcel is the map's: the scenes up to the date, the run's model.
+    out = dock.output_layer
+    feature = next(f for f in out.getFeatures() if f["crop_status"] == "ok")
+    dock.explain(feature.id())
+    _wait(dock, attr="explain_task")
+    ex = dock.last_explanation
+    assert str(max(ex.dates)) <= day and len(ex.dates) == len(dates) // 2 + 1
+    assert float(np.max(ex.probabilities)) == pytest.approx(feature["crop_conf"], abs=1e-4)
     dock.inputs.as_of_on.setChecked(False)
 
 
