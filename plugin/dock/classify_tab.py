@@ -258,6 +258,11 @@ class ClassifyPanel(QObject):
             overwrite = True
         if not output:
             existing = [n for n in kinds if layer.fields().indexOf(n) >= 0]
+            # An earlier run's optional fields that this run does not write are emptied: asked too.
+            from ...core.result_columns import earlier_run_fields
+
+            classes = getattr(self.preflight.bundle, "classes", ()) if self.preflight is not None else ()
+            existing += earlier_run_fields(layer.fields().names(), kinds, classes)
             if existing and not self.confirm_overwrite(existing):
                 say(tr("Not started: the fields exist and are not to be overwritten."))
                 return None

@@ -212,6 +212,25 @@ def test_cancel_mid_run_leaves_the_layer_unchanged(dock, parcels_layer):
     assert not parcels_layer.isModified() and parcels_layer.undoStack().count() == 0
 
 
+def test_the_question_before_an_in_place_run_names_the_earlier_runs_fields_it_empties(dock, parcels_layer):
+    """The question named the class, confidence and status fields; an earlier run's decision dates
+    and prediction sets were then emptied without a word."""
+    from qgis.core import QgsField
+    from qgis.PyQt.QtCore import QVariant
+
+    parcels_layer.dataProvider().addAttributes([QgsField("crop_decided", QVariant.String),
+                                                QgsField("crop_set", QVariant.String)])
+    parcels_layer.updateFields()
+    dock.layer_combo.setLayer(parcels_layer)
+    dock.in_place.setChecked(True)
+    dock.prediction_sets.setChecked(False)
+    asked = []
+    dock.confirm_overwrite = lambda names: asked.append(names) or False
+    assert dock.start() is None and dock.task is None
+    assert asked and {"crop_decided", "crop_set"} <= set(asked[0])
+    assert "not to be overwritten" in dock.message.text()
+
+
 def test_read_only_layer_in_place_is_refused_before_the_run(dock, parcels_layer):
     parcels_layer.setReadOnly(True)
     dock.layer_combo.setLayer(parcels_layer)
