@@ -14,6 +14,7 @@ import numpy as np
 
 from ..core.classify import bundle_thermal_time
 from ..core.errors import DatasetError
+from ..core.model.bundle import shipped_model_choice
 from ..core.parcels import labelled_names, load_parcels
 from ..core.pixel_sets import open_dataset
 from ..core.preflight import run_bundle
@@ -40,6 +41,8 @@ class SeasonAccuracyRun:
     paths: dict[str, Path]
     bundle: Any
     left_out: dict[str, int]
+    model: str = ""
+    """The file name of the model scored (the shipped one of the scenes' level where none was given)."""
 
 
 def run_season_accuracy(request: SeasonAccuracyRequest, progress: Optional[RunProgress] = None
@@ -62,6 +65,7 @@ def run_season_accuracy(request: SeasonAccuracyRequest, progress: Optional[RunPr
     require_features(reference, "score")
     scenes = resolve_scenes(request.scenes, reference.source, on_stats=progress.on_stats, report=progress.report)
     bundle = run_bundle(request.model, scenes)
+    model = Path(request.model).name if request.model else shipped_model_choice(sc.level for sc in scenes)[0].name
     table = load_parcels(reference.source, id_field=reference.id_field, label_field=request.label_field,
                          class_map=request.class_map, block_field=None, selected_ids=reference.selected_ids)
     labels = labelled_names(table.classes, table.labels)
@@ -93,6 +97,6 @@ def run_season_accuracy(request: SeasonAccuracyRequest, progress: Optional[RunPr
     finally:
         shutil.rmtree(work, ignore_errors=True)
     paths = write_season_accuracy(accuracy, request.out, overwrite=request.overwrite,
-                                  title=f"{reference.describe()}: accuracy through the season "
+                                  title=f"{reference.describe()}: accuracy of {model} through the season "
                                         f"({accuracy.parcels} parcels)")
-    return SeasonAccuracyRun(accuracy, paths, bundle, left_out)
+    return SeasonAccuracyRun(accuracy, paths, bundle, left_out, model)

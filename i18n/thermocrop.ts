@@ -114,7 +114,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="193"/>
+        <location filename="../plugin/season_panel.py" line="199"/>
         <source>Left out (classes the model does not know): {counts}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -521,17 +521,17 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/qgis_plugin.py" line="52"/>
+        <location filename="../plugin/qgis_plugin.py" line="57"/>
         <source>Classify parcels with ThermoCrop</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/qgis_plugin.py" line="80"/>
+        <location filename="../plugin/qgis_plugin.py" line="85"/>
         <source>&amp;ThermoCrop</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/qgis_plugin.py" line="57"/>
+        <location filename="../plugin/qgis_plugin.py" line="62"/>
         <source>Missing Python packages: {names}. Open the ThermoCrop dock to install them.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -572,7 +572,7 @@
     </message>
     <message>
         <location filename="../plugin/season_panel.py" line="185"/>
-        <source>{n} reference parcels, {t} acquisitions: whole-season overall accuracy {oa:.1%}, macro F1 {f1:.3f}.</source>
+        <source>{model} on {n} reference parcels, {t} acquisitions: whole-season overall accuracy {oa:.1%}, macro F1 {f1:.3f}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -581,7 +581,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="195"/>
+        <location filename="../plugin/season_panel.py" line="196"/>
+        <source>A run as of a date before {gdd:,.0f} GDD uses {inseason} instead; choose it as the model to score it.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/season_panel.py" line="201"/>
         <source>Tables and figure in {folder}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -611,7 +616,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="396"/>
+        <location filename="../plugin/task.py" line="398"/>
         <source>Feature {fid} is no longer in {layer}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -871,12 +876,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="108"/>
+        <location filename="../plugin/dock/classify_tab.py" line="110"/>
         <source>Parcels per class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="113"/>
+        <location filename="../plugin/dock/classify_tab.py" line="115"/>
         <source>Class</source>
         <translation type="unfinished"></translation>
     </message>
@@ -886,102 +891,102 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="113"/>
+        <location filename="../plugin/dock/classify_tab.py" line="115"/>
         <source>Share</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="118"/>
+        <location filename="../plugin/dock/classify_tab.py" line="120"/>
         <source>colour by class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="118"/>
+        <location filename="../plugin/dock/classify_tab.py" line="120"/>
         <source>colour by confidence</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="119"/>
+        <location filename="../plugin/dock/classify_tab.py" line="121"/>
         <source>The result layer&apos;s style: class colours, or confidence from purple (unsure) to yellow (sure)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="123"/>
+        <location filename="../plugin/dock/classify_tab.py" line="125"/>
         <source>only below</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="124"/>
+        <location filename="../plugin/dock/classify_tab.py" line="126"/>
         <source>Show only the parcels whose confidence is below the threshold (a filter on the result layer; untick to show all)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="139"/>
+        <location filename="../plugin/dock/classify_tab.py" line="141"/>
         <source>only sets of several classes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="140"/>
+        <location filename="../plugin/dock/classify_tab.py" line="142"/>
         <source>Show only the parcels whose prediction set holds more than one class (crop_set_size above 1: the label is in doubt at the chosen coverage)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="144"/>
+        <location filename="../plugin/dock/classify_tab.py" line="146"/>
         <source>Field-visit list…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="145"/>
+        <location filename="../plugin/dock/classify_tab.py" line="147"/>
         <source>Write the parcels in doubt (a set of several classes, or a confidence below the threshold when &apos;only below&apos; is ticked), most doubtful first, as a CSV with a point in each parcel, and add it to the project as a layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="217"/>
+        <location filename="../plugin/dock/classify_tab.py" line="219"/>
         <source>The scene {path} does not exist; untick it or add it again.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="220"/>
+        <location filename="../plugin/dock/classify_tab.py" line="222"/>
         <source>Checking the inputs …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="234"/>
+        <location filename="../plugin/dock/classify_tab.py" line="236"/>
         <source>Cannot write the prediction sets into {layer}: {problems}. Untick &apos;Prediction sets&apos; or write a new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="266"/>
+        <location filename="../plugin/dock/classify_tab.py" line="273"/>
         <source>Not started: {reason}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="254"/>
+        <location filename="../plugin/dock/classify_tab.py" line="256"/>
         <source>Not started: {path} exists and is not to be replaced.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="260"/>
+        <location filename="../plugin/dock/classify_tab.py" line="267"/>
         <source>Not started: the fields exist and are not to be overwritten.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="342"/>
+        <location filename="../plugin/dock/classify_tab.py" line="349"/>
         <source>Fetching the daily temperatures of {layer}'s parcels from {service} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="409"/>
+        <location filename="../plugin/dock/classify_tab.py" line="416"/>
         <source>The parcel layer was removed while classifying; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="412"/>
+        <location filename="../plugin/dock/classify_tab.py" line="419"/>
         <source>Cancelled; nothing was written and the layer was not changed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="358"/>
+        <location filename="../plugin/dock/classify_tab.py" line="365"/>
         <source>No temperatures from {service}: {error}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -991,7 +996,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="375"/>
+        <location filename="../plugin/dock/classify_tab.py" line="382"/>
         <source>Classifying {n} parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1001,147 +1006,147 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="415"/>
+        <location filename="../plugin/dock/classify_tab.py" line="422"/>
         <source>The partitions written so far stay in {folder}; tick &apos;Resume the interrupted run&apos; and classify again to take the run up.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="420"/>
+        <location filename="../plugin/dock/classify_tab.py" line="427"/>
         <source>Classification failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="425"/>
+        <location filename="../plugin/dock/classify_tab.py" line="432"/>
         <source>{layer} (classified)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="428"/>
+        <location filename="../plugin/dock/classify_tab.py" line="435"/>
         <source>QGIS cannot open the written file {path}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="429"/>
+        <location filename="../plugin/dock/classify_tab.py" line="436"/>
         <source>the new layer {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="434"/>
+        <location filename="../plugin/dock/classify_tab.py" line="441"/>
         <source>{layer} (saved)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="435"/>
+        <location filename="../plugin/dock/classify_tab.py" line="442"/>
         <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="438"/>
+        <location filename="../plugin/dock/classify_tab.py" line="445"/>
         <source>Writing the result failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="452"/>
+        <location filename="../plugin/dock/classify_tab.py" line="459"/>
         <source>Classified {done} of {n} parcels ({unknown} unknown) into {where}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="502"/>
+        <location filename="../plugin/dock/classify_tab.py" line="510"/>
         <source>This result has no prediction sets: classify with a calibrated model and &apos;Prediction sets&apos; ticked</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="509"/>
+        <location filename="../plugin/dock/classify_tab.py" line="517"/>
         <source>{qml} exists and was left as it is.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="511"/>
+        <location filename="../plugin/dock/classify_tab.py" line="519"/>
         <source>Style saved to {qml}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="515"/>
+        <location filename="../plugin/dock/classify_tab.py" line="523"/>
         <source>below 0.4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="515"/>
+        <location filename="../plugin/dock/classify_tab.py" line="523"/>
         <source>0.4 to 0.6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="515"/>
+        <location filename="../plugin/dock/classify_tab.py" line="523"/>
         <source>0.6 to 0.8</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="515"/>
+        <location filename="../plugin/dock/classify_tab.py" line="523"/>
         <source>0.8 and above</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="515"/>
+        <location filename="../plugin/dock/classify_tab.py" line="523"/>
         <source>not classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="546"/>
+        <location filename="../plugin/dock/classify_tab.py" line="554"/>
         <source>{layer} is being edited; save or discard the edits to filter it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="550"/>
+        <location filename="../plugin/dock/classify_tab.py" line="558"/>
         <source>{layer} cannot be filtered by its provider.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="567"/>
+        <location filename="../plugin/dock/classify_tab.py" line="575"/>
         <source>Classify first: the field-visit list is made from the result layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="586"/>
+        <location filename="../plugin/dock/classify_tab.py" line="594"/>
         <source>The field-visit list was not written: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="591"/>
+        <location filename="../plugin/dock/classify_tab.py" line="599"/>
         <source>{layer} field visits</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="594"/>
+        <location filename="../plugin/dock/classify_tab.py" line="602"/>
         <source>{path} was written, but QGIS cannot open it as a layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="597"/>
+        <location filename="../plugin/dock/classify_tab.py" line="605"/>
         <source>a set of several classes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="598"/>
+        <location filename="../plugin/dock/classify_tab.py" line="606"/>
         <source>a set of several classes or a confidence below {threshold:.2f}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="599"/>
+        <location filename="../plugin/dock/classify_tab.py" line="607"/>
         <source>{n} parcels to visit ({why}), most doubtful first: {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="622"/>
+        <location filename="../plugin/dock/classify_tab.py" line="630"/>
         <source>Field-visit list</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="622"/>
+        <location filename="../plugin/dock/classify_tab.py" line="630"/>
         <source>CSV (*.csv)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="626"/>
+        <location filename="../plugin/dock/classify_tab.py" line="634"/>
         <source>{names} already exist(s). Overwrite?</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1236,77 +1241,77 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="113"/>
+        <location filename="../plugin/dock/explain_tab.py" line="114"/>
         <source>Reading the parcel's pixels …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="121"/>
+        <location filename="../plugin/dock/explain_tab.py" line="122"/>
         <source>Explaining was cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="124"/>
+        <location filename="../plugin/dock/explain_tab.py" line="125"/>
         <source>Cannot explain this parcel: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="131"/>
+        <location filename="../plugin/dock/explain_tab.py" line="132"/>
         <source>Reference: {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="131"/>
+        <location filename="../plugin/dock/explain_tab.py" line="132"/>
         <source>none given</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="157"/>
+        <location filename="../plugin/dock/explain_tab.py" line="158"/>
         <source>against calendar date</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="162"/>
+        <location filename="../plugin/dock/explain_tab.py" line="163"/>
         <source>growing degree days (°C·d)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="164"/>
+        <location filename="../plugin/dock/explain_tab.py" line="165"/>
         <source>against thermal time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="178"/>
+        <location filename="../plugin/dock/explain_tab.py" line="179"/>
         <source>class probability</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="188"/>
+        <location filename="../plugin/dock/explain_tab.py" line="189"/>
         <source> of {layer}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="222"/>
+        <location filename="../plugin/dock/explain_tab.py" line="223"/>
         <source>Choose a parcel layer (or classify) first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="229"/>
+        <location filename="../plugin/dock/explain_tab.py" line="230"/>
         <source>Click a parcel of {layer} on the map.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="248"/>
+        <location filename="../plugin/dock/explain_tab.py" line="249"/>
         <source>Select exactly one parcel of {layer} to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="250"/>
+        <location filename="../plugin/dock/explain_tab.py" line="251"/>
         <source>Select exactly one parcel to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="259"/>
+        <location filename="../plugin/dock/explain_tab.py" line="260"/>
         <source>Choose the scenes and the weather file on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>

@@ -182,13 +182,19 @@ def summary(run) -> str:
     from ..training.season_accuracy import REACHED_SHARE
 
     accuracy = run.accuracy
-    text = tr("{n} reference parcels, {t} acquisitions: whole-season overall accuracy {oa:.1%}, macro F1 "
-              "{f1:.3f}.").format(n=accuracy.parcels, t=len(accuracy.dates), oa=float(accuracy.overall_accuracy[-1]),
-                                  f1=float(accuracy.macro_f1[-1]))
+    text = tr("{model} on {n} reference parcels, {t} acquisitions: whole-season overall accuracy {oa:.1%}, macro F1 "
+              "{f1:.3f}.").format(model=run.model, n=accuracy.parcels, t=len(accuracy.dates),
+                                  oa=float(accuracy.overall_accuracy[-1]), f1=float(accuracy.macro_f1[-1]))
     first = accuracy.overall_reached()
     if first is not None:
         text += " " + tr("It first reaches {share} % of that on {date} ({gdd:.0f} GDD).").format(
             share=round(100 * REACHED_SHARE), date=str(accuracy.dates[first]), gdd=float(accuracy.gdd[first]))
+    from ..app.season_status import INSEASON_BUNDLE, INSEASON_GDD
+    from ..core.model.bundle import SHIPPED_BUNDLES
+
+    if run.model == SHIPPED_BUNDLES["L1C"]:  # chosen for want of a model: early runs choose another
+        text += " " + tr("A run as of a date before {gdd:,.0f} GDD uses {inseason} instead; choose it as the model "
+                         "to score it.").format(gdd=INSEASON_GDD, inseason=INSEASON_BUNDLE)
     if run.left_out:
         text += " " + tr("Left out (classes the model does not know): {counts}.").format(
             counts=", ".join(f"{c} {n}" for c, n in sorted(run.left_out.items())))

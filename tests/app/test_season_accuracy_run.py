@@ -29,6 +29,7 @@ def _request(region, out, **kwargs):
 def test_reference_scores_equal_one_classification_per_cut(tiny_region, tmp_path, capsys):
     run = app.run_season_accuracy(_request(tiny_region, tmp_path / "out"))
     accuracy, bundle = run.accuracy, run.bundle
+    assert run.model == "default_fast_l2a.tcm"  # no model given: the shipped one of the scenes' level (L2A)
     scenes = sorted(find_scenes(str(tiny_region / "scenes")), key=lambda s: s.date)
     assert [str(d) for d in accuracy.dates] == [str(np.datetime64(s.date, "D")) for s in scenes]
 

@@ -779,6 +779,7 @@ def test_accuracy_through_the_season_on_the_accuracy_tab(dock, parcels_layer, ti
     assert float(rows[-1]["overall_accuracy"]) == pytest.approx(oa, abs=5e-5)
     text = panel.status.text()
     assert f"{parcels} reference parcels" in text and f"{oa:.1%}" in text and str(out) in text
+    assert text.startswith(f"{small_bundle.name} on ")  # which model was scored
     # The date at which OA first reaches 90 % of the whole season's, read back from the table.
     first = next(r for r in rows if float(r["overall_accuracy"]) >= 0.9 * float(rows[-1]["overall_accuracy"]))
     assert first["date"] in text
