@@ -69,12 +69,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="400"/>
+        <location filename="../plugin/train_panel.py" line="405"/>
         <source>Tick or add the Sentinel-2 scenes on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="402"/>
+        <location filename="../plugin/train_panel.py" line="407"/>
         <source>Choose the daily temperature file (or a weather service) on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -631,27 +631,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="229"/>
+        <location filename="../plugin/train_panel.py" line="234"/>
         <source>Polygon layer whose parcels carry a crop label or code</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="231"/>
+        <location filename="../plugin/train_panel.py" line="236"/>
         <source>Field of each parcel&apos;s crop label (class names or crop codes); parcels with an empty value are left out</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="235"/>
+        <location filename="../plugin/train_panel.py" line="240"/>
         <source>Field of each parcel&apos;s spatial block (e.g. a 10 km grid cell): training, validation and test are split by block. Empty: a random split</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="240"/>
+        <location filename="../plugin/train_panel.py" line="245"/>
         <source>Map national crop codes to classes with the paper&apos;s table for France, Denmark or Austria; codes not in it become &apos;unknown&apos;</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="245"/>
+        <location filename="../plugin/train_panel.py" line="250"/>
         <source>Layer</source>
         <translation type="unfinished"></translation>
     </message>
@@ -661,82 +661,82 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="247"/>
+        <location filename="../plugin/train_panel.py" line="252"/>
         <source>Block field</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="248"/>
+        <location filename="../plugin/train_panel.py" line="253"/>
         <source>Crop codes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="250"/>
+        <location filename="../plugin/train_panel.py" line="255"/>
         <source>Training</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="258"/>
+        <location filename="../plugin/train_panel.py" line="263"/>
         <source> (recommended)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="262"/>
+        <location filename="../plugin/train_panel.py" line="267"/>
         <source>epochs</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="262"/>
+        <location filename="../plugin/train_panel.py" line="267"/>
         <source>steps per epoch</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="262"/>
+        <location filename="../plugin/train_panel.py" line="267"/>
         <source>parcels per step</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="272"/>
+        <location filename="../plugin/train_panel.py" line="277"/>
         <source>empty: beside the project</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="277"/>
+        <location filename="../plugin/train_panel.py" line="282"/>
         <source>empty: from scratch</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="278"/>
+        <location filename="../plugin/train_panel.py" line="283"/>
         <source>A model to start from (fine-tuning): with a few dozen labelled parcels per class, starting from the shipped model is far better than from scratch. Its variant, bands and settings are kept, and its classes when yours are among them. Empty: random weights.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="282"/>
+        <location filename="../plugin/train_panel.py" line="287"/>
         <source>Shipped model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="283"/>
+        <location filename="../plugin/train_panel.py" line="288"/>
         <source>Start from the model shipped with the plugin</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="287"/>
+        <location filename="../plugin/train_panel.py" line="292"/>
         <source>Start from</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="288"/>
+        <location filename="../plugin/train_panel.py" line="293"/>
         <source>Variant</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="289"/>
+        <location filename="../plugin/train_panel.py" line="294"/>
         <source>Budget</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="291"/>
+        <location filename="../plugin/train_panel.py" line="296"/>
         <source>Model file</source>
         <translation type="unfinished"></translation>
     </message>
@@ -746,97 +746,102 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="301"/>
+        <location filename="../plugin/train_panel.py" line="306"/>
         <source>Uses the scenes and weather of the Classify tab; the new model is saved beside the project and chosen for the next classification.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="373"/>
+        <location filename="../plugin/train_panel.py" line="378"/>
         <source>{steps:,} steps of {batch} parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="376"/>
+        <location filename="../plugin/train_panel.py" line="381"/>
         <source>; about {time} at the {ms:.0f} ms per step measured here last time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="379"/>
+        <location filename="../plugin/train_panel.py" line="384"/>
         <source>; the time is measured and shown before the training starts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="389"/>
+        <location filename="../plugin/train_panel.py" line="394"/>
         <source>Choose the labelled parcel layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="392"/>
+        <location filename="../plugin/train_panel.py" line="397"/>
         <source>Choose the field of {layer} that holds the crop labels.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="396"/>
+        <location filename="../plugin/train_panel.py" line="401"/>
         <source>The label and block fields are the same; choose the block field or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="406"/>
+        <location filename="../plugin/train_panel.py" line="411"/>
         <source>The model to start from, {path}, does not exist; choose a .tcm file or clear the field to train from scratch.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="418"/>
+        <location filename="../plugin/train_panel.py" line="423"/>
         <source>{path} exists (a training into {out} writes it); choose a new model file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="435"/>
+        <location filename="../plugin/train_panel.py" line="440"/>
         <source>Save the project first, or choose the model file: {layer} is no file layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="452"/>
+        <location filename="../plugin/train_panel.py" line="457"/>
         <source>Extracting the labelled parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="460"/>
+        <location filename="../plugin/train_panel.py" line="465"/>
         <source>Training: {estimate}. Cancel stops it and leaves nothing behind.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="468"/>
+        <location filename="../plugin/train_panel.py" line="473"/>
         <source>Training cancelled; no model or dataset was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="471"/>
+        <location filename="../plugin/train_panel.py" line="476"/>
         <source>Training failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="478"/>
+        <location filename="../plugin/train_panel.py" line="483"/>
         <source>Model saved to {path} and chosen for the next classification{scores}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="480"/>
+        <location filename="../plugin/train_panel.py" line="486"/>
+        <source>It carries no calibration (its validation blocks held too few labelled parcels): its confidence is the network&apos;s raw probability and runs with it make no prediction sets. Calibrate it on the Accuracy tab with reference parcels.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="490"/>
         <source>Trained {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="486"/>
+        <location filename="../plugin/train_panel.py" line="496"/>
         <source>{n:.0f} s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="488"/>
+        <location filename="../plugin/train_panel.py" line="498"/>
         <source>{n:.0f} min</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="489"/>
+        <location filename="../plugin/train_panel.py" line="499"/>
         <source>{n:.1f} h</source>
         <translation type="unfinished"></translation>
     </message>

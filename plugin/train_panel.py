@@ -143,6 +143,8 @@ class TrainingTask(ThermoCropTask):
         # Files of those names that were there before the run are not the run's to remove.
         self._found = set(taken_paths(Path(request.out)))
         self.bundle_path: Optional[Path] = None
+        self.calibrated = False
+        """Whether the model written carries a calibration (too few validation parcels: none)."""
         self.metrics: dict = {}
         self.estimate = None
 
@@ -190,6 +192,9 @@ class TrainingTask(ThermoCropTask):
         result = train_model(data, r.out, config, show_progress=False, progress=progress.sub(0.4, 1.0),
                              provenance={"train_regions": [r.parcels.name]})
         self.bundle_path, self.metrics = result.bundle_path, result.metrics
+        from ..core.model.bundle import load_bundle
+
+        self.calibrated = load_bundle(result.bundle_path).calibration is not None
 
     def _remove_outputs(self) -> None:
         """What this run wrote: the dataset folder and the bundle with its side files."""
@@ -475,8 +480,13 @@ class TrainPanel(TaskPanelMixin, QWidget):
         scores = ", ".join(f"{key.replace('_', ' ')} {value:.2f}" for key, value in sorted(task.metrics.items())
                            if isinstance(value, float) and ("f1" in key or "accuracy" in key))
         self.use_model(path)
-        self._show(tr("Model saved to {path} and chosen for the next classification{scores}.").format(
-            path=path, scores=f" ({scores})" if scores else ""), Qgis.Success)
+        text = tr("Model saved to {path} and chosen for the next classification{scores}.").format(
+            path=path, scores=f" ({scores})" if scores else "")
+        if not task.calibrated:
+            text += " " + tr("It carries no calibration (its validation blocks held too few labelled parcels): its "
+                             "confidence is the network's raw probability and runs with it make no prediction sets. "
+                             "Calibrate it on the Accuracy tab with reference parcels.")
+        self._show(text, Qgis.Success if task.calibrated else Qgis.Warning)
         QgsMessageLog.logMessage(tr("Trained {path}").format(path=path), LOG_TAG, Qgis.Info)
         self.trained.emit(path)
 

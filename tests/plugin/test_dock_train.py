@@ -151,6 +151,9 @@ def test_training_writes_a_bundle_beside_the_project_and_selects_it(rpg_layer, t
         assert list(data.blocks) == list(frame["block"])
         assert estimates and "2 steps" in estimates[0] and "ms" in estimates[0]
         assert "chosen for the next classification" in panel.status.text()
+        # The tiny region's validation blocks hold too few parcels for a calibration: said.
+        assert (bundle.calibration is None) == ("carries no calibration" in panel.status.text())
+        assert task.calibrated == (bundle.calibration is not None)
         # The measured step time gives the next estimate before anything starts.
         assert "measured here last time" in panel.budget_note.text()
         # A second training does not overwrite the first.
