@@ -69,12 +69,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="405"/>
+        <location filename="../plugin/train_panel.py" line="410"/>
         <source>Tick or add the Sentinel-2 scenes on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="407"/>
+        <location filename="../plugin/train_panel.py" line="412"/>
         <source>Choose the daily temperature file (or a weather service) on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -751,97 +751,102 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="378"/>
+        <location filename="../plugin/train_panel.py" line="379"/>
         <source>{steps:,} steps of {batch} parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="381"/>
+        <location filename="../plugin/train_panel.py" line="383"/>
+        <source> for each member of the model started from; the time is measured and shown before the training starts</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="386"/>
         <source>; about {time} at the {ms:.0f} ms per step measured here last time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="384"/>
+        <location filename="../plugin/train_panel.py" line="389"/>
         <source>; the time is measured and shown before the training starts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="394"/>
+        <location filename="../plugin/train_panel.py" line="399"/>
         <source>Choose the labelled parcel layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="397"/>
+        <location filename="../plugin/train_panel.py" line="402"/>
         <source>Choose the field of {layer} that holds the crop labels.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="401"/>
+        <location filename="../plugin/train_panel.py" line="406"/>
         <source>The label and block fields are the same; choose the block field or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="411"/>
+        <location filename="../plugin/train_panel.py" line="416"/>
         <source>The model to start from, {path}, does not exist; choose a .tcm file or clear the field to train from scratch.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="423"/>
+        <location filename="../plugin/train_panel.py" line="428"/>
         <source>{path} exists (a training into {out} writes it); choose a new model file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="440"/>
+        <location filename="../plugin/train_panel.py" line="445"/>
         <source>Save the project first, or choose the model file: {layer} is no file layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="457"/>
+        <location filename="../plugin/train_panel.py" line="462"/>
         <source>Extracting the labelled parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="465"/>
+        <location filename="../plugin/train_panel.py" line="470"/>
         <source>Training: {estimate}. Cancel stops it and leaves nothing behind.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="473"/>
+        <location filename="../plugin/train_panel.py" line="478"/>
         <source>Training cancelled; no model or dataset was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="476"/>
+        <location filename="../plugin/train_panel.py" line="481"/>
         <source>Training failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="483"/>
+        <location filename="../plugin/train_panel.py" line="488"/>
         <source>Model saved to {path} and chosen for the next classification{scores}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="486"/>
+        <location filename="../plugin/train_panel.py" line="491"/>
         <source>It carries no calibration (its validation blocks held too few labelled parcels): its confidence is the network&apos;s raw probability and runs with it make no prediction sets. Calibrate it on the Accuracy tab with reference parcels.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="490"/>
+        <location filename="../plugin/train_panel.py" line="495"/>
         <source>Trained {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="496"/>
+        <location filename="../plugin/train_panel.py" line="501"/>
         <source>{n:.0f} s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="498"/>
+        <location filename="../plugin/train_panel.py" line="503"/>
         <source>{n:.0f} min</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="499"/>
+        <location filename="../plugin/train_panel.py" line="504"/>
         <source>{n:.1f} h</source>
         <translation type="unfinished"></translation>
     </message>

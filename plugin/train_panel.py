@@ -346,6 +346,7 @@ class TrainPanel(TaskPanelMixin, QWidget):
     def _init_changed(self, path: str) -> None:
         """A model to start from brings its own variant: the variant box waits until it is cleared."""
         self.variant.setEnabled(not path)
+        self._show_budget()
 
     def set_layer(self, layer: Optional[QgsVectorLayer], label_field: Optional[str] = None,
                   block_field: Optional[str] = None) -> None:
@@ -377,7 +378,11 @@ class TrainPanel(TaskPanelMixin, QWidget):
         steps = self._budget_steps()
         text = tr("{steps:,} steps of {batch} parcels").format(steps=steps, batch=self.batch_size.value())
         ms = QgsSettings().value(f"{SETTINGS_GROUP}/step_ms/{self._speed_key()}", 0.0, type=float)
-        if ms > 0:
+        if getattr(self, "init_model", None) is not None and self.init_model.filePath().strip():
+            # Fine-tuning an ensemble trains each of its members for these steps.
+            text += tr(" for each member of the model started from; the time is measured and shown before the "
+                       "training starts")
+        elif ms > 0:
             text += tr("; about {time} at the {ms:.0f} ms per step measured here last time").format(
                 time=_duration(steps * ms / 1000.0), ms=ms)
         else:

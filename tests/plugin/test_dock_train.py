@@ -103,6 +103,8 @@ def test_the_form_starts_from_scratch_or_from_the_model_chosen(rpg_layer, tiny_r
         assert request.init == str(ensemble_bundle_path()) and Path(request.out).stem.endswith("_tuned")
         config = request.training_config()
         assert config.init == request.init and config.members == 5
+        # The budget line promised the steps of one model at the time of one: each member trains them.
+        assert "for each member of the model started from" in panel.budget_note.text()
         # A model file that is not there is refused before anything starts.
         panel.init_model.setFilePath(str(tmp_path / "missing.tcm"))
         assert panel.request() is None and "missing.tcm" in panel.status.text()
