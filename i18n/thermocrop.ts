@@ -79,7 +79,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="157"/>
+        <location filename="../plugin/calibrate_panel.py" line="151"/>
+        <source>Not calibrated: no file was chosen for the calibrated model.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="160"/>
         <source>Calibrated model</source>
         <translation type="unfinished"></translation>
     </message>
@@ -89,27 +94,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="172"/>
+        <location filename="../plugin/calibrate_panel.py" line="175"/>
         <source>Calibrating on the reference parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="180"/>
+        <location filename="../plugin/calibrate_panel.py" line="183"/>
         <source>Calibration cancelled; no model was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="186"/>
+        <location filename="../plugin/calibrate_panel.py" line="189"/>
         <source> Only the {n} features the layer&apos;s filter shows were used ({subset}); clear the filter to calibrate on every reference parcel.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="189"/>
+        <location filename="../plugin/calibrate_panel.py" line="192"/>
         <source>Calibration failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="196"/>
+        <location filename="../plugin/calibrate_panel.py" line="199"/>
         <source>Calibrated on {n} reference parcels ({counts}): temperature {t:.2f}, calibration error {before:.3f} -&gt; {after:.3f}. Saved to {path} and chosen for the next classification.</source>
         <translation type="unfinished"></translation>
     </message>

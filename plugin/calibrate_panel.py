@@ -146,7 +146,10 @@ class CalibratePanel(TaskPanelMixin, QWidget):
         source = Path(layer.source().split("|")[0])
         folder = Path(home) if home else (source.parent if source.is_file() else None)
         if folder is None:
-            return self.ask_path(str(calibrated_model_path(Path.home(), model)))
+            path = self.ask_path(str(calibrated_model_path(Path.home(), model)))
+            if not path:  # the dialog was cancelled: the last run's text must not stay as if it were this one's
+                self._show(tr("Not calibrated: no file was chosen for the calibrated model."), Qgis.Info)
+            return path
         try:
             return str(calibrated_model_path(folder, model))
         except ValueError as exc:

@@ -807,3 +807,35 @@ def test_calibrate_says_what_is_missing(dock, parcels_layer):
     dock.accuracy_widget.set_layer(parcels_layer, reference_field="crop")
     dock.weather.setFilePath("")
     assert panel.calibrate() is None and "temperature" in panel.status.text()
+
+
+def test_calibrate_with_the_file_dialog_cancelled_says_so(dock, tiny_region):
+    """A memory layer in a project never saved: the dock asks where the model goes. Cancelled, the
+    status kept the last calibration's 'Saved to ...' as if this one had run."""
+    import geopandas as gpd
+    from qgis.core import QgsFeature, QgsField, QgsGeometry, QgsProject, QgsVectorLayer
+    from qgis.PyQt.QtCore import QVariant
+
+    frame = gpd.read_file(tiny_region / "parcels.gpkg")
+    layer = QgsVectorLayer(f"Polygon?crs={frame.crs.to_string()}", "drawn", "memory")
+    layer.dataProvider().addAttributes([QgsField("crop", QVariant.String)])
+    layer.updateFields()
+    features = []
+    for crop, geometry in zip(frame["crop"], frame.geometry):
+        feature = QgsFeature(layer.fields())
+        feature.setGeometry(QgsGeometry.fromWkt(geometry.wkt))
+        feature.setAttributes([crop])
+        features.append(feature)
+    layer.dataProvider().addFeatures(features)
+    QgsProject.instance().addMapLayer(layer)
+    try:
+        dock.accuracy_widget.set_layer(layer, reference_field="crop")
+        panel = dock.calibrate_panel
+        panel.status.setText("Calibrated on 120 reference parcels ... Saved to /tmp/x.tcm")
+        asked = []
+        panel.ask_path = lambda default: asked.append(default) or ""
+        assert panel.calibrate() is None and panel.task is None
+        assert asked and asked[0].endswith("_calibrated.tcm")
+        assert "no file was chosen" in panel.status.text()
+    finally:
+        QgsProject.instance().removeMapLayer(layer.id())
