@@ -17,6 +17,7 @@ from ..core.model.calibration import (
     CALIBRATION_METHODS,
     MIN_CALIBRATION_PARCELS,
     Calibration,
+    expected_calibration_error,
     fit_calibration,
     reliability_table,
 )
@@ -39,6 +40,9 @@ class CalibrationRun:
     skipped: dict[str, int]
     before: list[dict[str, float]]
     after: list[dict[str, float]]
+    current: Optional[float] = None
+    """The expected calibration error on the reference parcels under the calibration the model
+    carried (None: it carried none); ``calibration.ece_before`` is that of its raw probabilities."""
 
 
 def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] = None) -> CalibrationRun:
@@ -108,8 +112,10 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
         progress.report(f"No reference parcel of {', '.join(missing)} in {name}: the calibration has not seen how "
                         "the model does on these classes.")
     calibrated_bundle(bundle, calibration, out, overwrite=request.overwrite)
+    current = (expected_calibration_error(result.probabilities, index) if bundle.calibration is not None
+               else None)
     return CalibrationRun(out, calibration, counts, skipped,
-                          reliability_table(raw, index), reliability_table(calibrated, index))
+                          reliability_table(raw, index), reliability_table(calibrated, index), current)
 
 
 def model_classes(model: Any) -> Optional[tuple[str, ...]]:

@@ -114,8 +114,18 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="199"/>
-        <source>Calibrated on {n} reference parcels ({counts}): temperature {t:.2f}, calibration error {before:.3f} -&gt; {after:.3f}. Saved to {path} and chosen for the next classification.</source>
+        <location filename="../plugin/calibrate_panel.py" line="200"/>
+        <source>{before:.3f} with the model&apos;s own calibration</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="201"/>
+        <source>{before:.3f} uncalibrated</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="202"/>
+        <source>Calibrated on {n} reference parcels ({counts}): temperature {t:.2f}, calibration error {before} -&gt; {after:.3f}. Saved to {path} and chosen for the next classification.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -1822,11 +1832,16 @@
     </message>
     <message>
         <location filename="../plugin/algorithms/calibrate_model.py" line="143"/>
-        <source>Expected calibration error (10 bins): {before:.3f} before, {after:.3f} after</source>
+        <source>Expected calibration error (10 bins): {before:.3f} uncalibrated, {after:.3f} after</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/calibrate_model.py" line="145"/>
+        <location filename="../plugin/algorithms/calibrate_model.py" line="146"/>
+        <source>With the model&apos;s own calibration: {current:.3f}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/calibrate_model.py" line="147"/>
         <source>Model written to {path}</source>
         <translation type="unfinished"></translation>
     </message>

@@ -196,9 +196,12 @@ class CalibratePanel(TaskPanelMixin, QWidget):
         path = str(run.path)
         self.use_model(path)
         counts = ", ".join(f"{c} {n}" for c, n in sorted(run.counts.items()))
-        text = tr("Calibrated on {n} reference parcels ({counts}): temperature {t:.2f}, calibration error {before:.3f} "
+        # From the error the user saw with the model as it was (its own calibration), where it had one.
+        before = tr("{before:.3f} with the model's own calibration").format(before=run.current) \
+            if run.current is not None else tr("{before:.3f} uncalibrated").format(before=calibration.ece_before)
+        text = tr("Calibrated on {n} reference parcels ({counts}): temperature {t:.2f}, calibration error {before} "
                   "-> {after:.3f}. Saved to {path} and chosen for the next classification.").format(
-            n=calibration.parcels, counts=counts, t=calibration.temperature, before=calibration.ece_before,
+            n=calibration.parcels, counts=counts, t=calibration.temperature, before=before,
             after=calibration.ece_after, path=path)
         if run.skipped:
             text += " " + tr("Left out (classes the model does not know): {counts}.").format(

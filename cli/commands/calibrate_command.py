@@ -88,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
         method=args.method)
     run = app.run_calibration(request, CliProgress())
     _print(run.path, run.calibration)
+    if run.current is not None:
+        print(f"  the model's own calibration gave {run.current:.3f} on these parcels "
+              f"({run.calibration.ece_before:.3f} is that of its uncalibrated probabilities)")
     print("  reference parcels by class: " + ", ".join(f"{c} {n}" for c, n in sorted(run.counts.items())))
     if run.skipped:
         print("  left out (classes the model does not know): "

@@ -140,8 +140,10 @@ class CalibrateModel(ThermoCropAlgorithm):
         if run.skipped:
             feedback.pushWarning(tr("Left out (classes the model does not know): {counts}").format(
                 counts=", ".join(f"{c} {n}" for c, n in sorted(run.skipped.items()))))
-        feedback.pushInfo(tr("Expected calibration error (10 bins): {before:.3f} before, {after:.3f} after").format(
+        feedback.pushInfo(tr("Expected calibration error (10 bins): {before:.3f} uncalibrated, {after:.3f} after").format(
             before=calibration.ece_before, after=calibration.ece_after))
+        if run.current is not None:
+            feedback.pushInfo(tr("With the model's own calibration: {current:.3f}").format(current=run.current))
         feedback.pushInfo(tr("Model written to {path}").format(path=run.path))
         return {self.OUTPUT: str(run.path), self.TEMPERATURE: calibration.temperature,
                 self.PARCELS: calibration.parcels}

@@ -176,6 +176,17 @@ def test_vector_scaling_from_the_command_line_is_the_penalised_likelihood_optimu
     again = app.run_calibration(_request(tiny_region, tmp_path / "again.tcm", cal_path))
     assert again.calibration.temperature == pytest.approx(fit_temperature(raw.probabilities[keep], labels[keep]),
                                                           rel=1e-3)
+    # The error the model gave as it was (its own calibration), beside that of its raw probabilities:
+    # by hand, 10 equal-width bins of the calibrated confidence.
+    z = np.log(np.clip(raw.probabilities[keep].astype(np.float64), 1e-12, 1.0)) / calibration.temperature + bias
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    conf, right = p.max(axis=1), p.argmax(axis=1) == labels[keep]
+    bins = np.minimum((conf * 10).astype(int), 9)
+    ece = sum(abs(conf[bins == b].mean() - right[bins == b].mean()) * (bins == b).sum()
+              for b in range(10) if (bins == b).any()) / len(conf)
+    assert again.current == pytest.approx(ece, abs=2e-4)
+    assert app.run_calibration(_request(tiny_region, tmp_path / "first.tcm", raw_model)).current is None
 
 
 def test_an_unknown_calibration_method_is_refused_before_anything_is_read(tiny_region, raw_model, tmp_path):
