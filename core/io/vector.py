@@ -217,6 +217,17 @@ FIELD_KINDS = ("string", "real", "integer")
 """What :func:`~.field_batches.field_kind` says a field holds."""
 
 
+def _named_by_us(name: str) -> bool:
+    """Whether the output field ``name`` is one whose name no option sets: the optional result
+    fields (sets, decision dates, margin, entropy), ``p_<class>`` and ``gdd_YYYYMMDD``."""
+    from ..model.uncertainty import PROBABILITY_PREFIX
+    from ..result_columns import OPTIONAL_FIELDS
+
+    lower = name.lower()
+    return (lower in {f.lower() for f in OPTIONAL_FIELDS} or lower.startswith(PROBABILITY_PREFIX)
+            or re.fullmatch(r"gdd_\d{8}", lower) is not None)
+
+
 def replaced_fields(existing: Mapping[str, str], target: VectorTarget, kinds: Mapping[str, str],
                     source: Any = "the parcel layer", through_geopackage: bool = False,
                     fid_kept_as_field: bool = False) -> list[str]:
@@ -272,9 +283,12 @@ def replaced_fields(existing: Mapping[str, str], target: VectorTarget, kinds: Ma
         if ours is None:
             continue
         if kinds.get(ours) != kind:
+            # Only the class, confidence and status fields take a name of the user's; the others
+            # (sets, decision dates, probabilities) are named by ThermoCrop.
+            fix = ("remove or rename that field in the layer, or leave out what writes it" if _named_by_us(ours)
+                   else "choose another output field name (or remove or rename that field)")
             raise OutputError(f"{source} already has a field {name!r} of type {kind}, where the {kinds.get(ours)} "
-                              f"field {target.fields[ours]!r} would be written; choose another output field name "
-                              "(or remove or rename that field).")
+                              f"field {target.fields[ours]!r} would be written; {fix}.")
         out.append(name)
     return out
 

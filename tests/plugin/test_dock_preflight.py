@@ -186,6 +186,7 @@ def test_an_existing_crop_pred_field_of_another_type_is_refused(dock, never_read
     text = _refused(dock, parcels_layer, [folder])
     assert "parcels already has a field 'crop_pred' of type integer" in text
     assert "where the string field 'crop_pred' would be written" in text
+    assert "choose another output field name" in text  # the class field's name is an option
     # Nothing new beside the parcels (QGIS keeps its own -wal / -shm files of the open GeoPackage).
     assert asked == [] and [n for n in _files(folder) if not n.startswith("parcels.gpkg")] == []
 
@@ -204,6 +205,8 @@ def test_probability_fields_are_checked_against_the_model_classes(dock, never_re
     dock.probabilities.setChecked(True)
     text = _refused(dock, parcels_layer, [Path(parcels_layer.source().split("|")[0]).parent])
     assert f"already has a field 'p_{first}' of type string" in text
+    # No option names p_<class>: the way out is the layer's field or leaving the probabilities out.
+    assert "choose another output field name" not in text and "leave out what writes it" in text
 
 
 @pytest.mark.slow
