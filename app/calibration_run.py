@@ -4,6 +4,7 @@ with it as a new bundle."""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -24,7 +25,9 @@ from ..core.model.calibration import (
 from ..core.model.shipped import refuse_shipped_model_output
 from ..core.parcels import labelled_names, load_parcels
 from ..core.pixel_sets import STATUS_OK
-from .requests import CalibrateRequest, ClassifyRequest, ResultFields
+from ..core.preflight import run_bundle
+from .inputs import resolve_scenes
+from .requests import CalibrateRequest, ClassifyRequest, ResultFields, ScenesSpec
 from .run_progress import RunProgress
 from .runs import run_classification
 
@@ -73,15 +76,19 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
     if unlabelled:
         progress.report(f"{unlabelled} parcels of {name} have no label in {request.label_field!r} and are left out.")
     check_reference_labels(table, model_classes(request.model), name, unlabelled)
-    # Without a model the run chooses the shipped one by the scenes' level; its calibration, if
-    # any, is taken off again (``Calibration.undo``).
-    classify = ClassifyRequest(parcels=request.reference, scenes=request.scenes, weather=request.weather,
-                               model=request.model, fields=ResultFields(coverage=None), sampling=request.sampling)
-    run = run_classification(classify, progress)
-    bundle, result = run.bundle, run.result
+    # Without a model, the shipped one of the scenes' level. It classifies without its calibration:
+    # the network's raw probabilities are what a calibration is fitted on (taking a calibration off
+    # afterwards would need each parcel's season stage, which the result does not keep).
+    scenes = resolve_scenes(request.scenes, request.reference.source, on_stats=progress.on_stats,
+                            report=progress.report)
+    bundle = run_bundle(request.model, scenes)
+    uncalibrated = copy.copy(bundle)
+    uncalibrated.calibration = None
+    classify = ClassifyRequest(parcels=request.reference, weather=request.weather, model=uncalibrated,
+                               scenes=ScenesSpec(found=tuple(scenes), season=request.scenes.season),
+                               fields=ResultFields(coverage=None), sampling=request.sampling)
+    result = run_classification(classify, progress).result
     raw = result.probabilities
-    if bundle.calibration is not None:
-        raw = bundle.calibration.undo(raw)
     names = np.asarray(table.classes, dtype=object)
     given = np.asarray(table.labels) >= 0
     labels = np.where(given, names[np.maximum(np.asarray(table.labels), 0)], None)
@@ -112,7 +119,7 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
         progress.report(f"No reference parcel of {', '.join(missing)} in {name}: the calibration has not seen how "
                         "the model does on these classes.")
     calibrated_bundle(bundle, calibration, out, overwrite=request.overwrite)
-    current = (expected_calibration_error(result.probabilities, index) if bundle.calibration is not None
+    current = (expected_calibration_error(bundle.calibration.apply(raw), index) if bundle.calibration is not None
                else None)
     return CalibrationRun(out, calibration, counts, skipped,
                           reliability_table(raw, index), reliability_table(calibrated, index), current)

@@ -49,7 +49,7 @@ from ..training.importers.common import grid_blocks, locations_from_geometries
 from .inputs import resolve_scenes, resolve_weather, scene_dates
 from .requests import ClassifyRequest, ClusterSpec, ExtractRequest, GddRequest, ParcelsSpec, scheduler_address
 from .run_progress import RunProgress
-from .season_status import inseason_model_choice, season_as_of
+from .season_status import calibration_stage_note, inseason_model_choice, season_as_of
 
 log = logging.getLogger(__name__)
 
@@ -218,8 +218,10 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
                                   checked.season_start)
         progress.weather_fetched(request.weather.service, weather)
     season, model = None, request.model
+    season_gdd = None  # as of a date: the parcels' GDD on it, which choose the calibration's season stage
     if request.as_of is not None:
         scenes, season = season_as_of(request.as_of, parcels, given, weather, checked.bundle)
+        season_gdd = season.gdd if np.isfinite(season.gdd) else None
         progress.report(season.describe())
         early_model = inseason_model_choice(season, (sc.level for sc in scenes)) if model is None else None
         if early_model is not None:
@@ -229,6 +231,9 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
         elif level_choice:
             progress.report(level_choice)
         progress.report(f"The model: {trained_season(checked.bundle)}.")
+        staged = calibration_stage_note(checked.bundle, season.gdd)
+        if staged:
+            progress.report(staged)
     options = {"id_field": parcels.id_field, **sampling_options(request.sampling)}
     if request.fields.decided is not None:
         options["decided"] = request.fields.decided
@@ -247,7 +252,7 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
     def write_while_running(result: PartitionedResult) -> Path:
         # Nothing is published unless some parcel was classified, as after a one-process run.
         result.require = lambda statuses: require_usable(statuses, "classified", parcels.describe())
-        result.set_threshold = calibration_threshold(result, checked.bundle, fields.coverage)
+        result.set_threshold = calibration_threshold(result, checked.bundle, fields.coverage, season_gdd)
         result.coverage = fields.coverage if result.set_threshold is not None else None
         return write(result)
 
@@ -274,7 +279,7 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
         log.warning(early)
         result.warnings = (*result.warnings, early)
     if not partitioned_result:
-        add_prediction_sets(result, checked.bundle, fields.coverage)
+        add_prediction_sets(result, checked.bundle, fields.coverage, season_gdd)
     run = ClassificationRun(result, checked.bundle, scenes, checked, target=target)
     if partitioned_result:
         run.written = result.written

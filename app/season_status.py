@@ -14,6 +14,7 @@ from ..core.classify import bundle_thermal_time
 from ..core.errors import SceneError, WeatherError
 from ..core.inseason import SeasonStatus, acquisition_dates, as_day, scenes_as_of
 from ..core.model.bundle import default_bundle_path, shipped_model_choice
+from ..core.model.season_stages import describe_stage
 from ..core.parcels import load_parcels
 from ..core.thermal.gdd import gdd_at_points
 from .requests import ParcelsSpec
@@ -108,3 +109,14 @@ def inseason_model_choice(status: SeasonStatus, levels: Iterable[Optional[str]])
     return path, (f"As of {status.as_of} the parcels' median GDD ({status.gdd:,.0f}) are fewer than "
                   f"{INSEASON_GDD:,.0f}: using the shipped in-season model {path.name} (trained for partial "
                   f"seasons) rather than {shipped.name}")
+
+
+def calibration_stage_note(bundle: Any, gdd: float) -> Optional[str]:
+    """For a run's log: how its confidence and prediction sets are calibrated as of a date whose
+    parcels' median GDD are ``gdd`` (``core.model.season_stages``); None where the model's
+    whole-season calibration holds (or it has none)."""
+    calibration = getattr(bundle, "calibration", None)
+    if calibration is None or not calibration.stages or not np.isfinite(gdd):
+        return None
+    said = describe_stage(calibration.stages, gdd)
+    return None if said is None else f"As of {gdd:,.0f} GDD, {said}."

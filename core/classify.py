@@ -414,11 +414,13 @@ def labelled_result(classes: Sequence[str], parcel_ids: Sequence[Any], rows: np.
     return result
 
 
-def add_prediction_sets(result: ClassificationResult, bundle: Any, coverage: Optional[float]) -> None:
+def add_prediction_sets(result: ClassificationResult, bundle: Any, coverage: Optional[float],
+                        gdd: Optional[float] = None) -> None:
     """Give ``result`` its prediction sets for ``coverage`` from ``bundle``'s calibration
-    (``core.model.calibration``), in place; a bundle without one gives none, with a warning in
-    the result. ``coverage`` None: no sets."""
-    threshold = calibration_threshold(result, bundle, coverage)
+    (``core.model.calibration``; with ``gdd``, the parcels' GDD on the date of a run as of it, that
+    of their season stage), in place; a bundle without one gives none, with a warning in the
+    result. ``coverage`` None: no sets."""
+    threshold = calibration_threshold(result, bundle, coverage, gdd)
     if threshold is None:
         return
     calibration = bundle.calibration
@@ -432,9 +434,11 @@ def add_prediction_sets(result: ClassificationResult, bundle: Any, coverage: Opt
              int((sizes > 1).sum()), int(ok.sum()))
 
 
-def calibration_threshold(result: Any, bundle: Any, coverage: Optional[float]) -> Optional[float]:
+def calibration_threshold(result: Any, bundle: Any, coverage: Optional[float],
+                          gdd: Optional[float] = None) -> Optional[float]:
     """The score threshold of ``bundle``'s calibration for ``coverage`` (None: no sets; a bundle
-    without a calibration adds a warning to ``result``'s warnings)."""
+    without a calibration adds a warning to ``result``'s warnings); with ``gdd``, that of the
+    season stage of predictions made then (``core.model.season_stages``)."""
     if coverage is None:
         return None
     calibration = getattr(bundle, "calibration", None)
@@ -444,14 +448,15 @@ def calibration_threshold(result: Any, bundle: Any, coverage: Optional[float]) -
         log.warning(note)
         result.warnings = (*result.warnings, note)
         return None
-    n = len(calibration.scores)
+    stage = calibration.stage_at(gdd)
+    n = len(calibration.scores if stage is None else stage.scores)
     if math.ceil((n + 1) * coverage) > n:  # the split-conformal rank runs past the scores
         note = (f"The model's {n} calibration parcels are too few for prediction sets of {100 * coverage:g} % "
                 f"coverage (at least {math.ceil(coverage / (1 - coverage))} are needed): every set holds every class. "
                 "Choose a lower coverage, or calibrate the model on more parcels.")
         log.warning(note)
         result.warnings = (*result.warnings, note)
-    return calibration.threshold(coverage)
+    return calibration.threshold(coverage, gdd)
 
 
 def write_classification(

@@ -1,6 +1,7 @@
 """Give a shipped model the calibration its training would have given it: fitted on the
 validation blocks of its synthetic training regions (the block split its training used, taken
-from the bundle's record of its training settings), never on real parcels.
+from the bundle's record of its training settings), never on real parcels; with its season
+stages, fitted on the same parcels cut at every date (``core.model.season_stages``).
 
 Usage: python scripts/calibrate_shipped.py --datasets WORK/datasets/AT1 ... [--model resources/models/default.tcm]
                                            [--out resources/models/default.tcm]
@@ -42,10 +43,11 @@ def main() -> int:
                          "not the data it was trained on.")
     calibration = calibrate_on_datasets(bundle, split.val_sets, "the validation blocks of the synthetic training "
                                         "regions (" + ", ".join(p.name for p in args.datasets) + ")",
-                                        rows=split.val_rows)
+                                        rows=split.val_rows, stages=True)
     calibrated_bundle(bundle, calibration, args.out or args.model, overwrite=True)
     print(f"wrote {args.out or args.model}: temperature {calibration.temperature:.3f} from {calibration.parcels} "
-          f"parcels, expected calibration error {calibration.ece_before:.3f} -> {calibration.ece_after:.3f}")
+          f"parcels, expected calibration error {calibration.ece_before:.3f} -> {calibration.ece_after:.3f}; season "
+          "stages: " + ", ".join(f"below {s.below_gdd:,.0f} GDD {s.temperature:.3f}" for s in calibration.stages))
     return 0
 
 

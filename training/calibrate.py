@@ -5,12 +5,14 @@ extracted, e.g. imported per-parcel tables."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Optional, Sequence
 
 import numpy as np
 
 from ..core.model.bundle import ModelBundle
-from ..core.model.calibration import Calibration, fit_calibration
+from ..core.model.calibration import Calibration, apply_temperature, fit_calibration, fit_temperature
+from ..core.model.season_stages import MAX_STAGE_SCORES, MIN_STAGE_ROWS, STAGE_BOUNDS, SeasonStage, prefix_gdd
 from ..core.parcels import labelled_names
 from ..core.pixel_sets import STATUS_OK, PixelSets
 from .datasets import check_model_gdd
@@ -43,9 +45,10 @@ def raw_probabilities(bundle: ModelBundle, ps: PixelSets, rows: Optional[np.ndar
 
 def calibrate_on_datasets(bundle: ModelBundle, datasets: Sequence[PixelSets], source: str,
                           rows: Optional[Sequence[Optional[np.ndarray]]] = None,
-                          method: str = "temperature") -> Calibration:
+                          method: str = "temperature", stages: bool = False) -> Calibration:
     """A calibration of ``bundle`` fitted by ``method`` (``"temperature"`` or ``"vector"``) on the
-    labelled parcels of ``datasets`` (``rows`` of each, or all of them).
+    labelled parcels of ``datasets`` (``rows`` of each, or all of them); with ``stages``, also its
+    season stages (``core.model.season_stages``), fitted on the same parcels cut at every date.
 
     Raises:
         InputError: too few usable parcels or an unknown method
@@ -70,4 +73,65 @@ def calibrate_on_datasets(bundle: ModelBundle, datasets: Sequence[PixelSets], so
     if missing:
         log.warning("No parcel of %s in %s: the calibration has not seen how the model does on these classes.",
                     ", ".join(missing), source)
-    return fit_calibration(np.concatenate(probabilities), np.concatenate(labels), source, method=method)
+    calibration = fit_calibration(np.concatenate(probabilities), np.concatenate(labels), source, method=method)
+    if not stages:
+        return calibration
+    return replace(calibration, stages=season_stages(bundle, datasets, rows))
+
+
+def season_stages(bundle: ModelBundle, datasets: Sequence[PixelSets],
+                  rows: Sequence[Optional[np.ndarray]]) -> tuple:
+    """The season stages of ``bundle`` fitted on the labelled parcels of ``datasets`` (``rows`` of
+    each, None: all) as of each of their dates (``ModelBundle.predict_prefixes``, raw)."""
+    probabilities, labels, gdd, parcels = [], [], [], []
+    for j, (ps, r) in enumerate(zip(datasets, rows)):
+        part = ps if r is None else ps.subset(np.asarray(r))
+        ok = np.flatnonzero(np.asarray(part.status) == STATUS_OK)
+        if not len(ok):
+            continue
+        part = part.subset(ok)
+        prefixes = bundle.predict_prefixes(part, calibrated=False)
+        n, t, k = prefixes.shape
+        probabilities.append(prefixes.reshape(n * t, k))
+        labels.append(np.repeat(dataset_labels(bundle, part), t))
+        gdd.append(prefix_gdd(part.gdd, part.date_mask).ravel())
+        parcels.append(np.repeat(np.arange(n) + 1_000_000 * j, t))
+    if not probabilities:
+        return ()
+    found = fit_season_stages(np.concatenate(probabilities), np.concatenate(labels), np.concatenate(gdd),
+                       np.concatenate(parcels))
+    log.info("Season stages of the calibration: %s", ", ".join(
+        f"below {s.below_gdd:,.0f} GDD temperature {s.temperature:.2f} ({len(s.scores)} predictions)" for s in found))
+    return found
+
+
+def fit_season_stages(probabilities: np.ndarray, labels: np.ndarray, gdd: np.ndarray, parcels: np.ndarray,
+               bounds: Sequence[float] = STAGE_BOUNDS) -> tuple[SeasonStage, ...]:
+    """The stages of held-out predictions cut at every date.
+
+    Args:
+        probabilities: ``(n, K)`` raw probabilities, one row per parcel and date it was cut at.
+        labels: ``(n,)`` the true class indices (rows with -1 or NaN probabilities are left out).
+        gdd: ``(n,)`` the GDD of the date each row was cut at.
+        parcels: ``(n,)`` which parcel each row is of (counted per stage).
+        bounds: the stages' upper GDD bounds, rising.
+    """
+    p = np.asarray(probabilities, dtype=np.float64)
+    y = np.asarray(labels, dtype=np.int64)
+    g = np.asarray(gdd, dtype=np.float64)
+    usable = (y >= 0) & np.isfinite(p).all(axis=1) & np.isfinite(g)
+    stages = []
+    low = -np.inf
+    for bound in bounds:
+        rows = np.flatnonzero(usable & (g >= low) & (g < bound))
+        low = bound
+        if len(rows) < MIN_STAGE_ROWS:
+            continue
+        temperature = fit_temperature(p[rows], y[rows])
+        calibrated = apply_temperature(p[rows], temperature).astype(np.float64)
+        scores = np.sort(1.0 - calibrated[np.arange(len(rows)), y[rows]])
+        if len(scores) > MAX_STAGE_SCORES:
+            scores = np.quantile(scores, np.linspace(0.0, 1.0, MAX_STAGE_SCORES))
+        stages.append(SeasonStage(float(bound), float(temperature), tuple(float(s) for s in scores),
+                                  int(len(np.unique(np.asarray(parcels)[rows])))))
+    return tuple(stages)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -18,6 +18,7 @@ from ..core.io.output import staged_file, write_text
 from ..core.model.bundle import BundleConfig, InputScaling, ModelBundle, save_bundle
 from ..core.model.calibration import Calibration, fit_calibration
 from ..core.model.season_curve import SeasonCurve
+from .calibrate import season_stages
 from .config import TrainingConfig, TrainingResult, TrainingSplit
 from .metrics import scores
 from .predict import predict_rows, score_rows
@@ -81,6 +82,12 @@ def write_results(model: torch.nn.Module, scaling: InputScaling, split: Training
     if curve is not None:
         bundle_config = with_season_curve(bundle_config, curve)
         metrics["season_accuracy"] = curve.to_dict()
+    if calibration is not None:  # and its season stages, on the same parcels cut at every date
+        stages = season_stages(ModelBundle(model, bundle_config), split.val_sets, split.val_rows)
+        if stages:
+            bundle_config = replace(bundle_config, calibration=replace(calibration, stages=stages).to_dict())
+            metrics["calibration"]["stages"] = [{"below_gdd": st.below_gdd, "temperature": st.temperature,
+                                                 "predictions": len(st.scores)} for st in stages]
     save_bundle(paths["bundle"], model.cpu(), bundle_config)
     model.to(device)
     write_text(paths["metrics"], json.dumps(metrics, indent=2), what="metrics")

@@ -35,6 +35,7 @@ from .networks import CropClassifier, ModelConfig, classifier, fast_inference_mo
 from .precision import PrecisionChoice, prediction_model
 from .prefixes import prefix_log_probabilities
 from .season_curve import SEASON_CURVE_KEY, check_season_curve_data
+from .season_stages import last_date_gdd, prefix_gdd
 
 log = logging.getLogger(__name__)
 
@@ -530,8 +531,8 @@ class ModelBundle:
                 logits = model(*inputs)
                 out[rows] = torch.softmax(logits.double(), dim=1).float().cpu().numpy()
             progress(done)
-        if calibrated and self.calibration is not None:
-            out = self.calibration.apply(out)
+        if calibrated and self.calibration is not None:  # early in the season by the stage of each parcel
+            out = self.calibration.apply(out, last_date_gdd(ps.gdd, ps.date_mask))
         return out
 
     def predict_prefixes(self, ps: PixelSets, batch_size: int = 256,
@@ -565,7 +566,7 @@ class ModelBundle:
             out[rows] = as_of
             progress(done)
         if calibrated and self.calibration is not None:
-            out = self.calibration.apply(out.reshape(n * t, k)).reshape(n, t, k)
+            out = self.calibration.apply(out.reshape(n * t, k), prefix_gdd(ps.gdd, date_mask).ravel()).reshape(n, t, k)
         return out
 
 

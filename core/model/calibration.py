@@ -35,6 +35,7 @@ import numpy as np
 
 from ..accuracy_stats import reliability
 from ..errors import InputError
+from .season_stages import SeasonStage, check_stages, stage_of
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,8 @@ class Calibration:
         parcels: how many labelled parcels the calibration was fitted on.
         source: what they were (``"validation blocks of the training data"``, a layer's name, ...).
         ece_before, ece_after: the expected calibration error on those parcels before and after.
+        stages: the calibration of predictions made early in the season (``season_stages``); empty:
+            the whole-season calibration holds for every prediction.
     """
 
     temperature: float = 1.0
@@ -103,6 +106,7 @@ class Calibration:
     ece_before: Optional[float] = None
     ece_after: Optional[float] = None
     bias: tuple[float, ...] = field(default_factory=tuple)
+    stages: tuple[SeasonStage, ...] = field(default_factory=tuple)
 
     @property
     def method(self) -> str:
@@ -116,6 +120,8 @@ class Calibration:
                 "source": self.source, "ece_before": self.ece_before, "ece_after": self.ece_after}
         if self.bias:
             data["bias"] = [float(b) for b in self.bias]
+        if self.stages:
+            data["stages"] = [stage.to_dict() for stage in self.stages]
         return data
 
     @classmethod
@@ -128,23 +134,49 @@ class Calibration:
         return cls(temperature=float(data["temperature"]), scores=tuple(float(s) for s in data["scores"]),
                    parcels=int(data["parcels"]), source=str(data["source"]),
                    ece_before=data.get("ece_before"), ece_after=data.get("ece_after"),
-                   bias=tuple(float(b) for b in data.get("bias", ())))
+                   bias=tuple(float(b) for b in data.get("bias", ())),
+                   stages=tuple(SeasonStage.from_dict(stage) for stage in data.get("stages", ())))
 
-    def apply(self, probabilities: np.ndarray) -> np.ndarray:
-        """``probabilities (P, K)`` calibrated; NaN rows stay NaN."""
-        return apply_scaling(probabilities, self.temperature, self.bias)
+    def apply(self, probabilities: np.ndarray, gdd: Optional[np.ndarray] = None) -> np.ndarray:
+        """``probabilities (P, K)`` calibrated; NaN rows stay NaN. With ``gdd (P,)``, the GDD of
+        each row's last date, rows early in the season take their stage's temperature."""
+        out = apply_scaling(probabilities, self.temperature, self.bias)
+        for k, rows in self._stage_rows(gdd):
+            out[rows] = apply_temperature(np.asarray(probabilities)[rows], self.stages[k].temperature)
+        return out
 
-    def undo(self, probabilities: np.ndarray) -> np.ndarray:
-        """The raw probabilities ``(P, K)`` that :meth:`apply` turned into ``probabilities``:
-        ``softmax(T * (log(q) - b))`` (what ``T`` and ``b`` added cancels in the softmax)."""
+    def undo(self, probabilities: np.ndarray, gdd: Optional[np.ndarray] = None) -> np.ndarray:
+        """The raw probabilities ``(P, K)`` that :meth:`apply` (with the same ``gdd``) turned into
+        ``probabilities``: ``softmax(T * (log(q) - b))`` (what ``T`` and ``b`` added cancels in
+        the softmax)."""
         q = np.asarray(probabilities, dtype=np.float64)
+        staged = self._stage_rows(gdd)
         if self.bias:
             q = apply_scaling(q, 1.0, -np.asarray(self.bias))
-        return apply_temperature(q, 1.0 / self.temperature)
+        out = apply_temperature(q, 1.0 / self.temperature)
+        for k, rows in staged:
+            out[rows] = apply_temperature(np.asarray(probabilities, dtype=np.float64)[rows],
+                                          1.0 / self.stages[k].temperature)
+        return out
 
-    def threshold(self, coverage: float) -> float:
-        """The set threshold ``q`` for ``coverage`` (see :func:`conformal_threshold`)."""
-        return conformal_threshold(np.asarray(self.scores), coverage)
+    def threshold(self, coverage: float, gdd: Optional[float] = None) -> float:
+        """The set threshold ``q`` for ``coverage`` (see :func:`conformal_threshold`); with
+        ``gdd``, that of the stage of predictions made at that GDD."""
+        stage = self.stage_at(gdd)
+        return conformal_threshold(np.asarray(self.scores if stage is None else stage.scores), coverage)
+
+    def stage_at(self, gdd: Optional[float]) -> Optional[SeasonStage]:
+        """The stage calibrating predictions at ``gdd``; None for the whole-season calibration."""
+        if gdd is None or not self.stages:
+            return None
+        index = int(stage_of(self.stages, np.array([gdd], dtype=np.float64))[0])
+        return self.stages[index] if index >= 0 else None
+
+    def _stage_rows(self, gdd: Optional[np.ndarray]) -> list[tuple[int, np.ndarray]]:
+        if gdd is None or not self.stages:
+            return []
+        index = stage_of(self.stages, gdd)
+        return [(k, np.flatnonzero(index == k)) for k in range(len(self.stages)) if (index == k).any()]
 
 
 def check_calibration_data(data: Any, classes: Optional[int] = None) -> None:
@@ -156,7 +188,7 @@ def check_calibration_data(data: Any, classes: Optional[int] = None) -> None:
     """
     if not isinstance(data, Mapping):
         raise ValueError(f"calibration must be a mapping, not {type(data).__name__}")
-    known = {"method", "temperature", "scores", "parcels", "source", "ece_before", "ece_after", "bias"}
+    known = {"method", "temperature", "scores", "parcels", "source", "ece_before", "ece_after", "bias", "stages"}
     missing = sorted({"method", "temperature", "scores", "parcels", "source"} - set(data))
     if missing:
         raise ValueError(f"calibration lacks {', '.join(missing)}")
@@ -193,6 +225,8 @@ def check_calibration_data(data: Any, classes: Optional[int] = None) -> None:
         value = data.get(key)
         if value is not None and (not _finite(value) or not 0.0 <= value <= 1.0):
             raise ValueError(f"calibration.{key} must be a number from 0 to 1 or null, not {value!r}")
+    if "stages" in data:
+        check_stages(data["stages"], TEMPERATURE_RANGE)
 
 
 def _finite(value: Any) -> bool:

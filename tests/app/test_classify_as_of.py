@@ -227,3 +227,33 @@ def test_an_early_run_naming_no_model_uses_the_in_season_model(region, monkeypat
     assert inseason_model_choice(status, ["L2A"]) is None
     assert inseason_model_choice(status, ["L1C", "L2A"])[0].resolve() == (models / INSEASON_BUNDLE).resolve()
     assert inseason_model_choice(replace(status, gdd=float("nan")), ["L1C"]) is None
+
+
+def test_a_run_as_of_a_date_is_calibrated_by_its_season_stage(region, tmp_path, monkeypatch):
+    """A model with a season stage below 2,000 GDD: as of 25 June (1,232 GDD here) the confidence is
+    the stage's and the sets are made with its scores; the whole season keeps the model's own."""
+    from thermocrop.core.model.bundle import calibrated_bundle
+    from thermocrop.core.model.calibration import apply_temperature, conformal_threshold, prediction_sets
+    from thermocrop.core.model.season_stages import SeasonStage
+
+    monkeypatch.setenv("THERMOCROP_THREADS", "1")
+    bundle = load_bundle(MODEL)
+    whole = bundle.calibration
+    scores = tuple(float(s) for s in np.linspace(0.05, 0.95, 60))
+    stage = SeasonStage(below_gdd=2000.0, temperature=3.0, scores=scores, parcels=60)
+    staged = tmp_path / "staged.tcm"
+    calibrated_bundle(bundle, replace(whole, stages=(stage,)), staged)
+    as_of = datetime.date(2023, 6, 25)
+    lines: list = []
+    run = app.run_classification(_request(region, model=str(staged), as_of=as_of), RunProgress(report=lines.append))
+    plain = app.run_classification(_request(region, as_of=as_of))
+    raw = whole.undo(plain.result.probabilities)
+    expected = apply_temperature(raw, 3.0)
+    np.testing.assert_allclose(run.result.probabilities, expected, atol=2e-6)
+    np.testing.assert_array_equal(run.result.sets, prediction_sets(expected, conformal_threshold(np.array(scores), 0.9)))
+    assert any(f"As of {_gdd('2023-06-25'):,.0f} GDD, confidence and prediction sets calibrated on 60 held-out "
+               "parcels as of 0-2,000 GDD (temperature 3.00)" in line for line in lines), lines
+    # The whole season (its last date past 2,000 GDD): the model's own calibration, as before.
+    run = app.run_classification(_request(region, model=str(staged)))
+    np.testing.assert_allclose(run.result.probabilities,
+                               app.run_classification(_request(region)).result.probabilities, atol=2e-6)

@@ -345,11 +345,10 @@ def test_too_few_calibration_parcels_for_a_coverage_are_said_to_be_why_sets_hold
     from types import SimpleNamespace
 
     from thermocrop.core.classify import calibration_threshold
-    from thermocrop.core.model.calibration import conformal_threshold
+    from thermocrop.core.model.calibration import Calibration
 
-    scores = tuple(np.linspace(0.01, 0.9, 120))
-    bundle = SimpleNamespace(calibration=SimpleNamespace(scores=scores,
-                                                         threshold=lambda c: conformal_threshold(scores, c)))
+    scores = tuple(float(s) for s in np.linspace(0.01, 0.9, 120))
+    bundle = SimpleNamespace(calibration=Calibration(scores=scores, parcels=120, source="test"))
     result = SimpleNamespace(warnings=())
     assert calibration_threshold(result, bundle, 0.999) == 1.0
     assert len(result.warnings) == 1 and "120 calibration parcels are too few" in result.warnings[0]

@@ -71,7 +71,8 @@ def test_class_factory_init_and_unload_leave_nothing_behind(qgis_app):
     # log QGIS never shows: codes a class map does not map, a model without a calibration...).
     import logging
 
-    from qgis.core import Qgis, QgsApplication as App
+    from qgis.core import Qgis
+    from qgis.core import QgsApplication as App
 
     said = []
     App.messageLog().messageReceived.connect(lambda message, tag, level: said.append((tag, message, level)))
