@@ -59,7 +59,8 @@ def _from_datasets(args: argparse.Namespace) -> int:
     datasets = [open_dataset(d) for d in args.dataset]
     levels = [level for ps in datasets for level in (ps.meta or {}).get("levels", [])]
     bundle = load_bundle(args.model or default_bundle_for_levels(levels))
-    calibration = calibrate_on_datasets(bundle, datasets, ", ".join(args.dataset), method=args.method)
+    # Extracted parcels hold every date: the season stages are fitted on them cut at each.
+    calibration = calibrate_on_datasets(bundle, datasets, ", ".join(args.dataset), method=args.method, stages=True)
     calibrated_bundle(bundle, calibration, args.out, overwrite=args.overwrite)
     _print(args.out, calibration)
     return 0

@@ -30,6 +30,25 @@ def test_calibrate_on_a_dataset_from_the_command_line(tmp_path, capsys):
     assert calibrated.calibration.parcels == len(usable) == 74
     assert calibrated.calibration.temperature == pytest.approx(fit_temperature(raw, ps.labels[usable]), rel=1e-4)
     assert "calibrated on 74 parcels" in capsys.readouterr().out
+    # The season stages: each stage's temperature is the one that fits the parcels cut at the dates
+    # whose GDD fall in it; a stage of fewer than 50 such cuts is left out.
+    from thermocrop.core.model.season_stages import prefix_gdd
+
+    stages = calibrated.calibration.stages
+    part = ps.subset(usable)
+    prefixes = load_bundle(raw_path).predict_prefixes(part)
+    gdd = prefix_gdd(part.gdd, part.date_mask)
+    bounds = [-np.inf, 400.0, 800.0, 1200.0, 1600.0, 2000.0]
+    seen = ~np.isnan(prefixes).any(axis=2)
+    kept = [high for low, high in zip(bounds, bounds[1:]) if ((gdd >= low) & (gdd < high) & seen).sum() >= 50]
+    assert [s.below_gdd for s in stages] == kept and len(kept) >= 3
+    for stage in stages:
+        low = bounds[bounds.index(stage.below_gdd) - 1]
+        cut = (gdd >= low) & (gdd < stage.below_gdd) & seen
+        parcel, date = np.nonzero(cut)
+        assert stage.temperature == pytest.approx(fit_temperature(prefixes[parcel, date], ps.labels[usable][parcel]),
+                                                  rel=1e-4)
+        assert len(stage.scores) == cut.sum() and stage.parcels == len(np.unique(parcel))
     # A second run into the same file is refused without --overwrite (exit code 5).
     assert main(["calibrate", str(raw_path), "--dataset", str(tmp_path / "data"), "--out", str(out)]) == 5
 
