@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Optional
 
-from qgis.core import Qgis, QgsMessageLog, QgsProject, QgsVectorLayer, QgsVectorLayerFeatureSource
+from qgis.core import Qgis, QgsProject, QgsVectorLayer, QgsVectorLayerFeatureSource
 from qgis.PyQt.QtCore import pyqtSignal
 from qgis.PyQt.QtWidgets import (
     QComboBox,
@@ -208,5 +208,4 @@ class CalibratePanel(TaskPanelMixin, QWidget):
                 counts=", ".join(f"{c} {n}" for c, n in sorted(run.skipped.items())))
         text += filtered
         self._show(text, Qgis.Warning if filtered else Qgis.Success)
-        QgsMessageLog.logMessage(text, LOG_TAG, Qgis.Info)
         self.calibrated.emit(path)

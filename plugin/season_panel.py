@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Optional
 
-from qgis.core import Qgis, QgsMessageLog, QgsProject, QgsVectorLayer, QgsVectorLayerFeatureSource
+from qgis.core import Qgis, QgsProject, QgsVectorLayer, QgsVectorLayerFeatureSource
 from qgis.PyQt.QtCore import Qt, pyqtSignal
 from qgis.PyQt.QtGui import QPixmap
 from qgis.PyQt.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy, QVBoxLayout, QWidget
@@ -162,7 +162,6 @@ class SeasonPanel(TaskPanelMixin, QWidget):
         text = summary(run)
         self._show_figure(str(run.paths["figure"]))
         self._show(text, Qgis.Success)
-        QgsMessageLog.logMessage(text, LOG_TAG, Qgis.Info)
         self.finished.emit(str(Path(run.paths["table"]).parent))
 
     def _show_figure(self, path: str) -> None:

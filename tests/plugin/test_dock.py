@@ -839,3 +839,23 @@ def test_calibrate_with_the_file_dialog_cancelled_says_so(dock, tiny_region):
         assert "no file was chosen" in panel.status.text()
     finally:
         QgsProject.instance().removeMapLayer(layer.id())
+
+
+def test_a_calibration_s_result_is_logged_once(dock, parcels_layer, monkeypatch):
+    """The panel logged its result and the dock's status panel logged it again."""
+    from types import SimpleNamespace
+
+    from qgis.core import QgsApplication
+
+    from thermocrop.core.model.calibration import Calibration
+
+    logged = []
+    QgsApplication.messageLog().messageReceived.connect(lambda message, tag, level: logged.append(message))
+    panel = dock.calibrate_panel
+    run = SimpleNamespace(calibration=Calibration(temperature=0.7, scores=(0.1,), parcels=60, source="s",
+                                                  ece_before=0.2, ece_after=0.05),
+                          path="/tmp/x_calibrated.tcm", counts={"corn": 60}, skipped={}, current=None)
+    monkeypatch.setattr(panel, "use_model", lambda path: None)
+    panel._finished(SimpleNamespace(cancelled=False, run_result=run, error=None))
+    QgsApplication.processEvents()
+    assert sum("Calibrated on 60 reference parcels" in m for m in logged) == 1, logged
