@@ -206,9 +206,11 @@ class ClassifyInputs(QWidget):
                                            "needs a calibrated model"))
         self.prediction_sets.setChecked(True)
         self.coverage = QDoubleSpinBox()
-        self.coverage.setDecimals(3)  # with two, Qt rounds the highest coverage (0.999) up to 1
+        self.coverage.setDecimals(2)
         self.coverage.setSingleStep(0.05)
-        self.coverage.setRange(0.5, COVERAGE_LIMIT.high)
+        # At most 0.99: two decimals would show and return the limit 0.999 as 1, which no set can
+        # have (and 0.999 needs 999 calibration parcels; the shipped models have 174).
+        self.coverage.setRange(0.5, min(0.99, COVERAGE_LIMIT.high))
         self.coverage.setValue(DEFAULT_COVERAGE)
         self.coverage.setToolTip(tr("The chance that a parcel's set holds its true class (0.90: nine parcels in "
                                     "ten); a higher coverage gives larger sets"))

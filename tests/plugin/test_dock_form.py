@@ -172,14 +172,16 @@ def test_the_output_checks_follow_the_layer_format(inputs, project_layers, tmp_p
     assert read_form(inputs).problem() == "fields.shp is read-only; choose 'New layer file' to write the result."
 
 
-def test_the_highest_coverage_the_box_offers_is_the_highest_accepted(inputs):
+def test_the_highest_coverage_the_box_offers_is_accepted_and_shown_as_it_runs(inputs):
     """With two decimals Qt showed and returned the maximum 0.999 as 1.00, which no set can have."""
     from thermocrop.app import ResultFields
     from thermocrop.core.limits import LIMITS
 
     inputs.prediction_sets.setChecked(True)
     inputs.coverage.setValue(inputs.coverage.maximum())
-    assert inputs.set_coverage() == LIMITS["coverage"].high
-    assert ResultFields(coverage=inputs.set_coverage()).coverage == LIMITS["coverage"].high
     inputs.coverage.stepUp()
-    assert inputs.set_coverage() < 1.0
+    highest = inputs.set_coverage()
+    assert highest == pytest.approx(inputs.coverage.maximum()) and highest < 1.0
+    assert LIMITS["coverage"].problem(highest) is None
+    assert ResultFields(coverage=highest).coverage == highest
+    assert inputs.coverage.text() == f"{highest:.2f}"  # what the user sees is what runs
