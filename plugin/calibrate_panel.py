@@ -77,6 +77,7 @@ class CalibratePanel(TaskPanelMixin, QWidget):
         self.reference, self.inputs, self.use_model = reference, inputs, use_model
         self.task: Optional[CalibrationTask] = None
         self._filter = ("", 0)
+        self._asked = False
         """The reference layer's filter and the features it showed when the run started."""
         # Replaced in tests; asks where the model goes when the project is not saved.
         self.ask_path: Callable[[str], str] = self._ask_path
@@ -126,7 +127,9 @@ class CalibratePanel(TaskPanelMixin, QWidget):
         if not weather:
             return self._refuse(tr("Choose the daily temperature file (or a weather service) on the Classify tab "
                                    "first."))
-        # The default path is a free name; a path asked for was confirmed in the save dialog.
+        # The default path is a free name, which nothing may take while the run writes; a path
+        # asked for was confirmed in the save dialog, so an existing file there is replaced.
+        self._asked = out is not None
         if out is None:
             out = self._default_path(layer, model)
             if not out:
@@ -137,7 +140,7 @@ class CalibratePanel(TaskPanelMixin, QWidget):
         self._filter = (layer.subsetString(), layer.featureCount())
         return CalibrateRequest(reference=ParcelsSpec(snapshot, name=layer.name()), label_field=label_field,
                                 scenes=ScenesSpec(files=tuple(scenes)), weather=weather_spec(weather), out=str(out),
-                                model=model or None, class_map=class_map or None, overwrite=True,
+                                model=model or None, class_map=class_map or None, overwrite=self._asked,
                                 method=self.method_box.currentData())
 
     def _default_path(self, layer: QgsVectorLayer, model: Optional[str]) -> str:
@@ -146,6 +149,7 @@ class CalibratePanel(TaskPanelMixin, QWidget):
         source = Path(layer.source().split("|")[0])
         folder = Path(home) if home else (source.parent if source.is_file() else None)
         if folder is None:
+            self._asked = True
             path = self.ask_path(str(calibrated_model_path(Path.home(), model)))
             if not path:  # the dialog was cancelled: the last run's text must not stay as if it were this one's
                 self._show(tr("Not calibrated: no file was chosen for the calibrated model."), Qgis.Info)

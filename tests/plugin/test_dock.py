@@ -859,3 +859,14 @@ def test_a_calibration_s_result_is_logged_once(dock, parcels_layer, monkeypatch)
     panel._finished(SimpleNamespace(cancelled=False, run_result=run, error=None))
     QgsApplication.processEvents()
     assert sum("Calibrated on 60 reference parcels" in m for m in logged) == 1, logged
+
+
+def test_a_free_default_calibration_path_is_not_replaced_if_taken_during_the_run(dock, parcels_layer, tmp_path):
+    """The default name is free when asked for; a file that takes it while the run writes is not
+    replaced (the run refuses), while a path confirmed in the save dialog is."""
+    dock.accuracy_widget.set_layer(parcels_layer, reference_field="crop")
+    panel = dock.calibrate_panel
+    request = panel.request()
+    assert request is not None and not request.overwrite and not (tmp_path / request.out).exists()
+    chosen = panel.request(str(tmp_path / "mine.tcm"))
+    assert chosen.out == str(tmp_path / "mine.tcm") and chosen.overwrite
