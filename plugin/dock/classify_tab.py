@@ -5,6 +5,7 @@ counted per class at the head of the page."""
 
 from __future__ import annotations
 
+import datetime
 import logging
 import os
 from pathlib import Path
@@ -223,7 +224,8 @@ class ClassifyPanel(QObject):
             self.status.message.repaint()  # the check holds the UI thread for about a second
             # Items found in a catalogue are opened by the task (over the network, with the
             # chosen credentials), never here on the UI thread.
-            checked = self.check_inputs(layer, None if form.from_catalog else scenes, weather or None, model)
+            checked = self.check_inputs(layer, None if form.from_catalog else scenes, weather or None, model,
+                                        as_of=form.as_of)
             self.preflight = checked
             # The model is known now: the fields that depend on it (probabilities, and the sets
             # where it carries a calibration) are checked as the others were.
@@ -289,9 +291,11 @@ class ClassifyPanel(QObject):
                                         cluster=cluster)
 
     @staticmethod
-    def check_inputs(layer: QgsVectorLayer, scenes: Optional[list], weather: str, model: Optional[str]):
+    def check_inputs(layer: QgsVectorLayer, scenes: Optional[list], weather: str, model: Optional[str],
+                     as_of: Optional[datetime.date] = None):
         """``core.preflight.check_inputs`` for a project layer: its CRS and extent, the scenes, the
-        weather and the model (loaded and validated). Returns the ``Preflight``.
+        weather (to the last scene up to ``as_of`` where given) and the model (loaded and
+        validated). Returns the ``Preflight``.
 
         Raises:
             ThermoCropError: the first problem, naming the file, layer or variable.
@@ -303,7 +307,7 @@ class ClassifyPanel(QObject):
         bounds = None if extent.isEmpty() else (extent.xMinimum(), extent.yMinimum(), extent.xMaximum(),
                                                 extent.yMaximum())
         checked = check_inputs(parcels=LayerFootprint(crs.toWkt() if crs.isValid() else "", bounds), scenes=scenes,
-                               weather=weather, bundle=model, need_bundle=True)
+                               weather=weather, bundle=model, need_bundle=True, as_of=as_of)
         log.info("Dock preflight of %s took %.2f s", layer.name(), checked.seconds)
         return checked
 

@@ -723,6 +723,28 @@ def test_a_run_as_of_a_date_starts_at_the_last_scene_and_says_how_far_the_season
 
 
 @pytest.mark.slow
+def test_a_run_as_of_june_needs_no_weather_for_the_later_scenes(dock, parcels_layer, tiny_region, region_weather,
+                                                                tmp_path):
+    """The dock's own input check asked for temperatures to the last scene listed, so a run as of
+    June with the weather of the year so far was refused, as the command line's no longer was."""
+    import xarray as xr
+    from qgis.PyQt.QtCore import QDate
+
+    with xr.open_dataset(region_weather) as ds:
+        ds.sel(time=slice(None, "2017-06-30")).load().to_netcdf(tmp_path / "to_june.nc")
+    dock.weather.setFilePath(str(tmp_path / "to_june.nc"))
+    dock.layer_combo.setLayer(parcels_layer)
+    dock.inputs.as_of_on.setChecked(True)
+    dock.inputs.as_of.setDate(QDate(2017, 6, 20))
+    assert dock.start() is not None, dock.message.text()
+    _wait(dock)
+    assert "As of 2017-06-20:" in dock.message.text() and dock.output_layer is not None
+    # The whole season with that weather is still refused, naming the days missing.
+    dock.inputs.as_of_on.setChecked(False)
+    assert dock.start() is None and "does not cover 2017-07-01" in dock.message.text()
+
+
+@pytest.mark.slow
 def test_calibrate_on_the_accuracy_tab_chooses_the_new_model(dock, parcels_layer, small_bundle,
                                                              calibrated_small_bundle, tmp_path):
     from thermocrop.core.model.bundle import load_bundle
