@@ -221,7 +221,9 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
     season_gdd = None  # as of a date: the parcels' GDD on it, which choose the calibration's season stage
     if request.as_of is not None:
         scenes, season = season_as_of(request.as_of, parcels, given, weather, checked.bundle)
-        season_gdd = season.gdd if np.isfinite(season.gdd) else None
+        # The stage of what the model sees: the GDD of the last acquisition kept, as each parcel's
+        # confidence takes the stage of its own last date.
+        season_gdd = season.seen_gdd if np.isfinite(season.seen_gdd) else None
         progress.report(season.describe())
         early_model = inseason_model_choice(season, (sc.level for sc in scenes)) if model is None else None
         if early_model is not None:
@@ -231,7 +233,7 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
         elif level_choice:
             progress.report(level_choice)
         progress.report(f"The model: {trained_season(checked.bundle)}.")
-        staged = calibration_stage_note(checked.bundle, season.gdd)
+        staged = calibration_stage_note(checked.bundle, season.seen_gdd)
         if staged:
             progress.report(staged)
     options = {"id_field": parcels.id_field, **sampling_options(request.sampling)}

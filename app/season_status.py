@@ -75,20 +75,20 @@ def season_as_of(as_of: Any, parcels: ParcelsSpec, scenes: list, weather: Any, b
         raise SceneError(f"No scene was acquired on or before {day} (the first is {given[0]}); give a later "
                          "as-of date.")
     kept = acquisition_dates(used)
-    last, gdd_date = given[-1], day
+    last, seen, gdd_date = given[-1], kept[-1], day
     try:
-        values = median_gdd(parcels, weather, [day, last], bundle)
+        values = median_gdd(parcels, weather, [day, seen, last], bundle)
     except WeatherError as exc:
         # The temperatures may end before the date, or only before the scenes left out: those
         # need none (the season's GDD at the last acquisition given are then unknown).
         try:
-            values = np.append(median_gdd(parcels, weather, [day], bundle), np.nan)
+            values = np.append(median_gdd(parcels, weather, [day, seen], bundle), np.nan)
         except WeatherError:
             log.info("The temperatures do not reach %s (%s): GDD counted to the last acquisition kept", day, exc)
-            gdd_date = kept[-1]
-            values = np.append(median_gdd(parcels, weather, [gdd_date], bundle), np.nan)
+            gdd_date = seen
+            values = np.append(np.repeat(median_gdd(parcels, weather, [seen], bundle), 2), np.nan)
     status = SeasonStatus(as_of=day, used=len(kept), total=len(given), gdd=float(values[0]),
-                          season_gdd=float(values[1]), gdd_date=gdd_date)
+                          season_gdd=float(values[2]), gdd_date=gdd_date, seen_gdd=float(values[1]))
     return used, status
 
 
@@ -112,11 +112,11 @@ def inseason_model_choice(status: SeasonStatus, levels: Iterable[Optional[str]])
 
 
 def calibration_stage_note(bundle: Any, gdd: float) -> Optional[str]:
-    """For a run's log: how its confidence and prediction sets are calibrated as of a date whose
-    parcels' median GDD are ``gdd`` (``core.model.season_stages``); None where the model's
-    whole-season calibration holds (or it has none)."""
+    """For a run's log: how its confidence and prediction sets are calibrated where the parcels'
+    median GDD on the last acquisition kept are ``gdd`` (``core.model.season_stages``); None where
+    the model's whole-season calibration holds (or it has none)."""
     calibration = getattr(bundle, "calibration", None)
     if calibration is None or not calibration.stages or not np.isfinite(gdd):
         return None
     said = describe_stage(calibration.stages, gdd)
-    return None if said is None else f"As of {gdd:,.0f} GDD, {said}."
+    return None if said is None else f"At the last acquisition kept ({gdd:,.0f} GDD), {said}."

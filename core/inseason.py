@@ -67,6 +67,8 @@ class SeasonStatus:
             scenes show it).
         gdd_date: the day ``gdd`` is counted to (``as_of``, or the last acquisition kept where
             the temperatures end before ``as_of``).
+        seen_gdd: the parcels' median GDD on the last acquisition kept: how far the season had
+            come in what the model sees (it chooses the calibration's season stage).
     """
 
     as_of: np.datetime64
@@ -75,6 +77,7 @@ class SeasonStatus:
     gdd: float
     season_gdd: float
     gdd_date: np.datetime64
+    seen_gdd: float = float("nan")
 
     @property
     def share(self) -> float:

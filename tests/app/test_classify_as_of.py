@@ -230,8 +230,9 @@ def test_an_early_run_naming_no_model_uses_the_in_season_model(region, monkeypat
 
 
 def test_a_run_as_of_a_date_is_calibrated_by_its_season_stage(region, tmp_path, monkeypatch):
-    """A model with a season stage below 2,000 GDD: as of 25 June (1,232 GDD here) the confidence is
-    the stage's and the sets are made with its scores; the whole season keeps the model's own."""
+    """A model with season stages below 1,200 and 2,000 GDD: as of 25 June (1,232 GDD here; the last
+    scene kept, 20 June, 1,197) the confidence and the sets are those of the stage below 1,200; the
+    whole season keeps the model's own calibration."""
     from thermocrop.core.model.bundle import calibrated_bundle
     from thermocrop.core.model.calibration import apply_temperature, conformal_threshold, prediction_sets
     from thermocrop.core.model.season_stages import SeasonStage
@@ -240,9 +241,11 @@ def test_a_run_as_of_a_date_is_calibrated_by_its_season_stage(region, tmp_path, 
     bundle = load_bundle(MODEL)
     whole = bundle.calibration
     scores = tuple(float(s) for s in np.linspace(0.05, 0.95, 60))
-    stage = SeasonStage(below_gdd=2000.0, temperature=3.0, scores=scores, parcels=60)
+    # 20 June, the last scene kept, is 1,197 GDD here and 25 June 1,232: the two sides of a bound.
+    stages = (SeasonStage(below_gdd=1200.0, temperature=3.0, scores=scores, parcels=60),
+              SeasonStage(below_gdd=2000.0, temperature=1.5, scores=tuple(s / 10 for s in scores), parcels=60))
     staged = tmp_path / "staged.tcm"
-    calibrated_bundle(bundle, replace(whole, stages=(stage,)), staged)
+    calibrated_bundle(bundle, replace(whole, stages=stages), staged)
     as_of = datetime.date(2023, 6, 25)
     lines: list = []
     run = app.run_classification(_request(region, model=str(staged), as_of=as_of), RunProgress(report=lines.append))
@@ -251,8 +254,13 @@ def test_a_run_as_of_a_date_is_calibrated_by_its_season_stage(region, tmp_path, 
     expected = apply_temperature(raw, 3.0)
     np.testing.assert_allclose(run.result.probabilities, expected, atol=2e-6)
     np.testing.assert_array_equal(run.result.sets, prediction_sets(expected, conformal_threshold(np.array(scores), 0.9)))
-    assert any(f"As of {_gdd('2023-06-25'):,.0f} GDD, confidence and prediction sets calibrated on 60 held-out "
-               "parcels as of 0-2,000 GDD (temperature 3.00)" in line for line in lines), lines
+    # The stage is that of the last acquisition kept (20 June), not of the date itself.
+    assert any(f"At the last acquisition kept ({_gdd('2023-06-20'):,.0f} GDD), confidence and prediction sets "
+               "calibrated on 60 held-out parcels as of 0-1,200 GDD (temperature 3.00)" in line for line in lines), lines
+    # Two dates that keep the same scenes give the same confidence and sets, whatever their own GDD.
+    near = datetime.date(2023, 6, 21)
+    other = app.run_classification(_request(region, model=str(staged), as_of=near))
+    np.testing.assert_array_equal(other.result.sets, run.result.sets)
     # The whole season (its last date past 2,000 GDD): the model's own calibration, as before.
     run = app.run_classification(_request(region, model=str(staged)))
     np.testing.assert_allclose(run.result.probabilities,
