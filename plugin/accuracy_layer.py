@@ -70,10 +70,17 @@ def assess_features(features: Iterable[QgsFeature], crs: QgsCoordinateReferenceS
     need_geometry = class_areas is None and weighting == "area"
     fields = [predicted_field, reference_field] + ([confidence_field] if confidence_field else [])
     frame = attribute_frame(features, crs, fields, need_geometry, cancelled)
+    unmapped = {}
     if reference_class_map:
-        frame[reference_field] = ClassMap.load(reference_class_map).map_labels(frame[reference_field])[0]
-    return assess_layer(frame, predicted_field, reference_field, weighting=weighting,
-                        class_areas=class_areas, area_unit=area_unit, title=title, confidence_field=confidence_field)
+        frame[reference_field], unmapped = ClassMap.load(reference_class_map).map_labels(frame[reference_field])
+    report = assess_layer(frame, predicted_field, reference_field, weighting=weighting,
+                          class_areas=class_areas, area_unit=area_unit, title=title, confidence_field=confidence_field)
+    if unmapped:  # said, as the other doors say it: they count as the reference class 'unknown'
+        codes = ", ".join(f"{code} ({n})" for code, n in list(unmapped.items())[:10])
+        report.warnings.append(f"{sum(unmapped.values())} reference units have {len(unmapped)} codes that the class "
+                               f"map {reference_class_map} does not map; they count as 'unknown'. Codes (units): "
+                               f"{codes}")
+    return report
 
 
 REFERENCE_FIELD_GUESSES = ("reference", "ref", "truth", "crop_ref", "crop_true", "crop", "label",

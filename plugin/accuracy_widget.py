@@ -322,7 +322,8 @@ class AccuracyWidget(TaskPanelMixin, QWidget):
 
             e = report.estimates
             text += f"; area-adjusted {format_estimate(e.overall_accuracy, e.overall_accuracy_se)}"
-        self.status.setText(text + ".")
+        text += "." + "".join(f" {w}" for w in report.warnings if "does not map" in w)
+        self.status.setText(text)
         self.status.setStyleSheet("")
         self.save_button.setEnabled(True)
         QgsMessageLog.logMessage(f"Accuracy of {report.title}: {text}", "ThermoCrop", Qgis.Info)

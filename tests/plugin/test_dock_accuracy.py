@@ -87,6 +87,21 @@ def test_crop_codes_go_through_the_code_table(widget, rpg_layer):
     assert widget.report is None and len(failures) == 1 and "share no name" in failures[0]
 
 
+def test_codes_the_table_does_not_map_are_said(widget, rpg_layer):
+    """They count as the reference class 'unknown', as in the other doors; the Accuracy tab said
+    nothing of them."""
+    idx = rpg_layer.fields().indexOf("CODE_CULTU")
+    rpg_layer.startEditing()
+    for feature in list(rpg_layer.getFeatures())[:2]:
+        rpg_layer.changeAttributeValue(feature.id(), idx, "XXX")
+    assert rpg_layer.commitChanges()
+    widget.set_layer(rpg_layer)
+    report = _assess(widget)
+    said = [w for w in report.warnings if "does not map" in w]
+    assert len(said) == 1 and "2 reference units have 1 codes" in said[0] and "XXX (2)" in said[0]
+    assert "XXX (2)" in widget.status.text()
+
+
 def test_a_filtered_layer_says_which_features_were_assessed(widget, rpg_layer):
     rpg_layer.setSubsetString('"crop_conf" < 0.6')
     widget.set_layer(rpg_layer)
