@@ -23,6 +23,8 @@ from ..dependency_install import describe_install, make_install_task
 from ..i18n import tr
 
 LOG_TAG = "ThermoCrop"
+MESSAGE_LINES = 9
+"""Lines of the last message the panel shows at most."""
 
 
 class StatusPanel(QFrame):
@@ -58,6 +60,11 @@ class StatusPanel(QFrame):
         # path is cut at the dock's edge, and the tooltip holds the whole text.
         self.message.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         self.message.setMinimumWidth(40)
+        # A run's report (classes, the model chosen, the season's status, warnings) may run to many
+        # lines: at most MESSAGE_LINES show, so the tabs keep their room; the tooltip and the
+        # message log hold it whole.
+        self.message.setMaximumHeight(MESSAGE_LINES * self.message.fontMetrics().lineSpacing() + 4)
+        self.message.setAlignment(Qt.AlignLeft | Qt.AlignTop)
         self.message.setTextInteractionFlags(Qt.TextSelectableByMouse)
         layout.addWidget(self.message)
         self.install_button = QPushButton(tr("Install missing packages"))

@@ -223,6 +223,15 @@ def test_every_page_fits_the_default_dock_width_and_long_messages_wrap(make_dock
     dock.say(f"Not started: {path} cannot be read", 2)  # Qgis.Critical
     assert dock.widget().minimumSizeHint().width() == before
     assert dock.message.toolTip().endswith("cannot be read")
+    # A report of many lines (an as-of run's) shows nine at most; the tooltip holds it whole.
+    from thermocrop.plugin.dock.status_panel import MESSAGE_LINES
+
+    report = "\n".join(f"line {i} of a long report of the run" for i in range(30))
+    dock.say(report, 0)  # Qgis.Info
+    line = dock.message.fontMetrics().lineSpacing()
+    assert dock.message.sizeHint().height() > 20 * line  # it would take them all
+    assert dock.message.maximumHeight() <= (MESSAGE_LINES + 1) * line and MESSAGE_LINES == 9
+    assert dock.message.toolTip() == report
     # The counts name classes in words; their ids stay what counts_text reports.
     names = [dock.counts.topLevelItem(i).text(0) for i in range(dock.counts.topLevelItemCount())]
     assert names == ["Spring barley", "Winter wheat", "(outside_scenes)"]
