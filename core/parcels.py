@@ -204,8 +204,8 @@ logging.getLogger("fiona._env").addFilter(_NullGeometryNoise())
 def _read_layer(parcels: ParcelSource, layer: Optional[str] = None):
     import geopandas as gpd
 
-    if isinstance(parcels, gpd.GeoDataFrame):
-        return parcels, "GeoDataFrame"
+    if isinstance(parcels, gpd.GeoDataFrame):  # a layer read elsewhere (QGIS) may carry its name
+        return parcels, str(parcels.attrs.get("name") or "GeoDataFrame")
     path = Path(parcels)
     problem = parcel_layer_problem(path, layer)
     if problem:

@@ -67,7 +67,9 @@ class LayerSnapshot:
         if only_selected and self.selected is not None:
             request.setFilterFids(list(self.selected))
         features = self.source.getFeatures(request)
-        return features_to_frame(features, self.crs, attributes=self.field_names if attributes else None)
+        frame, fids = features_to_frame(features, self.crs, attributes=self.field_names if attributes else None)
+        frame.attrs["name"] = self.name  # what messages call the parcels
+        return frame, fids
 
 
 @dataclass
@@ -213,6 +215,7 @@ class ReferenceLayerTask(ThermoCropTask):
         snapshot = request.reference.source
         if isinstance(snapshot, LayerSnapshot):
             frame, _ = features_to_frame(snapshot.source.getFeatures(), snapshot.crs, label_field=request.label_field)
+            frame.attrs["name"] = snapshot.name  # what messages call the reference parcels
             request = replace(request, reference=replace(request.reference, source=frame))
         progress(0.02)
         self.run_result = self.run_request(request, RunProgress(progress.sub(0.02, 1.0)))
