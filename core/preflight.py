@@ -185,7 +185,6 @@ def check_inputs(
     weather_options: Optional[dict] = None,
     bundle: Any = None,
     need_bundle: bool = False,
-    as_of: Any = None,
 ) -> Preflight:
     """Check a run's inputs quickly, before any pixel is read.
 
@@ -206,7 +205,6 @@ def check_inputs(
         bundle: model bundle path or ``ModelBundle``; with ``need_bundle`` None is the model
             shipped for the scenes' processing level (loaded once the scenes are found).
         need_bundle: the run classifies, so a model is loaded and validated.
-        as_of: a run as of this date: the weather is checked to the last scene up to it.
 
     Returns:
         A :class:`Preflight` holding the loaded model and scenes.
@@ -264,9 +262,6 @@ def check_inputs(
             result.season_start = season_start = _season_start(result.bundle.config.gdd.get("season_start", "01-01"))
         result.scenes = select_season(found, season_start, season)
         scene_dates = np.array([s.date for s in result.scenes], dtype="datetime64[D]")
-        if as_of is not None and (scene_dates <= np.datetime64(as_of, "D")).any():
-            # A run as of a date reads the scenes up to it only: the later ones need no temperatures.
-            scene_dates = scene_dates[scene_dates <= np.datetime64(as_of, "D")]
     if dates is not None:
         scene_dates = np.asarray(dates, dtype="datetime64[D]")
 

@@ -5,7 +5,6 @@ counted per class at the head of the page."""
 
 from __future__ import annotations
 
-import datetime
 import logging
 import os
 from pathlib import Path
@@ -38,7 +37,7 @@ from qgis.PyQt.QtWidgets import (
 
 from ...core.crops import UNKNOWN_CLASS, class_colours
 from ...core.errors import ThermoCropError
-from ...core.inseason import DEFAULT_DECIDED_THRESHOLD
+from ...core.inseason import DEFAULT_DECIDED_THRESHOLD, as_day
 from ...core.result_columns import SET_FIELD, SET_SIZE_FIELD
 from ..i18n import tr
 from ..layer_writer import (
@@ -224,8 +223,12 @@ class ClassifyPanel(QObject):
             self.status.message.repaint()  # the check holds the UI thread for about a second
             # Items found in a catalogue are opened by the task (over the network, with the
             # chosen credentials), never here on the UI thread.
-            checked = self.check_inputs(layer, None if form.from_catalog else scenes, weather or None, model,
-                                        as_of=form.as_of)
+            from ...core.extract import scene_list_of
+
+            found = None if form.from_catalog else scene_list_of(scenes)
+            # As of a date the scenes after it are not read: they need no temperatures.
+            kept = [s.date for s in found or () if form.as_of is not None and as_day(s.date) <= as_day(form.as_of)]
+            checked = self.check_inputs(layer, found, weather or None, model, dates=kept or None)
             self.preflight = checked
             # The model is known now: the fields that depend on it (probabilities, and the sets
             # where it carries a calibration) are checked as the others were.
@@ -292,9 +295,9 @@ class ClassifyPanel(QObject):
 
     @staticmethod
     def check_inputs(layer: QgsVectorLayer, scenes: Optional[list], weather: str, model: Optional[str],
-                     as_of: Optional[datetime.date] = None):
+                     dates: Optional[list] = None):
         """``core.preflight.check_inputs`` for a project layer: its CRS and extent, the scenes, the
-        weather (to the last scene up to ``as_of`` where given) and the model (loaded and
+        weather (at ``dates`` where given, else the scenes' dates) and the model (loaded and
         validated). Returns the ``Preflight``.
 
         Raises:
@@ -307,7 +310,7 @@ class ClassifyPanel(QObject):
         bounds = None if extent.isEmpty() else (extent.xMinimum(), extent.yMinimum(), extent.xMaximum(),
                                                 extent.yMaximum())
         checked = check_inputs(parcels=LayerFootprint(crs.toWkt() if crs.isValid() else "", bounds), scenes=scenes,
-                               weather=weather, bundle=model, need_bundle=True, as_of=as_of)
+                               weather=weather, bundle=model, need_bundle=True, dates=dates)
         log.info("Dock preflight of %s took %.2f s", layer.name(), checked.seconds)
         return checked
 
