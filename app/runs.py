@@ -17,7 +17,7 @@ import pandas as pd
 from ..core.classify import add_prediction_sets, calibration_threshold, classify_parcels, write_classification
 from ..core.errors import InputError, NoUsableParcelsError
 from ..core.extract import extract_to_dataset
-from ..core.inseason import as_day, early_warning, scenes_as_of, trained_season
+from ..core.inseason import early_warning, trained_season, weather_dates_as_of
 from ..core.io.csv_cells import inert_frame
 from ..core.io.geoparquet import is_parquet
 from ..core.io.output import check_distinct_outputs, check_output, write_text
@@ -201,12 +201,10 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
     out_path = target.path if target else output.path if output else None
     run_folder = run_folder_of(request.cluster, out_path) if cluster else None
     scenes = resolve_scenes(request.scenes, parcels.source, on_stats=progress.on_stats, report=progress.report)
-    given = scenes
-    if request.as_of is not None:  # the scenes left out need no temperatures (all kept: season_as_of refuses)
-        scenes = scenes_as_of(scenes, as_day(request.as_of)) or scenes
     checked = check_inputs(**parcel_checks(parcels, {"id": parcels.id_field}), scenes=scenes,
                            season=request.scenes.season, weather=request.weather.local_files()[0],
-                           bundle=request.model, need_bundle=True)
+                           bundle=request.model, need_bundle=True,
+                           dates=weather_dates_as_of(scenes, request.as_of))
     scenes = checked.scenes
     # As of a date with no model given, the in-season model may replace the level's: which model
     # runs is said once, after the season's status.
@@ -218,9 +216,9 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
                                   checked.season_start)
         progress.weather_fetched(request.weather.service, weather)
     season, model = None, request.model
-    season_gdd = None  # as of a date: the parcels' GDD on it, which choose the calibration's season stage
+    season_gdd = None  # as of a date: the GDD of the last acquisition kept, which choose the season stage
     if request.as_of is not None:
-        scenes, season = season_as_of(request.as_of, parcels, given, weather, checked.bundle)
+        scenes, season = season_as_of(request.as_of, parcels, scenes, weather, checked.bundle)
         # The stage of what the model sees: the GDD of the last acquisition kept, as each parcel's
         # confidence takes the stage of its own last date.
         season_gdd = season.seen_gdd if np.isfinite(season.seen_gdd) else None

@@ -55,6 +55,15 @@ def scenes_as_of(scenes: Sequence[Any], as_of: Any) -> list:
     return [s for s in scenes if as_day(s.date) <= day]
 
 
+def weather_dates_as_of(scenes: Sequence[Any], as_of: Any) -> Optional[list]:
+    """The dates a run as of ``as_of`` (None: the whole season) needs temperatures at, for the
+    inputs' check (``core.preflight.check_inputs``'s ``dates``): those of the scenes up to it, as
+    the later ones are not read. None: those of every scene (the whole season, or no scene up to
+    the date, which the run refuses by itself)."""
+    kept = [s.date for s in scenes_as_of(scenes, as_of)] if as_of is not None else []
+    return kept or None
+
+
 @dataclass(frozen=True)
 class SeasonStatus:
     """How far the season had come on a date.

@@ -77,7 +77,6 @@ class CalibratePanel(TaskPanelMixin, QWidget):
         self.reference, self.inputs, self.use_model = reference, inputs, use_model
         self.task: Optional[CalibrationTask] = None
         self._filter = ("", 0)
-        self._asked = False
         """The reference layer's filter and the features it showed when the run started."""
         # Replaced in tests; asks where the model goes when the project is not saved.
         self.ask_path: Callable[[str], str] = self._ask_path
@@ -129,9 +128,9 @@ class CalibratePanel(TaskPanelMixin, QWidget):
                                    "first."))
         # The default path is a free name, which nothing may take while the run writes; a path
         # asked for was confirmed in the save dialog, so an existing file there is replaced.
-        self._asked = out is not None
+        confirmed = out is not None
         if out is None:
-            out = self._default_path(layer, model)
+            out, confirmed = self._default_path(layer, model)
             if not out:
                 return None
         if Path(out).suffix.lower() != ".tcm":
@@ -140,25 +139,25 @@ class CalibratePanel(TaskPanelMixin, QWidget):
         self._filter = (layer.subsetString(), layer.featureCount())
         return CalibrateRequest(reference=ParcelsSpec(snapshot, name=layer.name()), label_field=label_field,
                                 scenes=ScenesSpec(files=tuple(scenes)), weather=weather_spec(weather), out=str(out),
-                                model=model or None, class_map=class_map or None, overwrite=self._asked,
+                                model=model or None, class_map=class_map or None, overwrite=confirmed,
                                 method=self.method_box.currentData())
 
-    def _default_path(self, layer: QgsVectorLayer, model: Optional[str]) -> str:
-        """Beside the project; beside the layer's file when it is not saved; else asked."""
+    def _default_path(self, layer: QgsVectorLayer, model: Optional[str]) -> tuple[str, bool]:
+        """Beside the project; beside the layer's file when it is not saved; else asked (and
+        confirmed in the dialog where it exists). ``(path, confirmed)``; "" where none was given."""
         home = QgsProject.instance().absolutePath()
         source = Path(layer.source().split("|")[0])
         folder = Path(home) if home else (source.parent if source.is_file() else None)
         if folder is None:
-            self._asked = True
             path = self.ask_path(str(calibrated_model_path(Path.home(), model)))
             if not path:  # the dialog was cancelled: the last run's text must not stay as if it were this one's
                 self._show(tr("Not calibrated: no file was chosen for the calibrated model."), Qgis.Info)
-            return path
+            return path, True
         try:
-            return str(calibrated_model_path(folder, model))
+            return str(calibrated_model_path(folder, model)), False
         except ValueError as exc:
             self._refuse(str(exc))
-            return ""
+            return "", False
 
     def _ask_path(self, default: str) -> str:
         path, _ = QFileDialog.getSaveFileName(self, tr("Calibrated model"), default, tr("ThermoCrop model (*.tcm)"))

@@ -192,9 +192,7 @@ class TrainingTask(ThermoCropTask):
         result = train_model(data, r.out, config, show_progress=False, progress=progress.sub(0.4, 1.0),
                              provenance={"train_regions": [r.parcels.name]})
         self.bundle_path, self.metrics = result.bundle_path, result.metrics
-        from ..core.model.bundle import load_bundle
-
-        self.calibrated = load_bundle(result.bundle_path).calibration is not None
+        self.calibrated = "calibration" in result.metrics  # recorded with the bundle's (training.results)
 
     def _remove_outputs(self) -> None:
         """What this run wrote: the dataset folder and the bundle with its side files."""

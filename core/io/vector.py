@@ -125,13 +125,17 @@ def date_field_names(dates: Sequence[Any], driver: Optional[str] = None) -> list
     return [prefix + s for s in stamps]
 
 
+DATE_FIELD = re.compile(r"(gdd_|g)\d{8}", re.IGNORECASE)
+"""A field named as :func:`date_field_names` names them."""
+
+
 def earlier_date_fields(existing: Sequence[str], names: Sequence[str]) -> list[str]:
     """The fields among ``existing`` named as :func:`date_field_names` names them (``gdd_YYYYMMDD``,
     ``gYYYYMMDD``) that are not among this run's ``names`` (case aside): an earlier run's values, of
     other dates or another base temperature, which would sit unexplained beside this run's."""
     written = {name.lower() for name in names}
     return [name for name in existing
-            if re.fullmatch(r"(gdd_|g)\d{8}", name, re.IGNORECASE) and name.lower() not in written]
+            if DATE_FIELD.fullmatch(name) and name.lower() not in written]
 
 
 @dataclass
@@ -219,13 +223,14 @@ FIELD_KINDS = ("string", "real", "integer")
 
 def _named_by_us(name: str) -> bool:
     """Whether the output field ``name`` is one whose name no option sets: the optional result
-    fields (sets, decision dates, margin, entropy), ``p_<class>`` and ``gdd_YYYYMMDD``."""
+    fields (sets, decision dates, margin, entropy), ``p_<class>`` and ``gdd_YYYYMMDD``
+    (:data:`DATE_FIELD`)."""
     from ..model.uncertainty import PROBABILITY_PREFIX
     from ..result_columns import OPTIONAL_FIELDS
 
     lower = name.lower()
     return (lower in {f.lower() for f in OPTIONAL_FIELDS} or lower.startswith(PROBABILITY_PREFIX)
-            or re.fullmatch(r"gdd_\d{8}", lower) is not None)
+            or DATE_FIELD.fullmatch(name) is not None)
 
 
 def replaced_fields(existing: Mapping[str, str], target: VectorTarget, kinds: Mapping[str, str],

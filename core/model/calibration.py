@@ -35,7 +35,7 @@ import numpy as np
 
 from ..accuracy_stats import reliability
 from ..errors import InputError
-from .season_stages import SeasonStage, check_stages, stage_of
+from .season_stages import MAX_STAGE_SCORES, MAX_STAGES, SeasonStage, stage_of
 
 log = logging.getLogger(__name__)
 
@@ -226,7 +226,39 @@ def check_calibration_data(data: Any, classes: Optional[int] = None) -> None:
         if value is not None and (not _finite(value) or not 0.0 <= value <= 1.0):
             raise ValueError(f"calibration.{key} must be a number from 0 to 1 or null, not {value!r}")
     if "stages" in data:
-        check_stages(data["stages"], TEMPERATURE_RANGE)
+        check_stages(data["stages"])
+
+
+def check_stages(data: Any) -> None:
+    """Check a calibration's ``stages`` record (a list of :meth:`SeasonStage.to_dict` mappings
+    with rising bounds).
+
+    Raises:
+        ValueError: naming the first entry that is missing, of the wrong type or out of range.
+    """
+    if not isinstance(data, (list, tuple)) or len(data) > MAX_STAGES:
+        raise ValueError(f"calibration.stages must be a list of at most {MAX_STAGES} stages")
+    previous = -math.inf
+    for i, stage in enumerate(data):
+        name = f"calibration.stages[{i}]"
+        if not isinstance(stage, Mapping) or set(stage) != {"below_gdd", "temperature", "scores", "parcels"}:
+            raise ValueError(f"{name} must hold below_gdd, temperature, scores and parcels, and nothing else")
+        bound, t, scores, parcels = stage["below_gdd"], stage["temperature"], stage["scores"], stage["parcels"]
+        if not _finite(bound) or not previous < bound <= 100_000:
+            raise ValueError(f"{name}.below_gdd must be a number above the stage before and at most 100,000")
+        previous = bound
+        if not _finite(t) or not TEMPERATURE_RANGE[0] <= t <= TEMPERATURE_RANGE[1]:
+            raise ValueError(f"{name}.temperature must be a number from {TEMPERATURE_RANGE[0]:g} to "
+                             f"{TEMPERATURE_RANGE[1]:g}")
+        if (not isinstance(scores, (list, tuple)) or not scores or len(scores) > MAX_STAGE_SCORES
+                or any(not _finite(s) or not 0.0 <= s <= 1.0 for s in scores)):
+            raise ValueError(f"{name}.scores must be a list of 1 to {MAX_STAGE_SCORES:,} numbers from 0 to 1")
+        if not isinstance(parcels, int) or isinstance(parcels, bool) or parcels < 0:
+            raise ValueError(f"{name}.parcels must be a whole number")
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _finite(value: Any) -> bool:

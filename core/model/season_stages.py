@@ -17,7 +17,6 @@ the crops wherever they grow.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
@@ -65,38 +64,6 @@ class SeasonStage:
                    scores=tuple(float(s) for s in data["scores"]), parcels=int(data["parcels"]))
 
 
-def check_stages(data: Any, temperature_range: tuple[float, float]) -> None:
-    """Check a calibration's ``stages`` record (a list of :meth:`SeasonStage.to_dict` mappings
-    with rising bounds).
-
-    Raises:
-        ValueError: naming the first entry that is missing, of the wrong type or out of range.
-    """
-    if not isinstance(data, (list, tuple)) or len(data) > MAX_STAGES:
-        raise ValueError(f"calibration.stages must be a list of at most {MAX_STAGES} stages")
-    previous = -math.inf
-    for i, stage in enumerate(data):
-        name = f"calibration.stages[{i}]"
-        if not isinstance(stage, Mapping) or set(stage) != {"below_gdd", "temperature", "scores", "parcels"}:
-            raise ValueError(f"{name} must hold below_gdd, temperature, scores and parcels, and nothing else")
-        bound, t, scores, parcels = stage["below_gdd"], stage["temperature"], stage["scores"], stage["parcels"]
-        if not _finite(bound) or not previous < bound <= 100_000:
-            raise ValueError(f"{name}.below_gdd must be a number above the stage before and at most 100,000")
-        previous = bound
-        if not _finite(t) or not temperature_range[0] <= t <= temperature_range[1]:
-            raise ValueError(f"{name}.temperature must be a number from {temperature_range[0]:g} to "
-                             f"{temperature_range[1]:g}")
-        if (not isinstance(scores, (list, tuple)) or not scores or len(scores) > MAX_STAGE_SCORES
-                or any(not _finite(s) or not 0.0 <= s <= 1.0 for s in scores)):
-            raise ValueError(f"{name}.scores must be a list of 1 to {MAX_STAGE_SCORES:,} numbers from 0 to 1")
-        if not isinstance(parcels, int) or isinstance(parcels, bool) or parcels < 0:
-            raise ValueError(f"{name}.parcels must be a whole number")
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def stage_of(stages: Sequence[SeasonStage], gdd: np.ndarray) -> np.ndarray:
     """For each GDD, the index of the first stage whose bound it is below; -1 beyond the last
     (and for NaN): the whole-season calibration."""
@@ -119,14 +86,9 @@ def describe_stage(stages: Sequence[SeasonStage], gdd: float) -> Optional[str]:
 
 def last_date_gdd(gdd: np.ndarray, date_mask: np.ndarray) -> np.ndarray:
     """``(P,)`` the GDD of each parcel's last valid date (NaN without one): how far the season had
-    come in what the model saw of it."""
+    come in what the model saw of it (the last cut of :func:`prefix_gdd`)."""
     mask = np.asarray(date_mask, dtype=bool)
-    g = np.asarray(gdd, dtype=np.float64)
-    if not mask.size:
-        return np.full(len(mask), np.nan)
-    last = mask.shape[1] - 1 - np.argmax(mask[:, ::-1], axis=1)
-    out = g[np.arange(len(mask)), last]
-    return np.where(mask.any(axis=1), out, np.nan)
+    return prefix_gdd(gdd, mask)[:, -1] if mask.shape[-1] else np.full(len(mask), np.nan)
 
 
 def prefix_gdd(gdd: np.ndarray, date_mask: np.ndarray) -> np.ndarray:

@@ -37,7 +37,7 @@ from qgis.PyQt.QtWidgets import (
 
 from ...core.crops import UNKNOWN_CLASS, class_colours
 from ...core.errors import ThermoCropError
-from ...core.inseason import DEFAULT_DECIDED_THRESHOLD, as_day
+from ...core.inseason import DEFAULT_DECIDED_THRESHOLD, weather_dates_as_of
 from ...core.result_columns import SET_FIELD, SET_SIZE_FIELD
 from ..i18n import tr
 from ..layer_writer import (
@@ -226,9 +226,8 @@ class ClassifyPanel(QObject):
             from ...core.extract import scene_list_of
 
             found = None if form.from_catalog else scene_list_of(scenes)
-            # As of a date the scenes after it are not read: they need no temperatures.
-            kept = [s.date for s in found or () if form.as_of is not None and as_day(s.date) <= as_day(form.as_of)]
-            checked = self.check_inputs(layer, found, weather or None, model, dates=kept or None)
+            checked = self.check_inputs(layer, found, weather or None, model,
+                                        dates=weather_dates_as_of(found or (), form.as_of))
             self.preflight = checked
             # The model is known now: the fields that depend on it (probabilities, and the sets
             # where it carries a calibration) are checked as the others were.

@@ -71,22 +71,6 @@ def loopback_services(catalogue, tmp_path, monkeypatch):
     return catalogue
 
 
-def _Log():  # noqa: N802 (reads like the feedback class it makes)
-    """A Processing feedback keeping what the algorithm logged in ``lines``."""
-    from qgis.core import QgsProcessingFeedback
-
-    class Feedback(QgsProcessingFeedback):
-        def __init__(self):
-            super().__init__()
-            self.lines = []
-
-        def pushInfo(self, info):  # noqa: N802 (QGIS API)
-            self.lines.append(info)
-            super().pushInfo(info)
-
-    return Feedback()
-
-
 def _run(name, params, feedback=None):
     import processing
     from qgis.core import QgsProcessingContext
@@ -105,7 +89,7 @@ def _search_cli(parcels, server, out):
 
 @pytest.mark.slow
 def test_search_writes_the_clis_collection_and_classify_from_it_labels_as_the_cli(
-        provider, loopback_services, tiny_region, small_bundle, tmp_path):
+        provider, loopback_services, tiny_region, small_bundle, tmp_path, log_feedback):
     import geopandas as gpd
 
     from thermocrop.cli.main import main
@@ -113,7 +97,7 @@ def test_search_writes_the_clis_collection_and_classify_from_it_labels_as_the_cl
     server = loopback_services
     parcels = tiny_region / "parcels.gpkg"
     out = tmp_path / "qgis-items.json"
-    log = _Log()
+    log = log_feedback()
     result = _run("thermocrop:searchcatalog", {
         "INPUT": str(parcels), "CATALOG": URL_CHOICE, "URL": server.url + "/stac", "SEASON": 2017,
         "MAX_CLOUD": 60, "OUTPUT": str(out)}, log)
@@ -129,7 +113,7 @@ def test_search_writes_the_clis_collection_and_classify_from_it_labels_as_the_cl
 
     # Classify parcels from the saved collection, temperatures from Open-Meteo, against the CLI's --stac.
     classified = tmp_path / "qgis.gpkg"
-    log = _Log()
+    log = log_feedback()
     _run("thermocrop:classifyparcels", {
         "INPUT": str(parcels), "STAC_ITEMS": str(out), "WEATHER_SERVICE": 1, "MODEL": str(small_bundle),
         "OUTPUT": str(classified)}, log)

@@ -45,6 +45,20 @@ def rpg_layer(qgis_app, tiny_region, tmp_path):
     QgsProject.instance().removeAllMapLayers()
 
 
+@pytest.fixture
+def train_dock(rpg_layer, tiny_region, region_weather):
+    """A dock with the tiny region's scenes and weather, its Train tab on the labelled layer."""
+    from thermocrop.plugin.dock import ThermoCropDock
+
+    dock = ThermoCropDock(restore=False)
+    dock.add_scene_paths([str(tiny_region / "scenes")])
+    dock.weather.setFilePath(str(region_weather))
+    dock.train_panel.set_layer(rpg_layer[0])
+    yield dock
+    dock.shutdown()
+    dock.deleteLater()
+
+
 def _wait(owner, timeout=900):
     from qgis.core import QgsApplication
 
@@ -76,20 +90,15 @@ def test_the_form_guesses_label_block_and_code_table(rpg_layer):
         dock.deleteLater()
 
 
-def test_the_form_starts_from_scratch_or_from_the_model_chosen(rpg_layer, tiny_region, region_weather, tmp_path):
+def test_the_form_starts_from_scratch_or_from_the_model_chosen(train_dock, tmp_path):
     from qgis.core import QgsProject
 
     from thermocrop.core.model.bundle import ensemble_bundle_path
-    from thermocrop.plugin.dock import ThermoCropDock
 
-    layer, _ = rpg_layer
     QgsProject.instance().setFileName(str(tmp_path / "farm.qgz"))
-    dock = ThermoCropDock(restore=False)
+    dock = train_dock
+    panel = dock.train_panel
     try:
-        dock.add_scene_paths([str(tiny_region / "scenes")])
-        dock.weather.setFilePath(str(region_weather))
-        panel = dock.train_panel
-        panel.set_layer(layer)
         # Empty by default: from scratch, with the variant chosen here.
         assert panel.init_model.filePath() == "" and panel.variant.isEnabled()
         request = panel.request()
@@ -109,30 +118,23 @@ def test_the_form_starts_from_scratch_or_from_the_model_chosen(rpg_layer, tiny_r
         panel.init_model.setFilePath(str(tmp_path / "missing.tcm"))
         assert panel.request() is None and "missing.tcm" in panel.status.text()
     finally:
-        dock.shutdown()
-        dock.deleteLater()
         QgsProject.instance().setFileName("")
 
 
 @pytest.mark.slow
-def test_training_writes_a_bundle_beside_the_project_and_selects_it(rpg_layer, tiny_region, region_weather,
-                                                                   tmp_path):
+def test_training_writes_a_bundle_beside_the_project_and_selects_it(rpg_layer, train_dock, tmp_path):
     from qgis.core import QgsProject
 
     from thermocrop.core.model.bundle import load_bundle
     from thermocrop.core.pixel_sets import open_dataset
-    from thermocrop.plugin.dock import ThermoCropDock
 
-    layer, frame = rpg_layer
+    _, frame = rpg_layer
     project_dir = tmp_path / "project"
     project_dir.mkdir()
     QgsProject.instance().setFileName(str(project_dir / "farm.qgz"))
-    dock = ThermoCropDock(restore=False)
+    dock = train_dock
+    panel = dock.train_panel
     try:
-        dock.add_scene_paths([str(tiny_region / "scenes")])
-        dock.weather.setFilePath(str(region_weather))
-        panel = dock.train_panel
-        panel.set_layer(layer)
         panel.epochs.setValue(1)
         panel.steps.setValue(2)
         panel.batch_size.setValue(8)
@@ -161,80 +163,58 @@ def test_training_writes_a_bundle_beside_the_project_and_selects_it(rpg_layer, t
         # A second training does not overwrite the first.
         assert panel.request().out != str(bundle_path)
     finally:
-        dock.shutdown()
-        dock.deleteLater()
         QgsProject.instance().setFileName("")
 
 
 @pytest.mark.slow
-def test_a_cancelled_training_leaves_nothing(rpg_layer, tiny_region, region_weather, tmp_path):
+def test_a_cancelled_training_leaves_nothing(train_dock, tmp_path):
     from qgis.core import QgsApplication
 
-    from thermocrop.plugin.dock import ThermoCropDock
-
-    layer, _ = rpg_layer
-    dock = ThermoCropDock(restore=False)
-    try:
-        dock.add_scene_paths([str(tiny_region / "scenes")])
-        dock.weather.setFilePath(str(region_weather))
-        panel = dock.train_panel
-        panel.set_layer(layer)
-        before = sorted(p.name for p in tmp_path.iterdir())
-        task = panel.train()
-        end = time.monotonic() + 120
-        while task.progress() < 3 and panel.task is not None and time.monotonic() < end:
-            QgsApplication.processEvents()
-            time.sleep(0.02)
-        panel.cancel()
-        _wait(panel)
-        assert task.cancelled and task.bundle_path is None
-        assert sorted(p.name for p in tmp_path.iterdir()) == before
-        assert "cancelled" in panel.status.text()
-        assert dock.model.filePath() == ""
-    finally:
-        dock.shutdown()
-        dock.deleteLater()
+    dock = train_dock
+    panel = dock.train_panel
+    before = sorted(p.name for p in tmp_path.iterdir())
+    task = panel.train()
+    end = time.monotonic() + 120
+    while task.progress() < 3 and panel.task is not None and time.monotonic() < end:
+        QgsApplication.processEvents()
+        time.sleep(0.02)
+    panel.cancel()
+    _wait(panel)
+    assert task.cancelled and task.bundle_path is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert "cancelled" in panel.status.text()
+    assert dock.model.filePath() == ""
 
 
-def test_files_of_the_model_files_name_are_neither_replaced_nor_removed(rpg_layer, tiny_region, region_weather,
-                                                                        tmp_path):
+def test_files_of_the_model_files_name_are_neither_replaced_nor_removed(train_dock, tmp_path):
     """A model file of which only the metrics and figures exist (another run's, or the user's):
     the form refuses it, naming the file, and a cancelled run removes only what it wrote."""
-    from thermocrop.plugin.dock import ThermoCropDock
     from thermocrop.plugin.train_panel import TrainingTask, model_path_beside
 
-    layer, _ = rpg_layer
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "model.metrics.json").write_text('{"mine": 1}')
     (mine / "model.curve.png").write_bytes(b"png")
     assert model_path_beside(mine, "model") == mine / "model_2.tcm"
-    dock = ThermoCropDock(restore=False)
-    try:
-        dock.add_scene_paths([str(tiny_region / "scenes")])
-        dock.weather.setFilePath(str(region_weather))
-        panel = dock.train_panel
-        panel.set_layer(layer)
-        panel.output.setFilePath(str(mine / "model.tcm"))
-        assert panel.request() is None
-        assert "model.metrics.json" in panel.status.text() or "model.curve.png" in panel.status.text()
-        panel.output.setFilePath(str(mine / "fresh.tcm"))
-        request = panel.request()
-        assert request is not None and request.out == str(mine / "fresh.tcm")
-        # What appears under the run's names once it started is the run's, removed on a cancel; what
-        # was there before it started is kept (a request made before the files appeared).
-        task = TrainingTask(request, None)
-        (mine / "fresh.metrics.json").write_text("theirs")
-        task._remove_outputs()
-        assert not (mine / "fresh.metrics.json").exists()  # not there at the start: the run's own
-        request.out = str(mine / "model.tcm")
-        task = TrainingTask(request, None)
-        task._remove_outputs()
-        assert (mine / "model.metrics.json").read_text() == '{"mine": 1}'
-        assert (mine / "model.curve.png").read_bytes() == b"png"
-    finally:
-        dock.shutdown()
-        dock.deleteLater()
+    dock = train_dock
+    panel = dock.train_panel
+    panel.output.setFilePath(str(mine / "model.tcm"))
+    assert panel.request() is None
+    assert "model.metrics.json" in panel.status.text() or "model.curve.png" in panel.status.text()
+    panel.output.setFilePath(str(mine / "fresh.tcm"))
+    request = panel.request()
+    assert request is not None and request.out == str(mine / "fresh.tcm")
+    # What appears under the run's names once it started is the run's, removed on a cancel; what
+    # was there before it started is kept (a request made before the files appeared).
+    task = TrainingTask(request, None)
+    (mine / "fresh.metrics.json").write_text("theirs")
+    task._remove_outputs()
+    assert not (mine / "fresh.metrics.json").exists()  # not there at the start: the run's own
+    request.out = str(mine / "model.tcm")
+    task = TrainingTask(request, None)
+    task._remove_outputs()
+    assert (mine / "model.metrics.json").read_text() == '{"mine": 1}'
+    assert (mine / "model.curve.png").read_bytes() == b"png"
 
 
 def test_the_label_field_guess_is_never_an_id():
