@@ -1,16 +1,19 @@
-"""Calibrating a model on the user's own reference parcels: classify them with the model's raw
-probabilities, fit the calibration (``core.model.calibration``) on their labels, write the model
+"""Calibrating a model on the user's own reference parcels: extract them from the scenes and
+weather, fit the calibration (``core.model.calibration``) and its season stages
+(``core.model.season_stages``) on the model's raw probabilities and their labels, write the model
 with it as a new bundle."""
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass
+import shutil
+import tempfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ..core.classify import bundle_thermal_time
 from ..core.errors import InputError
 from ..core.io.output import check_output
 from ..core.model.bundle import calibrated_bundle, default_bundle_path, load_bundle
@@ -24,12 +27,14 @@ from ..core.model.calibration import (
 )
 from ..core.model.shipped import refuse_shipped_model_output
 from ..core.parcels import labelled_names, load_parcels
-from ..core.pixel_sets import STATUS_OK
+from ..core.pixel_sets import open_dataset
 from ..core.preflight import run_bundle
+from ..core.settings import ExtractionSettings
+from ..training.calibrate import dataset_labels, raw_probabilities, season_stages
 from .inputs import resolve_scenes
-from .requests import CalibrateRequest, ClassifyRequest, ResultFields, ScenesSpec
+from .requests import CalibrateRequest, ExtractRequest, ScenesSpec
 from .run_progress import RunProgress
-from .runs import run_classification
+from .runs import run_extraction
 
 
 @dataclass
@@ -49,8 +54,10 @@ class CalibrationRun:
 
 
 def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] = None) -> CalibrationRun:
-    """Classify ``request.reference`` with the model's raw probabilities, fit a calibration by ``request.method``
-    on the parcels whose label is one of the model's classes, and write ``request.out``.
+    """Extract ``request.reference``, fit a calibration by ``request.method`` on the model's raw
+    probabilities of the parcels whose label is one of the model's classes, with season stages
+    fitted on the same parcels as of each date (``training.calibrate.season_stages``), and write
+    ``request.out``. The pixel sets live in a temporary folder removed before the fit.
 
     Raises:
         InputError: an unknown method, or fewer than ``MIN_CALIBRATION_PARCELS`` usable reference
@@ -76,40 +83,42 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
     if unlabelled:
         progress.report(f"{unlabelled} parcels of {name} have no label in {request.label_field!r} and are left out.")
     check_reference_labels(table, model_classes(request.model), name, unlabelled)
-    # Without a model, the shipped one of the scenes' level. It classifies without its calibration:
-    # the network's raw probabilities are what a calibration is fitted on (taking a calibration off
-    # afterwards would need each parcel's season stage, which the result does not keep).
+    # Without a model, the shipped one of the scenes' level. The reference parcels are extracted
+    # with its thermal time; the calibration is fitted on the network's raw probabilities, of the
+    # whole season and, for its season stages, as of every date.
     scenes = resolve_scenes(request.scenes, request.reference.source, on_stats=progress.on_stats,
                             report=progress.report)
     bundle = run_bundle(request.model, scenes)
-    uncalibrated = copy.copy(bundle)
-    uncalibrated.calibration = None
-    classify = ClassifyRequest(parcels=request.reference, weather=request.weather, model=uncalibrated,
-                               scenes=ScenesSpec(found=tuple(scenes), season=request.scenes.season),
-                               fields=ResultFields(coverage=None), sampling=request.sampling)
-    result = run_classification(classify, progress).result
-    raw = result.probabilities
     names = np.asarray(table.classes, dtype=object)
     given = np.asarray(table.labels) >= 0
-    labels = np.where(given, names[np.maximum(np.asarray(table.labels), 0)], None)
-    known = {c: i for i, c in enumerate(bundle.classes)}
     skipped: dict[str, int] = {}
-    for label in labels[given]:
-        if label not in known:
+    for label in names[np.asarray(table.labels)[given]]:
+        if label not in bundle.classes:
             skipped[str(label)] = skipped.get(str(label), 0) + 1
+    del table
     if skipped:
         progress.report(f"{sum(skipped.values())} reference parcels of {name} have classes the model does not know "
                         f"and are left out: " + ", ".join(f"{c} {n}" for c, n in sorted(skipped.items())))
-    by_row = {int(r): i for i, r in enumerate(table.rows)}
-    index = np.full(len(result), -1, dtype=np.int64)
-    for i, (row, status) in enumerate(zip(result.rows, result.status)):
-        j = by_row.get(int(row))
-        if j is not None and status == STATUS_OK and labels[j] in known:
-            index[i] = known[labels[j]]
+    settings = ExtractionSettings(sampling=request.sampling, thermal=bundle_thermal_time(bundle))
+    work = Path(tempfile.mkdtemp(prefix="thermocrop-calibrate-"))
+    try:
+        extract = ExtractRequest(parcels=request.reference, weather=request.weather, out=str(work / "reference"),
+                                 scenes=ScenesSpec(found=tuple(scenes), season=request.scenes.season),
+                                 label_field=request.label_field, class_map=request.class_map, block_field=None,
+                                 settings=settings)
+        ps = open_dataset(run_extraction(extract, progress).path, mmap=False)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    raw = raw_probabilities(bundle, ps)
+    index = dataset_labels(bundle, ps)
     calibration = fit_calibration(raw, index, name, method=request.method)
+    calibration = replace(calibration, stages=season_stages(bundle, [ps], [None]))
     if calibration.parcels < 5 * len(bundle.classes):
         progress.report(f"Only {calibration.parcels} reference parcels for {len(bundle.classes)} classes: the "
                         "calibration is rough; more parcels give a steadier one.")
+    if calibration.stages:
+        progress.report("Season stages fitted on the reference parcels as of each date: " + ", ".join(
+            f"below {s.below_gdd:,.0f} GDD temperature {s.temperature:.2f}" for s in calibration.stages) + ".")
     calibrated = calibration.apply(raw)
     counts: dict[str, int] = {}
     for k in index[index >= 0]:

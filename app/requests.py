@@ -325,7 +325,7 @@ def as_tuple(values: Optional[Sequence[Any]]) -> tuple:
 
 @dataclass(frozen=True)
 class CalibrateRequest:
-    """Fit a model's calibration on labelled reference parcels, classified on the fly from the
+    """Fit a model's calibration on labelled reference parcels, extracted on the fly from the
     same scenes and weather, and write the model with it as a new bundle.
 
     Attributes:

@@ -213,3 +213,51 @@ def test_without_a_model_neither_shipped_model_can_be_the_output(tiny_region, ra
         with pytest.raises(OutputError, match=rf"is the model {shipped.name} shipped with ThermoCrop"):
             app.run_calibration(request)
         assert shipped.read_bytes() == before
+
+
+def test_a_reference_calibration_fits_season_stages_on_the_parcels_as_of_each_date(tiny_region, raw_model, tmp_path):
+    """The stages of a reference calibration, worked out by classifying the reference parcels as
+    of each date one at a time (their later dates masked), not in one pass over the prefixes."""
+    from thermocrop.core.classify import bundle_thermal_time
+    from thermocrop.core.extract import extract_to_dataset
+    from thermocrop.core.model.season_stages import MIN_STAGE_ROWS, STAGE_BOUNDS
+    from thermocrop.core.parcels import ParcelFields
+    from thermocrop.core.pixel_sets import open_dataset
+    from thermocrop.core.settings import ExtractionSettings
+
+    reports = []
+    run = app.run_calibration(_request(tiny_region, tmp_path / "cal.tcm", raw_model),
+                              app.RunProgress(report=reports.append))
+    stages = load_bundle(run.path).calibration.stages
+    assert stages and any("Season stages fitted on the reference parcels" in r for r in reports)
+
+    bundle = load_bundle(raw_model)
+    ps = open_dataset(extract_to_dataset(str(tiny_region / "parcels.gpkg"), str(tiny_region / "scenes"),
+                                         str(tiny_region / "weather.nc"), tmp_path / "ds",
+                                         settings=ExtractionSettings(thermal=bundle_thermal_time(bundle)),
+                                         fields=ParcelFields(label_field="crop")), mmap=False)
+    ok = np.flatnonzero(ps.status == "ok")
+    ps = ps.subset(ok)
+    names = list(ps.classes)
+    labels = np.array([bundle.classes.index(names[v]) if v >= 0 and names[v] in bundle.classes else -1
+                       for v in ps.labels])
+    rows_p, rows_y, rows_g, rows_n = [], [], [], []
+    for t in range(ps.date_mask.shape[1]):
+        cut = replace(ps, date_mask=ps.date_mask & (np.arange(ps.date_mask.shape[1]) <= t))
+        seen = cut.date_mask.any(axis=1)
+        p = bundle.predict(cut.subset(np.flatnonzero(seen)), calibrated=False)
+        last = np.array([np.flatnonzero(m)[-1] for m in cut.date_mask[seen]])
+        rows_p.append(p)
+        rows_y.append(labels[seen])
+        rows_g.append(cut.gdd[seen][np.arange(len(last)), last])
+        rows_n.append(np.flatnonzero(seen))
+    p, y, g, n = (np.concatenate(a) for a in (rows_p, rows_y, rows_g, rows_n))
+    expected, low = [], -np.inf
+    for bound in STAGE_BOUNDS:
+        rows = np.flatnonzero((y >= 0) & (g >= low) & (g < bound))
+        low = bound
+        if len(rows) >= MIN_STAGE_ROWS:
+            expected.append((bound, fit_temperature(p[rows], y[rows]), len(np.unique(n[rows]))))
+    assert [(s.below_gdd, s.parcels) for s in stages] == [(b, k) for b, _, k in expected]
+    for stage, (_, temperature, _) in zip(stages, expected):
+        assert stage.temperature == pytest.approx(temperature, rel=1e-3)
