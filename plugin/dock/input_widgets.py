@@ -56,6 +56,29 @@ NEW_FILE, IN_PLACE = "new_file", "in_place"
 COVERAGE_LIMIT = LIMITS["coverage"]
 
 
+class TypedDateEdit(QDateEdit):
+    """A ``yyyy-MM-dd`` date field that takes a whole date typed over it.
+
+    Qt's date field edits one section at a time: with the whole text selected, a digit typed
+    replaces nothing, and a "-" typed after a section that filled up (and so moved on by itself)
+    skips the next one, so "2017-05-01" typed over "2018-08-30" gave 2018-05-01. Here a digit
+    typed over the whole text starts at the year, a "-" right after a separator is the one the
+    full section already passed, and a "-" that moves on selects the next section to type over.
+    """
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        edit, typed = self.lineEdit(), event.text()
+        text, cursor = edit.text(), edit.cursorPosition()
+        if typed.isdigit() and edit.hasSelectedText() and edit.selectedText() == text:
+            self.setSelectedSection(self.sectionAt(0))
+        elif typed == "-" and cursor > 0 and text[cursor - 1] == "-":
+            event.accept()
+            return
+        super().keyPressEvent(event)
+        if typed == "-":
+            self.setSelectedSection(self.currentSection())
+
+
 class ClassifyInputs(QWidget):
     """The Classify page's form; ``say(text, level)`` shows its hints in the dock's status panel.
 
@@ -223,7 +246,7 @@ class ClassifyInputs(QWidget):
         self.as_of_on = QCheckBox(tr("Classify as of"))
         self.as_of_on.setToolTip(tr("Leave out the scenes acquired after this date and log the season's status on "
                                     "it (unticked: every scene, up to the last)"))
-        self.as_of = QDateEdit(QDate.currentDate())
+        self.as_of = TypedDateEdit(QDate.currentDate())
         self.as_of.setCalendarPopup(True)
         self.as_of.setDisplayFormat("yyyy-MM-dd")
         # From the first Sentinel-2 year: a year typed digit by digit stays within the range.

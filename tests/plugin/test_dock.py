@@ -892,3 +892,25 @@ def test_a_free_default_calibration_path_is_not_replaced_if_taken_during_the_run
     assert request is not None and not request.overwrite and not (tmp_path / request.out).exists()
     chosen = panel.request(str(tmp_path / "mine.tcm"))
     assert chosen.out == str(tmp_path / "mine.tcm") and chosen.overwrite
+
+
+@pytest.mark.parametrize("typed, expected", [("2017-05-01", "2017-05-01"), ("20170501", "2017-05-01"),
+                                             ("2016-2-3", "2016-02-03"), ("2019-12-31", "2019-12-31")])
+def test_a_whole_date_typed_over_the_as_of_date_is_taken(dock, typed, expected):
+    """Qt's date field took a date typed over it section by section: "2017-05-01" typed over the
+    whole of "2018-08-30" gave 2018-05-01."""
+    from qgis.PyQt.QtCore import QDate, Qt
+    from qgis.PyQt.QtTest import QTest
+
+    field = dock.inputs.as_of
+    dock.inputs.as_of_on.setChecked(True)
+    field.setDate(QDate(2018, 8, 30))
+    field.setFocus()
+    field.lineEdit().selectAll()
+    QTest.keyClicks(field, typed)
+    QTest.keyClick(field, Qt.Key_Return)
+    assert field.date().toString("yyyy-MM-dd") == expected
+    # One section typed over alone still works as in any Qt date field.
+    field.setSelectedSection(field.MonthSection)
+    QTest.keyClicks(field, "07")
+    assert field.date().toString("yyyy-MM-dd") == expected[:5] + "07" + expected[7:]
