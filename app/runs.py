@@ -304,10 +304,21 @@ class ExtractionRun:
     checked: Preflight
 
 
+def selected_table(request: ExtractRequest):
+    """The selected parcels of ``request`` (``ParcelsSpec.selected_ids``) as a ``ParcelTable`` read
+    with its fields."""
+    fields = extraction_options(request)["fields"]
+    return load_parcels(request.parcels.source, id_field=fields.id_field, label_field=fields.label_field,
+                        block_field=fields.block_field, class_map=fields.class_map, min_parcels=fields.min_parcels,
+                        selected_ids=request.parcels.selected_ids)
+
+
 def grid_block_table(request: ExtractRequest):
-    """The parcels as a ``ParcelTable`` whose blocks are the cells of a ``block_size_km`` grid."""
+    """The parcels (the selected ones, where some are) as a ``ParcelTable`` whose blocks are the
+    cells of a ``block_size_km`` grid."""
     table = load_parcels(request.parcels.source, id_field=request.parcels.id_field, label_field=request.label_field,
-                         block_field=None, class_map=request.class_map, min_parcels=request.min_parcels)
+                         block_field=None, class_map=request.class_map, min_parcels=request.min_parcels,
+                         selected_ids=request.parcels.selected_ids)
     blocks = grid_blocks(locations_from_geometries(table.geometry), request.block_size_km * 1000.0)
     logging.getLogger("thermocrop.extract").info(
         "%s: %d spatial blocks from a %g km grid", table.source, len(np.unique(blocks[blocks >= 0])),
@@ -333,7 +344,10 @@ def run_extraction(request: ExtractRequest, progress: Optional[RunProgress] = No
                            weather=weather_file)
     scenes = checked.scenes
     progress.inputs_checked(checked)
-    source = grid_block_table(request) if request.block_size_km else parcels.source
+    if request.block_size_km:
+        source = grid_block_table(request)
+    else:
+        source = parcels.source if parcels.selected_ids is None else selected_table(request)
     weather = request.weather.path
     if request.weather.service:
         weather = resolve_weather(request.weather, parcel_geometry(parcels), [s.date for s in scenes],

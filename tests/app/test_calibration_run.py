@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import geopandas as gpd
 import numpy as np
+import pandas as pd
 import pytest
 
 from thermocrop import app
@@ -261,3 +262,68 @@ def test_a_reference_calibration_fits_season_stages_on_the_parcels_as_of_each_da
     assert [(s.below_gdd, s.parcels) for s in stages] == [(b, k) for b, _, k in expected]
     for stage, (_, temperature, _) in zip(stages, expected):
         assert stage.temperature == pytest.approx(temperature, rel=1e-3)
+
+
+def test_a_reference_selection_calibrates_on_the_selected_parcels_alone(tiny_region, raw_model, tmp_path):
+    from thermocrop.core.classify import classify_parcels
+
+    layer = gpd.read_file(tiny_region / "parcels.gpkg")
+    chosen = tuple(str(i) for i in layer["parcel_id"].iloc[:80])
+    assert len(chosen) < len(layer)
+    run = app.run_calibration(_request(tiny_region, tmp_path / "cal.tcm", raw_model,
+                                       parcels={"selected_ids": chosen}))
+    raw = classify_parcels(str(tiny_region / "parcels.gpkg"), str(tiny_region / "scenes"),
+                           str(tiny_region / "weather.nc"), str(raw_model), selected_ids=list(chosen))
+    classes = list(raw.classes)
+    labels = np.array([classes.index(c) if c in classes else -1 for c in layer["crop"]])[raw.rows]
+    keep = (raw.status == "ok") & (labels >= 0) & np.isin(raw.parcel_ids, chosen)
+    assert run.calibration.parcels == keep.sum() >= 50
+    assert run.calibration.temperature == pytest.approx(fit_temperature(raw.probabilities[keep], labels[keep]),
+                                                        rel=1e-4)
+
+
+def test_the_reference_layers_warnings_are_logged_once(tiny_region, raw_model, tmp_path, caplog):
+    """The layer is read for its labels and again by the extraction; its warnings came twice."""
+    import logging
+
+    from shapely.geometry import Polygon
+
+    layer = gpd.read_file(tiny_region / "parcels.gpkg")
+    broken = layer.iloc[:1].copy()
+    broken["geometry"] = [Polygon()]
+    broken["parcel_id"] = "empty-field"
+    reference = tmp_path / "reference.gpkg"
+    gpd.GeoDataFrame(pd.concat([layer, broken], ignore_index=True), crs=layer.crs).to_file(reference)
+    request = replace(_request(tiny_region, tmp_path / "cal.tcm", raw_model), reference=ParcelsSpec(str(reference)))
+    with caplog.at_level(logging.WARNING, logger="thermocrop"):
+        app.run_calibration(request)
+    said = [r for r in caplog.records if "unusable geometries" in r.getMessage()]
+    assert len(said) == 1 and "1 parcels" in said[0].getMessage()
+
+
+def test_quietly_leaves_out_the_warnings_of_its_own_thread_alone(caplog):
+    import logging
+    import threading
+
+    from thermocrop.core.quiet_log import QUIET, quietly
+
+    logger = logging.getLogger("thermocrop.test_quiet")
+    logger.addFilter(QUIET)
+    inside, outside = threading.Event(), threading.Event()
+
+    def other():
+        inside.wait(5)
+        logger.warning("from another thread")
+        outside.set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    with caplog.at_level(logging.WARNING, logger="thermocrop"), quietly():
+        logger.warning("left out")
+        logger.error("an error passes")
+        inside.set()
+        outside.wait(5)
+    logger.warning("after")
+    thread.join()
+    logger.removeFilter(QUIET)
+    assert [r.getMessage() for r in caplog.records] == ["an error passes", "from another thread", "after"]
