@@ -29,6 +29,7 @@ from ..core.model.shipped import refuse_shipped_model_output
 from ..core.parcels import labelled_names, load_parcels
 from ..core.pixel_sets import open_dataset
 from ..core.preflight import run_bundle
+from ..core.quiet_log import quietly
 from ..core.settings import ExtractionSettings
 from ..training.calibrate import dataset_labels, raw_probabilities, season_stages
 from .inputs import resolve_scenes
@@ -106,7 +107,8 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
                                  scenes=ScenesSpec(found=tuple(scenes), season=request.scenes.season),
                                  label_field=request.label_field, class_map=request.class_map, block_field=None,
                                  settings=settings)
-        ps = open_dataset(run_extraction(extract, progress).path, mmap=False)
+        with quietly():  # its read of the layer's labels logs what the first read logged
+            ps = open_dataset(run_extraction(extract, progress).path, mmap=False)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     raw = raw_probabilities(bundle, ps)

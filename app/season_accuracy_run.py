@@ -18,6 +18,7 @@ from ..core.model.bundle import shipped_model_choice
 from ..core.parcels import labelled_names, load_parcels
 from ..core.pixel_sets import open_dataset
 from ..core.preflight import run_bundle
+from ..core.quiet_log import quietly
 from ..core.settings import ExtractionSettings
 from ..training.datasets import unseen_classes
 from ..training.season_accuracy import (
@@ -81,7 +82,8 @@ def run_season_accuracy(request: SeasonAccuracyRequest, progress: Optional[RunPr
         extract = ExtractRequest(parcels=reference, scenes=ScenesSpec(found=tuple(scenes), season=request.scenes.season),
                                  weather=request.weather, out=str(work / "reference"), label_field=request.label_field,
                                  class_map=request.class_map, block_field=None, settings=settings)
-        ps = open_dataset(run_extraction(extract, progress).path)
+        with quietly():  # its read of the layer's labels logs what the first read logged
+            ps = open_dataset(run_extraction(extract, progress).path)
         left_out = unseen_classes([ps], bundle.classes)
         if left_out:
             progress.report(f"{sum(left_out.values())} reference parcels of {reference.describe()} have classes the "

@@ -34,8 +34,10 @@ from .errors import InputError
 from .io.csv_cells import inert_row
 from .io.output import write_text
 from .io.safe_read import MAX_NESTING, read_limited
+from .quiet_log import QUIET
 
 log = logging.getLogger(__name__)
+log.addFilter(QUIET)  # a read a run repeats logs once (core.quiet_log)
 
 PRESETS: tuple[str, ...] = ("austria", "denmark", "france")
 """The preset class maps of the paper's three countries, built from the reference

@@ -16,8 +16,10 @@ from .errors import InputError, NoUsableParcelsError
 from .io.geoparquet import GeoParquetLayer, is_parquet
 from .io.source_layer import default_layer_name, parcel_layer_problem
 from .pixel_sets import STATUS_OK
+from .quiet_log import QUIET
 
 log = logging.getLogger(__name__)
+log.addFilter(QUIET)  # a read a run repeats logs once (core.quiet_log)
 
 STATUS_OUTSIDE = "outside_scenes"
 STATUS_TOO_SMALL = "too_small"
