@@ -13,7 +13,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..core.classify import bundle_thermal_time
+from ..core.classify import bundle_thermal_time, scene_warnings
 from ..core.errors import InputError
 from ..core.io.output import check_output
 from ..core.model.bundle import calibrated_bundle, default_bundle_path, load_bundle
@@ -90,6 +90,8 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
     scenes = resolve_scenes(request.scenes, request.reference.source, on_stats=progress.on_stats,
                             report=progress.report)
     bundle = run_bundle(request.model, scenes)
+    for warning in scene_warnings(bundle, scenes):
+        progress.report(warning)
     names = np.asarray(table.classes, dtype=object)
     given = np.asarray(table.labels) >= 0
     skipped: dict[str, int] = {}

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..core.classify import bundle_thermal_time
+from ..core.classify import bundle_thermal_time, scene_warnings
 from ..core.errors import DatasetError
 from ..core.model.bundle import shipped_model_choice
 from ..core.parcels import labelled_names, load_parcels
@@ -66,6 +66,8 @@ def run_season_accuracy(request: SeasonAccuracyRequest, progress: Optional[RunPr
     require_features(reference, "score")
     scenes = resolve_scenes(request.scenes, reference.source, on_stats=progress.on_stats, report=progress.report)
     bundle = run_bundle(request.model, scenes)
+    for warning in scene_warnings(bundle, scenes):
+        progress.report(warning)
     model = Path(request.model).name if request.model else shipped_model_choice(sc.level for sc in scenes)[0].name
     table = load_parcels(reference.source, id_field=reference.id_field, label_field=request.label_field,
                          class_map=request.class_map, block_field=None, selected_ids=reference.selected_ids)

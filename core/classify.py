@@ -155,6 +155,14 @@ UNKNOWN_SHARE = 0.25
 """A run with this share of its classified parcels "unknown" or more says so."""
 
 
+def scene_warnings(bundle: Any, scenes: Sequence[Any]) -> list[str]:
+    """What a run of ``bundle`` on extracted ``scenes`` should say before it starts, as a
+    classification does: scenes of another processing level than the model's
+    (:func:`level_mismatch`), too few dates (:func:`few_dates`). The extraction says itself which
+    L2A scenes lack a scene classification layer."""
+    return [w for w in (level_mismatch(bundle, scenes), few_dates(scenes)) if w]
+
+
 def few_dates(scenes: Sequence[Any]) -> Optional[str]:
     """A warning when the scenes hold fewer than :data:`FEW_DATES` acquisition dates.
 

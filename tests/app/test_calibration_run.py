@@ -231,6 +231,8 @@ def test_a_reference_calibration_fits_season_stages_on_the_parcels_as_of_each_da
                               app.RunProgress(report=reports.append))
     stages = load_bundle(run.path).calibration.stages
     assert stages and any("Season stages fitted on the reference parcels" in r for r in reports)
+    # The L1C model on these L2A scenes is said, as a classification says it.
+    assert any("The model was trained on L1C scenes but these are L2A" in r for r in reports), reports
 
     bundle = load_bundle(raw_model)
     ps = open_dataset(extract_to_dataset(str(tiny_region / "parcels.gpkg"), str(tiny_region / "scenes"),

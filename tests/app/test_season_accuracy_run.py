@@ -98,3 +98,13 @@ def test_a_reference_without_a_class_of_the_model_is_refused_naming_the_layer(ti
         with pytest.raises(DatasetError, match="none of its 6 parcels has a label of the model's classes"):
             app.run_season_accuracy(request)
     assert not extraction.called
+
+
+def test_a_model_of_another_level_than_the_scenes_is_said(tiny_region, tmp_path):
+    from thermocrop.core.model.bundle import default_bundle_path
+
+    reports = []
+    run = app.run_season_accuracy(_request(tiny_region, tmp_path / "out", model=str(default_bundle_path("L1C"))),
+                                  app.RunProgress(report=reports.append))
+    assert run.model == "default_fast.tcm"
+    assert any("The model was trained on L1C scenes but these are L2A" in r for r in reports), reports
