@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -21,14 +21,16 @@ from ..core.model.calibration import (
     CALIBRATION_METHODS,
     MIN_CALIBRATION_PARCELS,
     Calibration,
+    check_label_variety,
     expected_calibration_error,
     fit_calibration,
     reliability_table,
 )
 from ..core.model.shipped import refuse_shipped_model_output
 from ..core.parcels import labelled_names, load_parcels
-from ..core.pixel_sets import open_dataset
+from ..core.pixel_sets import STATUS_OK, open_dataset
 from ..core.preflight import run_bundle
+from ..core.progress import Progress
 from ..core.quiet_log import quietly
 from ..core.settings import ExtractionSettings
 from ..training.calibrate import dataset_labels, raw_probabilities, season_stages
@@ -113,16 +115,9 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
             ps = open_dataset(run_extraction(extract, progress).path, mmap=False)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    raw = raw_probabilities(bundle, ps)
-    index = dataset_labels(bundle, ps)
-    calibration = fit_calibration(raw, index, name, method=request.method)
-    calibration = replace(calibration, stages=season_stages(bundle, [ps], [None]))
-    if calibration.parcels < 5 * len(bundle.classes):
-        progress.report(f"Only {calibration.parcels} reference parcels for {len(bundle.classes)} classes: the "
-                        "calibration is rough; more parcels give a steadier one.")
-    if calibration.stages:
-        progress.report("Season stages fitted on the reference parcels as of each date: " + ", ".join(
-            f"below {s.below_gdd:,.0f} GDD temperature {s.temperature:.2f}" for s in calibration.stages) + ".")
+    with progress.bar("calibrate") as bar:
+        calibration, raw, index = fit_on_reference(bundle, ps, name, request.method, progress.report, bar)
+        bar.check()  # a cancel while fitting writes nothing
     calibrated = calibration.apply(raw)
     counts: dict[str, int] = {}
     for k in index[index >= 0]:
@@ -134,8 +129,57 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
     calibrated_bundle(bundle, calibration, out, overwrite=request.overwrite)
     current = (expected_calibration_error(bundle.calibration.apply(raw), index) if bundle.calibration is not None
                else None)
+    if current is not None and current < calibration.ece_after:
+        progress.report(f"On these parcels the model's own calibration gave a lower calibration error ({current:.3f}) "
+                        f"than the new one ({calibration.ece_after:.3f}); the new model is no better calibrated here. "
+                        "Keep the model as it was unless these parcels are more like the fields you will classify.")
     return CalibrationRun(out, calibration, counts, skipped,
                           reliability_table(raw, index), reliability_table(calibrated, index), current)
+
+
+def fit_on_reference(bundle: Any, ps: Any, name: str, method: str, report: Callable[[str], None],
+                     progress: Progress) -> tuple[Calibration, np.ndarray, np.ndarray]:
+    """The calibration of ``bundle`` with its season stages, fitted on the extracted reference
+    parcels ``ps`` (``name`` in messages); the raw whole-season probabilities and the label index
+    of each parcel (-1: no label of the model's classes, or no result) come with it.
+
+    Raises:
+        InputError: fewer than ``MIN_CALIBRATION_PARCELS`` parcels with both a label of the
+            model's classes and a result (the counts and the parcels' statuses named), or labels
+            of a single class.
+        CancelledError: the user stopped the run.
+    """
+    status = np.asarray(ps.status)
+    ok = status == STATUS_OK
+    labels = dataset_labels(bundle, replace(ps, status=np.full(len(ps), STATUS_OK, dtype=object)))
+    without = {str(k): int(n) for k, n in zip(*np.unique(status[~ok], return_counts=True))}
+    if without:
+        report(f"{int((~ok).sum())} reference parcels of {name} have no result and are left out ("
+               + ", ".join(f"{k} {n}" for k, n in sorted(without.items())) + ").")
+    usable = ok & (labels >= 0)
+    if usable.sum() < MIN_CALIBRATION_PARCELS:
+        raise InputError(f"{name}: {int(usable.sum())} parcels can calibrate the model ({len(ps)} given, "
+                         f"{int((labels < 0).sum())} without a label the model knows, {int((~ok).sum())} without a "
+                         f"result); at least {MIN_CALIBRATION_PARCELS} are needed. "
+                         + ("Check that the scenes cover the reference parcels with clear dates and that the "
+                            "weather covers the scenes, or give more labelled parcels." if without
+                            else "Give more labelled parcels."))
+    index = np.where(ok, labels, -1)
+    check_label_variety(index, bundle.classes, name)
+    progress.check()
+    raw = raw_probabilities(bundle, ps)
+    calibration = fit_calibration(raw, index, name, method=method)
+    progress(0.3)
+    progress.check()
+    calibration = replace(calibration, stages=season_stages(bundle, [ps], [None]))
+    progress(1.0)
+    if calibration.parcels < 5 * len(bundle.classes):
+        report(f"Only {calibration.parcels} reference parcels for {len(bundle.classes)} classes: the calibration is "
+               "rough; more parcels give a steadier one.")
+    if calibration.stages:
+        report("Season stages fitted on the reference parcels as of each date: " + ", ".join(
+            f"below {s.below_gdd:,.0f} GDD temperature {s.temperature:.2f}" for s in calibration.stages) + ".")
+    return calibration, raw, index
 
 
 def model_classes(model: Any) -> Optional[tuple[str, ...]]:

@@ -40,6 +40,12 @@ class ParcelsSpec:
     id_field: Optional[str] = None
     selected_ids: Optional[tuple] = None
 
+    def __post_init__(self) -> None:
+        # A table a door read: the core's messages name it by its attrs["name"].
+        attrs = getattr(self.source, "attrs", None)
+        if self.name and isinstance(attrs, dict) and not attrs.get("name"):
+            attrs["name"] = self.name
+
     @property
     def is_file(self) -> bool:
         """Whether ``source`` is a file path (its fields can be checked without reading features)."""

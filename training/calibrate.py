@@ -11,7 +11,13 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..core.model.bundle import ModelBundle
-from ..core.model.calibration import Calibration, apply_temperature, fit_calibration, fit_temperature
+from ..core.model.calibration import (
+    Calibration,
+    apply_temperature,
+    check_label_variety,
+    fit_calibration,
+    fit_temperature,
+)
 from ..core.model.season_stages import MAX_STAGE_SCORES, MIN_STAGE_ROWS, STAGE_BOUNDS, SeasonStage, prefix_gdd
 from ..core.parcels import labelled_names
 from ..core.pixel_sets import STATUS_OK, PixelSets
@@ -73,6 +79,7 @@ def calibrate_on_datasets(bundle: ModelBundle, datasets: Sequence[PixelSets], so
     if missing:
         log.warning("No parcel of %s in %s: the calibration has not seen how the model does on these classes.",
                     ", ".join(missing), source)
+    check_label_variety(used, bundle.classes, source)
     calibration = fit_calibration(np.concatenate(probabilities), np.concatenate(labels), source, method=method)
     if not stages:
         return calibration

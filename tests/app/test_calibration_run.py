@@ -329,3 +329,76 @@ def test_quietly_leaves_out_the_warnings_of_its_own_thread_alone(caplog):
     thread.join()
     logger.removeFilter(QUIET)
     assert [r.getMessage() for r in caplog.records] == ["an error passes", "from another thread", "after"]
+
+
+def test_a_cancel_after_the_extraction_writes_no_model(tiny_region, raw_model, tmp_path, monkeypatch):
+    """The fit and the season stages ran after the extraction without a cancel check, and the
+    model was written while the dock said that none was."""
+    from thermocrop.app import calibration_run
+    from thermocrop.core.errors import CancelledError
+    from thermocrop.core.progress import Progress
+
+    extracted = []
+
+    def opened_then_cancelled(*args, **kwargs):  # the user clicks Cancel as the extraction ends
+        dataset = calibration_run.open_dataset.__wrapped__(*args, **kwargs)
+        extracted.append(True)
+        return dataset
+
+    opened_then_cancelled.__wrapped__ = calibration_run.open_dataset
+    monkeypatch.setattr(calibration_run, "open_dataset", opened_then_cancelled)
+    out = tmp_path / "cal.tcm"
+    with pytest.raises(CancelledError):
+        app.run_calibration(_request(tiny_region, out, raw_model), app.RunProgress(Progress(cancelled=lambda: any(extracted))))
+    assert extracted and not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def _moved(region, tmp_path, count):
+    """The region's parcels with the first ``count`` moved 50 km east, out of the scenes."""
+    from shapely import affinity
+
+    layer = gpd.read_file(region / "parcels.gpkg")
+    layer.loc[:count - 1, "geometry"] = [affinity.translate(g, 50_000, 0) for g in layer.geometry[:count]]
+    path = tmp_path / f"moved{count}.gpkg"
+    layer.to_file(path)
+    return path, len(layer)
+
+
+def test_reference_parcels_without_a_result_are_counted_once_and_said(tiny_region, raw_model, tmp_path):
+    path, total = _moved(tiny_region, tmp_path, 20)
+    reports = []
+    request = replace(_request(tiny_region, tmp_path / "cal.tcm", raw_model), reference=ParcelsSpec(str(path)))
+    run = app.run_calibration(request, app.RunProgress(report=reports.append))
+    assert any("20 reference parcels of" in r and "have no result and are left out (outside_scenes 20)" in r
+               for r in reports), reports
+    assert run.calibration.parcels <= total - 20
+
+    path, total = _moved(tiny_region, tmp_path, total - 40)
+    request = replace(request, reference=ParcelsSpec(str(path)), out=str(tmp_path / "cal2.tcm"))
+    with pytest.raises(InputError) as err:
+        app.run_calibration(request)
+    message = str(err.value)
+    assert f"({total} given, 0 without a label the model knows, {total - 40} without a result)" in message, message
+    assert "Check that the scenes cover the reference parcels" in message
+    assert not (tmp_path / "cal2.tcm").exists()
+
+
+def test_reference_parcels_of_one_class_are_refused(tiny_region, raw_model, tmp_path):
+    layer = gpd.read_file(tiny_region / "parcels.gpkg")
+    layer["crop"] = "meadow"
+    path = tmp_path / "meadow.gpkg"
+    layer.to_file(path)
+    request = replace(_request(tiny_region, tmp_path / "cal.tcm", raw_model), reference=ParcelsSpec(str(path)))
+    with pytest.raises(InputError, match=r"labelled meadow; a calibration needs parcels of at least two classes"):
+        app.run_calibration(request)
+    assert not (tmp_path / "cal.tcm").exists()
+
+
+def test_a_table_a_door_read_is_named_in_the_cores_messages():
+    frame = gpd.GeoDataFrame({"parcel_id": ["a"]}, geometry=gpd.points_from_xy([0], [0]), crs=4326)
+    ParcelsSpec(frame, name="my reference")
+    assert frame.attrs["name"] == "my reference"
+    named = gpd.GeoDataFrame(frame.copy())
+    named.attrs["name"] = "kept"
+    ParcelsSpec(named, name="other")
+    assert named.attrs["name"] == "kept"
