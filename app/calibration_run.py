@@ -82,6 +82,7 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
     table = load_parcels(request.reference.source, id_field=request.reference.id_field,
                          label_field=request.label_field, class_map=request.class_map, block_field=None,
                          selected_ids=request.reference.selected_ids)
+    request.reference.check_selection(len(table))
     unlabelled = int((np.asarray(table.labels) < 0).sum())
     if unlabelled:
         progress.report(f"{unlabelled} parcels of {name} have no label in {request.label_field!r} and are left out.")

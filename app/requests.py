@@ -54,6 +54,22 @@ class ParcelsSpec:
     def describe(self) -> str:
         return self.name or (str(self.source) if self.is_file else "the parcels")
 
+    def check_selection(self, found: int) -> None:
+        """Refuse a selection (``selected_ids``) of which no id is a parcel of the layer (``found``:
+        the parcels read with it), instead of a run on nothing counted as "0 given".
+
+        Raises:
+            InputError: naming the layer and the ids.
+        """
+        if self.selected_ids is None or found:
+            return
+        if not self.selected_ids:
+            raise InputError(f"{self.describe()}: the selection holds no parcel; select reference parcels, or none "
+                             "to use them all.")
+        shown = ", ".join(str(i) for i in self.selected_ids[:5]) + (", ..." if len(self.selected_ids) > 5 else "")
+        raise InputError(f"{self.describe()}: none of the {len(self.selected_ids)} selected parcel ids ({shown}) is a "
+                         f"parcel id of the layer (field {self.id_field or 'parcel_id, or the row number'}).")
+
 
 @dataclass(frozen=True)
 class ScenesSpec:

@@ -71,6 +71,7 @@ def run_season_accuracy(request: SeasonAccuracyRequest, progress: Optional[RunPr
     model = Path(request.model).name if request.model else shipped_model_choice(sc.level for sc in scenes)[0].name
     table = load_parcels(reference.source, id_field=reference.id_field, label_field=request.label_field,
                          class_map=request.class_map, block_field=None, selected_ids=reference.selected_ids)
+    reference.check_selection(len(table))
     labels = labelled_names(table.classes, table.labels)
     if not np.isin(labels, list(bundle.classes)).any():  # the labels alone show it: no pixel needs reading
         raise DatasetError(f"No reference parcel of {reference.describe()} can be scored: none of its {len(table)} "

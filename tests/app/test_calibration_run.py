@@ -402,3 +402,13 @@ def test_a_table_a_door_read_is_named_in_the_cores_messages():
     named.attrs["name"] = "kept"
     ParcelsSpec(named, name="other")
     assert named.attrs["name"] == "kept"
+
+
+@pytest.mark.parametrize("selected, said", [((), "the selection holds no parcel"),
+                                            (("nope", "gone"), r"none of the 2 selected parcel ids \(nope, gone\)")])
+def test_a_selection_of_no_parcel_of_the_layer_is_refused_naming_it(tiny_region, raw_model, tmp_path, selected,
+                                                                     said):
+    request = _request(tiny_region, tmp_path / "cal.tcm", raw_model, parcels={"selected_ids": selected})
+    with pytest.raises(InputError, match=said):
+        app.run_calibration(request)
+    assert not (tmp_path / "cal.tcm").exists()
