@@ -1,7 +1,7 @@
 """Calibrating a model on the user's own reference parcels: extract them from the scenes and
-weather, fit the calibration (``core.model.calibration``) and its season stages
-(``core.model.season_stages``) on the model's raw probabilities and their labels, write the model
-with it as a new bundle."""
+weather (into a temporary folder, removed at the end), fit the calibration
+(``core.model.calibration``) and its season stages (``core.model.season_stages``) on the model's
+raw probabilities and their labels, write the model with it as a new bundle."""
 
 from __future__ import annotations
 
@@ -60,7 +60,8 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
     """Extract ``request.reference``, fit a calibration by ``request.method`` on the model's raw
     probabilities of the parcels whose label is one of the model's classes, with season stages
     fitted on the same parcels as of each date (``training.calibrate.season_stages``), and write
-    ``request.out``. The pixel sets live in a temporary folder removed before the fit.
+    ``request.out``. The pixel sets live in a temporary folder, read from the disk as the
+    model needs them and removed at the end.
 
     Raises:
         InputError: an unknown method, or fewer than ``MIN_CALIBRATION_PARCELS`` usable reference
@@ -113,12 +114,13 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
                                  label_field=request.label_field, class_map=request.class_map, block_field=None,
                                  settings=settings)
         with quietly():  # its read of the layer's labels logs what the first read logged
-            ps = open_dataset(run_extraction(extract, progress).path, mmap=False)
+            ps = open_dataset(run_extraction(extract, progress).path)  # read from the disk as needed
+        with progress.bar("calibrate") as bar:
+            calibration, raw, index = fit_on_reference(bundle, ps, name, request.method, progress.report, bar)
+            bar.check()  # a cancel while fitting writes nothing
+        del ps
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    with progress.bar("calibrate") as bar:
-        calibration, raw, index = fit_on_reference(bundle, ps, name, request.method, progress.report, bar)
-        bar.check()  # a cancel while fitting writes nothing
     calibrated = calibration.apply(raw)
     counts: dict[str, int] = {}
     for k in index[index >= 0]:
