@@ -39,6 +39,10 @@ from .requests import CalibrateRequest, ExtractRequest, ScenesSpec
 from .run_progress import RunProgress
 from .runs import run_extraction
 
+EXTRACT_SHARE = 0.8
+"""The share of a calibration's progress that the extraction of the reference parcels takes; the
+fit, the season stages' predictions as of every date among it, the rest."""
+
 
 @dataclass
 class CalibrationRun:
@@ -114,8 +118,8 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
                                  label_field=request.label_field, class_map=request.class_map, block_field=None,
                                  settings=settings)
         with quietly():  # its read of the layer's labels logs what the first read logged
-            ps = open_dataset(run_extraction(extract, progress).path)  # read from the disk as needed
-        with progress.bar("calibrate") as bar:
+            ps = open_dataset(run_extraction(extract, progress.share(0.0, EXTRACT_SHARE)).path)  # read as needed
+        with progress.share(EXTRACT_SHARE, 1.0).bar("calibrate") as bar:
             calibration, raw, index = fit_on_reference(bundle, ps, name, request.method, progress.report, bar)
             bar.check()  # a cancel while fitting writes nothing
         del ps

@@ -5,6 +5,7 @@ the plugin before the heavy packages are installed."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 from typing import Any, Callable, ContextManager, Iterator, Optional
 
@@ -30,6 +31,14 @@ class RunProgress:
     def bar(self, what: str) -> ContextManager[Progress]:
         """The progress of the work of a one-process run (``what``: classify, extract, gdd)."""
         return contextlib.nullcontext(self.progress)
+
+    def share(self, start: float, stop: float) -> "RunProgress":
+        """This door's follower for a step of a run that takes ``start..stop`` of its progress (a
+        door that shows one bar for the whole run, as QGIS does, moves it forward through the
+        steps; the command line's bars are each step's own)."""
+        part = copy.copy(self)
+        part.progress = self.progress.sub(start, stop)
+        return part
 
     @contextlib.contextmanager
     def partitions(self, what: str) -> Iterator[Any]:
