@@ -6,6 +6,7 @@ Dask cluster, and writes its file output; the doors only build the request and s
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -49,7 +50,7 @@ from ..training.importers.common import grid_blocks, locations_from_geometries
 from .inputs import resolve_scenes, resolve_weather, scene_dates
 from .requests import ClassifyRequest, ClusterSpec, ExtractRequest, GddRequest, ParcelsSpec, scheduler_address
 from .run_progress import RunProgress
-from .season_status import calibration_stage_note, inseason_model_choice, season_as_of
+from .season_status import calibration_stage_note, inseason_hint, inseason_model_choice, season_as_of
 
 log = logging.getLogger(__name__)
 
@@ -230,6 +231,11 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
             progress.report(why)
         elif level_choice:
             progress.report(level_choice)
+        if model is not None and early_model is None:
+            given = Path(model).name if isinstance(model, (str, os.PathLike)) else "the model given"
+            hint = inseason_hint(season, (sc.level for sc in scenes), checked.bundle, given)
+            if hint:
+                progress.report(hint)
         progress.report(f"The model: {trained_season(checked.bundle)}.")
         staged = calibration_stage_note(checked.bundle, season.seen_gdd)
         if staged:

@@ -13,7 +13,7 @@ import numpy as np
 from ..core.classify import bundle_thermal_time
 from ..core.errors import SceneError, WeatherError
 from ..core.inseason import SeasonStatus, acquisition_dates, as_day, scenes_as_of
-from ..core.model.bundle import default_bundle_path, shipped_model_choice
+from ..core.model.bundle import default_bundle_path, load_bundle, shipped_model_choice
 from ..core.model.season_stages import describe_stage
 from ..core.parcels import load_parcels
 from ..core.thermal.gdd import gdd_at_points
@@ -109,6 +109,35 @@ def inseason_model_choice(status: SeasonStatus, levels: Iterable[Optional[str]])
     return path, (f"As of {status.as_of} the parcels' median GDD ({status.gdd:,.0f}) are fewer than "
                   f"{INSEASON_GDD:,.0f}: using the shipped in-season model {path.name} (trained for partial "
                   f"seasons) rather than {shipped.name}")
+
+
+def cut_share(bundle: Any) -> Optional[float]:
+    """The share of ``bundle``'s training samples cut to a part of the season (its provenance's
+    ``season_window_share``), or None where it does not say."""
+    training = ((getattr(bundle.config, "provenance", None) or {}).get("training") or {})
+    share = training.get("season_window_share")
+    return float(share) if isinstance(share, (int, float)) else None
+
+
+def inseason_hint(status: SeasonStatus, levels: Iterable[Optional[str]], bundle: Any, name: str) -> Optional[str]:
+    """For a run as of ``status`` that names its model (``bundle``, file ``name``): where a run
+    naming none would use the shipped in-season model (:func:`inseason_model_choice`) and the
+    given model was trained on a smaller share of cut seasons than it (or does not say), a
+    sentence saying so; None otherwise. A model calibrated on the user's parcels keeps its
+    training's provenance, so a calibrated shipped whole-season model gets the hint too."""
+    choice = inseason_model_choice(status, levels)
+    if choice is None:
+        return None
+    inseason = load_bundle(choice[0])
+    theirs, mine = cut_share(inseason), cut_share(bundle)
+    if theirs is None or (mine is not None and mine >= theirs):
+        return None
+    trained = "does not say how many" if mine is None else f"{100 * mine:.0f} %"
+    return (f"As of {status.as_of} the parcels' median GDD ({status.gdd:,.0f}) are fewer than {INSEASON_GDD:,.0f}: "
+            f"a run that names no model uses the shipped in-season model {choice[0].name}, of whose training "
+            f"samples {100 * theirs:.0f} % were cut to part of the season ({name}: {trained}). On the real "
+            "Bavarian parcels it was the more accurate up to mid-June; choose it (or calibrate it on your parcels) "
+            "for early maps.")
 
 
 def calibration_stage_note(bundle: Any, gdd: float) -> Optional[str]:

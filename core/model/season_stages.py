@@ -80,8 +80,9 @@ def describe_stage(stages: Sequence[SeasonStage], gdd: float) -> Optional[str]:
         return None
     stage = stages[index]
     low = stages[index - 1].below_gdd if index else 0.0
-    return (f"confidence and prediction sets calibrated on {stage.parcels} held-out parcels as of {low:,.0f}-"
-            f"{stage.below_gdd:,.0f} GDD (temperature {stage.temperature:.2f}), not on whole seasons")
+    return (f"confidence and prediction sets calibrated on {stage.parcels} labelled parcels (none the model trained "
+            f"on) as of {low:,.0f}-{stage.below_gdd:,.0f} GDD (temperature {stage.temperature:.2f}), not on whole "
+            "seasons")
 
 
 def last_date_gdd(gdd: np.ndarray, date_mask: np.ndarray) -> np.ndarray:

@@ -229,6 +229,25 @@ def test_an_early_run_naming_no_model_uses_the_in_season_model(region, monkeypat
     assert inseason_model_choice(replace(status, gdd=float("nan")), ["L1C"]) is None
 
 
+def test_an_early_run_naming_a_whole_season_model_says_the_in_season_model_exists(region, monkeypatch):
+    """A model calibrated on the user's parcels replaced the in-season model for every run, and
+    nothing said that early maps would come out better with it."""
+    from thermocrop.app.season_status import INSEASON_BUNDLE, INSEASON_GDD
+
+    monkeypatch.setenv("THERMOCROP_THREADS", "1")
+    models = MODEL.parent
+    early = datetime.date(2023, 1, 1) + datetime.timedelta(days=int(np.ceil(INSEASON_GDD / 7.0)) - 2)
+    late = early + datetime.timedelta(days=1)
+    said = {}
+    for name, day in (("default_fast.tcm", early), ("default_fast.tcm", late), (INSEASON_BUNDLE, early)):
+        lines: list = []
+        app.run_classification(_request(region, model=str(models / name), as_of=day), RunProgress(report=lines.append))
+        said[name, day] = [line for line in lines if "a run that names no model uses the shipped in-season model" in line]
+    hint = said["default_fast.tcm", early]
+    assert len(hint) == 1 and "(default_fast.tcm: 50 %)" in hint[0] and "75 % were cut" in hint[0], hint
+    assert not said["default_fast.tcm", late] and not said[INSEASON_BUNDLE, early]
+
+
 def test_a_run_as_of_a_date_is_calibrated_by_its_season_stage(region, tmp_path, monkeypatch):
     """A model with season stages below 1,200 and 2,000 GDD: as of 25 June (1,232 GDD here; the last
     scene kept, 20 June, 1,197) the confidence and the sets are those of the stage below 1,200; the
@@ -256,7 +275,7 @@ def test_a_run_as_of_a_date_is_calibrated_by_its_season_stage(region, tmp_path, 
     np.testing.assert_array_equal(run.result.sets, prediction_sets(expected, conformal_threshold(np.array(scores), 0.9)))
     # The stage is that of the last acquisition kept (20 June), not of the date itself.
     assert any(f"At the last acquisition kept ({_gdd('2023-06-20'):,.0f} GDD), confidence and prediction sets "
-               "calibrated on 60 held-out parcels as of 0-1,200 GDD (temperature 3.00)" in line for line in lines), lines
+               "calibrated on 60 labelled parcels (none the model trained on) as of 0-1,200 GDD (temperature 3.00)" in line for line in lines), lines
     # Two dates that keep the same scenes give the same confidence and sets, whatever their own GDD.
     near = datetime.date(2023, 6, 21)
     other = app.run_classification(_request(region, model=str(staged), as_of=near))
