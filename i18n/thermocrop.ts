@@ -29,108 +29,108 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="83"/>
+        <location filename="../plugin/calibrate_panel.py" line="85"/>
         <source>Calibrate on these reference parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="84"/>
+        <location filename="../plugin/calibrate_panel.py" line="86"/>
         <source>Fit the model&apos;s calibration (its confidence and prediction sets) on the layer&apos;s parcels whose reference class is filled, classified from the Classify tab&apos;s scenes and weather; the calibrated model is saved beside the project and chosen for the next classification</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="90"/>
+        <location filename="../plugin/calibrate_panel.py" line="92"/>
         <source>Temperature scaling (labels unchanged)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="91"/>
+        <location filename="../plugin/calibrate_panel.py" line="93"/>
         <source>Vector scaling (a temperature and a bias per class)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="92"/>
+        <location filename="../plugin/calibrate_panel.py" line="94"/>
         <source>Temperature scaling divides the log-probabilities by one number and keeps every label; vector scaling also corrects how often the model names each class on your fields and can change a few labels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/status_panel.py" line="47"/>
+        <location filename="../plugin/dock/status_panel.py" line="49"/>
         <source>Cancel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="105"/>
+        <location filename="../plugin/season_panel.py" line="107"/>
         <source>Choose the layer with the reference parcels on this tab.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="107"/>
+        <location filename="../plugin/season_panel.py" line="109"/>
         <source>Choose the reference class field of {layer}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="410"/>
+        <location filename="../plugin/train_panel.py" line="408"/>
         <source>Tick or add the Sentinel-2 scenes on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="412"/>
+        <location filename="../plugin/train_panel.py" line="410"/>
         <source>Choose the daily temperature file (or a weather service) on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="151"/>
+        <location filename="../plugin/calibrate_panel.py" line="158"/>
         <source>Not calibrated: no file was chosen for the calibrated model.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="160"/>
+        <location filename="../plugin/calibrate_panel.py" line="167"/>
         <source>Calibrated model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="160"/>
+        <location filename="../plugin/dock/input_widgets.py" line="205"/>
         <source>ThermoCrop model (*.tcm)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="175"/>
+        <location filename="../plugin/calibrate_panel.py" line="182"/>
         <source>Calibrating on the reference parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="183"/>
+        <location filename="../plugin/calibrate_panel.py" line="191"/>
         <source>Calibration cancelled; no model was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="189"/>
+        <location filename="../plugin/calibrate_panel.py" line="198"/>
         <source> Only the {n} features the layer&apos;s filter shows were used ({subset}); clear the filter to calibrate on every reference parcel.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="192"/>
+        <location filename="../plugin/calibrate_panel.py" line="201"/>
+        <source> Only the {n} selected features were used; clear the selection to calibrate on every reference parcel.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="205"/>
         <source>Calibration failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="200"/>
+        <location filename="../plugin/calibrate_panel.py" line="213"/>
         <source>{before:.3f} with the model&apos;s own calibration</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="201"/>
+        <location filename="../plugin/calibrate_panel.py" line="214"/>
         <source>{before:.3f} uncalibrated</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="202"/>
+        <location filename="../plugin/calibrate_panel.py" line="215"/>
         <source>Calibrated on {n} reference parcels ({counts}): temperature {t:.2f}, calibration error {before} -&gt; {after:.3f}. Saved to {path} and chosen for the next classification.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/season_panel.py" line="199"/>
-        <source>Left out (classes the model does not know): {counts}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -561,77 +561,82 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="72"/>
+        <location filename="../plugin/season_panel.py" line="74"/>
         <source>Accuracy through the season</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="73"/>
+        <location filename="../plugin/season_panel.py" line="75"/>
         <source>Classify the layer&apos;s parcels whose reference class is filled as of each acquisition of the Classify tab&apos;s scenes, and show the overall accuracy, macro F1 and each class&apos;s F1 against the date and the growing degree days; the tables and the figure are saved beside the project</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="147"/>
+        <location filename="../plugin/season_panel.py" line="151"/>
         <source>Scoring the reference parcels of {layer} as of each acquisition …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="155"/>
+        <location filename="../plugin/season_panel.py" line="160"/>
         <source>In-season accuracy cancelled; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="159"/>
+        <location filename="../plugin/season_panel.py" line="165"/>
         <source>In-season accuracy failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="185"/>
+        <location filename="../plugin/season_panel.py" line="170"/>
+        <source>Only the {n} selected features were scored; clear the selection to score every reference parcel.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/season_panel.py" line="195"/>
         <source>{model} on {n} reference parcels, {t} acquisitions: whole-season overall accuracy {oa:.1%}, macro F1 {f1:.3f}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="190"/>
+        <location filename="../plugin/season_panel.py" line="200"/>
         <source>It first reaches {share} % of that on {date} ({gdd:.0f} GDD).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="196"/>
+        <location filename="../plugin/season_panel.py" line="206"/>
         <source>A run as of a date before {gdd:,.0f} GDD uses {inseason} instead; choose it as the model to score it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="201"/>
+        <location filename="../plugin/season_panel.py" line="208"/>
         <source>Tables and figure in {folder}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="165"/>
+        <location filename="../plugin/task.py" line="167"/>
         <source>{task}: cancelling…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="202"/>
+        <location filename="../plugin/task.py" line="205"/>
         <source>the reference parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="238"/>
+        <location filename="../plugin/task.py" line="248"/>
         <source>ThermoCrop: classify parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="328"/>
+        <location filename="../plugin/task.py" line="338"/>
         <source>the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="380"/>
+        <location filename="../plugin/task.py" line="390"/>
         <source>ThermoCrop: explain a parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="398"/>
+        <location filename="../plugin/task.py" line="408"/>
         <source>Feature {fid} is no longer in {layer}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -646,27 +651,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="234"/>
+        <location filename="../plugin/train_panel.py" line="232"/>
         <source>Polygon layer whose parcels carry a crop label or code</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="236"/>
+        <location filename="../plugin/train_panel.py" line="234"/>
         <source>Field of each parcel&apos;s crop label (class names or crop codes); parcels with an empty value are left out</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="240"/>
+        <location filename="../plugin/train_panel.py" line="238"/>
         <source>Field of each parcel&apos;s spatial block (e.g. a 10 km grid cell): training, validation and test are split by block. Empty: a random split</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="245"/>
+        <location filename="../plugin/train_panel.py" line="243"/>
         <source>Map national crop codes to classes with the paper&apos;s table for France, Denmark or Austria; codes not in it become &apos;unknown&apos;</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="250"/>
+        <location filename="../plugin/train_panel.py" line="248"/>
         <source>Layer</source>
         <translation type="unfinished"></translation>
     </message>
@@ -676,82 +681,82 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="252"/>
+        <location filename="../plugin/train_panel.py" line="250"/>
         <source>Block field</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="253"/>
+        <location filename="../plugin/train_panel.py" line="251"/>
         <source>Crop codes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="255"/>
+        <location filename="../plugin/train_panel.py" line="253"/>
         <source>Training</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="263"/>
+        <location filename="../plugin/train_panel.py" line="261"/>
         <source> (recommended)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="267"/>
+        <location filename="../plugin/train_panel.py" line="265"/>
         <source>epochs</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="267"/>
+        <location filename="../plugin/train_panel.py" line="265"/>
         <source>steps per epoch</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="267"/>
+        <location filename="../plugin/train_panel.py" line="265"/>
         <source>parcels per step</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="277"/>
+        <location filename="../plugin/train_panel.py" line="275"/>
         <source>empty: beside the project</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="282"/>
+        <location filename="../plugin/train_panel.py" line="280"/>
         <source>empty: from scratch</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="283"/>
+        <location filename="../plugin/train_panel.py" line="281"/>
         <source>A model to start from (fine-tuning): with a few dozen labelled parcels per class, starting from the shipped model is far better than from scratch. Its variant, bands and settings are kept, and its classes when yours are among them. Empty: random weights.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="287"/>
+        <location filename="../plugin/train_panel.py" line="285"/>
         <source>Shipped model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="288"/>
+        <location filename="../plugin/train_panel.py" line="286"/>
         <source>Start from the model shipped with the plugin</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="292"/>
+        <location filename="../plugin/train_panel.py" line="290"/>
         <source>Start from</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="293"/>
+        <location filename="../plugin/train_panel.py" line="291"/>
         <source>Variant</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="294"/>
+        <location filename="../plugin/train_panel.py" line="292"/>
         <source>Budget</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="296"/>
+        <location filename="../plugin/train_panel.py" line="294"/>
         <source>Model file</source>
         <translation type="unfinished"></translation>
     </message>
@@ -761,107 +766,107 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="306"/>
+        <location filename="../plugin/train_panel.py" line="304"/>
         <source>Uses the scenes and weather of the Classify tab; the new model is saved beside the project and chosen for the next classification.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="379"/>
+        <location filename="../plugin/train_panel.py" line="377"/>
         <source>{steps:,} steps of {batch} parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="383"/>
+        <location filename="../plugin/train_panel.py" line="381"/>
         <source> for each member of the model started from; the time is measured and shown before the training starts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="386"/>
+        <location filename="../plugin/train_panel.py" line="384"/>
         <source>; about {time} at the {ms:.0f} ms per step measured here last time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="389"/>
+        <location filename="../plugin/train_panel.py" line="387"/>
         <source>; the time is measured and shown before the training starts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="399"/>
+        <location filename="../plugin/train_panel.py" line="397"/>
         <source>Choose the labelled parcel layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="402"/>
+        <location filename="../plugin/train_panel.py" line="400"/>
         <source>Choose the field of {layer} that holds the crop labels.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="406"/>
+        <location filename="../plugin/train_panel.py" line="404"/>
         <source>The label and block fields are the same; choose the block field or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="416"/>
+        <location filename="../plugin/train_panel.py" line="414"/>
         <source>The model to start from, {path}, does not exist; choose a .tcm file or clear the field to train from scratch.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="428"/>
+        <location filename="../plugin/train_panel.py" line="426"/>
         <source>{path} exists (a training into {out} writes it); choose a new model file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="445"/>
+        <location filename="../plugin/train_panel.py" line="443"/>
         <source>Save the project first, or choose the model file: {layer} is no file layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="462"/>
+        <location filename="../plugin/train_panel.py" line="460"/>
         <source>Extracting the labelled parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="470"/>
+        <location filename="../plugin/train_panel.py" line="468"/>
         <source>Training: {estimate}. Cancel stops it and leaves nothing behind.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="478"/>
+        <location filename="../plugin/train_panel.py" line="476"/>
         <source>Training cancelled; no model or dataset was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="481"/>
+        <location filename="../plugin/train_panel.py" line="479"/>
         <source>Training failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="488"/>
+        <location filename="../plugin/train_panel.py" line="486"/>
         <source>Model saved to {path} and chosen for the next classification{scores}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="491"/>
+        <location filename="../plugin/train_panel.py" line="489"/>
         <source>It carries no calibration (its validation blocks held too few labelled parcels): its confidence is the network&apos;s raw probability and runs with it make no prediction sets. Calibrate it on the Accuracy tab with reference parcels.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="495"/>
+        <location filename="../plugin/train_panel.py" line="493"/>
         <source>Trained {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="501"/>
+        <location filename="../plugin/train_panel.py" line="499"/>
         <source>{n:.0f} s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="503"/>
+        <location filename="../plugin/train_panel.py" line="501"/>
         <source>{n:.0f} min</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="504"/>
+        <location filename="../plugin/train_panel.py" line="502"/>
         <source>{n:.1f} h</source>
         <translation type="unfinished"></translation>
     </message>
@@ -911,7 +916,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="95"/>
+        <location filename="../plugin/dock/input_widgets.py" line="140"/>
         <source>Parcels</source>
         <translation type="unfinished"></translation>
     </message>
@@ -976,42 +981,42 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="236"/>
+        <location filename="../plugin/dock/classify_tab.py" line="240"/>
         <source>Cannot write the prediction sets into {layer}: {problems}. Untick &apos;Prediction sets&apos; or write a new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="273"/>
+        <location filename="../plugin/dock/classify_tab.py" line="277"/>
         <source>Not started: {reason}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="256"/>
+        <location filename="../plugin/dock/classify_tab.py" line="260"/>
         <source>Not started: {path} exists and is not to be replaced.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="267"/>
+        <location filename="../plugin/dock/classify_tab.py" line="271"/>
         <source>Not started: the fields exist and are not to be overwritten.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="349"/>
+        <location filename="../plugin/dock/classify_tab.py" line="355"/>
         <source>Fetching the daily temperatures of {layer}'s parcels from {service} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="416"/>
+        <location filename="../plugin/dock/classify_tab.py" line="422"/>
         <source>The parcel layer was removed while classifying; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="419"/>
+        <location filename="../plugin/dock/classify_tab.py" line="425"/>
         <source>Cancelled; nothing was written and the layer was not changed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="365"/>
+        <location filename="../plugin/dock/classify_tab.py" line="371"/>
         <source>No temperatures from {service}: {error}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1021,7 +1026,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="382"/>
+        <location filename="../plugin/dock/classify_tab.py" line="388"/>
         <source>Classifying {n} parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1031,147 +1036,147 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="422"/>
+        <location filename="../plugin/dock/classify_tab.py" line="428"/>
         <source>The partitions written so far stay in {folder}; tick &apos;Resume the interrupted run&apos; and classify again to take the run up.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="427"/>
+        <location filename="../plugin/dock/classify_tab.py" line="433"/>
         <source>Classification failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="432"/>
+        <location filename="../plugin/dock/classify_tab.py" line="438"/>
         <source>{layer} (classified)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="435"/>
+        <location filename="../plugin/dock/classify_tab.py" line="441"/>
         <source>QGIS cannot open the written file {path}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="436"/>
+        <location filename="../plugin/dock/classify_tab.py" line="442"/>
         <source>the new layer {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="441"/>
+        <location filename="../plugin/dock/classify_tab.py" line="447"/>
         <source>{layer} (saved)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="442"/>
+        <location filename="../plugin/dock/classify_tab.py" line="448"/>
         <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="445"/>
+        <location filename="../plugin/dock/classify_tab.py" line="451"/>
         <source>Writing the result failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="459"/>
+        <location filename="../plugin/dock/classify_tab.py" line="465"/>
         <source>Classified {done} of {n} parcels ({unknown} unknown) into {where}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="510"/>
+        <location filename="../plugin/dock/classify_tab.py" line="516"/>
         <source>This result has no prediction sets: classify with a calibrated model and &apos;Prediction sets&apos; ticked</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="517"/>
+        <location filename="../plugin/dock/classify_tab.py" line="523"/>
         <source>{qml} exists and was left as it is.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="519"/>
+        <location filename="../plugin/dock/classify_tab.py" line="525"/>
         <source>Style saved to {qml}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="523"/>
+        <location filename="../plugin/dock/classify_tab.py" line="529"/>
         <source>below 0.4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="523"/>
+        <location filename="../plugin/dock/classify_tab.py" line="529"/>
         <source>0.4 to 0.6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="523"/>
+        <location filename="../plugin/dock/classify_tab.py" line="529"/>
         <source>0.6 to 0.8</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="523"/>
+        <location filename="../plugin/dock/classify_tab.py" line="529"/>
         <source>0.8 and above</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="523"/>
+        <location filename="../plugin/dock/classify_tab.py" line="529"/>
         <source>not classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="554"/>
+        <location filename="../plugin/dock/classify_tab.py" line="560"/>
         <source>{layer} is being edited; save or discard the edits to filter it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="558"/>
+        <location filename="../plugin/dock/classify_tab.py" line="564"/>
         <source>{layer} cannot be filtered by its provider.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="575"/>
+        <location filename="../plugin/dock/classify_tab.py" line="581"/>
         <source>Classify first: the field-visit list is made from the result layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="594"/>
+        <location filename="../plugin/dock/classify_tab.py" line="600"/>
         <source>The field-visit list was not written: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="599"/>
+        <location filename="../plugin/dock/classify_tab.py" line="605"/>
         <source>{layer} field visits</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="602"/>
+        <location filename="../plugin/dock/classify_tab.py" line="608"/>
         <source>{path} was written, but QGIS cannot open it as a layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="605"/>
+        <location filename="../plugin/dock/classify_tab.py" line="611"/>
         <source>a set of several classes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="606"/>
+        <location filename="../plugin/dock/classify_tab.py" line="612"/>
         <source>a set of several classes or a confidence below {threshold:.2f}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="607"/>
+        <location filename="../plugin/dock/classify_tab.py" line="613"/>
         <source>{n} parcels to visit ({why}), most doubtful first: {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="630"/>
+        <location filename="../plugin/dock/classify_tab.py" line="636"/>
         <source>Field-visit list</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="630"/>
+        <location filename="../plugin/dock/classify_tab.py" line="636"/>
         <source>CSV (*.csv)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="634"/>
+        <location filename="../plugin/dock/classify_tab.py" line="640"/>
         <source>{names} already exist(s). Overwrite?</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1391,127 +1396,127 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="89"/>
+        <location filename="../plugin/dock/input_widgets.py" line="134"/>
         <source>Input</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="93"/>
+        <location filename="../plugin/dock/input_widgets.py" line="138"/>
         <source>Polygon layer of the project whose parcels are classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="96"/>
+        <location filename="../plugin/dock/input_widgets.py" line="141"/>
         <source>Selected features only</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="104"/>
+        <location filename="../plugin/dock/input_widgets.py" line="149"/>
         <source>Ticked scenes are used: the project&apos;s Sentinel-2 rasters and added files or folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="106"/>
+        <location filename="../plugin/dock/input_widgets.py" line="151"/>
         <source>Scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="108"/>
+        <location filename="../plugin/dock/input_widgets.py" line="153"/>
         <source>Add files…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="109"/>
+        <location filename="../plugin/dock/input_widgets.py" line="154"/>
         <source>Add Sentinel-2 products: .zip or .SAFE (choose its MTD_MSIL*.xml), or GeoTIFF / JPEG 2000 files</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="111"/>
+        <location filename="../plugin/dock/input_widgets.py" line="156"/>
         <source>Add folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="112"/>
+        <location filename="../plugin/dock/input_widgets.py" line="157"/>
         <source>Add a folder: every product and raster in it (and below) is read</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="113"/>
+        <location filename="../plugin/dock/input_widgets.py" line="158"/>
         <source>Remove</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="114"/>
+        <location filename="../plugin/dock/input_widgets.py" line="159"/>
         <source>Remove the selected files or folders added by hand (a project layer stays listed: untick it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="116"/>
+        <location filename="../plugin/dock/input_widgets.py" line="161"/>
         <source>Clear</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="117"/>
+        <location filename="../plugin/dock/input_widgets.py" line="162"/>
         <source>Remove every file and folder added by hand</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="139"/>
+        <location filename="../plugin/dock/input_widgets.py" line="184"/>
         <source>Where the daily temperatures come from: a file, or a weather service fetched for the parcels when the run starts and kept in the cache (Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="146"/>
+        <location filename="../plugin/dock/input_widgets.py" line="191"/>
         <source>Temperatures (*.nc *.nc4 *.csv);;All files (*)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="147"/>
+        <location filename="../plugin/dock/input_widgets.py" line="192"/>
         <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="149"/>
+        <location filename="../plugin/dock/input_widgets.py" line="194"/>
         <source>Weather</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="158"/>
+        <location filename="../plugin/dock/input_widgets.py" line="203"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="161"/>
+        <location filename="../plugin/dock/input_widgets.py" line="206"/>
         <source>empty: the shipped model for the scenes&apos; level</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="171"/>
+        <location filename="../plugin/dock/input_widgets.py" line="216"/>
         <source>Output</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="173"/>
+        <location filename="../plugin/dock/input_widgets.py" line="218"/>
         <source>New layer file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="174"/>
+        <location filename="../plugin/dock/input_widgets.py" line="219"/>
         <source>Write the parcels with the result fields to a new file; the parcel layer is not changed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="176"/>
+        <location filename="../plugin/dock/input_widgets.py" line="221"/>
         <source>Fields of the parcel layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="177"/>
+        <location filename="../plugin/dock/input_widgets.py" line="222"/>
         <source>Add the result fields to the parcel layer and save it (in a running edit session: one undoable edit)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="186"/>
+        <location filename="../plugin/dock/input_widgets.py" line="231"/>
         <source>GeoPackage (*.gpkg);;Shapefile (*.shp);;GeoJSON (*.geojson);;FlatGeobuf (*.fgb)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1531,72 +1536,72 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="199"/>
+        <location filename="../plugin/dock/input_widgets.py" line="244"/>
         <source>Probabilities, margin, entropy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="200"/>
+        <location filename="../plugin/dock/input_widgets.py" line="245"/>
         <source>Also write p_&lt;class&gt; for every class, crop_margin (best minus second best probability) and crop_entropy (0 sure .. 1 undecided)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="203"/>
+        <location filename="../plugin/dock/input_widgets.py" line="248"/>
         <source>Prediction sets, coverage</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="204"/>
+        <location filename="../plugin/dock/input_widgets.py" line="249"/>
         <source>Also write crop_set (the classes that hold the parcel&apos;s true class with the chosen chance, most probable first) and crop_set_size; needs a calibrated model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="213"/>
+        <location filename="../plugin/dock/input_widgets.py" line="260"/>
         <source>The chance that a parcel&apos;s set holds its true class (0.90: nine parcels in ten); a higher coverage gives larger sets</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="221"/>
+        <location filename="../plugin/dock/input_widgets.py" line="268"/>
         <source>Classify as of</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="222"/>
+        <location filename="../plugin/dock/input_widgets.py" line="269"/>
         <source>Leave out the scenes acquired after this date and log the season&apos;s status on it (unticked: every scene, up to the last)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="233"/>
+        <location filename="../plugin/dock/input_widgets.py" line="280"/>
         <source>When each label was decided</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="234"/>
+        <location filename="../plugin/dock/input_widgets.py" line="281"/>
         <source>Also write crop_decided, the acquisition from which the label no longer changes and keeps a confidence of 0.8, and crop_decided_gdd, the parcel&apos;s GDD then</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="256"/>
+        <location filename="../plugin/dock/input_widgets.py" line="303"/>
         <source>empty: {name} beside the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="256"/>
+        <location filename="../plugin/dock/input_widgets.py" line="303"/>
         <source>choose a file (.gpkg, .shp, .geojson, .fgb)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="325"/>
+        <location filename="../plugin/dock/input_widgets.py" line="372"/>
         <source>Project layers stay listed; untick them to leave them out of the run.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="339"/>
+        <location filename="../plugin/dock/input_widgets.py" line="386"/>
         <source>Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="343"/>
+        <location filename="../plugin/dock/input_widgets.py" line="390"/>
         <source>Folder of Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1606,32 +1611,32 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="409"/>
+        <location filename="../plugin/dock/input_widgets.py" line="456"/>
         <source>fetched from {service} when the run starts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="517"/>
+        <location filename="../plugin/dock/input_widgets.py" line="564"/>
         <source>No model at {path}; choose a .tcm file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="522"/>
+        <location filename="../plugin/dock/input_widgets.py" line="569"/>
         <source>Model not available: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="525"/>
+        <location filename="../plugin/dock/input_widgets.py" line="572"/>
         <source>not recorded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="533"/>
+        <location filename="../plugin/dock/input_widgets.py" line="580"/>
         <source>shipped, for {level} scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/status_panel.py" line="45"/>
+        <location filename="../plugin/dock/status_panel.py" line="47"/>
         <source>Classify</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1646,12 +1651,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/status_panel.py" line="63"/>
+        <location filename="../plugin/dock/status_panel.py" line="70"/>
         <source>Install missing packages</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/status_panel.py" line="97"/>
+        <location filename="../plugin/dock/status_panel.py" line="104"/>
         <source>Installing into {folder} …</source>
         <translation type="unfinished"></translation>
     </message>

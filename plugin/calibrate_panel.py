@@ -78,6 +78,8 @@ class CalibratePanel(TaskPanelMixin, QWidget):
         self.task: Optional[CalibrationTask] = None
         self._filter = ("", 0)
         """The reference layer's filter and the features it showed when the run started."""
+        self._selected = 0
+        """The reference layer's features selected when the run started (0: none, every feature used)."""
         # Replaced in tests; asks where the model goes when the project is not saved.
         self.ask_path: Callable[[str], str] = self._ask_path
         self.calibrate_button = QPushButton(tr("Calibrate on these reference parcels"))
@@ -135,8 +137,10 @@ class CalibratePanel(TaskPanelMixin, QWidget):
                 return None
         if Path(out).suffix.lower() != ".tcm":
             out = str(Path(out).with_suffix(".tcm"))
-        snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(), [])
+        selected = list(layer.selectedFeatureIds()) or None  # the selected features alone, where some are
+        snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(), [], selected)
         self._filter = (layer.subsetString(), layer.featureCount())
+        self._selected = len(selected or ())
         return CalibrateRequest(reference=ParcelsSpec(snapshot, name=layer.name()), label_field=label_field,
                                 scenes=ScenesSpec(files=tuple(scenes)), weather=weather_spec(weather), out=str(out),
                                 model=model or None, class_map=class_map or None, overwrite=confirmed,
@@ -183,15 +187,21 @@ class CalibratePanel(TaskPanelMixin, QWidget):
         self.task_ended()
         self.calibrate_button.setEnabled(True)
         if task.cancelled:
+            self.progress.setValue(0)
             self._show(tr("Calibration cancelled; no model was written."), Qgis.Info)
             return
         run = task.run_result
         # A calibration fitted on a filtered layer (e.g. the Classify tab's "only below") is fitted on
-        # the parcels the filter picked, not on a fair sample of the reference parcels: said.
+        # the parcels the filter picked, not on a fair sample of the reference parcels: said. So is
+        # a selection.
         subset, shown = self._filter
         filtered = tr(" Only the {n} features the layer's filter shows were used ({subset}); clear the filter to "
                       "calibrate on every reference parcel.").format(n=shown, subset=subset) if subset else ""
+        if self._selected:
+            filtered += tr(" Only the {n} selected features were used; clear the selection to calibrate on every "
+                           "reference parcel.").format(n=self._selected)
         if run is None:
+            self.progress.setValue(0)
             self._show(tr("Calibration failed: {error}").format(error=task.error) + filtered, Qgis.Critical)
             return
         self.progress.setValue(100)
@@ -206,9 +216,9 @@ class CalibratePanel(TaskPanelMixin, QWidget):
                   "-> {after:.3f}. Saved to {path} and chosen for the next classification.").format(
             n=calibration.parcels, counts=counts, t=calibration.temperature, before=before,
             after=calibration.ece_after, path=path)
-        if run.skipped:
-            text += " " + tr("Left out (classes the model does not know): {counts}.").format(
-                counts=", ".join(f"{c} {n}" for c, n in sorted(run.skipped.items())))
         text += filtered
+        # What the run said besides: parcels left out and why, the season stages, a better calibration
+        # the model had.
+        text += "".join(" " + line for line in task.reports)
         self._show(text, Qgis.Warning if filtered else Qgis.Success)
         self.calibrated.emit(path)

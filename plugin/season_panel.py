@@ -69,6 +69,8 @@ class SeasonPanel(TaskPanelMixin, QWidget):
         super().__init__(parent)
         self.reference, self.inputs = reference, inputs
         self.task: Optional[SeasonAccuracyTask] = None
+        self._selected = 0
+        """The reference layer's features selected when the run started (0: none, every feature scored)."""
         self.run_button = QPushButton(tr("Accuracy through the season"))
         self.run_button.setToolTip(tr("Classify the layer's parcels whose reference class is filled as of each "
                                       "acquisition of the Classify tab's scenes, and show the overall accuracy, "
@@ -116,7 +118,9 @@ class SeasonPanel(TaskPanelMixin, QWidget):
                 out = str(season_folder(self._home(layer), layer.name()))
             except ValueError as exc:
                 return self._refuse(str(exc))
-        snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(), [])
+        selected = list(layer.selectedFeatureIds()) or None  # the selected features alone, where some are
+        self._selected = len(selected or ())
+        snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(), [], selected)
         return SeasonAccuracyRequest(reference=ParcelsSpec(snapshot, name=layer.name()), label_field=label_field,
                                      scenes=ScenesSpec(files=tuple(scenes)), weather=weather_spec(weather),
                                      out=str(out), model=model or None, class_map=class_map or None, overwrite=True)
@@ -152,14 +156,21 @@ class SeasonPanel(TaskPanelMixin, QWidget):
         self.task_ended()
         self.run_button.setEnabled(True)
         if task.cancelled:
+            self.progress.setValue(0)
             self._show(tr("In-season accuracy cancelled; nothing was written."), Qgis.Info)
             return
         run = task.run_result
         if run is None:
+            self.progress.setValue(0)
             self._show(tr("In-season accuracy failed: {error}").format(error=task.error), Qgis.Critical)
             return
         self.progress.setValue(100)
         text = summary(run)
+        if self._selected:
+            text += " " + tr("Only the {n} selected features were scored; clear the selection to score every "
+                             "reference parcel.").format(n=self._selected)
+        # What the run said besides (parcels left out and why, scenes of another level than the model's).
+        text += "".join(" " + line for line in task.reports)
         self._show_figure(str(run.paths["figure"]))
         self._show(text, Qgis.Success)
         self.finished.emit(str(Path(run.paths["table"]).parent))
@@ -176,7 +187,7 @@ class SeasonPanel(TaskPanelMixin, QWidget):
 
 def summary(run) -> str:
     """What the dock says of a ``SeasonAccuracyRun``: the whole-season OA, when OA first reaches
-    ``REACHED_SHARE`` of it, what was left out and where the files are."""
+    ``REACHED_SHARE`` of it and where the files are (what was left out is among the run's reports)."""
     # Here, not at the top: the training package needs torch, which the dock opens without.
     from ..training.season_accuracy import REACHED_SHARE
 
@@ -194,7 +205,4 @@ def summary(run) -> str:
     if run.model == SHIPPED_BUNDLES["L1C"]:  # chosen for want of a model: early runs choose another
         text += " " + tr("A run as of a date before {gdd:,.0f} GDD uses {inseason} instead; choose it as the model "
                          "to score it.").format(gdd=INSEASON_GDD, inseason=INSEASON_BUNDLE)
-    if run.left_out:
-        text += " " + tr("Left out (classes the model does not know): {counts}.").format(
-            counts=", ".join(f"{c} {n}" for c, n in sorted(run.left_out.items())))
     return text + " " + tr("Tables and figure in {folder}").format(folder=Path(run.paths["table"]).parent)

@@ -188,7 +188,8 @@ class ThermoCropTask(QgsTask):
             return False
 
     def finished(self, ok: bool) -> None:
-        if self.isCanceled():
+        # A Cancel pressed as the work ended changes nothing: what it wrote is reported as done.
+        if self.isCanceled() and not ok and self.error is None:
             self.cancelled = True
         if self.on_done is not None:
             self.on_done(self)
@@ -205,6 +206,8 @@ class ReferenceLayerTask(ThermoCropTask):
         super().__init__(title.format(layer=name), on_done)
         self.request = request
         self.run_result = None
+        self.reports: list[str] = []
+        """What the run said for the user besides its result (parcels left out, season stages...)."""
 
     def run_request(self, request: Any, progress: RunProgress) -> Any:
         """The app's run of ``request``, the reference parcels read."""
@@ -214,11 +217,15 @@ class ReferenceLayerTask(ThermoCropTask):
         request = self.request
         snapshot = request.reference.source
         if isinstance(snapshot, LayerSnapshot):
-            frame, _ = features_to_frame(snapshot.source.getFeatures(), snapshot.crs, label_field=request.label_field)
+            features = QgsFeatureRequest()
+            if snapshot.selected is not None:  # the layer's selected features alone
+                features.setFilterFids(list(snapshot.selected))
+            frame, _ = features_to_frame(snapshot.source.getFeatures(features), snapshot.crs,
+                                         label_field=request.label_field)
             frame.attrs["name"] = snapshot.name  # what messages call the reference parcels
             request = replace(request, reference=replace(request.reference, source=frame))
         progress(0.02)
-        self.run_result = self.run_request(request, RunProgress(progress.sub(0.02, 1.0)))
+        self.run_result = self.run_request(request, RunProgress(progress.sub(0.02, 1.0), report=self.reports.append))
 
 
 class ClassificationTask(ThermoCropTask):

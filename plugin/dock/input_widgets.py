@@ -19,7 +19,9 @@ from qgis.core import (
 )
 from qgis.gui import QgsFileWidget, QgsMapLayerComboBox
 from qgis.PyQt.QtCore import QDate, Qt
+from qgis.PyQt.QtGui import QKeySequence
 from qgis.PyQt.QtWidgets import (
+    QApplication,
     QButtonGroup,
     QCheckBox,
     QComboBox,
@@ -66,7 +68,16 @@ class TypedDateEdit(QDateEdit):
     full section already passed, and a "-" that moves on selects the next section to type over.
     """
 
+    PASTED_FORMATS = ("yyyy-MM-dd", "yyyy-M-d", "yyyyMMdd", "yyyy/M/d", "yyyy.M.d")
+    """The forms a pasted date may take (year first, as the field shows it)."""
+
     def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        if event.matches(QKeySequence.Paste):
+            # Qt pastes into the section under the cursor: "2017-05-01" pasted over the whole
+            # text gave 2017-05-30. A whole date is taken; anything else leaves the date as it was.
+            self.paste_date(QApplication.clipboard().text())
+            event.accept()
+            return
         edit, typed = self.lineEdit(), event.text()
         text, cursor = edit.text(), edit.cursorPosition()
         if typed.isdigit() and edit.hasSelectedText() and edit.selectedText() == text:
@@ -77,6 +88,17 @@ class TypedDateEdit(QDateEdit):
         super().keyPressEvent(event)
         if typed == "-":
             self.setSelectedSection(self.currentSection())
+
+    def paste_date(self, text: str) -> bool:
+        """Take ``text`` as the date where it is a whole date of the field's range (one of
+        :data:`PASTED_FORMATS`); otherwise leave the date and beep. Whether it was taken."""
+        for form in self.PASTED_FORMATS:
+            day = QDate.fromString(text.strip(), form)
+            if day.isValid() and self.minimumDate() <= day <= self.maximumDate():
+                self.setDate(day)
+                return True
+        QApplication.beep()
+        return False
 
 
 class ClassifyInputs(QWidget):

@@ -778,6 +778,49 @@ def test_calibrate_on_the_accuracy_tab_chooses_the_new_model(dock, parcels_layer
         parcels_layer.setSubsetString("")
 
 
+def test_calibrate_on_a_selection_uses_it_and_shows_what_the_run_said(dock, parcels_layer, tmp_path):
+    """The dock read every feature of a layer with a selection, and its message left out what the
+    run said (the season stages, parcels left out): those went to Python's log only."""
+    from thermocrop.core.model.bundle import load_bundle
+
+    dock.accuracy_widget.set_layer(parcels_layer, reference_field="crop")
+    panel = dock.calibrate_panel
+    chosen = sorted(f.id() for f in parcels_layer.getFeatures())[:70]
+    parcels_layer.selectByIds(chosen)
+    try:
+        assert panel.calibrate() is not None
+        _wait(panel)
+    finally:
+        parcels_layer.removeSelection()
+    text = panel.status.text()
+    assert "Only the 70 selected features were used" in text, text
+    calibration = load_bundle(dock.model.filePath()).calibration
+    assert calibration.parcels <= 70 and f"Calibrated on {calibration.parcels} reference parcels" in text
+    assert "Season stages fitted on the reference parcels as of each date" in text, text
+    assert panel.progress.value() == 100
+
+
+def test_a_cancel_pressed_as_a_task_ended_reports_what_it_did():
+    """A Cancel pressed after the work ended (the model written) made the dock say that nothing
+    was written."""
+    from thermocrop.plugin.task import ThermoCropTask
+
+    class Done(ThermoCropTask):
+        def work(self, progress):
+            progress(1.0)
+
+    task = Done("test", None)
+    assert task.run() is True
+    task.cancel()
+    task.finished(True)
+    assert not task.cancelled and task.error is None
+    stopped = Done("test", None)
+    stopped.cancel()
+    assert stopped.run() is False
+    stopped.finished(False)
+    assert stopped.cancelled
+
+
 @pytest.mark.slow
 def test_accuracy_through_the_season_on_the_accuracy_tab(dock, parcels_layer, tiny_region, region_weather,
                                                         small_bundle, tmp_path):
@@ -878,7 +921,7 @@ def test_a_calibration_s_result_is_logged_once(dock, parcels_layer, monkeypatch)
                                                   ece_before=0.2, ece_after=0.05),
                           path="/tmp/x_calibrated.tcm", counts={"corn": 60}, skipped={}, current=None)
     monkeypatch.setattr(panel, "use_model", lambda path: None)
-    panel._finished(SimpleNamespace(cancelled=False, run_result=run, error=None))
+    panel._finished(SimpleNamespace(cancelled=False, run_result=run, error=None, reports=[]))
     QgsApplication.processEvents()
     assert sum("Calibrated on 60 reference parcels" in m for m in logged) == 1, logged
 
@@ -914,3 +957,23 @@ def test_a_whole_date_typed_over_the_as_of_date_is_taken(dock, typed, expected):
     field.setSelectedSection(field.MonthSection)
     QTest.keyClicks(field, "07")
     assert field.date().toString("yyyy-MM-dd") == expected[:5] + "07" + expected[7:]
+
+
+@pytest.mark.parametrize("pasted, expected", [("2017-05-01", "2017-05-01"), (" 2017/5/1 ", "2017-05-01"),
+                                              ("20170501", "2017-05-01"), ("2014-05-01", "2018-08-30"),
+                                              ("01-05-2017", "2018-08-30"), ("2017-02-30", "2018-08-30")])
+def test_a_date_pasted_over_the_as_of_date_is_taken_whole_or_not_at_all(dock, pasted, expected):
+    """Qt pasted into the section under the cursor: "2017-05-01" pasted over the whole of the
+    field gave 2017-05-30, four weeks more of scenes, without a word."""
+    from qgis.PyQt.QtCore import QDate, Qt
+    from qgis.PyQt.QtTest import QTest
+    from qgis.PyQt.QtWidgets import QApplication
+
+    field = dock.inputs.as_of
+    dock.inputs.as_of_on.setChecked(True)
+    field.setDate(QDate(2018, 8, 30))
+    field.setFocus()
+    field.lineEdit().selectAll()
+    QApplication.clipboard().setText(pasted)
+    QTest.keyClick(field, Qt.Key_V, Qt.ControlModifier)
+    assert field.date().toString("yyyy-MM-dd") == expected
