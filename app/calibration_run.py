@@ -34,7 +34,7 @@ from ..core.progress import Progress
 from ..core.quiet_log import quietly
 from ..core.settings import ExtractionSettings
 from ..training.calibrate import dataset_labels, raw_probabilities, season_stages
-from .inputs import resolve_scenes
+from .inputs import resolve_scenes, without_result_note
 from .requests import CalibrateRequest, ExtractRequest, ScenesSpec
 from .run_progress import RunProgress
 from .runs import run_extraction
@@ -159,10 +159,9 @@ def fit_on_reference(bundle: Any, ps: Any, name: str, method: str, report: Calla
     status = np.asarray(ps.status)
     ok = status == STATUS_OK
     labels = dataset_labels(bundle, replace(ps, status=np.full(len(ps), STATUS_OK, dtype=object)))
-    without = {str(k): int(n) for k, n in zip(*np.unique(status[~ok], return_counts=True))}
+    without = without_result_note(status, name)
     if without:
-        report(f"{int((~ok).sum())} reference parcels of {name} have no result and are left out ("
-               + ", ".join(f"{k} {n}" for k, n in sorted(without.items())) + ").")
+        report(without)
     usable = ok & (labels >= 0)
     if usable.sum() < MIN_CALIBRATION_PARCELS:
         raise InputError(f"{name}: {int(usable.sum())} parcels can calibrate the model ({len(ps)} given, "

@@ -10,6 +10,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.pixel_sets import STATUS_OK
 from ..core.progress import Progress
 from ..core.scenes.local import find_scenes
 from ..core.scenes.stac import load_item_files, reader_for, resolve_catalog, scenes_from_items, search_items, summarize
@@ -101,3 +102,16 @@ def resolve_weather(spec: WeatherSpec, geometry: Any, dates: Sequence, season_st
                              refresh=spec.refresh, progress=progress)
     log.info("Temperatures from %s: %s", spec.service, path)
     return str(path)
+
+
+def without_result_note(status: Any, name: str) -> Optional[str]:
+    """The sentence a run on reference parcels says of those it extracted without a result
+    (``status`` of each parcel: outside the scenes, no clear date...), counted by status; None
+    where every parcel has one."""
+    status = np.asarray(status)
+    missing = status != STATUS_OK
+    if not missing.any():
+        return None
+    counts = {str(k): int(n) for k, n in zip(*np.unique(status[missing], return_counts=True))}
+    return (f"{int(missing.sum())} reference parcels of {name} have no result and are left out ("
+            + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())) + ").")

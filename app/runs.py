@@ -232,7 +232,8 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
         elif level_choice:
             progress.report(level_choice)
         if model is not None and early_model is None:
-            given = Path(model).name if isinstance(model, (str, os.PathLike)) else "the model given"
+            loaded = model if isinstance(model, (str, os.PathLike)) else getattr(model, "path", None)
+            given = Path(loaded).name if loaded else "the model given"
             hint = inseason_hint(season, (sc.level for sc in scenes), checked.bundle, given)
             if hint:
                 progress.report(hint)

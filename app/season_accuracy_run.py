@@ -27,7 +27,7 @@ from ..training.season_accuracy import (
     check_season_accuracy_out,
     write_season_accuracy,
 )
-from .inputs import resolve_scenes
+from .inputs import resolve_scenes, without_result_note
 from .requests import ExtractRequest, ScenesSpec, SeasonAccuracyRequest
 from .run_progress import RunProgress
 from .runs import require_features, run_extraction
@@ -87,6 +87,9 @@ def run_season_accuracy(request: SeasonAccuracyRequest, progress: Optional[RunPr
                                  class_map=request.class_map, block_field=None, settings=settings)
         with quietly():  # its read of the layer's labels logs what the first read logged
             ps = open_dataset(run_extraction(extract, progress).path)
+        without = without_result_note(ps.status, reference.describe())
+        if without:
+            progress.report(without)
         left_out = unseen_classes([ps], bundle.classes)
         if left_out:
             progress.report(f"{sum(left_out.values())} reference parcels of {reference.describe()} have classes the "

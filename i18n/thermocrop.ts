@@ -24,7 +24,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="113"/>
+        <location filename="../plugin/train_panel.py" line="114"/>
         <source>No free model file name in {folder}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -69,12 +69,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="408"/>
+        <location filename="../plugin/train_panel.py" line="415"/>
         <source>Tick or add the Sentinel-2 scenes on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="410"/>
+        <location filename="../plugin/train_panel.py" line="417"/>
         <source>Choose the daily temperature file (or a weather service) on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -607,7 +607,7 @@
     </message>
     <message>
         <location filename="../plugin/season_panel.py" line="208"/>
-        <source>Tables and figure in {folder}</source>
+        <source>Tables and figure in {folder}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -641,7 +641,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="141"/>
+        <location filename="../plugin/train_panel.py" line="142"/>
         <source>ThermoCrop: train a model on {layer}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -651,27 +651,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="232"/>
+        <location filename="../plugin/train_panel.py" line="239"/>
         <source>Polygon layer whose parcels carry a crop label or code</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="234"/>
+        <location filename="../plugin/train_panel.py" line="241"/>
         <source>Field of each parcel&apos;s crop label (class names or crop codes); parcels with an empty value are left out</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="238"/>
+        <location filename="../plugin/train_panel.py" line="245"/>
         <source>Field of each parcel&apos;s spatial block (e.g. a 10 km grid cell): training, validation and test are split by block. Empty: a random split</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="243"/>
+        <location filename="../plugin/train_panel.py" line="250"/>
         <source>Map national crop codes to classes with the paper&apos;s table for France, Denmark or Austria; codes not in it become &apos;unknown&apos;</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="248"/>
+        <location filename="../plugin/train_panel.py" line="255"/>
         <source>Layer</source>
         <translation type="unfinished"></translation>
     </message>
@@ -681,82 +681,82 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="250"/>
+        <location filename="../plugin/train_panel.py" line="257"/>
         <source>Block field</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="251"/>
+        <location filename="../plugin/train_panel.py" line="258"/>
         <source>Crop codes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="253"/>
+        <location filename="../plugin/train_panel.py" line="260"/>
         <source>Training</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="261"/>
+        <location filename="../plugin/train_panel.py" line="268"/>
         <source> (recommended)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="265"/>
+        <location filename="../plugin/train_panel.py" line="272"/>
         <source>epochs</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="265"/>
+        <location filename="../plugin/train_panel.py" line="272"/>
         <source>steps per epoch</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="265"/>
+        <location filename="../plugin/train_panel.py" line="272"/>
         <source>parcels per step</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="275"/>
+        <location filename="../plugin/train_panel.py" line="282"/>
         <source>empty: beside the project</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="280"/>
+        <location filename="../plugin/train_panel.py" line="287"/>
         <source>empty: from scratch</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="281"/>
+        <location filename="../plugin/train_panel.py" line="288"/>
         <source>A model to start from (fine-tuning): with a few dozen labelled parcels per class, starting from the shipped model is far better than from scratch. Its variant, bands and settings are kept, and its classes when yours are among them. Empty: random weights.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="285"/>
+        <location filename="../plugin/train_panel.py" line="292"/>
         <source>Shipped model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="286"/>
+        <location filename="../plugin/train_panel.py" line="293"/>
         <source>Start from the model shipped with the plugin</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="290"/>
+        <location filename="../plugin/train_panel.py" line="297"/>
         <source>Start from</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="291"/>
+        <location filename="../plugin/train_panel.py" line="298"/>
         <source>Variant</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="292"/>
+        <location filename="../plugin/train_panel.py" line="299"/>
         <source>Budget</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="294"/>
+        <location filename="../plugin/train_panel.py" line="301"/>
         <source>Model file</source>
         <translation type="unfinished"></translation>
     </message>
@@ -766,107 +766,112 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="304"/>
+        <location filename="../plugin/train_panel.py" line="311"/>
         <source>Uses the scenes and weather of the Classify tab; the new model is saved beside the project and chosen for the next classification.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="377"/>
+        <location filename="../plugin/train_panel.py" line="384"/>
         <source>{steps:,} steps of {batch} parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="381"/>
+        <location filename="../plugin/train_panel.py" line="388"/>
         <source> for each member of the model started from; the time is measured and shown before the training starts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="384"/>
+        <location filename="../plugin/train_panel.py" line="391"/>
         <source>; about {time} at the {ms:.0f} ms per step measured here last time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="387"/>
+        <location filename="../plugin/train_panel.py" line="394"/>
         <source>; the time is measured and shown before the training starts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="397"/>
+        <location filename="../plugin/train_panel.py" line="404"/>
         <source>Choose the labelled parcel layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="400"/>
+        <location filename="../plugin/train_panel.py" line="407"/>
         <source>Choose the field of {layer} that holds the crop labels.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="404"/>
+        <location filename="../plugin/train_panel.py" line="411"/>
         <source>The label and block fields are the same; choose the block field or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="414"/>
+        <location filename="../plugin/train_panel.py" line="421"/>
         <source>The model to start from, {path}, does not exist; choose a .tcm file or clear the field to train from scratch.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="426"/>
+        <location filename="../plugin/train_panel.py" line="433"/>
         <source>{path} exists (a training into {out} writes it); choose a new model file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="443"/>
+        <location filename="../plugin/train_panel.py" line="452"/>
         <source>Save the project first, or choose the model file: {layer} is no file layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="460"/>
+        <location filename="../plugin/train_panel.py" line="469"/>
         <source>Extracting the labelled parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="468"/>
+        <location filename="../plugin/train_panel.py" line="477"/>
         <source>Training: {estimate}. Cancel stops it and leaves nothing behind.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="476"/>
+        <location filename="../plugin/train_panel.py" line="485"/>
         <source>Training cancelled; no model or dataset was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="479"/>
+        <location filename="../plugin/train_panel.py" line="488"/>
         <source>Training failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="486"/>
+        <location filename="../plugin/train_panel.py" line="495"/>
         <source>Model saved to {path} and chosen for the next classification{scores}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="489"/>
-        <source>It carries no calibration (its validation blocks held too few labelled parcels): its confidence is the network&apos;s raw probability and runs with it make no prediction sets. Calibrate it on the Accuracy tab with reference parcels.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/train_panel.py" line="493"/>
-        <source>Trained {path}</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/train_panel.py" line="499"/>
-        <source>{n:.0f} s</source>
+        <location filename="../plugin/train_panel.py" line="498"/>
+        <source>Only the {n} selected features were used; clear the selection to train on every labelled parcel.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="../plugin/train_panel.py" line="501"/>
+        <source>It carries no calibration (its validation blocks held too few labelled parcels): its confidence is the network&apos;s raw probability and runs with it make no prediction sets. Calibrate it on the Accuracy tab with reference parcels.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="505"/>
+        <source>Trained {path}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="511"/>
+        <source>{n:.0f} s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/train_panel.py" line="513"/>
         <source>{n:.0f} min</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/train_panel.py" line="502"/>
+        <location filename="../plugin/train_panel.py" line="514"/>
         <source>{n:.1f} h</source>
         <translation type="unfinished"></translation>
     </message>

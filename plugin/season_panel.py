@@ -205,4 +205,4 @@ def summary(run) -> str:
     if run.model == SHIPPED_BUNDLES["L1C"]:  # chosen for want of a model: early runs choose another
         text += " " + tr("A run as of a date before {gdd:,.0f} GDD uses {inseason} instead; choose it as the model "
                          "to score it.").format(gdd=INSEASON_GDD, inseason=INSEASON_BUNDLE)
-    return text + " " + tr("Tables and figure in {folder}").format(folder=Path(run.paths["table"]).parent)
+    return text + " " + tr("Tables and figure in {folder}.").format(folder=Path(run.paths["table"]).parent)

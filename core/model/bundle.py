@@ -433,10 +433,10 @@ class ModelBundle:
 
     Args:
         model: a ``CropClassifier`` (or ``EnsembleClassifier``) matching ``config``.
-        config: its ``BundleConfig``.
+        config: its ``BundleConfig``; path: the file it was loaded from (``load_bundle``), or None.
     """
 
-    def __init__(self, model: CropClassifier, config: BundleConfig) -> None:
+    def __init__(self, model: CropClassifier, config: BundleConfig, path: Optional[Path] = None) -> None:
         self.model = model.eval()
         self.config = config
         self._fast: Optional[CropClassifier] = None
@@ -446,6 +446,7 @@ class ModelBundle:
         self.precision_choice: Optional[PrecisionChoice] = None
         self._fast_precision: Optional[str] = None
         self.calibration: Optional[Calibration] = Calibration.from_dict(config.calibration)
+        self.path = path
 
     @property
     def classes(self) -> tuple[str, ...]:
@@ -727,7 +728,7 @@ def load_bundle(path: Union[str, os.PathLike], device: str = "cpu") -> ModelBund
     model.to(device).eval()
     if not config.calibration:
         _warn_uncalibrated(path)
-    return ModelBundle(model, config)
+    return ModelBundle(model, config, path)
 
 
 _UNCALIBRATED_WARNED: set[str] = set()
@@ -793,8 +794,5 @@ def default_bundle_for_levels(levels: Iterable[Optional[str]]) -> Path:
     """The shipped bundle for scenes of these processing levels (:func:`shipped_model_choice`),
     the choice logged."""
     path, why = shipped_model_choice(levels)
-    if "not installed" in why:
-        log.warning(why)
-    else:
-        log.info(why)
+    log.log(logging.WARNING if "not installed" in why else logging.INFO, why)
     return path

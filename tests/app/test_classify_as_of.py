@@ -246,6 +246,13 @@ def test_an_early_run_naming_a_whole_season_model_says_the_in_season_model_exist
     hint = said["default_fast.tcm", early]
     assert len(hint) == 1 and "(default_fast.tcm: 50 %)" in hint[0] and "75 % were cut" in hint[0], hint
     assert not said["default_fast.tcm", late] and not said[INSEASON_BUNDLE, early]
+    # A bundle the door loaded (the dock's) is named by its file.
+    from thermocrop.core.model.bundle import load_bundle
+
+    lines = []
+    app.run_classification(_request(region, model=load_bundle(models / "default_fast.tcm"), as_of=early),
+                           RunProgress(report=lines.append))
+    assert any("(default_fast.tcm: 50 %)" in line for line in lines), lines
 
 
 def test_a_run_as_of_a_date_is_calibrated_by_its_season_stage(region, tmp_path, monkeypatch):

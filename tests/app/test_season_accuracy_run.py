@@ -108,3 +108,19 @@ def test_a_model_of_another_level_than_the_scenes_is_said(tiny_region, tmp_path)
                                   app.RunProgress(report=reports.append))
     assert run.model == "default_fast.tcm"
     assert any("The model was trained on L1C scenes but these are L2A" in r for r in reports), reports
+
+
+def test_reference_parcels_without_a_result_are_said(tiny_region, tmp_path):
+    """A calibration said which parcels had no result; the accuracy through the season dropped them
+    without a word."""
+    from shapely import affinity
+
+    layer = gpd.read_file(tiny_region / "parcels.gpkg")
+    layer.loc[:14, "geometry"] = [affinity.translate(g, 50_000, 0) for g in layer.geometry[:15]]
+    path = tmp_path / "moved.gpkg"
+    layer.to_file(path)
+    reports = []
+    request = replace(_request(tiny_region, tmp_path / "out"), reference=ParcelsSpec(str(path), name="moved"))
+    run = app.run_season_accuracy(request, app.RunProgress(report=reports.append))
+    assert "15 reference parcels of moved have no result and are left out (outside_scenes 15)." in reports, reports
+    assert run.accuracy.parcels <= len(layer) - 15
