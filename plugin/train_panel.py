@@ -16,6 +16,7 @@ from typing import Callable, Optional
 
 from qgis.core import (
     Qgis,
+    QgsFeatureRequest,
     QgsMapLayerProxyModel,
     QgsMessageLog,
     QgsProject,
@@ -167,8 +168,12 @@ class TrainingTask(ThermoCropTask):
 
         r = self.request
         config = r.training_config()  # an initial model that cannot be used stops the run here
-        features = r.parcels.source.getFeatures()
+        wanted = QgsFeatureRequest()
+        if r.parcels.selected is not None:  # the layer's selected features alone
+            wanted.setFilterFids(list(r.parcels.selected))
+        features = r.parcels.source.getFeatures(wanted)
         frame, _ = features_to_frame(features, r.parcels.crs, label_field=r.label_field, block_field=r.block_field)
+        frame.attrs["name"] = r.parcels.name  # what messages call the labelled parcels
         progress(0.02)
         scenes = r.scenes
         weather = r.weather
@@ -222,6 +227,8 @@ class TrainPanel(TaskPanelMixin, QWidget):
         super().__init__(parent)
         self.inputs, self.use_model = inputs, use_model
         self.task: Optional[TrainingTask] = None
+        self._selected = 0
+        """The labelled layer's features selected when the training started (0: none, every feature used)."""
 
         labelled = QGroupBox(tr("Labelled parcels"))
         form = QFormLayout(labelled)
@@ -425,7 +432,9 @@ class TrainPanel(TaskPanelMixin, QWidget):
         if taken:
             return self._refuse(tr("{path} exists (a training into {out} writes it); choose a new model file.").format(
                 path=taken[0], out=out.name))
-        snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(), [])
+        selected = list(layer.selectedFeatureIds()) or None  # the selected features alone, where some are
+        self._selected = len(selected or ())
+        snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(), [], selected)
         return TrainingRequest(snapshot, label, block, self.class_map.currentData(), list(scenes), weather,
                                variant=self.variant.currentData(), epochs=self.epochs.value(),
                                steps_per_epoch=self.steps.value(), batch_size=self.batch_size.value(),
@@ -485,6 +494,9 @@ class TrainPanel(TaskPanelMixin, QWidget):
         self.use_model(path)
         text = tr("Model saved to {path} and chosen for the next classification{scores}.").format(
             path=path, scores=f" ({scores})" if scores else "")
+        if self._selected:
+            text += " " + tr("Only the {n} selected features were used; clear the selection to train on every "
+                             "labelled parcel.").format(n=self._selected)
         if not task.calibrated:
             text += " " + tr("It carries no calibration (its validation blocks held too few labelled parcels): its "
                              "confidence is the network's raw probability and runs with it make no prediction sets. "

@@ -798,6 +798,9 @@ def test_calibrate_on_a_selection_uses_it_and_shows_what_the_run_said(dock, parc
     assert calibration.parcels <= 70 and f"Calibrated on {calibration.parcels} reference parcels" in text
     assert "Season stages fitted on the reference parcels as of each date" in text, text
     assert panel.progress.value() == 100
+    # Another layer chosen: the text of the run on this one goes.
+    dock.accuracy_widget.set_layer(None)
+    assert panel.status.text() == "" and dock.season_panel.status.text() == ""
 
 
 def test_a_cancel_pressed_as_a_task_ended_reports_what_it_did():

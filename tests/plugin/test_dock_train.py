@@ -224,3 +224,32 @@ def test_the_label_field_guess_is_never_an_id():
     assert guess_label_field(["fid", "id", "name"], {"fid": False, "id": True, "name": True}) == "name"
     assert guess_label_field(["fid", "area"], {"fid": False, "area": False}) is None
     assert np.all([guess_label_field([n]) is None for n in ("fid", "id", "ogc_fid")])
+
+
+def test_training_on_a_selection_uses_the_selected_parcels_and_says_so(rpg_layer, train_dock, tmp_path):
+    """The Train tab read every feature of a layer with a selection (the reference tabs use it)."""
+    from qgis.core import QgsProject
+
+    from thermocrop.core.pixel_sets import open_dataset
+
+    layer, frame = rpg_layer
+    project_dir = tmp_path / "project"
+    project_dir.mkdir()
+    QgsProject.instance().setFileName(str(project_dir / "farm.qgz"))
+    panel = train_dock.train_panel
+    chosen = sorted(f.id() for f in layer.getFeatures())[:80]
+    layer.selectByIds(chosen)
+    try:
+        panel.epochs.setValue(1)
+        panel.steps.setValue(2)
+        panel.batch_size.setValue(8)
+        task = panel.train()
+        assert task is not None
+        _wait(panel)
+        assert task.bundle_path is not None, panel.status.text()
+        data = open_dataset(project_dir / f"{task.bundle_path.stem}_dataset")
+        assert len(data) == 80 and sorted(int(i) for i in data.parcel_ids) == chosen
+        assert "Only the 80 selected features were used" in panel.status.text()
+    finally:
+        layer.removeSelection()
+        QgsProject.instance().setFileName("")
