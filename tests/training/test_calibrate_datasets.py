@@ -87,3 +87,16 @@ def test_vector_scaling_on_a_dataset_from_the_command_line(tmp_path, capsys):
              for penalty in VECTOR_PENALTIES}
     closest = min(found.values(), key=lambda w: np.abs(w - stored).max())
     np.testing.assert_allclose(stored, closest, atol=2e-3)
+
+
+def test_a_dataset_of_one_class_is_refused_naming_it(tmp_path, capsys):
+    from thermocrop.cli.main import main
+
+    ps = make_pixel_sets(n=80, seed=7)
+    ps.labels[:] = ps.labels[0]
+    save_dataset(ps, tmp_path / "data")
+    out = tmp_path / "cal.tcm"
+    assert main(["calibrate", str(default_bundle_path()), "--dataset", str(tmp_path / "data"), "--out", str(out)]) != 0
+    said = capsys.readouterr().err
+    assert f"labelled {ps.classes[ps.labels[0]]}; a calibration needs parcels of at least two classes" in said, said
+    assert not out.exists()
