@@ -32,6 +32,13 @@ class TaskPanelMixin:
         self.status.setText(text)
         self.message.emit(text, level)
 
+    def reference_layer_changed(self, _layer=None) -> None:
+        """Another layer was chosen: the last run's text, which was of the layer it ran on, goes (a
+        run going on says its result when it ends). A bound method, so that Qt drops the
+        connection when the panel is deleted."""
+        if self.task is None:
+            self.status.clear()
+
     def launch(self, task: ThermoCropTask) -> ThermoCropTask:
         """Hand ``task`` to QGIS's task manager; Cancel stops it until it ends."""
         self.task = task

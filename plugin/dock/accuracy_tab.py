@@ -43,10 +43,7 @@ def accuracy_tab(say: Callable, inputs: ClassifyInputs
     for action in (panel, season):
         action.message.connect(lambda text, level: say(text, level, bar=level in (Qgis.Success, Qgis.Critical)))
         layout.insertWidget(layout.indexOf(widget.browser), action)
-        # The last run's text is of the layer it ran on: another layer chosen clears it (a run
-        # going on says its result when it ends).
-        widget.layer_combo.layerChanged.connect(
-            lambda _layer, action=action: action.status.clear() if action.task is None else None)
+        widget.layer_combo.layerChanged.connect(action.reference_layer_changed)
     # In a scroll area too, so that its report never makes the dock taller than the screen.
     narrow_combos(widget)
     return widget, panel, season, scrolled(widget)
