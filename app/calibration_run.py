@@ -33,7 +33,7 @@ from ..core.preflight import run_bundle
 from ..core.progress import Progress
 from ..core.quiet_log import quietly
 from ..core.settings import ExtractionSettings
-from ..training.calibrate import dataset_labels, raw_probabilities, season_stages
+from ..training.calibrate import dataset_labels, fit_season_stages, log_stages, prefix_predictions, stage_rows
 from .inputs import resolve_scenes, without_result_note
 from .requests import CalibrateRequest, ExtractRequest, ScenesSpec
 from .run_progress import RunProgress
@@ -63,9 +63,9 @@ class CalibrationRun:
 def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] = None) -> CalibrationRun:
     """Extract ``request.reference``, fit a calibration by ``request.method`` on the model's raw
     probabilities of the parcels whose label is one of the model's classes, with season stages
-    fitted on the same parcels as of each date (``training.calibrate.season_stages``), and write
-    ``request.out``. The pixel sets live in a temporary folder, read from the disk as the
-    model needs them and removed at the end.
+    fitted on the same parcels as of each date (both from one pass over the season's prefixes,
+    ``training.calibrate.prefix_predictions``), and write ``request.out``. The pixel sets live in a
+    temporary folder, read from the disk as the model needs them and removed at the end.
 
     Raises:
         InputError: an unknown method, or fewer than ``MIN_CALIBRATION_PARCELS`` usable reference
@@ -158,7 +158,7 @@ def fit_on_reference(bundle: Any, ps: Any, name: str, method: str, report: Calla
     """
     status = np.asarray(ps.status)
     ok = status == STATUS_OK
-    labels = dataset_labels(bundle, replace(ps, status=np.full(len(ps), STATUS_OK, dtype=object)))
+    labels = dataset_labels(bundle, ps, ok_only=False)
     without = without_result_note(status, name)
     if without:
         report(without)
@@ -172,13 +172,14 @@ def fit_on_reference(bundle: Any, ps: Any, name: str, method: str, report: Calla
                             else "Give more labelled parcels."))
     index = np.where(ok, labels, -1)
     check_label_variety(index, bundle.classes, name)
-    progress.check()
-    raw = raw_probabilities(bundle, ps)
+    # One pass over the season's prefixes: the last date's are the whole season's probabilities.
+    rows, prefixes = prefix_predictions(bundle, ps, progress)
+    raw = np.full((len(ps), len(bundle.classes)), np.nan, dtype=np.float32)
+    raw[rows] = prefixes[:, -1]
     calibration = fit_calibration(raw, index, name, method=method)
-    progress(0.3)
-    progress.check()
-    calibration = replace(calibration, stages=season_stages(bundle, [ps], [None]))
-    progress(1.0)
+    stages = fit_season_stages(*stage_rows(prefixes, index[rows], np.asarray(ps.gdd)[rows],
+                                           np.asarray(ps.date_mask)[rows]))
+    calibration = replace(calibration, stages=log_stages(stages))
     if calibration.parcels < 5 * len(bundle.classes):
         report(f"Only {calibration.parcels} reference parcels for {len(bundle.classes)} classes: the calibration is "
                "rough; more parcels give a steadier one.")

@@ -311,21 +311,19 @@ class ExtractionRun:
     checked: Preflight
 
 
-def selected_table(request: ExtractRequest):
-    """The selected parcels of ``request`` (``ParcelsSpec.selected_ids``) as a ``ParcelTable`` read
-    with its fields."""
+def selected_table(request: ExtractRequest, block_field: Optional[str]):
+    """The parcels of ``request`` (the selected ones, ``ParcelsSpec.selected_ids``, where some are)
+    as a ``ParcelTable`` read with its fields, blocks from ``block_field``."""
     fields = extraction_options(request)["fields"]
     return load_parcels(request.parcels.source, id_field=fields.id_field, label_field=fields.label_field,
-                        block_field=fields.block_field, class_map=fields.class_map, min_parcels=fields.min_parcels,
+                        block_field=block_field, class_map=fields.class_map, min_parcels=fields.min_parcels,
                         selected_ids=request.parcels.selected_ids)
 
 
 def grid_block_table(request: ExtractRequest):
     """The parcels (the selected ones, where some are) as a ``ParcelTable`` whose blocks are the
     cells of a ``block_size_km`` grid."""
-    table = load_parcels(request.parcels.source, id_field=request.parcels.id_field, label_field=request.label_field,
-                         block_field=None, class_map=request.class_map, min_parcels=request.min_parcels,
-                         selected_ids=request.parcels.selected_ids)
+    table = selected_table(request, block_field=None)
     blocks = grid_blocks(locations_from_geometries(table.geometry), request.block_size_km * 1000.0)
     logging.getLogger("thermocrop.extract").info(
         "%s: %d spatial blocks from a %g km grid", table.source, len(np.unique(blocks[blocks >= 0])),
@@ -354,7 +352,7 @@ def run_extraction(request: ExtractRequest, progress: Optional[RunProgress] = No
     if request.block_size_km:
         source = grid_block_table(request)
     else:
-        source = parcels.source if parcels.selected_ids is None else selected_table(request)
+        source = parcels.source if parcels.selected_ids is None else selected_table(request, request.block_field)
     weather = request.weather.path
     if request.weather.service:
         weather = resolve_weather(request.weather, parcel_geometry(parcels), [s.date for s in scenes],

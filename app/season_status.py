@@ -4,6 +4,7 @@ for early in the season chosen where the run names no model."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
@@ -12,7 +13,7 @@ import numpy as np
 
 from ..core.classify import bundle_thermal_time
 from ..core.errors import SceneError, WeatherError
-from ..core.inseason import SeasonStatus, acquisition_dates, as_day, scenes_as_of
+from ..core.inseason import SeasonStatus, acquisition_dates, as_day, cut_share, scenes_as_of
 from ..core.model.bundle import default_bundle_path, load_bundle, shipped_model_choice
 from ..core.model.season_stages import describe_stage
 from ..core.parcels import load_parcels
@@ -111,12 +112,10 @@ def inseason_model_choice(status: SeasonStatus, levels: Iterable[Optional[str]])
                   f"seasons) rather than {shipped.name}")
 
 
-def cut_share(bundle: Any) -> Optional[float]:
-    """The share of ``bundle``'s training samples cut to a part of the season (its provenance's
-    ``season_window_share``), or None where it does not say."""
-    training = ((getattr(bundle.config, "provenance", None) or {}).get("training") or {})
-    share = training.get("season_window_share")
-    return float(share) if isinstance(share, (int, float)) else None
+@functools.lru_cache(maxsize=4)
+def shipped_cut_share(path: Path) -> Optional[float]:
+    """:func:`~thermocrop.core.inseason.cut_share` of the shipped bundle at ``path``, read once."""
+    return cut_share(load_bundle(path))
 
 
 def inseason_hint(status: SeasonStatus, levels: Iterable[Optional[str]], bundle: Any, name: str) -> Optional[str]:
@@ -128,8 +127,7 @@ def inseason_hint(status: SeasonStatus, levels: Iterable[Optional[str]], bundle:
     choice = inseason_model_choice(status, levels)
     if choice is None:
         return None
-    inseason = load_bundle(choice[0])
-    theirs, mine = cut_share(inseason), cut_share(bundle)
+    theirs, mine = shipped_cut_share(choice[0]), cut_share(bundle)
     if theirs is None or (mine is not None and mine >= theirs):
         return None
     trained = "does not say how many" if mine is None else f"{100 * mine:.0f} %"

@@ -113,14 +113,21 @@ def trained_season(bundle: Any) -> str:
     curve = bundle_season_curve(bundle.config)
     if curve is not None and curve.trained_on:
         return curve.describe_training()
-    training = ((getattr(bundle.config, "provenance", None) or {}).get("training") or {})
-    share = training.get("season_window_share")
+    share = cut_share(bundle)
     if share is None:
         return "its provenance does not say which part of the season it was trained on"
     if not share:
         return "it was trained on whole seasons only"
-    return (f"{100 * float(share):.0f} % of its training samples were cut to a part of the season ending in the "
+    return (f"{100 * share:.0f} % of its training samples were cut to a part of the season ending in the "
             "second half of its dates, the rest whole seasons")
+
+
+def cut_share(bundle: Any) -> Optional[float]:
+    """The share of ``bundle``'s training samples cut to a part of the season (its provenance's
+    ``season_window_share``), or None where it does not say."""
+    training = ((getattr(bundle.config, "provenance", None) or {}).get("training") or {})
+    share = training.get("season_window_share")
+    return float(share) if isinstance(share, (int, float)) and not isinstance(share, bool) else None
 
 
 def early_warning(status: SeasonStatus, bundle: Any) -> Optional[str]:

@@ -61,13 +61,16 @@ class LayerSnapshot:
     field_names: list
     selected: Optional[list] = None
 
-    def read(self, attributes: bool = False, only_selected: bool = True):
-        """``(frame, fids)`` as :func:`~thermocrop.plugin.layers.features_to_frame` gives them."""
+    def read(self, attributes: bool = False, only_selected: bool = True, label_field: Optional[str] = None,
+             block_field: Optional[str] = None):
+        """``(frame, fids)`` as :func:`~thermocrop.plugin.layers.features_to_frame` gives them (with
+        ``label_field`` and ``block_field`` copied where named), named by the layer."""
         request = QgsFeatureRequest()
         if only_selected and self.selected is not None:
             request.setFilterFids(list(self.selected))
         features = self.source.getFeatures(request)
-        frame, fids = features_to_frame(features, self.crs, attributes=self.field_names if attributes else None)
+        frame, fids = features_to_frame(features, self.crs, label_field=label_field, block_field=block_field,
+                                        attributes=self.field_names if attributes else None)
         frame.attrs["name"] = self.name  # what messages call the parcels
         return frame, fids
 
@@ -216,13 +219,8 @@ class ReferenceLayerTask(ThermoCropTask):
     def work(self, progress) -> None:
         request = self.request
         snapshot = request.reference.source
-        if isinstance(snapshot, LayerSnapshot):
-            features = QgsFeatureRequest()
-            if snapshot.selected is not None:  # the layer's selected features alone
-                features.setFilterFids(list(snapshot.selected))
-            frame, _ = features_to_frame(snapshot.source.getFeatures(features), snapshot.crs,
-                                         label_field=request.label_field)
-            frame.attrs["name"] = snapshot.name  # what messages call the reference parcels
+        if isinstance(snapshot, LayerSnapshot):  # its selected features alone, where some are
+            frame, _ = snapshot.read(label_field=request.label_field)
             request = replace(request, reference=replace(request.reference, source=frame))
         progress(0.02)
         self.run_result = self.run_request(request, RunProgress(progress.sub(0.02, 1.0), report=self.reports.append))

@@ -16,7 +16,6 @@ from typing import Callable, Optional
 
 from qgis.core import (
     Qgis,
-    QgsFeatureRequest,
     QgsMapLayerProxyModel,
     QgsMessageLog,
     QgsProject,
@@ -41,7 +40,7 @@ from qgis.PyQt.QtWidgets import (
 )
 
 from .i18n import tr
-from .layers import features_to_frame, guess_label_field
+from .layers import guess_label_field
 from .task import LayerSnapshot, ThermoCropTask
 from .task_panel import TaskPanelMixin
 
@@ -168,12 +167,8 @@ class TrainingTask(ThermoCropTask):
 
         r = self.request
         config = r.training_config()  # an initial model that cannot be used stops the run here
-        wanted = QgsFeatureRequest()
-        if r.parcels.selected is not None:  # the layer's selected features alone
-            wanted.setFilterFids(list(r.parcels.selected))
-        features = r.parcels.source.getFeatures(wanted)
-        frame, _ = features_to_frame(features, r.parcels.crs, label_field=r.label_field, block_field=r.block_field)
-        frame.attrs["name"] = r.parcels.name  # what messages call the labelled parcels
+        # The layer's selected features alone, where some are; named by the layer in messages.
+        frame, _ = r.parcels.read(label_field=r.label_field, block_field=r.block_field)
         progress(0.02)
         scenes = r.scenes
         weather = r.weather

@@ -26,15 +26,15 @@ from .datasets import check_model_gdd
 log = logging.getLogger(__name__)
 
 
-def dataset_labels(bundle: ModelBundle, ps: PixelSets) -> np.ndarray:
+def dataset_labels(bundle: ModelBundle, ps: PixelSets, ok_only: bool = True) -> np.ndarray:
     """The labels of ``ps`` as indices into ``bundle``'s classes; -1 for unlabelled parcels, parcels
-    whose class the model does not know and parcels that are not ``ok``."""
+    whose class the model does not know and (with ``ok_only``) parcels that are not ``ok``."""
     known = {c: i for i, c in enumerate(bundle.classes)}
     names = list(ps.classes)
     labels = np.asarray(ps.labels)
     out = np.full(len(ps), -1, dtype=np.int64)
     for i, (label, status) in enumerate(zip(labels, np.asarray(ps.status))):
-        if label >= 0 and status == STATUS_OK:
+        if label >= 0 and (status == STATUS_OK or not ok_only):
             out[i] = known.get(names[label], -1)
     return out
 
@@ -86,27 +86,43 @@ def calibrate_on_datasets(bundle: ModelBundle, datasets: Sequence[PixelSets], so
     return replace(calibration, stages=season_stages(bundle, datasets, rows))
 
 
+def prefix_predictions(bundle: ModelBundle, ps: PixelSets, progress=None) -> tuple[np.ndarray, np.ndarray]:
+    """The network's raw probabilities of the ``ok`` parcels of ``ps`` as of each of their dates,
+    in one pass (``ModelBundle.predict_prefixes``): ``(rows, (n, T, K))``, ``rows`` the parcels'
+    positions in ``ps``; the last date's are the whole season's."""
+    rows = np.flatnonzero(np.asarray(ps.status) == STATUS_OK)
+    if not len(rows):
+        return rows, np.zeros((0, np.shape(ps.date_mask)[1], len(bundle.classes)), dtype=np.float32)
+    return rows, bundle.predict_prefixes(ps.subset(rows), calibrated=False, progress=progress)
+
+
+def stage_rows(prefixes: np.ndarray, labels: np.ndarray, gdd: np.ndarray, date_mask: np.ndarray,
+               first_parcel: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`fit_season_stages`' arguments from ``prefixes (n, T, K)`` and the ``labels``, ``gdd``
+    and ``date_mask`` of their parcels (numbered from ``first_parcel``): one row per parcel and date."""
+    n, t, k = prefixes.shape
+    return (prefixes.reshape(n * t, k), np.repeat(labels, t), prefix_gdd(gdd, date_mask).ravel(),
+            np.repeat(np.arange(n) + first_parcel, t))
+
+
 def season_stages(bundle: ModelBundle, datasets: Sequence[PixelSets],
                   rows: Sequence[Optional[np.ndarray]]) -> tuple:
     """The season stages of ``bundle`` fitted on the labelled parcels of ``datasets`` (``rows`` of
     each, None: all) as of each of their dates (``ModelBundle.predict_prefixes``, raw)."""
-    probabilities, labels, gdd, parcels = [], [], [], []
+    parts = []
     for j, (ps, r) in enumerate(zip(datasets, rows)):
         part = ps if r is None else ps.subset(np.asarray(r))
-        ok = np.flatnonzero(np.asarray(part.status) == STATUS_OK)
-        if not len(ok):
-            continue
-        part = part.subset(ok)
-        prefixes = bundle.predict_prefixes(part, calibrated=False)
-        n, t, k = prefixes.shape
-        probabilities.append(prefixes.reshape(n * t, k))
-        labels.append(np.repeat(dataset_labels(bundle, part), t))
-        gdd.append(prefix_gdd(part.gdd, part.date_mask).ravel())
-        parcels.append(np.repeat(np.arange(n) + 1_000_000 * j, t))
-    if not probabilities:
+        ok, prefixes = prefix_predictions(bundle, part)
+        if len(ok):
+            parts.append(stage_rows(prefixes, dataset_labels(bundle, part)[ok], np.asarray(part.gdd)[ok],
+                                    np.asarray(part.date_mask)[ok], 1_000_000 * j))
+    if not parts:
         return ()
-    found = fit_season_stages(np.concatenate(probabilities), np.concatenate(labels), np.concatenate(gdd),
-                       np.concatenate(parcels))
+    return log_stages(fit_season_stages(*(np.concatenate(column) for column in zip(*parts))))
+
+
+def log_stages(found: tuple) -> tuple:
+    """``found`` (season stages), logged."""
     log.info("Season stages of the calibration: %s", ", ".join(
         f"below {s.below_gdd:,.0f} GDD temperature {s.temperature:.2f} ({len(s.scores)} predictions)" for s in found))
     return found

@@ -261,10 +261,6 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def apply_temperature(probabilities: np.ndarray, temperature: float) -> np.ndarray:
     """``softmax(log(p) / T)`` row by row, float32; NaN rows stay NaN."""
     return apply_scaling(probabilities, temperature)
