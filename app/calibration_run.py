@@ -178,14 +178,14 @@ def fit_on_reference(bundle: Any, ps: Any, name: str, method: str, report: Calla
     raw[rows] = prefixes[:, -1]
     calibration = fit_calibration(raw, index, name, method=method)
     stages = fit_season_stages(*stage_rows(prefixes, index[rows], np.asarray(ps.gdd)[rows],
-                                           np.asarray(ps.date_mask)[rows]))
+                                           np.asarray(ps.date_mask)[rows]), method=method)
     calibration = replace(calibration, stages=log_stages(stages))
     if calibration.parcels < 5 * len(bundle.classes):
         report(f"Only {calibration.parcels} reference parcels for {len(bundle.classes)} classes: the calibration is "
                "rough; more parcels give a steadier one.")
     if calibration.stages:
         report("Season stages fitted on the reference parcels as of each date: " + ", ".join(
-            f"below {s.below_gdd:,.0f} GDD temperature {s.temperature:.2f}" for s in calibration.stages) + ".")
+            f"below {s.below_gdd:,.0f} GDD {s.describe()}" for s in calibration.stages) + ".")
     return calibration, raw, index
 
 

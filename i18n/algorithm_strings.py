@@ -52,7 +52,7 @@ tr("Credentials for the saved items' images, from QGIS's authentication manager 
 tr("Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV; or leave it empty and choose a weather service below.")
 tr("Where the daily temperatures come from: the file above, or a weather service fetched for the parcels' 0.1-degree cells and kept as a NetCDF in the cache (Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment).")
 tr("Model bundle (.tcm) to calibrate. Leave empty for the model shipped with the plugin.")
-tr("Temperature scaling divides the log-probabilities by one number and keeps every label. Vector scaling adds one bias per class, fitted with a penalty chosen by cross-validation on the reference parcels: it corrects how often the model names each class on your fields and can change a few labels. On the real Bavarian parcels it gave the lower calibration error (docs/calibration.md).")
+tr("Temperature scaling divides the log-probabilities by one number and keeps every label. Vector scaling adds one bias per class, fitted with a penalty chosen by cross-validation on the reference parcels, for the whole season and for each stage of it: it corrects how often the model names each class on your fields and can change labels, most early in the season. On the real Bavarian parcels it gave the lower calibration error, and as of late May and June 7 to 15 points more accuracy on the other half (docs/calibration.md).")
 tr("The calibrated model bundle (.tcm) to write; the model's weights are those of the input model.")
 tr("Temperature")
 tr("Reference parcels used")

@@ -93,7 +93,8 @@ class CalibratePanel(TaskPanelMixin, QWidget):
         self.method_box.addItem(tr("Vector scaling (a temperature and a bias per class)"), "vector")
         self.method_box.setToolTip(tr("Temperature scaling divides the log-probabilities by one number and keeps "
                                       "every label; vector scaling also corrects how often the model names each "
-                                      "class on your fields and can change a few labels"))
+                                      "class on your fields, for the whole season and each stage of it, and can "
+                                      "change labels, most early in the season"))
         self.cancel_button = QPushButton(tr("Cancel"))
         self.cancel_button.setEnabled(False)
         self.progress = QProgressBar()

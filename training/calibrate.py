@@ -13,10 +13,11 @@ import numpy as np
 from ..core.model.bundle import ModelBundle
 from ..core.model.calibration import (
     Calibration,
-    apply_temperature,
+    apply_scaling,
     check_label_variety,
     fit_calibration,
     fit_temperature,
+    fit_vector_scaling,
 )
 from ..core.model.season_stages import MAX_STAGE_SCORES, MIN_STAGE_ROWS, STAGE_BOUNDS, SeasonStage, prefix_gdd
 from ..core.parcels import labelled_names
@@ -83,7 +84,7 @@ def calibrate_on_datasets(bundle: ModelBundle, datasets: Sequence[PixelSets], so
     calibration = fit_calibration(np.concatenate(probabilities), np.concatenate(labels), source, method=method)
     if not stages:
         return calibration
-    return replace(calibration, stages=season_stages(bundle, datasets, rows))
+    return replace(calibration, stages=season_stages(bundle, datasets, rows, method))
 
 
 def prefix_predictions(bundle: ModelBundle, ps: PixelSets, progress=None) -> tuple[np.ndarray, np.ndarray]:
@@ -106,9 +107,9 @@ def stage_rows(prefixes: np.ndarray, labels: np.ndarray, gdd: np.ndarray, date_m
 
 
 def season_stages(bundle: ModelBundle, datasets: Sequence[PixelSets],
-                  rows: Sequence[Optional[np.ndarray]]) -> tuple:
-    """The season stages of ``bundle`` fitted on the labelled parcels of ``datasets`` (``rows`` of
-    each, None: all) as of each of their dates (``ModelBundle.predict_prefixes``, raw)."""
+                  rows: Sequence[Optional[np.ndarray]], method: str = "temperature") -> tuple:
+    """The season stages of ``bundle`` fitted by ``method`` on the labelled parcels of ``datasets``
+    (``rows`` of each, None: all) as of each of their dates (``ModelBundle.predict_prefixes``, raw)."""
     parts = []
     for j, (ps, r) in enumerate(zip(datasets, rows)):
         part = ps if r is None else ps.subset(np.asarray(r))
@@ -118,19 +119,22 @@ def season_stages(bundle: ModelBundle, datasets: Sequence[PixelSets],
                                     np.asarray(part.date_mask)[ok], 1_000_000 * j))
     if not parts:
         return ()
-    return log_stages(fit_season_stages(*(np.concatenate(column) for column in zip(*parts))))
+    return log_stages(fit_season_stages(*(np.concatenate(column) for column in zip(*parts)), method=method))
 
 
 def log_stages(found: tuple) -> tuple:
     """``found`` (season stages), logged."""
     log.info("Season stages of the calibration: %s", ", ".join(
-        f"below {s.below_gdd:,.0f} GDD temperature {s.temperature:.2f} ({len(s.scores)} predictions)" for s in found))
+        f"below {s.below_gdd:,.0f} GDD {s.describe()} ({len(s.scores)} predictions)" for s in found))
     return found
 
 
 def fit_season_stages(probabilities: np.ndarray, labels: np.ndarray, gdd: np.ndarray, parcels: np.ndarray,
-               bounds: Sequence[float] = STAGE_BOUNDS) -> tuple[SeasonStage, ...]:
+                      bounds: Sequence[float] = STAGE_BOUNDS, method: str = "temperature") -> tuple[SeasonStage, ...]:
     """The stages of held-out predictions cut at every date.
+
+    With ``method="vector"`` each stage gets a temperature and class biases (vector scaling, its
+    penalty chosen by folds of whole parcels); otherwise a temperature alone.
 
     Args:
         probabilities: ``(n, K)`` raw probabilities, one row per parcel and date it was cut at.
@@ -150,11 +154,15 @@ def fit_season_stages(probabilities: np.ndarray, labels: np.ndarray, gdd: np.nda
         low = bound
         if len(rows) < MIN_STAGE_ROWS:
             continue
-        temperature = fit_temperature(p[rows], y[rows])
-        calibrated = apply_temperature(p[rows], temperature).astype(np.float64)
+        if method == "vector":
+            temperature, bias, _ = fit_vector_scaling(p[rows], y[rows], groups=np.asarray(parcels)[rows])
+            bias = tuple(round(float(b), 6) for b in bias)  # as stored
+        else:
+            temperature, bias = fit_temperature(p[rows], y[rows]), ()
+        calibrated = apply_scaling(p[rows], temperature, bias).astype(np.float64)
         scores = np.sort(1.0 - calibrated[np.arange(len(rows)), y[rows]])
         if len(scores) > MAX_STAGE_SCORES:
             scores = np.quantile(scores, np.linspace(0.0, 1.0, MAX_STAGE_SCORES))
         stages.append(SeasonStage(float(bound), float(temperature), tuple(float(s) for s in scores),
-                                  int(len(np.unique(np.asarray(parcels)[rows])))))
+                                  int(len(np.unique(np.asarray(parcels)[rows]))), bias))
     return tuple(stages)

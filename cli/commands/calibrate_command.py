@@ -40,7 +40,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--level", choices=("L1C", "L2A"), help="use only products of this level")
     parser.add_argument("--method", choices=CALIBRATION_METHODS, default="temperature",
                         help="temperature: one divisor of the log-probabilities, labels unchanged (default); vector: "
-                             "a divisor and one bias per class, which can change a few labels (see docs/calibration.md)")
+                             "a divisor and one bias per class, for the whole season and each season stage, which can change "
+                             "labels, most early in the season (see docs/calibration.md)")
     add_season_option(parser)
     add_stac_options(parser)
     add_missing_scl_option(parser)

@@ -142,7 +142,8 @@ class Calibration:
         each row's last date, rows early in the season take their stage's temperature."""
         out = apply_scaling(probabilities, self.temperature, self.bias)
         for k, rows in self._stage_rows(gdd):
-            out[rows] = apply_temperature(np.asarray(probabilities)[rows], self.stages[k].temperature)
+            stage = self.stages[k]
+            out[rows] = apply_scaling(np.asarray(probabilities)[rows], stage.temperature, stage.bias)
         return out
 
     def undo(self, probabilities: np.ndarray, gdd: Optional[np.ndarray] = None) -> np.ndarray:
@@ -155,8 +156,11 @@ class Calibration:
             q = apply_scaling(q, 1.0, -np.asarray(self.bias))
         out = apply_temperature(q, 1.0 / self.temperature)
         for k, rows in staged:
-            out[rows] = apply_temperature(np.asarray(probabilities, dtype=np.float64)[rows],
-                                          1.0 / self.stages[k].temperature)
+            stage = self.stages[k]
+            q = np.asarray(probabilities, dtype=np.float64)[rows]
+            if stage.bias:
+                q = apply_scaling(q, 1.0, -np.asarray(stage.bias))
+            out[rows] = apply_temperature(q, 1.0 / stage.temperature)
         return out
 
     def threshold(self, coverage: float, gdd: Optional[float] = None) -> float:
@@ -226,12 +230,12 @@ def check_calibration_data(data: Any, classes: Optional[int] = None) -> None:
         if value is not None and (not _finite(value) or not 0.0 <= value <= 1.0):
             raise ValueError(f"calibration.{key} must be a number from 0 to 1 or null, not {value!r}")
     if "stages" in data:
-        check_stages(data["stages"])
+        check_stages(data["stages"], classes)
 
 
-def check_stages(data: Any) -> None:
+def check_stages(data: Any, classes: Optional[int] = None) -> None:
     """Check a calibration's ``stages`` record (a list of :meth:`SeasonStage.to_dict` mappings
-    with rising bounds).
+    with rising bounds; ``classes`` as :func:`check_calibration_data`).
 
     Raises:
         ValueError: naming the first entry that is missing, of the wrong type or out of range.
@@ -241,8 +245,10 @@ def check_stages(data: Any) -> None:
     previous = -math.inf
     for i, stage in enumerate(data):
         name = f"calibration.stages[{i}]"
-        if not isinstance(stage, Mapping) or set(stage) != {"below_gdd", "temperature", "scores", "parcels"}:
-            raise ValueError(f"{name} must hold below_gdd, temperature, scores and parcels, and nothing else")
+        if (not isinstance(stage, Mapping)
+                or set(stage) - {"bias"} != {"below_gdd", "temperature", "scores", "parcels"}):
+            raise ValueError(f"{name} must hold below_gdd, temperature, scores and parcels (and bias), "
+                             "and nothing else")
         bound, t, scores, parcels = stage["below_gdd"], stage["temperature"], stage["scores"], stage["parcels"]
         if not _finite(bound) or not previous < bound <= 100_000:
             raise ValueError(f"{name}.below_gdd must be a number above the stage before and at most 100,000")
@@ -255,6 +261,12 @@ def check_stages(data: Any) -> None:
             raise ValueError(f"{name}.scores must be a list of 1 to {MAX_STAGE_SCORES:,} numbers from 0 to 1")
         if not isinstance(parcels, int) or isinstance(parcels, bool) or parcels < 0:
             raise ValueError(f"{name}.parcels must be a whole number")
+        bias = stage.get("bias")
+        if bias is not None and (not isinstance(bias, (list, tuple)) or not bias
+                                 or any(not _finite(b) or abs(b) > BIAS_LIMIT for b in bias)
+                                 or (classes is not None and len(bias) != classes)):
+            raise ValueError(f"{name}.bias must be a list of numbers from {-BIAS_LIMIT:g} to {BIAS_LIMIT:g}, "
+                             "one per class")
 
 
 def _finite(value: Any) -> bool:
@@ -361,19 +373,31 @@ def _fit_vector(log_p: np.ndarray, labels: np.ndarray, penalty: float) -> np.nda
     return w
 
 
-def fit_vector_scaling(probabilities: np.ndarray, labels: np.ndarray) -> tuple[float, np.ndarray, float]:
+def fit_vector_scaling(probabilities: np.ndarray, labels: np.ndarray,
+                       groups: Optional[np.ndarray] = None) -> tuple[float, np.ndarray, float]:
     """Temperature ``T``, class biases ``b (K,)`` and penalty weight of vector scaling
     (``softmax(log(p) / T + b)``) on ``labels (n,)``.
 
     The penalty weight is the one of :data:`VECTOR_PENALTIES` whose fits on four fifths of the
     parcels give the held-out fifth the highest likelihood (folds drawn with a fixed seed), and the
     biases are then fitted on all parcels with it. ``T`` is kept inside :data:`TEMPERATURE_RANGE`.
+    With ``groups (n,)`` (the parcel of each row, where a parcel gives several rows), the folds
+    hold whole groups, so that no parcel is both fitted on and held out. With fewer parcels (or
+    groups) than folds, the strongest penalty is taken.
     """
     log_p = np.log(np.clip(np.asarray(probabilities, dtype=np.float64), _EPS, 1.0))
     labels = np.asarray(labels, dtype=np.int64)
-    folds = np.array_split(np.random.default_rng(0).permutation(len(labels)), VECTOR_FOLDS)
-    best = (math.inf, VECTOR_PENALTIES[0])
-    for penalty in VECTOR_PENALTIES:
+    if groups is None:
+        folds = np.array_split(np.random.default_rng(0).permutation(len(labels)), VECTOR_FOLDS)
+    else:
+        names, which = np.unique(np.asarray(groups), return_inverse=True)
+        parts = np.array_split(np.random.default_rng(0).permutation(len(names)), VECTOR_FOLDS)
+        folds = [np.flatnonzero(np.isin(which, part)) for part in parts]
+        folds = [f for f in folds if len(f)]
+    # Fewer parcels than folds cannot choose a penalty: the strongest is taken.
+    enough = all(len(f) for f in folds) and len(folds) == VECTOR_FOLDS
+    best = (math.inf, VECTOR_PENALTIES[0] if enough else VECTOR_PENALTIES[-1])
+    for penalty in VECTOR_PENALTIES if enough else ():
         loss = 0.0
         for i, held in enumerate(folds):
             fit = np.concatenate([f for j, f in enumerate(folds) if j != i])

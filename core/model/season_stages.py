@@ -7,7 +7,9 @@ days (GDD) were right 48 % of the time at a mean calibrated confidence of 0.81, 
 prediction sets, one class each, held the true class for 48 % of them.
 
 A :class:`SeasonStage` holds a temperature and split-conformal scores fitted on the held-out
-parcels *as of* dates whose GDD fall within the stage (every date of every parcel, cut there).
+parcels *as of* dates whose GDD fall within the stage (every date of every parcel, cut there);
+a calibration by vector scaling also gives each stage its own class biases, because how often the
+network confuses two crops early in the season is not how often it does on whole seasons.
 A prediction whose last date has fewer GDD than a stage's upper bound uses the first such stage;
 from the last bound on, the calibration's own (whole-season) temperature and scores hold, so
 whole-season runs are unchanged. Stages are thermal time, not dates or shares of the season: a
@@ -47,21 +49,31 @@ class SeasonStage:
         scores: sorted conformal scores ``1 - p(true class)`` of the held-out predictions of the
             stage, under ``temperature``.
         parcels: how many held-out parcels the stage's predictions came from.
+        bias: ``(K,)`` class biases added after the temperature (vector scaling); empty: none.
     """
 
     below_gdd: float
     temperature: float
     scores: tuple[float, ...]
     parcels: int
+    bias: tuple[float, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"below_gdd": float(self.below_gdd), "temperature": float(self.temperature),
+        data = {"below_gdd": float(self.below_gdd), "temperature": float(self.temperature),
                 "scores": [round(float(s), 6) for s in self.scores], "parcels": int(self.parcels)}
+        if self.bias:
+            data["bias"] = [float(b) for b in self.bias]
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "SeasonStage":
         return cls(below_gdd=float(data["below_gdd"]), temperature=float(data["temperature"]),
-                   scores=tuple(float(s) for s in data["scores"]), parcels=int(data["parcels"]))
+                   scores=tuple(float(s) for s in data["scores"]), parcels=int(data["parcels"]),
+                   bias=tuple(float(b) for b in data.get("bias", ())))
+
+    def describe(self) -> str:
+        """The stage's scaling in a few words, for logs and reports."""
+        return f"temperature {self.temperature:.2f}" + (" and class biases" if self.bias else "")
 
 
 def stage_of(stages: Sequence[SeasonStage], gdd: np.ndarray) -> np.ndarray:
@@ -81,7 +93,7 @@ def describe_stage(stages: Sequence[SeasonStage], gdd: float) -> Optional[str]:
     stage = stages[index]
     low = stages[index - 1].below_gdd if index else 0.0
     return (f"confidence and prediction sets calibrated on {stage.parcels} labelled parcels (none the model trained "
-            f"on) as of {low:,.0f}-{stage.below_gdd:,.0f} GDD (temperature {stage.temperature:.2f}), not on whole "
+            f"on) as of {low:,.0f}-{stage.below_gdd:,.0f} GDD ({stage.describe()}), not on whole "
             "seasons")
 
 

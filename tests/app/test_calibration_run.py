@@ -160,6 +160,8 @@ def test_vector_scaling_from_the_command_line_is_the_penalised_likelihood_optimu
     assert abs(np.mean(np.sum(residual * log_p, axis=1))) < 1e-4
     lam = min(VECTOR_PENALTIES, key=lambda lam: np.abs(residual.mean(axis=0) + 2 * lam * bias).max())
     np.testing.assert_allclose(residual.mean(axis=0) + 2 * lam * bias, 0.0, atol=1e-4)
+    # The season stages are fitted by the same method: each has its own class biases.
+    assert calibration.stages and all(len(s.bias) == len(classes) for s in calibration.stages)
 
     # classified with it: labels and confidence from the biased, divided log-probabilities
     out = tmp_path / "classified.gpkg"

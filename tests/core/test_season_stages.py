@@ -98,3 +98,70 @@ def test_stages_go_through_a_bundle_record_and_hostile_ones_are_refused():
             ([bad] * 40, "at most")):
         with pytest.raises(ValueError, match=words):
             check_calibration_data(dict(data, stages=stages))
+
+
+def _biased_draws(rng, n, k, temperature, bias):
+    """Raw probabilities ``softmax(z)`` and labels drawn from ``softmax(z / temperature + bias)``."""
+    z = rng.normal(0, 2.5, size=(n, k))
+    truth = _softmax(z / temperature + np.asarray(bias))
+    labels = np.array([rng.choice(k, p=row) for row in truth])
+    return _softmax(z), labels
+
+
+def test_vector_stages_learn_each_stage_its_own_class_biases_and_undo_inverts_them():
+    rng = np.random.default_rng(11)
+    # Early, the network names class 0 too rarely (bias +1.5 for it); late, it is calibrated.
+    early_p, early_y = _biased_draws(rng, 8000, 4, 1.5, [1.5, 0.0, 0.0, 0.0])
+    late_p, late_y = _biased_draws(rng, 4000, 4, 1.0, [0.0, 0.0, 0.0, 0.0])
+    p, y = np.concatenate([early_p, late_p]), np.concatenate([early_y, late_y])
+    gdd = np.concatenate([np.full(8000, 300.0), np.full(4000, 700.0)])
+    parcels = np.arange(len(y)) % 400  # each parcel gives rows at both stages, as cut dates do
+    stages = fit_season_stages(p, y, gdd, parcels, bounds=(400.0, 800.0), method="vector")
+    early, late = stages
+    assert early.temperature == pytest.approx(1.5, rel=0.1)
+    # Biases are fixed up to a common shift: class 0's lead over the others is what was drawn.
+    assert early.bias[0] - np.mean(early.bias[1:]) == pytest.approx(1.5, abs=0.2)
+    assert abs(late.bias[0] - np.mean(late.bias[1:])) < 0.2
+    # A temperature-only fit of the same rows has no biases and names class 0 less often.
+    plain = fit_season_stages(p, y, gdd, parcels, bounds=(400.0, 800.0))
+    assert plain[0].bias == ()
+    calibration = Calibration(temperature=1.0, scores=(0.1,), parcels=400, source="t", stages=stages)
+    rows = np.arange(0, 8000, 7)
+    out = calibration.apply(p[rows], gdd[rows])
+    expected = _softmax(np.log(p[rows]) / early.temperature + np.asarray(early.bias))
+    np.testing.assert_allclose(out, expected, atol=1e-5)
+    assert (out.argmax(1) == 0).mean() > (p[rows].argmax(1) == 0).mean()
+    np.testing.assert_allclose(calibration.undo(out, gdd[rows]), p[rows], atol=1e-4)
+    # The scores are those of each stage's rows under its temperature and biases, sorted.
+    scaled = _softmax(np.log(early_p) / early.temperature + np.asarray(early.bias))
+    np.testing.assert_allclose(early.scores, np.sort(1 - scaled[np.arange(8000), early_y]), atol=2e-6)
+    # Stored and read back; a stage's biases must be one per class.
+    data = calibration.to_dict()
+    check_calibration_data(data, classes=4)
+    read = Calibration.from_dict(data)
+    assert read.to_dict() == data and [s.bias for s in read.stages] == [s.bias for s in stages]
+    with pytest.raises(ValueError, match="one per class"):
+        check_calibration_data(data, classes=5)
+    for bias in ([], ["x"] * 4, [float("inf")] * 4, [100.0] * 4, "abcd"):
+        hostile = dict(data, stages=[dict(data["stages"][0], bias=bias)])
+        with pytest.raises(ValueError, match="bias"):
+            check_calibration_data(hostile, classes=4)
+
+
+def test_vector_folds_keep_a_parcel_s_rows_together():
+    # Rows of one parcel are near copies; folds that split them reward a penalty too small.
+    rng = np.random.default_rng(1)
+    z = rng.normal(0, 1.0, size=(60, 4))
+    p = _softmax(z)
+    y = np.array([rng.choice(4, p=row) for row in p])  # calibrated already: no bias to find
+    copies = 20
+    P, Y = np.repeat(p, copies, axis=0), np.repeat(y, copies)
+    groups = np.repeat(np.arange(60), copies)
+    from thermocrop.core.model.calibration import VECTOR_PENALTIES, fit_vector_scaling
+    _, _, split_rows = fit_vector_scaling(P, Y)
+    _, _, whole_parcels = fit_vector_scaling(P, Y, groups=groups)
+    assert split_rows <= 0.01
+    assert whole_parcels >= 10 * split_rows
+    # With fewer parcels than folds, the strongest penalty is taken without folds.
+    _, _, few = fit_vector_scaling(P[:40], Y[:40], groups=groups[:40])
+    assert few == VECTOR_PENALTIES[-1]
