@@ -8,6 +8,9 @@ model once) and the medians are printed side by side with their ratios. The refe
 the first member's weights. The FLOPs of a forward are counted by ``FlopCounterMode`` (matrix
 products; element-wise work is left out), so GFLOP/s are comparable with the GEMM peak.
 
+A shipped model trained on parcel means alone is given each set's mean pixel on its fast path
+(``networks.use_pixel_means``); a row then times it given every pixel, as before that.
+
 `--model` adds other bundles (e.g. ``resources/models/default_small.tcm``, a distilled model of smaller
 layers) on the fast path, each named by its file.
 
@@ -28,7 +31,7 @@ from reference_model import ReferenceClassifier
 from torch.utils.flop_counter import FlopCounterMode
 
 from thermocrop.core.model.bundle import default_bundle_path, load_bundle
-from thermocrop.core.model.networks import fast_inference_model
+from thermocrop.core.model.networks import fast_inference_model, use_pixel_means
 from thermocrop.core.model.precision import BF16_FLAGS, cpu_flags
 
 
@@ -102,6 +105,7 @@ def main() -> None:
     members = len(getattr(shipped, "members", [shipped]))
     others = {f"{path.name}, fast path": load_bundle(path).fast_model() for path in args.model}
     fp32_shipped = fast_inference_model(bundle.model)
+    every_pixel = use_pixel_means(fast_inference_model(bundle.model), False)  # the per-pixel layers on all S
     print(f"{torch.get_num_threads()} threads, B={args.batch} S={args.pixels}, {args.rounds} interleaved rounds, "
           f"median parcels/s; precision {bundle.precision_choice.precision} ({bundle.precision_choice.reason})")
     print("GEMM peak (1024^3): " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peaks.items()))
@@ -119,7 +123,10 @@ def main() -> None:
         models["one member, fast path"] = member
         models[f"shipped model ({members} members), fast path"] = shipped
         if bundle.precision_choice.precision != "fp32":  # what the chosen precision gains
-            models["shipped model, fast path in fp32"] = fp32_shipped
+            models["shipped model, fast path in fp32"] = use_pixel_means(
+                fp32_shipped, shipped.pse.pixel_means_first if hasattr(shipped, "pse") else False)
+        if getattr(getattr(shipped, "pse", None), "pixel_means_first", False):  # what the mean pixel gains
+            models["shipped model, every pixel (fp32)"] = every_pixel
         models.update(others)
         with torch.inference_mode():
             for model in models.values():
@@ -130,6 +137,7 @@ def main() -> None:
         flops["reference, torch.compile"] = flops["reference, plain no_grad"]
         flops[f"shipped model ({members} members), fast path"] = flops_per_parcel(shipped, batch)
         flops["shipped model, fast path in fp32"] = flops[f"shipped model ({members} members), fast path"]
+        flops["shipped model, every pixel (fp32)"] = flops_per_parcel(every_pixel, batch)
         flops.update({name: flops_per_parcel(model, batch) for name, model in others.items()})
         best_ref = medians.get("reference, torch.compile", medians["reference, plain no_grad"])
         print(f"\nT={t}" + (f" (compiling the reference took {compile_s:.1f} s)" if compile_s else ""))

@@ -31,7 +31,7 @@ from ..pixel_sets import PixelSets
 from ..progress import Progress
 from ..scenes.bands import QUANTIFICATION_VALUE, S2_BANDS
 from .calibration import Calibration, check_calibration_data
-from .networks import CropClassifier, ModelConfig, classifier, fast_inference_model
+from .networks import CropClassifier, ModelConfig, classifier, fast_inference_model, trained_on_means, use_pixel_means
 from .precision import PrecisionChoice, prediction_model
 from .prefixes import prefix_log_probabilities
 from .season_curve import SEASON_CURVE_KEY, check_season_curve_data
@@ -455,7 +455,8 @@ class ModelBundle:
 
     def fast_model(self) -> CropClassifier:
         """The BatchNorm-folded eval copy used for prediction, its per-pixel and per-date layers
-        in the precision chosen for this CPU (``precision_choice``; built once)."""
+        in the precision chosen for this CPU (``precision_choice``; built once); a model trained
+        on parcel means alone is given each set's mean pixel (``networks.use_pixel_means``)."""
         if self._fast is None or self._fast_precision != self.precision:
             self._fast_precision = self.precision
             folded = fast_inference_model(self.model)
@@ -463,6 +464,7 @@ class ModelBundle:
                 self._fast, self.precision_choice = prediction_model(folded, self.precision)
             else:
                 self._fast, self.precision_choice = folded, PrecisionChoice("fp32", "not on the CPU")
+            use_pixel_means(self._fast, trained_on_means(self.config.provenance))
         return self._fast
 
     def _band_order(self, ps: PixelSets) -> np.ndarray:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, fields, replace
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 import torch
 import torch.nn.functional as F
@@ -36,6 +36,9 @@ __all__ = [
     "shift_positions",
     "compact_valid_dates",
     "set_statistics_group",
+    "pixel_set_means",
+    "trained_on_means",
+    "use_pixel_means",
 ]
 
 VARIANTS: tuple[str, ...] = (
@@ -206,6 +209,40 @@ NEGLIGIBLE_STD_WEIGHT = 1e-6
 folded path to leave them out (``PixelSetEncoder.fold_pooling``)."""
 
 
+def pixel_set_means(pixels: torch.Tensor, pixel_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each set of ``pixels (N, C, S)`` as one pixel, the mean of its valid ones (``pixel_mask (N,
+    S)``): ``(N, C, 1)`` and its mask ``(N, 1)``, False (and a zero pixel) for a set without any."""
+    mask = pixel_mask.to(pixels.dtype).unsqueeze(-1)
+    count = mask.sum(dim=1, keepdim=True)
+    means = torch.bmm(pixels, mask) / count.clamp(min=1)
+    return means, pixel_mask.any(dim=-1, keepdim=True)
+
+
+def trained_on_means(provenance: Any) -> bool:
+    """Whether a bundle's ``provenance`` says every training sample's pixels were the parcel's mean
+    (``training.mean_pixel_share`` of 1, the shipped recipe, kept by fine-tuning)."""
+    training = provenance.get("training") if isinstance(provenance, Mapping) else None
+    share = training.get("mean_pixel_share") if isinstance(training, Mapping) else None
+    return isinstance(share, (int, float)) and not isinstance(share, bool) and share >= 1.0
+
+
+def use_pixel_means(model: nn.Module, on: bool) -> nn.Module:
+    """``model`` (folded for inference) with every pixel-set encoder averaging each set's valid
+    pixels before its per-pixel layers (``on``) or not.
+
+    A model trained on parcel means alone never met a set whose pixels differ: every pixel of
+    every set it learned from was the set's mean. Given that mean pixel, it sees what it was
+    trained on, and its per-pixel layers run once per set instead of once per pixel (64 times
+    fewer products at 64 pixels). Given the pixels themselves, it averages its per-pixel features
+    instead, a function of the set it never learned; on the synthetic test blocks the two agree
+    on the class of 99.8 % of the parcels (``docs/performance.md``).
+    """
+    for module in model.modules():
+        if isinstance(module, PixelSetEncoder):
+            module.pixel_means_first = bool(on)
+    return model
+
+
 def masked_mean_std(x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean and unbiased std over pixels of ``x (N, S, F)`` where ``mask (N, S)`` is True.
 
@@ -243,6 +280,10 @@ class PixelSetEncoder(nn.Module):
         self.pool_std = True
         """False on the folded path only (``fold_pooling``) where ``mlp2`` gives the std next to no
         weight: the std is not pooled and ``mlp2`` takes the means (and the GDD) alone."""
+        self.pixel_means_first = False
+        """Folded path only (``use_pixel_means``): each set's valid pixels are averaged before the
+        per-pixel layers, which then run once per set. Set for models trained on parcel means
+        alone, for which the mean pixel is the input they learned (see ``use_pixel_means``)."""
 
     def fold_pooling(self) -> None:
         """Choose the folded path's std pooling (eval use only, after ``mlp2`` is folded).
@@ -308,6 +349,8 @@ class PixelSetEncoder(nn.Module):
                         gdd: Optional[torch.Tensor]) -> torch.Tensor:
         # Inference after folding, in chunks of date sets that keep the (sets x pixels x 64)
         # activations in cache.
+        if self.pixel_means_first:
+            pixels, pixel_mask = pixel_set_means(pixels, pixel_mask)
         if all(type(layer.linear) is nn.Linear for layer in self.mlp1):
             return self._encode_pooled(self._pool_channels_first(pixels, pixel_mask), gdd)
         # bf16 or int8 layers quantize each call's activations: mlp2 is called chunk by chunk.
@@ -337,7 +380,8 @@ class PixelSetEncoder(nn.Module):
                    for layer in self.mlp1]
         width = weights[-1].shape[0]
         pooled = pixels.new_empty((n_all, (1 + self.pool_std) * width))
-        chunk = max(1, min(self.fold_chunk, n_all))
+        # fold_chunk sets of 64 pixels: as many pixel columns for smaller sets (the mean pixel: 64x the sets).
+        chunk = max(1, min(self.fold_chunk * max(1, 64 // max(n_pixels, 1)), n_all))
         rows = [channels + 1] + [weight.shape[0] + 1 for weight in weights[:-1]] + [width]
         space = [pixels.new_empty(r * chunk * n_pixels) for r in rows]
         for start in range(0, n_all, chunk):

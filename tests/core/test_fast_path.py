@@ -10,7 +10,13 @@ torch = pytest.importorskip("torch")
 
 from thermocrop.core.model import bundle as bundle_module  # noqa: E402
 from thermocrop.core.model.bundle import default_bundle_path, load_bundle  # noqa: E402
-from thermocrop.core.model.networks import build_model, fast_inference_model, masked_mean_std  # noqa: E402
+from thermocrop.core.model.networks import (  # noqa: E402
+    build_model,
+    fast_inference_model,
+    masked_mean_std,
+    trained_on_means,
+    use_pixel_means,
+)
 from thermocrop.core.pixel_sets import PixelSets, open_dataset, save_dataset  # noqa: E402
 
 AGREEMENT = 0.995
@@ -51,6 +57,8 @@ def test_the_fast_path_keeps_the_classes_of_the_unfolded_model(tmp_path, monkeyp
     ps = open_dataset(save_dataset(seasonal_pixel_sets(), tmp_path / "dataset"), mmap=False)
     bundle = load_bundle(default_bundle_path())
     bundle.precision = "fp32"
+    # The folding alone: the pixels themselves, not each set's mean (test below).
+    use_pixel_means(bundle.fast_model(), False)
     fast = bundle.predict(ps, calibrated=False)
     assert type(bundle.fast_model().pse.mlp1[0].linear) is torch.nn.Linear  # the fp32 fast path ran
     assert not bundle.fast_model().pse.pool_std  # its std features carry no weight: left out
@@ -67,6 +75,52 @@ def test_the_fast_path_keeps_the_classes_of_the_unfolded_model(tmp_path, monkeyp
     worst = np.abs(np.log(fast) - np.log(plain)).max()
     assert same >= AGREEMENT and worst <= MAX_LOG_PROBABILITY_DIFFERENCE
     assert len(set(plain.argmax(1))) > 1  # the parcels are not all of one class
+
+
+def _mean_pixel_sets(ps: PixelSets) -> PixelSets:
+    """``ps`` with one pixel per parcel and date, the rounded mean of its valid pixels."""
+    mask = np.asarray(ps.pixel_mask) & np.asarray(ps.date_mask)[:, :, None]
+    count = mask.sum(axis=2)
+    total = (np.asarray(ps.pixels, dtype=np.float64) * mask[:, :, None, :]).sum(axis=3)
+    means = np.round(total / np.maximum(count, 1)[:, :, None]).astype(np.uint16)[..., None]
+    return PixelSets(pixels=means, pixel_mask=(count > 0)[..., None], date_mask=np.asarray(ps.date_mask),
+                     gdd=ps.gdd, dates=ps.dates, day_of_season=ps.day_of_season, parcel_ids=ps.parcel_ids,
+                     status=ps.status)
+
+
+def test_a_model_trained_on_parcel_means_is_given_each_set_s_mean_pixel(tmp_path):
+    """The shipped models learned from parcel means alone; the fast path gives them the mean of
+    each set's valid pixels, what the same model gives for a table of parcel means (S = 1)."""
+    ps = open_dataset(save_dataset(seasonal_pixel_sets(), tmp_path / "dataset"), mmap=False)
+    bundle = load_bundle(default_bundle_path())
+    bundle.precision = "fp32"
+    assert trained_on_means(bundle.config.provenance)
+    fast = bundle.predict(ps, calibrated=False)
+    assert bundle.fast_model().pse.pixel_means_first
+    means = _mean_pixel_sets(ps)
+    assert np.asarray(means.pixels).shape[-1] == 1
+    expected = bundle.predict(means, calibrated=False)
+    # The means here are rounded to whole digital numbers, as a table's are: half a number at most.
+    assert (fast.argmax(1) == expected.argmax(1)).mean() >= AGREEMENT
+    assert np.abs(np.log(fast) - np.log(expected)).max() <= 0.02
+    # Not the pixel path: the per-pixel features of these noisy sets are averaged differently.
+    use_pixel_means(bundle.fast_model(), False)
+    pixelwise = bundle.predict(ps, calibrated=False)
+    assert np.abs(np.log(pixelwise) - np.log(expected)).max() > 0.05
+    assert len(set(expected.argmax(1))) > 1
+
+
+@pytest.mark.parametrize("provenance", [
+    {}, {"training": {"mean_pixel_share": 0.5}}, {"training": {"mean_pixel_share": True}},
+    {"training": {"mean_pixel_share": "1"}}, {"training": "mean_pixel_share"}, [], None])
+def test_models_not_trained_on_means_alone_keep_their_pixels(provenance, tmp_path):
+    from dataclasses import replace
+
+    assert not trained_on_means(provenance)
+    bundle = load_bundle(default_bundle_path())
+    bundle.config = replace(bundle.config, provenance=provenance if isinstance(provenance, dict) else {})
+    assert not bundle.fast_model().pse.pixel_means_first
+    assert trained_on_means({"training": {"mean_pixel_share": 1.0}})
 
 
 @pytest.mark.parametrize("variant", ["tpe_sinusoidal", "tpe_concat"])
