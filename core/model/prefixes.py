@@ -14,7 +14,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .networks import CropClassifier, EnsembleClassifier
+from .networks import CropClassifier, EnsembleClassifier, pixel_set_means
 
 __all__ = ["prefix_log_probabilities"]
 
@@ -22,6 +22,9 @@ __all__ = ["prefix_log_probabilities"]
 def _classifier_prefixes(model: CropClassifier, pixels: torch.Tensor, pixel_mask: torch.Tensor,
                          date_mask: torch.Tensor, day_of_season: torch.Tensor, gdd: torch.Tensor) -> torch.Tensor:
     b, t = date_mask.shape
+    if model.pse.pixel_means_first:  # averaged before the valid dates are gathered: S times less to copy
+        means, any_valid = pixel_set_means(pixels.reshape(b * t, *pixels.shape[2:]), pixel_mask.reshape(b * t, -1))
+        pixels, pixel_mask = means.view(b, t, -1, 1), any_valid.view(b, t, 1)
     sel_gdd = gdd[date_mask] if model.pse.concat_gdd else None
     emb = model.ltae.in_projection(model.pse(pixels[date_mask], pixel_mask[date_mask], sel_gdd))
     h = emb.new_zeros((b, t, emb.shape[-1]))
@@ -31,14 +34,38 @@ def _classifier_prefixes(model: CropClassifier, pixels: torch.Tensor, pixel_mask
         h = h + model.positional(positions, date_mask) * date_mask.unsqueeze(-1).to(h.dtype)
     ltae = model.ltae
     d = h.shape[-1]
-    scores = ltae.scores(h)
-    # Prefix p attends over the valid dates j <= p: scores (B, H, p, j).
-    allowed = torch.tril(torch.ones(t, t, dtype=torch.bool, device=h.device))[None] & date_mask[:, None, :]
-    scores = scores.unsqueeze(2).expand(b, ltae.n_head, t, t).masked_fill(~allowed.unsqueeze(1), float("-inf"))
-    weights = torch.nan_to_num(torch.softmax(scores, dim=-1), nan=0.0)
     values = h.view(b, t, ltae.n_head, d // ltae.n_head)
-    pooled = torch.einsum("bhpt,bthd->bphd", weights, values).reshape(b, t, d)
+    pooled = prefix_attention(ltae.scores(h).transpose(1, 2), values, date_mask).reshape(b, t, d)
     return model.decoder(ltae.mlp3(pooled))
+
+
+def prefix_attention(scores: torch.Tensor, values: torch.Tensor, date_mask: torch.Tensor) -> torch.Tensor:
+    """The attention pooling of every prefix: at ``[:, p]`` the softmax of ``scores (B, T, H)`` over
+    the valid dates ``j <= p`` (``date_mask (B, T)``) weighting ``values (B, T, H, D)``; ``(B, T, H,
+    D)`` in the values' type, zero for a prefix without a valid date.
+
+    Each weight's numerator is ``exp(score - m)`` with ``m`` a parcel's and head's largest score
+    over all its dates, so every prefix's sums are running sums over the dates (a cumulative sum,
+    linear in T, where a softmax per prefix is quadratic); the shift is the same for all prefixes,
+    so it cancels in the ratio. A parcel with a prefix whose every score is so far below ``m`` that
+    its sum of weights nears float32's smallest numbers (scores about 69 apart) is pooled one
+    softmax per prefix instead, in float64.
+    """
+    valid = date_mask.unsqueeze(-1)
+    s = scores.to(values.dtype).masked_fill(~valid, float("-inf"))
+    top = s.amax(dim=1, keepdim=True)
+    weights = torch.exp(s - torch.where(torch.isfinite(top), top, torch.zeros_like(top)))  # 0 at invalid dates
+    total = torch.cumsum(weights, dim=1)  # (B, T, H)
+    pooled = torch.cumsum(weights.unsqueeze(-1) * values, dim=1).div_(total.clamp(min=1e-30).unsqueeze(-1))
+    lost = ((total < 1e-30) & (torch.cumsum(valid, dim=1) > 0)).flatten(1).any(dim=1)
+    if lost.any():
+        rows = lost.nonzero().squeeze(1)
+        t = s.shape[1]
+        causal = torch.tril(torch.ones(t, t, dtype=torch.bool, device=s.device))
+        exact = s[rows].double().transpose(1, 2).unsqueeze(2).expand(-1, -1, t, -1)  # (n, H, p, j)
+        exact = torch.nan_to_num(torch.softmax(exact.masked_fill(~causal, float("-inf")), dim=-1), nan=0.0)
+        pooled[rows] = torch.einsum("nhpj,njhd->nphd", exact, values[rows].double()).to(pooled.dtype)
+    return pooled
 
 
 def prefix_log_probabilities(model: torch.nn.Module, pixels: torch.Tensor, pixel_mask: torch.Tensor,

@@ -28,7 +28,7 @@ def _pixel_sets(p=17, t=8, s=5, seed=3):
                      status=np.array(["ok"] * p))
 
 
-def _bundle(ps, variant, members=1, calibration=None):
+def _bundle(ps, variant, members=1, calibration=None, provenance=None):
     torch.manual_seed(1)
     model = build_model(variant, 6, members=members)
     model.train()
@@ -36,7 +36,7 @@ def _bundle(ps, variant, members=1, calibration=None):
           torch.rand(6, 5) * 100, torch.rand(6, 5) * 1000)  # BatchNorm statistics that are not the identity
     config = BundleConfig(variant=variant, classes=tuple("abcdef"), colours={c: "#000000" for c in "abcdef"},
                           scaling=InputScaling.from_pixel_sets(ps),
-                          calibration=calibration.to_dict() if calibration else {})
+                          calibration=calibration.to_dict() if calibration else {}, provenance=provenance or {})
     return ModelBundle(model.eval(), config)
 
 
@@ -61,6 +61,18 @@ def test_prefixes_equal_one_prediction_per_cut(variant):
     np.testing.assert_allclose(prefixes[:, -1], bundle.predict(ps), atol=2e-5, rtol=0)
 
 
+@pytest.mark.parametrize("variant", ["tpe_sinusoidal", "tpe_concat"])
+def test_prefixes_of_a_model_trained_on_parcel_means_equal_cuts(variant):
+    """Such a model is given each set's mean pixel; the prefixes average before gathering the dates."""
+    ps = _pixel_sets(seed=8)
+    bundle = _bundle(ps, variant, members=2, provenance={"training": {"mean_pixel_share": 1.0}})
+    prefixes = bundle.predict_prefixes(ps, batch_size=6)
+    assert all(m.pse.pixel_means_first for m in bundle.fast_model().members)
+    for t in range(ps.n_dates):
+        np.testing.assert_allclose(prefixes[:, t], bundle.predict(_cut(ps, t), batch_size=4), atol=2e-5, rtol=0)
+    assert not any(m.pse.pixel_means_first for m in _bundle(ps, variant, members=2).fast_model().members)
+
+
 def test_ensemble_and_calibration_prefixes_equal_cuts():
     ps = _pixel_sets(seed=5)
     calibration = Calibration(temperature=0.6, scores=tuple(np.linspace(0.0, 0.9, 60)), parcels=60, source="test")
@@ -73,3 +85,27 @@ def test_ensemble_and_calibration_prefixes_equal_cuts():
     # The calibration sharpens (temperature below 1): calibrated top probabilities are higher.
     ok = np.isfinite(raw[:, :, 0])
     assert (prefixes[ok].max(axis=1) >= raw[ok].max(axis=1) - 1e-6).all()
+
+
+def test_prefix_attention_is_each_prefix_s_own_softmax_even_with_scores_far_apart():
+    from thermocrop.core.model.prefixes import prefix_attention
+
+    g = torch.Generator().manual_seed(4)
+    b, t, h, d = 5, 9, 3, 4
+    scores = torch.randn(b, t, h, generator=g) * 5
+    scores[0, :4, 0] -= 90.0  # the first dates of one head sit far below its last: float32 underflows
+    scores[1, 5:, 2] += 800.0
+    values = torch.randn(b, t, h, d, generator=g)
+    lengths = [9, 6, 1, 4, 0]
+    date_mask = torch.arange(t)[None] < torch.tensor(lengths)[:, None]
+    out = prefix_attention(scores, values, date_mask)
+    for i, n in enumerate(lengths):
+        for p in range(t):
+            seen = min(p + 1, n)
+            for k in range(h):
+                if seen == 0:
+                    expected = torch.zeros(d, dtype=torch.float64)
+                else:
+                    w = torch.softmax(scores[i, :seen, k].double(), dim=0)
+                    expected = (w[:, None] * values[i, :seen, k].double()).sum(dim=0)
+                torch.testing.assert_close(out[i, p, k].double(), expected, rtol=1e-5, atol=1e-6)
