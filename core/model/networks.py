@@ -235,7 +235,7 @@ def use_pixel_means(model: nn.Module, on: bool) -> nn.Module:
     trained on, and its per-pixel layers run once per set instead of once per pixel (64 times
     fewer products at 64 pixels). Given the pixels themselves, it averages its per-pixel features
     instead, a function of the set it never learned; on the synthetic test blocks the two agree
-    on the class of 99.8 % of the parcels (``docs/performance.md``).
+    on the class of 99.8 % of the parcels (``docs/models.md``, *The mean pixel*).
     """
     for module in model.modules():
         if isinstance(module, PixelSetEncoder):
