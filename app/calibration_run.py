@@ -20,6 +20,7 @@ from ..core.model.bundle import calibrated_bundle, default_bundle_path, load_bun
 from ..core.model.calibration import (
     CALIBRATION_METHODS,
     MIN_CALIBRATION_PARCELS,
+    TEMPERATURE_RANGE,
     Calibration,
     check_label_variety,
     expected_calibration_error,
@@ -33,7 +34,15 @@ from ..core.preflight import run_bundle
 from ..core.progress import Progress
 from ..core.quiet_log import quietly
 from ..core.settings import ExtractionSettings
-from ..training.calibrate import dataset_labels, fit_season_stages, log_stages, prefix_predictions, stage_rows
+from ..training.calibrate import (
+    dataset_labels,
+    fit_season_stages,
+    log_stages,
+    missing_stages_note,
+    prefix_predictions,
+    season_reach_note,
+    stage_rows,
+)
 from .inputs import resolve_scenes, without_result_note
 from .requests import CalibrateRequest, ExtractRequest, ScenesSpec
 from .run_progress import RunProgress
@@ -186,6 +195,13 @@ def fit_on_reference(bundle: Any, ps: Any, name: str, method: str, report: Calla
     if calibration.stages:
         report("Season stages fitted on the reference parcels as of each date: " + ", ".join(
             f"below {s.below_gdd:,.0f} GDD {s.describe()}" for s in calibration.stages) + ".")
+    reach = season_reach_note(np.asarray(ps.gdd)[rows], np.asarray(ps.date_mask)[rows], name)
+    if calibration.temperature <= 1.001 * TEMPERATURE_RANGE[0]:  # fit_calibration logged why
+        report(f"The calibration reached the lowest temperature ({TEMPERATURE_RANGE[0]:g}): its confidences are near "
+               "certain. Give reference parcels of every crop you will classify.")
+    for note in (missing_stages_note(calibration.stages), reach):
+        if note:
+            report(note)
     return calibration, raw, index
 
 

@@ -19,7 +19,14 @@ from ..core.model.calibration import (
     fit_temperature,
     fit_vector_scaling,
 )
-from ..core.model.season_stages import MAX_STAGE_SCORES, MIN_STAGE_ROWS, STAGE_BOUNDS, SeasonStage, prefix_gdd
+from ..core.model.season_stages import (
+    MAX_STAGE_SCORES,
+    MIN_STAGE_ROWS,
+    STAGE_BOUNDS,
+    SeasonStage,
+    last_date_gdd,
+    prefix_gdd,
+)
 from ..core.parcels import labelled_names
 from ..core.pixel_sets import STATUS_OK, PixelSets
 from .datasets import check_model_gdd
@@ -84,6 +91,12 @@ def calibrate_on_datasets(bundle: ModelBundle, datasets: Sequence[PixelSets], so
     calibration = fit_calibration(np.concatenate(probabilities), np.concatenate(labels), source, method=method)
     if not stages:
         return calibration
+    for ps, r in zip(datasets, rows):
+        part = ps if r is None else ps.subset(np.asarray(r))
+        note = season_reach_note(part.gdd, part.date_mask, source)
+        if note:
+            log.warning(note)
+            break
     return replace(calibration, stages=season_stages(bundle, datasets, rows, method))
 
 
@@ -123,10 +136,41 @@ def season_stages(bundle: ModelBundle, datasets: Sequence[PixelSets],
 
 
 def log_stages(found: tuple) -> tuple:
-    """``found`` (season stages), logged."""
+    """``found`` (season stages), logged, with the stages left out for too few predictions."""
     log.info("Season stages of the calibration: %s", ", ".join(
         f"below {s.below_gdd:,.0f} GDD {s.describe()} ({len(s.scores)} predictions)" for s in found))
+    note = missing_stages_note(found)
+    if note:
+        log.warning(note)
     return found
+
+
+def missing_stages_note(found: Sequence[SeasonStage], bounds: Sequence[float] = STAGE_BOUNDS) -> Optional[str]:
+    """What a calibration's stages leave out of ``bounds`` (each had fewer than
+    ``MIN_STAGE_ROWS`` predictions), and what predictions there use instead; None: nothing."""
+    have = {float(s.below_gdd) for s in found}
+    missing = [float(b) for b in bounds if float(b) not in have]
+    if not missing:
+        return None
+    later = {b: min((s.below_gdd for s in found if s.below_gdd > b), default=None) for b in missing}
+    uses = "; ".join(f"below {b:,.0f} GDD the stage below {later[b]:,.0f}" if later[b] is not None
+                     else f"below {b:,.0f} GDD the whole-season calibration" for b in missing)
+    return (f"The season stages below {', '.join(f'{b:,.0f}' for b in missing)} GDD were left out: the reference "
+            f"parcels gave fewer than {MIN_STAGE_ROWS} predictions there (parcels times dates). Predictions there use "
+            f"the next stage fitted ({uses}), which was fitted on a later part of the season.")
+
+
+def season_reach_note(gdd: np.ndarray, date_mask: np.ndarray, source: str) -> Optional[str]:
+    """A warning where the parcels' season (the median GDD of their last valid dates) ends before the
+    last stage bound: their whole-season calibration is then fitted on part of a season only."""
+    reach = last_date_gdd(gdd, date_mask)
+    reach = reach[np.isfinite(reach)]
+    if not len(reach) or float(np.median(reach)) >= STAGE_BOUNDS[-1]:
+        return None
+    return (f"The season of {source} reaches only {float(np.median(reach)):,.0f} GDD (the parcels' median at their "
+            f"last date), fewer than the {STAGE_BOUNDS[-1]:,.0f} from which a whole-season calibration holds: the "
+            "calibration written as the whole season's was fitted on part of a season, and whole-season runs will "
+            "use it. Give scenes up to the end of the season for a whole-season calibration.")
 
 
 def fit_season_stages(probabilities: np.ndarray, labels: np.ndarray, gdd: np.ndarray, parcels: np.ndarray,

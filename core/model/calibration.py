@@ -231,6 +231,8 @@ def check_calibration_data(data: Any, classes: Optional[int] = None) -> None:
             raise ValueError(f"calibration.{key} must be a number from 0 to 1 or null, not {value!r}")
     if "stages" in data:
         check_stages(data["stages"], classes)
+        if data["method"] != "vector" and any(isinstance(st, Mapping) and "bias" in st for st in data["stages"]):
+            raise ValueError("calibration.stages may hold a bias with method 'vector' only")
 
 
 def check_stages(data: Any, classes: Optional[int] = None) -> None:
@@ -262,7 +264,7 @@ def check_stages(data: Any, classes: Optional[int] = None) -> None:
         if not isinstance(parcels, int) or isinstance(parcels, bool) or parcels < 0:
             raise ValueError(f"{name}.parcels must be a whole number")
         bias = stage.get("bias")
-        if bias is not None and (not isinstance(bias, (list, tuple)) or not bias
+        if "bias" in stage and (not isinstance(bias, (list, tuple)) or not bias
                                  or any(not _finite(b) or abs(b) > BIAS_LIMIT for b in bias)
                                  or (classes is not None and len(bias) != classes)):
             raise ValueError(f"{name}.bias must be a list of numbers from {-BIAS_LIMIT:g} to {BIAS_LIMIT:g}, "
@@ -477,6 +479,13 @@ def fit_calibration(probabilities: np.ndarray, labels: np.ndarray, source: str,
                     "probabilities say next to nothing about the labels, so the calibrated confidences say little "
                     "about each parcel. Check the labels, the class map, and that the parcels are of the model's "
                     "processing level and season.", source, TEMPERATURE_RANGE[1])
+    if temperature <= 1.001 * TEMPERATURE_RANGE[0]:
+        named = sorted({int(c) for c in y})
+        log.warning("The calibration on %s reached the lowest temperature (%g): on these parcels the model's ranking "
+                    "separates the labels almost perfectly, so the calibrated confidences are near certain (%d of the "
+                    "model's %d classes among the labels). Other crops, and fields unlike these, would be given a "
+                    "certainty they have not earned: give reference parcels of every crop you will classify.",
+                    source, TEMPERATURE_RANGE[0], len(named), p.shape[1])
     log.info("Calibration (%s) on %s: %d parcels, temperature %.3f, expected calibration error %.3f -> %.3f",
              method, source, len(y), temperature, before, after)
     return Calibration(temperature=temperature, scores=tuple(float(s) for s in scores), parcels=int(len(y)),

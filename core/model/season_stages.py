@@ -91,10 +91,23 @@ def describe_stage(stages: Sequence[SeasonStage], gdd: float) -> Optional[str]:
     if index < 0:
         return None
     stage = stages[index]
-    low = stages[index - 1].below_gdd if index else 0.0
-    return (f"confidence and prediction sets calibrated on {stage.parcels} labelled parcels (none the model trained "
-            f"on) as of {low:,.0f}-{stage.below_gdd:,.0f} GDD ({stage.describe()}), not on whole "
-            "seasons")
+    low = fitted_from(stages, index)
+    said = (f"confidence and prediction sets calibrated on {stage.parcels} labelled parcels (none the model trained "
+            f"on) as of {low:,.0f}-{stage.below_gdd:,.0f} GDD ({stage.describe()}), not on whole seasons")
+    if gdd < low:
+        said += (f"; these predictions are earlier ({gdd:,.0f} GDD) than any the calibration was fitted on, so its "
+                 "confidence may be too high")
+    return said
+
+
+def fitted_from(stages: Sequence[SeasonStage], index: int) -> float:
+    """The lowest GDD of the predictions stage ``index`` was fitted on: the bound of the stage before
+    it in :data:`STAGE_BOUNDS` (or in ``stages``, for other bounds), 0 for the first."""
+    bound = stages[index].below_gdd
+    below = [b for b in STAGE_BOUNDS if b < bound]
+    if bound in STAGE_BOUNDS:
+        return below[-1] if below else 0.0
+    return stages[index - 1].below_gdd if index else 0.0
 
 
 def last_date_gdd(gdd: np.ndarray, date_mask: np.ndarray) -> np.ndarray:

@@ -414,3 +414,25 @@ def test_a_selection_of_no_parcel_of_the_layer_is_refused_naming_it(tiny_region,
     with pytest.raises(InputError, match=said):
         app.run_calibration(request)
     assert not (tmp_path / "cal.tcm").exists()
+
+
+def test_a_reference_season_that_ends_early_and_the_stages_it_leaves_out_are_reported(tiny_region, raw_model,
+                                                                                       tmp_path):
+    """Scenes up to spring only: the calibration written as the whole season's is fitted on spring
+    predictions, and the later stages have no predictions. Both are said."""
+    from thermocrop.core.model.season_stages import STAGE_BOUNDS
+
+    scenes = sorted(p for p in (tiny_region / "scenes").iterdir() if p.suffix == ".tif")
+    early = tmp_path / "early"
+    early.mkdir()
+    for path in scenes[:10]:
+        (early / path.name).symlink_to(path)
+    reports = []
+    request = replace(_request(tiny_region, tmp_path / "cal.tcm", raw_model), scenes=ScenesSpec(files=(str(early),)))
+    run = app.run_calibration(request, app.RunProgress(report=reports.append))
+    stages = load_bundle(run.path).calibration.stages
+    left_out = [b for b in STAGE_BOUNDS if b not in {s.below_gdd for s in stages}]
+    assert left_out, "the scenes reach too far into the season for this test"
+    said = " ".join(reports)
+    assert "reaches only" in said and "whole-season runs will use it" in said, reports
+    assert "were left out" in said and f"{left_out[-1]:,.0f}" in said, reports

@@ -125,7 +125,8 @@ def test_vector_stages_learn_each_stage_its_own_class_biases_and_undo_inverts_th
     # A temperature-only fit of the same rows has no biases and names class 0 less often.
     plain = fit_season_stages(p, y, gdd, parcels, bounds=(400.0, 800.0))
     assert plain[0].bias == ()
-    calibration = Calibration(temperature=1.0, scores=(0.1,), parcels=400, source="t", stages=stages)
+    calibration = Calibration(temperature=1.0, scores=(0.1,), parcels=400, source="t", bias=(0.0,) * 4,
+                              stages=stages)
     rows = np.arange(0, 8000, 7)
     out = calibration.apply(p[rows], gdd[rows])
     expected = _softmax(np.log(p[rows]) / early.temperature + np.asarray(early.bias))
@@ -140,8 +141,8 @@ def test_vector_stages_learn_each_stage_its_own_class_biases_and_undo_inverts_th
     check_calibration_data(data, classes=4)
     read = Calibration.from_dict(data)
     assert read.to_dict() == data and [s.bias for s in read.stages] == [s.bias for s in stages]
-    with pytest.raises(ValueError, match="one per class"):
-        check_calibration_data(data, classes=5)
+    with pytest.raises(ValueError, match=r"stages\[0\].bias .*one per class"):
+        check_calibration_data(dict(data, bias=[0.0] * 5), classes=5)
     for bias in ([], ["x"] * 4, [float("inf")] * 4, [100.0] * 4, "abcd"):
         hostile = dict(data, stages=[dict(data["stages"][0], bias=bias)])
         with pytest.raises(ValueError, match="bias"):
@@ -165,3 +166,61 @@ def test_vector_folds_keep_a_parcel_s_rows_together():
     # With fewer parcels than folds, the strongest penalty is taken without folds.
     _, _, few = fit_vector_scaling(P[:40], Y[:40], groups=groups[:40])
     assert few == VECTOR_PENALTIES[-1]
+
+
+def test_a_stage_bias_must_be_a_list_and_only_with_vector_scaling():
+    stage = {"below_gdd": 400.0, "temperature": 1.5, "scores": [0.2], "parcels": 60}
+    vector = {"method": "vector", "temperature": 0.6, "scores": [0.1], "parcels": 60, "source": "s",
+              "bias": [0.0, 0.0]}
+    check_calibration_data(dict(vector, stages=[dict(stage, bias=[0.5, -0.5])]), classes=2)
+    check_calibration_data(dict(vector, stages=[stage]), classes=2)  # vector stages of earlier bundles: none
+    with pytest.raises(ValueError, match=r"stages\[0\].bias"):
+        check_calibration_data(dict(vector, stages=[dict(stage, bias=None)]), classes=2)
+    temperature = {"method": "temperature", "temperature": 0.6, "scores": [0.1], "parcels": 60, "source": "s"}
+    check_calibration_data(dict(temperature, stages=[stage]), classes=2)
+    with pytest.raises(ValueError, match="method 'vector' only"):
+        check_calibration_data(dict(temperature, stages=[dict(stage, bias=[0.5, -0.5])]), classes=2)
+
+
+def test_the_log_names_the_gdd_a_stage_was_fitted_on_when_earlier_stages_were_left_out():
+    from thermocrop.core.model.season_stages import describe_stage
+
+    # Only the stage below 2,000 GDD was fitted: on predictions as of 1,600-2,000 GDD.
+    stages = (SeasonStage(below_gdd=2000.0, temperature=0.7, scores=(0.1,), parcels=120),)
+    early = describe_stage(stages, 300.0)
+    assert "as of 1,600-2,000 GDD" in early and "earlier (300 GDD) than any" in early
+    late = describe_stage(stages, 1700.0)
+    assert "as of 1,600-2,000 GDD" in late and "earlier" not in late
+    full = tuple(SeasonStage(below_gdd=b, temperature=1.0, scores=(0.1,), parcels=60) for b in (400.0, 800.0))
+    assert "as of 400-800 GDD" in describe_stage(full, 500.0) and "earlier" not in describe_stage(full, 500.0)
+
+
+def test_stages_left_out_and_a_season_that_ends_early_are_said():
+    from thermocrop.training.calibrate import missing_stages_note, season_reach_note
+
+    found = tuple(SeasonStage(below_gdd=b, temperature=1.0, scores=(0.1,), parcels=60) for b in (1200.0, 2000.0))
+    note = missing_stages_note(found)
+    assert "below 400, 800, 1,600 GDD were left out" in note
+    assert "below 400 GDD the stage below 1,200" in note and "below 1,600 GDD the stage below 2,000" in note
+    assert missing_stages_note(tuple(SeasonStage(b, 1.0, (0.1,), 60) for b in (400.0, 800.0, 1200.0, 1600.0,
+                                                                                2000.0))) is None
+    assert "whole-season calibration" in missing_stages_note(found[:1])
+    gdd = np.tile(np.arange(1, 11, dtype=np.float64) * 200.0, (5, 1))  # 200 ... 2,000 GDD
+    mask = np.ones_like(gdd, dtype=bool)
+    assert season_reach_note(gdd, mask, "ref") is None
+    mask[:, 6:] = False  # the scenes end at 1,200 GDD
+    note = season_reach_note(gdd, mask, "ref")
+    assert "reaches only 1,200 GDD" in note and "ref" in note
+
+
+def test_a_calibration_at_the_lowest_temperature_is_warned_about(caplog):
+    from thermocrop.core.model.calibration import TEMPERATURE_RANGE, fit_calibration
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 200)
+    p = np.full((200, 9), 0.02)
+    p[np.arange(200), labels] = 0.84  # the ranking separates the two labelled classes perfectly
+    with caplog.at_level("WARNING"):
+        calibration = fit_calibration(p, labels, "two crops")
+    assert calibration.temperature <= 1.001 * TEMPERATURE_RANGE[0]
+    assert "lowest temperature" in caplog.text and "2 of the model's 9 classes" in caplog.text
