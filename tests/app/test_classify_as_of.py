@@ -282,7 +282,7 @@ def test_a_run_as_of_a_date_is_calibrated_by_its_season_stage(region, tmp_path, 
     np.testing.assert_array_equal(run.result.sets, prediction_sets(expected, conformal_threshold(np.array(scores), 0.9)))
     # The stage is that of the last acquisition kept (20 June), not of the date itself.
     assert any(f"At the last acquisition kept ({_gdd('2023-06-20'):,.0f} GDD), confidence and prediction sets "
-               "calibrated on 60 labelled parcels (none the model trained on) as of 0-1,200 GDD (temperature 3.00)" in line for line in lines), lines
+               "calibrated on 60 labelled parcels (none the model trained on) as of 800-1,200 GDD (temperature 3.00)" in line for line in lines), lines
     # Two dates that keep the same scenes give the same confidence and sets, whatever their own GDD.
     near = datetime.date(2023, 6, 21)
     other = app.run_classification(_request(region, model=str(staged), as_of=near))
