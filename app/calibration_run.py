@@ -20,7 +20,6 @@ from ..core.model.bundle import calibrated_bundle, default_bundle_path, load_bun
 from ..core.model.calibration import (
     CALIBRATION_METHODS,
     MIN_CALIBRATION_PARCELS,
-    TEMPERATURE_RANGE,
     Calibration,
     check_label_variety,
     expected_calibration_error,
@@ -38,7 +37,6 @@ from ..training.calibrate import (
     dataset_labels,
     fit_season_stages,
     log_stages,
-    missing_stages_note,
     prefix_predictions,
     season_reach_note,
     stage_rows,
@@ -185,10 +183,10 @@ def fit_on_reference(bundle: Any, ps: Any, name: str, method: str, report: Calla
     rows, prefixes = prefix_predictions(bundle, ps, progress)
     raw = np.full((len(ps), len(bundle.classes)), np.nan, dtype=np.float32)
     raw[rows] = prefixes[:, -1]
-    calibration = fit_calibration(raw, index, name, method=method)
+    calibration = fit_calibration(raw, index, name, method=method, say=report)
     stages = fit_season_stages(*stage_rows(prefixes, index[rows], np.asarray(ps.gdd)[rows],
                                            np.asarray(ps.date_mask)[rows]), method=method)
-    calibration = replace(calibration, stages=log_stages(stages))
+    calibration = replace(calibration, stages=log_stages(stages, report))
     if calibration.parcels < 5 * len(bundle.classes):
         report(f"Only {calibration.parcels} reference parcels for {len(bundle.classes)} classes: the calibration is "
                "rough; more parcels give a steadier one.")
@@ -196,12 +194,8 @@ def fit_on_reference(bundle: Any, ps: Any, name: str, method: str, report: Calla
         report("Season stages fitted on the reference parcels as of each date: " + ", ".join(
             f"below {s.below_gdd:,.0f} GDD {s.describe()}" for s in calibration.stages) + ".")
     reach = season_reach_note(np.asarray(ps.gdd)[rows], np.asarray(ps.date_mask)[rows], name)
-    if calibration.temperature <= 1.001 * TEMPERATURE_RANGE[0]:  # fit_calibration logged why
-        report(f"The calibration reached the lowest temperature ({TEMPERATURE_RANGE[0]:g}): its confidences are near "
-               "certain. Give reference parcels of every crop you will classify.")
-    for note in (missing_stages_note(calibration.stages), reach):
-        if note:
-            report(note)
+    if reach:
+        report(reach)
     return calibration, raw, index
 
 

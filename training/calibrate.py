@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -135,13 +135,14 @@ def season_stages(bundle: ModelBundle, datasets: Sequence[PixelSets],
     return log_stages(fit_season_stages(*(np.concatenate(column) for column in zip(*parts)), method=method))
 
 
-def log_stages(found: tuple) -> tuple:
-    """``found`` (season stages), logged, with the stages left out for too few predictions."""
+def log_stages(found: tuple, say: Optional[Callable[[str], None]] = None) -> tuple:
+    """``found`` (season stages), logged; the stages left out for too few predictions are said
+    through ``say`` (a run's report; None: the log, as a warning)."""
     log.info("Season stages of the calibration: %s", ", ".join(
         f"below {s.below_gdd:,.0f} GDD {s.describe()} ({len(s.scores)} predictions)" for s in found))
     note = missing_stages_note(found)
     if note:
-        log.warning(note)
+        (say or log.warning)(note)
     return found
 
 

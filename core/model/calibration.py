@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -395,9 +395,8 @@ def fit_vector_scaling(probabilities: np.ndarray, labels: np.ndarray,
         names, which = np.unique(np.asarray(groups), return_inverse=True)
         parts = np.array_split(np.random.default_rng(0).permutation(len(names)), VECTOR_FOLDS)
         folds = [np.flatnonzero(np.isin(which, part)) for part in parts]
-        folds = [f for f in folds if len(f)]
-    # Fewer parcels than folds cannot choose a penalty: the strongest is taken.
-    enough = all(len(f) for f in folds) and len(folds) == VECTOR_FOLDS
+    # Fewer parcels than folds leave a fold empty and cannot choose a penalty: the strongest is taken.
+    enough = all(len(f) for f in folds)
     best = (math.inf, VECTOR_PENALTIES[0] if enough else VECTOR_PENALTIES[-1])
     for penalty in VECTOR_PENALTIES if enough else ():
         loss = 0.0
@@ -433,7 +432,8 @@ def check_label_variety(labels: np.ndarray, classes: Sequence[str], source: str)
 
 
 def fit_calibration(probabilities: np.ndarray, labels: np.ndarray, source: str,
-                    min_parcels: int = MIN_CALIBRATION_PARCELS, method: str = "temperature") -> Calibration:
+                    min_parcels: int = MIN_CALIBRATION_PARCELS, method: str = "temperature",
+                    say: Optional[Callable[[str], None]] = None) -> Calibration:
     """A :class:`Calibration` from the model's raw probabilities on labelled parcels it did not
     train on.
 
@@ -445,6 +445,8 @@ def fit_calibration(probabilities: np.ndarray, labels: np.ndarray, source: str,
         source: what the parcels were, stored with the calibration and named in messages.
         min_parcels: the fewest usable parcels accepted.
         method: ``"temperature"`` or ``"vector"`` (:data:`CALIBRATION_METHODS`).
+        say: where a temperature that reached a limit of :data:`TEMPERATURE_RANGE` is said (a
+            run's report); None: the log, as a warning.
 
     Raises:
         InputError: fewer than ``min_parcels`` usable parcels, with the counts, or an unknown
@@ -474,18 +476,18 @@ def fit_calibration(probabilities: np.ndarray, labels: np.ndarray, source: str,
         scores = scores[np.linspace(0, len(scores) - 1, MAX_SCORES).round().astype(int)]
     before = expected_calibration_error(p, y)
     after = expected_calibration_error(calibrated, y)
+    say = say or log.warning
     if temperature >= 0.999 * TEMPERATURE_RANGE[1]:
-        log.warning("The calibration on %s reached the highest temperature (%g): on these parcels the model's "
-                    "probabilities say next to nothing about the labels, so the calibrated confidences say little "
-                    "about each parcel. Check the labels, the class map, and that the parcels are of the model's "
-                    "processing level and season.", source, TEMPERATURE_RANGE[1])
+        say(f"The calibration on {source} reached the highest temperature ({TEMPERATURE_RANGE[1]:g}): on these "
+            "parcels the model's probabilities say next to nothing about the labels, so the calibrated confidences "
+            "say little about each parcel. Check the labels, the class map, and that the parcels are of the model's "
+            "processing level and season.")
     if temperature <= 1.001 * TEMPERATURE_RANGE[0]:
-        named = sorted({int(c) for c in y})
-        log.warning("The calibration on %s reached the lowest temperature (%g): on these parcels the model's ranking "
-                    "separates the labels almost perfectly, so the calibrated confidences are near certain (%d of the "
-                    "model's %d classes among the labels). Other crops, and fields unlike these, would be given a "
-                    "certainty they have not earned: give reference parcels of every crop you will classify.",
-                    source, TEMPERATURE_RANGE[0], len(named), p.shape[1])
+        say(f"The calibration on {source} reached the lowest temperature ({TEMPERATURE_RANGE[0]:g}): on these "
+            "parcels the model's ranking separates the labels almost perfectly, so the calibrated confidences are "
+            f"near certain ({len(np.unique(y))} of the model's {p.shape[1]} classes among the labels). Other crops, "
+            "and fields unlike these, would be given a certainty they have not earned: give reference parcels of "
+            "every crop you will classify.")
     log.info("Calibration (%s) on %s: %d parcels, temperature %.3f, expected calibration error %.3f -> %.3f",
              method, source, len(y), temperature, before, after)
     return Calibration(temperature=temperature, scores=tuple(float(s) for s in scores), parcels=int(len(y)),
