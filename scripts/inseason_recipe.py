@@ -6,7 +6,9 @@ Usage: python scripts/inseason_recipe.py train RECIPE [--member M] [--epochs 30]
        python scripts/inseason_recipe.py score [--work ...] [--out ...]
 
 ``train`` trains one model of ``RECIPE`` (:data:`RECIPES`) on the four synthetic regions made as
-``scripts/default_model.py`` makes them (re-used from ``--work``) with the shipped recipe's settings
+``scripts/default_model.py`` makes them (re-used from ``--work``; a recipe of several synthetic
+seasons, :data:`SEASONS`, adds the regions of seeds 1, 2, ... from ``WORK-season1``, ... and makes
+them there when missing) with the shipped recipe's settings
 and budget (or ``--epochs`` of it), one member (so two runs can train side by side, one process
 each); with ``--member M``, member M of the recipe's ensemble of :data:`MEMBERS` (seed M on the
 split of seed 0, as the shipped ensemble's members). ``ensemble`` writes the ensemble bundle of the
@@ -51,14 +53,38 @@ RECIPES = {
                 {"season_window_share": 0.5, "season_window_end": 0.5}),
     "early": ("three quarters of the samples cut, windows ending from a quarter of the dates on",
               {"season_window_share": 0.75, "season_window_end": 0.25}),
+    "early3": ("as early, on three synthetic seasons of the four regions (seeds 0, 1, 2)",
+               {"season_window_share": 0.75, "season_window_end": 0.25}),
 }
 """Recipe name -> (what, its season-window settings)."""
+
+SEASONS = {"early3": 3}
+"""Recipe name -> synthetic seasons it trains on (1 where not named): each season is the four
+regions synthesised with another seed, so other weather, acquisition dates, sowing and parcels."""
 
 MEMBERS = 5
 """Members of a recipe's ensemble, as many as the shipped ensemble's."""
 
 AS_OF = ("2018-05-30", "2018-06-30", "2018-08-30")
 """The dates of the table: the issue's targets and the whole season."""
+
+
+def season_regions(work: Path, seasons: int) -> list[Path]:
+    """The extracted regions of ``seasons`` synthetic seasons: season 0 (seed 0) in ``work`` as
+    ``scripts/default_model.py`` makes it, season ``s`` (seed ``s``) beside it in
+    ``WORK-season{s}``; made where missing."""
+    paths = prepare_regions(work, 500, 0, 32, "L1C")
+    for seed in range(1, seasons):
+        paths += prepare_regions(work.with_name(f"{work.name}-season{seed}"), 500, seed, 32, "L1C")
+    return paths
+
+
+def recipe_provenance(recipe: str) -> dict:
+    """What a model of ``recipe`` records of its training data."""
+    found = {"train_regions": list(REGIONS), "data": "synthetic"}
+    if SEASONS.get(recipe, 1) > 1:
+        found["synthetic_seasons"] = list(range(SEASONS[recipe]))
+    return found
 
 
 def recipe_config(recipe: str, epochs: int, members: int = 1) -> TrainingConfig:
@@ -70,14 +96,14 @@ def train(recipe: str, work: Path, out: Path, epochs: int, member: Optional[int]
     """One model of ``recipe`` at ``OUT/RECIPE/model.tcm``; with ``member``, member ``member`` of
     its ensemble of :data:`MEMBERS` instead, exactly as ``training.ensemble`` trains it (seed
     ``member``, the split of seed 0) at its place beside ``OUT/RECIPE/ensemble.tcm``."""
-    paths = prepare_regions(work, 500, 0, 32, "L1C")
+    paths = season_regions(work, SEASONS.get(recipe, 1))
     config, target = recipe_config(recipe, epochs), out / recipe / "model.tcm"
     if member is not None:
         config = member_configs(recipe_config(recipe, epochs, MEMBERS))[member]
         target = member_paths(out / recipe / "ensemble.tcm", MEMBERS)[member]
     started = time.perf_counter()
     train_model([open_dataset(p) for p in paths], target, config, show_progress=False,
-                provenance={"train_regions": list(REGIONS), "data": "synthetic"})
+                provenance=recipe_provenance(recipe))
     logging.getLogger("inseason_recipe").info("%s (seed %d) trained in %.0f s", recipe, config.seed,
                                               time.perf_counter() - started)
 
@@ -102,9 +128,9 @@ def assemble(recipe: str, work: Path, out: Path, epochs: int) -> None:
             shutil.copyfile(single[role], target[role])
         return TrainingResult(path, json.loads(target["metrics"].read_text()))
 
-    paths = prepare_regions(work, 500, 0, 32, "L1C")
+    paths = season_regions(work, SEASONS.get(recipe, 1))
     train_ensemble([open_dataset(p) for p in paths], out / recipe / "ensemble.tcm", config, member_from_single,
-                   resume=True, show_progress=False, provenance={"train_regions": list(REGIONS), "data": "synthetic"})
+                   resume=True, show_progress=False, provenance=recipe_provenance(recipe))
 
 
 def score(out: Path) -> None:
