@@ -2462,7 +2462,7 @@
     </message>
     <message>
         <location filename="algorithm_strings.py" line="80"/>
-        <source>Model bundle (.tcm). Leave empty for the model shipped for the scenes&apos; processing level: default_fast_l2a.tcm for L2A scenes (every catalogue&apos;s), default_fast.tcm for L1C or mixed ones; with an as-of date before 1,500 GDD (about mid-June in central Europe) and L1C scenes, the in-season model inseason.tcm. The ensembles they were distilled from, default_l2a.tcm and default.tcm, are beside them in resources/models.</source>
+        <source>Model bundle (.tcm). Leave empty for the model shipped for the scenes&apos; processing level: default_fast_l2a.tcm for L2A scenes (every catalogue&apos;s), default_fast.tcm for L1C or mixed ones; with an as-of date before 2,000 GDD (about mid-July in central Europe) and L1C scenes, the in-season model inseason.tcm. The ensembles they were distilled from, default_l2a.tcm and default.tcm, are beside them in resources/models.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>

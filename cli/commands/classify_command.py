@@ -58,7 +58,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--as-of", type=date, metavar="YYYY-MM-DD",
                         help="classify as of this date: scenes acquired after it are left out, and the season's "
                              "status on it (acquisitions, GDD) is reported (default: every scene); without "
-                             "--model, on L1C scenes, a date with fewer than 1,500 GDD is classified by the "
+                             "--model, on L1C scenes, a date with fewer than 2,000 GDD is classified by the "
                              "shipped in-season model inseason.tcm")
     parser.add_argument("--decided", action="store_true",
                         help="also write when each label was decided: crop_decided (the acquisition from which it no "

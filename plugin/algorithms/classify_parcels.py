@@ -106,7 +106,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
                    "(date,tmin,tmax) covering the season; or leave it empty and choose a weather service below.",
         "MODEL": "Model bundle (.tcm). Leave empty for the model shipped for the scenes' processing level: "
                  "default_fast_l2a.tcm for L2A scenes (every catalogue's), default_fast.tcm for L1C or mixed "
-                 "ones; with an as-of date before 1,500 GDD (about mid-June in central Europe) and L1C scenes, the "
+                 "ones; with an as-of date before 2,000 GDD (about mid-July in central Europe) and L1C scenes, the "
                  "in-season model inseason.tcm. The ensembles they were distilled from, default_l2a.tcm and "
                  "default.tcm, are beside them in resources/models.",
         "LABEL_FIELD": "Name of the output field with the predicted class.",
