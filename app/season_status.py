@@ -134,7 +134,7 @@ def inseason_hint(status: SeasonStatus, levels: Iterable[Optional[str]], bundle:
     return (f"As of {status.as_of} the parcels' median GDD ({status.gdd:,.0f}) are fewer than {INSEASON_GDD:,.0f}: "
             f"a run that names no model uses the shipped in-season model {choice[0].name}, of whose training "
             f"samples {100 * theirs:.0f} % were cut to part of the season ({name}: {trained}). On the real "
-            "Bavarian parcels it was the more accurate up to mid-June; choose it (or calibrate it on your parcels) "
+            "Bavarian parcels it was the more accurate up to mid-July; choose it (or calibrate it on your parcels) "
             "for early maps.")
 
 
