@@ -34,7 +34,8 @@ of 2018 (GDD base 0 from 1 January) the in-season ensemble is ahead of the shipp
 acquisition of the west half up to 15 August, and ahead or level on the east half up to 15 July
 (1,959 GDD; OA of all 301 parcels 0.55 against 0.44 as of 30 May), behind there from 30 July on
 (docs/in-season.md). GDD rather than a share of the season: a run given the scenes up to today
-has no later acquisition to take a share of, and thermal time is what places a crop in its development wherever it grows."""
+has no later acquisition to take a share of, and thermal time is what places a crop in its
+development wherever it grows."""
 
 
 def median_gdd(parcels: ParcelsSpec, weather: Any, dates: Sequence[Any], bundle: Any) -> np.ndarray:

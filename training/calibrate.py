@@ -92,8 +92,8 @@ def calibrate_on_datasets(bundle: ModelBundle, datasets: Sequence[PixelSets], so
     if not stages:
         return calibration
     for ps, r in zip(datasets, rows):
-        part = ps if r is None else ps.subset(np.asarray(r))
-        note = season_reach_note(part.gdd, part.date_mask, source)
+        pick = slice(None) if r is None else np.asarray(r)
+        note = season_reach_note(np.asarray(ps.gdd[pick]), np.asarray(ps.date_mask[pick]), source)
         if note:
             log.warning(note)
             break
