@@ -4,7 +4,8 @@ season's GDD, the level (90 % of its whole-season OA unless given) and the part 
 training cut samples to. For models trained before training recorded it.
 
 Usage: python scripts/record_season_curve.py --model resources/models/default.tcm --out NEW.tcm
-           [--work runs/experiment] [--level L1C|L2A] [--cuts 20] [--season-level OA] [--overwrite]
+           [--work runs/experiment | --datasets D ...] [--level L1C|L2A] [--cuts 20] [--season-level OA]
+           [--overwrite]
 
 The regions' datasets are made (or re-used) in ``--work`` exactly as ``scripts/default_model.py``
 makes them (``runs/experiment`` for L1C, ``runs/experiment-l2a`` for L2A; 500 parcels, seed 0,
@@ -49,6 +50,9 @@ def main() -> int:
     parser.add_argument("--level", choices=tuple(WORK), default=None,
                         help="processing level of its training regions (default: the bundle's scene level)")
     parser.add_argument("--work", type=Path, default=None, help="folder of the regions and datasets")
+    parser.add_argument("--datasets", type=Path, nargs="+", default=None,
+                        help="the extracted regions it was trained on, in its training's order, in place of "
+                        "--work (a model trained on several synthetic seasons)")
     parser.add_argument("--parcels", type=int, default=500)
     parser.add_argument("--cuts", type=int, default=DEFAULT_CUTS)
     parser.add_argument("--season-level", type=float, default=None,
@@ -59,7 +63,7 @@ def main() -> int:
     bundle = load_bundle(args.model)
     level = args.level or bundle.config.scene_level or "L1C"
     config = stored_training(bundle)
-    paths = prepare_regions(args.work or WORK[level], args.parcels, config.seed, 32, level)
+    paths = args.datasets or prepare_regions(args.work or WORK[level], args.parcels, config.seed, 32, level)
     started = time.perf_counter()
     split = training_split([open_dataset(p) for p in paths], config)
     if tuple(split.classes) != tuple(bundle.classes):

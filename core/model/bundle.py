@@ -16,7 +16,7 @@ import re
 import struct
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 import numpy as np
 import torch
@@ -35,7 +35,16 @@ from .networks import CropClassifier, ModelConfig, classifier, fast_inference_mo
 from .precision import PrecisionChoice, prediction_model
 from .prefixes import prefix_log_probabilities
 from .season_curve import SEASON_CURVE_KEY, check_season_curve_data
+from .season_floor import FLOOR_LIMITS, floored_pixel_sets, floored_prefixes, gdd_floor
 from .season_stages import last_date_gdd, prefix_gdd
+from .shipped import (  # noqa: F401
+    SHIPPED_BUNDLES,
+    SHIPPED_ENSEMBLES,
+    default_bundle_for_levels,
+    default_bundle_path,
+    ensemble_bundle_path,
+    shipped_model_choice,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +59,7 @@ __all__ = [
     "default_bundle_path",
     "ensemble_bundle_path",
     "calibrated_bundle",
+    "with_gdd_floor",
 ]
 
 FORMAT_VERSION = 1
@@ -134,7 +144,8 @@ class BundleConfig:
         colours: class name -> ``#rrggbb``.
         bands: band names in the model's channel order.
         scaling: input scaling.
-        gdd: ``t_base``, ``t_cap``, ``method`` and ``season_start`` (e.g. ``"01-01"``).
+        gdd: ``t_base``, ``t_cap``, ``method`` and ``season_start`` (e.g. ``"01-01"``); optional
+            ``floor`` (``core.model.season_floor``).
         calendar: calendar settings (``season_start``, ``offset``, ``max_shift``).
         provenance: training data, epochs, metrics, anything worth keeping.
         calibration: the ``Calibration`` of its probabilities as a mapping
@@ -364,7 +375,9 @@ def validate_config_data(data: Any) -> None:
                 _number(v, f"scaling.mean[{i}]", note=f" (band {bands[i]})")
 
     gdd = _mapping(data["gdd"], "gdd")
-    _keys(gdd, "gdd", {"t_base", "t_cap", "method", "season_start"})
+    _keys(gdd, "gdd", {"t_base", "t_cap", "method", "season_start"}, {"floor"})
+    if "floor" in gdd:
+        _number(gdd["floor"], "gdd.floor", low=FLOOR_LIMITS[0], high=FLOOR_LIMITS[1])
     t_base = _number(gdd["t_base"], "gdd.t_base", low=_GDD_LIMITS[0], high=_GDD_LIMITS[1])
     t_cap = _number(gdd["t_cap"], "gdd.t_cap", low=_GDD_LIMITS[0], high=_GDD_LIMITS[1])
     if t_cap <= t_base:
@@ -527,6 +540,7 @@ class ModelBundle:
             ``(P, K)`` float32 probabilities; rows of parcels without any valid date are NaN.
         """
         progress = progress or Progress()
+        ps = floored_pixel_sets(ps, gdd_floor(self.config.gdd), self.path.name if self.path else "the model")
         out = np.full((len(ps), len(self.config.classes)), np.nan, dtype=np.float32)
         model = self.fast_model()
         for rows, inputs, done in self._model_batches(ps, batch_size):
@@ -554,6 +568,18 @@ class ModelBundle:
             parcel's first valid date.
         """
         progress = progress or Progress()
+        if gdd_floor(self.config.gdd) > 0:  # the dates below and above the floor in two passes
+            raw = floored_prefixes(lambda part, sub: self._raw_prefixes(part, batch_size, sub), ps,
+                                   gdd_floor(self.config.gdd), progress)
+        else:
+            raw = self._raw_prefixes(ps, batch_size, progress)
+        if calibrated and self.calibration is not None:
+            n, t, k = raw.shape
+            mask = np.asarray(ps.date_mask, dtype=bool)
+            return self.calibration.apply(raw.reshape(n * t, k), prefix_gdd(ps.gdd, mask).ravel()).reshape(n, t, k)
+        return raw
+
+    def _raw_prefixes(self, ps: PixelSets, batch_size: int, progress: Progress) -> np.ndarray:
         date_mask = np.asarray(ps.date_mask, dtype=bool)
         n, t, k = len(ps), date_mask.shape[1], len(self.config.classes)
         out = np.full((n, t, k), np.nan, dtype=np.float32)
@@ -568,8 +594,6 @@ class ModelBundle:
             as_of[seen == 0] = np.nan
             out[rows] = as_of
             progress(done)
-        if calibrated and self.calibration is not None:
-            out = self.calibration.apply(out.reshape(n * t, k), prefix_gdd(ps.gdd, date_mask).ravel()).reshape(n, t, k)
         return out
 
 
@@ -755,46 +779,11 @@ def calibrated_bundle(bundle: ModelBundle, calibration: Calibration, out: Union[
                        overwrite=overwrite)
 
 
-SHIPPED_BUNDLES = {"L1C": "default_fast.tcm", "L2A": "default_fast_l2a.tcm"}
-"""Processing level -> the file name of the model shipped for scenes of that level, the one used
-wherever no model is given: one model distilled from that level's ensemble."""
-SHIPPED_ENSEMBLES = {"L1C": "default.tcm", "L2A": "default_l2a.tcm"}
-"""Processing level -> the file name of the ensemble of five shipped for that level (given by path)."""
-
-
-def default_bundle_path(level: Optional[str] = None) -> Path:
-    """Path of the model bundle shipped with the plugin for scenes of ``level``: the L2A model
-    for ``"L2A"``, the L1C model otherwise."""
-    name = SHIPPED_BUNDLES["L2A" if level == "L2A" else "L1C"]
-    return Path(__file__).resolve().parents[2] / "resources" / "models" / name
-
-
-def ensemble_bundle_path(level: Optional[str] = None) -> Path:
-    """Path of the ensemble shipped for scenes of ``level`` (L2A for ``"L2A"``, L1C otherwise)."""
-    return default_bundle_path(level).parent / SHIPPED_ENSEMBLES["L2A" if level == "L2A" else "L1C"]
-
-
-def shipped_model_choice(levels: Iterable[Optional[str]]) -> tuple[Path, str]:
-    """The shipped bundle for scenes of these processing levels, and why, in a sentence for the
-    run's log: the L2A model when every scene of known level is L2A; the L1C model for L1C
-    scenes, for a mix of both (the run then warns that the levels differ), for scenes of no known
-    level, and where the L2A model is not installed."""
-    known = sorted({level for level in levels if level})
-    l1c, l2a = default_bundle_path("L1C"), default_bundle_path("L2A")
-    if known == ["L2A"]:
-        if l2a.is_file():
-            return l2a, f"L2A scenes: using the shipped L2A model {l2a.name}"
-        return l1c, f"L2A scenes, but the shipped L2A model {l2a} is not installed: using the shipped L1C model {l1c.name}"
-    if len(known) > 1:
-        reason = f"Scenes of levels {' and '.join(known)}"
-    else:
-        reason = f"{known[0]} scenes" if known else "Scenes of no known processing level"
-    return l1c, f"{reason}: using the shipped L1C model {l1c.name}"
-
-
-def default_bundle_for_levels(levels: Iterable[Optional[str]]) -> Path:
-    """The shipped bundle for scenes of these processing levels (:func:`shipped_model_choice`),
-    the choice logged."""
-    path, why = shipped_model_choice(levels)
-    log.log(logging.WARNING if "not installed" in why else logging.INFO, why)
-    return path
+def with_gdd_floor(bundle: ModelBundle, floor: float) -> ModelBundle:
+    """``bundle``'s model with ``floor`` as its GDD floor (``core.model.season_floor``; 0: none),
+    in memory; ``save_bundle(out, b.model, b.config)`` writes it."""
+    if not FLOOR_LIMITS[0] <= floor <= FLOOR_LIMITS[1]:
+        raise BundleError(f"A GDD floor of {floor:g} is outside {FLOOR_LIMITS[0]:g}-{FLOOR_LIMITS[1]:g} GDD.")
+    gdd = {k: v for k, v in bundle.config.gdd.items() if k != "floor"}
+    return ModelBundle(bundle.model, replace(bundle.config, gdd={**gdd, **({"floor": float(floor)} if floor > 0 else {})}),
+                       bundle.path)

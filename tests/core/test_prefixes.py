@@ -1,15 +1,26 @@
 """The probabilities of every prefix of the season in one pass equal one prediction per cut."""
 
+import json
 from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 
-from thermocrop.core.model.bundle import BundleConfig, InputScaling, ModelBundle
+from thermocrop.core.errors import BundleError
+from thermocrop.core.model.bundle import (
+    BundleConfig,
+    InputScaling,
+    ModelBundle,
+    load_bundle,
+    save_bundle,
+    validate_config_data,
+    with_gdd_floor,
+)
 from thermocrop.core.model.calibration import Calibration
 from thermocrop.core.model.networks import VARIANTS, build_model
 from thermocrop.core.pixel_sets import PixelSets
+from thermocrop.core.progress import Progress
 
 
 def _pixel_sets(p=17, t=8, s=5, seed=3):
@@ -109,3 +120,58 @@ def test_prefix_attention_is_each_prefix_s_own_softmax_even_with_scores_far_apar
                     w = torch.softmax(scores[i, :seen, k].double(), dim=0)
                     expected = (w[:, None] * values[i, :seen, k].double()).sum(dim=0)
                 torch.testing.assert_close(out[i, p, k].double(), expected, rtol=1e-5, atol=1e-6)
+
+
+def _below_floor_left_out(ps, floor):
+    """The date mask a floor gives, written out parcel by parcel."""
+    mask = np.asarray(ps.date_mask).copy()
+    for p in range(len(ps)):
+        above = [t for t in range(ps.n_dates) if mask[p, t] and ps.gdd[p, t] >= floor]
+        if above:
+            mask[p, :above[0]] = False
+    return replace(ps, date_mask=mask)
+
+
+@pytest.mark.parametrize("variant", ["tpe_sinusoidal", "calendar"])
+def test_a_gdd_floor_leaves_out_the_acquisitions_below_it(variant):
+    ps = _pixel_sets(seed=11)
+    ps.gdd[2] = np.linspace(10, 200, ps.n_dates)  # never reaches the floor: keeps every acquisition
+    plain = _bundle(ps, variant)
+    floored = with_gdd_floor(plain, 500.0)
+    assert floored.config.gdd["floor"] == 500.0 and "floor" not in plain.config.gdd
+    got = floored.predict(ps)
+    expected = plain.predict(_below_floor_left_out(ps, 500.0))
+    np.testing.assert_allclose(got, expected, atol=2e-5, rtol=0)
+    np.testing.assert_allclose(got[2], plain.predict(ps)[2], atol=2e-5, rtol=0)
+    changed = np.flatnonzero(np.abs(got - plain.predict(ps)).max(axis=1) > 1e-4)
+    assert len(changed) > 3  # the floor does change what parcels seen below it are given
+    np.testing.assert_allclose(with_gdd_floor(floored, 0).predict(ps), plain.predict(ps), atol=2e-5, rtol=0)
+
+
+def test_prefixes_with_a_gdd_floor_equal_one_prediction_per_cut():
+    """As of each date, the floor applies to the dates up to it: before a parcel's first acquisition
+    above the floor, it is classified on those below."""
+    ps = _pixel_sets(seed=12)
+    calibration = Calibration(temperature=0.7, scores=tuple(np.linspace(0.0, 0.9, 60)), parcels=60, source="test")
+    bundle = with_gdd_floor(_bundle(ps, "tpe_sinusoidal", members=2, calibration=calibration), 400.0)
+    seen = []
+    prefixes = bundle.predict_prefixes(ps, batch_size=6, progress=Progress(seen.append))
+    for t in range(ps.n_dates):
+        np.testing.assert_allclose(prefixes[:, t], bundle.predict(_cut(ps, t), batch_size=5), atol=2e-5, rtol=0)
+    assert seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
+
+
+def test_a_gdd_floor_travels_with_the_bundle_and_is_checked(tmp_path):
+    ps = _pixel_sets(seed=13)
+    bundle = with_gdd_floor(_bundle(ps, "tpe_sinusoidal"), 350.0)
+    save_bundle(tmp_path / "floor.tcm", bundle.model, bundle.config)
+    loaded = load_bundle(tmp_path / "floor.tcm")
+    assert loaded.config.gdd["floor"] == 350.0
+    np.testing.assert_allclose(loaded.predict(ps), bundle.predict(ps), atol=2e-5, rtol=0)
+    for bad, says in ((-5.0, "at least 0"), ("early", "a finite number"), (4000.0, "at most 3000")):
+        data = json.loads(loaded.config.to_json())
+        data["gdd"]["floor"] = bad
+        with pytest.raises(BundleError, match=f"gdd.floor.*{says}"):
+            validate_config_data(data)
+    with pytest.raises(BundleError, match="outside"):
+        with_gdd_floor(bundle, 5000.0)

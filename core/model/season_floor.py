@@ -1,0 +1,98 @@
+"""The GDD floor of a bundle: acquisitions early in the season that a model is better without.
+
+A bundle may carry ``gdd.floor`` (growing degree days since the season start). A parcel's
+acquisitions with fewer GDD are left out of its classification, as long as the parcel has a
+valid acquisition at or above the floor; a parcel seen only below it (a run as of a date early in
+the season) keeps them all, so that a floor never takes a label away. As of each date
+(``ModelBundle.predict_prefixes``), the same rule holds for the dates up to it: before the first
+valid acquisition at or above the floor, the parcel is classified on what it has.
+
+Why a model has one, and how the shipped models' floors were chosen: ``docs/in-season.md``
+(*Winter acquisitions*).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ..pixel_sets import PixelSets
+from ..progress import Progress
+
+log = logging.getLogger(__name__)
+
+__all__ = ["FLOOR_LIMITS", "gdd_floor", "floor_date_mask", "floored_pixel_sets", "floored_prefixes"]
+
+FLOOR_LIMITS = (0.0, 3000.0)
+"""The floors a bundle may carry (GDD): none up to about the whole of a temperate season."""
+
+
+def gdd_floor(gdd_settings: Mapping[str, Any]) -> float:
+    """The floor of a bundle's ``gdd`` settings; 0 (nothing left out) where it has none."""
+    return float(gdd_settings.get("floor") or 0.0)
+
+
+def floor_date_mask(date_mask: np.ndarray, gdd: np.ndarray, floor: float) -> np.ndarray:
+    """``date_mask`` without the acquisitions below ``floor`` GDD, for the parcels that have a
+    valid one at or above it.
+
+    Args:
+        date_mask: ``(P, T)`` bool, True where the date is usable.
+        gdd: ``(P, T)`` GDD of each parcel on each date.
+        floor: GDD; 0 or less leaves the mask as it is.
+
+    Returns:
+        ``(P, T)`` bool, a new array.
+    """
+    mask = np.array(date_mask, dtype=bool)
+    if floor <= 0:
+        return mask
+    above = mask & (np.asarray(gdd, dtype=np.float64) >= floor)
+    has_above = above.any(axis=1)
+    mask[has_above] = above[has_above]
+    return mask
+
+
+def floored_pixel_sets(ps: PixelSets, floor: float, name: str = "the model") -> PixelSets:
+    """``ps`` with :func:`floor_date_mask` as its date mask (the arrays shared, not copied); how
+    many acquisitions that leaves out is logged (``name``: the model, for the line)."""
+    if floor <= 0:
+        return ps
+    mask = floor_date_mask(ps.date_mask, ps.gdd, floor)
+    left_out = np.asarray(ps.date_mask, dtype=bool) & ~mask
+    if left_out.any():
+        log.info("%s leaves out the acquisitions before %s GDD (its GDD floor; docs/in-season.md): %d of %d parcels "
+                 "had %d such acquisitions in all", name, f"{floor:,.0f}", int(left_out.any(axis=1).sum()), len(ps),
+                 int(left_out.sum()))
+    return replace(ps, date_mask=mask)
+
+
+def floored_prefixes(prefixes: Callable[[PixelSets, Progress], np.ndarray], ps: PixelSets, floor: float,
+                     progress: Progress) -> np.ndarray:
+    """Probabilities as of each date with the floor, from two passes of ``prefixes`` that split
+    the dates between them (so the per-date work is done once per date, as in one pass).
+
+    Args:
+        prefixes: ``(ps, progress) -> (P, T, K)`` probabilities as of each date (NaN before a
+            parcel's first valid date), as ``ModelBundle.predict_prefixes`` without a floor.
+        ps: the pixel sets.
+        floor: GDD.
+        progress: progress and cancellation, shared by the passes as their dates.
+
+    Returns:
+        ``(P, T, K)``: as of a date from which the parcel has a valid acquisition at or above the
+        floor, the prefix of those acquisitions alone; before it, the prefix of the ones below.
+    """
+    mask = np.asarray(ps.date_mask, dtype=bool)
+    above = mask & (np.asarray(ps.gdd, dtype=np.float64) >= floor)
+    below = mask & ~above
+    late_part, early_part = progress.parts([float(above.sum()), float(below.sum())])
+    late = prefixes(replace(ps, date_mask=above), late_part)
+    if not below.any():
+        return late
+    early = prefixes(replace(ps, date_mask=below), early_part)
+    use_late = np.cumsum(above, axis=1) > 0
+    return np.where(use_late[:, :, None], late, early)
