@@ -297,7 +297,7 @@ def test_without_a_model_the_model_shipped_for_the_scenes_level_classifies_them(
     weather, parcels = _small_scene_region(tmp_path, (level, level))
     shipped = default_bundle_path(level)
     other = default_bundle_path("L1C" if level == "L2A" else "L2A")
-    with caplog.at_level("INFO", logger="thermocrop.core.model.bundle"):
+    with caplog.at_level("INFO", logger="thermocrop.core.model.shipped"):
         job = prepare_classification(parcels, tmp_path / "scenes", weather)
     assert job.model.config.checksum == load_bundle(shipped).config.checksum != load_bundle(other).config.checksum
     assert job.model.config.scene_level == level
@@ -336,7 +336,7 @@ def test_scenes_of_both_levels_keep_the_l1c_model_and_its_warning(tmp_path, capl
     # A folder of both levels gives its L2A products only; scenes found one by one keep both.
     scenes = [sc for path in sorted((tmp_path / "scenes").glob("*.tif")) for sc in find_scenes(path)]
     assert sorted(sc.level for sc in scenes) == ["L1C", "L2A"]
-    with caplog.at_level("INFO", logger="thermocrop.core.model.bundle"):
+    with caplog.at_level("INFO", logger="thermocrop.core.model.shipped"):
         job = prepare_classification(parcels, scenes, weather)
     assert job.model.config.scene_level == "L1C"
     assert f"Scenes of levels L1C and L2A: using the shipped L1C model {default_bundle_path('L1C').name}" in caplog.text
