@@ -8,12 +8,14 @@ leaves every kept acquisition's GDD as it was: the GDD of a cut season are those
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from .model.season_curve import SeasonCurve, bundle_season_curve
+from .model.season_floor import gdd_floor
+from .progress import Progress
 
 __all__ = [
     "DEFAULT_DECIDED_THRESHOLD",
@@ -26,6 +28,7 @@ __all__ = [
     "curve_warning",
     "decided_index",
     "decisions",
+    "decision_prefixes",
 ]
 
 DEFAULT_DECIDED_THRESHOLD = 0.8
@@ -211,3 +214,44 @@ def decisions(probabilities: np.ndarray, dates: np.ndarray, gdd: np.ndarray,
     days = np.where(decided, np.asarray(dates, dtype="datetime64[D]")[at], np.datetime64("NaT", "D"))
     values = np.asarray(gdd, dtype=np.float32)[np.arange(len(index)), at] if len(index) else np.zeros(0, np.float32)
     return days.astype("datetime64[D]"), np.where(decided, values, np.nan).astype(np.float32)
+
+
+def decision_prefixes(model: Any, ps: Any, threshold: float = DEFAULT_DECIDED_THRESHOLD, batch_size: int = 256,
+                      progress: Optional[Progress] = None) -> np.ndarray:
+    """Probabilities as of each date, all that :func:`decisions` and the whole season need.
+
+    For a model without a GDD floor, ``model.predict_prefixes``. With one
+    (``core.model.season_floor``), a whole-season run leaves out the acquisitions below the floor,
+    and so does this pass, but for the parcels that have no acquisition above it and those decided
+    on their first one: only for these can the prefixes before that acquisition change when the
+    label was decided, so only theirs are computed (the floor's two passes); the others' stay NaN
+    (no label as of those dates, so not decided before). :func:`decided_index` and the last prefix
+    are those of ``model.predict_prefixes``; ``tests/core/test_prefixes.py`` checks it.
+
+    Args:
+        model: a ``ModelBundle``.
+        ps: the pixel sets.
+        threshold: the confidence of :func:`decisions`.
+        batch_size: parcels per model call.
+        progress: progress and cancellation.
+
+    Returns:
+        ``(P, T, K)`` probabilities as of each date.
+    """
+    progress = progress or Progress()
+    floor = gdd_floor(model.config.gdd)
+    if floor <= 0:
+        return model.predict_prefixes(ps, batch_size=batch_size, progress=progress)
+    mask = np.asarray(ps.date_mask, dtype=bool)
+    above = mask & (np.asarray(ps.gdd, dtype=np.float64) >= floor)
+    late_part, early_part = progress.sub(0.0, 0.9), progress.sub(0.9, 1.0)
+    out = model.predict_prefixes(replace(ps, date_mask=above), batch_size=batch_size, progress=late_part)
+    has_above = above.any(axis=1)
+    first = np.where(has_above, above.argmax(axis=1), -1)
+    index = decided_index(out, threshold)
+    need = ~has_above | ((index == first) & (index >= 0) & (mask & ~above).any(axis=1))
+    if need.any():
+        rows = np.flatnonzero(need)
+        out[rows] = model.predict_prefixes(ps.subset(rows), batch_size=batch_size, progress=early_part)
+    progress(1.0)
+    return out

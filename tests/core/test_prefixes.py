@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from thermocrop.core.errors import BundleError
+from thermocrop.core.inseason import decided_index, decision_prefixes
 from thermocrop.core.model.bundle import (
     BundleConfig,
     InputScaling,
@@ -175,3 +176,27 @@ def test_a_gdd_floor_travels_with_the_bundle_and_is_checked(tmp_path):
             validate_config_data(data)
     with pytest.raises(BundleError, match="outside"):
         with_gdd_floor(bundle, 5000.0)
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.3, 0.6])
+def test_decisions_with_a_gdd_floor_need_only_the_parcels_decided_on_their_first_acquisition_above_it(threshold):
+    """The pass behind crop_decided computes the prefixes below the floor only where they can move a
+    decision; the decisions and the whole season are those of every prefix."""
+    ps = _pixel_sets(p=40, t=9, seed=14)
+    ps.gdd[3] = np.linspace(10, 200, ps.n_dates)  # never reaches the floor
+    bundle = with_gdd_floor(_bundle(ps, "tpe_sinusoidal", members=2), 450.0)
+    every = bundle.predict_prefixes(ps, batch_size=7)
+    calls = []
+    predict_prefixes = bundle.predict_prefixes
+
+    def counted(part, **kwargs):
+        calls.append(len(part))
+        return predict_prefixes(part, **kwargs)
+
+    bundle.predict_prefixes = counted
+    needed = decision_prefixes(bundle, ps, threshold, batch_size=7)
+    np.testing.assert_array_equal(decided_index(needed, threshold), decided_index(every, threshold))
+    np.testing.assert_allclose(needed[:, -1], every[:, -1], atol=2e-6, rtol=0)
+    assert calls[0] == len(ps) and (len(calls) == 1 or calls[1] < len(ps))  # the second pass: a few parcels
+    if threshold == 0.0:
+        assert len(calls) == 2  # with no confidence asked, some parcels are decided on their first date above
