@@ -41,6 +41,10 @@ class TrainingConfig:
             them to the last), so that partial seasons are met too; 0 in the paper's recipe.
         season_window_end: the earliest end of a cut window, as a share of the span of the
             dates (0.5: the window ends in the second half of the season).
+        gdd_floor: the acquisitions of a training sample below this many GDD are left out (after
+            its season window), as a bundle's GDD floor leaves them out of a classification
+            (``core.model.season_floor``); 0: none. The model written does not carry the floor:
+            give it one with ``scripts/gdd_floor.py set``.
         season_cuts: the cuts through the season (every ``1 / season_cuts`` of its GDD) at which
             the finished model's accuracy on the validation blocks is recorded in its bundle
             (``core.model.season_curve``).
@@ -93,6 +97,7 @@ class TrainingConfig:
     mean_pixel_share: float = 0.0
     season_window_share: float = 0.0
     season_window_end: float = 0.5
+    gdd_floor: float = 0.0
     season_cuts: int = 20
     season_level: Optional[float] = None
     seed: int = 0
@@ -129,6 +134,8 @@ class TrainingConfig:
         for name in ("mean_pixel_share", "season_window_share", "season_window_end"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must lie between 0 and 1")
+        if self.gdd_floor < 0:
+            raise ValueError("gdd_floor must be at least 0")
         if self.season_level is not None and not 0.0 <= self.season_level <= 1.0:
             raise ValueError("season_level must lie between 0 and 1")
         if self.init is not None:

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..core.errors import DatasetError
 from ..core.model.bundle import InputScaling
+from ..core.model.season_floor import floor_date_mask
 from ..core.pixel_sets import PixelSets
 
 log = logging.getLogger(__name__)
@@ -214,12 +215,14 @@ class BatchSampler:
         season_window_share: share of samples cut to a part of the season
             (``season_windows``); 0 leaves the random stream as without it.
         season_window_end: the earliest end of a cut window (``season_windows``).
+        gdd_floor: acquisitions below it left out of each sample after its window
+            (``core.model.season_floor.floor_date_mask``); 0: none.
     """
 
     def __init__(self, datasets: Sequence[PixelSets], rows: Sequence[np.ndarray],
                  scaling: InputScaling, n_pixels: int = 64, n_dates: int = 30,
                  max_shift: int = 0, mean_pixel_share: float = 0.0,
-                 season_window_share: float = 0.0, season_window_end: float = 0.5) -> None:
+                 season_window_share: float = 0.0, season_window_end: float = 0.5, gdd_floor: float = 0.0) -> None:
         if len(datasets) != len(rows):
             raise ValueError("one row index array per dataset is needed")
         self.datasets = list(datasets)
@@ -229,6 +232,7 @@ class BatchSampler:
         self.mean_pixel_share = float(mean_pixel_share)
         self.season_window_share = float(season_window_share)
         self.season_window_end = float(season_window_end)
+        self.gdd_floor = float(gdd_floor)
         sizes = np.array([len(r) for r in self.rows])
         if sizes.sum() == 0:
             raise DatasetError("No usable training parcels: every parcel lacks a label in the "
@@ -250,6 +254,8 @@ class BatchSampler:
             chosen = extra_keys[:, 0] < self.season_window_share
             dm = season_windows(dm, np.broadcast_to(dos, dm.shape), chosen, extra_keys[:, 2:4],
                                 earliest_end=self.season_window_end)
+        if self.gdd_floor > 0:
+            dm = floor_date_mask(dm, ps.gdd[rows], self.gdd_floor)
         didx, dmask = sample_dates(dm, self.n_dates, None, date_keys)
         r2 = rows[:, None]
         pix = np.asarray(ps.pixels[r2, didx])            # (n, T, C, S_all)

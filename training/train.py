@@ -209,7 +209,7 @@ def train_model(datasets: Sequence[PixelSets], out: Union[str, Path],
                            config.sample_dates, max_shift=shift,
                            mean_pixel_share=config.mean_pixel_share,
                            season_window_share=config.season_window_share,
-                           season_window_end=config.season_window_end)
+                           season_window_end=config.season_window_end, gdd_floor=config.gdd_floor)
     optimiser = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=config.lr,
                                  weight_decay=config.weight_decay)
     total_steps = config.epochs * config.steps_per_epoch

@@ -157,6 +157,27 @@ def test_sampler_shares_of_zero_draw_the_same_batches(dataset_dir):
         TrainingConfig(mean_pixel_share=1.5)
 
 
+def test_a_training_gdd_floor_leaves_out_the_dates_below_it_where_a_parcel_has_one_above(dataset_dir):
+    ps = open_dataset(dataset_dir, mmap=False)
+    rows = np.arange(len(ps) - 2)
+    gdd = np.asarray(ps.gdd)
+    floor = float(np.nanmedian(gdd[rows][np.asarray(ps.date_mask)[rows]]))  # about half the dates below
+    ps.gdd[:3] = np.minimum(gdd[:3], floor / 2)  # parcels 0-2 never reach it: they keep their dates
+    scaling = InputScaling.from_pixel_sets(ps)
+    plain = BatchSampler([ps], [rows], scaling, 8, 40, season_window_share=0.5).sample(256, np.random.default_rng(3))
+    floored = BatchSampler([ps], [rows], scaling, 8, 40, season_window_share=0.5,
+                           gdd_floor=floor).sample(256, np.random.default_rng(3))
+    assert np.array_equal(plain.labels, floored.labels)  # the same draws
+    low = floored.date_mask & (floored.gdd < floor)
+    has_above = (plain.date_mask & (plain.gdd >= floor)).any(axis=1)
+    assert not low[has_above].any() and (plain.date_mask & (plain.gdd < floor))[has_above].any()
+    kept_below = ~has_above & plain.date_mask.any(axis=1)
+    assert kept_below.any()
+    assert (floored.date_mask[kept_below].sum(axis=1) == plain.date_mask[kept_below].sum(axis=1)).all()
+    with pytest.raises(ValueError, match="gdd_floor"):
+        TrainingConfig(gdd_floor=-1.0)
+
+
 def test_focal_loss_matches_the_formula_and_cross_entropy_at_gamma_zero():
     logits = torch.tensor([[2.0, 0.0, -1.0], [0.5, 0.5, 0.0]])
     target = torch.tensor([0, 2])
