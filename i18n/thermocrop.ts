@@ -1641,6 +1641,11 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
+        <location filename="../plugin/dock/input_widgets.py" line="583"/>
+        <source>leaves out each parcel&apos;s acquisitions before {gdd} GDD (its GDD floor)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <location filename="../plugin/dock/status_panel.py" line="47"/>
         <source>Classify</source>
         <translation type="unfinished"></translation>

@@ -579,6 +579,9 @@ class ClassifyInputs(QWidget):
                            if isinstance(v, float) and any(w in k for w in ("f1", "accuracy", "kappa", "oa")))
         shipped = "" if self.model.filePath() else " (" + tr("shipped, for {level} scenes").format(
             level=config.scene_level or "L1C") + ")"
+        floor = float((config.gdd or {}).get("floor") or 0.0)
+        floor_line = "<br>" + tr("leaves out each parcel's acquisitions before {gdd} GDD (its GDD floor)").format(
+            gdd=f"{floor:,.0f}") if floor > 0 else ""
         self.model_card.setText(
             f"<small><b>{Path(path).name}</b>{shipped}: {config.variant}<br>{tr('classes')}: {', '.join(config.classes)}"
-            f"<br>{tr('trained on')}: {regions}<br>{tr('scores')}: {scores or tr('not recorded')}</small>")
+            f"<br>{tr('trained on')}: {regions}<br>{tr('scores')}: {scores or tr('not recorded')}{floor_line}</small>")

@@ -260,12 +260,14 @@ def test_without_a_model_the_card_shows_the_model_shipped_for_the_scenes_level(m
     from qgis.PyQt.QtCore import Qt
 
     import thermocrop
-    from thermocrop.core.model.bundle import default_bundle_path
+    from thermocrop.core.model.bundle import default_bundle_path, load_bundle
     from thermocrop.core.scenes.stac import ItemSummary
 
     l1c_model, l2a_model = (f"<b>{default_bundle_path(level).name}</b>" for level in ("L1C", "L2A"))
     dock = make_dock(restore=False)
     assert f"{l1c_model} (shipped, for L1C scenes)" in dock.model_card.text()  # no scenes yet
+    floor = load_bundle(default_bundle_path("L1C")).config.gdd["floor"]
+    assert f"acquisitions before {floor:,.0f} GDD (its GDD floor)" in dock.model_card.text()
     dock.add_scene_paths([str(tiny_region / "scenes")])  # a folder of L2A products (MSIL2A in their names)
     assert f"{l2a_model} (shipped, for L2A scenes)" in dock.model_card.text()
     dock.scene_list.item(0).setCheckState(Qt.Unchecked)
@@ -283,6 +285,7 @@ def test_without_a_model_the_card_shows_the_model_shipped_for_the_scenes_level(m
     given = Path(thermocrop.__file__).parent / "resources" / "models" / "default.tcm"
     dock.model.setFilePath(str(given))
     assert "<b>default.tcm</b>:" in dock.model_card.text() and "shipped" not in dock.model_card.text()
+    assert "GDD floor" not in dock.model_card.text()  # the ensemble has none
     dock.model.setFilePath("")
     assert l2a_model in dock.model_card.text()
     # Catalogue items: their levels.
