@@ -56,17 +56,20 @@ def floor_date_mask(date_mask: np.ndarray, gdd: np.ndarray, floor: float) -> np.
     return mask
 
 
+_LOGGED: set[tuple[str, float]] = set()
+
+
 def floored_pixel_sets(ps: PixelSets, floor: float, name: str = "the model") -> PixelSets:
-    """``ps`` with :func:`floor_date_mask` as its date mask (the arrays shared, not copied); how
-    many acquisitions that leaves out is logged (``name``: the model, for the line)."""
+    """``ps`` with :func:`floor_date_mask` as its date mask (the arrays shared, not copied). The
+    first time a model (``name``) leaves acquisitions out in a process, the log says so once
+    (a run predicts batch by batch)."""
     if floor <= 0:
         return ps
     mask = floor_date_mask(ps.date_mask, ps.gdd, floor)
-    left_out = np.asarray(ps.date_mask, dtype=bool) & ~mask
-    if left_out.any():
-        log.info("%s leaves out the acquisitions before %s GDD (its GDD floor; docs/in-season.md): %d of %d parcels "
-                 "had %d such acquisitions in all", name, f"{floor:,.0f}", int(left_out.any(axis=1).sum()), len(ps),
-                 int(left_out.sum()))
+    if (name, floor) not in _LOGGED and (np.asarray(ps.date_mask, dtype=bool) & ~mask).any():
+        _LOGGED.add((name, floor))
+        log.info("%s leaves out each parcel's acquisitions before %s GDD where the parcel has one from then on "
+                 "(its GDD floor; docs/in-season.md)", name, f"{floor:,.0f}")
     return replace(ps, date_mask=mask)
 
 

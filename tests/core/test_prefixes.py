@@ -200,3 +200,13 @@ def test_decisions_with_a_gdd_floor_need_only_the_parcels_decided_on_their_first
     assert calls[0] == len(ps) and (len(calls) == 1 or calls[1] < len(ps))  # the second pass: a few parcels
     if threshold == 0.0:
         assert len(calls) == 2  # with no confidence asked, some parcels are decided on their first date above
+
+
+def test_a_run_with_a_gdd_floor_says_so_once(caplog):
+    ps = _pixel_sets(seed=15)
+    bundle = with_gdd_floor(_bundle(ps, "tpe_sinusoidal"), 420.0)
+    with caplog.at_level("INFO", logger="thermocrop.core.model.season_floor"):
+        for start in range(0, len(ps), 5):  # batch by batch, as a run predicts
+            bundle.predict(ps.subset(np.arange(start, min(start + 5, len(ps)))))
+    said = [m for m in caplog.messages if "GDD floor" in m]
+    assert len(said) == 1 and "before 420 GDD" in said[0]
