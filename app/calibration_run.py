@@ -16,7 +16,7 @@ import numpy as np
 from ..core.classify import bundle_thermal_time, scene_warnings
 from ..core.errors import InputError
 from ..core.io.output import check_output
-from ..core.model.bundle import calibrated_bundle, default_bundle_path, load_bundle
+from ..core.model.bundle import calibrated_bundle, default_bundle_path, load_bundle, with_gdd_floor
 from ..core.model.calibration import (
     CALIBRATION_METHODS,
     MIN_CALIBRATION_PARCELS,
@@ -26,6 +26,7 @@ from ..core.model.calibration import (
     fit_calibration,
     reliability_table,
 )
+from ..core.model.season_floor import FLOOR_LIMITS
 from ..core.model.shipped import refuse_shipped_model_output
 from ..core.parcels import labelled_names, load_parcels
 from ..core.pixel_sets import STATUS_OK, open_dataset
@@ -84,6 +85,7 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
     if request.method not in CALIBRATION_METHODS:
         raise InputError(f"The calibration method {request.method!r} is not known; choose "
                          + " or ".join(CALIBRATION_METHODS) + ".")
+    check_gdd_floor(request.gdd_floor)
     # Without a model the run reads the shipped model of the scenes' level, known only later:
     # neither shipped model may be the output.
     models = [request.model] if request.model is not None else [default_bundle_path("L1C"), default_bundle_path("L2A")]
@@ -105,6 +107,8 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
     scenes = resolve_scenes(request.scenes, request.reference.source, on_stats=progress.on_stats,
                             report=progress.report)
     bundle = run_bundle(request.model, scenes)
+    if request.gdd_floor is not None:  # the calibration is fitted as the written model will predict
+        bundle = with_gdd_floor(bundle, request.gdd_floor)
     for warning in scene_warnings(bundle, scenes):
         progress.report(warning)
     names = np.asarray(table.classes, dtype=object)
@@ -149,6 +153,17 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
                         "Keep the model as it was unless these parcels are more like the fields you will classify.")
     return CalibrationRun(out, calibration, counts, skipped,
                           reliability_table(raw, index), reliability_table(calibrated, index), current)
+
+
+def check_gdd_floor(floor: Optional[float]) -> None:
+    """Refuse a GDD floor a bundle cannot carry (None: the model's own, never refused).
+
+    Raises:
+        InputError: naming the floor and the range.
+    """
+    if floor is not None and not FLOOR_LIMITS[0] <= floor <= FLOOR_LIMITS[1]:
+        raise InputError(f"The GDD floor {floor:g} is outside {FLOOR_LIMITS[0]:g}-{FLOOR_LIMITS[1]:g} GDD; give 0 "
+                         "for none, or leave it out to keep the model's.")
 
 
 def fit_on_reference(bundle: Any, ps: Any, name: str, method: str, report: Callable[[str], None],

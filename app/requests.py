@@ -359,6 +359,9 @@ class CalibrateRequest:
         overwrite: replace an existing ``out``.
         method: ``"temperature"`` (one divisor) or ``"vector"`` (a divisor and one bias per class),
             ``core.model.calibration.CALIBRATION_METHODS``.
+        gdd_floor: the GDD floor of the calibrated model (``core.model.season_floor``: the
+            acquisitions it leaves out early in the season), with which the calibration is
+            fitted; None keeps the model's, 0 removes it.
     """
 
     reference: ParcelsSpec
@@ -371,6 +374,7 @@ class CalibrateRequest:
     overwrite: bool = False
     sampling: PixelSampling = field(default_factory=PixelSampling)
     method: str = "temperature"
+    gdd_floor: Optional[float] = None
 
 
 @dataclass(frozen=True)

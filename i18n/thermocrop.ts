@@ -19,7 +19,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="41"/>
+        <location filename="../plugin/calibrate_panel.py" line="43"/>
         <source>ThermoCrop: calibrate on {layer}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -29,28 +29,43 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="85"/>
+        <location filename="../plugin/calibrate_panel.py" line="87"/>
         <source>Calibrate on these reference parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="86"/>
+        <location filename="../plugin/calibrate_panel.py" line="88"/>
         <source>Fit the model&apos;s calibration (its confidence and prediction sets) on the layer&apos;s parcels whose reference class is filled, classified from the Classify tab&apos;s scenes and weather; the calibrated model is saved beside the project and chosen for the next classification</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="92"/>
+        <location filename="../plugin/calibrate_panel.py" line="94"/>
         <source>Temperature scaling (labels unchanged)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="93"/>
+        <location filename="../plugin/calibrate_panel.py" line="95"/>
         <source>Vector scaling (a temperature and a bias per class)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="94"/>
+        <location filename="../plugin/calibrate_panel.py" line="96"/>
         <source>Temperature scaling divides the log-probabilities by one number and keeps every label; vector scaling also corrects how often the model names each class on your fields, for the whole season and each stage of it, and can change labels, most early in the season</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="106"/>
+        <source>GDD floor: </source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="107"/>
+        <source>GDD floor: the model&apos;s own</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/calibrate_panel.py" line="109"/>
+        <source>Each parcel&apos;s acquisitions before this many GDD are left out of its classification where it has one from then on, and the calibration is fitted so; 0: none. The shipped L1C model leaves out those before 550 GDD, whose winter scenes misled it on real fields (docs/in-season.md)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -79,12 +94,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="159"/>
+        <location filename="../plugin/calibrate_panel.py" line="176"/>
         <source>Not calibrated: no file was chosen for the calibrated model.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="168"/>
+        <location filename="../plugin/calibrate_panel.py" line="185"/>
         <source>Calibrated model</source>
         <translation type="unfinished"></translation>
     </message>
@@ -94,42 +109,42 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="183"/>
+        <location filename="../plugin/calibrate_panel.py" line="200"/>
         <source>Calibrating on the reference parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="192"/>
+        <location filename="../plugin/calibrate_panel.py" line="209"/>
         <source>Calibration cancelled; no model was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="199"/>
+        <location filename="../plugin/calibrate_panel.py" line="216"/>
         <source> Only the {n} features the layer&apos;s filter shows were used ({subset}); clear the filter to calibrate on every reference parcel.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="202"/>
+        <location filename="../plugin/calibrate_panel.py" line="219"/>
         <source> Only the {n} selected features were used; clear the selection to calibrate on every reference parcel.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="206"/>
+        <location filename="../plugin/calibrate_panel.py" line="223"/>
         <source>Calibration failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="214"/>
+        <location filename="../plugin/calibrate_panel.py" line="231"/>
         <source>{before:.3f} with the model&apos;s own calibration</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="215"/>
+        <location filename="../plugin/calibrate_panel.py" line="232"/>
         <source>{before:.3f} uncalibrated</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/calibrate_panel.py" line="216"/>
+        <location filename="../plugin/calibrate_panel.py" line="233"/>
         <source>Calibrated on {n} reference parcels ({counts}): temperature {t:.2f}, calibration error {before} -&gt; {after:.3f}. Saved to {path} and chosen for the next classification.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -184,7 +199,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="146"/>
+        <location filename="algorithm_strings.py" line="148"/>
         <source>Catalogue</source>
         <translation type="unfinished"></translation>
     </message>
@@ -646,7 +661,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="99"/>
+        <location filename="algorithm_strings.py" line="101"/>
         <source>Labelled parcels</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1526,17 +1541,17 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="63"/>
+        <location filename="algorithm_strings.py" line="65"/>
         <source>Class field</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="64"/>
+        <location filename="algorithm_strings.py" line="66"/>
         <source>Confidence field</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="65"/>
+        <location filename="algorithm_strings.py" line="67"/>
         <source>Status field</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1611,7 +1626,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="144"/>
+        <location filename="algorithm_strings.py" line="146"/>
         <source>Search a catalogue</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1831,12 +1846,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/calibrate_model.py" line="138"/>
+        <location filename="../plugin/algorithms/calibrate_model.py" line="157"/>
         <source>Calibrated ({method}) on {n} reference parcels: temperature {t:.3f}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/calibrate_model.py" line="140"/>
+        <location filename="../plugin/algorithms/calibrate_model.py" line="159"/>
         <source>Reference parcels by class: {counts}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1846,17 +1861,17 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/calibrate_model.py" line="145"/>
+        <location filename="../plugin/algorithms/calibrate_model.py" line="164"/>
         <source>Expected calibration error (10 bins): {before:.3f} uncalibrated, {after:.3f} after</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/calibrate_model.py" line="148"/>
+        <location filename="../plugin/algorithms/calibrate_model.py" line="167"/>
         <source>With the model&apos;s own calibration: {current:.3f}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/calibrate_model.py" line="149"/>
+        <location filename="../plugin/algorithms/calibrate_model.py" line="168"/>
         <source>Model written to {path}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2297,676 +2312,686 @@
     </message>
     <message>
         <location filename="algorithm_strings.py" line="43"/>
-        <source>Calibrated model bundle</source>
+        <source>GDD floor (empty: the model&apos;s own)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="44"/>
-        <source>Reference parcel polygons with a crop label field (only the selected ones, if any are selected and the layer is chosen with &apos;Selected features only&apos;).</source>
+        <source>Calibrated model bundle</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="45"/>
-        <source>Field holding each parcel&apos;s true class: the model&apos;s class names, or crop codes with a class map. Parcels with an empty value are left out.</source>
+        <source>Reference parcel polygons with a crop label field (only the selected ones, if any are selected and the layer is chosen with &apos;Selected features only&apos;).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="46"/>
-        <source>Map national crop codes to classes with the table of the paper&apos;s data for France, Denmark or Austria; codes not in the table become &apos;unknown&apos;.</source>
+        <source>Field holding each parcel&apos;s true class: the model&apos;s class names, or crop codes with a class map. Parcels with an empty value are left out.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="47"/>
-        <source>Or your own class map: a CSV with columns code,class (or a YAML file). Give either this or a preset, not both.</source>
+        <source>Map national crop codes to classes with the table of the paper&apos;s data for France, Denmark or Austria; codes not in the table become &apos;unknown&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="48"/>
-        <source>Sentinel-2 scenes of one season: multi-band GeoTIFFs, per-band files or .SAFE products, as layers or files (repeat SCENES=... on the command line). Give these, a scene folder, or both, or else saved STAC items: one of them is required.</source>
+        <source>Or your own class map: a CSV with columns code,class (or a YAML file). Give either this or a preset, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="49"/>
-        <source>A folder holding the scenes, instead of or besides the scenes above: one of the two (or saved STAC items) is required.</source>
+        <source>Sentinel-2 scenes of one season: multi-band GeoTIFFs, per-band files or .SAFE products, as layers or files (repeat SCENES=... on the command line). Give these, a scene folder, or both, or else saved STAC items: one of them is required.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="50"/>
-        <source>A STAC item collection saved by &apos;Search a catalogue&apos; (or &apos;thermocrop scenes search&apos;), instead of scene files: only the parts of its images that hold parcels are fetched, and kept in the cache ($THERMOCROP_CACHE or ~/.cache/thermocrop), so a second run reads nothing over the network.</source>
+        <source>A folder holding the scenes, instead of or besides the scenes above: one of the two (or saved STAC items) is required.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="51"/>
-        <source>Credentials for the saved items&apos; images, from QGIS&apos;s authentication manager (a Basic configuration): for the Copernicus Data Space the S3 access key as user name and the secret key as password; for Planetary Computer a subscription key as password (optional). Empty: the environment&apos;s AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / PC_SDK_SUBSCRIPTION_KEY, if set. Never stored in the project.</source>
+        <source>A STAC item collection saved by &apos;Search a catalogue&apos; (or &apos;thermocrop scenes search&apos;), instead of scene files: only the parts of its images that hold parcels are fetched, and kept in the cache ($THERMOCROP_CACHE or ~/.cache/thermocrop), so a second run reads nothing over the network.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="52"/>
-        <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV; or leave it empty and choose a weather service below.</source>
+        <source>Credentials for the saved items&apos; images, from QGIS&apos;s authentication manager (a Basic configuration): for the Copernicus Data Space the S3 access key as user name and the secret key as password; for Planetary Computer a subscription key as password (optional). Empty: the environment&apos;s AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / PC_SDK_SUBSCRIPTION_KEY, if set. Never stored in the project.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="53"/>
-        <source>Where the daily temperatures come from: the file above, or a weather service fetched for the parcels&apos; 0.1-degree cells and kept as a NetCDF in the cache (Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment).</source>
+        <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV; or leave it empty and choose a weather service below.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="54"/>
-        <source>Model bundle (.tcm) to calibrate. Leave empty for the model shipped with the plugin.</source>
+        <source>Where the daily temperatures come from: the file above, or a weather service fetched for the parcels&apos; 0.1-degree cells and kept as a NetCDF in the cache (Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="55"/>
-        <source>Temperature scaling divides the log-probabilities by one number and keeps every label. Vector scaling adds one bias per class, fitted with a penalty chosen by cross-validation on the reference parcels, for the whole season and for each stage of it: it corrects how often the model names each class on your fields and can change labels, most early in the season. On the real Bavarian parcels it gave the lower calibration error, and as of late May and June 7 to 15 points more accuracy on the other half (docs/calibration.md).</source>
+        <source>Model bundle (.tcm) to calibrate. Leave empty for the model shipped with the plugin.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="56"/>
-        <source>The calibrated model bundle (.tcm) to write; the model&apos;s weights are those of the input model.</source>
+        <source>Temperature scaling divides the log-probabilities by one number and keeps every label. Vector scaling adds one bias per class, fitted with a penalty chosen by cross-validation on the reference parcels, for the whole season and for each stage of it: it corrects how often the model names each class on your fields and can change labels, most early in the season. On the real Bavarian parcels it gave the lower calibration error, and as of late May and June 7 to 15 points more accuracy on the other half (docs/calibration.md).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="57"/>
-        <source>Temperature</source>
+        <source>Give the calibrated model this GDD floor: each parcel&apos;s acquisitions before it (growing degree days since the season start) are left out of its classification where it has one from then on, and the calibration is fitted so. 0: none. Leave it empty to keep the model&apos;s own (550 for the shipped L1C model, chosen on real Bavarian parcels whose winter scenes misled it; docs/in-season.md).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="58"/>
-        <source>Reference parcels used</source>
+        <source>The calibrated model bundle (.tcm) to write; the model&apos;s weights are those of the input model.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="59"/>
-        <source>Classify parcels</source>
+        <source>Temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="60"/>
-        <source>Predicts the crop type of every parcel from a Sentinel-2 time series and daily temperatures with a ThermoCrop model (PSE+LTAE with thermal positional encoding). The output keeps every feature and attribute of the input and adds the predicted class, its probability and a status saying why a parcel could not be classified.</source>
+        <source>Reference parcels used</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="61"/>
-        <source>Parcel layer</source>
+        <source>Classify parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="62"/>
+        <source>Predicts the crop type of every parcel from a Sentinel-2 time series and daily temperatures with a ThermoCrop model (PSE+LTAE with thermal positional encoding). The output keeps every feature and attribute of the input and adds the predicted class, its probability and a status saying why a parcel could not be classified.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="63"/>
+        <source>Parcel layer</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="64"/>
         <source>Model bundle</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="66"/>
+        <location filename="algorithm_strings.py" line="68"/>
         <source>Class probabilities, margin and entropy fields</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="67"/>
+        <location filename="algorithm_strings.py" line="69"/>
         <source>Prediction sets (crop_set, crop_set_size)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="68"/>
+        <location filename="algorithm_strings.py" line="70"/>
         <source>Prediction set coverage</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="69"/>
+        <location filename="algorithm_strings.py" line="71"/>
         <source>As of date (YYYY-MM-DD; empty: the whole season)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="70"/>
+        <location filename="algorithm_strings.py" line="72"/>
         <source>When each label was decided (crop_decided)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="71"/>
+        <location filename="algorithm_strings.py" line="73"/>
         <source>Confidence a decided label keeps</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="72"/>
+        <location filename="algorithm_strings.py" line="74"/>
         <source>Parcels per partition</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="73"/>
+        <location filename="algorithm_strings.py" line="75"/>
         <source>Local worker processes (Dask; 1: this process)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="74"/>
+        <location filename="algorithm_strings.py" line="76"/>
         <source>Dask scheduler address (tcp://HOST:PORT)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="75"/>
+        <location filename="algorithm_strings.py" line="77"/>
         <source>Run folder (the partitions, kept to resume)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="76"/>
+        <location filename="algorithm_strings.py" line="78"/>
         <source>Resume the interrupted run in the run folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="77"/>
+        <location filename="algorithm_strings.py" line="79"/>
         <source>Classified parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="78"/>
+        <location filename="algorithm_strings.py" line="80"/>
         <source>Parcel polygons, any CRS. Every feature is classified. Or a GeoParquet file (.parquet) given by its path, which QGIS 3.22 cannot open: ThermoCrop reads it by row groups and writes the output itself (a temporary output becomes a GeoPackage).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="79"/>
+        <location filename="algorithm_strings.py" line="81"/>
         <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV (date,tmin,tmax) covering the season; or leave it empty and choose a weather service below.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="80"/>
+        <location filename="algorithm_strings.py" line="82"/>
         <source>Model bundle (.tcm). Leave empty for the model shipped for the scenes&apos; processing level: default_fast_l2a.tcm for L2A scenes (every catalogue&apos;s), default_fast.tcm for L1C or mixed ones; with an as-of date before 2,000 GDD (about mid-July in central Europe) and L1C scenes, the in-season model inseason.tcm. The ensembles they were distilled from, default_l2a.tcm and default.tcm, are beside them in resources/models.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="81"/>
+        <location filename="algorithm_strings.py" line="83"/>
         <source>Name of the output field with the predicted class.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="82"/>
+        <location filename="algorithm_strings.py" line="84"/>
         <source>Name of the output field with the predicted class&apos;s probability (0-1).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="83"/>
+        <location filename="algorithm_strings.py" line="85"/>
         <source>Name of the output field saying &apos;ok&apos; or why a parcel was not classified.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="84"/>
+        <location filename="algorithm_strings.py" line="86"/>
         <source>Also write each class&apos;s probability (p_&lt;class&gt;), the margin between the two likeliest classes (crop_margin) and the normalised entropy of the probabilities (crop_entropy, 0 sure .. 1 undecided).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="85"/>
+        <location filename="algorithm_strings.py" line="87"/>
         <source>Write each parcel&apos;s prediction set: the classes that hold its true class with the chosen coverage (crop_set, most probable first, joined by |) and how many they are (crop_set_size; 1 means the label is sure at that coverage). Needs a calibrated model.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="86"/>
+        <location filename="algorithm_strings.py" line="88"/>
         <source>The chance that a parcel&apos;s prediction set holds its true class (0.9: nine parcels in ten); a higher coverage gives larger sets.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="87"/>
+        <location filename="algorithm_strings.py" line="89"/>
         <source>Classify as of this date (YYYY-MM-DD): scenes acquired after it are left out and the season&apos;s status on it (acquisitions, GDD) is logged. Empty: the whole season.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="88"/>
+        <location filename="algorithm_strings.py" line="90"/>
         <source>Also write crop_decided (the acquisition from which the label no longer changes and keeps the confidence below, as YYYY-MM-DD text) and crop_decided_gdd (the parcel&apos;s GDD then).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="89"/>
+        <location filename="algorithm_strings.py" line="91"/>
         <source>The confidence (calibrated where the model carries a calibration) a decided label keeps up to the last acquisition.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="90"/>
+        <location filename="algorithm_strings.py" line="92"/>
         <source>Parcels read and processed together: the size of a partition in a partitioned run (a partition never spans two Sentinel-2 tiles), and of what is held in memory at once in one process.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="91"/>
+        <location filename="algorithm_strings.py" line="93"/>
         <source>Worker processes of a Dask cluster started on this computer for the run (one thread each), which work on the partitions side by side; 1: the run stays in this process. Needs dask.distributed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="92"/>
+        <location filename="algorithm_strings.py" line="94"/>
         <source>Run the partitions on a Dask cluster started apart (dask-jobqueue on SLURM, Kubernetes, &apos;dask scheduler&apos; and &apos;dask worker&apos;): the scheduler&apos;s address, tcp://HOST:PORT or HOST:PORT. The run folder, the scenes, the weather file and the model must be at the same paths on every worker. Leave the local worker processes at 1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="93"/>
+        <location filename="algorithm_strings.py" line="95"/>
         <source>Where the partitions of a partitioned run are written as they finish; it is removed once the output is written. Empty: beside the output (its name + .parts), or a temporary folder for a temporary output. Giving one runs the partitions even in this process, so that the run can be resumed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="94"/>
+        <location filename="algorithm_strings.py" line="96"/>
         <source>Take up a cancelled or interrupted run from the partitions its run folder holds: only the missing ones are computed. The inputs and settings must be those of the interrupted run.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="95"/>
+        <location filename="algorithm_strings.py" line="97"/>
         <source>Classified parcels, styled by class; the style is saved beside file outputs.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="96"/>
+        <location filename="algorithm_strings.py" line="98"/>
         <source>Parcels classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="97"/>
+        <location filename="algorithm_strings.py" line="99"/>
         <source>Export training data</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="98"/>
+        <location filename="algorithm_strings.py" line="100"/>
         <source>Samples up to MAX_PIXELS pixels of every labelled parcel on every scene date, with cloud masks and growing degree days, and writes them as a ThermoCrop dataset folder that Train model reads. The dataset&apos;s classes are the labels found, or the classes a class map gives the crop codes.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="100"/>
+        <location filename="algorithm_strings.py" line="102"/>
         <source>Block field (spatial split)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="101"/>
+        <location filename="algorithm_strings.py" line="103"/>
         <source>Minimum parcels per class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="102"/>
+        <location filename="algorithm_strings.py" line="104"/>
         <source>Season start</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="103"/>
+        <location filename="algorithm_strings.py" line="105"/>
         <source>Pixels per parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="104"/>
+        <location filename="algorithm_strings.py" line="106"/>
         <source>Dataset folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="105"/>
+        <location filename="algorithm_strings.py" line="107"/>
         <source>Parcel polygons with a crop label field. Or a GeoParquet file (.parquet) given by its path, which QGIS 3.22 cannot open: ThermoCrop reads it by row groups (parcels named by its parcel_id field, as on the command line).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="106"/>
+        <location filename="algorithm_strings.py" line="108"/>
         <source>Field holding each parcel&apos;s crop label: any class names or crop codes. Parcels with an empty value are left unlabelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="107"/>
+        <location filename="algorithm_strings.py" line="109"/>
         <source>Field of each parcel&apos;s spatial block (e.g. a 10 km grid cell id): Train model splits training, validation and test by block, so that neighbouring parcels do not score each other. Default: the field &apos;block&apos; when the layer has one; empty: no blocks (Train model then splits at random and warns).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="108"/>
+        <location filename="algorithm_strings.py" line="110"/>
         <source>Or your own class map: a CSV with columns code,class (or a YAML file). Codes not in it become &apos;unknown&apos;. Give either this or a preset, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="109"/>
+        <location filename="algorithm_strings.py" line="111"/>
         <source>Classes with fewer labelled parcels become &apos;unknown&apos; (0: keep every class).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="110"/>
+        <location filename="algorithm_strings.py" line="112"/>
         <source>Season start as MM-DD, or MM-DD/-1 for the previous year.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="111"/>
+        <location filename="algorithm_strings.py" line="113"/>
         <source>Pixels sampled per parcel and date (the paper uses 64).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="112"/>
+        <location filename="algorithm_strings.py" line="114"/>
         <source>Dataset folder to create; it must not exist yet.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="113"/>
+        <location filename="algorithm_strings.py" line="115"/>
         <source>In-season accuracy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="114"/>
+        <location filename="algorithm_strings.py" line="116"/>
         <source>How early in the season the model can be trusted on your own fields: classifies the labelled reference parcels from the scenes and weather as of each acquisition, and writes the overall accuracy, macro F1 and each class&apos;s F1 against the date and the growing degree days (inseason.csv), for each class the GDD at which its F1 first reaches 90 % of its whole-season value (inseason_classes.csv), and a figure of both (inseason.png). Parcels of classes the model does not know are left out and counted in the log.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="115"/>
+        <location filename="algorithm_strings.py" line="117"/>
         <source>Output folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="116"/>
+        <location filename="algorithm_strings.py" line="118"/>
         <source>Model bundle (.tcm) to score. Leave empty for the model shipped with the plugin for the scenes&apos; processing level.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="117"/>
+        <location filename="algorithm_strings.py" line="119"/>
         <source>Folder for inseason.csv, inseason_classes.csv and inseason.png; the files of an earlier run there are replaced.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="118"/>
+        <location filename="algorithm_strings.py" line="120"/>
         <source>Accuracy as of each acquisition (inseason.csv)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="119"/>
+        <location filename="algorithm_strings.py" line="121"/>
         <source>GDD at which each class is recognised (inseason_classes.csv)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="120"/>
+        <location filename="algorithm_strings.py" line="122"/>
         <source>Figure (inseason.png)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="121"/>
+        <location filename="algorithm_strings.py" line="123"/>
         <source>Whole-season overall accuracy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="122"/>
+        <location filename="algorithm_strings.py" line="124"/>
         <source>Reference parcels scored</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="123"/>
+        <location filename="algorithm_strings.py" line="125"/>
         <source>Growing degree days per parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="124"/>
+        <location filename="algorithm_strings.py" line="126"/>
         <source>Accumulates growing degree days (GDD) from the season start at each parcel&apos;s centroid, from daily temperatures, and adds one field per date.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="125"/>
+        <location filename="algorithm_strings.py" line="127"/>
         <source>Dates</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="126"/>
+        <location filename="algorithm_strings.py" line="128"/>
         <source>Scenes (for their dates)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="127"/>
+        <location filename="algorithm_strings.py" line="129"/>
         <source>Folder of scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="128"/>
+        <location filename="algorithm_strings.py" line="130"/>
         <source>Base temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="129"/>
+        <location filename="algorithm_strings.py" line="131"/>
         <source>Cap temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="130"/>
+        <location filename="algorithm_strings.py" line="132"/>
         <source>Method</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="131"/>
+        <location filename="algorithm_strings.py" line="133"/>
         <source>Largest distance to a weather cell (km)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="132"/>
+        <location filename="algorithm_strings.py" line="134"/>
         <source>Parcels with GDD</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="133"/>
+        <location filename="algorithm_strings.py" line="135"/>
         <source>Parcel polygons, any CRS. Or a GeoParquet file (.parquet) given by its path, which QGIS 3.22 cannot open: ThermoCrop reads it by row groups and writes the output itself (a temporary output becomes a GeoPackage).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="134"/>
+        <location filename="algorithm_strings.py" line="136"/>
         <source>Dates as YYYY-MM-DD separated by commas. Leave empty to use the scene dates.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="135"/>
+        <location filename="algorithm_strings.py" line="137"/>
         <source>Sentinel-2 scenes whose acquisition dates are used when DATES is empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="136"/>
+        <location filename="algorithm_strings.py" line="138"/>
         <source>A folder of scenes whose dates are used when DATES is empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="137"/>
+        <location filename="algorithm_strings.py" line="139"/>
         <source>Or a STAC item collection saved by &apos;Search a catalogue&apos;, whose dates are used when DATES is empty (no image is read).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="138"/>
+        <location filename="algorithm_strings.py" line="140"/>
         <source>Season start as MM-DD, or MM-DD/-1 for the previous year (e.g. 09-01/-1).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="139"/>
+        <location filename="algorithm_strings.py" line="141"/>
         <source>Base temperature (°C) below which no growth is counted.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="140"/>
+        <location filename="algorithm_strings.py" line="142"/>
         <source>Cap temperature (°C) above which no extra growth is counted.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="141"/>
+        <location filename="algorithm_strings.py" line="143"/>
         <source>paper: clip daily min/max then average; average: average then clip at the base.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="142"/>
+        <location filename="algorithm_strings.py" line="144"/>
         <source>How far a parcel may be from the grid cell (or station) it takes its temperatures from; farther parcels get no GDD.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="143"/>
+        <location filename="algorithm_strings.py" line="145"/>
         <source>The parcels with one field gdd_YYYYMMDD per date.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="145"/>
+        <location filename="algorithm_strings.py" line="147"/>
         <source>Finds the Sentinel-2 L2A items of a STAC catalogue that cover the parcel layer in a season, keeps those with at most the given cloud cover, logs their dates, tiles and cloud cover and saves them as a STAC ItemCollection (.json). Classify parcels, Export training data and Growing degree days per parcel read the saved file as their scenes, fetching only the parts of the images that hold parcels.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="147"/>
+        <location filename="algorithm_strings.py" line="149"/>
         <source>STAC API URL (for another STAC API)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="148"/>
+        <location filename="algorithm_strings.py" line="150"/>
         <source>Collection</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="149"/>
+        <location filename="algorithm_strings.py" line="151"/>
         <source>Season (year)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="150"/>
+        <location filename="algorithm_strings.py" line="152"/>
         <source>Start (YYYY-MM-DD)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="151"/>
+        <location filename="algorithm_strings.py" line="153"/>
         <source>End (YYYY-MM-DD)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="152"/>
+        <location filename="algorithm_strings.py" line="154"/>
         <source>Largest cloud cover (%)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="153"/>
+        <location filename="algorithm_strings.py" line="155"/>
         <source>Item collection</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="154"/>
+        <location filename="algorithm_strings.py" line="156"/>
         <source>Parcel polygons, any CRS: the search covers their bounding box.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="155"/>
+        <location filename="algorithm_strings.py" line="157"/>
         <source>Earth Search (public COGs on AWS), Planetary Computer (signed by ThermoCrop), the Copernicus Data Space (JPEG 2000 in S3: reading needs S3 keys) or another STAC API given by its URL.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="156"/>
+        <location filename="algorithm_strings.py" line="158"/>
         <source>The address of the STAC API when &apos;Another STAC API&apos; is chosen, e.g. https://stac.example.org/v1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="157"/>
+        <location filename="algorithm_strings.py" line="159"/>
         <source>Collection id; empty for the catalogue&apos;s Sentinel-2 L2A collection (sentinel-2-l2a).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="158"/>
+        <location filename="algorithm_strings.py" line="160"/>
         <source>Calendar year searched (1 January to 31 December); Start and End narrow or replace it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="159"/>
+        <location filename="algorithm_strings.py" line="161"/>
         <source>First day searched, YYYY-MM-DD (optional).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="160"/>
+        <location filename="algorithm_strings.py" line="162"/>
         <source>Last day searched, YYYY-MM-DD (optional).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="161"/>
+        <location filename="algorithm_strings.py" line="163"/>
         <source>Largest cloud cover of an item (eo:cloud_cover), percent.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="162"/>
+        <location filename="algorithm_strings.py" line="164"/>
         <source>The item collection to write (.json); it appears only once complete.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="163"/>
+        <location filename="algorithm_strings.py" line="165"/>
         <source>Items found</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="164"/>
+        <location filename="algorithm_strings.py" line="166"/>
         <source>Dates found</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="165"/>
+        <location filename="algorithm_strings.py" line="167"/>
         <source>Train model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="166"/>
+        <location filename="algorithm_strings.py" line="168"/>
         <source>Trains a PSE+LTAE classifier with the chosen positional encoding on one or more datasets written by Export training data, and saves a model bundle (.tcm) that Classify parcels and the dock can use.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="167"/>
+        <location filename="algorithm_strings.py" line="169"/>
         <source>Dataset folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="168"/>
+        <location filename="algorithm_strings.py" line="170"/>
         <source>Model variant</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="169"/>
+        <location filename="algorithm_strings.py" line="171"/>
         <source>Epochs</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="170"/>
+        <location filename="algorithm_strings.py" line="172"/>
         <source>Steps per epoch</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="171"/>
+        <location filename="algorithm_strings.py" line="173"/>
         <source>Batch size</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="172"/>
+        <location filename="algorithm_strings.py" line="174"/>
         <source>Device</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="173"/>
+        <location filename="algorithm_strings.py" line="175"/>
         <source>Classes (empty: all classes of the datasets)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="174"/>
+        <location filename="algorithm_strings.py" line="176"/>
         <source>Initial model (empty: from random weights)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="175"/>
+        <location filename="algorithm_strings.py" line="177"/>
         <source>Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder dialog.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="176"/>
+        <location filename="algorithm_strings.py" line="178"/>
         <source>Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none. tpe_sinusoidal, the shipped model&apos;s, is recommended (docs/training.md). With an initial model its variant holds: the default stands for it, another choice than the model&apos;s is refused.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="177"/>
+        <location filename="algorithm_strings.py" line="179"/>
         <source>Training epochs (default 30, the shipped model&apos;s; the paper trains 100). The time the run will take is measured and logged before it starts.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="178"/>
+        <location filename="algorithm_strings.py" line="180"/>
         <source>Optimiser steps per epoch (default 25; the paper uses 500).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="179"/>
+        <location filename="algorithm_strings.py" line="181"/>
         <source>Parcels per optimiser step (default 64; the paper uses 128).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="180"/>
+        <location filename="algorithm_strings.py" line="182"/>
         <source>auto uses a CUDA GPU when there is one, else the CPU.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="181"/>
+        <location filename="algorithm_strings.py" line="183"/>
         <source>The model&apos;s classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: every class of the datasets. Parcels of other classes are left out of training.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="182"/>
+        <location filename="algorithm_strings.py" line="184"/>
         <source>A model bundle (.tcm) to start from (fine-tuning), e.g. the shipped model. Its variant, settings, bands, input scaling and GDD settings are kept, its classes too when the datasets&apos; classes are among them (else a new output layer learns the new list), and it trains with the few-label recipe (docs/training.md). Empty: from random weights.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="183"/>
+        <location filename="algorithm_strings.py" line="185"/>
         <source>Model bundle file (.tcm) to write.</source>
         <translation type="unfinished"></translation>
     </message>

@@ -11,6 +11,7 @@ from qgis.core import Qgis, QgsProject, QgsVectorLayer, QgsVectorLayerFeatureSou
 from qgis.PyQt.QtCore import pyqtSignal
 from qgis.PyQt.QtWidgets import (
     QComboBox,
+    QDoubleSpinBox,
     QFileDialog,
     QHBoxLayout,
     QLabel,
@@ -23,6 +24,7 @@ from qgis.PyQt.QtWidgets import (
 
 from .. import app
 from ..app import CalibrateRequest, ParcelsSpec, RunProgress, ScenesSpec, weather_spec
+from ..core.model.season_floor import FLOOR_LIMITS
 from .i18n import tr
 from .task import LayerSnapshot, ReferenceLayerTask
 from .task_panel import TaskPanelMixin
@@ -95,6 +97,19 @@ class CalibratePanel(TaskPanelMixin, QWidget):
                                       "every label; vector scaling also corrects how often the model names each "
                                       "class on your fields, for the whole season and each stage of it, and can "
                                       "change labels, most early in the season"))
+        # The GDD floor of the calibrated model: at the minimum (-1) the model's own, as the
+        # Toolbox's empty GDD_FLOOR and the command line without --gdd-floor.
+        self.floor_box = QDoubleSpinBox()
+        self.floor_box.setRange(-1.0, FLOOR_LIMITS[1])
+        self.floor_box.setDecimals(0)
+        self.floor_box.setSingleStep(50.0)
+        self.floor_box.setPrefix(tr("GDD floor: "))
+        self.floor_box.setSpecialValueText(tr("GDD floor: the model's own"))
+        self.floor_box.setValue(-1.0)
+        self.floor_box.setToolTip(tr("Each parcel's acquisitions before this many GDD are left out of its "
+                                     "classification where it has one from then on, and the calibration is fitted "
+                                     "so; 0: none. The shipped L1C model leaves out those before 550 GDD, whose "
+                                     "winter scenes misled it on real fields (docs/in-season.md)"))
         self.cancel_button = QPushButton(tr("Cancel"))
         self.cancel_button.setEnabled(False)
         self.progress = QProgressBar()
@@ -110,6 +125,7 @@ class CalibratePanel(TaskPanelMixin, QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.method_box)
+        layout.addWidget(self.floor_box)
         layout.addLayout(buttons)
         layout.addWidget(self.progress)
         layout.addWidget(self.status)
@@ -145,7 +161,8 @@ class CalibratePanel(TaskPanelMixin, QWidget):
         return CalibrateRequest(reference=ParcelsSpec(snapshot, name=layer.name()), label_field=label_field,
                                 scenes=ScenesSpec(files=tuple(scenes)), weather=weather_spec(weather), out=str(out),
                                 model=model or None, class_map=class_map or None, overwrite=confirmed,
-                                method=self.method_box.currentData())
+                                method=self.method_box.currentData(),
+                                gdd_floor=self.floor_box.value() if self.floor_box.value() >= 0 else None)
 
     def _default_path(self, layer: QgsVectorLayer, model: Optional[str]) -> tuple[str, bool]:
         """Beside the project; beside the layer's file when it is not saved; else asked (and

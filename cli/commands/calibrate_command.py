@@ -42,24 +42,32 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="temperature: one divisor of the log-probabilities, labels unchanged (default); vector: "
                              "a divisor and one bias per class, for the whole season and each season stage, which can change "
                              "labels, most early in the season (see docs/calibration.md)")
+    parser.add_argument("--gdd-floor", type=float, metavar="GDD",
+                        help="give the calibrated model this GDD floor, with which the calibration is fitted: each "
+                             "parcel's acquisitions before it are left out where it has one from then on (0: none; "
+                             "default: the model's own; see docs/in-season.md)")
     add_season_option(parser)
     add_stac_options(parser)
     add_missing_scl_option(parser)
 
 
 def _from_datasets(args: argparse.Namespace) -> int:
+    from ...app.calibration_run import check_gdd_floor
     from ...core.io.output import check_output
-    from ...core.model.bundle import calibrated_bundle, default_bundle_for_levels, load_bundle
+    from ...core.model.bundle import calibrated_bundle, default_bundle_for_levels, load_bundle, with_gdd_floor
     from ...core.model.shipped import refuse_shipped_model_output
     from ...core.pixel_sets import open_dataset
     from ...training.calibrate import calibrate_on_datasets
 
     refuse_shipped_model_output(args.out)  # before anything is read, as with --reference
+    check_gdd_floor(args.gdd_floor)
     check_output(args.out, overwrite=args.overwrite, what="calibrated model", suffixes=(".tcm",),
                  inputs=[p for p in (args.model, *args.dataset) if p])
     datasets = [open_dataset(d) for d in args.dataset]
     levels = [level for ps in datasets for level in (ps.meta or {}).get("levels", [])]
     bundle = load_bundle(args.model or default_bundle_for_levels(levels))
+    if args.gdd_floor is not None:
+        bundle = with_gdd_floor(bundle, args.gdd_floor)
     # Extracted parcels hold every date: the season stages are fitted on them cut at each.
     calibration = calibrate_on_datasets(bundle, datasets, ", ".join(args.dataset), method=args.method, stages=True)
     calibrated_bundle(bundle, calibration, args.out, overwrite=args.overwrite)
@@ -87,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         reference=ParcelsSpec(args.reference, id_field=args.id_field), label_field=args.label_field,
         scenes=scenes_spec(args), weather=weather_of(args), out=args.out, model=args.model,
         class_map=args.class_map, overwrite=args.overwrite, sampling=PixelSampling(missing_scl=args.missing_scl),
-        method=args.method)
+        method=args.method, gdd_floor=args.gdd_floor)
     run = app.run_calibration(request, CliProgress())
     _print(run.path, run.calibration)
     if run.current is not None:

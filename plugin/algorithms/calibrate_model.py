@@ -4,6 +4,7 @@ on labelled reference parcels and write the model with it as a new bundle."""
 from __future__ import annotations
 
 import os
+from typing import Optional
 
 from qgis.core import (
     QgsProcessing,
@@ -14,10 +15,12 @@ from qgis.core import (
     QgsProcessingParameterField,
     QgsProcessingParameterFile,
     QgsProcessingParameterFileDestination,
+    QgsProcessingParameterNumber,
 )
 
 from ... import app
 from ...app import CalibrateRequest, ParcelsSpec
+from ...core.model.season_floor import FLOOR_LIMITS
 from ..i18n import tr
 from ..layers import features_to_frame
 from .base import WIDGETS_MODULE, ThermoCropAlgorithm
@@ -35,6 +38,7 @@ class CalibrateModel(ThermoCropAlgorithm):
     CLASS_MAP = "CLASS_MAP"
     CLASS_MAP_FILE = "CLASS_MAP_FILE"
     METHOD = "METHOD"
+    GDD_FLOOR = "GDD_FLOOR"
     METHODS = (("temperature", "Temperature scaling (labels unchanged)"),
                ("vector", "Vector scaling (a temperature and a bias per class)"))
     TEMPERATURE = "TEMPERATURE"
@@ -64,6 +68,11 @@ class CalibrateModel(ThermoCropAlgorithm):
                   "class on your fields and can change labels, most early in the season. On the real Bavarian "
                   "parcels it gave the lower calibration error, and as of late May and June 7 to 15 points more "
                   "accuracy on the other half (docs/calibration.md).",
+        "GDD_FLOOR": "Give the calibrated model this GDD floor: each parcel's acquisitions before it (growing degree "
+                     "days since the season start) are left out of its classification where it has one from then "
+                     "on, and the calibration is fitted so. 0: none. Leave it empty to keep the model's own (550 for "
+                     "the shipped L1C model, chosen on real Bavarian parcels whose winter scenes misled it; "
+                     "docs/in-season.md).",
         "OUTPUT": "The calibrated model bundle (.tcm) to write; the model's weights are those of the input model.",
     }
 
@@ -83,6 +92,9 @@ class CalibrateModel(ThermoCropAlgorithm):
                                             fileFilter="ThermoCrop model (*.tcm)", optional=True))
         self.add(QgsProcessingParameterEnum(self.METHOD, "Calibration method",
                                             options=[label for _, label in self.METHODS], defaultValue=0))
+        self.add(QgsProcessingParameterNumber(self.GDD_FLOOR, "GDD floor (empty: the model's own)",
+                                              QgsProcessingParameterNumber.Double, optional=True,
+                                              minValue=FLOOR_LIMITS[0], maxValue=FLOOR_LIMITS[1]))
         self.add(QgsProcessingParameterFileDestination(self.OUTPUT, "Calibrated model bundle",
                                                        fileFilter="ThermoCrop model (*.tcm)"))
         self.addOutput(QgsProcessingOutputNumber(self.TEMPERATURE, "Temperature"))
@@ -128,7 +140,14 @@ class CalibrateModel(ThermoCropAlgorithm):
             out=self.parameterAsFileOutput(parameters, self.OUTPUT, context),
             model=self.parameterAsFile(parameters, self.MODEL, context) or None,
             class_map=class_map_of(self, parameters, context), overwrite=True,
-            method=self.METHODS[self.parameterAsEnum(parameters, self.METHOD, context)][0])
+            method=self.METHODS[self.parameterAsEnum(parameters, self.METHOD, context)][0],
+            gdd_floor=self.gdd_floor(parameters, context))
+
+    def gdd_floor(self, parameters, context) -> Optional[float]:
+        """The ``GDD_FLOOR`` given, or None where it is empty (the model's own)."""
+        if parameters.get(self.GDD_FLOOR) in (None, ""):
+            return None
+        return self.parameterAsDouble(parameters, self.GDD_FLOOR, context)
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         self.acknowledge_cancel(feedback)

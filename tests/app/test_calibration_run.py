@@ -436,3 +436,26 @@ def test_a_reference_season_that_ends_early_and_the_stages_it_leaves_out_are_rep
     said = " ".join(reports)
     assert "reaches only" in said and "whole-season runs will use it" in said, reports
     assert "were left out" in said and f"{left_out[-1]:,.0f}" in said, reports
+
+
+def test_a_calibration_can_give_the_model_another_gdd_floor_and_fits_with_it(tiny_region, raw_model, tmp_path):
+    from thermocrop.core.classify import classify_parcels
+    from thermocrop.core.model.bundle import with_gdd_floor
+
+    base = load_bundle(raw_model)
+    assert base.config.gdd.get("floor", 0) > 0  # the shipped L1C model's
+    args = [str(tiny_region / "parcels.gpkg"), str(tiny_region / "scenes"), str(tiny_region / "weather.nc")]
+    kept = classify_parcels(*args, base)
+    none = classify_parcels(*args, with_gdd_floor(base, 0))
+    assert not np.allclose(none.probabilities, kept.probabilities, equal_nan=True)  # the floor matters here
+    run = app.run_calibration(_request(tiny_region, tmp_path / "nofloor.tcm", raw_model, gdd_floor=0.0))
+    written = load_bundle(run.path)
+    assert "floor" not in written.config.gdd
+    truth = gpd.read_file(tiny_region / "parcels.gpkg")["crop"].to_numpy()
+    labels = np.array([list(none.classes).index(c) if c in none.classes else -1 for c in truth])[none.rows]
+    keep = (none.status == "ok") & (labels >= 0)
+    assert written.calibration.temperature == pytest.approx(fit_temperature(none.probabilities[keep], labels[keep]),
+                                                            rel=1e-4)
+    with pytest.raises(InputError, match="GDD floor -5 is outside"):
+        app.run_calibration(_request(tiny_region, tmp_path / "bad.tcm", raw_model, gdd_floor=-5.0))
+    assert not (tmp_path / "bad.tcm").exists()

@@ -211,16 +211,17 @@ def test_calibration_doors_build_one_request(provider, spy, tiny_region, tmp_pat
 
     assert main(["calibrate", str(MODEL), "--reference", str(parcels), "--label-field", "crop", "--class-map",
                  "france", "--scenes", str(scenes), "--weather", str(weather), "--out", out, "--overwrite",
-                 "--missing-scl", "warn", "--method", "vector"]) != 0
+                 "--missing-scl", "warn", "--method", "vector", "--gdd-floor", "400"]) != 0
     _processing("thermocrop:calibratemodel", {"INPUT": str(parcels), "LABEL_FIELD": "crop", "CLASS_MAP": 1,
                                               "SCENE_FOLDER": str(scenes), "WEATHER": str(weather),
-                                              "MODEL": str(MODEL), "METHOD": 1, "OUTPUT": out})
+                                              "MODEL": str(MODEL), "METHOD": 1, "GDD_FLOOR": 400, "OUTPUT": out})
     layer = QgsVectorLayer(str(parcels), "parcels", "ogr")
     QgsProject.instance().addMapLayer(layer)
     try:
         panel = calibrate_panel.CalibratePanel(lambda: (layer, "crop", "france"),
                                                lambda: ([str(scenes)], str(weather), str(MODEL)), lambda path: None)
         panel.method_box.setCurrentIndex(panel.method_box.findData("vector"))
+        panel.floor_box.setValue(400)
         task = calibrate_panel.CalibrationTask(panel.request(out), on_done=None)
         assert task.run() is False and task.error == "run_calibration called"
     finally:
@@ -233,6 +234,7 @@ def test_calibration_doors_build_one_request(provider, spy, tiny_region, tmp_pat
     # The Toolbox hands the class map loaded, the command line and the dock its name: the same table.
     assert toolbox.class_map == ClassMap.load("france") and cli.class_map == dock.class_map == "france"
     assert cli.method == toolbox.method == dock.method == "vector"
+    assert cli.gdd_floor == toolbox.gdd_floor == dock.gdd_floor == 400.0
     same = [dataclasses.replace(r, reference=None, class_map=None) for r in requests]
     assert same[0] == same[1] == same[2]
 

@@ -751,6 +751,7 @@ def test_calibrate_on_the_accuracy_tab_chooses_the_new_model(dock, parcels_layer
 
     dock.accuracy_widget.set_layer(parcels_layer, reference_field="crop")
     panel = dock.calibrate_panel
+    assert panel.floor_box.text() == "GDD floor: the model's own" and panel.request(str(tmp_path / "x.tcm")).gdd_floor is None
     task = panel.calibrate()
     assert task is not None and not panel.calibrate_button.isEnabled() and panel.cancel_button.isEnabled()
     _wait(panel)

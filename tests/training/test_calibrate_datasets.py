@@ -100,3 +100,27 @@ def test_a_dataset_of_one_class_is_refused_naming_it(tmp_path, capsys):
     said = capsys.readouterr().err
     assert f"labelled {ps.classes[ps.labels[0]]}; a calibration needs parcels of at least two classes" in said, said
     assert not out.exists()
+
+
+def test_a_dataset_calibration_with_another_gdd_floor(tmp_path):
+    from thermocrop.cli.main import main
+    from thermocrop.core.model.bundle import with_gdd_floor
+
+    shipped = load_bundle(default_bundle_path())
+    raw_path = tmp_path / "raw.tcm"
+    save_bundle(raw_path, shipped.model, replace(shipped.config, calibration={}))
+    ps = make_pixel_sets(n=80, seed=9)
+    floor = float(np.median(ps.gdd[ps.date_mask]))  # about half of each parcel's dates below it
+    save_dataset(ps, tmp_path / "data")
+    out = tmp_path / "floor.tcm"
+    assert main(["calibrate", str(raw_path), "--dataset", str(tmp_path / "data"), "--gdd-floor", str(floor),
+                 "--out", str(out)]) == 0
+    calibrated = load_bundle(out)
+    assert calibrated.config.gdd["floor"] == pytest.approx(floor)
+    usable = np.flatnonzero((ps.status == "ok") & (ps.labels >= 0))
+    raw = with_gdd_floor(load_bundle(raw_path), floor).predict(ps.subset(usable))
+    assert not np.allclose(raw, load_bundle(raw_path).predict(ps.subset(usable)))
+    assert calibrated.calibration.temperature == pytest.approx(fit_temperature(raw, ps.labels[usable]), rel=1e-4)
+    assert main(["calibrate", str(raw_path), "--dataset", str(tmp_path / "data"), "--gdd-floor", "-1",
+                 "--out", str(tmp_path / "bad.tcm")]) != 0
+    assert not (tmp_path / "bad.tcm").exists()
