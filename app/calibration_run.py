@@ -26,7 +26,7 @@ from ..core.model.calibration import (
     fit_calibration,
     reliability_table,
 )
-from ..core.model.season_floor import FLOOR_LIMITS
+from ..core.model.season_floor import floor_range_problem
 from ..core.model.shipped import refuse_shipped_model_output
 from ..core.parcels import labelled_names, load_parcels
 from ..core.pixel_sets import STATUS_OK, open_dataset
@@ -161,9 +161,9 @@ def check_gdd_floor(floor: Optional[float]) -> None:
     Raises:
         InputError: naming the floor and the range.
     """
-    if floor is not None and not FLOOR_LIMITS[0] <= floor <= FLOOR_LIMITS[1]:
-        raise InputError(f"The GDD floor {floor:g} is outside {FLOOR_LIMITS[0]:g}-{FLOOR_LIMITS[1]:g} GDD; give 0 "
-                         "for none, or leave it out to keep the model's.")
+    problem = floor_range_problem(floor) if floor is not None else None
+    if problem:
+        raise InputError(f"The GDD floor {problem}; give 0 for none, or leave it out to keep the model's.")
 
 
 def fit_on_reference(bundle: Any, ps: Any, name: str, method: str, report: Callable[[str], None],

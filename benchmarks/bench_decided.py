@@ -27,6 +27,7 @@ import torch
 
 from thermocrop.core.classify import predict_chunk, predict_chunk_decided
 from thermocrop.core.model.bundle import default_bundle_path, load_bundle
+from thermocrop.core.model.season_floor import gdd_floor
 from thermocrop.core.pixel_sets import PixelSets
 
 
@@ -65,7 +66,7 @@ def main() -> None:
     ps = pixel_sets(args.parcels, args.dates, args.pixels, first=args.first_date)
     predict_chunk(bundle, ps.subset(np.arange(min(32, len(ps)))))  # warm-up: the folded model is built once
     members = bundle.config.hyperparameters.get("members", 1)
-    floor = bundle.config.gdd.get("floor") or 0
+    floor = gdd_floor(bundle.config.gdd)
     below = int((np.asarray(ps.gdd) < floor).any(axis=0).sum())
     print(f"{args.parcels} parcels x {args.dates} dates x {args.pixels} pixels from {args.first_date} "
           f"({below} dates below the model's GDD floor of {floor:g}), {bundle.config.variant} "

@@ -14,7 +14,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .model.season_curve import SeasonCurve, bundle_season_curve
-from .model.season_floor import gdd_floor
+from .model.season_floor import at_or_above_floor, gdd_floor
 from .progress import Progress
 
 __all__ = [
@@ -243,7 +243,7 @@ def decision_prefixes(model: Any, ps: Any, threshold: float = DEFAULT_DECIDED_TH
     if floor <= 0:
         return model.predict_prefixes(ps, batch_size=batch_size, progress=progress)
     mask = np.asarray(ps.date_mask, dtype=bool)
-    above = mask & (np.asarray(ps.gdd, dtype=np.float64) >= floor)
+    above = at_or_above_floor(mask, ps.gdd, floor)
     late_part, early_part = progress.sub(0.0, 0.9), progress.sub(0.9, 1.0)
     out = model.predict_prefixes(replace(ps, date_mask=above), batch_size=batch_size, progress=late_part)
     has_above = above.any(axis=1)

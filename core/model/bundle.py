@@ -35,7 +35,7 @@ from .networks import CropClassifier, ModelConfig, classifier, fast_inference_mo
 from .precision import PrecisionChoice, prediction_model
 from .prefixes import prefix_log_probabilities
 from .season_curve import SEASON_CURVE_KEY, check_season_curve_data
-from .season_floor import FLOOR_LIMITS, floored_pixel_sets, floored_prefixes, gdd_floor
+from .season_floor import FLOOR_LIMITS, floor_range_problem, floored_pixel_sets, floored_prefixes, gdd_floor
 from .season_stages import last_date_gdd, prefix_gdd
 from .shipped import (  # noqa: F401
     SHIPPED_BUNDLES,
@@ -568,9 +568,9 @@ class ModelBundle:
             parcel's first valid date.
         """
         progress = progress or Progress()
-        if gdd_floor(self.config.gdd) > 0:  # the dates below and above the floor in two passes
-            raw = floored_prefixes(lambda part, sub: self._raw_prefixes(part, batch_size, sub), ps,
-                                   gdd_floor(self.config.gdd), progress)
+        floor = gdd_floor(self.config.gdd)
+        if floor > 0:  # the dates below and above the floor in two passes
+            raw = floored_prefixes(lambda part, sub: self._raw_prefixes(part, batch_size, sub), ps, floor, progress)
         else:
             raw = self._raw_prefixes(ps, batch_size, progress)
         if calibrated and self.calibration is not None:
@@ -782,8 +782,9 @@ def calibrated_bundle(bundle: ModelBundle, calibration: Calibration, out: Union[
 def with_gdd_floor(bundle: ModelBundle, floor: float) -> ModelBundle:
     """``bundle``'s model with ``floor`` as its GDD floor (``core.model.season_floor``; 0: none),
     in memory; ``save_bundle(out, b.model, b.config)`` writes it."""
-    if not FLOOR_LIMITS[0] <= floor <= FLOOR_LIMITS[1]:
-        raise BundleError(f"A GDD floor of {floor:g} is outside {FLOOR_LIMITS[0]:g}-{FLOOR_LIMITS[1]:g} GDD.")
+    problem = floor_range_problem(floor)
+    if problem:
+        raise BundleError(f"A GDD floor of {problem}.")
     gdd = {k: v for k, v in bundle.config.gdd.items() if k != "floor"}
     return ModelBundle(bundle.model, replace(bundle.config, gdd={**gdd, **({"floor": float(floor)} if floor > 0 else {})}),
                        bundle.path)

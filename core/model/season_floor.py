@@ -15,16 +15,18 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 import numpy as np
 
-from ..pixel_sets import PixelSets
-from ..progress import Progress
+if TYPE_CHECKING:  # the plugin reads FLOOR_LIMITS at start-up: nothing more is imported then
+    from ..pixel_sets import PixelSets
+    from ..progress import Progress
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FLOOR_LIMITS", "gdd_floor", "floor_date_mask", "floored_pixel_sets", "floored_prefixes"]
+__all__ = ["FLOOR_LIMITS", "gdd_floor", "floor_range_problem", "at_or_above_floor", "floor_date_mask",
+           "floored_pixel_sets", "floored_prefixes"]
 
 FLOOR_LIMITS = (0.0, 3000.0)
 """The floors a bundle may carry (GDD): none up to about the whole of a temperate season."""
@@ -33,6 +35,18 @@ FLOOR_LIMITS = (0.0, 3000.0)
 def gdd_floor(gdd_settings: Mapping[str, Any]) -> float:
     """The floor of a bundle's ``gdd`` settings; 0 (nothing left out) where it has none."""
     return float(gdd_settings.get("floor") or 0.0)
+
+
+def floor_range_problem(floor: float) -> Optional[str]:
+    """What is wrong with ``floor`` for a bundle (``"{floor} is outside 0-3000 GDD"``), or None."""
+    if FLOOR_LIMITS[0] <= floor <= FLOOR_LIMITS[1]:
+        return None
+    return f"{floor:g} is outside {FLOOR_LIMITS[0]:g}-{FLOOR_LIMITS[1]:g} GDD"
+
+
+def at_or_above_floor(date_mask: np.ndarray, gdd: np.ndarray, floor: float) -> np.ndarray:
+    """``(P, T)`` bool: the valid acquisitions at or above ``floor`` GDD."""
+    return np.asarray(date_mask, dtype=bool) & (np.asarray(gdd, dtype=np.float64) >= floor)
 
 
 def floor_date_mask(date_mask: np.ndarray, gdd: np.ndarray, floor: float) -> np.ndarray:
@@ -50,7 +64,7 @@ def floor_date_mask(date_mask: np.ndarray, gdd: np.ndarray, floor: float) -> np.
     mask = np.array(date_mask, dtype=bool)
     if floor <= 0:
         return mask
-    above = mask & (np.asarray(gdd, dtype=np.float64) >= floor)
+    above = at_or_above_floor(mask, gdd, floor)
     has_above = above.any(axis=1)
     mask[has_above] = above[has_above]
     return mask
@@ -89,9 +103,8 @@ def floored_prefixes(prefixes: Callable[[PixelSets, Progress], np.ndarray], ps: 
         ``(P, T, K)``: as of a date from which the parcel has a valid acquisition at or above the
         floor, the prefix of those acquisitions alone; before it, the prefix of the ones below.
     """
-    mask = np.asarray(ps.date_mask, dtype=bool)
-    above = mask & (np.asarray(ps.gdd, dtype=np.float64) >= floor)
-    below = mask & ~above
+    above = at_or_above_floor(ps.date_mask, ps.gdd, floor)
+    below = np.asarray(ps.date_mask, dtype=bool) & ~above
     late_part, early_part = progress.parts([float(above.sum()), float(below.sum())])
     late = prefixes(replace(ps, date_mask=above), late_part)
     if not below.any():

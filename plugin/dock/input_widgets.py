@@ -558,6 +558,7 @@ class ClassifyInputs(QWidget):
         regions and scores."""
         try:
             from ...core.model.bundle import load_bundle
+            from ...core.model.season_floor import gdd_floor
 
             path = self._card_path = self.model.filePath() or self.shipped_model()
             if not Path(path).is_file():
@@ -579,7 +580,7 @@ class ClassifyInputs(QWidget):
                            if isinstance(v, float) and any(w in k for w in ("f1", "accuracy", "kappa", "oa")))
         shipped = "" if self.model.filePath() else " (" + tr("shipped, for {level} scenes").format(
             level=config.scene_level or "L1C") + ")"
-        floor = float((config.gdd or {}).get("floor") or 0.0)
+        floor = gdd_floor(config.gdd or {})
         floor_line = "<br>" + tr("leaves out each parcel's acquisitions before {gdd} GDD (its GDD floor)").format(
             gdd=f"{floor:,.0f}") if floor > 0 else ""
         self.model_card.setText(
