@@ -18,7 +18,7 @@ import numpy as np
 from .crops import UNKNOWN_CLASS
 from .errors import InputError, SceneError
 from .extract import SceneSource, chunk_groups, dataset_meta, scene_list_of
-from .inseason import decision_prefixes, decisions
+from .inseason import decide, decision_dates
 from .io.field_batches import FieldBatches
 from .io.source_layer import feature_count, source_field_kinds
 from .io.vector import write_with_fields
@@ -348,7 +348,7 @@ def predict_chunk(model: Any, ps: Any, batch_size: int = 256, progress: Optional
 def predict_chunk_decided(model: Any, ps: Any, threshold: float, batch_size: int = 256,
                           progress: Optional[Progress] = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`predict_chunk` and when each label was decided, from one pass over the season's
-    prefixes (``core.inseason.decision_prefixes``; its last prefix is the whole season).
+    prefixes (``core.inseason.decide``: only those a decision needs are decoded).
 
     Returns:
         ``(n, K)`` probabilities, ``(n,)`` datetime64[D] decision dates and ``(n,)`` float32 GDD
@@ -363,10 +363,9 @@ def predict_chunk_decided(model: Any, ps: Any, threshold: float, batch_size: int
     for start in range(0, len(ok), PREDICT_BATCH):
         part = ok[start:start + PREDICT_BATCH]
         sub = ps.subset(part)
-        prefixes = decision_prefixes(model, sub, threshold, batch_size=batch, progress=progress.sub(
+        probabilities[part], index = decide(model, sub, threshold, batch_size=batch, progress=progress.sub(
             start / len(ok), (start + len(part)) / len(ok)))
-        probabilities[part] = prefixes[:, -1]
-        days[part], gdd[part] = decisions(prefixes, sub.dates, sub.gdd, threshold)
+        days[part], gdd[part] = decision_dates(index, sub.dates, sub.gdd)
     progress(1.0)
     return probabilities, days, gdd
 

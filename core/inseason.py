@@ -13,6 +13,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from .model.decided import suffix_decisions
 from .model.season_curve import SeasonCurve, bundle_season_curve
 from .model.season_floor import at_or_above_floor, gdd_floor
 from .progress import Progress
@@ -28,7 +29,8 @@ __all__ = [
     "curve_warning",
     "decided_index",
     "decisions",
-    "decision_prefixes",
+    "decision_dates",
+    "decide",
 ]
 
 DEFAULT_DECIDED_THRESHOLD = 0.8
@@ -206,9 +208,23 @@ def decisions(probabilities: np.ndarray, dates: np.ndarray, gdd: np.ndarray,
         threshold: the confidence to keep.
 
     Returns:
+        As :func:`decision_dates`.
+    """
+    return decision_dates(decided_index(probabilities, threshold), dates, gdd)
+
+
+def decision_dates(index: np.ndarray, dates: np.ndarray, gdd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The date and the GDD of each parcel's decision.
+
+    Args:
+        index: ``(P,)`` the date index of each decision, -1 where never decided.
+        dates: ``(T,)`` the acquisition dates.
+        gdd: ``(P, T)`` each parcel's GDD on them.
+
+    Returns:
         ``(P,)`` datetime64[D] (NaT: never decided) and ``(P,)`` float32 (NaN: never).
     """
-    index = decided_index(probabilities, threshold)
+    index = np.asarray(index, dtype=np.int64)
     decided = index >= 0
     at = np.maximum(index, 0)
     days = np.where(decided, np.asarray(dates, dtype="datetime64[D]")[at], np.datetime64("NaT", "D"))
@@ -216,42 +232,49 @@ def decisions(probabilities: np.ndarray, dates: np.ndarray, gdd: np.ndarray,
     return days.astype("datetime64[D]"), np.where(decided, values, np.nan).astype(np.float32)
 
 
-def decision_prefixes(model: Any, ps: Any, threshold: float = DEFAULT_DECIDED_THRESHOLD, batch_size: int = 256,
-                      progress: Optional[Progress] = None) -> np.ndarray:
-    """Probabilities as of each date, all that :func:`decisions` and the whole season need.
+def decide(model: Any, ps: Any, threshold: float = DEFAULT_DECIDED_THRESHOLD, batch_size: int = 256,
+           progress: Optional[Progress] = None) -> tuple[np.ndarray, np.ndarray]:
+    """The whole season's probabilities and when each label was decided, what
+    ``model.predict_prefixes`` and :func:`decided_index` give, with only the prefixes a decision
+    needs decoded (``core.model.decided``).
 
-    For a model without a GDD floor, ``model.predict_prefixes``. With one
-    (``core.model.season_floor``), a whole-season run leaves out the acquisitions below the floor,
-    and so does this pass, but for the parcels that have no acquisition above it and those decided
-    on their first one: only for these can the prefixes before that acquisition change when the
-    label was decided, so only theirs are computed (the floor's two passes); the others' stay NaN
-    (no label as of those dates, so not decided before). :func:`decided_index` and the last prefix
-    are those of ``model.predict_prefixes``; ``tests/core/test_prefixes.py`` checks it.
+    With a GDD floor (``core.model.season_floor``), a whole-season run leaves out the acquisitions
+    below the floor, and so does the first pass here. The prefixes of the dates below it (a second
+    pass) can move a decision only for the parcels that have no acquisition above the floor and
+    those whose every prefix above it holds; only theirs are computed. ``tests/core/test_prefixes.py``
+    checks both against every prefix.
 
     Args:
         model: a ``ModelBundle``.
         ps: the pixel sets.
-        threshold: the confidence of :func:`decisions`.
+        threshold: the confidence of :func:`decided_index`.
         batch_size: parcels per model call.
         progress: progress and cancellation.
 
     Returns:
-        ``(P, T, K)`` probabilities as of each date.
+        ``(P, K)`` float32 probabilities of the whole season (NaN without a valid date) and
+        ``(P,)`` int64 the date index of each decision, -1 where never decided.
     """
     progress = progress or Progress()
     floor = gdd_floor(model.config.gdd)
     if floor <= 0:
-        return model.predict_prefixes(ps, batch_size=batch_size, progress=progress)
+        return suffix_decisions(model, ps, threshold, batch_size=batch_size, progress=progress)
     mask = np.asarray(ps.date_mask, dtype=bool)
     above = at_or_above_floor(mask, ps.gdd, floor)
+    below = mask & ~above
     late_part, early_part = progress.sub(0.0, 0.9), progress.sub(0.9, 1.0)
-    out = model.predict_prefixes(replace(ps, date_mask=above), batch_size=batch_size, progress=late_part)
+    probabilities, index = suffix_decisions(model, replace(ps, date_mask=above), threshold, batch_size=batch_size,
+                                            progress=late_part)
     has_above = above.any(axis=1)
-    first = np.where(has_above, above.argmax(axis=1), -1)
-    index = decided_index(out, threshold)
-    need = ~has_above | ((index == first) & (index >= 0) & (mask & ~above).any(axis=1))
+    first_above = np.where(has_above, above.argmax(axis=1), -1)
+    need = below.any(axis=1) & (~has_above | (index == first_above))
     if need.any():
         rows = np.flatnonzero(need)
-        out[rows] = model.predict_prefixes(ps.subset(rows), batch_size=batch_size, progress=early_part)
+        own = ~has_above[rows]  # seen below the floor only: the whole season is those dates
+        targets = np.where(own, -1, np.nan_to_num(probabilities[rows], nan=-1.0).argmax(axis=1))
+        early, early_index = suffix_decisions(model, replace(ps.subset(rows), date_mask=below[rows]), threshold,
+                                              targets, batch_size=batch_size, progress=early_part)
+        probabilities[rows[own]] = early[own]
+        index[rows] = np.where(early_index >= 0, early_index, np.where(own, -1, index[rows]))
     progress(1.0)
-    return out
+    return probabilities, index

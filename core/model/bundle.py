@@ -490,7 +490,7 @@ class ModelBundle:
                 "Extract the scenes again with all of these bands.")
         return np.asarray([have.index(b) for b in self.config.bands])
 
-    def _model_batches(self, ps: PixelSets, batch_size: int):
+    def model_batches(self, ps: PixelSets, batch_size: int):
         """The model's inputs, batch by batch: ``(rows, inputs, done)`` with ``rows`` the parcels
         (sorted), ``inputs`` the five tensors of the model's call, valid dates compacted to the
         front, and ``done`` the share of the parcels handed out so far.
@@ -543,7 +543,7 @@ class ModelBundle:
         ps = floored_pixel_sets(ps, gdd_floor(self.config.gdd), self.path.name if self.path else "the model")
         out = np.full((len(ps), len(self.config.classes)), np.nan, dtype=np.float32)
         model = self.fast_model()
-        for rows, inputs, done in self._model_batches(ps, batch_size):
+        for rows, inputs, done in self.model_batches(ps, batch_size):
             with torch.inference_mode():
                 logits = model(*inputs)
                 out[rows] = torch.softmax(logits.double(), dim=1).float().cpu().numpy()
@@ -584,7 +584,7 @@ class ModelBundle:
         n, t, k = len(ps), date_mask.shape[1], len(self.config.classes)
         out = np.full((n, t, k), np.nan, dtype=np.float32)
         model = self.fast_model()
-        for rows, inputs, done in self._model_batches(ps, batch_size):
+        for rows, inputs, done in self.model_batches(ps, batch_size):
             with torch.inference_mode():
                 log_p = prefix_log_probabilities(model, *inputs)
                 compact = torch.softmax(log_p.double(), dim=-1).float().cpu().numpy()

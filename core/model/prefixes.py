@@ -4,7 +4,9 @@ A classifier as of acquisition ``t`` sees the dates up to ``t`` only. The per-da
 pixel-set encoder and the temporal encoder's input projection) and the positional encodings do
 not depend on which later dates follow (the recurrent encoding runs forward in time), so they are
 computed once per parcel and date; only the attention pooling, the layer after it and the
-decoder run once per prefix.
+decoder run once per prefix. :func:`prefix_pools` does the shared work and pools every prefix;
+:func:`decode_prefixes` decodes the prefixes asked for (all of them in
+:func:`prefix_log_probabilities`, those a decision needs in ``core.model.decided``).
 """
 
 from __future__ import annotations
@@ -16,27 +18,39 @@ import torch.nn.functional as F
 
 from .networks import CropClassifier, EnsembleClassifier, pixel_set_means
 
-__all__ = ["prefix_log_probabilities"]
+__all__ = ["prefix_pools", "decode_prefixes", "prefix_log_probabilities"]
 
 
-def _classifier_prefixes(model: CropClassifier, pixels: torch.Tensor, pixel_mask: torch.Tensor,
-                         date_mask: torch.Tensor, day_of_season: torch.Tensor, gdd: torch.Tensor) -> torch.Tensor:
+def _classifier_pools(model: CropClassifier, pixels: torch.Tensor, pixel_mask: torch.Tensor,
+                      date_mask: torch.Tensor, day_of_season: torch.Tensor, gdd: torch.Tensor) -> torch.Tensor:
     b, t = date_mask.shape
     if model.pse.pixel_means_first:  # averaged before the valid dates are gathered: S times less to copy
         means, any_valid = pixel_set_means(pixels.reshape(b * t, *pixels.shape[2:]), pixel_mask.reshape(b * t, -1))
         pixels, pixel_mask = means.view(b, t, -1, 1), any_valid.view(b, t, 1)
-    sel_gdd = gdd[date_mask] if model.pse.concat_gdd else None
-    emb = model.ltae.in_projection(model.pse(pixels[date_mask], pixel_mask[date_mask], sel_gdd))
-    h = emb.new_zeros((b, t, emb.shape[-1]))
-    h[date_mask] = emb
-    if model.positional is not None:
+    # Every date valid (most batches: parcels are grouped by their number of valid dates): views
+    # instead of gathers, as in ``CropClassifier.forward``.
+    every_date = bool(date_mask.all())
+    if every_date:
+        sel_pixels, sel_mask = pixels.flatten(0, 1), pixel_mask.flatten(0, 1)
+        sel_gdd = gdd.flatten() if model.pse.concat_gdd else None
+    else:
+        sel_pixels, sel_mask = pixels[date_mask], pixel_mask[date_mask]
+        sel_gdd = gdd[date_mask] if model.pse.concat_gdd else None
+    emb = model.ltae.in_projection(model.pse(sel_pixels, sel_mask, sel_gdd))
+    if every_date:
+        h = emb.view(b, t, emb.shape[-1])
+    else:
+        h = emb.new_zeros((b, t, emb.shape[-1]))
+        h[date_mask] = emb
+    if model.positional is not None:  # one vector per date, added to each head's channels in place
         positions = day_of_season if model.uses_calendar else gdd
-        h = h + model.positional(positions, date_mask) * date_mask.unsqueeze(-1).to(h.dtype)
+        pe = model.positional.per_head(positions, date_mask)
+        pe = pe if every_date else pe * date_mask.unsqueeze(-1).to(h.dtype)
+        h.view(b, t, model.ltae.n_head, -1).add_(pe.unsqueeze(2))
     ltae = model.ltae
     d = h.shape[-1]
     values = h.view(b, t, ltae.n_head, d // ltae.n_head)
-    pooled = prefix_attention(ltae.scores(h).transpose(1, 2), values, date_mask).reshape(b, t, d)
-    return model.decoder(ltae.mlp3(pooled))
+    return prefix_attention(ltae.scores(h).transpose(1, 2), values, date_mask).reshape(b, t, d)
 
 
 def prefix_attention(scores: torch.Tensor, values: torch.Tensor, date_mask: torch.Tensor) -> torch.Tensor:
@@ -68,6 +82,41 @@ def prefix_attention(scores: torch.Tensor, values: torch.Tensor, date_mask: torc
     return pooled
 
 
+def prefix_pools(model: torch.nn.Module, pixels: torch.Tensor, pixel_mask: torch.Tensor, date_mask: torch.Tensor,
+                 day_of_season: torch.Tensor, gdd: torch.Tensor) -> list[tuple[CropClassifier, torch.Tensor]]:
+    """The per-date work and the attention pooling of every prefix, for each member of ``model``.
+
+    Args:
+        model, pixels, pixel_mask, date_mask, day_of_season, gdd: as
+            :func:`prefix_log_probabilities`.
+
+    Returns:
+        ``(member, pooled)`` per member (one for a single classifier), ``pooled (B, T, D)`` the
+        member's attention pooling of the parcel's first ``j + 1`` valid dates at ``[:, j]``.
+    """
+    date_mask, pixel_mask = date_mask.bool(), pixel_mask.bool()
+    members = model.members if isinstance(model, EnsembleClassifier) else [model]
+    return [(m, _classifier_pools(m, pixels, pixel_mask, date_mask, day_of_season, gdd)) for m in members]
+
+
+def decode_prefixes(pools: list[tuple[CropClassifier, torch.Tensor]], parcels: torch.Tensor,
+                    prefixes: torch.Tensor) -> torch.Tensor:
+    """Log class probabilities of the prefixes ``(parcels[i], prefixes[i])`` of :func:`prefix_pools`.
+
+    Args:
+        pools: :func:`prefix_pools`' output.
+        parcels, prefixes: ``(N,)`` int64 row of the batch and index of the prefix (its last valid
+            date, counted among the parcel's valid dates from 0).
+
+    Returns:
+        ``(N, K)``: log-softmax of the logits; an ensemble's log mean probability.
+    """
+    log_p = [F.log_softmax(m.decoder(m.ltae.mlp3(pooled[parcels, prefixes])), dim=-1) for m, pooled in pools]
+    if len(log_p) == 1:
+        return log_p[0]
+    return torch.logsumexp(torch.stack(log_p), dim=0) - math.log(len(log_p))
+
+
 def prefix_log_probabilities(model: torch.nn.Module, pixels: torch.Tensor, pixel_mask: torch.Tensor,
                              date_mask: torch.Tensor, day_of_season: torch.Tensor,
                              gdd: torch.Tensor) -> torch.Tensor:
@@ -86,9 +135,8 @@ def prefix_log_probabilities(model: torch.nn.Module, pixels: torch.Tensor, pixel
         dates alone (log-softmax of its logits; an ensemble's log mean probability). Positions
         past a parcel's valid dates repeat its whole sequence's values.
     """
-    date_mask, pixel_mask = date_mask.bool(), pixel_mask.bool()
-    if isinstance(model, EnsembleClassifier):
-        log_p = torch.stack([F.log_softmax(_classifier_prefixes(m, pixels, pixel_mask, date_mask, day_of_season,
-                                                                gdd), dim=-1) for m in model.members])
-        return torch.logsumexp(log_p, dim=0) - math.log(len(model.members))
-    return F.log_softmax(_classifier_prefixes(model, pixels, pixel_mask, date_mask, day_of_season, gdd), dim=-1)
+    pools = prefix_pools(model, pixels, pixel_mask, date_mask, day_of_season, gdd)
+    b, t = date_mask.shape
+    parcels = torch.arange(b, device=date_mask.device).repeat_interleave(t)
+    prefixes = torch.arange(t, device=date_mask.device).repeat(b)
+    return decode_prefixes(pools, parcels, prefixes).view(b, t, -1)

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from thermocrop.core.errors import BundleError
-from thermocrop.core.inseason import decided_index, decision_prefixes
+from thermocrop.core.inseason import decide, decided_index
+from thermocrop.core.model import decided
 from thermocrop.core.model.bundle import (
     BundleConfig,
     InputScaling,
@@ -20,6 +21,7 @@ from thermocrop.core.model.bundle import (
 )
 from thermocrop.core.model.calibration import Calibration
 from thermocrop.core.model.networks import VARIANTS, build_model
+from thermocrop.core.model.season_stages import SeasonStage
 from thermocrop.core.pixel_sets import PixelSets
 from thermocrop.core.progress import Progress
 
@@ -178,28 +180,106 @@ def test_a_gdd_floor_travels_with_the_bundle_and_is_checked(tmp_path):
         with_gdd_floor(bundle, 5000.0)
 
 
+def _sharpened(bundle, factor=300.0):
+    """``bundle`` with its last layers' logits spread ``factor`` times wider (centred, no bias), so
+    that a random network's labels differ between parcels and often pass a threshold."""
+    members = getattr(bundle.model, "members", [bundle.model])
+    with torch.no_grad():
+        for member in members:
+            weight = member.decoder.out.weight
+            weight.mul_(factor).sub_(weight.mean(dim=0, keepdim=True))
+            member.decoder.out.bias.zero_()
+    return bundle
+
+
+def _counting_decoder(monkeypatch):
+    """The prefixes the decision search decodes, call by call."""
+    counts = []
+    decode = decided.decode_prefixes
+
+    def counted(pools, parcels, prefixes):
+        counts.append(len(parcels))
+        return decode(pools, parcels, prefixes)
+
+    monkeypatch.setattr(decided, "decode_prefixes", counted)
+    return counts
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.3, 0.5, 0.7, 1.01])
+@pytest.mark.parametrize("members", [1, 3])
+def test_decisions_decode_a_suffix_of_the_prefixes_and_equal_every_prefix(threshold, members, monkeypatch):
+    """The search from the end of the season finds the decisions and the whole season that every
+    prefix gives, with a calibration by stage, and decodes fewer prefixes than there are."""
+    ps = _pixel_sets(p=60, t=24, seed=21)
+    scores = tuple(np.linspace(0.0, 0.9, 60))
+    stages = (SeasonStage(below_gdd=600.0, temperature=1.8, scores=scores, parcels=60),
+              SeasonStage(below_gdd=1500.0, temperature=0.5, scores=scores, parcels=60, bias=(0.0, 0.4, 0, 0, 0, 0)))
+    calibration = Calibration(temperature=0.6, bias=(0.3, -0.2, 0.0, 0.1, 0.0, -0.1), scores=scores, parcels=60,
+                              source="test", stages=stages)
+    bundle = _sharpened(_bundle(ps, "tpe_sinusoidal", members=members, calibration=calibration))
+    every = bundle.predict_prefixes(ps, batch_size=7)
+    expected = decided_index(every, threshold)
+    counts = _counting_decoder(monkeypatch)
+    seen = []
+    probabilities, index = decide(bundle, ps, threshold, batch_size=7, progress=Progress(seen.append))
+    np.testing.assert_array_equal(index, expected)
+    np.testing.assert_allclose(probabilities, every[:, -1], atol=2e-6, rtol=0)
+    assert seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
+    assert sum(counts) < np.asarray(ps.date_mask).sum()
+    if threshold == 0.5:  # parcels decided after their first date and never: the test must see both
+        assert (expected == -1).any() and (expected > np.asarray(ps.date_mask).argmax(axis=1)).any()
+
+
+def test_the_search_from_the_end_finds_the_earliest_prefix_from_which_all_hold():
+    """On tables of prefix probabilities with every length of season and of holding suffix, the
+    search by doubling blocks agrees with a walk back one prefix at a time."""
+    rng = np.random.default_rng(30)
+    n, t, k = 400, 37, 4
+    valid = rng.integers(1, t + 1, n)
+    table = rng.dirichlet(np.ones(k) * 0.5, (n, t)).astype(np.float32)
+    for i in range(n):  # a suffix of random length that keeps the label and a high confidence
+        start = rng.integers(0, valid[i] + 1)
+        table[i, start:valid[i]] = np.eye(k)[i % k] * 0.9 + 0.025
+    asked = []
+
+    def decode(parcels, prefixes):
+        asked.extend(zip(parcels.tolist(), prefixes.tolist()))
+        assert (prefixes < valid[parcels]).all() and (prefixes >= 0).all()
+        return table[parcels, prefixes]
+
+    last = table[np.arange(n), valid - 1]
+    label = last.argmax(axis=1)
+    found = decided.earliest_holding(decode, last, label, valid, 0.8)
+    for i in range(n):
+        j = valid[i]
+        while j > 0 and table[i, j - 1].argmax() == label[i] and table[i, j - 1].max() >= 0.8:
+            j -= 1
+        assert found[i] == (j if j < valid[i] else -1), i
+    assert len(asked) == len(set(asked)) < valid.sum()  # no prefix twice, fewer than all
+
+
 @pytest.mark.parametrize("threshold", [0.0, 0.3, 0.6])
 def test_decisions_with_a_gdd_floor_need_only_the_parcels_decided_on_their_first_acquisition_above_it(threshold):
     """The pass behind crop_decided computes the prefixes below the floor only where they can move a
     decision; the decisions and the whole season are those of every prefix."""
     ps = _pixel_sets(p=40, t=9, seed=14)
     ps.gdd[3] = np.linspace(10, 200, ps.n_dates)  # never reaches the floor
-    bundle = with_gdd_floor(_bundle(ps, "tpe_sinusoidal", members=2), 450.0)
+    bundle = with_gdd_floor(_sharpened(_bundle(ps, "tpe_sinusoidal", members=2)), 450.0)
     every = bundle.predict_prefixes(ps, batch_size=7)
     calls = []
-    predict_prefixes = bundle.predict_prefixes
+    model_batches = bundle.model_batches
 
-    def counted(part, **kwargs):
-        calls.append(len(part))
-        return predict_prefixes(part, **kwargs)
+    def counted(part, batch_size):
+        calls.append(int(np.asarray(part.date_mask).any(axis=1).sum()))
+        return model_batches(part, batch_size)
 
-    bundle.predict_prefixes = counted
-    needed = decision_prefixes(bundle, ps, threshold, batch_size=7)
-    np.testing.assert_array_equal(decided_index(needed, threshold), decided_index(every, threshold))
-    np.testing.assert_allclose(needed[:, -1], every[:, -1], atol=2e-6, rtol=0)
-    assert calls[0] == len(ps) and (len(calls) == 1 or calls[1] < len(ps))  # the second pass: a few parcels
+    bundle.model_batches = counted
+    probabilities, index = decide(bundle, ps, threshold, batch_size=7)
+    np.testing.assert_array_equal(index, decided_index(every, threshold))
+    np.testing.assert_allclose(probabilities, every[:, -1], atol=2e-6, rtol=0)
+    assert len(calls) == 2 and calls[1] < calls[0]  # the second pass: a few parcels
     if threshold == 0.0:
-        assert len(calls) == 2  # with no confidence asked, some parcels are decided on their first date above
+        assert calls[1] > 1  # with no confidence asked, some are decided on their first date above
 
 
 def test_a_run_with_a_gdd_floor_says_so_once(caplog):
