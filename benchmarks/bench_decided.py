@@ -2,7 +2,7 @@
 
 Both run the model part of a classification (``core.classify.predict_chunk`` and
 ``predict_chunk_decided``, the second one pass over the season's prefixes, decoding those a
-decision needs: ``core.inseason.decide``) on the same pixel
+decision needs: ``core.model.decided.decide``) on the same pixel
 sets: P parcels x T dates x S pixels, 80 % of pixels and 90 % of dates valid, with the shipped
 model (the one a run without ``--model`` uses) unless ``--model`` names another. Extracting the
 pixels costs both runs the same and is left out, so the ratio printed is the largest a whole run

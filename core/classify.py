@@ -18,7 +18,7 @@ import numpy as np
 from .crops import UNKNOWN_CLASS
 from .errors import InputError, SceneError
 from .extract import SceneSource, chunk_groups, dataset_meta, scene_list_of
-from .inseason import decide, decision_dates
+from .inseason import decision_dates
 from .io.field_batches import FieldBatches
 from .io.source_layer import feature_count, source_field_kinds
 from .io.vector import write_with_fields
@@ -348,12 +348,14 @@ def predict_chunk(model: Any, ps: Any, batch_size: int = 256, progress: Optional
 def predict_chunk_decided(model: Any, ps: Any, threshold: float, batch_size: int = 256,
                           progress: Optional[Progress] = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`predict_chunk` and when each label was decided, from one pass over the season's
-    prefixes (``core.inseason.decide``: only those a decision needs are decoded).
+    prefixes (``core.model.decided.decide``: only those a decision needs are decoded).
 
     Returns:
         ``(n, K)`` probabilities, ``(n,)`` datetime64[D] decision dates and ``(n,)`` float32 GDD
         (``core.inseason.decisions``; NaT and NaN where never decided or not ``ok``).
     """
+    from .model.decided import decide  # torch: imported when a run predicts, not when the plugin loads
+
     progress = progress or Progress()
     probabilities = np.full((len(ps), len(model.config.classes)), np.nan, dtype=np.float32)
     days = np.full(len(ps), np.datetime64("NaT"), dtype="datetime64[D]")

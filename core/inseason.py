@@ -8,15 +8,12 @@ leaves every kept acquisition's GDD as it was: the GDD of a cut season are those
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .model.decided import suffix_decisions
 from .model.season_curve import SeasonCurve, bundle_season_curve
-from .model.season_floor import at_or_above_floor, gdd_floor
-from .progress import Progress
 
 __all__ = [
     "DEFAULT_DECIDED_THRESHOLD",
@@ -30,7 +27,6 @@ __all__ = [
     "decided_index",
     "decisions",
     "decision_dates",
-    "decide",
 ]
 
 DEFAULT_DECIDED_THRESHOLD = 0.8
@@ -230,51 +226,3 @@ def decision_dates(index: np.ndarray, dates: np.ndarray, gdd: np.ndarray) -> tup
     days = np.where(decided, np.asarray(dates, dtype="datetime64[D]")[at], np.datetime64("NaT", "D"))
     values = np.asarray(gdd, dtype=np.float32)[np.arange(len(index)), at] if len(index) else np.zeros(0, np.float32)
     return days.astype("datetime64[D]"), np.where(decided, values, np.nan).astype(np.float32)
-
-
-def decide(model: Any, ps: Any, threshold: float = DEFAULT_DECIDED_THRESHOLD, batch_size: int = 256,
-           progress: Optional[Progress] = None) -> tuple[np.ndarray, np.ndarray]:
-    """The whole season's probabilities and when each label was decided, what
-    ``model.predict_prefixes`` and :func:`decided_index` give, with only the prefixes a decision
-    needs decoded (``core.model.decided``).
-
-    With a GDD floor (``core.model.season_floor``), a whole-season run leaves out the acquisitions
-    below the floor, and so does the first pass here. The prefixes of the dates below it (a second
-    pass) can move a decision only for the parcels that have no acquisition above the floor and
-    those whose every prefix above it holds; only theirs are computed. ``tests/core/test_prefixes.py``
-    checks both against every prefix.
-
-    Args:
-        model: a ``ModelBundle``.
-        ps: the pixel sets.
-        threshold: the confidence of :func:`decided_index`.
-        batch_size: parcels per model call.
-        progress: progress and cancellation.
-
-    Returns:
-        ``(P, K)`` float32 probabilities of the whole season (NaN without a valid date) and
-        ``(P,)`` int64 the date index of each decision, -1 where never decided.
-    """
-    progress = progress or Progress()
-    floor = gdd_floor(model.config.gdd)
-    if floor <= 0:
-        return suffix_decisions(model, ps, threshold, batch_size=batch_size, progress=progress)
-    mask = np.asarray(ps.date_mask, dtype=bool)
-    above = at_or_above_floor(mask, ps.gdd, floor)
-    below = mask & ~above
-    late_part, early_part = progress.sub(0.0, 0.9), progress.sub(0.9, 1.0)
-    probabilities, index = suffix_decisions(model, replace(ps, date_mask=above), threshold, batch_size=batch_size,
-                                            progress=late_part)
-    has_above = above.any(axis=1)
-    first_above = np.where(has_above, above.argmax(axis=1), -1)
-    need = below.any(axis=1) & (~has_above | (index == first_above))
-    if need.any():
-        rows = np.flatnonzero(need)
-        own = ~has_above[rows]  # seen below the floor only: the whole season is those dates
-        targets = np.where(own, -1, np.nan_to_num(probabilities[rows], nan=-1.0).argmax(axis=1))
-        early, early_index = suffix_decisions(model, replace(ps.subset(rows), date_mask=below[rows]), threshold,
-                                              targets, batch_size=batch_size, progress=early_part)
-        probabilities[rows[own]] = early[own]
-        index[rows] = np.where(early_index >= 0, early_index, np.where(own, -1, index[rows]))
-    progress(1.0)
-    return probabilities, index

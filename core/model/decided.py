@@ -8,10 +8,13 @@ every prefix once (``prefixes.prefix_pools``: the per-date work is shared), deco
 last prefix, then decodes earlier prefixes in blocks of 4, 8, 16 ... only for the parcels whose
 prefixes have all held so far, until one does not. A parcel never decided costs one prefix; one
 decided early in the season costs about all of them, as a pass over every prefix would.
+:func:`decide` adds a bundle's GDD floor. This module needs torch: ``core.classify`` imports it
+when a run predicts, not when the plugin loads.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -19,11 +22,60 @@ import torch
 
 from ..progress import Progress
 from .prefixes import decode_prefixes, prefix_pools
+from .season_floor import at_or_above_floor, gdd_floor
 
-__all__ = ["suffix_decisions", "earliest_holding"]
+__all__ = ["decide", "suffix_decisions", "earliest_holding"]
 
 FIRST_BLOCK = 4
 """Prefixes decoded per parcel in the first block before its last one; each block doubles."""
+
+
+def decide(model: Any, ps: Any, threshold: float, batch_size: int = 256,
+           progress: Optional[Progress] = None) -> tuple[np.ndarray, np.ndarray]:
+    """The whole season's probabilities and when each label was decided: what
+    ``model.predict_prefixes`` and ``core.inseason.decided_index`` give, with only the prefixes
+    a decision needs decoded (:func:`suffix_decisions`).
+
+    With a GDD floor (``core.model.season_floor``), a whole-season run leaves out the acquisitions
+    below the floor, and so does the first pass here. The prefixes of the dates below it (a second
+    pass) can move a decision only for the parcels that have no acquisition above the floor and
+    those whose every prefix above it holds; only theirs are computed. ``tests/core/test_prefixes.py``
+    checks both against every prefix.
+
+    Args:
+        model: a ``ModelBundle``.
+        ps: the pixel sets.
+        threshold: the confidence a decided label keeps.
+        batch_size: parcels per model call.
+        progress: progress and cancellation.
+
+    Returns:
+        ``(P, K)`` float32 probabilities of the whole season (NaN without a valid date) and
+        ``(P,)`` int64 the date index of each decision, -1 where never decided.
+    """
+    progress = progress or Progress()
+    floor = gdd_floor(model.config.gdd)
+    if floor <= 0:
+        return suffix_decisions(model, ps, threshold, batch_size=batch_size, progress=progress)
+    mask = np.asarray(ps.date_mask, dtype=bool)
+    above = at_or_above_floor(mask, ps.gdd, floor)
+    below = mask & ~above
+    late_part, early_part = progress.sub(0.0, 0.9), progress.sub(0.9, 1.0)
+    probabilities, index = suffix_decisions(model, replace(ps, date_mask=above), threshold, batch_size=batch_size,
+                                            progress=late_part)
+    has_above = above.any(axis=1)
+    first_above = np.where(has_above, above.argmax(axis=1), -1)
+    need = below.any(axis=1) & (~has_above | (index == first_above))
+    if need.any():
+        rows = np.flatnonzero(need)
+        own = ~has_above[rows]  # seen below the floor only: the whole season is those dates
+        targets = np.where(own, -1, np.nan_to_num(probabilities[rows], nan=-1.0).argmax(axis=1))
+        early, early_index = suffix_decisions(model, replace(ps.subset(rows), date_mask=below[rows]), threshold,
+                                              targets, batch_size=batch_size, progress=early_part)
+        probabilities[rows[own]] = early[own]
+        index[rows] = np.where(early_index >= 0, early_index, np.where(own, -1, index[rows]))
+    progress(1.0)
+    return probabilities, index
 
 
 def suffix_decisions(bundle: Any, ps: Any, threshold: float, targets: Optional[np.ndarray] = None,
@@ -32,7 +84,7 @@ def suffix_decisions(bundle: Any, ps: Any, threshold: float, targets: Optional[n
 
     A prefix holds when its label (the argmax of its calibrated probabilities) is the parcel's
     target and its largest probability is at least ``threshold``. The date mask of ``ps`` is used
-    as it is (a GDD floor is the caller's: ``core.inseason.decide``).
+    as it is (a GDD floor is :func:`decide`'s).
 
     Args:
         bundle: a ``ModelBundle``.

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from thermocrop.core.errors import BundleError
-from thermocrop.core.inseason import decide, decided_index
+from thermocrop.core.inseason import decided_index
 from thermocrop.core.model import decided
 from thermocrop.core.model.bundle import (
     BundleConfig,
@@ -20,6 +20,7 @@ from thermocrop.core.model.bundle import (
     with_gdd_floor,
 )
 from thermocrop.core.model.calibration import Calibration
+from thermocrop.core.model.decided import decide
 from thermocrop.core.model.networks import VARIANTS, build_model
 from thermocrop.core.model.season_stages import SeasonStage
 from thermocrop.core.pixel_sets import PixelSets
