@@ -568,6 +568,45 @@ class CropClassifier(nn.Module):
         """Set by ``fast_inference_model``: without autograd, a batch of more date sets than this
         runs as blocks of parcels of at most this many sets each (``INFERENCE_BLOCK_SETS``)."""
 
+    def date_features(self, pixels: torch.Tensor, pixel_mask: torch.Tensor, date_mask: torch.Tensor,
+                      day_of_season: torch.Tensor, gdd: torch.Tensor, every_date: bool) -> torch.Tensor:
+        """The per-date work: each valid date's pixel-set encoding, projected for the temporal
+        encoder, plus its positional encoding.
+
+        Args:
+            pixels, pixel_mask, date_mask, day_of_season, gdd: as :meth:`forward`, valid dates
+                first (``compact_valid_dates``).
+            every_date: ``date_mask`` is all True (views instead of gathers).
+
+        Returns:
+            ``(B, T, d_model)``, zero at invalid dates.
+        """
+        b, t = date_mask.shape
+        # Only valid dates go through the per-date layers, so padding never enters
+        # BatchNorm statistics and costs no compute.
+        if every_date:
+            sel_pixels, sel_mask = pixels.flatten(0, 1), pixel_mask.flatten(0, 1)
+            sel_gdd = gdd.flatten() if self.pse.concat_gdd else None
+        else:
+            sel_pixels, sel_mask = pixels[date_mask], pixel_mask[date_mask]
+            sel_gdd = gdd[date_mask] if self.pse.concat_gdd else None
+        emb = self.ltae.in_projection(self.pse(sel_pixels, sel_mask, sel_gdd))
+        if every_date:
+            h = emb.view(b, t, emb.shape[-1])
+        else:
+            h = emb.new_zeros((b, t, emb.shape[-1]))
+            h[date_mask] = emb
+        if self.positional is not None:
+            positions = day_of_season if self.uses_calendar else gdd
+            # One vector per date, the same for every head: added to each head's channels as
+            # they are, without a copy repeated across the heads; in place where ``h`` is this
+            # call's own tensor (at inference).
+            pe = self.positional.per_head(positions, date_mask)
+            pe = (pe if every_date else pe * date_mask.unsqueeze(-1).to(h.dtype)).unsqueeze(2)
+            heads = h.view(b, t, self.ltae.n_head, -1)
+            h = (heads + pe if h.requires_grad or pe.requires_grad else heads.add_(pe)).view(b, t, -1)
+        return h
+
     def forward(self, pixels: torch.Tensor, pixel_mask: torch.Tensor, date_mask: torch.Tensor,
                 day_of_season: torch.Tensor, gdd: torch.Tensor,
                 sample_keys: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -599,30 +638,7 @@ class CropClassifier(nn.Module):
         if not every_date:
             date_mask, pixels, pixel_mask, day_of_season, gdd = compact_valid_dates(
                 date_mask, pixels, pixel_mask, day_of_season, gdd)
-        b, t = date_mask.shape
-        # Only valid dates go through the per-date layers, so padding never enters
-        # BatchNorm statistics and costs no compute.
-        if every_date:
-            sel_pixels, sel_mask = pixels.flatten(0, 1), pixel_mask.flatten(0, 1)
-            sel_gdd = gdd.flatten() if self.pse.concat_gdd else None
-        else:
-            sel_pixels, sel_mask = pixels[date_mask], pixel_mask[date_mask]
-            sel_gdd = gdd[date_mask] if self.pse.concat_gdd else None
-        emb = self.ltae.in_projection(self.pse(sel_pixels, sel_mask, sel_gdd))
-        if every_date:
-            h = emb.view(b, t, emb.shape[-1])
-        else:
-            h = emb.new_zeros((b, t, emb.shape[-1]))
-            h[date_mask] = emb
-        if self.positional is not None:
-            positions = day_of_season if self.uses_calendar else gdd
-            # One vector per date, the same for every head: added to each head's channels as
-            # they are, without a copy repeated across the heads; in place where ``h`` is this
-            # call's own tensor (at inference).
-            pe = self.positional.per_head(positions, date_mask)
-            pe = (pe if every_date else pe * date_mask.unsqueeze(-1).to(h.dtype)).unsqueeze(2)
-            heads = h.view(b, t, self.ltae.n_head, -1)
-            h = (heads + pe if h.requires_grad or pe.requires_grad else heads.add_(pe)).view(b, t, -1)
+        h = self.date_features(pixels, pixel_mask, date_mask, day_of_season, gdd, every_date)
         return self.decoder(self.ltae.attend(h, date_mask, sample_keys))
 
 

@@ -27,26 +27,8 @@ def _classifier_pools(model: CropClassifier, pixels: torch.Tensor, pixel_mask: t
     if model.pse.pixel_means_first:  # averaged before the valid dates are gathered: S times less to copy
         means, any_valid = pixel_set_means(pixels.reshape(b * t, *pixels.shape[2:]), pixel_mask.reshape(b * t, -1))
         pixels, pixel_mask = means.view(b, t, -1, 1), any_valid.view(b, t, 1)
-    # Every date valid (most batches: parcels are grouped by their number of valid dates): views
-    # instead of gathers, as in ``CropClassifier.forward``.
-    every_date = bool(date_mask.all())
-    if every_date:
-        sel_pixels, sel_mask = pixels.flatten(0, 1), pixel_mask.flatten(0, 1)
-        sel_gdd = gdd.flatten() if model.pse.concat_gdd else None
-    else:
-        sel_pixels, sel_mask = pixels[date_mask], pixel_mask[date_mask]
-        sel_gdd = gdd[date_mask] if model.pse.concat_gdd else None
-    emb = model.ltae.in_projection(model.pse(sel_pixels, sel_mask, sel_gdd))
-    if every_date:
-        h = emb.view(b, t, emb.shape[-1])
-    else:
-        h = emb.new_zeros((b, t, emb.shape[-1]))
-        h[date_mask] = emb
-    if model.positional is not None:  # one vector per date, added to each head's channels in place
-        positions = day_of_season if model.uses_calendar else gdd
-        pe = model.positional.per_head(positions, date_mask)
-        pe = pe if every_date else pe * date_mask.unsqueeze(-1).to(h.dtype)
-        h.view(b, t, model.ltae.n_head, -1).add_(pe.unsqueeze(2))
+    # Every date valid in most batches (parcels are grouped by their number of valid dates).
+    h = model.date_features(pixels, pixel_mask, date_mask, day_of_season, gdd, bool(date_mask.all()))
     ltae = model.ltae
     d = h.shape[-1]
     values = h.view(b, t, ltae.n_head, d // ltae.n_head)
