@@ -57,12 +57,14 @@ RECIPES = {
                {"season_window_share": 0.75, "season_window_end": 0.25}),
     "shipped3": ("the shipped recipe on three synthetic seasons of the four regions (seeds 0, 1, 2)",
                  {"season_window_share": 0.5, "season_window_end": 0.5}),
+    "early5": ("as early, on five synthetic seasons of the four regions (seeds 0 to 4)",
+               {"season_window_share": 0.75, "season_window_end": 0.25}),
     "early3floor": ("as early3, each sample's acquisitions below 350 GDD left out (inseason.tcm's floor)",
                     {"season_window_share": 0.75, "season_window_end": 0.25, "gdd_floor": 350.0}),
 }
 """Recipe name -> (what, its season-window settings)."""
 
-SEASONS = {"early3": 3, "early3floor": 3, "shipped3": 3}
+SEASONS = {"early3": 3, "early3floor": 3, "shipped3": 3, "early5": 5}
 """Recipe name -> synthetic seasons it trains on (1 where not named): each season is the four
 regions synthesised with another seed, so other weather, acquisition dates, sowing and parcels."""
 
