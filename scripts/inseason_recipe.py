@@ -59,12 +59,14 @@ RECIPES = {
                  {"season_window_share": 0.5, "season_window_end": 0.5}),
     "early5": ("as early, on five synthetic seasons of the four regions (seeds 0 to 4)",
                {"season_window_share": 0.75, "season_window_end": 0.25}),
+    "early3rec": ("as early3, with the recurrent thermal encoding (TPE-Recurrent) instead of the sinusoidal one",
+                  {"season_window_share": 0.75, "season_window_end": 0.25, "variant": "tpe_recurrent"}),
     "early3floor": ("as early3, each sample's acquisitions below 350 GDD left out (inseason.tcm's floor)",
                     {"season_window_share": 0.75, "season_window_end": 0.25, "gdd_floor": 350.0}),
 }
 """Recipe name -> (what, its season-window settings)."""
 
-SEASONS = {"early3": 3, "early3floor": 3, "shipped3": 3, "early5": 5}
+SEASONS = {"early3": 3, "early3floor": 3, "shipped3": 3, "early5": 5, "early3rec": 3}
 """Recipe name -> synthetic seasons it trains on (1 where not named): each season is the four
 regions synthesised with another seed, so other weather, acquisition dates, sowing and parcels."""
 
@@ -95,7 +97,7 @@ def recipe_provenance(recipe: str) -> dict:
 
 def recipe_config(recipe: str, epochs: int, members: int = 1) -> TrainingConfig:
     """The shipped settings with ``recipe``'s season windows, ``epochs`` and ``members``."""
-    return TrainingConfig(**{**SHIPPED, "epochs": epochs, "members": members}, **RECIPES[recipe][1])
+    return TrainingConfig(**{**SHIPPED, "epochs": epochs, "members": members, **RECIPES[recipe][1]})
 
 
 def train(recipe: str, work: Path, out: Path, epochs: int, member: Optional[int] = None) -> None:
