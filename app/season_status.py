@@ -29,7 +29,8 @@ cut to windows of the season that end from a quarter of the dates on."""
 
 INSEASON_GDD = 2000.0
 """A run as of a date that names no model uses :data:`INSEASON_BUNDLE` rather than the shipped L1C
-model while the parcels' median GDD on the date are fewer than this. On the real Bavarian parcels
+model while the parcels' median GDD at the last acquisition kept are fewer than this (so the same
+scenes give the same map whatever day after them the run is as of). On the real Bavarian parcels
 of 2018 (GDD base 0 from 1 January) the in-season ensemble is ahead of the shipped model on every
 acquisition of the west half up to 15 August, and ahead or level on the east half up to 15 July
 (1,959 GDD; OA of all 301 parcels 0.55 against 0.44 as of 30 May), behind there from 30 July on
@@ -94,13 +95,25 @@ def season_as_of(as_of: Any, parcels: ParcelsSpec, scenes: list, weather: Any, b
     return used, status
 
 
+def seen_gdd(status: SeasonStatus) -> float:
+    """The parcels' median GDD at the last acquisition kept (on the date where that is unknown):
+    how far the season had come in what the model sees."""
+    return status.seen_gdd if np.isfinite(status.seen_gdd) else status.gdd
+
+
+def _fewer(status: SeasonStatus) -> str:
+    return (f"As of {status.as_of} the parcels' median GDD at the last acquisition kept ({seen_gdd(status):,.0f}) "
+            f"are fewer than {INSEASON_GDD:,.0f}")
+
+
 def inseason_model_choice(status: SeasonStatus, levels: Iterable[Optional[str]]) -> Optional[tuple[Path, str]]:
     """The in-season model for a run as of ``status`` that names no model, and why, in a sentence
     for the run's log: :data:`INSEASON_BUNDLE` where the scenes' processing ``levels`` choose the
-    shipped L1C model (``core.model.bundle.shipped_model_choice``), the parcels' median GDD on
-    the date are known and fewer than :data:`INSEASON_GDD`, and the file is installed. None
-    otherwise: the shipped model of the scenes' level stays."""
-    if not np.isfinite(status.gdd) or status.gdd >= INSEASON_GDD:
+    shipped L1C model (``core.model.bundle.shipped_model_choice``), the parcels' median GDD at the
+    last acquisition kept (:func:`seen_gdd`) are known and fewer than :data:`INSEASON_GDD`, and the
+    file is installed. None otherwise: the shipped model of the scenes' level stays."""
+    gdd = seen_gdd(status)
+    if not np.isfinite(gdd) or gdd >= INSEASON_GDD:
         return None
     shipped = shipped_model_choice(levels)[0]
     if shipped != default_bundle_path("L1C"):
@@ -108,8 +121,7 @@ def inseason_model_choice(status: SeasonStatus, levels: Iterable[Optional[str]])
     path = shipped.parent / INSEASON_BUNDLE
     if not path.is_file():
         return None
-    return path, (f"As of {status.as_of} the parcels' median GDD ({status.gdd:,.0f}) are fewer than "
-                  f"{INSEASON_GDD:,.0f}: using the shipped in-season model {path.name} (trained for partial "
+    return path, (f"{_fewer(status)}: using the shipped in-season model {path.name} (trained for partial "
                   f"seasons) rather than {shipped.name}")
 
 
@@ -132,9 +144,8 @@ def inseason_hint(status: SeasonStatus, levels: Iterable[Optional[str]], bundle:
     if theirs is None or (mine is not None and mine >= theirs):
         return None
     trained = "does not say how many" if mine is None else f"{100 * mine:.0f} %"
-    return (f"As of {status.as_of} the parcels' median GDD ({status.gdd:,.0f}) are fewer than {INSEASON_GDD:,.0f}: "
-            f"a run that names no model uses the shipped in-season model {choice[0].name}, of whose training "
-            f"samples {100 * theirs:.0f} % were cut to part of the season ({name}: {trained}). On the real "
+    return (f"{_fewer(status)}: a run that names no model uses the shipped in-season model {choice[0].name}, "
+            f"of whose training samples {100 * theirs:.0f} % were cut to part of the season ({name}: {trained}). On the real "
             "Bavarian parcels it was the more accurate up to mid-July; choose it (or calibrate it on your parcels) "
             "for early maps.")
 

@@ -193,25 +193,39 @@ def test_command_line_as_of_and_decided(region, tmp_path, capsys):
     assert "not a date written YYYY-MM-DD" in capsys.readouterr().err
 
 
+def _around_switch() -> tuple[datetime.date, datetime.date, str]:
+    """The first acquisition with at least ``INSEASON_GDD`` (7 a day here), the day before it (as
+    of which the scenes kept end with an acquisition of fewer GDD, though the day itself has
+    more), and that earlier acquisition."""
+    from thermocrop.app.season_status import INSEASON_GDD
+
+    i = next(i for i, d in enumerate(DATES) if _gdd(d) >= INSEASON_GDD)
+    late = datetime.date.fromisoformat(DATES[i])
+    early = late - datetime.timedelta(days=1)
+    assert i > 0 and _gdd(DATES[i - 1]) < INSEASON_GDD <= _gdd(early)
+    return early, late, DATES[i - 1]
+
+
 def test_an_early_run_naming_no_model_uses_the_in_season_model(region, monkeypatch):
-    """With no model named, a date whose GDD (7 a day here) are fewer than ``INSEASON_GDD`` is
-    classified by the shipped in-season ensemble, the next day by the shipped L1C model; a model
-    named is always kept."""
+    """With no model named, a run whose last acquisition kept has fewer GDD (7 a day here) than
+    ``INSEASON_GDD`` is classified by the shipped in-season ensemble, even as of a later day with
+    more; from the first acquisition with more, by the shipped L1C model; a model named is always
+    kept."""
     from thermocrop.app.season_status import INSEASON_BUNDLE, INSEASON_GDD, inseason_model_choice
     from thermocrop.core.inseason import SeasonStatus
 
     monkeypatch.setenv("THERMOCROP_THREADS", "1")
     models = MODEL.parent
-    last_early = int(np.ceil(INSEASON_GDD / 7.0)) - 1  # the last day of the year with fewer GDD
-    early = datetime.date(2023, 1, 1) + datetime.timedelta(days=last_early - 1)
-    late = early + datetime.timedelta(days=1)
-    assert _gdd(early) < INSEASON_GDD <= _gdd(late) and early > datetime.date.fromisoformat(DATES[0])
+    early, late, seen = _around_switch()
     lines: list = []
     run = app.run_classification(_request(region, model=None, as_of=early), RunProgress(report=lines.append))
     named = app.run_classification(_request(region, model=str(models / INSEASON_BUNDLE), as_of=early))
     np.testing.assert_allclose(run.result.probabilities, named.result.probabilities, rtol=1e-6)
     said = [line for line in lines if INSEASON_BUNDLE in line]
-    assert len(said) == 1 and f"({_gdd(early):,.0f}) are fewer than {INSEASON_GDD:,.0f}" in said[0]
+    assert len(said) == 1 and f"kept ({_gdd(seen):,.0f}) are fewer than {INSEASON_GDD:,.0f}" in said[0], said
+    # The same scenes as of the day of their last acquisition: the same model, the same map.
+    same = app.run_classification(_request(region, model=None, as_of=seen))
+    np.testing.assert_allclose(same.result.probabilities, run.result.probabilities, rtol=1e-6)
     assert INSEASON_BUNDLE in run.checked.model_choice
     # The next day, and any day with a model named: the shipped model of the scenes' level.
     lines.clear()
@@ -223,21 +237,23 @@ def test_an_early_run_naming_no_model_uses_the_in_season_model(region, monkeypat
     assert not np.allclose(early_fast.result.probabilities, named.result.probabilities)
     # L2A scenes keep their own shipped model; a date whose GDD are unknown keeps the shipped one.
     status = SeasonStatus(as_of=np.datetime64(early), used=1, total=8, gdd=_gdd(early), season_gdd=_gdd(DATES[-1]),
-                          gdd_date=np.datetime64(early))
+                          gdd_date=np.datetime64(early), seen_gdd=_gdd(seen))
     assert inseason_model_choice(status, ["L2A"]) is None
     assert inseason_model_choice(status, ["L1C", "L2A"])[0].resolve() == (models / INSEASON_BUNDLE).resolve()
-    assert inseason_model_choice(replace(status, gdd=float("nan")), ["L1C"]) is None
+    # Where the last acquisition's GDD are unknown, those of the date choose.
+    assert inseason_model_choice(replace(status, seen_gdd=float("nan")), ["L1C"]) is None
+    assert inseason_model_choice(replace(status, seen_gdd=float("nan"), gdd=_gdd(seen)), ["L1C"]) is not None
+    assert inseason_model_choice(replace(status, seen_gdd=float("nan"), gdd=float("nan")), ["L1C"]) is None
 
 
 def test_an_early_run_naming_a_whole_season_model_says_the_in_season_model_exists(region, monkeypatch):
     """A model calibrated on the user's parcels replaced the in-season model for every run, and
     nothing said that early maps would come out better with it."""
-    from thermocrop.app.season_status import INSEASON_BUNDLE, INSEASON_GDD
+    from thermocrop.app.season_status import INSEASON_BUNDLE
 
     monkeypatch.setenv("THERMOCROP_THREADS", "1")
     models = MODEL.parent
-    early = datetime.date(2023, 1, 1) + datetime.timedelta(days=int(np.ceil(INSEASON_GDD / 7.0)) - 2)
-    late = early + datetime.timedelta(days=1)
+    early, late, _ = _around_switch()
     said = {}
     for name, day in (("default_fast.tcm", early), ("default_fast.tcm", late), (INSEASON_BUNDLE, early)):
         lines: list = []
