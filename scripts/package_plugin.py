@@ -5,9 +5,9 @@ The zip holds one folder, ``thermocrop/``, with what the plugin needs at run tim
 ``core``, ``plugin``, ``synth`` and ``training`` (modules are also named in strings, e.g. the dialogs' widget class
 path, and reached through ``importlib``, so following imports is not enough), ``pyproject.toml``
 (the installer reads its dependencies), the icons, styles and model bundles of ``resources/``,
-compiled translations (``i18n/*.qm``) and the documentation pages the plugin opens or names
-(plugin, install, accuracy; no images). Tests, benchmarks, other docs, scripts and caches stay
-out. Entries are written in a fixed order with fixed times, so the same tree gives the same
+compiled translations (``i18n/*.qm``), the documentation pages (``docs/*.md``: the plugin opens
+or names them, and they link to each other; no images), the model cards and the crop-code tables'
+README. Tests, benchmarks, scripts and caches stay out. Entries are written in a fixed order with fixed times, so the same tree gives the same
 bytes.
 
 The checks follow the QGIS plugin repository's upload validator (plugins.qgis.org) and the
@@ -53,8 +53,9 @@ NOT_SHIPPED_PACKAGES = ("tests", "benchmarks", "scripts")
 """Top-level folders of the checkout that are not part of the plugin, even where they hold Python."""
 RESOURCE_PATTERNS = ("pyproject.toml", "resources/icons/*.svg", "resources/icons/*.png", "resources/styles/*.qml",
                      "resources/models/*.tcm", "resources/classmaps/*.csv", "i18n/*.qm",
-                     # The pages the plugin opens (Processing help) or names in its messages; no images.
-                     "docs/plugin.md", "docs/install.md", "docs/accuracy.md")
+                     # The pages the plugin opens (Processing help) or names in its messages, and those
+                     # they link to (every page, text only); what the models and code tables are.
+                     "docs/*.md", "resources/models/MODEL_CARD*.md", "resources/classmaps/README.md")
 ZIP_TIME = (2020, 1, 1, 0, 0, 0)
 EMAIL_RE = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$")

@@ -8,6 +8,8 @@ import configparser
 import http.server
 import importlib.util
 import os
+import posixpath
+import re
 import subprocess
 import sys
 import threading
@@ -60,9 +62,21 @@ def test_zip_holds_only_what_the_plugin_runs_on(plugin_zip, tmp_path):
     assert modules <= set(inside), sorted(modules - set(inside))
     assert "pyproject.toml" in inside
     assert not any(n.endswith(".pyc") or "__pycache__" in n for n in inside)
-    # Of the docs only the pages the plugin opens or names in its messages.
-    assert sorted(n for n in inside if n.endswith(".md")) == ["docs/accuracy.md", "docs/install.md",
-                                                              "docs/plugin.md"]
+    # The doc pages, text only: the plugin opens or names them, and every link from one page to
+    # another (or to a model card or code table's README) finds its page in the zip.
+    pages = sorted(n for n in inside if n.startswith("docs/") and n.endswith(".md"))
+    assert pages == sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))
+    assert {"docs/plugin.md", "docs/in-season.md", "docs/calibration.md"} <= set(pages)
+    assert "resources/models/MODEL_CARD_INSEASON.md" in inside
+    archive = zipfile.ZipFile(plugin_zip)
+    linked = 0
+    for page in (n for n in inside if n.endswith(".md")):
+        text = archive.read(f"thermocrop/{page}").decode("utf-8")
+        for target in re.findall(r"\]\(([^)#:\s]+\.md)(?:#[^)]*)?\)", text):
+            resolved = posixpath.normpath(posixpath.join(posixpath.dirname(page), target))
+            assert resolved in inside, (page, target)
+            linked += 1
+    assert linked > 20, linked
     for needed in ("__init__.py", "metadata.txt", "LICENSE", "plugin/qgis_plugin.py", "plugin/provider.py",
                    "plugin/algorithms/accuracy_assessment.py", "core/accuracy.py", "core/model/networks.py",
                    "training/train.py", "resources/models/default.tcm", "resources/models/default_l2a.tcm",
@@ -74,7 +88,6 @@ def test_zip_holds_only_what_the_plugin_runs_on(plugin_zip, tmp_path):
     assert {"resources/classmaps/france.csv", "resources/classmaps/denmark.csv"} <= set(presets)
     assert set(presets) <= set(inside), sorted(set(presets) - set(inside))
     # Every module a packaged module imports relatively is packaged too.
-    archive = zipfile.ZipFile(plugin_zip)
     for name in (n for n in names if n.endswith(".py")):
         tree = ast.parse(archive.read(name).decode("utf-8"))
         package = name.split("/")[1:-1]
