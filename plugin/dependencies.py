@@ -410,12 +410,22 @@ def describe_missing(missing: Sequence[Requirement], folder: Optional[Path] = No
             lines.append(f"  - {req.module}: {req.system_hint}")
     pip_specs = list(dict.fromkeys(pip_specs))
     if pip_specs:
-        target = f" --target {folder}" if folder else ""
-        options = "".join(f" {o}" for o in pip_options(missing))
+        try:
+            python = python_executable()
+        except DependencyError:
+            python = "python3" if os.name != "nt" else "python"
+        words = [python, "-m", "pip", "install", *(["--target", str(folder)] if folder else []),
+                 *pip_options(missing), *pip_specs]
         lines.append(tr("Install them from the ThermoCrop dock ('Install missing packages'), or run with "
-                        "QGIS's Python: {command}").format(
-            command=f"python -m pip install{target}{options} {' '.join(pip_specs)}"))
+                        "QGIS's Python: {command}").format(command=command_line(words)))
     return "\n".join(lines)
+
+
+def command_line(words: Sequence[str]) -> str:
+    """``words`` as one line to paste into a shell (bash, cmd or PowerShell): a word holding
+    anything but letters, digits and ``_ . / : = @ + -`` (a space, ``>=``, ``<``, a comma) in double
+    quotes, which none of those shells reads as a redirection or a separator."""
+    return " ".join(w if re.fullmatch(r"[A-Za-z0-9_./:=@+-]+", w) else f'"{w}"' for w in words)
 
 
 # -- checking that the packages import ------------------------------------------------------------

@@ -11,6 +11,7 @@ import io
 import json
 import os
 import stat
+import subprocess
 import sys
 import threading
 import time
@@ -192,6 +193,25 @@ def test_requirements_per_platform():
     assert windows["xarray"].pip and not linux["xarray"].pip
     text = deps.describe_missing([windows["torch"], windows["rasterio"]])
     assert "torch (pip: torch==2.8.0)" in text and "setup.bat -q -k -P python3-rasterio" in text
+
+
+def test_the_install_command_pastes_into_a_shell(tmp_path):
+    """The command the message gives ran ``>=0.4`` and ``<24`` as redirections in a shell, and named
+    a ``python`` that Debian does not have: bash now runs it as words pip would be given."""
+    folder = tmp_path / "deps folder"
+    missing = [deps.Requirement("safetensors", "safetensors>=0.4"), deps.Requirement("pyarrow", "pyarrow>=14,<24")]
+    text = deps.describe_missing(missing, folder)
+    command = text.splitlines()[-1].split("QGIS's Python: ", 1)[1]
+    # Replace the interpreter by one that prints its arguments, one per line.
+    python, rest = command.split(" -m ", 1)
+    assert Path(python.strip('"')).name.startswith("python")
+    echo = tmp_path / "echo-args"
+    echo.write_text('#!/bin/sh\nfor a in "$@"; do echo "$a"; done\n')
+    echo.chmod(0o755)
+    out = subprocess.run(["bash", "-c", f"{echo} -m {rest}"], capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert out.stdout.splitlines() == ["-m", "pip", "install", "--target", str(folder), "safetensors>=0.4",
+                                       "pyarrow>=14,<24"]
+    assert not [p.name for p in tmp_path.iterdir() if p.name not in ("deps folder", "echo-args")]
 
 
 # -- pip -------------------------------------------------------------------------------------------
