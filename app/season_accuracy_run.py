@@ -14,7 +14,7 @@ import numpy as np
 
 from ..core.classify import bundle_thermal_time, scene_warnings
 from ..core.errors import DatasetError
-from ..core.model.bundle import shipped_model_choice
+from ..core.model.bundle import default_bundle_path, shipped_model_choice
 from ..core.parcels import labelled_names, load_parcels
 from ..core.pixel_sets import open_dataset
 from ..core.preflight import run_bundle
@@ -31,6 +31,7 @@ from .inputs import resolve_scenes, without_result_note
 from .requests import ExtractRequest, ScenesSpec, SeasonAccuracyRequest
 from .run_progress import RunProgress
 from .runs import require_features, run_extraction
+from .season_status import INSEASON_BUNDLE, INSEASON_GDD
 
 
 @dataclass
@@ -69,6 +70,7 @@ def run_season_accuracy(request: SeasonAccuracyRequest, progress: Optional[RunPr
     for warning in scene_warnings(bundle, scenes):
         progress.report(warning)
     model = Path(request.model).name if request.model else shipped_model_choice(sc.level for sc in scenes)[0].name
+    progress.report(f"Scoring {model} as of each acquisition" + _inseason_note(request.model, model))
     table = load_parcels(reference.source, id_field=reference.id_field, label_field=request.label_field,
                          class_map=request.class_map, block_field=None, selected_ids=reference.selected_ids)
     reference.check_selection(len(table))
@@ -108,3 +110,15 @@ def run_season_accuracy(request: SeasonAccuracyRequest, progress: Optional[RunPr
                                   title=f"{reference.describe()}: accuracy of {model} through the season "
                                         f"({accuracy.parcels} parcels)")
     return SeasonAccuracyRun(accuracy, paths, bundle, left_out, model)
+
+
+def _inseason_note(given: Any, model: str) -> str:
+    """Where no model was given and the shipped L1C model is scored: that a run as of a date early
+    in the season uses the in-season model instead, and where that is."""
+    shipped = default_bundle_path("L1C")
+    inseason = shipped.parent / INSEASON_BUNDLE
+    if given or model != shipped.name or not inseason.is_file():
+        return ""
+    return (f". A run as of a date whose last acquisition kept has fewer than {INSEASON_GDD:,.0f} GDD uses "
+            f"{INSEASON_BUNDLE} instead; give it as the model to score those runs: {inseason}")
+

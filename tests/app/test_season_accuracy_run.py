@@ -108,6 +108,21 @@ def test_a_model_of_another_level_than_the_scenes_is_said(tiny_region, tmp_path)
                                   app.RunProgress(report=reports.append))
     assert run.model == "default_fast.tcm"
     assert any("The model was trained on L1C scenes but these are L2A" in r for r in reports), reports
+    # The model scored is named; given by the user, it is scored without a word on the in-season model.
+    assert "Scoring default_fast.tcm as of each acquisition" in reports, reports
+
+
+def test_scoring_the_shipped_l1c_model_for_want_of_one_names_the_in_season_model():
+    """The command line and Processing scored default_fast.tcm without saying that runs as of a date
+    early in the season use inseason.tcm, nor where that is."""
+    from thermocrop.app.season_accuracy_run import _inseason_note
+    from thermocrop.core.model.bundle import default_bundle_path
+
+    note = _inseason_note(None, "default_fast.tcm")
+    assert "fewer than 2,000 GDD uses inseason.tcm" in note
+    assert note.endswith(str(default_bundle_path("L1C").parent / "inseason.tcm"))
+    assert _inseason_note("default_fast.tcm", "default_fast.tcm") == ""
+    assert _inseason_note(None, "default_fast_l2a.tcm") == ""
 
 
 def test_reference_parcels_without_a_result_are_said(tiny_region, tmp_path):
