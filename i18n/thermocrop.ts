@@ -369,32 +369,32 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="415"/>
+        <location filename="../plugin/dependencies.py" line="419"/>
         <source>Install them from the ThermoCrop dock (&apos;Install missing packages&apos;), or run with QGIS&apos;s Python: {command}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="458"/>
+        <location filename="../plugin/dependencies.py" line="468"/>
         <source>Could not check the packages with {python}: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="462"/>
+        <location filename="../plugin/dependencies.py" line="472"/>
         <source>Checking the packages with {python} stopped (exit code {code}): {output}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="472"/>
+        <location filename="../plugin/dependencies.py" line="482"/>
         <source>ThermoCrop could not check that its packages import: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="474"/>
+        <location filename="../plugin/dependencies.py" line="484"/>
         <source>These Python packages are installed but do not import (checked in a new Python process with QGIS&apos;s path):</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dependencies.py" line="478"/>
+        <location filename="../plugin/dependencies.py" line="488"/>
         <source>All ThermoCrop requirements are installed: {modules} import in a new Python process with QGIS&apos;s path. If this QGIS session still fails to import one, it loaded an older copy before they were installed: restart QGIS.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1636,27 +1636,27 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="564"/>
+        <location filename="../plugin/dock/input_widgets.py" line="565"/>
         <source>No model at {path}; choose a .tcm file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="569"/>
+        <location filename="../plugin/dock/input_widgets.py" line="570"/>
         <source>Model not available: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="572"/>
+        <location filename="../plugin/dock/input_widgets.py" line="573"/>
         <source>not recorded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="580"/>
+        <location filename="../plugin/dock/input_widgets.py" line="581"/>
         <source>shipped, for {level} scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="583"/>
+        <location filename="../plugin/dock/input_widgets.py" line="584"/>
         <source>leaves out each parcel&apos;s acquisitions before {gdd} GDD (its GDD floor)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1886,6 +1886,11 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="225"/>
+        <source>DECIDED_THRESHOLD is used only with DECIDED: no decision fields are written.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <location filename="../plugin/algorithms/search_catalog.py" line="108"/>
         <source>The parcel layer could not be read; check INPUT.</source>
         <translation type="unfinished"></translation>
@@ -1896,37 +1901,37 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="284"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="287"/>
         <source>Wrote {path}: {n} parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="289"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="292"/>
         <source>QGIS 3.22 cannot open a GeoParquet file; write a GeoPackage (.gpkg) or FlatGeobuf (.fgb) output to see the result in QGIS.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="298"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="301"/>
         <source>Model: {variant}, classes {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="302"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="305"/>
         <source>{n} parcels, {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="314"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="317"/>
         <source>Prediction sets for {coverage:g} % coverage: mean size {mean:.2f}, {several} parcels with more than one class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="356"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="359"/>
         <source>Fields {fields} of the input are replaced by the new values.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="360"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="363"/>
         <source>Field names as stored in this format: {names}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1936,7 +1941,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="413"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="416"/>
         <source>Style saved to {qml}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1982,7 +1987,12 @@
     </message>
     <message>
         <location filename="../plugin/algorithms/inseason_accuracy.py" line="158"/>
-        <source>{name}: F1 at {share} % of its whole-season value from {gdd:.0f} GDD</source>
+        <source>{name}: F1 first reaches {share} % of its whole-season value at {gdd:.0f} GDD</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/algorithms/inseason_accuracy.py" line="161"/>
+        <source>{name}: never right on the whole season (F1 0)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -2492,7 +2502,7 @@
     </message>
     <message>
         <location filename="algorithm_strings.py" line="82"/>
-        <source>Model bundle (.tcm). Leave empty for the model shipped for the scenes&apos; processing level: default_fast_l2a.tcm for L2A scenes (every catalogue&apos;s), default_fast.tcm for L1C or mixed ones; with an as-of date before 2,000 GDD (about mid-July in central Europe) and L1C scenes, the in-season model inseason.tcm. The ensembles they were distilled from, default_l2a.tcm and default.tcm, are beside them in resources/models.</source>
+        <source>Model bundle (.tcm). Leave empty for the model shipped for the scenes&apos; processing level: default_fast_l2a.tcm for L2A scenes (every catalogue&apos;s), default_fast.tcm for L1C or mixed ones; as of a date whose last scene kept has fewer than 2,000 GDD (about mid-July in central Europe), on L1C scenes, the in-season model inseason.tcm. The ensembles they were distilled from, default_l2a.tcm and default.tcm, are beside them in resources/models.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -2537,7 +2547,7 @@
     </message>
     <message>
         <location filename="algorithm_strings.py" line="91"/>
-        <source>The confidence (calibrated where the model carries a calibration) a decided label keeps up to the last acquisition.</source>
+        <source>The confidence (calibrated where the model carries a calibration) a decided label keeps up to the last acquisition, from 0 to 1. Used with DECIDED.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>

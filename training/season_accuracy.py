@@ -58,6 +58,11 @@ class SeasonAccuracy:
             out[name] = float(self.gdd[first])
         return out
 
+    def never_right(self) -> list[str]:
+        """The classes with reference parcels whose whole-season F1 is 0: none of their parcels was
+        named right (``reached`` gives them no GDD, as it gives none to classes without parcels)."""
+        return [name for k, name in enumerate(self.classes) if self.f1[-1, k] == 0]
+
     def overall_reached(self, share: float = REACHED_SHARE) -> Optional[int]:
         """The index of the first acquisition whose OA reaches ``share`` of the whole season's;
         None where the whole-season OA is 0."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 
 from ... import app
 from ...app import ClassificationOutput, ClassifyRequest, ParcelsSpec, ResultFields
@@ -58,8 +59,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--as-of", type=date, metavar="YYYY-MM-DD",
                         help="classify as of this date: scenes acquired after it are left out, and the season's "
                              "status on it (acquisitions, GDD) is reported (default: every scene); without "
-                             "--model, on L1C scenes, a date with fewer than 2,000 GDD is classified by the "
-                             "shipped in-season model inseason.tcm")
+                             "--model, on L1C scenes, a date whose last scene kept has fewer than 2,000 GDD is "
+                             "classified by the shipped in-season model inseason.tcm")
     parser.add_argument("--decided", action="store_true",
                         help="also write when each label was decided: crop_decided (the acquisition from which it no "
                              "longer changes and keeps its confidence) and crop_decided_gdd (the parcel's GDD then)")
@@ -79,6 +80,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.decided_threshold != DEFAULT_DECIDED_THRESHOLD and not args.decided:
+        logging.getLogger("thermocrop.classify").warning("--decided-threshold is used only with --decided: no decision fields are written")
     weather = weather_of(args)
     request = ClassifyRequest(
         parcels=ParcelsSpec(args.parcels, id_field=args.id_field), scenes=scenes_spec(args), weather=weather,

@@ -128,8 +128,11 @@ def run(args: argparse.Namespace) -> int:
     for t, day in enumerate(accuracy.dates):
         print(f"{str(day):<12}{accuracy.gdd[t]:>8.0f}{accuracy.overall_accuracy[t]:>8.3f}{accuracy.macro_f1[t]:>10.3f}")
     print(f"GDD at which each class's F1 first reaches {100 * REACHED_SHARE:.0f} % of its whole-season F1:")
+    never = accuracy.never_right()
     for name, gdd in accuracy.reached().items():
         if gdd is not None:
             print(f"  {name}: {gdd:.0f}")
+        elif name in never:
+            print(f"  {name}: never right on the whole season (F1 0)")
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0

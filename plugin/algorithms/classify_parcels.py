@@ -106,8 +106,8 @@ class ClassifyParcels(ThermoCropAlgorithm):
                    "(date,tmin,tmax) covering the season; or leave it empty and choose a weather service below.",
         "MODEL": "Model bundle (.tcm). Leave empty for the model shipped for the scenes' processing level: "
                  "default_fast_l2a.tcm for L2A scenes (every catalogue's), default_fast.tcm for L1C or mixed "
-                 "ones; with an as-of date before 2,000 GDD (about mid-July in central Europe) and L1C scenes, the "
-                 "in-season model inseason.tcm. The ensembles they were distilled from, default_l2a.tcm and "
+                 "ones; as of a date whose last scene kept has fewer than 2,000 GDD (about mid-July in central "
+                 "Europe), on L1C scenes, the in-season model inseason.tcm. The ensembles they were distilled from, default_l2a.tcm and "
                  "default.tcm, are beside them in resources/models.",
         "LABEL_FIELD": "Name of the output field with the predicted class.",
         "CONFIDENCE_FIELD": "Name of the output field with the predicted class's probability (0-1).",
@@ -125,7 +125,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
         "DECIDED": "Also write crop_decided (the acquisition from which the label no longer changes and keeps the "
                    "confidence below, as YYYY-MM-DD text) and crop_decided_gdd (the parcel's GDD then).",
         "DECIDED_THRESHOLD": "The confidence (calibrated where the model carries a calibration) a decided label "
-                             "keeps up to the last acquisition.",
+                             "keeps up to the last acquisition, from 0 to 1. Used with DECIDED.",
         **CLUSTER_HELP,
         "OUTPUT": "Classified parcels, styled by class; the style is saved beside file outputs.",
     }
@@ -220,6 +220,9 @@ class ClassifyParcels(ThermoCropAlgorithm):
 
     def processAlgorithm(self, parameters, context, feedback):  # noqa: N802
         self.acknowledge_cancel(feedback)
+        if (not self.parameterAsBoolean(parameters, self.DECIDED, context)
+                and self.parameterAsDouble(parameters, self.DECIDED_THRESHOLD, context) != DEFAULT_DECIDED_THRESHOLD):
+            feedback.pushWarning(tr("DECIDED_THRESHOLD is used only with DECIDED: no decision fields are written."))
         parquet = self.geoparquet_input(parameters, context)
         if parquet is not None:
             return self._classify_file(parquet, parameters, context, feedback)

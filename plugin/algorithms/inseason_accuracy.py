@@ -155,8 +155,10 @@ class InSeasonAccuracy(ThermoCropAlgorithm):
                 share=round(100 * REACHED_SHARE), date=str(accuracy.dates[first]), gdd=float(accuracy.gdd[first])))
         for name, gdd in accuracy.reached().items():
             if gdd is not None:
-                feedback.pushInfo(tr("{name}: F1 at {share} % of its whole-season value from {gdd:.0f} GDD").format(
-                    name=name, share=round(100 * REACHED_SHARE), gdd=gdd))
+                feedback.pushInfo(tr("{name}: F1 first reaches {share} % of its whole-season value at {gdd:.0f} "
+                                     "GDD").format(name=name, share=round(100 * REACHED_SHARE), gdd=gdd))
+            elif name in accuracy.never_right():
+                feedback.pushInfo(tr("{name}: never right on the whole season (F1 0)").format(name=name))
         paths = run.paths
         return {self.OUTPUT: request.out, self.TABLE: str(paths["table"]), self.CLASSES: str(paths["classes"]),
                 self.FIGURE: str(paths["figure"]), self.OVERALL_ACCURACY: overall, self.PARCELS: accuracy.parcels}

@@ -278,6 +278,39 @@ def test_season_accuracy_doors_build_one_request(provider, spy, tiny_region, tmp
     assert same[0] == same[1] == same[2]
 
 
+def test_a_decided_threshold_without_decided_is_said(provider, spy, tiny_region, tmp_path, caplog):
+    """A threshold given without asking for decisions was accepted without a word and wrote no
+    decision fields, on the command line and in the Toolbox."""
+    import processing
+    from qgis.core import QgsProcessingContext, QgsProcessingException, QgsProcessingFeedback
+
+    from thermocrop.cli.commands import classify_command
+    from thermocrop.cli.main import main
+    from thermocrop.plugin.algorithms import classify_parcels
+
+    requests = spy("run_classification", classify_command, classify_parcels)
+    parcels, scenes, weather = tiny_region / "parcels.gpkg", tiny_region / "scenes", tiny_region / "weather.nc"
+    with caplog.at_level("WARNING"):
+        assert main(["classify", "--parcels", str(parcels), "--scenes", str(scenes), "--weather", str(weather),
+                     "--model", str(MODEL), "--out", str(tmp_path / "cli.gpkg"), "--decided-threshold", "0.7"]) != 0
+    assert "--decided-threshold is used only with --decided" in caplog.text
+
+    class Warnings(QgsProcessingFeedback):
+        said: list = []
+
+        def pushWarning(self, text):  # noqa: N802
+            self.said.append(text)
+
+    feedback = Warnings()
+    with pytest.raises(QgsProcessingException, match="called"):
+        processing.run("thermocrop:classifyparcels", {"INPUT": str(parcels), "SCENE_FOLDER": str(scenes),
+                                                      "WEATHER": str(weather), "MODEL": str(MODEL),
+                                                      "DECIDED_THRESHOLD": 0.7, "OUTPUT": str(tmp_path / "tb.gpkg")},
+                       context=QgsProcessingContext(), feedback=feedback)
+    assert any("DECIDED_THRESHOLD is used only with DECIDED" in w for w in feedback.said), feedback.said
+    assert [r.fields.decided for r in requests] == [None, None]
+
+
 def test_classification_as_of_a_date_and_decided_labels_reach_every_door(provider, spy, tiny_region, tmp_path):
     import datetime
 

@@ -103,6 +103,17 @@ def test_overall_reached_is_the_first_acquisition_at_90_percent_of_the_season():
     assert season([0.0, 0.0]).overall_reached() is None
 
 
+def test_classes_never_right_are_named_not_left_out():
+    """A class none of whose parcels was named right had no line in the per-class list of the
+    command line and the Toolbox, as if it were absent."""
+    f1 = np.array([[0.2, 0.0, np.nan], [0.6, 0.0, np.nan]])  # corn reaches, wheat never right, rye absent
+    season = SeasonAccuracy(dates=np.datetime64("2020-04-01") + np.arange(2), gdd=np.array([500.0, 900.0]),
+                            overall_accuracy=np.array([0.3, 0.5]), macro_f1=np.array([0.1, 0.3]), f1=f1,
+                            classes=("corn", "wheat", "rye"), parcels=10)
+    assert season.reached() == {"corn": 900.0, "wheat": None, "rye": None}
+    assert season.never_right() == ["wheat"]
+
+
 def test_without_a_model_the_datasets_level_picks_the_shipped_model(tmp_path, caplog):
     from thermocrop.core.model.bundle import default_bundle_path, load_bundle
 
