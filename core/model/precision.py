@@ -18,6 +18,8 @@ for every prediction of the process.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import logging
 import os
 import time
@@ -228,11 +230,93 @@ def trial_batch(in_channels: int, parcels: int = 64, dates: int = 12, pixels: in
     return x, mask, torch.ones(parcels, dates, dtype=torch.bool), days, gdd
 
 
-def prediction_model(folded: nn.Module, requested: Optional[str] = None) -> tuple[nn.Module, PrecisionChoice]:
+def prediction_model(folded: nn.Module, requested: Optional[str] = None,
+                     flags: Optional[Iterable[str]] = None) -> tuple[nn.Module, PrecisionChoice]:
     """The folded eval model ``folded`` in the precision chosen for this CPU (``choose_precision``,
     timed on a ``trial_batch`` where the CPU has a native lower precision), and the choice,
-    logged once."""
+    logged once.
+
+    A choice that took timing is remembered for this machine, model and thread count in
+    ``PRECISION_MEMORY`` under the cache folder (``$THERMOCROP_CACHE``, else ``~/.cache/thermocrop``)
+    and taken from there by later runs: timed on a busy machine, the same run could otherwise come
+    out in fp32 one time and bf16 the next, and a confidence near a threshold (``crop_decided``)
+    differ between two identical runs. Delete the file to time again.
+    """
+    flags = cpu_flags() if flags is None else frozenset(flags)
     in_channels = next(m for m in folded.modules() if isinstance(m, CropClassifier)).config.in_channels
-    choice = choose_precision(requested, timing=time_precisions(folded, trial_batch(in_channels)))
+    key = _machine_key(folded, flags)
+    memory = _memory_path()
+    if requested_precision(requested) == "auto":
+        remembered = _recall(memory, key)
+        if remembered is not None:
+            choice = PrecisionChoice(remembered, f"timed on this machine before ({memory}; delete it to time again)")
+            log_choice(choice)
+            return to_precision(folded, choice.precision), choice
+    timed = []
+
+    def timing(names: tuple[str, ...]) -> dict[str, float]:
+        timed.append(names)
+        return time_precisions(folded, trial_batch(in_channels))(names)
+
+    choice = choose_precision(requested, flags=flags, timing=timing)
+    if timed:
+        _remember(memory, key, choice.precision)
     log_choice(choice)
     return to_precision(folded, choice.precision), choice
+
+
+PRECISION_MEMORY = "precision.json"
+"""The file, in the cache folder, of the precisions ``auto`` chose by timing, per machine and model."""
+
+MEMORY_ENTRIES = 64
+"""The most choices the file keeps (the newest)."""
+
+
+def _memory_path():
+    from ..scenes.remote import default_cache_dir
+
+    return default_cache_dir() / PRECISION_MEMORY
+
+
+def _machine_key(folded: nn.Module, flags: frozenset) -> str:
+    """What the timing depends on: the CPU (its name and flags), torch, the threads and the model's
+    layer shapes."""
+    model_name = ""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            model_name = next((line.partition(":")[2].strip() for line in fh if line.startswith("model name")), "")
+    except OSError:
+        pass
+    shapes = ";".join(f"{name}:{tuple(p.shape)}" for name, p in folded.named_parameters())
+    text = "|".join([model_name, " ".join(sorted(flags)), torch.__version__, str(torch.get_num_threads()), shapes])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def _recall(path, key: str) -> Optional[str]:
+    """The precision remembered for ``key``; None where there is none, or the file is unreadable or
+    holds anything but a precision ``auto`` could choose."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8")).get(key)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if value in ("fp32",) + AUTOMATIC else None
+
+
+def _remember(path, key: str, precision: str) -> None:
+    """Add ``key``'s choice to the file (written whole to a temporary file, then moved over it);
+    a folder that cannot be written is logged at debug level and changes nothing."""
+    try:
+        known = json.loads(path.read_text(encoding="utf-8"))
+        known = {k: v for k, v in known.items() if isinstance(v, str)} if isinstance(known, dict) else {}
+    except (OSError, ValueError):
+        known = {}
+    known.pop(key, None)
+    known[key] = precision
+    known = dict(list(known.items())[-MEMORY_ENTRIES:])
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(known, indent=0), encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as exc:
+        log.debug("The precision chosen could not be remembered in %s: %s", path, exc)

@@ -186,3 +186,53 @@ def test_to_precision_leaves_the_folded_model_and_takes_only_folded_ones(random_
     assert to_precision(folded, "fp32") is folded
     with pytest.raises(ValueError, match="folded"):
         to_precision(model, "int8")
+
+
+def test_a_timed_choice_is_remembered_for_the_machine_and_model(monkeypatch, tmp_path):
+    """Timed on a busy machine, identical runs came out in fp32 one time and bf16 the next, and a
+    confidence near the decision threshold with them: the first timing now holds for later runs."""
+    import json
+
+    from thermocrop.core.model import precision
+
+    monkeypatch.setenv(PRECISION_ENV, "auto")
+    monkeypatch.setenv("THERMOCROP_CACHE", str(tmp_path / "cache"))
+    folded = fast_inference_model(load_bundle(default_bundle_path("L1C")).model)
+    timings = iter([{"fp32": 1.0, "bf16": 0.5}, {"fp32": 1.0, "bf16": 2.0}])
+    calls = []
+
+    def fake(model, batch, rounds=3):
+        def timing(names):
+            calls.append(names)
+            return next(timings)
+        return timing
+
+    monkeypatch.setattr(precision, "time_precisions", fake)
+    native = {"avx2", "avx512_bf16"}
+    _, first = precision.prediction_model(folded, flags=native)
+    assert first.precision == "bf16" and "timed on this CPU" in first.reason and len(calls) == 1
+    memory = tmp_path / "cache" / precision.PRECISION_MEMORY
+    assert list(json.loads(memory.read_text()).values()) == ["bf16"]
+    # The next run takes the remembered choice without timing (the second timing would say fp32).
+    _, again = precision.prediction_model(folded, flags=native)
+    assert again.precision == "bf16" and "before" in again.reason and str(memory) in again.reason
+    assert len(calls) == 1
+    # Another thread count is another key: timed again, and both kept.
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 7)
+    _, other = precision.prediction_model(folded, flags=native)
+    assert other.precision == "fp32" and len(calls) == 2
+    assert sorted(json.loads(memory.read_text()).values()) == ["bf16", "fp32"]
+    # A value asked for is never remembered nor replaced; without native bf16 nothing is timed.
+    assert precision.prediction_model(folded, "bf16", flags=native)[1].reason == "asked for"
+    assert precision.prediction_model(folded, flags={"avx2"})[1].precision == "fp32" and len(calls) == 2
+    # A file that holds anything but a choice auto could make is not trusted: timed again, rewritten.
+    for bad in ("not json", json.dumps(["bf16"]), json.dumps({k: "int8" for k in json.loads(memory.read_text())})):
+        memory.write_text(bad)
+        timings = iter([{"fp32": 1.0, "bf16": 0.5}])
+        _, choice = precision.prediction_model(folded, flags=native)
+        assert choice.precision == "bf16" and "timed on this CPU" in choice.reason
+        assert "bf16" in json.loads(memory.read_text()).values()
+    # A cache folder that cannot be written changes nothing but the memory.
+    monkeypatch.setenv("THERMOCROP_CACHE", str(memory / "not-a-folder"))
+    timings = iter([{"fp32": 1.0, "bf16": 0.5}])
+    assert precision.prediction_model(folded, flags=native)[1].precision == "bf16"
