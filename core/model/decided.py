@@ -22,7 +22,7 @@ import torch
 
 from ..progress import Progress
 from .prefixes import decode_prefixes, prefix_pools
-from .season_floor import at_or_above_floor, gdd_floor
+from .season_floor import at_or_above_floor, gdd_floor, say_floor
 
 __all__ = ["decide", "suffix_decisions", "earliest_holding"]
 
@@ -64,6 +64,8 @@ def decide(model: Any, ps: Any, threshold: float, batch_size: int = 256,
     probabilities, index = suffix_decisions(model, replace(ps, date_mask=above), threshold, batch_size=batch_size,
                                             progress=late_part)
     has_above = above.any(axis=1)
+    path = getattr(model, "path", None)
+    say_floor(path.name if path else "the model", floor, bool(below[has_above].any()))
     first_above = np.where(has_above, above.argmax(axis=1), -1)
     need = below.any(axis=1) & (~has_above | (index == first_above))
     if need.any():

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # the plugin reads FLOOR_LIMITS at start-up: nothing more is 
 log = logging.getLogger(__name__)
 
 __all__ = ["FLOOR_LIMITS", "gdd_floor", "floor_range_problem", "at_or_above_floor", "floor_date_mask",
-           "floored_pixel_sets", "floored_prefixes"]
+           "floored_pixel_sets", "floored_prefixes", "say_floor"]
 
 FLOOR_LIMITS = (0.0, 3000.0)
 """The floors a bundle may carry (GDD): none up to about the whole of a temperate season."""
@@ -73,17 +73,22 @@ def floor_date_mask(date_mask: np.ndarray, gdd: np.ndarray, floor: float) -> np.
 _LOGGED: set[tuple[str, float]] = set()
 
 
-def floored_pixel_sets(ps: PixelSets, floor: float, name: str = "the model") -> PixelSets:
-    """``ps`` with :func:`floor_date_mask` as its date mask (the arrays shared, not copied). The
-    first time a model (``name``) leaves acquisitions out in a process, the log says so once
-    (a run predicts batch by batch)."""
-    if floor <= 0:
-        return ps
-    mask = floor_date_mask(ps.date_mask, ps.gdd, floor)
-    if (name, floor) not in _LOGGED and (np.asarray(ps.date_mask, dtype=bool) & ~mask).any():
+def say_floor(name: str, floor: float, leaves_out: bool) -> None:
+    """The first time a model (``name``) leaves acquisitions out (``leaves_out``) in a process, say
+    so in the log, once (a run predicts batch by batch, and by more than one path)."""
+    if leaves_out and (name, floor) not in _LOGGED:
         _LOGGED.add((name, floor))
         log.info("%s leaves out each parcel's acquisitions before %s GDD where the parcel has one from then on "
                  "(its GDD floor; docs/in-season.md)", name, f"{floor:,.0f}")
+
+
+def floored_pixel_sets(ps: PixelSets, floor: float, name: str = "the model") -> PixelSets:
+    """``ps`` with :func:`floor_date_mask` as its date mask (the arrays shared, not copied), said
+    in the log (:func:`say_floor`)."""
+    if floor <= 0:
+        return ps
+    mask = floor_date_mask(ps.date_mask, ps.gdd, floor)
+    say_floor(name, floor, bool((np.asarray(ps.date_mask, dtype=bool) & ~mask).any()))
     return replace(ps, date_mask=mask)
 
 

@@ -291,3 +291,22 @@ def test_a_run_with_a_gdd_floor_says_so_once(caplog):
             bundle.predict(ps.subset(np.arange(start, min(start + 5, len(ps)))))
     said = [m for m in caplog.messages if "GDD floor" in m]
     assert len(said) == 1 and "before 420 GDD" in said[0]
+
+
+def test_a_run_with_a_gdd_floor_says_so_once_when_it_decides_too(caplog):
+    """A run with decisions (crop_decided) left out the same acquisitions without a word: the
+    floor's line came only from a plain prediction."""
+    ps = _pixel_sets(seed=16)
+    bundle = with_gdd_floor(_bundle(ps, "tpe_sinusoidal"), 430.0)
+    with caplog.at_level("INFO", logger="thermocrop.core.model.season_floor"):
+        decide(bundle, ps, 0.5)
+        decide(bundle, ps, 0.5)
+    said = [m for m in caplog.messages if "GDD floor" in m]
+    assert len(said) == 1 and "before 430 GDD" in said[0]
+    # Where no parcel has an acquisition below the floor and one above it, nothing is left out.
+    caplog.clear()
+    high = with_gdd_floor(_bundle(ps, "tpe_sinusoidal"), 2900.0)
+    assert (ps.gdd < 2900.0).all()
+    with caplog.at_level("INFO", logger="thermocrop.core.model.season_floor"):
+        decide(high, ps, 0.5)
+    assert not [m for m in caplog.messages if "GDD floor" in m]
