@@ -674,6 +674,9 @@ def staged_file(path: PathLike, *, overwrite: bool = True, what: str = "output",
             tmp.write_text(text)
     """
     target = Path(path)
+    if not overwrite and os.path.lexists(target):  # there before this run: not a race (``_appeared``)
+        raise OutputError(f"The {what} {target} already exists; it was left as it is and nothing was written. "
+                          "Choose another output, or allow replacing it.")
     with Staging(target) as staging:
         try:
             yield staging.path

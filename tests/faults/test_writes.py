@@ -278,6 +278,26 @@ def test_the_final_step_refuses_an_output_that_appeared_meanwhile(files, tmp_pat
     assert _hidden(tmp_path) == []
 
 
+
+def test_a_file_there_before_the_run_is_said_to_exist_not_to_have_appeared(tmp_path):
+    """Writing a bundle without replacing onto a file that was there from the start said it
+    'appeared while this run was writing it'; a file that does appear meanwhile still says so."""
+    from thermocrop.core.errors import OutputError
+    from thermocrop.core.io.output import staged_file, write_bytes
+
+    there = tmp_path / "there.tcm"
+    there.write_bytes(b"the user's bundle")
+    with pytest.raises(OutputError, match="model bundle .*there.tcm already exists; it was left as it is"):
+        write_bytes(there, b"new", overwrite=False, what="model bundle")
+    assert there.read_bytes() == b"the user's bundle" and _hidden(tmp_path) == []
+    late = tmp_path / "late.tcm"
+    with pytest.raises(OutputError, match="appeared while this run was writing"):
+        with staged_file(late, overwrite=False) as tmp:
+            tmp.write_bytes(b"mine")
+            late.write_bytes(b"another run's")
+    assert late.read_bytes() == b"another run's" and _hidden(tmp_path) == []
+    assert write_bytes(there, b"new", what="model bundle").read_bytes() == b"new"  # replacing, when allowed
+
 # -- 4. multi-layer GeoPackages ---------------------------------------------------------------
 
 def test_writing_a_layer_leaves_the_other_layers_alone(files, tmp_path):
