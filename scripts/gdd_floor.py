@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from thermocrop.core.errors import ThermoCropError
 from thermocrop.core.model.bundle import load_bundle, save_bundle, with_gdd_floor
 from thermocrop.training.realdata import bavaria_dataset, bavaria_halves
 from thermocrop.training.season_accuracy import accuracy_through_season
@@ -74,8 +75,11 @@ def main() -> int:
         parser.error("set needs one MODEL, --floor and --out")
     if args.out.resolve() == Path(args.models[0]).resolve():
         parser.error("--out must not be the model given")
-    bundle = with_gdd_floor(load_bundle(args.models[0]), args.floor)
-    save_bundle(args.out, bundle.model, bundle.config, overwrite=False)
+    try:
+        bundle = with_gdd_floor(load_bundle(args.models[0]), args.floor)
+        save_bundle(args.out, bundle.model, bundle.config, overwrite=False)
+    except ThermoCropError as exc:  # a model that cannot be read, a floor out of range, an existing --out
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
     print(f"{args.out}: {Path(args.models[0]).name} with a GDD floor of {args.floor:g}")
     return 0
 
