@@ -47,6 +47,14 @@ def python_value(value):
     return value
 
 
+def copied_field_names(layer) -> list:
+    """The fields of ``layer`` a new layer file copies: all but its provider's key (a GeoPackage's
+    ``fid``), which the new file numbers itself; copied as a plain field, it made the file's own
+    key ``fid_1`` and gave the dock's file a column the command line's has not."""
+    key = set(layer.primaryKeyAttributes())
+    return [field.name() for i, field in enumerate(layer.fields()) if i not in key]
+
+
 def features_to_frame(features: Iterable[QgsFeature], crs: QgsCoordinateReferenceSystem,
                       label_field: Optional[str] = None, attributes: Optional[Sequence[str]] = None,
                       block_field: Optional[str] = None):

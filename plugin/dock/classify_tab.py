@@ -48,6 +48,7 @@ from ..layer_writer import (
     unique_layer_name,
     write_result_to_layer,
 )
+from ..layers import copied_field_names
 from ..staged_sinks import layer_file
 from ..styles import (
     UNCLASSIFIED_COLOUR,
@@ -278,7 +279,7 @@ class ClassifyPanel(QObject):
             return None
         selected = list(layer.selectedFeatureIds()) if form.selected_only else None
         snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(),
-                                 layer.fields().names(), selected)
+                                 copied_field_names(layer), selected)
         # Catalogue items are read by the task: without a model of the user's, the shipped model of
         # their processing level is chosen there, once they are opened. As of a date, the run
         # chooses it too (early in the season, the in-season model: app.season_status).

@@ -30,6 +30,7 @@ from ...core.crops import colour_list
 from ..accuracy_layer import guess_fields
 from ..i18n import tr
 from ..layer_writer import layer_alive
+from ..layers import copied_field_names
 from ..styles import class_label
 from ..task import ExplainTask, LayerSnapshot
 from .classify_tab import ClassifyPanel
@@ -102,7 +103,7 @@ class ExplainPanel(QWidget):
             return None
         inputs = self.classify.inputs
         snapshot = LayerSnapshot(QgsVectorLayerFeatureSource(layer), layer.crs(), layer.name(),
-                                 layer.fields().names())
+                                 copied_field_names(layer))
         # The last run's model, and its date: after a run as of a date, the scenes up to it.
         last = self.classify.last_bundle is not None
         bundle = self.classify.last_bundle if last else (inputs.model.filePath() or None)

@@ -101,8 +101,15 @@ def test_run_writes_a_new_styled_layer_file_by_default(dock, parcels_layer, tiny
     got = {str(f["parcel_id"]): (_text(f["crop_pred"]), f["crop_status"]) for f in reopened.getFeatures()}
     assert got == {pid: (label or None, status) for pid, label, status in zip(core.parcel_ids, core.labels,
                                                                                core.status)}
-    # Every attribute of the input is kept.
+    # Every attribute of the input is kept; the GeoPackage's key stays the new file's key, as in
+    # the command line's file, not a plain column beside a key of its own (fid_1).
     assert set(fields_before) <= set(reopened.fields().names())
+    import sqlite3
+
+    with sqlite3.connect(out_path) as db:
+        (table,), = db.execute("SELECT table_name FROM gpkg_contents WHERE data_type = 'features'").fetchall()
+        columns = {row[1]: row[5] for row in db.execute(f'PRAGMA table_info("{table}")')}  # name -> primary key
+    assert [name for name, key in columns.items() if key] == ["fid"] and "fid_1" not in columns, columns
     counts = core.counts()
     assert all(f"{k}: {v}" in dock.counts_text().splitlines() for k, v in counts.items())
     assert "Classified" in dock.message.text() and out_path.name in dock.message.text()
