@@ -74,12 +74,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="107"/>
+        <location filename="../plugin/season_panel.py" line="112"/>
         <source>Choose the layer with the reference parcels on this tab.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="109"/>
+        <location filename="../plugin/season_panel.py" line="114"/>
         <source>Choose the reference class field of {layer}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -496,37 +496,37 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layers.py" line="147"/>
+        <location filename="../plugin/layers.py" line="155"/>
         <source>a {provider} web or database layer, not a file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layers.py" line="150"/>
+        <location filename="../plugin/layers.py" line="158"/>
         <source>not a local file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layers.py" line="178"/>
+        <location filename="../plugin/layers.py" line="186"/>
         <source>cannot be read: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layers.py" line="183"/>
+        <location filename="../plugin/layers.py" line="191"/>
         <source>holds only {bands}: tick it together with the product&apos;s other band files</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layers.py" line="186"/>
+        <location filename="../plugin/layers.py" line="194"/>
         <source>{count} bands without band names: {problem}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layers.py" line="189"/>
+        <location filename="../plugin/layers.py" line="197"/>
         <source>a scene classification (SCL) file; it is read with its scene</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/layers.py" line="190"/>
+        <location filename="../plugin/layers.py" line="198"/>
         <source>{count} band(s), none of them a Sentinel-2 band (a DEM or another raster?)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -586,42 +586,47 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="151"/>
+        <location filename="../plugin/season_panel.py" line="157"/>
         <source>Scoring the reference parcels of {layer} as of each acquisition …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="160"/>
+        <location filename="../plugin/season_panel.py" line="166"/>
         <source>In-season accuracy cancelled; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="165"/>
+        <location filename="../plugin/season_panel.py" line="171"/>
         <source>In-season accuracy failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="170"/>
+        <location filename="../plugin/season_panel.py" line="176"/>
         <source>Only the {n} selected features were scored; clear the selection to score every reference parcel.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="195"/>
+        <location filename="../plugin/season_panel.py" line="192"/>
+        <source>Open the figure full size</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/season_panel.py" line="205"/>
         <source>{model} on {n} reference parcels, {t} acquisitions: whole-season overall accuracy {oa:.1%}, macro F1 {f1:.3f}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="200"/>
+        <location filename="../plugin/season_panel.py" line="210"/>
         <source>It first reaches {share} % of that on {date} ({gdd:.0f} GDD).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="206"/>
+        <location filename="../plugin/season_panel.py" line="216"/>
         <source>A run as of a date before {gdd:,.0f} GDD uses {inseason} instead; choose it as the model to score it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/season_panel.py" line="208"/>
+        <location filename="../plugin/season_panel.py" line="218"/>
         <source>Tables and figure in {folder}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -926,12 +931,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="110"/>
+        <location filename="../plugin/dock/classify_tab.py" line="111"/>
         <source>Parcels per class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="115"/>
+        <location filename="../plugin/dock/classify_tab.py" line="116"/>
         <source>Class</source>
         <translation type="unfinished"></translation>
     </message>
@@ -941,102 +946,102 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="115"/>
+        <location filename="../plugin/dock/classify_tab.py" line="116"/>
         <source>Share</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="120"/>
+        <location filename="../plugin/dock/classify_tab.py" line="121"/>
         <source>colour by class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="120"/>
+        <location filename="../plugin/dock/classify_tab.py" line="121"/>
         <source>colour by confidence</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="121"/>
+        <location filename="../plugin/dock/classify_tab.py" line="122"/>
         <source>The result layer&apos;s style: class colours, or confidence from purple (unsure) to yellow (sure)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="125"/>
+        <location filename="../plugin/dock/classify_tab.py" line="126"/>
         <source>only below</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="126"/>
+        <location filename="../plugin/dock/classify_tab.py" line="127"/>
         <source>Show only the parcels whose confidence is below the threshold (a filter on the result layer; untick to show all)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="141"/>
+        <location filename="../plugin/dock/classify_tab.py" line="142"/>
         <source>only sets of several classes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="142"/>
+        <location filename="../plugin/dock/classify_tab.py" line="143"/>
         <source>Show only the parcels whose prediction set holds more than one class (crop_set_size above 1: the label is in doubt at the chosen coverage)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="146"/>
+        <location filename="../plugin/dock/classify_tab.py" line="147"/>
         <source>Field-visit list…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="147"/>
+        <location filename="../plugin/dock/classify_tab.py" line="148"/>
         <source>Write the parcels in doubt (a set of several classes, or a confidence below the threshold when &apos;only below&apos; is ticked), most doubtful first, as a CSV with a point in each parcel, and add it to the project as a layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="219"/>
+        <location filename="../plugin/dock/classify_tab.py" line="220"/>
         <source>The scene {path} does not exist; untick it or add it again.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="222"/>
+        <location filename="../plugin/dock/classify_tab.py" line="223"/>
         <source>Checking the inputs …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="240"/>
+        <location filename="../plugin/dock/classify_tab.py" line="241"/>
         <source>Cannot write the prediction sets into {layer}: {problems}. Untick &apos;Prediction sets&apos; or write a new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="277"/>
+        <location filename="../plugin/dock/classify_tab.py" line="278"/>
         <source>Not started: {reason}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="260"/>
+        <location filename="../plugin/dock/classify_tab.py" line="261"/>
         <source>Not started: {path} exists and is not to be replaced.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="271"/>
+        <location filename="../plugin/dock/classify_tab.py" line="272"/>
         <source>Not started: the fields exist and are not to be overwritten.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="355"/>
+        <location filename="../plugin/dock/classify_tab.py" line="356"/>
         <source>Fetching the daily temperatures of {layer}'s parcels from {service} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="422"/>
+        <location filename="../plugin/dock/classify_tab.py" line="423"/>
         <source>The parcel layer was removed while classifying; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="425"/>
+        <location filename="../plugin/dock/classify_tab.py" line="426"/>
         <source>Cancelled; nothing was written and the layer was not changed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="371"/>
+        <location filename="../plugin/dock/classify_tab.py" line="372"/>
         <source>No temperatures from {service}: {error}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1046,7 +1051,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="388"/>
+        <location filename="../plugin/dock/classify_tab.py" line="389"/>
         <source>Classifying {n} parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1056,147 +1061,147 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="428"/>
+        <location filename="../plugin/dock/classify_tab.py" line="429"/>
         <source>The partitions written so far stay in {folder}; tick &apos;Resume the interrupted run&apos; and classify again to take the run up.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="433"/>
+        <location filename="../plugin/dock/classify_tab.py" line="434"/>
         <source>Classification failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="438"/>
+        <location filename="../plugin/dock/classify_tab.py" line="439"/>
         <source>{layer} (classified)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="441"/>
+        <location filename="../plugin/dock/classify_tab.py" line="442"/>
         <source>QGIS cannot open the written file {path}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="442"/>
+        <location filename="../plugin/dock/classify_tab.py" line="443"/>
         <source>the new layer {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="447"/>
+        <location filename="../plugin/dock/classify_tab.py" line="448"/>
         <source>{layer} (saved)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="448"/>
+        <location filename="../plugin/dock/classify_tab.py" line="449"/>
         <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="451"/>
+        <location filename="../plugin/dock/classify_tab.py" line="452"/>
         <source>Writing the result failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="465"/>
+        <location filename="../plugin/dock/classify_tab.py" line="466"/>
         <source>Classified {done} of {n} parcels ({unknown} unknown) into {where}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="516"/>
+        <location filename="../plugin/dock/classify_tab.py" line="517"/>
         <source>This result has no prediction sets: classify with a calibrated model and &apos;Prediction sets&apos; ticked</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="523"/>
+        <location filename="../plugin/dock/classify_tab.py" line="524"/>
         <source>{qml} exists and was left as it is.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="525"/>
+        <location filename="../plugin/dock/classify_tab.py" line="526"/>
         <source>Style saved to {qml}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="529"/>
+        <location filename="../plugin/dock/classify_tab.py" line="530"/>
         <source>below 0.4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="529"/>
+        <location filename="../plugin/dock/classify_tab.py" line="530"/>
         <source>0.4 to 0.6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="529"/>
+        <location filename="../plugin/dock/classify_tab.py" line="530"/>
         <source>0.6 to 0.8</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="529"/>
+        <location filename="../plugin/dock/classify_tab.py" line="530"/>
         <source>0.8 and above</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="529"/>
+        <location filename="../plugin/dock/classify_tab.py" line="530"/>
         <source>not classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="560"/>
+        <location filename="../plugin/dock/classify_tab.py" line="561"/>
         <source>{layer} is being edited; save or discard the edits to filter it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="564"/>
+        <location filename="../plugin/dock/classify_tab.py" line="565"/>
         <source>{layer} cannot be filtered by its provider.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="581"/>
+        <location filename="../plugin/dock/classify_tab.py" line="582"/>
         <source>Classify first: the field-visit list is made from the result layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="600"/>
+        <location filename="../plugin/dock/classify_tab.py" line="601"/>
         <source>The field-visit list was not written: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="605"/>
+        <location filename="../plugin/dock/classify_tab.py" line="606"/>
         <source>{layer} field visits</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="608"/>
+        <location filename="../plugin/dock/classify_tab.py" line="609"/>
         <source>{path} was written, but QGIS cannot open it as a layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="611"/>
+        <location filename="../plugin/dock/classify_tab.py" line="612"/>
         <source>a set of several classes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="612"/>
+        <location filename="../plugin/dock/classify_tab.py" line="613"/>
         <source>a set of several classes or a confidence below {threshold:.2f}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="613"/>
+        <location filename="../plugin/dock/classify_tab.py" line="614"/>
         <source>{n} parcels to visit ({why}), most doubtful first: {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="636"/>
+        <location filename="../plugin/dock/classify_tab.py" line="637"/>
         <source>Field-visit list</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="636"/>
+        <location filename="../plugin/dock/classify_tab.py" line="637"/>
         <source>CSV (*.csv)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="640"/>
+        <location filename="../plugin/dock/classify_tab.py" line="641"/>
         <source>{names} already exist(s). Overwrite?</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1256,112 +1261,112 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="57"/>
+        <location filename="../plugin/dock/explain_tab.py" line="58"/>
         <source>Click a parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="59"/>
+        <location filename="../plugin/dock/explain_tab.py" line="60"/>
         <source>Then click a parcel of the classified layer on the map to explain it</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="62"/>
+        <location filename="../plugin/dock/explain_tab.py" line="63"/>
         <source>Explain the selected</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="63"/>
+        <location filename="../plugin/dock/explain_tab.py" line="64"/>
         <source>Explain the one selected parcel of the classified layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="73"/>
+        <location filename="../plugin/dock/explain_tab.py" line="74"/>
         <source>A field of the parcels with their known (reference) class, shown beside the prediction; empty: none</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="75"/>
+        <location filename="../plugin/dock/explain_tab.py" line="76"/>
         <source>Reference</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="77"/>
+        <location filename="../plugin/dock/explain_tab.py" line="78"/>
         <source>Click a parcel of the classified layer (or select one) to see its NDVI series against the calendar and against growing degree days, and the model&apos;s class probabilities.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="114"/>
+        <location filename="../plugin/dock/explain_tab.py" line="115"/>
         <source>Reading the parcel's pixels …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="122"/>
+        <location filename="../plugin/dock/explain_tab.py" line="123"/>
         <source>Explaining was cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="125"/>
+        <location filename="../plugin/dock/explain_tab.py" line="126"/>
         <source>Cannot explain this parcel: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="132"/>
+        <location filename="../plugin/dock/explain_tab.py" line="133"/>
         <source>Reference: {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="132"/>
+        <location filename="../plugin/dock/explain_tab.py" line="133"/>
         <source>none given</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="158"/>
+        <location filename="../plugin/dock/explain_tab.py" line="159"/>
         <source>against calendar date</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="163"/>
+        <location filename="../plugin/dock/explain_tab.py" line="164"/>
         <source>growing degree days (°C·d)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="165"/>
+        <location filename="../plugin/dock/explain_tab.py" line="166"/>
         <source>against thermal time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="179"/>
+        <location filename="../plugin/dock/explain_tab.py" line="180"/>
         <source>class probability</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="189"/>
+        <location filename="../plugin/dock/explain_tab.py" line="190"/>
         <source> of {layer}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="223"/>
+        <location filename="../plugin/dock/explain_tab.py" line="224"/>
         <source>Choose a parcel layer (or classify) first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="230"/>
+        <location filename="../plugin/dock/explain_tab.py" line="231"/>
         <source>Click a parcel of {layer} on the map.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="249"/>
+        <location filename="../plugin/dock/explain_tab.py" line="250"/>
         <source>Select exactly one parcel of {layer} to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="251"/>
+        <location filename="../plugin/dock/explain_tab.py" line="252"/>
         <source>Select exactly one parcel to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="260"/>
+        <location filename="../plugin/dock/explain_tab.py" line="261"/>
         <source>Choose the scenes and the weather file on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from qgis.core import Qgis, QgsProject, QgsVectorLayer, QgsVectorLayerFeatureSource
-from qgis.PyQt.QtCore import Qt, pyqtSignal
+from qgis.PyQt.QtCore import Qt, QUrl, pyqtSignal
 from qgis.PyQt.QtGui import QPixmap
 from qgis.PyQt.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
@@ -85,6 +85,10 @@ class SeasonPanel(TaskPanelMixin, QWidget):
         self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.figure = QLabel()
         self.figure.setVisible(False)
+        # The figure's two panels side by side are small in a narrow dock: a link opens it full size.
+        self.figure_link = QLabel()
+        self.figure_link.setOpenExternalLinks(True)
+        self.figure_link.setVisible(False)
         buttons = QHBoxLayout()
         for button, stretch in ((self.run_button, 3), (self.cancel_button, 1)):
             button.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
@@ -96,6 +100,7 @@ class SeasonPanel(TaskPanelMixin, QWidget):
         layout.addWidget(self.progress)
         layout.addWidget(self.status)
         layout.addWidget(self.figure)
+        layout.addWidget(self.figure_link)
         self.run_button.clicked.connect(lambda: self.start())
         self.cancel_button.clicked.connect(self.cancel)
 
@@ -148,6 +153,7 @@ class SeasonPanel(TaskPanelMixin, QWidget):
         self.run_button.setEnabled(False)
         self.progress.setValue(0)
         self.figure.setVisible(False)
+        self.figure_link.setVisible(False)
         self._show(tr("Scoring the reference parcels of {layer} as of each acquisition …").format(
             layer=request.reference.describe()), Qgis.Info)
         return self.launch(task)
@@ -183,6 +189,10 @@ class SeasonPanel(TaskPanelMixin, QWidget):
         self.figure.setPixmap(pixmap.scaledToWidth(width, Qt.SmoothTransformation))
         self.figure.setToolTip(path)
         self.figure.setVisible(True)
+        self.figure_link.setText('<a href="{url}">{text}</a>'.format(
+            url=QUrl.fromLocalFile(path).toString(), text=tr("Open the figure full size")))
+        self.figure_link.setToolTip(path)
+        self.figure_link.setVisible(True)
 
 
 def summary(run) -> str:

@@ -860,6 +860,11 @@ def test_accuracy_through_the_season_on_the_accuracy_tab(dock, parcels_layer, ti
     first = next(r for r in rows if float(r["overall_accuracy"]) >= 0.9 * float(rows[-1]["overall_accuracy"]))
     assert first["date"] in text
     assert not panel.figure.isHidden() and panel.figure.pixmap().width() > 100
+    # Scaled to the dock, the figure is small: a link opens the file itself.
+    from qgis.PyQt.QtCore import QUrl
+
+    assert not panel.figure_link.isHidden() and panel.figure_link.openExternalLinks()
+    assert f'href="{QUrl.fromLocalFile(str(out / "inseason.png")).toString()}"' in panel.figure_link.text()
     # A second run goes to a new folder; a cancelled one writes nothing.
     task = panel.start()
     task.cancel()
