@@ -10,6 +10,8 @@ with each of:
   versions with one acquisition up to the date left out (one misleading acquisition outvoted);
 - ``bright B``: parcel-dates whose blue and mean visible reflectance are both at least ``B``
   (x 10,000) left out, as ``--missing-scl bands`` masks thick clouds and snow;
+- ``window K``: each date classified on its last K acquisitions alone (the earlier ones, bare
+  or weedy before a spring crop emerges, left out);
 - ``adapt-bn pse|all``: every BatchNorm of the pixel-set encoder (``pse``) or of the whole network
   (``all``) given the statistics of the half's own parcels, as of the date (the acquisitions up to
   it above the floor), instead of those of the synthetic training data.
@@ -133,6 +135,13 @@ def study_half(bundle: ModelBundle, ps: PixelSets, say: Callable[[str], None]) -
     for level in (2000.0, 2500.0, 3000.0):
         kept = bundle.predict_prefixes(with_dates(ps, ~bright(ps, level)))
         say(row(f"bright {level:.0f}", [accuracy(kept[:, t], labels) for t in at]))
+    for k in (3, 5, 8):
+        scores = []
+        for t in at:
+            keep = np.zeros(np.shape(ps.date_mask), dtype=bool)
+            keep[:, max(0, t - k + 1):t + 1] = True
+            scores.append(accuracy(bundle.predict(with_dates(ps, keep)), labels))
+        say(row(f"window {k}", scores))
     for scope in ("pse", "all"):
         scores = [accuracy(adapted(bundle, ps, scope, t).predict_prefixes(ps)[:, t], labels) for t in at]
         say(row(f"adapt-bn {scope}", scores))
