@@ -145,8 +145,8 @@ def inseason_hint(status: SeasonStatus, levels: Iterable[Optional[str]], bundle:
         return None
     trained = "does not say how many" if mine is None else f"{100 * mine:.0f} %"
     return (f"{_fewer(status)}: a run that names no model uses the shipped in-season model {choice[0].name}, "
-            f"of whose training samples {100 * theirs:.0f} % were cut to part of the season ({name}: {trained}). On the real "
-            "Bavarian parcels it was the more accurate up to mid-July; choose it (or calibrate it on your parcels) "
+            f"of whose training samples {100 * theirs:.0f} % were cut to part of the season ({name}: {trained}). "
+            "On the real Bavarian parcels it was the more accurate up to mid-July; choose it (or calibrate it on your parcels) "
             "for early maps.")
 
 

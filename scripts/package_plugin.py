@@ -7,8 +7,8 @@ path, and reached through ``importlib``, so following imports is not enough), ``
 (the installer reads its dependencies), the icons, styles and model bundles of ``resources/``,
 compiled translations (``i18n/*.qm``), the documentation pages (``docs/*.md``: the plugin opens
 or names them, and they link to each other; no images), the model cards and the crop-code tables'
-README. Tests, benchmarks, scripts and caches stay out. Entries are written in a fixed order with fixed times, so the same tree gives the same
-bytes.
+README. Tests, benchmarks, scripts and caches stay out. Entries are written in a fixed order with
+fixed times, so the same tree gives the same bytes.
 
 The checks follow the QGIS plugin repository's upload validator (plugins.qgis.org) and the
 metadata table of the PyQGIS cookbook: one top folder named ``[A-Za-z][A-Za-z0-9-_]+`` with

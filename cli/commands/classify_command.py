@@ -81,7 +81,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.decided_threshold != DEFAULT_DECIDED_THRESHOLD and not args.decided:
-        logging.getLogger("thermocrop.classify").warning("--decided-threshold is used only with --decided: no decision fields are written")
+        logging.getLogger("thermocrop.classify").warning(
+            "--decided-threshold is used only with --decided: no decision fields are written")
     weather = weather_of(args)
     request = ClassifyRequest(
         parcels=ParcelsSpec(args.parcels, id_field=args.id_field), scenes=scenes_spec(args), weather=weather,

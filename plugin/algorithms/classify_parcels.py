@@ -107,8 +107,8 @@ class ClassifyParcels(ThermoCropAlgorithm):
         "MODEL": "Model bundle (.tcm). Leave empty for the model shipped for the scenes' processing level: "
                  "default_fast_l2a.tcm for L2A scenes (every catalogue's), default_fast.tcm for L1C or mixed "
                  "ones; as of a date whose last scene kept has fewer than 2,000 GDD (about mid-July in central "
-                 "Europe), on L1C scenes, the in-season model inseason.tcm. The ensembles they were distilled from, default_l2a.tcm and "
-                 "default.tcm, are beside them in resources/models.",
+                 "Europe), on L1C scenes, the in-season model inseason.tcm. The ensembles they were distilled "
+                 "from, default_l2a.tcm and default.tcm, are beside them in resources/models.",
         "LABEL_FIELD": "Name of the output field with the predicted class.",
         "CONFIDENCE_FIELD": "Name of the output field with the predicted class's probability (0-1).",
         "STATUS_FIELD": "Name of the output field saying 'ok' or why a parcel was not classified.",
