@@ -57,18 +57,23 @@ FASTER_BY = 0.9
 _LOGGED: set[tuple[str, str]] = set()
 
 
-def cpu_flags(path: str = "/proc/cpuinfo") -> frozenset[str]:
-    """The instruction-set flags of the first CPU in ``path`` (empty where it cannot be read:
-    not Linux, or a restricted ``/proc``)."""
+def cpu_info(names: tuple[str, ...], path: str = "/proc/cpuinfo") -> str:
+    """The value of the first line of ``path`` named one of ``names`` (the first CPU's); empty where
+    there is none or the file cannot be read (not Linux, or a restricted ``/proc``)."""
     try:
         with open(path, encoding="ascii", errors="replace") as fh:
             for line in fh:
                 name, _, value = line.partition(":")
-                if name.strip() in ("flags", "Features"):
-                    return frozenset(value.split())
+                if name.strip() in names:
+                    return value.strip()
     except OSError:
         pass
-    return frozenset()
+    return ""
+
+
+def cpu_flags(path: str = "/proc/cpuinfo") -> frozenset[str]:
+    """The instruction-set flags of the first CPU in ``path`` (empty where it cannot be read)."""
+    return frozenset(cpu_info(("flags", "Features"), path).split())
 
 
 def native_precisions(flags: Iterable[str]) -> tuple[str, ...]:
@@ -244,21 +249,16 @@ def prediction_model(folded: nn.Module, requested: Optional[str] = None,
     """
     flags = cpu_flags() if flags is None else frozenset(flags)
     in_channels = next(m for m in folded.modules() if isinstance(m, CropClassifier)).config.in_channels
-    key = _machine_key(folded, flags)
-    memory = _memory_path()
-    if requested_precision(requested) == "auto":
+    # Only auto with a native lower precision times (choose_precision): only then is there a choice to remember.
+    timed = requested_precision(requested) == "auto" and any(p in AUTOMATIC for p in native_precisions(flags))
+    if timed:
+        key, memory = _machine_key(folded, flags), _memory_path()
         remembered = _recall(memory, key)
         if remembered is not None:
             choice = PrecisionChoice(remembered, f"timed on this machine before ({memory}; delete it to time again)")
             log_choice(choice)
             return to_precision(folded, choice.precision), choice
-    timed = []
-
-    def timing(names: tuple[str, ...]) -> dict[str, float]:
-        timed.append(names)
-        return time_precisions(folded, trial_batch(in_channels))(names)
-
-    choice = choose_precision(requested, flags=flags, timing=timing)
+    choice = choose_precision(requested, flags=flags, timing=time_precisions(folded, trial_batch(in_channels)))
     if timed:
         _remember(memory, key, choice.precision)
     log_choice(choice)
@@ -281,12 +281,7 @@ def _memory_path():
 def _machine_key(folded: nn.Module, flags: frozenset) -> str:
     """What the timing depends on: the CPU (its name and flags), torch, the threads and the model's
     layer shapes."""
-    model_name = ""
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
-            model_name = next((line.partition(":")[2].strip() for line in fh if line.startswith("model name")), "")
-    except OSError:
-        pass
+    model_name = cpu_info(("model name",))
     shapes = ";".join(f"{name}:{tuple(p.shape)}" for name, p in folded.named_parameters())
     text = "|".join([model_name, " ".join(sorted(flags)), torch.__version__, str(torch.get_num_threads()), shapes])
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
