@@ -31,7 +31,7 @@ from .inputs import resolve_scenes, without_result_note
 from .requests import ExtractRequest, ScenesSpec, SeasonAccuracyRequest
 from .run_progress import RunProgress
 from .runs import require_features, run_extraction
-from .season_status import INSEASON_BUNDLE, INSEASON_GDD
+from .season_status import INSEASON_BUNDLE, INSEASON_GDD, installed_inseason_bundle
 
 
 @dataclass
@@ -115,9 +115,8 @@ def run_season_accuracy(request: SeasonAccuracyRequest, progress: Optional[RunPr
 def _inseason_note(given: Any, model: str) -> str:
     """Where no model was given and the shipped L1C model is scored: that a run as of a date early
     in the season uses the in-season model instead, and where that is."""
-    shipped = default_bundle_path("L1C")
-    inseason = shipped.parent / INSEASON_BUNDLE
-    if given or model != shipped.name or not inseason.is_file():
+    inseason = installed_inseason_bundle()
+    if given or model != default_bundle_path("L1C").name or inseason is None:
         return ""
     return (f". A run as of a date whose last acquisition kept has fewer than {INSEASON_GDD:,.0f} GDD uses "
             f"{INSEASON_BUNDLE} instead; give it as the model to score those runs: {inseason}")

@@ -95,6 +95,12 @@ def season_as_of(as_of: Any, parcels: ParcelsSpec, scenes: list, weather: Any, b
     return used, status
 
 
+def installed_inseason_bundle() -> Optional[Path]:
+    """:data:`INSEASON_BUNDLE` beside the shipped L1C model, or None where it is not installed."""
+    path = default_bundle_path("L1C").parent / INSEASON_BUNDLE
+    return path if path.is_file() else None
+
+
 def seen_gdd(status: SeasonStatus) -> float:
     """The parcels' median GDD at the last acquisition kept (on the date where that is unknown):
     how far the season had come in what the model sees."""
@@ -116,10 +122,8 @@ def inseason_model_choice(status: SeasonStatus, levels: Iterable[Optional[str]])
     if not np.isfinite(gdd) or gdd >= INSEASON_GDD:
         return None
     shipped = shipped_model_choice(levels)[0]
-    if shipped != default_bundle_path("L1C"):
-        return None
-    path = shipped.parent / INSEASON_BUNDLE
-    if not path.is_file():
+    path = installed_inseason_bundle()
+    if shipped != default_bundle_path("L1C") or path is None:
         return None
     return path, (f"{_fewer(status)}: using the shipped in-season model {path.name} (trained for partial "
                   f"seasons) rather than {shipped.name}")

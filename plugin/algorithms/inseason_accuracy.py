@@ -153,11 +153,12 @@ class InSeasonAccuracy(ThermoCropAlgorithm):
         if first is not None:
             feedback.pushInfo(tr("The overall accuracy first reaches {share} % of it on {date} ({gdd:.0f} GDD)").format(
                 share=round(100 * REACHED_SHARE), date=str(accuracy.dates[first]), gdd=float(accuracy.gdd[first])))
+        never = accuracy.never_right()
         for name, gdd in accuracy.reached().items():
             if gdd is not None:
                 feedback.pushInfo(tr("{name}: F1 first reaches {share} % of its whole-season value at {gdd:.0f} "
                                      "GDD").format(name=name, share=round(100 * REACHED_SHARE), gdd=gdd))
-            elif name in accuracy.never_right():
+            elif name in never:
                 feedback.pushInfo(tr("{name}: never right on the whole season (F1 0)").format(name=name))
         paths = run.paths
         return {self.OUTPUT: request.out, self.TABLE: str(paths["table"]), self.CLASSES: str(paths["classes"]),
