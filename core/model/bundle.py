@@ -540,7 +540,7 @@ class ModelBundle:
             ``(P, K)`` float32 probabilities; rows of parcels without any valid date are NaN.
         """
         progress = progress or Progress()
-        ps = floored_pixel_sets(ps, gdd_floor(self.config.gdd), self.path.name if self.path else "the model")
+        ps = floored_pixel_sets(ps, gdd_floor(self.config.gdd), self.path)
         out = np.full((len(ps), len(self.config.classes)), np.nan, dtype=np.float32)
         model = self.fast_model()
         for rows, inputs, done in self.model_batches(ps, batch_size):

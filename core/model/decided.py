@@ -64,8 +64,7 @@ def decide(model: Any, ps: Any, threshold: float, batch_size: int = 256,
     probabilities, index = suffix_decisions(model, replace(ps, date_mask=above), threshold, batch_size=batch_size,
                                             progress=late_part)
     has_above = above.any(axis=1)
-    path = getattr(model, "path", None)
-    say_floor(path.name if path else "the model", floor, bool(below[has_above].any()))
+    say_floor(model.path, floor, bool(below[has_above].any()))
     first_above = np.where(has_above, above.argmax(axis=1), -1)
     need = below.any(axis=1) & (~has_above | (index == first_above))
     if need.any():

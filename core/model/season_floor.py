@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 import numpy as np
 
 if TYPE_CHECKING:  # the plugin reads FLOOR_LIMITS at start-up: nothing more is imported then
+    from pathlib import Path
+
     from ..pixel_sets import PixelSets
     from ..progress import Progress
 
@@ -73,22 +75,24 @@ def floor_date_mask(date_mask: np.ndarray, gdd: np.ndarray, floor: float) -> np.
 _LOGGED: set[tuple[str, float]] = set()
 
 
-def say_floor(name: str, floor: float, leaves_out: bool) -> None:
-    """The first time a model (``name``) leaves acquisitions out (``leaves_out``) in a process, say
-    so in the log, once (a run predicts batch by batch, and by more than one path)."""
+def say_floor(path: Optional[Path], floor: float, leaves_out: bool) -> None:
+    """The first time a model (its file ``path``, None for one not loaded from a file) leaves
+    acquisitions out (``leaves_out``) in a process, say so in the log, once (a run predicts batch
+    by batch, and by more than one path)."""
+    name = path.name if path else "the model"
     if leaves_out and (name, floor) not in _LOGGED:
         _LOGGED.add((name, floor))
         log.info("%s leaves out each parcel's acquisitions before %s GDD where the parcel has one from then on "
                  "(its GDD floor; docs/in-season.md)", name, f"{floor:,.0f}")
 
 
-def floored_pixel_sets(ps: PixelSets, floor: float, name: str = "the model") -> PixelSets:
+def floored_pixel_sets(ps: PixelSets, floor: float, path: Optional[Path] = None) -> PixelSets:
     """``ps`` with :func:`floor_date_mask` as its date mask (the arrays shared, not copied), said
     in the log (:func:`say_floor`)."""
     if floor <= 0:
         return ps
     mask = floor_date_mask(ps.date_mask, ps.gdd, floor)
-    say_floor(name, floor, bool((np.asarray(ps.date_mask, dtype=bool) & ~mask).any()))
+    say_floor(path, floor, bool((np.asarray(ps.date_mask, dtype=bool) & ~mask).any()))
     return replace(ps, date_mask=mask)
 
 
