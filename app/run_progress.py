@@ -60,6 +60,8 @@ class RunProgress:
         """The inputs passed the preflight (``checked.scenes``, ``checked.bundle``...)."""
         log.info("%d dates from %d products (inputs checked in %.1f s)", len(checked.scenes or ()),
                  sum(len(s.products) for s in checked.scenes or ()), checked.seconds)
+        if checked.model_choice:
+            log.log(logging.WARNING if "not installed" in checked.model_choice else logging.INFO, checked.model_choice)
 
     def partitions_done(self, summary: Any, wall_s: float) -> None:
         """A partitioned run's summary (``core.runs.cluster.RunSummary``) and its wall time."""

@@ -238,6 +238,8 @@ class CliProgress(RunProgress):
         scenes = checked.scenes
         print(f"{len(scenes)} dates from {sum(len(s.products) for s in scenes)} products "
               f"(inputs checked in {checked.seconds:.1f} s)")
+        if checked.model_choice:
+            print(checked.model_choice)
 
     def weather_fetched(self, service: str, path: str) -> None:
         print(f"temperatures from {service}: {path}")

@@ -255,10 +255,12 @@ def check_inputs(
         else:
             found = find_scenes(scenes, **(scene_options or {}))
         if shipped:
-            from .model.bundle import shipped_model_choice
+            from .model.bundle import load_bundle, shipped_model_choice
 
-            result.bundle = run_bundle(None, found)
-            result.model_choice = shipped_model_choice(sc.level for sc in found)[1]
+            # The choice is not logged here: the run says it once, where it knows which model runs
+            # (as of an early date the in-season model may replace this one).
+            path, result.model_choice = shipped_model_choice(sc.level for sc in found)
+            result.bundle = load_bundle(path)
             result.season_start = season_start = _season_start(result.bundle.config.gdd.get("season_start", "01-01"))
         result.scenes = select_season(found, season_start, season)
         scene_dates = np.array([s.date for s in result.scenes], dtype="datetime64[D]")

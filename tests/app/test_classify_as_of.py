@@ -206,7 +206,7 @@ def _around_switch() -> tuple[datetime.date, datetime.date, str]:
     return early, late, DATES[i - 1]
 
 
-def test_an_early_run_naming_no_model_uses_the_in_season_model(region, monkeypatch):
+def test_an_early_run_naming_no_model_uses_the_in_season_model(region, monkeypatch, caplog):
     """With no model named, a run whose last acquisition kept has fewer GDD (7 a day here) than
     ``INSEASON_GDD`` is classified by the shipped in-season ensemble, even as of a later day with
     more; from the first acquisition with more, by the shipped L1C model; a model named is always
@@ -218,7 +218,10 @@ def test_an_early_run_naming_no_model_uses_the_in_season_model(region, monkeypat
     models = MODEL.parent
     early, late, seen = _around_switch()
     lines: list = []
-    run = app.run_classification(_request(region, model=None, as_of=early), RunProgress(report=lines.append))
+    with caplog.at_level("INFO", logger="thermocrop"):
+        run = app.run_classification(_request(region, model=None, as_of=early), RunProgress(report=lines.append))
+    # The model that runs is said once: the level's choice it replaces is not logged first.
+    assert not any(m.startswith("L1C scenes:") for m in [*caplog.messages, *lines]), caplog.messages
     named = app.run_classification(_request(region, model=str(models / INSEASON_BUNDLE), as_of=early))
     np.testing.assert_allclose(run.result.probabilities, named.result.probabilities, rtol=1e-6)
     said = [line for line in lines if INSEASON_BUNDLE in line]
