@@ -467,6 +467,9 @@ class ClassifyInputs(QWidget):
         self.probabilities.toggled.connect(lambda *_: self._remember())
         self.prediction_sets.toggled.connect(lambda *_: self._remember())
         self.coverage.valueChanged.connect(lambda *_: self._remember())
+        self.as_of_on.toggled.connect(lambda *_: self._remember())
+        self.as_of.dateChanged.connect(lambda *_: self._remember())
+        self.decided.toggled.connect(lambda *_: self._remember())
         self.cluster.workers.valueChanged.connect(lambda *_: self._remember())
         self.cluster.scheduler.editingFinished.connect(self._remember)
         self.cluster.run_folder.fileChanged.connect(lambda *_: self._remember())
@@ -476,7 +479,8 @@ class ClassifyInputs(QWidget):
             self.save_settings()
 
     def save_settings(self) -> None:
-        """Remember the scenes added by hand (and which are ticked), the weather, model and output."""
+        """Remember the scenes added by hand (and which are ticked), the weather, model and output,
+        and the as-of date and decision dates asked for."""
         settings = QgsSettings()
         settings.beginGroup(SETTINGS_GROUP)
         items = [self.scene_list.item(i) for i in range(self.scene_list.count())]
@@ -489,6 +493,9 @@ class ClassifyInputs(QWidget):
         settings.setValue("probabilities", self.probabilities.isChecked())
         settings.setValue("prediction_sets", self.prediction_sets.isChecked())
         settings.setValue("coverage", self.coverage.value())
+        settings.setValue("as_of_on", self.as_of_on.isChecked())
+        settings.setValue("as_of", self.as_of.date().toString(Qt.ISODate))
+        settings.setValue("decided", self.decided.isChecked())
         self.cluster.save_settings(settings)
         settings.endGroup()
         self.catalog.save_settings()
@@ -517,6 +524,12 @@ class ClassifyInputs(QWidget):
         self.probabilities.setChecked(settings.value("probabilities", False, type=bool))
         self.prediction_sets.setChecked(settings.value("prediction_sets", True, type=bool))
         self.coverage.setValue(settings.value("coverage", DEFAULT_COVERAGE, type=float))
+        # Ticking "as of" moves the date to the last scene; the date of the last session then wins.
+        self.as_of_on.setChecked(settings.value("as_of_on", False, type=bool))
+        as_of = QDate.fromString(settings.value("as_of", "") or "", Qt.ISODate)
+        if self.as_of_on.isChecked() and as_of.isValid():
+            self.as_of.setDate(as_of)
+        self.decided.setChecked(settings.value("decided", False, type=bool))
         self.cluster.restore_settings(settings)
         settings.endGroup()
 

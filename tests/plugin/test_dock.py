@@ -697,6 +697,33 @@ def test_sets_are_written_filtered_and_listed_for_field_visits(dock, parcels_lay
         again.shutdown()
 
 
+def test_the_next_dock_starts_as_of_the_date_and_with_the_decisions_asked_for_last(dock):
+    """The as-of date and "When each label was decided" were forgotten between sessions, though
+    the dock kept every other choice of the form."""
+    from thermocrop.plugin.dock import ThermoCropDock
+
+    dock.inputs.as_of_on.setChecked(True)
+    last_scene = dock.inputs.as_of.date()
+    chosen = last_scene.addDays(-40)
+    dock.inputs.as_of.setDate(chosen)
+    dock.inputs.decided.setChecked(True)
+    again = ThermoCropDock()
+    try:
+        assert again.inputs.as_of_on.isChecked() and again.inputs.as_of.isEnabled()
+        assert again.inputs.as_of.date() == chosen and again.inputs.decided.isChecked()
+    finally:
+        again.shutdown()
+    # Unticked, the next dock classifies the whole season again.
+    dock.inputs.as_of_on.setChecked(False)
+    dock.inputs.decided.setChecked(False)
+    again = ThermoCropDock()
+    try:
+        assert not again.inputs.as_of_on.isChecked() and not again.inputs.as_of.isEnabled()
+        assert not again.inputs.decided.isChecked()
+    finally:
+        again.shutdown()
+
+
 @pytest.mark.slow
 def test_a_run_as_of_a_date_starts_at_the_last_scene_and_says_how_far_the_season_had_come(
         dock, parcels_layer, tiny_region):
