@@ -277,6 +277,9 @@ class ClassifyRequest:
         sampling: which pixels are read (``min_pixels``, ``missing_scl`` are the ones doors set).
         output: the file to write, or None where the door writes the result itself.
         as_of: classify as of this date: the scenes after it are left out (None: every scene).
+        class_shares: a CSV file of the crops' shares in the area (``core.class_shares``): the
+            probabilities are brought to them before labels and sets are made (None: as the
+            model gives them).
     """
 
     parcels: ParcelsSpec
@@ -289,6 +292,7 @@ class ClassifyRequest:
     cluster: ClusterSpec = field(default_factory=ClusterSpec)
     output: Optional[ClassificationOutput] = None
     as_of: Optional[datetime.date] = None
+    class_shares: Optional[str] = None
 
 
 @dataclass(frozen=True)

@@ -199,7 +199,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="148"/>
+        <location filename="algorithm_strings.py" line="150"/>
         <source>Catalogue</source>
         <translation type="unfinished"></translation>
     </message>
@@ -631,32 +631,32 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="170"/>
+        <location filename="../plugin/task.py" line="172"/>
         <source>{task}: cancelling…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="208"/>
+        <location filename="../plugin/task.py" line="210"/>
         <source>the reference parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="246"/>
+        <location filename="../plugin/task.py" line="248"/>
         <source>ThermoCrop: classify parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="336"/>
+        <location filename="../plugin/task.py" line="339"/>
         <source>the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="388"/>
+        <location filename="../plugin/task.py" line="391"/>
         <source>ThermoCrop: explain a parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="406"/>
+        <location filename="../plugin/task.py" line="409"/>
         <source>Feature {fid} is no longer in {layer}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -666,7 +666,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="101"/>
+        <location filename="algorithm_strings.py" line="103"/>
         <source>Labelled parcels</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1026,22 +1026,22 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="356"/>
+        <location filename="../plugin/dock/classify_tab.py" line="357"/>
         <source>Fetching the daily temperatures of {layer}'s parcels from {service} …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="423"/>
+        <location filename="../plugin/dock/classify_tab.py" line="424"/>
         <source>The parcel layer was removed while classifying; nothing was written.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="426"/>
+        <location filename="../plugin/dock/classify_tab.py" line="427"/>
         <source>Cancelled; nothing was written and the layer was not changed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="372"/>
+        <location filename="../plugin/dock/classify_tab.py" line="373"/>
         <source>No temperatures from {service}: {error}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1051,7 +1051,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="389"/>
+        <location filename="../plugin/dock/classify_tab.py" line="390"/>
         <source>Classifying {n} parcels of {layer} …</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1061,147 +1061,147 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="429"/>
+        <location filename="../plugin/dock/classify_tab.py" line="430"/>
         <source>The partitions written so far stay in {folder}; tick &apos;Resume the interrupted run&apos; and classify again to take the run up.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="434"/>
+        <location filename="../plugin/dock/classify_tab.py" line="435"/>
         <source>Classification failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="439"/>
+        <location filename="../plugin/dock/classify_tab.py" line="440"/>
         <source>{layer} (classified)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="442"/>
+        <location filename="../plugin/dock/classify_tab.py" line="443"/>
         <source>QGIS cannot open the written file {path}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="443"/>
+        <location filename="../plugin/dock/classify_tab.py" line="444"/>
         <source>the new layer {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="448"/>
+        <location filename="../plugin/dock/classify_tab.py" line="449"/>
         <source>{layer} (saved)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="449"/>
+        <location filename="../plugin/dock/classify_tab.py" line="450"/>
         <source>{layer} (one edit of the running edit session; Undo reverts it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="452"/>
+        <location filename="../plugin/dock/classify_tab.py" line="453"/>
         <source>Writing the result failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="466"/>
+        <location filename="../plugin/dock/classify_tab.py" line="467"/>
         <source>Classified {done} of {n} parcels ({unknown} unknown) into {where}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="517"/>
+        <location filename="../plugin/dock/classify_tab.py" line="518"/>
         <source>This result has no prediction sets: classify with a calibrated model and &apos;Prediction sets&apos; ticked</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="524"/>
+        <location filename="../plugin/dock/classify_tab.py" line="525"/>
         <source>{qml} exists and was left as it is.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="526"/>
+        <location filename="../plugin/dock/classify_tab.py" line="527"/>
         <source>Style saved to {qml}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="530"/>
+        <location filename="../plugin/dock/classify_tab.py" line="531"/>
         <source>below 0.4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="530"/>
+        <location filename="../plugin/dock/classify_tab.py" line="531"/>
         <source>0.4 to 0.6</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="530"/>
+        <location filename="../plugin/dock/classify_tab.py" line="531"/>
         <source>0.6 to 0.8</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="530"/>
+        <location filename="../plugin/dock/classify_tab.py" line="531"/>
         <source>0.8 and above</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="530"/>
+        <location filename="../plugin/dock/classify_tab.py" line="531"/>
         <source>not classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="561"/>
+        <location filename="../plugin/dock/classify_tab.py" line="562"/>
         <source>{layer} is being edited; save or discard the edits to filter it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="565"/>
+        <location filename="../plugin/dock/classify_tab.py" line="566"/>
         <source>{layer} cannot be filtered by its provider.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="582"/>
+        <location filename="../plugin/dock/classify_tab.py" line="583"/>
         <source>Classify first: the field-visit list is made from the result layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="601"/>
+        <location filename="../plugin/dock/classify_tab.py" line="602"/>
         <source>The field-visit list was not written: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="606"/>
+        <location filename="../plugin/dock/classify_tab.py" line="607"/>
         <source>{layer} field visits</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="609"/>
+        <location filename="../plugin/dock/classify_tab.py" line="610"/>
         <source>{path} was written, but QGIS cannot open it as a layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="612"/>
+        <location filename="../plugin/dock/classify_tab.py" line="613"/>
         <source>a set of several classes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="613"/>
+        <location filename="../plugin/dock/classify_tab.py" line="614"/>
         <source>a set of several classes or a confidence below {threshold:.2f}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="614"/>
+        <location filename="../plugin/dock/classify_tab.py" line="615"/>
         <source>{n} parcels to visit ({why}), most doubtful first: {path}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="637"/>
+        <location filename="../plugin/dock/classify_tab.py" line="638"/>
         <source>Field-visit list</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="637"/>
+        <location filename="../plugin/dock/classify_tab.py" line="638"/>
         <source>CSV (*.csv)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/classify_tab.py" line="641"/>
+        <location filename="../plugin/dock/classify_tab.py" line="642"/>
         <source>{names} already exist(s). Overwrite?</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1371,52 +1371,62 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="86"/>
+        <location filename="../plugin/dock/form.py" line="88"/>
         <source>Choose a parcel layer.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="88"/>
+        <location filename="../plugin/dock/form.py" line="90"/>
         <source>No feature of {layer} is selected; select parcels or untick &apos;Selected features only&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="91"/>
+        <location filename="../plugin/dock/form.py" line="93"/>
         <source>Search the catalogue first (Search), or untick &apos;Search a catalogue&apos; to use scene files.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="93"/>
+        <location filename="../plugin/dock/form.py" line="95"/>
         <source>Tick or add at least one Sentinel-2 scene.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="95"/>
+        <location filename="../plugin/dock/form.py" line="97"/>
         <source>Choose a daily temperature file, or a weather service under &apos;Weather&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="97"/>
+        <location filename="../plugin/dock/form.py" line="99"/>
         <source>The class, confidence and status fields need three different names.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="107"/>
+        <location filename="../plugin/dock/form.py" line="109"/>
+        <source>Class shares do not reach the decision dates: untick &apos;When each label was decided&apos; or clear the class shares.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/form.py" line="112"/>
+        <source>Class shares need every parcel at once: run in one process (Advanced) or clear the class shares.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/form.py" line="115"/>
         <source>Resuming needs the run folder of the interrupted run: {layer} is not a file layer, so give the run folder under &apos;Advanced&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="111"/>
+        <location filename="../plugin/dock/form.py" line="119"/>
         <source>{layer} is not a file layer; choose the new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="114"/>
+        <location filename="../plugin/dock/form.py" line="122"/>
         <source>{layer} is read-only; choose &apos;New layer file&apos; to write the result.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="118"/>
+        <location filename="../plugin/dock/form.py" line="126"/>
         <source>Cannot write into {layer}: {problems}. Choose other field names or a new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1606,62 +1616,82 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="303"/>
+        <location filename="../plugin/dock/input_widgets.py" line="285"/>
+        <source>CSV files (*.csv)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/input_widgets.py" line="286"/>
+        <source>optional: the crops&apos; shares in the area</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/input_widgets.py" line="287"/>
+        <source>A CSV file &apos;class,share&apos; by the model&apos;s class names, with the crops&apos; shares of the parcels known from elsewhere (last year&apos;s declarations, statistics): the probabilities are brought to them before labels and sets are made</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/input_widgets.py" line="290"/>
+        <source>Class shares</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/input_widgets.py" line="310"/>
         <source>empty: {name} beside the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="303"/>
+        <location filename="../plugin/dock/input_widgets.py" line="310"/>
         <source>choose a file (.gpkg, .shp, .geojson, .fgb)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="372"/>
+        <location filename="../plugin/dock/input_widgets.py" line="379"/>
         <source>Project layers stay listed; untick them to leave them out of the run.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="386"/>
+        <location filename="../plugin/dock/input_widgets.py" line="393"/>
         <source>Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="390"/>
+        <location filename="../plugin/dock/input_widgets.py" line="397"/>
         <source>Folder of Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="algorithm_strings.py" line="146"/>
+        <location filename="algorithm_strings.py" line="148"/>
         <source>Search a catalogue</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="456"/>
+        <location filename="../plugin/dock/input_widgets.py" line="463"/>
         <source>fetched from {service} when the run starts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="565"/>
+        <location filename="../plugin/dock/input_widgets.py" line="587"/>
         <source>No model at {path}; choose a .tcm file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="570"/>
+        <location filename="../plugin/dock/input_widgets.py" line="592"/>
         <source>Model not available: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="573"/>
+        <location filename="../plugin/dock/input_widgets.py" line="595"/>
         <source>not recorded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="581"/>
+        <location filename="../plugin/dock/input_widgets.py" line="603"/>
         <source>shipped, for {level} scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="584"/>
+        <location filename="../plugin/dock/input_widgets.py" line="606"/>
         <source>leaves out each parcel&apos;s acquisitions before {gdd} GDD (its GDD floor)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1881,17 +1911,17 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="176"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="183"/>
         <source>The class, confidence and status fields need three different, non-empty names.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="206"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="213"/>
         <source>The as-of date {text!r} is not a date written YYYY-MM-DD; correct it or leave it empty for the whole season.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="225"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="232"/>
         <source>DECIDED_THRESHOLD is used only with DECIDED: no decision fields are written.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1906,37 +1936,37 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="287"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="294"/>
         <source>Wrote {path}: {n} parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="292"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="299"/>
         <source>QGIS 3.22 cannot open a GeoParquet file; write a GeoPackage (.gpkg) or FlatGeobuf (.fgb) output to see the result in QGIS.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="301"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="308"/>
         <source>Model: {variant}, classes {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="305"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="312"/>
         <source>{n} parcels, {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="317"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="324"/>
         <source>Prediction sets for {coverage:g} % coverage: mean size {mean:.2f}, {several} parcels with more than one class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="359"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="367"/>
         <source>Fields {fields} of the input are replaced by the new values.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="363"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="371"/>
         <source>Field names as stored in this format: {names}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1946,7 +1976,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="416"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="424"/>
         <source>Style saved to {qml}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1991,12 +2021,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/inseason_accuracy.py" line="158"/>
+        <location filename="../plugin/algorithms/inseason_accuracy.py" line="159"/>
         <source>{name}: F1 first reaches {share} % of its whole-season value at {gdd:.0f} GDD</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/inseason_accuracy.py" line="161"/>
+        <location filename="../plugin/algorithms/inseason_accuracy.py" line="162"/>
         <source>{name}: never right on the whole season (F1 0)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2467,546 +2497,556 @@
     </message>
     <message>
         <location filename="algorithm_strings.py" line="74"/>
-        <source>Parcels per partition</source>
+        <source>Class shares of the area (CSV)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="75"/>
-        <source>Local worker processes (Dask; 1: this process)</source>
+        <source>Parcels per partition</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="76"/>
-        <source>Dask scheduler address (tcp://HOST:PORT)</source>
+        <source>Local worker processes (Dask; 1: this process)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="77"/>
-        <source>Run folder (the partitions, kept to resume)</source>
+        <source>Dask scheduler address (tcp://HOST:PORT)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="78"/>
-        <source>Resume the interrupted run in the run folder</source>
+        <source>Run folder (the partitions, kept to resume)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="79"/>
-        <source>Classified parcels</source>
+        <source>Resume the interrupted run in the run folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="80"/>
-        <source>Parcel polygons, any CRS. Every feature is classified. Or a GeoParquet file (.parquet) given by its path, which QGIS 3.22 cannot open: ThermoCrop reads it by row groups and writes the output itself (a temporary output becomes a GeoPackage).</source>
+        <source>Classified parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="81"/>
-        <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV (date,tmin,tmax) covering the season; or leave it empty and choose a weather service below.</source>
+        <source>Parcel polygons, any CRS. Every feature is classified. Or a GeoParquet file (.parquet) given by its path, which QGIS 3.22 cannot open: ThermoCrop reads it by row groups and writes the output itself (a temporary output becomes a GeoPackage).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="82"/>
-        <source>Model bundle (.tcm). Leave empty for the model shipped for the scenes&apos; processing level: default_fast_l2a.tcm for L2A scenes (every catalogue&apos;s), default_fast.tcm for L1C or mixed ones; as of a date whose last scene kept has fewer than 2,000 GDD (about mid-July in central Europe), on L1C scenes, the in-season model inseason.tcm. The ensembles they were distilled from, default_l2a.tcm and default.tcm, are beside them in resources/models.</source>
+        <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV (date,tmin,tmax) covering the season; or leave it empty and choose a weather service below.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="83"/>
-        <source>Name of the output field with the predicted class.</source>
+        <source>Model bundle (.tcm). Leave empty for the model shipped for the scenes&apos; processing level: default_fast_l2a.tcm for L2A scenes (every catalogue&apos;s), default_fast.tcm for L1C or mixed ones; as of a date whose last scene kept has fewer than 2,000 GDD (about mid-July in central Europe), on L1C scenes, the in-season model inseason.tcm. The ensembles they were distilled from, default_l2a.tcm and default.tcm, are beside them in resources/models.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="84"/>
-        <source>Name of the output field with the predicted class&apos;s probability (0-1).</source>
+        <source>Name of the output field with the predicted class.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="85"/>
-        <source>Name of the output field saying &apos;ok&apos; or why a parcel was not classified.</source>
+        <source>Name of the output field with the predicted class&apos;s probability (0-1).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="86"/>
-        <source>Also write each class&apos;s probability (p_&lt;class&gt;), the margin between the two likeliest classes (crop_margin) and the normalised entropy of the probabilities (crop_entropy, 0 sure .. 1 undecided).</source>
+        <source>Name of the output field saying &apos;ok&apos; or why a parcel was not classified.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="87"/>
-        <source>Write each parcel&apos;s prediction set: the classes that hold its true class with the chosen coverage (crop_set, most probable first, joined by |) and how many they are (crop_set_size; 1 means the label is sure at that coverage). Needs a calibrated model.</source>
+        <source>Also write each class&apos;s probability (p_&lt;class&gt;), the margin between the two likeliest classes (crop_margin) and the normalised entropy of the probabilities (crop_entropy, 0 sure .. 1 undecided).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="88"/>
-        <source>The chance that a parcel&apos;s prediction set holds its true class (0.9: nine parcels in ten); a higher coverage gives larger sets.</source>
+        <source>Write each parcel&apos;s prediction set: the classes that hold its true class with the chosen coverage (crop_set, most probable first, joined by |) and how many they are (crop_set_size; 1 means the label is sure at that coverage). Needs a calibrated model.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="89"/>
-        <source>Classify as of this date (YYYY-MM-DD): scenes acquired after it are left out and the season&apos;s status on it (acquisitions, GDD) is logged. Empty: the whole season.</source>
+        <source>The chance that a parcel&apos;s prediction set holds its true class (0.9: nine parcels in ten); a higher coverage gives larger sets.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="90"/>
-        <source>Also write crop_decided (the acquisition from which the label no longer changes and keeps the confidence below, as YYYY-MM-DD text) and crop_decided_gdd (the parcel&apos;s GDD then).</source>
+        <source>Classify as of this date (YYYY-MM-DD): scenes acquired after it are left out and the season&apos;s status on it (acquisitions, GDD) is logged. Empty: the whole season.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="91"/>
-        <source>The confidence (calibrated where the model carries a calibration) a decided label keeps up to the last acquisition, from 0 to 1. Used with DECIDED.</source>
+        <source>Also write crop_decided (the acquisition from which the label no longer changes and keeps the confidence below, as YYYY-MM-DD text) and crop_decided_gdd (the parcel&apos;s GDD then).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="92"/>
-        <source>Parcels read and processed together: the size of a partition in a partitioned run (a partition never spans two Sentinel-2 tiles), and of what is held in memory at once in one process.</source>
+        <source>The confidence (calibrated where the model carries a calibration) a decided label keeps up to the last acquisition, from 0 to 1. Used with DECIDED.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="93"/>
-        <source>Worker processes of a Dask cluster started on this computer for the run (one thread each), which work on the partitions side by side; 1: the run stays in this process. Needs dask.distributed.</source>
+        <source>Optional: the crops&apos; shares of the parcels in the area, known from elsewhere (last year&apos;s declarations, agricultural statistics), as a CSV file &apos;class,share&apos; by the model&apos;s class names. The probabilities are brought to these shares before labels and sets are made, which helps most early in the season. Not with DECIDED or a partitioned run.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="94"/>
-        <source>Run the partitions on a Dask cluster started apart (dask-jobqueue on SLURM, Kubernetes, &apos;dask scheduler&apos; and &apos;dask worker&apos;): the scheduler&apos;s address, tcp://HOST:PORT or HOST:PORT. The run folder, the scenes, the weather file and the model must be at the same paths on every worker. Leave the local worker processes at 1.</source>
+        <source>Parcels read and processed together: the size of a partition in a partitioned run (a partition never spans two Sentinel-2 tiles), and of what is held in memory at once in one process.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="95"/>
-        <source>Where the partitions of a partitioned run are written as they finish; it is removed once the output is written. Empty: beside the output (its name + .parts), or a temporary folder for a temporary output. Giving one runs the partitions even in this process, so that the run can be resumed.</source>
+        <source>Worker processes of a Dask cluster started on this computer for the run (one thread each), which work on the partitions side by side; 1: the run stays in this process. Needs dask.distributed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="96"/>
-        <source>Take up a cancelled or interrupted run from the partitions its run folder holds: only the missing ones are computed. The inputs and settings must be those of the interrupted run.</source>
+        <source>Run the partitions on a Dask cluster started apart (dask-jobqueue on SLURM, Kubernetes, &apos;dask scheduler&apos; and &apos;dask worker&apos;): the scheduler&apos;s address, tcp://HOST:PORT or HOST:PORT. The run folder, the scenes, the weather file and the model must be at the same paths on every worker. Leave the local worker processes at 1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="97"/>
-        <source>Classified parcels, styled by class; the style is saved beside file outputs.</source>
+        <source>Where the partitions of a partitioned run are written as they finish; it is removed once the output is written. Empty: beside the output (its name + .parts), or a temporary folder for a temporary output. Giving one runs the partitions even in this process, so that the run can be resumed.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="98"/>
-        <source>Parcels classified</source>
+        <source>Take up a cancelled or interrupted run from the partitions its run folder holds: only the missing ones are computed. The inputs and settings must be those of the interrupted run.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="99"/>
-        <source>Export training data</source>
+        <source>Classified parcels, styled by class; the style is saved beside file outputs.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="100"/>
-        <source>Samples up to MAX_PIXELS pixels of every labelled parcel on every scene date, with cloud masks and growing degree days, and writes them as a ThermoCrop dataset folder that Train model reads. The dataset&apos;s classes are the labels found, or the classes a class map gives the crop codes.</source>
+        <source>Parcels classified</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="101"/>
+        <source>Export training data</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="102"/>
-        <source>Block field (spatial split)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="103"/>
-        <source>Minimum parcels per class</source>
+        <source>Samples up to MAX_PIXELS pixels of every labelled parcel on every scene date, with cloud masks and growing degree days, and writes them as a ThermoCrop dataset folder that Train model reads. The dataset&apos;s classes are the labels found, or the classes a class map gives the crop codes.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="104"/>
-        <source>Season start</source>
+        <source>Block field (spatial split)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="105"/>
-        <source>Pixels per parcel</source>
+        <source>Minimum parcels per class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="106"/>
-        <source>Dataset folder</source>
+        <source>Season start</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="107"/>
-        <source>Parcel polygons with a crop label field. Or a GeoParquet file (.parquet) given by its path, which QGIS 3.22 cannot open: ThermoCrop reads it by row groups (parcels named by its parcel_id field, as on the command line).</source>
+        <source>Pixels per parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="108"/>
-        <source>Field holding each parcel&apos;s crop label: any class names or crop codes. Parcels with an empty value are left unlabelled.</source>
+        <source>Dataset folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="109"/>
-        <source>Field of each parcel&apos;s spatial block (e.g. a 10 km grid cell id): Train model splits training, validation and test by block, so that neighbouring parcels do not score each other. Default: the field &apos;block&apos; when the layer has one; empty: no blocks (Train model then splits at random and warns).</source>
+        <source>Parcel polygons with a crop label field. Or a GeoParquet file (.parquet) given by its path, which QGIS 3.22 cannot open: ThermoCrop reads it by row groups (parcels named by its parcel_id field, as on the command line).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="110"/>
-        <source>Or your own class map: a CSV with columns code,class (or a YAML file). Codes not in it become &apos;unknown&apos;. Give either this or a preset, not both.</source>
+        <source>Field holding each parcel&apos;s crop label: any class names or crop codes. Parcels with an empty value are left unlabelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="111"/>
-        <source>Classes with fewer labelled parcels become &apos;unknown&apos; (0: keep every class).</source>
+        <source>Field of each parcel&apos;s spatial block (e.g. a 10 km grid cell id): Train model splits training, validation and test by block, so that neighbouring parcels do not score each other. Default: the field &apos;block&apos; when the layer has one; empty: no blocks (Train model then splits at random and warns).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="112"/>
-        <source>Season start as MM-DD, or MM-DD/-1 for the previous year.</source>
+        <source>Or your own class map: a CSV with columns code,class (or a YAML file). Codes not in it become &apos;unknown&apos;. Give either this or a preset, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="113"/>
-        <source>Pixels sampled per parcel and date (the paper uses 64).</source>
+        <source>Classes with fewer labelled parcels become &apos;unknown&apos; (0: keep every class).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="114"/>
-        <source>Dataset folder to create; it must not exist yet.</source>
+        <source>Season start as MM-DD, or MM-DD/-1 for the previous year.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="115"/>
-        <source>In-season accuracy</source>
+        <source>Pixels sampled per parcel and date (the paper uses 64).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="116"/>
-        <source>How early in the season the model can be trusted on your own fields: classifies the labelled reference parcels from the scenes and weather as of each acquisition, and writes the overall accuracy, macro F1 and each class&apos;s F1 against the date and the growing degree days (inseason.csv), for each class the GDD at which its F1 first reaches 90 % of its whole-season value (inseason_classes.csv), and a figure of both (inseason.png). Parcels of classes the model does not know are left out and counted in the log.</source>
+        <source>Dataset folder to create; it must not exist yet.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="117"/>
-        <source>Output folder</source>
+        <source>In-season accuracy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="118"/>
-        <source>Model bundle (.tcm) to score. Leave empty for the model shipped with the plugin for the scenes&apos; processing level.</source>
+        <source>How early in the season the model can be trusted on your own fields: classifies the labelled reference parcels from the scenes and weather as of each acquisition, and writes the overall accuracy, macro F1 and each class&apos;s F1 against the date and the growing degree days (inseason.csv), for each class the GDD at which its F1 first reaches 90 % of its whole-season value (inseason_classes.csv), and a figure of both (inseason.png). Parcels of classes the model does not know are left out and counted in the log.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="119"/>
-        <source>Folder for inseason.csv, inseason_classes.csv and inseason.png; the files of an earlier run there are replaced.</source>
+        <source>Output folder</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="120"/>
-        <source>Accuracy as of each acquisition (inseason.csv)</source>
+        <source>Model bundle (.tcm) to score. Leave empty for the model shipped with the plugin for the scenes&apos; processing level.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="121"/>
-        <source>GDD at which each class is recognised (inseason_classes.csv)</source>
+        <source>Folder for inseason.csv, inseason_classes.csv and inseason.png; the files of an earlier run there are replaced.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="122"/>
-        <source>Figure (inseason.png)</source>
+        <source>Accuracy as of each acquisition (inseason.csv)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="123"/>
-        <source>Whole-season overall accuracy</source>
+        <source>GDD at which each class is recognised (inseason_classes.csv)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="124"/>
-        <source>Reference parcels scored</source>
+        <source>Figure (inseason.png)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="125"/>
-        <source>Growing degree days per parcel</source>
+        <source>Whole-season overall accuracy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="126"/>
-        <source>Accumulates growing degree days (GDD) from the season start at each parcel&apos;s centroid, from daily temperatures, and adds one field per date.</source>
+        <source>Reference parcels scored</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="127"/>
-        <source>Dates</source>
+        <source>Growing degree days per parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="128"/>
-        <source>Scenes (for their dates)</source>
+        <source>Accumulates growing degree days (GDD) from the season start at each parcel&apos;s centroid, from daily temperatures, and adds one field per date.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="129"/>
-        <source>Folder of scenes</source>
+        <source>Dates</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="130"/>
-        <source>Base temperature</source>
+        <source>Scenes (for their dates)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="131"/>
-        <source>Cap temperature</source>
+        <source>Folder of scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="132"/>
-        <source>Method</source>
+        <source>Base temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="133"/>
-        <source>Largest distance to a weather cell (km)</source>
+        <source>Cap temperature</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="134"/>
-        <source>Parcels with GDD</source>
+        <source>Method</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="135"/>
-        <source>Parcel polygons, any CRS. Or a GeoParquet file (.parquet) given by its path, which QGIS 3.22 cannot open: ThermoCrop reads it by row groups and writes the output itself (a temporary output becomes a GeoPackage).</source>
+        <source>Largest distance to a weather cell (km)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="136"/>
-        <source>Dates as YYYY-MM-DD separated by commas. Leave empty to use the scene dates.</source>
+        <source>Parcels with GDD</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="137"/>
-        <source>Sentinel-2 scenes whose acquisition dates are used when DATES is empty.</source>
+        <source>Parcel polygons, any CRS. Or a GeoParquet file (.parquet) given by its path, which QGIS 3.22 cannot open: ThermoCrop reads it by row groups and writes the output itself (a temporary output becomes a GeoPackage).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="138"/>
-        <source>A folder of scenes whose dates are used when DATES is empty.</source>
+        <source>Dates as YYYY-MM-DD separated by commas. Leave empty to use the scene dates.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="139"/>
-        <source>Or a STAC item collection saved by &apos;Search a catalogue&apos;, whose dates are used when DATES is empty (no image is read).</source>
+        <source>Sentinel-2 scenes whose acquisition dates are used when DATES is empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="140"/>
-        <source>Season start as MM-DD, or MM-DD/-1 for the previous year (e.g. 09-01/-1).</source>
+        <source>A folder of scenes whose dates are used when DATES is empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="141"/>
-        <source>Base temperature (°C) below which no growth is counted.</source>
+        <source>Or a STAC item collection saved by &apos;Search a catalogue&apos;, whose dates are used when DATES is empty (no image is read).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="142"/>
-        <source>Cap temperature (°C) above which no extra growth is counted.</source>
+        <source>Season start as MM-DD, or MM-DD/-1 for the previous year (e.g. 09-01/-1).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="143"/>
-        <source>paper: clip daily min/max then average; average: average then clip at the base.</source>
+        <source>Base temperature (°C) below which no growth is counted.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="144"/>
-        <source>How far a parcel may be from the grid cell (or station) it takes its temperatures from; farther parcels get no GDD.</source>
+        <source>Cap temperature (°C) above which no extra growth is counted.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="145"/>
-        <source>The parcels with one field gdd_YYYYMMDD per date.</source>
+        <source>paper: clip daily min/max then average; average: average then clip at the base.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="146"/>
+        <source>How far a parcel may be from the grid cell (or station) it takes its temperatures from; farther parcels get no GDD.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="147"/>
-        <source>Finds the Sentinel-2 L2A items of a STAC catalogue that cover the parcel layer in a season, keeps those with at most the given cloud cover, logs their dates, tiles and cloud cover and saves them as a STAC ItemCollection (.json). Classify parcels, Export training data and Growing degree days per parcel read the saved file as their scenes, fetching only the parts of the images that hold parcels.</source>
+        <source>The parcels with one field gdd_YYYYMMDD per date.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="149"/>
-        <source>STAC API URL (for another STAC API)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="algorithm_strings.py" line="150"/>
-        <source>Collection</source>
+        <source>Finds the Sentinel-2 L2A items of a STAC catalogue that cover the parcel layer in a season, keeps those with at most the given cloud cover, logs their dates, tiles and cloud cover and saves them as a STAC ItemCollection (.json). Classify parcels, Export training data and Growing degree days per parcel read the saved file as their scenes, fetching only the parts of the images that hold parcels.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="151"/>
-        <source>Season (year)</source>
+        <source>STAC API URL (for another STAC API)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="152"/>
-        <source>Start (YYYY-MM-DD)</source>
+        <source>Collection</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="153"/>
-        <source>End (YYYY-MM-DD)</source>
+        <source>Season (year)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="154"/>
-        <source>Largest cloud cover (%)</source>
+        <source>Start (YYYY-MM-DD)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="155"/>
-        <source>Item collection</source>
+        <source>End (YYYY-MM-DD)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="156"/>
-        <source>Parcel polygons, any CRS: the search covers their bounding box.</source>
+        <source>Largest cloud cover (%)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="157"/>
-        <source>Earth Search (public COGs on AWS), Planetary Computer (signed by ThermoCrop), the Copernicus Data Space (JPEG 2000 in S3: reading needs S3 keys) or another STAC API given by its URL.</source>
+        <source>Item collection</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="158"/>
-        <source>The address of the STAC API when &apos;Another STAC API&apos; is chosen, e.g. https://stac.example.org/v1.</source>
+        <source>Parcel polygons, any CRS: the search covers their bounding box.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="159"/>
-        <source>Collection id; empty for the catalogue&apos;s Sentinel-2 L2A collection (sentinel-2-l2a).</source>
+        <source>Earth Search (public COGs on AWS), Planetary Computer (signed by ThermoCrop), the Copernicus Data Space (JPEG 2000 in S3: reading needs S3 keys) or another STAC API given by its URL.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="160"/>
-        <source>Calendar year searched (1 January to 31 December); Start and End narrow or replace it.</source>
+        <source>The address of the STAC API when &apos;Another STAC API&apos; is chosen, e.g. https://stac.example.org/v1.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="161"/>
-        <source>First day searched, YYYY-MM-DD (optional).</source>
+        <source>Collection id; empty for the catalogue&apos;s Sentinel-2 L2A collection (sentinel-2-l2a).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="162"/>
-        <source>Last day searched, YYYY-MM-DD (optional).</source>
+        <source>Calendar year searched (1 January to 31 December); Start and End narrow or replace it.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="163"/>
-        <source>Largest cloud cover of an item (eo:cloud_cover), percent.</source>
+        <source>First day searched, YYYY-MM-DD (optional).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="164"/>
-        <source>The item collection to write (.json); it appears only once complete.</source>
+        <source>Last day searched, YYYY-MM-DD (optional).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="165"/>
-        <source>Items found</source>
+        <source>Largest cloud cover of an item (eo:cloud_cover), percent.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="166"/>
-        <source>Dates found</source>
+        <source>The item collection to write (.json); it appears only once complete.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="167"/>
-        <source>Train model</source>
+        <source>Items found</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="168"/>
-        <source>Trains a PSE+LTAE classifier with the chosen positional encoding on one or more datasets written by Export training data, and saves a model bundle (.tcm) that Classify parcels and the dock can use.</source>
+        <source>Dates found</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="169"/>
-        <source>Dataset folders</source>
+        <source>Train model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="170"/>
-        <source>Model variant</source>
+        <source>Trains a PSE+LTAE classifier with the chosen positional encoding on one or more datasets written by Export training data, and saves a model bundle (.tcm) that Classify parcels and the dock can use.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="171"/>
-        <source>Epochs</source>
+        <source>Dataset folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="172"/>
-        <source>Steps per epoch</source>
+        <source>Model variant</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="173"/>
-        <source>Batch size</source>
+        <source>Epochs</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="174"/>
-        <source>Device</source>
+        <source>Steps per epoch</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="175"/>
-        <source>Classes (empty: all classes of the datasets)</source>
+        <source>Batch size</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="176"/>
-        <source>Initial model (empty: from random weights)</source>
+        <source>Device</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="177"/>
-        <source>Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder dialog.</source>
+        <source>Classes (empty: all classes of the datasets)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="178"/>
-        <source>Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none. tpe_sinusoidal, the shipped model&apos;s, is recommended (docs/training.md). With an initial model its variant holds: the default stands for it, another choice than the model&apos;s is refused.</source>
+        <source>Initial model (empty: from random weights)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="179"/>
-        <source>Training epochs (default 30, the shipped model&apos;s; the paper trains 100). The time the run will take is measured and logged before it starts.</source>
+        <source>Dataset folders, separated by ';' (from Export training data); '…' adds one with a folder dialog.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="180"/>
-        <source>Optimiser steps per epoch (default 25; the paper uses 500).</source>
+        <source>Positional encoding: thermal (tpe_*), calendar days, ShiftAug or none. tpe_sinusoidal, the shipped model&apos;s, is recommended (docs/training.md). With an initial model its variant holds: the default stands for it, another choice than the model&apos;s is refused.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="181"/>
-        <source>Parcels per optimiser step (default 64; the paper uses 128).</source>
+        <source>Training epochs (default 30, the shipped model&apos;s; the paper trains 100). The time the run will take is measured and logged before it starts.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="182"/>
-        <source>auto uses a CUDA GPU when there is one, else the CPU.</source>
+        <source>Optimiser steps per epoch (default 25; the paper uses 500).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="183"/>
-        <source>The model&apos;s classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: every class of the datasets. Parcels of other classes are left out of training.</source>
+        <source>Parcels per optimiser step (default 64; the paper uses 128).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="184"/>
-        <source>A model bundle (.tcm) to start from (fine-tuning), e.g. the shipped model. Its variant, settings, bands, input scaling and GDD settings are kept, its classes too when the datasets&apos; classes are among them (else a new output layer learns the new list), and it trains with the few-label recipe (docs/training.md). Empty: from random weights.</source>
+        <source>auto uses a CUDA GPU when there is one, else the CPU.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <location filename="algorithm_strings.py" line="185"/>
+        <source>The model&apos;s classes, separated by commas (e.g. corn,meadow,winter_wheat,unknown). Empty: every class of the datasets. Parcels of other classes are left out of training.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="186"/>
+        <source>A model bundle (.tcm) to start from (fine-tuning), e.g. the shipped model. Its variant, settings, bands, input scaling and GDD settings are kept, its classes too when the datasets&apos; classes are among them (else a new output layer learns the new list), and it trains with the few-label recipe (docs/training.md). Empty: from random weights.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="algorithm_strings.py" line="187"/>
         <source>Model bundle file (.tcm) to write.</source>
         <translation type="unfinished"></translation>
     </message>

@@ -101,6 +101,7 @@ class ClassificationParameters:
         decided: the confidence a decided label keeps (``crop_decided``); None: not asked.
         cluster: where the work runs (one process, local workers or a scheduler's cluster), its
             run folder named (``prepared_cluster``).
+        class_shares: the CSV file of the crops' shares in the area (``core.class_shares``), or None.
     """
 
     parcels: Any
@@ -122,6 +123,7 @@ class ClassificationParameters:
     as_of: Any = None
     decided: Optional[float] = None
     cluster: ClusterSpec = field(default_factory=ClusterSpec)
+    class_shares: Optional[str] = None
 
 
 def prepared_cluster(spec: ClusterSpec, beside: Optional[str], name: str) -> ClusterSpec:
@@ -290,7 +292,8 @@ def classification_request(p: ClassificationParameters) -> ClassifyRequest:
         scenes=scenes, weather=weather_spec(p.weather), model=p.bundle if p.bundle is not None else p.model,
         fields=ResultFields(p.label_field, p.confidence_field, p.status_field, p.probabilities, p.coverage,
                             decided=p.decided),
-        sampling=PixelSampling(**p.extra), output=output, as_of=p.as_of, cluster=p.cluster)
+        sampling=PixelSampling(**p.extra), output=output, as_of=p.as_of, cluster=p.cluster,
+        class_shares=p.class_shares)
 
 
 def read_parcels(request: ClassifyRequest, fids: list) -> tuple[ClassifyRequest, list]:

@@ -12,6 +12,16 @@ with each of:
   (x 10,000) left out, as ``--missing-scl bands`` masks thick clouds and snow;
 - ``window K``: each date classified on its last K acquisitions alone (the earlier ones, bare
   or weedy before a spring crop emerges, left out);
+- ``prior-em``: the class shares of the half's parcels estimated from the probabilities alone by
+  expectation-maximisation (Saerens, Latinne and Decaestecker, 2002), from equal shares, and each
+  parcel's probabilities reweighted by them (a shift of class shares between the synthetic
+  training data and the user's fields corrected without labels);
+- ``prior-true`` (a bound, not a change a user could make: it reads the labels): each parcel's
+  probabilities reweighted by the half's true class shares over the mean probabilities of the
+  half as of the date;
+- ``other-half shares``: the probabilities brought to the class shares of the other half's
+  parcels (``core.class_shares``, what ``classify --class-shares`` does with shares a user knows
+  from the statistics of the area): the labels of the half scored are not read;
 - ``adapt-bn pse|all``: every BatchNorm of the pixel-set encoder (``pse``) or of the whole network
   (``all``) given the statistics of the half's own parcels, as of the date (the acquisitions up to
   it above the floor), instead of those of the synthetic training data.
@@ -28,6 +38,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from thermocrop.core.class_shares import SHARE_FLOOR, match_class_shares
 from thermocrop.core.model.bundle import ModelBundle, load_bundle
 from thermocrop.core.model.season_floor import gdd_floor
 from thermocrop.core.pixel_sets import PixelSets
@@ -92,6 +103,37 @@ def bright(ps: PixelSets, level: float) -> np.ndarray:
     return (blue >= level) & ((blue + band("B03") + band("B04")) / 3 >= level)
 
 
+def prior_em(probabilities: np.ndarray, iterations: int = 200) -> np.ndarray:
+    """``probabilities (P, K)`` reweighted by the class shares that expectation-maximisation
+    estimates from them, starting from (and relative to) equal shares; a parcel not yet seen
+    (NaN) stays NaN."""
+    seen = np.isfinite(probabilities).all(axis=1)
+    p = probabilities[seen]
+    k = p.shape[1]
+    shares, q = np.full(k, 1.0 / k), p
+    for _ in range(iterations):
+        q = p * shares * k
+        q /= q.sum(axis=1, keepdims=True)
+        new = q.mean(axis=0)
+        done = np.abs(new - shares).max() < 1e-7
+        shares = new
+        if done:
+            break
+    out = np.full_like(probabilities, np.nan)
+    out[seen] = q
+    return out
+
+
+def prior_true(probabilities: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``probabilities (P, K)`` reweighted by the true class shares of ``labels`` over their own
+    mean (a little added to each share, so no class is ruled out)."""
+    k = probabilities.shape[1]
+    seen = np.isfinite(probabilities).all(axis=1)
+    shares = np.bincount(labels, minlength=k) / len(labels) + 1e-3
+    q = probabilities * shares / np.nanmean(np.where(seen[:, None], probabilities, np.nan), axis=0)
+    return q / q.sum(axis=1, keepdims=True)
+
+
 def adapted(bundle: ModelBundle, ps: PixelSets, scope: str, until: int) -> ModelBundle:
     """A copy of ``bundle`` whose BatchNorms of ``scope`` hold the statistics of ``ps``'s
     acquisitions up to index ``until`` above the model's floor, in one training-mode pass."""
@@ -122,8 +164,9 @@ def row(name: str, scores: list[float]) -> str:
     return f"{name}: " + " / ".join(f"{s:.3f}" for s in scores)
 
 
-def study_half(bundle: ModelBundle, ps: PixelSets, say: Callable[[str], None]) -> None:
-    """Print one line per change for one half."""
+def study_half(bundle: ModelBundle, ps: PixelSets, say: Callable[[str], None],
+               other_shares: Optional[np.ndarray] = None) -> None:
+    """Print one line per change for one half (``other_shares``: the other half's class shares)."""
     labels = np.asarray(ps.labels).astype(np.int64)
     at = as_of_index(ps)
     prefixes = bundle.predict_prefixes(ps)
@@ -142,6 +185,11 @@ def study_half(bundle: ModelBundle, ps: PixelSets, say: Callable[[str], None]) -
             keep[:, max(0, t - k + 1):t + 1] = True
             scores.append(accuracy(bundle.predict(with_dates(ps, keep)), labels))
         say(row(f"window {k}", scores))
+    say(row("prior-em", [accuracy(prior_em(prefixes[:, t]), labels) for t in at]))
+    say(row("prior-true (reads the labels)", [accuracy(prior_true(prefixes[:, t], labels), labels) for t in at]))
+    if other_shares is not None:
+        say(row("other-half shares", [accuracy(match_class_shares(prefixes[:, t], other_shares), labels)
+                                      for t in at]))
     for scope in ("pse", "all"):
         scores = [accuracy(adapted(bundle, ps, scope, t).predict_prefixes(ps)[:, t], labels) for t in at]
         say(row(f"adapt-bn {scope}", scores))
@@ -159,11 +207,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     print("OA as of " + " / ".join(AS_OF))
     for path in args.models or [str(ROOT / "resources" / "models" / m) for m in MODELS]:
         bundle = load_bundle(path)
+        k = len(bundle.classes)
+        sets = {}
         for half in ("west", "east"):
             ps = align_classes([halves[half]], tuple(bundle.classes), unseen="drop")[0]
-            ps = ps.subset(np.sort(usable_parcels(ps, len(bundle.classes))))
-            print(f"\n{Path(path).name}, {half} half ({len(ps)} parcels)")
-            study_half(bundle, ps, lambda line: print("  " + line, flush=True))
+            sets[half] = ps.subset(np.sort(usable_parcels(ps, k)))
+        for half, other in (("west", "east"), ("east", "west")):
+            counts = np.bincount(np.asarray(sets[other].labels).astype(np.int64), minlength=k)
+            shares = np.maximum(counts / counts.sum(), SHARE_FLOOR)
+            print(f"\n{Path(path).name}, {half} half ({len(sets[half])} parcels)")
+            study_half(bundle, sets[half], lambda line: print("  " + line, flush=True), shares / shares.sum())
     return 0
 
 

@@ -67,6 +67,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--decided-threshold", type=bounded("decided_threshold"), default=DEFAULT_DECIDED_THRESHOLD,
                         help="the confidence (calibrated where the model carries a calibration) a decided label keeps "
                              f"up to the last acquisition (default {DEFAULT_DECIDED_THRESHOLD:g}; with --decided)")
+    parser.add_argument("--class-shares", metavar="CSV",
+                        help="the crops' shares of the parcels in the area, known from elsewhere (last year's "
+                             "declarations, agricultural statistics): a CSV file 'class,share' by the model's class "
+                             "names; the probabilities are brought to these shares before labels and sets are made "
+                             "(docs/class-shares.md; not with --decided or a partitioned run)")
     parser.add_argument("--min-pixels", type=bounded("min_pixels"), default=1,
                         help="parcels covering fewer pixels get status too_small (default 1: classify every parcel)")
     parser.add_argument("--chunk-size", type=bounded("chunk_size"), default=20000, help="parcels held in memory at once")
@@ -93,8 +98,8 @@ def run(args: argparse.Namespace) -> int:
         sampling=PixelSampling(min_pixels=args.min_pixels, missing_scl=args.missing_scl),
         chunk_size=args.chunk_size, cluster=cluster_spec(args),
         output=ClassificationOutput(args.out, layer=args.out_layer, overwrite=args.overwrite,
-                                    inputs=(args.parcels, *weather.local_files(), args.model)),
-        as_of=None if args.as_of is None else args.as_of.astype(object))
+                                    inputs=(args.parcels, *weather.local_files(), args.model, args.class_shares)),
+        as_of=None if args.as_of is None else args.as_of.astype(object), class_shares=args.class_shares)
     run = app.run_classification(request, CliProgress())
     result, target = run.result, run.target
     names = target.fields

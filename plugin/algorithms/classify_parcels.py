@@ -90,6 +90,7 @@ class ClassifyParcels(ThermoCropAlgorithm):
     AS_OF = "AS_OF"
     DECIDED = "DECIDED"
     DECIDED_THRESHOLD = "DECIDED_THRESHOLD"
+    CLASS_SHARES = "CLASS_SHARES"
     CLASSIFIED = "CLASSIFIED"
     SUMMARY = ("Predicts the crop type of every parcel from a Sentinel-2 time series and daily "
                "temperatures with a ThermoCrop model (PSE+LTAE with thermal positional encoding). "
@@ -126,6 +127,10 @@ class ClassifyParcels(ThermoCropAlgorithm):
                    "confidence below, as YYYY-MM-DD text) and crop_decided_gdd (the parcel's GDD then).",
         "DECIDED_THRESHOLD": "The confidence (calibrated where the model carries a calibration) a decided label "
                              "keeps up to the last acquisition, from 0 to 1. Used with DECIDED.",
+        "CLASS_SHARES": "Optional: the crops' shares of the parcels in the area, known from elsewhere (last year's "
+                        "declarations, agricultural statistics), as a CSV file 'class,share' by the model's class "
+                        "names. The probabilities are brought to these shares before labels and sets are made, "
+                        "which helps most early in the season. Not with DECIDED or a partitioned run.",
         **CLUSTER_HELP,
         "OUTPUT": "Classified parcels, styled by class; the style is saved beside file outputs.",
     }
@@ -151,6 +156,8 @@ class ClassifyParcels(ThermoCropAlgorithm):
                                                defaultValue=False))
         self.add(self.number(self.DECIDED_THRESHOLD, "Confidence a decided label keeps", "decided_threshold",
                              DEFAULT_DECIDED_THRESHOLD))
+        self.add(QgsProcessingParameterFile(self.CLASS_SHARES, "Class shares of the area (CSV)",
+                                            fileFilter="CSV files (*.csv)", optional=True))
         add_cluster_parameters(self)
         self.add(QgsProcessingParameterFeatureSink(self.OUTPUT, "Classified parcels",
                                                    QgsProcessing.TypeVectorPolygon))
@@ -329,7 +336,8 @@ class ClassifyParcels(ThermoCropAlgorithm):
             model=self.parameterAsFile(parameters, self.MODEL, context) or None,
             fields=self._fields(parameters, context), as_of=self.as_of(parameters, context),
             chunk_size=self.parameterAsInt(parameters, self.CHUNK_SIZE, context),
-            cluster=cluster_spec(self, parameters, context))
+            cluster=cluster_spec(self, parameters, context),
+            class_shares=self.parameterAsFile(parameters, self.CLASS_SHARES, context) or None)
 
     def _fields(self, parameters, context) -> ResultFields:
         """The result's columns the parameters ask for (no sets without ``PREDICTION_SETS``, no

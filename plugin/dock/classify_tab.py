@@ -288,10 +288,11 @@ class ClassifyPanel(QObject):
                                         model, form.label_field, form.confidence_field, form.status_field,
                                         form.probabilities, output, overwrite,
                                         bundle=None if shipped_for_items else checked.bundle,
-                                        inputs=[p for p in (layer_file(layer), weather, model) if p],
+                                        inputs=[p for p in (layer_file(layer), weather, model,
+                                                                    form.class_shares) if p],
                                         coverage=form.coverage, as_of=form.as_of,
                                         decided=DEFAULT_DECIDED_THRESHOLD if form.decided else None,
-                                        cluster=cluster)
+                                        cluster=cluster, class_shares=form.class_shares)
 
     @staticmethod
     def check_inputs(layer: QgsVectorLayer, scenes: Optional[list], weather: str, model: Optional[str],

@@ -44,6 +44,7 @@ class ClassifyForm:
         as_of: classify as of this date (None: every scene).
         decided: also write when each label was decided (``crop_decided``, ``crop_decided_gdd``).
         cluster: where the run goes, as chosen (its run folder not yet defaulted).
+        class_shares: the CSV file of the crops' shares in the area, or None.
     """
 
     layer: Optional[QgsVectorLayer]
@@ -62,6 +63,7 @@ class ClassifyForm:
     as_of: Optional[datetime.date] = None
     decided: bool = False
     cluster: ClusterSpec = ClusterSpec()
+    class_shares: Optional[str] = None
 
     @property
     def field_names(self) -> tuple:
@@ -103,6 +105,12 @@ class ClassifyForm:
         problem = self.cluster.problem()
         if problem:
             return problem
+        if self.class_shares and self.decided:
+            return tr("Class shares do not reach the decision dates: untick 'When each label was decided' or clear "
+                      "the class shares.")
+        if self.class_shares and self.cluster.partitioned:
+            return tr("Class shares need every parcel at once: run in one process (Advanced) or clear the class "
+                      "shares.")
         if self.cluster.resume and not self.cluster.run_folder and not self.output and not layer_file(layer):
             return tr("Resuming needs the run folder of the interrupted run: {layer} is not a file layer, so "
                       "give the run folder under 'Advanced'.").format(layer=layer.name())
@@ -145,4 +153,5 @@ def read_form(inputs: ClassifyInputs) -> ClassifyForm:
         as_of=inputs.as_of.date().toPyDate() if inputs.as_of_on.isChecked() else None,
         decided=inputs.decided.isChecked(),
         cluster=inputs.cluster.spec(),
+        class_shares=inputs.class_shares.filePath() or None,
     )

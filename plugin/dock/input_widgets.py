@@ -281,6 +281,13 @@ class ClassifyInputs(QWidget):
         self.decided.setToolTip(tr("Also write crop_decided, the acquisition from which the label no longer changes "
                                    "and keeps a confidence of 0.8, and crop_decided_gdd, the parcel's GDD then"))
         form.addRow(self.decided)
+        self.class_shares = QgsFileWidget()
+        self.class_shares.setFilter(tr("CSV files (*.csv)"))
+        self.class_shares.lineEdit().setPlaceholderText(tr("optional: the crops' shares in the area"))
+        self.class_shares.setToolTip(tr("A CSV file 'class,share' by the model's class names, with the crops' shares "
+                                        "of the parcels known from elsewhere (last year's declarations, statistics): "
+                                        "the probabilities are brought to them before labels and sets are made"))
+        form.addRow(tr("Class shares"), self.class_shares)
         return output_box
 
     def set_coverage(self) -> Optional[float]:
@@ -470,6 +477,7 @@ class ClassifyInputs(QWidget):
         self.as_of_on.toggled.connect(lambda *_: self._remember())
         self.as_of.dateChanged.connect(lambda *_: self._remember())
         self.decided.toggled.connect(lambda *_: self._remember())
+        self.class_shares.fileChanged.connect(lambda *_: self._remember())
         self.cluster.workers.valueChanged.connect(lambda *_: self._remember())
         self.cluster.scheduler.editingFinished.connect(self._remember)
         self.cluster.run_folder.fileChanged.connect(lambda *_: self._remember())
@@ -496,6 +504,7 @@ class ClassifyInputs(QWidget):
         settings.setValue("as_of_on", self.as_of_on.isChecked())
         settings.setValue("as_of", self.as_of.date().toString(Qt.ISODate))
         settings.setValue("decided", self.decided.isChecked())
+        settings.setValue("class_shares", self.class_shares.filePath())
         self.cluster.save_settings(settings)
         settings.endGroup()
         self.catalog.save_settings()
@@ -513,7 +522,7 @@ class ClassifyInputs(QWidget):
         for path in paths("scenes"):
             if os.path.exists(path):
                 self._add_scene(Path(path).name, path, "file", path not in unticked)
-        for key, widget in (("weather", self.weather), ("model", self.model)):
+        for key, widget in (("weather", self.weather), ("model", self.model), ("class_shares", self.class_shares)):
             path = settings.value(key, "") or ""
             if path and os.path.isfile(path):
                 widget.setFilePath(path)

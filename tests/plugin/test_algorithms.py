@@ -278,7 +278,7 @@ def test_classifyparcels_parameters_and_defaults(provider):
     names = [p.name() for p in algorithm.parameterDefinitions()]
     assert names == ["INPUT", "SCENES", "SCENE_FOLDER", "STAC_ITEMS", "AUTH", "WEATHER", "WEATHER_SERVICE", "MODEL",
                      "LABEL_FIELD", "CONFIDENCE_FIELD", "STATUS_FIELD", "PROBABILITIES", "PREDICTION_SETS",
-                     "COVERAGE", "AS_OF", "DECIDED", "DECIDED_THRESHOLD", "CHUNK_SIZE", "WORKERS", "SCHEDULER",
+                     "COVERAGE", "AS_OF", "DECIDED", "DECIDED_THRESHOLD", "CLASS_SHARES", "CHUNK_SIZE", "WORKERS", "SCHEDULER",
                      "RUN_FOLDER", "RESUME", "OUTPUT"]
     definition = algorithm.parameterDefinition
     assert definition("LABEL_FIELD").defaultValue() == "crop_pred"
@@ -293,7 +293,7 @@ def test_classifyparcels_parameters_and_defaults(provider):
     assert definition("DECIDED").defaultValue() is False and definition("DECIDED_THRESHOLD").defaultValue() == 0.8
     optional = {p.name() for p in algorithm.parameterDefinitions()
                 if p.flags() & p.FlagOptional}
-    assert optional == {"SCENES", "SCENE_FOLDER", "STAC_ITEMS", "AUTH", "WEATHER", "MODEL", "AS_OF", "SCHEDULER",
+    assert optional == {"SCENES", "SCENE_FOLDER", "STAC_ITEMS", "AUTH", "WEATHER", "MODEL", "AS_OF", "CLASS_SHARES", "SCHEDULER",
                         "RUN_FOLDER"}
     assert {o.name() for o in algorithm.outputDefinitions()} == {"OUTPUT", "CLASSIFIED"}
 
