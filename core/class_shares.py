@@ -90,33 +90,50 @@ def read_class_shares(path: str | Path, classes: Sequence[str]) -> np.ndarray:
     return shares / shares.sum()
 
 
-def match_class_shares(probabilities: np.ndarray, shares: np.ndarray) -> np.ndarray:
-    """``probabilities (P, K)`` (rows of parcels not classified NaN, left so) with one factor per
-    class, the same for every parcel, so that the mean of each class over the classified parcels
-    is ``shares`` (within :data:`TOLERANCE`), each row normalised again."""
+def share_factors(probabilities: np.ndarray, shares: np.ndarray) -> np.ndarray:
+    """``(K,)`` one factor per class, the same for every parcel, that bring the mean probability
+    of each class over the classified parcels of ``probabilities (P, K)`` (rows NaN where not
+    classified) to ``shares`` within :data:`TOLERANCE` (:func:`apply_share_factors`); scaled so
+    that the largest is 1. All ones where no parcel is classified."""
     p = np.asarray(probabilities, dtype=np.float64)
-    seen = np.isfinite(p).all(axis=1)
-    out = np.array(probabilities, dtype=np.float32, copy=True)
-    if not seen.any():
-        return out
-    q = p[seen]
+    q = p[np.isfinite(p).all(axis=1)]
+    factors = np.ones(p.shape[1])
+    if not len(q):
+        return factors
     for _ in range(MAX_STEPS):
         mean = q.mean(axis=0)
         if np.abs(mean - shares).max() <= TOLERANCE:
             break
-        q = q * (shares / np.maximum(mean, 1e-12))
+        step = shares / np.maximum(mean, 1e-12)
+        factors *= step
+        q = q * step
         q /= q.sum(axis=1, keepdims=True)
-    out[seen] = q.astype(np.float32)
-    return out
+    return factors / factors.max()
+
+
+def apply_share_factors(probabilities: np.ndarray, factors: np.ndarray) -> np.ndarray:
+    """``probabilities (..., K)`` times ``factors (K,)``, each row normalised again (float32; NaN
+    rows stay NaN)."""
+    q = np.asarray(probabilities, dtype=np.float64) * np.asarray(factors, dtype=np.float64)
+    return (q / q.sum(axis=-1, keepdims=True)).astype(np.float32)
+
+
+def match_class_shares(probabilities: np.ndarray, shares: np.ndarray) -> np.ndarray:
+    """``probabilities (P, K)`` (rows of parcels not classified NaN, left so) with one factor per
+    class, the same for every parcel, so that the mean of each class over the classified parcels
+    is ``shares`` (within :data:`TOLERANCE`), each row normalised again."""
+    return apply_share_factors(probabilities, share_factors(probabilities, shares))
 
 
 def with_class_shares(result: ClassificationResult, shares: np.ndarray) -> ClassificationResult:
     """``result`` with its probabilities brought to ``shares`` (:func:`match_class_shares`), its
-    labels and confidences from them; its decision dates, if any, and warnings kept. Fewer than
+    labels and confidences from them and its ``share_factors`` set (for explaining one parcel as
+    the map has it); its decision dates, if any, and warnings kept. Fewer than
     :data:`MIN_PARCELS` classified parcels add a warning."""
     ok = status_ok(result.status)
+    factors = share_factors(result.probabilities, shares)
     adjusted = labelled_result(result.classes, result.parcel_ids, result.rows, result.status,
-                               match_class_shares(result.probabilities, shares))
+                               apply_share_factors(result.probabilities, factors))
     changed = int((adjusted.labels[ok] != result.labels[ok]).sum())
     warnings = result.warnings
     if ok.sum() < MIN_PARCELS:
@@ -127,4 +144,4 @@ def with_class_shares(result: ClassificationResult, shares: np.ndarray) -> Class
         warnings = (*warnings, note)
     log.info("Class shares: %d of %d classified parcels changed label", changed, int(ok.sum()))
     return replace(adjusted, warnings=warnings, decided=result.decided, decided_gdd=result.decided_gdd,
-                   decided_threshold=result.decided_threshold)
+                   decided_threshold=result.decided_threshold, share_factors=factors)

@@ -91,6 +91,8 @@ class ClassificationResult:
             (``core.inseason.decided_index``; NaT: never, or not ``"ok"``), or None when not asked.
         decided_gdd: ``(P,)`` float32 the parcel's GDD on that acquisition (NaN: never), or None.
         decided_threshold: the confidence a decided label kept, or None.
+        share_factors: ``(K,)`` the factors that brought the probabilities to the class shares
+            given (``core.class_shares``), or None where none were.
     """
 
     parcel_ids: np.ndarray
@@ -106,6 +108,7 @@ class ClassificationResult:
     decided: Optional[np.ndarray] = None
     decided_gdd: Optional[np.ndarray] = None
     decided_threshold: Optional[float] = None
+    share_factors: Optional[np.ndarray] = None
 
     def __len__(self) -> int:
         return len(self.parcel_ids)

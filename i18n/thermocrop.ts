@@ -651,12 +651,12 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="391"/>
+        <location filename="../plugin/task.py" line="394"/>
         <source>ThermoCrop: explain a parcel</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/task.py" line="409"/>
+        <location filename="../plugin/task.py" line="414"/>
         <source>Feature {fid} is no longer in {layer}.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1296,77 +1296,82 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="115"/>
+        <location filename="../plugin/dock/explain_tab.py" line="117"/>
         <source>Reading the parcel's pixels …</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="123"/>
+        <location filename="../plugin/dock/explain_tab.py" line="125"/>
         <source>Explaining was cancelled.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="126"/>
+        <location filename="../plugin/dock/explain_tab.py" line="128"/>
         <source>Cannot explain this parcel: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="133"/>
+        <location filename="../plugin/dock/explain_tab.py" line="135"/>
         <source>Reference: {name}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="133"/>
+        <location filename="../plugin/dock/explain_tab.py" line="135"/>
         <source>none given</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="159"/>
+        <location filename="../plugin/dock/explain_tab.py" line="161"/>
         <source>against calendar date</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="164"/>
+        <location filename="../plugin/dock/explain_tab.py" line="166"/>
         <source>growing degree days (°C·d)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="166"/>
+        <location filename="../plugin/dock/explain_tab.py" line="168"/>
         <source>against thermal time</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="180"/>
+        <location filename="../plugin/dock/explain_tab.py" line="182"/>
+        <source>class probability, brought to the class shares</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <location filename="../plugin/dock/explain_tab.py" line="182"/>
         <source>class probability</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="190"/>
+        <location filename="../plugin/dock/explain_tab.py" line="193"/>
         <source> of {layer}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="224"/>
+        <location filename="../plugin/dock/explain_tab.py" line="227"/>
         <source>Choose a parcel layer (or classify) first.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="231"/>
+        <location filename="../plugin/dock/explain_tab.py" line="234"/>
         <source>Click a parcel of {layer} on the map.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="250"/>
+        <location filename="../plugin/dock/explain_tab.py" line="253"/>
         <source>Select exactly one parcel of {layer} to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="252"/>
+        <location filename="../plugin/dock/explain_tab.py" line="255"/>
         <source>Select exactly one parcel to explain ({n} selected).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/explain_tab.py" line="261"/>
+        <location filename="../plugin/dock/explain_tab.py" line="264"/>
         <source>Choose the scenes and the weather file on the Classify tab first.</source>
         <translation type="unfinished"></translation>
     </message>

@@ -366,6 +366,8 @@ class Explanation:
         dates: ``(T,)`` datetime64[D]; gdd: ``(T,)`` growing degree days; ndvi: ``(T,)`` mean NDVI
             (NaN where unusable); probabilities: ``(K,)`` (NaN when not classified);
             status: ``"ok"`` or why not; bundle: the model.
+        share_factors: the factors of the run's class shares applied to ``probabilities``
+            (``core.class_shares``), or None.
     """
 
     fid: int
@@ -376,6 +378,7 @@ class Explanation:
     probabilities: Any
     status: str
     bundle: Any
+    share_factors: Any = None
 
 
 class ExplainTask(ThermoCropTask):
@@ -387,11 +390,13 @@ class ExplainTask(ThermoCropTask):
     WHAT = "Explain"
 
     def __init__(self, snapshot: LayerSnapshot, fid: int, scenes: list, weather: str, bundle: Any,
-                 on_done: Callable[["ExplainTask"], None], as_of: Any = None):
+                 on_done: Callable[["ExplainTask"], None], as_of: Any = None, share_factors: Any = None):
         super().__init__(tr("ThermoCrop: explain a parcel"), on_done)
         self.snapshot, self.fid, self.scenes, self.weather, self.bundle = snapshot, fid, scenes, weather, bundle
         self.as_of = as_of
         """A date: the scenes acquired after it are left out, as the run as of it left them."""
+        self.share_factors = share_factors
+        """The factors that brought the run's probabilities to its class shares, applied here too."""
         self.explanation: Optional[Explanation] = None
 
     def work(self, progress) -> None:
@@ -422,7 +427,12 @@ class ExplainTask(ThermoCropTask):
                                 progress=progress.sub(0.1, 0.9))
         ok = ps.status[0] == "ok"
         probs = bundle.predict(ps)[0] if ok else np.full(len(bundle.classes), np.nan)
+        if ok and self.share_factors is not None:
+            from ..core.class_shares import apply_share_factors
+
+            probs = apply_share_factors(probs, self.share_factors)
         name = feature["parcel_id"] if feature.fields().indexOf("parcel_id") >= 0 else self.fid
         self.explanation = Explanation(self.fid, str(name), np.asarray(ps.dates), np.asarray(ps.gdd[0]),
-                                       ndvi_series(ps), np.asarray(probs), str(ps.status[0]), bundle)
+                                       ndvi_series(ps), np.asarray(probs), str(ps.status[0]), bundle,
+                                       self.share_factors)
         progress(1.0)

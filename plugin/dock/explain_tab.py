@@ -108,8 +108,10 @@ class ExplainPanel(QWidget):
         last = self.classify.last_bundle is not None
         bundle = self.classify.last_bundle if last else (inputs.model.filePath() or None)
         self.sync_reference_layer()
+        factors = getattr(self.classify.last_result, "share_factors", None) if last else None
         self.explain_task = ExplainTask(snapshot, fid, inputs.scene_paths(), inputs.weather.filePath(), bundle,
-                                        self._explained, as_of=self.classify.last_as_of if last else None)
+                                        self._explained, as_of=self.classify.last_as_of if last else None,
+                                        share_factors=factors)
         self._explaining_layer = layer
         self.explain_button.setEnabled(False)
         self.explain_message.setText(tr("Reading the parcel's pixels …"))
@@ -177,7 +179,8 @@ class ExplainPanel(QWidget):
         ax3.set_xlim(0, 1)
         ax3.set_xticks([0, 0.5, 1])
         ax3.tick_params(axis="x", labelsize=8)
-        ax3.set_xlabel(tr("class probability"), fontsize=9)
+        ax3.set_xlabel(tr("class probability, brought to the class shares") if ex.share_factors is not None
+                       else tr("class probability"), fontsize=9)
         best = int(np.nanargmax(probs)) if np.isfinite(probs).any() else None
         verdict = f"{class_label(bundle.classes[best])} ({probs[best]:.2f})" if best is not None else ex.status
         if self.figure_canvas is not None:

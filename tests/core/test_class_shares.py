@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from thermocrop.core.class_shares import SHARE_FLOOR, TOLERANCE, match_class_shares, read_class_shares
+from thermocrop.core.class_shares import (
+    SHARE_FLOOR,
+    TOLERANCE,
+    apply_share_factors,
+    match_class_shares,
+    read_class_shares,
+    share_factors,
+)
 from thermocrop.core.errors import InputError
 
 CLASSES = ("corn", "meadow", "unknown", "winter_wheat")
@@ -64,6 +71,11 @@ def test_the_mean_probabilities_are_brought_to_the_shares_by_one_factor_per_clas
     ratio = q[seen] / p[seen]
     ratio /= ratio[:, :1]
     np.testing.assert_allclose(ratio, np.broadcast_to(ratio[0], ratio.shape), rtol=1e-4)
+    # Those factors, applied to one parcel alone (as Explain does), give that parcel's row.
+    factors = share_factors(p, shares)
+    assert factors.max() == pytest.approx(1.0)
+    np.testing.assert_allclose(apply_share_factors(p[3], factors), q[3], rtol=1e-5)
+    np.testing.assert_allclose(factors / factors[0], ratio[0], rtol=1e-4)
 
 
 def test_labels_follow_the_shares_where_the_model_cannot_tell_the_parcels_apart():

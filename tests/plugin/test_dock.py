@@ -757,6 +757,30 @@ def test_a_run_as_of_a_date_starts_at_the_last_scene_and_says_how_far_the_season
 
 
 @pytest.mark.slow
+def test_a_run_with_class_shares_is_explained_as_the_map_has_it(dock, parcels_layer, tmp_path):
+    """With class shares, the map's confidences are the shares' adjusted probabilities; Explain
+    gave the model's own, so the explained parcel disagreed with its crop_conf."""
+    shares = tmp_path / "shares.csv"
+    shares.write_text("class,share\nmeadow,10\ncorn,40\nwinter_wheat,30\nunknown,20\n", encoding="utf-8")
+    dock.layer_combo.setLayer(parcels_layer)
+    dock.inputs.class_shares.setFilePath(str(shares))
+    assert dock.start() is not None, dock.message.text()
+    _wait(dock)
+    factors = dock.last_result.share_factors
+    assert factors is not None and factors.max() == pytest.approx(1.0) and factors.min() < 0.9
+    out = dock.output_layer
+    feature = next(f for f in out.getFeatures() if f["crop_status"] == "ok")
+    dock.explain(feature.id())
+    _wait(dock, attr="explain_task")
+    ex = dock.last_explanation
+    assert ex.share_factors is factors
+    assert float(np.max(ex.probabilities)) == pytest.approx(feature["crop_conf"], abs=1e-4)
+    assert dock.last_bundle.classes[int(np.argmax(ex.probabilities))] == feature["crop_pred"]
+    np.testing.assert_allclose(np.sum(ex.probabilities), 1.0, rtol=1e-5)
+    dock.inputs.class_shares.setFilePath("")
+
+
+@pytest.mark.slow
 def test_a_run_as_of_june_needs_no_weather_for_the_later_scenes(dock, parcels_layer, tiny_region, region_weather,
                                                                 tmp_path):
     """The dock's own input check asked for temperatures to the last scene listed, so a run as of
