@@ -1806,72 +1806,77 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
+        <location filename="../plugin/algorithms/base.py" line="258"/>
+        <source>The layer {layer} has no field {name!r} (LABEL_FIELD); its fields are {fields}. Choose the field that holds the classes.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <location filename="../plugin/algorithms/request_parts.py" line="218"/>
         <source>Inputs checked in {seconds} s</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="331"/>
+        <location filename="../plugin/algorithms/base.py" line="345"/>
         <source>Give either the temperature file {path!r} or the weather service {service}, not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="336"/>
+        <location filename="../plugin/algorithms/base.py" line="350"/>
         <source>Give a daily temperature file (WEATHER), or choose a weather service (WEATHER_SERVICE).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="338"/>
+        <location filename="../plugin/algorithms/base.py" line="352"/>
         <source>temperature file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="392"/>
+        <location filename="../plugin/algorithms/base.py" line="406"/>
         <source>STAC items {path}: {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="412"/>
+        <location filename="../plugin/algorithms/base.py" line="426"/>
         <source>Give either scene files (&apos;{scenes}&apos;, &apos;{folder}&apos;) or saved STAC items (&apos;{stac}&apos;), not both.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="420"/>
+        <location filename="../plugin/algorithms/base.py" line="434"/>
         <source>The STAC items file {path!r} does not exist; choose the .json file &apos;Search a catalogue&apos; wrote.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="423"/>
+        <location filename="../plugin/algorithms/base.py" line="437"/>
         <source>{path!r} is not a STAC item collection; choose the .json file &apos;Search a catalogue&apos; wrote.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="427"/>
+        <location filename="../plugin/algorithms/base.py" line="441"/>
         <source>The scene folder {folder!r} does not exist; choose an existing folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="431"/>
+        <location filename="../plugin/algorithms/base.py" line="445"/>
         <source>Give Sentinel-2 scenes: &apos;{scenes}&apos; (SCENES, layers or files), &apos;{folder}&apos; (SCENE_FOLDER){stac}; one of them is required.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="442"/>
+        <location filename="../plugin/algorithms/base.py" line="456"/>
         <source>{dates} dates from {products} products</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="458"/>
+        <location filename="../plugin/algorithms/base.py" line="472"/>
         <source>The M (measure) values of the parcels are not written: {driver} files cannot hold them. Write a .gpkg, .shp, .fgb or .csv file to keep them.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="464"/>
+        <location filename="../plugin/algorithms/base.py" line="478"/>
         <source>Writing feature {fid} failed: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/base.py" line="487"/>
+        <location filename="../plugin/algorithms/base.py" line="501"/>
         <source>The {what} {path!r} does not exist; choose an existing file or folder.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1986,32 +1991,32 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="150"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="151"/>
         <source>The parcels have no &apos;{field}&apos; field; Train model will split them at random (give a block field for a spatial split).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="153"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="154"/>
         <source>The parcel layer has no field {field}; choose its block field or leave it empty.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="189"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="190"/>
         <source>The dataset folder {out} is not empty; choose a new folder.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="200"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="201"/>
         <source>{n} classes (labelled parcels with data):</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="204"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="205"/>
         <source>Codes not in the class map, counted as unknown: {codes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/export_training_data.py" line="207"/>
+        <location filename="../plugin/algorithms/export_training_data.py" line="208"/>
         <source>Classes with fewer than {n} parcels, counted as unknown: {classes}</source>
         <translation type="unfinished"></translation>
     </message>

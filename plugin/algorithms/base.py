@@ -245,6 +245,20 @@ class ThermoCropAlgorithm(QgsProcessingAlgorithm):
                              "Source, or Assign projection; a shapefile needs its .prj).").format(problem=problem)
         return True, ""
 
+    def check_label_field(self, parameters: dict, context: QgsProcessingContext) -> tuple[bool, str]:
+        """``(ok, message)``: the ``LABEL_FIELD`` is a field of the ``INPUT`` layer (QGIS checks a
+        field parameter only against a layer chosen in the dialog, not one given by its path), by
+        the layer's name and its fields. A GeoParquet file's fields are checked when it is read."""
+        name = self.parameterAsString(parameters, "LABEL_FIELD", context)
+        if not name or self.geoparquet_input(parameters, context) is not None:
+            return True, ""
+        source = self.parameterAsSource(parameters, self.INPUT, context)
+        if source is None or source.fields().indexOf(name) >= 0:
+            return True, ""
+        return False, tr("The layer {layer} has no field {name!r} (LABEL_FIELD); its fields are {fields}. Choose "
+                         "the field that holds the classes.").format(layer=source.sourceName(), name=name,
+                                                                     fields=", ".join(source.fields().names()))
+
     def preflight(self, parameters: dict, context: QgsProcessingContext, feedback: QgsProcessingFeedback,
                   **checks: Any):
         """Run ``core.preflight.check_inputs`` for the ``INPUT`` layer and ``checks`` (weather,

@@ -125,7 +125,7 @@ class CalibrateModel(ThermoCropAlgorithm):
                                       inputs=[p for p in inputs if p])
 
     CHECKS = (ThermoCropAlgorithm.check_weather, check_model, check_class_map, ThermoCropAlgorithm.check_parcel_crs,
-              ThermoCropAlgorithm.check_scenes, check_output)
+              ThermoCropAlgorithm.check_label_field, ThermoCropAlgorithm.check_scenes, check_output)
 
     def request(self, parameters, context) -> CalibrateRequest:
         """The calibration the parameters ask for, of the features of ``INPUT`` (read now)."""

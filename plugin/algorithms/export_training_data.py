@@ -127,8 +127,9 @@ class ExportTrainingData(ThermoCropAlgorithm):
         return self.check_output_file(self.parameterAsString(parameters, self.OUTPUT, context),
                                       what="dataset folder", kind="folder")
 
-    CHECKS = (ThermoCropAlgorithm.check_weather, ThermoCropAlgorithm.check_parcel_crs, check_season_start,
-              check_class_map, ThermoCropAlgorithm.check_scenes, check_cluster, check_output)
+    CHECKS = (ThermoCropAlgorithm.check_weather, ThermoCropAlgorithm.check_parcel_crs,
+              ThermoCropAlgorithm.check_label_field, check_season_start, check_class_map,
+              ThermoCropAlgorithm.check_scenes, check_cluster, check_output)
 
     def class_map(self, parameters, context):
         """The ``ClassMap`` chosen (preset or file), or None."""

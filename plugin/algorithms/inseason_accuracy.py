@@ -119,7 +119,7 @@ class InSeasonAccuracy(ThermoCropAlgorithm):
         return True, ""
 
     CHECKS = (ThermoCropAlgorithm.check_weather, check_model, check_class_map, ThermoCropAlgorithm.check_parcel_crs,
-              ThermoCropAlgorithm.check_scenes, check_output)
+              ThermoCropAlgorithm.check_label_field, ThermoCropAlgorithm.check_scenes, check_output)
 
     def request(self, parameters, context) -> SeasonAccuracyRequest:
         """The scoring the parameters ask for, of the features of ``INPUT`` (read now)."""

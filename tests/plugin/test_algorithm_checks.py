@@ -60,3 +60,22 @@ def test_every_key_is_a_constant_of_its_own_name(provider):
         unnamed = [key for key in keys if getattr(type(algorithm), key, None) != key]
         assert unnamed == [], f"{algorithm.id()} has no constant for {unnamed}"
         assert all(callable(check) for check in algorithm.CHECKS) and algorithm.CHECKS, algorithm.id()
+
+
+@pytest.mark.parametrize("name", ["calibratemodel", "inseasonaccuracy", "exporttrainingdata"])
+def test_a_label_field_the_layer_lacks_is_named_before_the_run(provider, tiny_region, tmp_path, name):
+    """A layer given by its path is not checked by QGIS against its field parameters: the run read
+    the missing field and failed with a KeyError traceback."""
+    from qgis.core import QgsProcessingContext
+
+    algorithm = provider.algorithm(name)
+    parameters = {"INPUT": str(tiny_region / "parcels.gpkg"), "LABEL_FIELD": "CROP_TYPE",
+                  "SCENE_FOLDER": str(tiny_region / "scenes"), "WEATHER": str(tiny_region / "weather.nc"),
+                  "OUTPUT": str(tmp_path / ("out.tcm" if name == "calibratemodel" else "out"))}
+    ok, message = algorithm.checkParameterValues(parameters, QgsProcessingContext())
+    assert not ok
+    assert message.startswith("The layer parcels has no field 'CROP_TYPE' (LABEL_FIELD); its fields are ")
+    assert "parcel_id" in message and "crop" in message
+    parameters["LABEL_FIELD"] = "crop"
+    ok, message = algorithm.checkParameterValues(parameters, QgsProcessingContext())
+    assert "CROP_TYPE" not in message and "has no field" not in message
