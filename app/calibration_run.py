@@ -105,7 +105,7 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
     # with its thermal time; the calibration is fitted on the network's raw probabilities, of the
     # whole season and, for its season stages, as of every date.
     scenes = resolve_scenes(request.scenes, request.reference.source, on_stats=progress.on_stats,
-                            report=progress.report)
+                            report=progress.report, model=request.model)
     bundle = run_bundle(request.model, scenes)
     if request.gdd_floor is not None:  # the calibration is fitted as the written model will predict
         bundle = with_gdd_floor(bundle, request.gdd_floor)

@@ -5,11 +5,12 @@ temperature file of a weather service (:func:`resolve_weather`)."""
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from ..core.errors import InputError
+from ..core.errors import InputError, ThermoCropError
 from ..core.pixel_sets import STATUS_OK
 from ..core.progress import Progress
 from ..core.scenes.local import find_scenes
@@ -53,7 +54,7 @@ def _one_source(spec: ScenesSpec) -> str:
 
 
 def resolve_scenes(spec: ScenesSpec, parcels: Any = None, *, progress: Optional[Progress] = None,
-                   on_stats: Optional[Callable] = None, report: Report = log.info) -> list:
+                   on_stats: Optional[Callable] = None, report: Report = log.info, model: Any = None) -> list:
     """The scenes ``spec`` asks for, one per date.
 
     Args:
@@ -62,6 +63,8 @@ def resolve_scenes(spec: ScenesSpec, parcels: Any = None, *, progress: Optional[
         progress: progress and cancellation of opening the items.
         on_stats: told the bytes and dates fetched so far (``core.scenes.remote.FetchStats``).
         report: told how many items a search found.
+        model: the model given (a path or a loaded bundle; None: the shipped one), whose
+            processing level is kept where scenes of both levels are found.
 
     Raises:
         InputError: no source or several, or a search without parcels.
@@ -69,13 +72,29 @@ def resolve_scenes(spec: ScenesSpec, parcels: Any = None, *, progress: Optional[
     source = _one_source(spec)
     if source == "found":
         return list(spec.found)
+    prefer = model_level(model)
     if source == "files":
-        return find_scenes(list(spec.files), **spec.find_options())
+        return find_scenes(list(spec.files), **spec.find_options(), prefer_level=prefer)
     items, folders = _items(spec, parcels, report)
     reader = reader_for(items, cache_dir=spec.cache, credentials=dict(spec.credentials), catalog=spec.catalog,
                         max_requests=spec.max_requests, on_stats=on_stats)
     return scenes_from_items(items, reader=reader, level=spec.level, offset=spec.offset, progress=progress,
-                             folders=folders)
+                             folders=folders, prefer_level=prefer)
+
+
+def model_level(model: Any) -> Optional[str]:
+    """The processing level of the scenes ``model`` was trained on (a bundle path or a loaded
+    bundle), or None where it says none or cannot be loaded (the run's checks then say why)."""
+    if model is None or model == "":
+        return None
+    if isinstance(model, (str, os.PathLike)):
+        from ..core.model.bundle import load_bundle
+
+        try:
+            model = load_bundle(model)
+        except ThermoCropError:
+            return None
+    return getattr(getattr(model, "config", None), "scene_level", None)
 
 
 def scene_dates(spec: ScenesSpec, parcels: Any = None, report: Report = log.info) -> np.ndarray:

@@ -221,7 +221,8 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
     cluster = cluster_options(request.cluster, output.path if output else None)
     out_path = target.path if target else output.path if output else None
     run_folder = run_folder_of(request.cluster, out_path) if cluster else None
-    scenes = resolve_scenes(request.scenes, parcels.source, on_stats=progress.on_stats, report=progress.report)
+    scenes = resolve_scenes(request.scenes, parcels.source, on_stats=progress.on_stats, report=progress.report,
+                            model=request.model)
     checked = check_inputs(**parcel_checks(parcels, {"id": parcels.id_field}), scenes=scenes,
                            season=request.scenes.season, weather=request.weather.local_files()[0],
                            bundle=request.model, need_bundle=True,

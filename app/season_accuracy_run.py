@@ -65,7 +65,8 @@ def run_season_accuracy(request: SeasonAccuracyRequest, progress: Optional[RunPr
                               inputs=[reference.source, request.model, *request.weather.local_files(),
                                       *request.scenes.local_files()])
     require_features(reference, "score")
-    scenes = resolve_scenes(request.scenes, reference.source, on_stats=progress.on_stats, report=progress.report)
+    scenes = resolve_scenes(request.scenes, reference.source, on_stats=progress.on_stats, report=progress.report,
+                            model=request.model)
     bundle = run_bundle(request.model, scenes)
     for warning in scene_warnings(bundle, scenes):
         progress.report(warning)

@@ -253,7 +253,10 @@ def check_inputs(
         if isinstance(scenes, (list, tuple)) and scenes and all(isinstance(s, Scene) for s in scenes):
             found = list(scenes)
         else:
-            found = find_scenes(scenes, **(scene_options or {}))
+            options = dict(scene_options or {})
+            if result.bundle is not None and not options.get("level"):
+                options.setdefault("prefer_level", result.bundle.config.scene_level)
+            found = find_scenes(scenes, **options)
         if shipped:
             from .model.bundle import load_bundle, shipped_model_choice
 

@@ -38,7 +38,7 @@ from .naming import (
     reconcile,
     tile_from_name,
 )
-from .product import BandSource, Grid, Product, Scene, grid_of
+from .product import BandSource, Grid, Product, Scene, grid_of, one_level
 from .stac import is_item_collection_file, scenes_from_files
 
 log = logging.getLogger(__name__)
@@ -348,6 +348,7 @@ def find_scenes(
     band_order: Optional[Sequence[str]] = None,
     level: Optional[str] = None,
     offset: Optional[int] = None,
+    prefer_level: Optional[str] = None,
 ) -> list[Scene]:
     """Find Sentinel-2 products and group them into one scene per acquisition date.
 
@@ -357,8 +358,10 @@ def find_scenes(
         band_order: band names of multi-band files that lack band descriptions, in file order
             (e.g. ``S2_BANDS`` or ``S2_BANDS + ("SCL",)``).
         level: ``"L1C"`` or ``"L2A"`` to keep only products of that level. When None and both
-            levels are present, L2A is kept (top-of-atmosphere and surface reflectance must not
-            be mixed in one series).
+            levels are present, those of ``prefer_level`` are kept, else L2A (top-of-atmosphere
+            and surface reflectance must not be mixed in one series), and the run's log says
+            what was left out (``core.scenes.product.one_level``).
+        prefer_level: the level of the model given, kept where both are found.
         offset: DN offset to use for every product instead of the one read from the processing
             baseline (name ``Nxxyy`` or metadata ``BOA_ADD_OFFSET`` / ``RADIO_ADD_OFFSET``).
 
@@ -401,9 +404,10 @@ def find_scenes(
         products = [p for p in products if p.level in (level, None)]
         if not products:
             raise SceneError(f"No {level} products among the scenes; found levels {sorted(levels)}.")
-    elif levels == {"L1C", "L2A"}:
-        log.warning("Both L1C and L2A products found; using L2A only (ask for level='L1C' to use the others).")
-        products = [p for p in products if p.level != "L1C"]
+    else:
+        products, note = one_level(products, prefer_level)
+        if note:
+            log.warning(note)
 
     # The same product may be present twice (e.g. a copy in two folders): keep one.
     unique: dict[tuple, Product] = {}

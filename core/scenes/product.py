@@ -290,3 +290,32 @@ def grid_of(ds) -> Grid:
     """The grid of an open rasterio dataset."""
     return Grid(ds.crs, ds.transform, ds.width, ds.height)
 
+
+
+def one_level(products: list, prefer: Optional[str], what: str = "products") -> tuple[list, Optional[str]]:
+    """``products`` of one processing level where both L1C and L2A are among them (top-of-
+    atmosphere and surface reflectance must not be mixed in one series): those of ``prefer`` (the
+    level of the model given), else L2A; the others as they are. Products of no known level stay.
+
+    Returns:
+        The products kept, and where some were left out a sentence for the run's log that says
+        how many, on which dates, and how to keep them instead (else None).
+    """
+    levels = {p.level for p in products if p.level}
+    if levels != {"L1C", "L2A"}:
+        return products, None
+    keep = prefer.upper() if prefer and prefer.upper() in levels else "L2A"
+    other = "L1C" if keep == "L2A" else "L2A"
+    left = sorted({str(np.datetime64(p.date, "D")) for p in products if p.level == other})
+    kept_dates = {str(np.datetime64(p.date, "D")) for p in products if p.level != other}
+    lost = [d for d in left if d not in kept_dates]
+    why = "the level of the model given" if prefer and keep == prefer.upper() else "surface reflectance first"
+    shown = ", ".join(lost[:6]) + (f" and {len(lost) - 6} more" if len(lost) > 6 else "")
+    note = (f"Both L1C and L2A {what} found; using the {keep} ones ({why}): {sum(p.level == other for p in products)} "
+            f"{other} {what} left out"
+            + (f", and with them every acquisition of {len(lost)} dates ({shown})" if lost else
+               " (every date they hold has an L2A one too)" if keep == "L2A" else
+               " (every date they hold has an L1C one too)")
+            + f". To use the {other} ones instead, choose that level (the command line's --level {other}) or give "
+            f"scenes of one level; a model of that level goes with them.")
+    return [p for p in products if p.level != other], note

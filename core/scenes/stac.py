@@ -47,7 +47,7 @@ from .item_fields import (
     item_level,
     item_tile,
 )
-from .product import BandSource, Scene
+from .product import BandSource, Scene, one_level
 from .remote import (
     PC_SIGNED_HOSTS,
     PC_TOKEN_URL,
@@ -644,6 +644,7 @@ def scenes_from_items(
     reader: Optional[RemoteReader] = None,
     level: Optional[str] = None,
     offset: Optional[int] = None,
+    prefer_level: Optional[str] = None,
     check: bool = True,
     progress: Optional[Progress] = None,
     folders: Sequence[Union[str, os.PathLike]] = (),
@@ -654,8 +655,10 @@ def scenes_from_items(
         items: a ``pystac.ItemCollection`` (or list of items), e.g. from :func:`search_items`
             or :func:`load_items`.
         reader: the reader to fetch through (default: :func:`reader_for` the items).
-        level: ``"L1C"`` / ``"L2A"`` to keep only that level; by default L2A wins where both are.
+        level: ``"L1C"`` / ``"L2A"`` to keep only that level; by default ``prefer_level`` (the
+            level of the model given), else L2A, wins where both are (``product.one_level``).
         offset: DN offset for every product instead of the one read from the items.
+        prefer_level: the level kept where both are found and ``level`` is None.
         check: open every asset once (its header, or its description in the cache) to learn
             its grid and block size; an item with an asset that cannot be opened is left out
             with a warning naming it, and so is a date left with no item.
@@ -687,12 +690,12 @@ def scenes_from_items(
                              "or was not written by a STAC tool.") from None
         if product is not None:
             products.append(product)
-    levels = {p.level for p in products if p.level}
     if level is not None:
         products = [p for p in products if p.level in (level.upper(), None)]
-    elif levels == {"L1C", "L2A"}:
-        log.warning("Both L1C and L2A items found; using L2A only (ask for level='L1C' to use the others).")
-        products = [p for p in products if p.level != "L1C"]
+    else:
+        products, note = one_level(products, prefer_level, "items")
+        if note:
+            log.warning(note)
 
     assets = [a for p in products for a in p.all_assets() if check or a.grid is None]
     failures = reader.check(assets, progress.sub(0.0, 0.95)) if assets else {}

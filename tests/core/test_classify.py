@@ -342,3 +342,53 @@ def test_scenes_of_both_levels_keep_the_l1c_model_and_its_warning(tmp_path, capl
     assert f"Scenes of levels L1C and L2A: using the shipped L1C model {default_bundle_path('L1C').name}" in caplog.text
     warned = _level_warnings(job.warnings)
     assert len(warned) == 1 and "trained on L1C scenes but these are L1C/L2A" in warned[0]
+
+
+def test_a_folder_of_both_levels_keeps_the_given_models_level_and_says_what_it_left_out(tmp_path, caplog):
+    """A folder of L1C scenes in May and L2A in July lost its May scenes with one vague warning,
+    even with an L1C model given; the advice named a Python argument."""
+    from thermocrop.core.scenes.local import find_scenes
+    from thermocrop.core.scenes.product import one_level
+
+    _small_scene_region(tmp_path, ("L1C", "L2A"))
+    folder = tmp_path / "scenes"
+    with caplog.at_level("WARNING", logger="thermocrop"):
+        found = find_scenes(folder)
+    assert [sc.level for sc in found] == ["L2A"]
+    said = caplog.messages[-1]
+    assert said.startswith("Both L1C and L2A products found; using the L2A ones (surface reflectance first): "
+                           "1 L1C products left out, and with them every acquisition of 1 dates (2023-05-10).")
+    assert "--level L1C" in said
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="thermocrop"):
+        kept = find_scenes(folder, prefer_level="L1C")
+    assert [(sc.level, str(sc.date)) for sc in kept] == [("L1C", "2023-05-10")]
+    assert "using the L1C ones (the level of the model given)" in caplog.messages[-1]
+    assert "2023-07-12" in caplog.messages[-1] and "--level L2A" in caplog.messages[-1]
+    # One level, or a level asked for: nothing left out, nothing said.
+    products = [p for sc in kept for p in sc.products]
+    assert one_level(products, None) == (products, None)
+    caplog.clear()
+    assert [sc.level for sc in find_scenes(folder, level="L1C", prefer_level="L2A")] == ["L1C"]
+    assert not caplog.messages
+
+
+def test_the_preflight_and_a_run_keep_the_level_of_the_model_given(tmp_path):
+    pytest.importorskip("torch")
+    from thermocrop import app
+    from thermocrop.app import ClassifyRequest, ParcelsSpec
+    from thermocrop.core.preflight import check_inputs
+
+    weather, parcels = _small_scene_region(tmp_path, ("L1C", "L2A"))
+    path = tmp_path / "parcels.gpkg"
+    parcels.to_file(path, driver="GPKG")
+    l1c = Path(thermocrop.__file__).parent / "resources" / "models" / "default_fast.tcm"
+    checked = check_inputs(parcels=str(path), scenes=tmp_path / "scenes", weather=weather, bundle=str(l1c))
+    assert [sc.level for sc in checked.scenes] == ["L1C"]
+    shipped = check_inputs(parcels=str(path), scenes=tmp_path / "scenes", weather=weather, need_bundle=True)
+    assert [sc.level for sc in shipped.scenes] == ["L2A"] and shipped.bundle.config.scene_level == "L2A"
+    request = ClassifyRequest(parcels=ParcelsSpec(str(path)), scenes=app.ScenesSpec(files=(str(tmp_path / "scenes"),)),
+                              weather=app.WeatherSpec(path=str(weather)), model=str(l1c))
+    run = app.run_classification(request)
+    assert [sc.level for sc in run.scenes] == ["L1C"]
+    assert not any("trained on L1C scenes but these are" in w for w in run.result.warnings)
