@@ -95,11 +95,13 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
     name = request.reference.describe()
     table = load_parcels(request.reference.source, id_field=request.reference.id_field,
                          label_field=request.label_field, class_map=request.class_map, block_field=None,
-                         selected_ids=request.reference.selected_ids)
+                         selected_ids=request.reference.selected_ids, unmapped_as=None)
     request.reference.check_selection(len(table))
     unlabelled = int((np.asarray(table.labels) < 0).sum())
     if unlabelled:
-        progress.report(f"{unlabelled} parcels of {name} have no label in {request.label_field!r} and are left out.")
+        unmapped = " or a code the class map does not map" if request.class_map is not None else ""
+        progress.report(f"{unlabelled} parcels of {name} have no label in {request.label_field!r}{unmapped} "
+                        "and are left out.")
     check_reference_labels(table, model_classes(request.model), name, unlabelled)
     # Without a model, the shipped one of the scenes' level. The reference parcels are extracted
     # with its thermal time; the calibration is fitted on the network's raw probabilities, of the
@@ -127,7 +129,7 @@ def run_calibration(request: CalibrateRequest, progress: Optional[RunProgress] =
         extract = ExtractRequest(parcels=request.reference, weather=request.weather, out=str(work / "reference"),
                                  scenes=ScenesSpec(found=tuple(scenes), season=request.scenes.season),
                                  label_field=request.label_field, class_map=request.class_map, block_field=None,
-                                 settings=settings)
+                                 settings=settings, unmapped_as=None)
         with quietly():  # its read of the layer's labels logs what the first read logged
             ps = open_dataset(run_extraction(extract, progress.share(0.0, EXTRACT_SHARE)).path)  # read as needed
         with progress.share(EXTRACT_SHARE, 1.0).bar("calibrate") as bar:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
+from ..core.crops import UNKNOWN_CLASS
 from ..core.errors import InputError
 from ..core.limits import LIMITS
 from ..core.model.calibration import DEFAULT_COVERAGE
@@ -304,6 +305,8 @@ class ExtractRequest:
         block_field: the spatial blocks' field; block_size_km: blocks from a square grid instead.
         settings: sampling and thermal time (``core.settings.ExtractionSettings``).
         inputs: files the run reads besides the parcels and weather, which ``out`` may not be.
+        unmapped_as: the class of codes ``class_map`` does not map (training data: ``unknown``);
+            None leaves them unlabelled (reference parcels to calibrate or score against).
     """
 
     parcels: ParcelsSpec
@@ -319,6 +322,7 @@ class ExtractRequest:
     chunk_size: int = 20000
     overwrite: bool = False
     cluster: ClusterSpec = field(default_factory=ClusterSpec)
+    unmapped_as: Optional[str] = UNKNOWN_CLASS
 
 
 @dataclass(frozen=True)

@@ -117,7 +117,7 @@ def extraction_options(request: ExtractRequest) -> dict[str, Any]:
     parcel fields it reads."""
     fields = ParcelFields(id_field=request.parcels.id_field, label_field=request.label_field,
                           block_field=request.block_field, class_map=request.class_map,
-                          min_parcels=request.min_parcels)
+                          min_parcels=request.min_parcels, unmapped_as=request.unmapped_as)
     return {"settings": request.settings, "fields": fields}
 
 
@@ -342,7 +342,7 @@ def selected_table(request: ExtractRequest, block_field: Optional[str]):
     fields = extraction_options(request)["fields"]
     return load_parcels(request.parcels.source, id_field=fields.id_field, label_field=fields.label_field,
                         block_field=block_field, class_map=fields.class_map, min_parcels=fields.min_parcels,
-                        selected_ids=request.parcels.selected_ids)
+                        selected_ids=request.parcels.selected_ids, unmapped_as=fields.unmapped_as)
 
 
 def grid_block_table(request: ExtractRequest):

@@ -73,7 +73,8 @@ def run_season_accuracy(request: SeasonAccuracyRequest, progress: Optional[RunPr
     model = Path(request.model).name if request.model else shipped_model_choice(sc.level for sc in scenes)[0].name
     progress.report(f"Scoring {model} as of each acquisition" + _inseason_note(request.model, model))
     table = load_parcels(reference.source, id_field=reference.id_field, label_field=request.label_field,
-                         class_map=request.class_map, block_field=None, selected_ids=reference.selected_ids)
+                         class_map=request.class_map, block_field=None, selected_ids=reference.selected_ids,
+                         unmapped_as=None)
     reference.check_selection(len(table))
     labels = labelled_names(table.classes, table.labels)
     if not np.isin(labels, list(bundle.classes)).any():  # the labels alone show it: no pixel needs reading
@@ -87,7 +88,7 @@ def run_season_accuracy(request: SeasonAccuracyRequest, progress: Optional[RunPr
     try:
         extract = ExtractRequest(parcels=reference, scenes=ScenesSpec(found=tuple(scenes), season=request.scenes.season),
                                  weather=request.weather, out=str(work / "reference"), label_field=request.label_field,
-                                 class_map=request.class_map, block_field=None, settings=settings)
+                                 class_map=request.class_map, block_field=None, settings=settings, unmapped_as=None)
         with quietly():  # its read of the layer's labels logs what the first read logged
             ps = open_dataset(run_extraction(extract, progress).path)
         without = without_result_note(ps.status, reference.describe())

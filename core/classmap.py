@@ -503,10 +503,12 @@ def assign_classes(values: Iterable[Any], class_map: Union[None, str, os.PathLik
 def assign_tallied(tally: LabelTally, class_map: Union[None, str, os.PathLike, ClassMap] = None, *,
                    min_parcels: int = 0, classes: Optional[Sequence[str]] = None,
                    unknown: str = UNKNOWN_CLASS, missing: Optional[str] = None,
-                   source: str = "labels") -> ClassAssignment:
+                   source: str = "labels", unmapped_as: Optional[str] = UNKNOWN_CLASS) -> ClassAssignment:
     """:func:`assign_classes` of the values counted in ``tally``: the same classes, counts and log
     lines, but ``labels`` holds one class index per code of ``tally.codes`` (index it with the
-    positions ``LabelTally.add`` returned for the parcels' labels)."""
+    positions ``LabelTally.add`` returned for the parcels' labels). Codes ``class_map`` does not
+    map get the class ``unmapped_as``, or no label where it is None (a reference to score or
+    calibrate against, where "unknown" is a class the model predicts, not a missing entry)."""
     if min_parcels < 0:
         raise InputError(f"The minimum of parcels per class must be 0 or more, not {min_parcels}.")
     weights = tally.counts
@@ -518,15 +520,16 @@ def assign_tallied(tally: LabelTally, class_map: Union[None, str, os.PathLike, C
             cls = missing if code is None else (cmap._lookup.get(_key(code), "") or None)
             if code is not None and cls is None:
                 unmapped[code] += weights[k]
-                cls = unknown
+                cls = unmapped_as
             names.append(cls)
         if unmapped:
             total = sum(unmapped.values())
             listed = list(unmapped.most_common())
             shown = ", ".join(f"{code} ({n})" for code, n in listed[:30])
             more = f" and {len(listed) - 30} more" if len(listed) > 30 else ""
-            log.warning("%s: %d parcels have %d codes that %s does not map; they count as %r. "
-                        "Codes (parcels): %s%s", source, total, len(listed), cmap.source, unknown,
+            fate = f"they count as {unmapped_as!r}" if unmapped_as else "they are left out"
+            log.warning("%s: %d parcels have %d codes that %s does not map; %s. "
+                        "Codes (parcels): %s%s", source, total, len(listed), cmap.source, fate,
                         shown, more)
     else:
         names = [missing if code is None else code for code in tally.codes]

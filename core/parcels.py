@@ -12,6 +12,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from .classmap import LabelTally, assign_tallied
+from .crops import UNKNOWN_CLASS
 from .errors import InputError, NoUsableParcelsError
 from .io.geoparquet import GeoParquetLayer, is_parquet
 from .io.source_layer import default_layer_name, parcel_layer_problem
@@ -140,6 +141,7 @@ class ParcelFields:
         class_map: a ``ClassMap``, a preset name or a class map file, or None.
         min_parcels: classes with fewer labelled parcels become ``unknown``.
         block_field: field holding spatial block numbers, if present.
+        unmapped_as: the class of codes ``class_map`` does not map (None: no label).
     """
 
     id_field: Optional[str] = None
@@ -148,6 +150,7 @@ class ParcelFields:
     class_map: Any = None
     min_parcels: int = 0
     block_field: Optional[str] = "block"
+    unmapped_as: Optional[str] = UNKNOWN_CLASS
 
 
 def parcel_blocks(frame: Any, block_field: Optional[str]) -> np.ndarray:
@@ -171,7 +174,7 @@ def tallied_classes(tally: LabelTally, fields: ParcelFields,
         raise InputError(f"{source}: no parcel has a value in the label field {fields.label_field!r} "
                          f"({sum(tally.counts)} parcels, all empty); choose the field that holds the crop labels.")
     assigned = assign_tallied(tally, fields.class_map, min_parcels=fields.min_parcels, classes=fields.classes,
-                              source=f"{source} field {fields.label_field!r}")
+                              source=f"{source} field {fields.label_field!r}", unmapped_as=fields.unmapped_as)
     summary = assigned.summary()
     summary["class_map"] = (None if fields.class_map is None
                             else getattr(fields.class_map, "source", str(fields.class_map)))
@@ -188,7 +191,8 @@ def parcel_table(parcels: Union[ParcelSource, ParcelTable], fields: Optional[Par
         return parcels
     fields = fields or ParcelFields()
     return load_parcels(parcels, id_field=fields.id_field, label_field=fields.label_field, classes=fields.classes,
-                        block_field=fields.block_field, class_map=fields.class_map, min_parcels=fields.min_parcels)
+                        block_field=fields.block_field, class_map=fields.class_map, min_parcels=fields.min_parcels,
+                        unmapped_as=fields.unmapped_as)
 
 
 class _NullGeometryNoise(logging.Filter):
@@ -314,6 +318,7 @@ def load_parcels(
     selected_ids: Optional[Sequence[Any]] = None,
     class_map: Any = None,
     min_parcels: int = 0,
+    unmapped_as: Optional[str] = UNKNOWN_CLASS,
 ) -> ParcelTable:
     """Read a parcel layer and repair its geometries.
 
@@ -328,8 +333,10 @@ def load_parcels(
         layer: layer name inside a multi-layer file.
         selected_ids: keep only the parcels with these ids.
         class_map: a ``core.classmap.ClassMap``, a preset name (``france``, ``denmark``,
-            ``austria``) or a CSV / YAML class map file; codes outside it become ``unknown``.
+            ``austria``) or a CSV / YAML class map file; codes outside it become ``unmapped_as``.
         min_parcels: classes with fewer labelled parcels (among the selected ones) become ``unknown``.
+        unmapped_as: the class of codes the class map does not map; None: they stay unlabelled
+            (a reference layer, where ``unknown`` is a class the model predicts).
 
     Raises:
         InputError: unreadable file, no CRS, a named field that does not exist, or a bad class map.
@@ -367,7 +374,7 @@ def load_parcels(
         positions = tally.add(gdf[label_field].to_numpy())
         per_code, class_list, summary = tallied_classes(
             tally, ParcelFields(label_field=label_field, classes=classes, class_map=class_map,
-                                min_parcels=min_parcels), source)
+                                min_parcels=min_parcels, unmapped_as=unmapped_as), source)
         labels = per_code[positions]
     geometry, ok = repair_geometries(gdf.geometry.reset_index(drop=True))
     status = np.where(ok, "", STATUS_INVALID_GEOMETRY).astype(object)

@@ -459,3 +459,30 @@ def test_a_calibration_can_give_the_model_another_gdd_floor_and_fits_with_it(tin
     with pytest.raises(InputError, match="GDD floor -5 is outside"):
         app.run_calibration(_request(tiny_region, tmp_path / "bad.tcm", raw_model, gdd_floor=-5.0))
     assert not (tmp_path / "bad.tcm").exists()
+
+
+def test_codes_the_class_map_leaves_out_are_left_out_not_counted_as_unknown(tiny_region, raw_model, tmp_path):
+    """A class map that missed some of the layer's codes made their parcels true 'unknown', a class
+    the model predicts: the calibration was fitted on wrong labels."""
+    layer = gpd.read_file(tiny_region / "parcels.gpkg")
+    classes = sorted(set(layer["crop"]))
+    missed = [c for c in classes if c not in ("meadow", "winter_wheat", "corn")]
+    assert missed and layer["crop"].isin(missed).any()
+    # Codes in place of names; the map names only three of them.
+    layer["code"] = [f"C{classes.index(c)}" for c in layer["crop"]]
+    path = tmp_path / "codes.gpkg"
+    layer.to_file(path, driver="GPKG")
+    class_map = tmp_path / "map.csv"
+    class_map.write_text("code,class\n" + "".join(f"C{classes.index(c)},{c}\n"
+                                                  for c in ("meadow", "winter_wheat", "corn")), encoding="utf-8")
+    lines: list = []
+    request = CalibrateRequest(reference=ParcelsSpec(str(path)), label_field="code", class_map=str(class_map),
+                               scenes=ScenesSpec(files=(str(tiny_region / "scenes"),)),
+                               weather=WeatherSpec(path=str(tiny_region / "weather.nc")), out=str(tmp_path / "c.tcm"),
+                               model=str(raw_model))
+    run = app.run_calibration(request, app.RunProgress(report=lines.append))
+    left = int(layer["crop"].isin(missed).sum())
+    assert "unknown" not in run.counts
+    assert set(run.counts) <= {"meadow", "winter_wheat", "corn"}
+    assert any(line.startswith(f"{left} parcels of ") and "or a code the class map does not map" in line
+               for line in lines), lines
