@@ -25,14 +25,14 @@ def reliability_png(table: Reliability, dpi: int = 96) -> Optional[bytes]:
     except ImportError:
         log.info("matplotlib is not installed: the accuracy report has no reliability diagram")
         return None
-    figure = Figure(figsize=(3.4, 3.1), dpi=dpi)
+    figure = Figure(figsize=(3.4, 3.5), dpi=dpi)
     axes = figure.add_subplot(1, 1, 1)
     filled = [row for row in table.bins if row["parcels"]]
     width = filled[0]["high"] - filled[0]["low"] if filled else 0.1
     axes.bar([row["low"] for row in filled], [row["accuracy"] for row in filled], width=width, align="edge",
              color="#4c78a8", edgecolor="#2f4b6e", label="share right")
     axes.plot([row["confidence"] for row in filled], [row["accuracy"] for row in filled], "o", color="#e45756",
-              markersize=4, label="mean confidence")
+              markersize=4, label="share right at the mean confidence")
     axes.plot([0, 1], [0, 1], "--", color="#555555", linewidth=1, label="calibrated")
     axes.set_xlim(0, 1)
     axes.set_ylim(0, 1)
@@ -40,7 +40,8 @@ def reliability_png(table: Reliability, dpi: int = 96) -> Optional[bytes]:
     axes.set_ylabel("share of labels right")
     ece = "n/a" if not math.isfinite(table.ece) else f"{table.ece:.3f}"
     axes.set_title(f"Reliability ({table.units} units), ECE {ece}", fontsize=10)
-    axes.legend(loc="upper left", fontsize=8)
+    # Below the axes, where it hides no bar.
+    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=7, frameon=False)
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")

@@ -1752,7 +1752,7 @@
     </message>
     <message>
         <location filename="../plugin/algorithms/accuracy_assessment.py" line="174"/>
-        <source>The layer has no field {name!r} ({what}); its fields are {fields}.</source>
+        <source>The layer {layer} has no field {name!r} ({what}); its fields are {fields}.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>

@@ -115,8 +115,9 @@ def held_out_calibration(model: torch.nn.Module, scaling: InputScaling, split: T
         return fit_calibration(np.concatenate(probabilities), np.concatenate(labels),
                                "the validation blocks of the training data")
     except InputError as exc:
-        log.warning("%s The model is saved without a calibration; calibrate it later with thermocrop calibrate.",
-                    exc)
+        log.warning("%s The model is saved without a calibration; calibrate it later with thermocrop calibrate "
+                    "on labelled parcels it was not trained on (a calibration fitted on its training parcels "
+                    "reads it as surer than it is).", exc)
         return None
 
 

@@ -171,8 +171,8 @@ class AccuracyAssessment(ThermoCropAlgorithm):
         named = [(predicted, self.PREDICTED_FIELD), (reference, self.REFERENCE_FIELD)]
         for name, what in named + ([(confidence, self.CONFIDENCE_FIELD)] if confidence else []):
             if fields.indexOf(name) < 0:
-                raise QgsProcessingException(tr("The layer has no field {name!r} ({what}); its fields are "
-                                                "{fields}.").format(name=name, what=what,
+                raise QgsProcessingException(tr("The layer {layer} has no field {name!r} ({what}); its fields are "
+                                                "{fields}.").format(layer=source.sourceName(), name=name, what=what,
                                                                     fields=", ".join(fields.names())))
         weighting = WEIGHTINGS[self.parameterAsEnum(parameters, self.WEIGHTING, context)]
         table = self.parameterAsFile(parameters, self.CLASS_AREAS, context) or None

@@ -203,6 +203,8 @@ def test_accuracyassessment_refuses_bad_parameters(provider, tmp_path):
         _run({**base, "REFERENCE_FIELD": "crop_pred"})
     with pytest.raises(QgsProcessingException, match="does not exist"):
         _run({**base, "REFERENCE_FIELD": "crop", "CLASS_AREAS": str(tmp_path / "none.csv")})
+    with pytest.raises(QgsProcessingException, match="The layer classified has no field 'CROP' \\(REFERENCE_FIELD\\)"):
+        _run({**base, "REFERENCE_FIELD": "CROP"})
     assert not (tmp_path / "r.html").exists()
 
 
