@@ -15,7 +15,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from ..core.class_shares import read_class_shares, with_class_shares
+from ..core.class_shares import read_class_shares
 from ..core.classify import add_prediction_sets, calibration_threshold, classify_parcels, write_classification
 from ..core.errors import InputError, NoUsableParcelsError
 from ..core.extract import extract_to_dataset
@@ -185,17 +185,13 @@ def class_shares_of(request: ClassifyRequest, bundle: Any, cluster: Any) -> Opti
     before any pixel is; None where none are given.
 
     Raises:
-        InputError: the file cannot be used, or the run is partitioned (``cluster``) or asks for
-            decision dates, which the shares do not reach.
+        InputError: the file cannot be used, or the run is partitioned (``cluster``).
     """
     if not request.class_shares:
         return None
     if cluster is not None:
         raise InputError("Class shares need every parcel's probabilities at once, which a partitioned run "
                          "(workers or a scheduler) does not hold: run in one process, or leave the class shares out.")
-    if request.fields.decided is not None:
-        raise InputError("Class shares do not reach the decision dates (crop_decided), which are computed "
-                         "parcel by parcel: leave out either the class shares or the decision dates.")
     return read_class_shares(request.class_shares, tuple(bundle.classes))
 
 
@@ -266,6 +262,8 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
     options = {"id_field": parcels.id_field, **sampling_options(request.sampling)}
     if request.fields.decided is not None:
         options["decided"] = request.fields.decided
+    if shares is not None:
+        options["class_shares"] = shares
     if parcels.selected_ids is not None:
         options["selected_ids"] = list(parcels.selected_ids)
     folder = None
@@ -304,7 +302,6 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
     partitioned_result = isinstance(result, PartitionedResult)
     require_usable(result.status_counts(), "classified", parcels.describe())
     if shares is not None:
-        result = with_class_shares(result, shares)
         progress.report(f"Probabilities brought to the class shares of {request.class_shares}.")
     early = early_warning(season, checked.bundle) if season is not None else None
     if early:

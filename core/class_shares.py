@@ -16,15 +16,12 @@ from __future__ import annotations
 import csv
 import logging
 import math
-from dataclasses import replace
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
-from .classify import ClassificationResult, labelled_result
 from .errors import InputError
-from .pixel_sets import status_ok
 
 log = logging.getLogger(__name__)
 
@@ -125,23 +122,17 @@ def match_class_shares(probabilities: np.ndarray, shares: np.ndarray) -> np.ndar
     return apply_share_factors(probabilities, share_factors(probabilities, shares))
 
 
-def with_class_shares(result: ClassificationResult, shares: np.ndarray) -> ClassificationResult:
-    """``result`` with its probabilities brought to ``shares`` (:func:`match_class_shares`), its
-    labels and confidences from them and its ``share_factors`` set (for explaining one parcel as
-    the map has it); its decision dates, if any, and warnings kept. Fewer than
-    :data:`MIN_PARCELS` classified parcels add a warning."""
-    ok = status_ok(result.status)
-    factors = share_factors(result.probabilities, shares)
-    adjusted = labelled_result(result.classes, result.parcel_ids, result.rows, result.status,
-                               apply_share_factors(result.probabilities, factors))
-    changed = int((adjusted.labels[ok] != result.labels[ok]).sum())
-    warnings = result.warnings
-    if ok.sum() < MIN_PARCELS:
-        note = (f"Only {int(ok.sum())} parcels were classified: so few hold their crops in shares that may be far "
-                f"from the area's, and bringing them to the class shares given can make their labels worse "
-                f"(at least {MIN_PARCELS} are advised).")
-        log.warning(note)
-        warnings = (*warnings, note)
-    log.info("Class shares: %d of %d classified parcels changed label", changed, int(ok.sum()))
-    return replace(adjusted, warnings=warnings, decided=result.decided, decided_gdd=result.decided_gdd,
-                   decided_threshold=result.decided_threshold, share_factors=factors)
+def prefix_share_factors(prefixes: np.ndarray, shares: np.ndarray) -> np.ndarray:
+    """``(T, K)``: :func:`share_factors` of ``prefixes (P, T, K)`` as of each date (the parcels
+    with a prediction then), so that a map as of any date holds the shares."""
+    return np.stack([share_factors(prefixes[:, t], shares) for t in range(prefixes.shape[1])]) \
+        if prefixes.shape[1] else np.ones((0, prefixes.shape[2]))
+
+
+def few_parcels_note(classified: int) -> Optional[str]:
+    """A warning where fewer than :data:`MIN_PARCELS` parcels were brought to the shares."""
+    if classified >= MIN_PARCELS:
+        return None
+    return (f"Only {classified} parcels were classified: so few hold their crops in shares that may be far from "
+            f"the area's, and bringing them to the class shares given can make their labels worse (at least "
+            f"{MIN_PARCELS} are advised).")

@@ -15,10 +15,11 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
+from .class_shares import apply_share_factors, few_parcels_note, prefix_share_factors, share_factors
 from .crops import UNKNOWN_CLASS
 from .errors import InputError, SceneError
 from .extract import SceneSource, chunk_groups, dataset_meta, scene_list_of
-from .inseason import decision_dates
+from .inseason import decided_index, decision_dates
 from .io.field_batches import FieldBatches
 from .io.source_layer import feature_count, source_field_kinds
 from .io.vector import write_with_fields
@@ -209,6 +210,7 @@ def classify_parcels(
     batch_size: int = 256,
     progress: Optional[Progress] = None,
     decided: Optional[float] = None,
+    class_shares: Optional[np.ndarray] = None,
 ) -> ClassificationResult:
     """Predict the crop of every parcel.
 
@@ -230,6 +232,10 @@ def classify_parcels(
         progress: progress and cancellation.
         decided: also say when each label was decided (``result.decided``, ``decided_gdd``):
             the confidence it must keep (``core.inseason.decided_index``); None: not asked.
+        class_shares: ``(K,)`` the crops' shares in the area (``core.class_shares``): the
+            probabilities are brought to them before the labels are made, and with ``decided`` as
+            of each date (from every prefix of the season, kept for the whole layer); the result's
+            ``share_factors`` hold the whole season's factors. None: as the model gives them.
 
     Returns:
         A :class:`ClassificationResult` in layer order.
@@ -243,6 +249,11 @@ def classify_parcels(
     status = np.empty(n, dtype=object)
     decided_days = np.full(n, np.datetime64("NaT"), dtype="datetime64[D]")
     decided_gdd = np.full(n, np.nan, dtype=np.float32)
+    # With shares, decisions need every parcel's prefixes at once: each date's map is matched to them.
+    prefixes = gdd = None
+    if class_shares is not None and decided is not None:
+        prefixes = np.full((n, len(job.scenes), k), np.nan, dtype=np.float32)
+        gdd = np.full((n, len(job.scenes)), np.nan, dtype=np.float32)
     select_season(job.scenes, job.settings.thermal.season_start)  # refuses scenes of several seasons
     chunks = spatial_chunks(job.table, chunk_size, scene_grids(job.scenes))
     costs = [estimated_seconds(len(idx), len(job.scenes), job.settings.sampling.max_pixels) for idx in chunks]
@@ -255,7 +266,10 @@ def classify_parcels(
                                       reading):
             status[group] = ps.status
             share = predicting.sub(done / len(idx), (done + len(group)) / len(idx))
-            if decided is None:
+            if prefixes is not None:
+                prefixes[group] = predict_chunk(job.model, ps, batch_size, share, every_date=True)
+                gdd[group] = ps.gdd
+            elif decided is None:
                 probabilities[group] = predict_chunk(job.model, ps, batch_size, share)
             else:
                 probabilities[group], decided_days[group], decided_gdd[group] = predict_chunk_decided(
@@ -263,8 +277,30 @@ def classify_parcels(
             done += len(group)
             del ps
     progress(1.0)
-    return assemble_result(job, status, probabilities,
-                           None if decided is None else (decided_days, decided_gdd, decided))
+    factors = None
+    if prefixes is not None:
+        raw = prefixes[:, -1].copy() if len(job.scenes) else probabilities
+        per_date = prefix_share_factors(prefixes, class_shares)
+        prefixes = apply_share_factors(prefixes, per_date[None, :, :])
+        probabilities, factors = prefixes[:, -1], per_date[-1]
+        decided_days, decided_gdd = decision_dates(decided_index(prefixes, decided),
+                                                   [sc.date for sc in job.scenes], gdd)
+    elif class_shares is not None:
+        raw, factors = probabilities, share_factors(probabilities, class_shares)
+        probabilities = apply_share_factors(probabilities, factors)
+    result = assemble_result(job, status, probabilities,
+                             None if decided is None else (decided_days, decided_gdd, decided))
+    if factors is not None:
+        result.share_factors = factors
+        ok = status_ok(result.status)
+        changed = int((np.nan_to_num(raw, nan=-1.0).argmax(axis=1) != np.nan_to_num(
+            probabilities, nan=-1.0).argmax(axis=1))[ok].sum())
+        log.info("Class shares: %d of %d classified parcels changed label", changed, int(ok.sum()))
+        note = few_parcels_note(int(ok.sum()))
+        if note:
+            log.warning(note)
+            result.warnings = (*result.warnings, note)
+    return result
 
 
 @dataclass
@@ -329,20 +365,25 @@ def classification_setup(scenes: SceneSource, given: Any = None, *, sampling: Op
     return ClassificationJob(model, classes, settings, None, scene_list, {}, tuple(warnings))
 
 
-def predict_chunk(model: Any, ps: Any, batch_size: int = 256, progress: Optional[Progress] = None) -> np.ndarray:
-    """Class probabilities ``(n, K)`` float32 of a chunk's pixel sets, NaN rows where not ``ok``.
+def predict_chunk(model: Any, ps: Any, batch_size: int = 256, progress: Optional[Progress] = None,
+                  every_date: bool = False) -> np.ndarray:
+    """Class probabilities ``(n, K)`` float32 of a chunk's pixel sets, NaN rows where not ``ok``;
+    with ``every_date``, ``(n, T, K)`` as of each date (``ModelBundle.predict_prefixes``).
 
     ``progress`` moves and is asked whether to stop after every model call; on a CPU a call
     holds at most ``CPU_BATCH_PIXEL_DATES`` pixel-dates (fewer parcels than ``batch_size``
     where they have many dates), so that a cancel is never kept waiting long.
     """
     progress = progress or Progress()
-    probabilities = np.full((len(ps), len(model.config.classes)), np.nan, dtype=np.float32)
+    shape = (len(ps), len(ps.dates), len(model.config.classes)) if every_date else \
+        (len(ps), len(model.config.classes))
+    probabilities = np.full(shape, np.nan, dtype=np.float32)
     ok = np.flatnonzero(ps.status == STATUS_OK)
     batch = model_batch(model, ps, batch_size)
+    predict = model.predict_prefixes if every_date else model.predict
     for start in range(0, len(ok), PREDICT_BATCH):
         part = ok[start:start + PREDICT_BATCH]
-        probabilities[part] = model.predict(ps.subset(part), batch_size=batch, progress=progress.sub(
+        probabilities[part] = predict(ps.subset(part), batch_size=batch, progress=progress.sub(
             start / len(ok), (start + len(part)) / len(ok)))
     progress(1.0)
     return probabilities

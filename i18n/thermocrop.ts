@@ -1407,31 +1407,26 @@
     </message>
     <message>
         <location filename="../plugin/dock/form.py" line="109"/>
-        <source>Class shares do not reach the decision dates: untick &apos;When each label was decided&apos; or clear the class shares.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <location filename="../plugin/dock/form.py" line="112"/>
         <source>Class shares need every parcel at once: run in one process (Advanced) or clear the class shares.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="115"/>
+        <location filename="../plugin/dock/form.py" line="112"/>
         <source>Resuming needs the run folder of the interrupted run: {layer} is not a file layer, so give the run folder under &apos;Advanced&apos;.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="119"/>
+        <location filename="../plugin/dock/form.py" line="116"/>
         <source>{layer} is not a file layer; choose the new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="122"/>
+        <location filename="../plugin/dock/form.py" line="119"/>
         <source>{layer} is read-only; choose &apos;New layer file&apos; to write the result.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/form.py" line="126"/>
+        <location filename="../plugin/dock/form.py" line="123"/>
         <source>Cannot write into {layer}: {problems}. Choose other field names or a new layer file.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1921,17 +1916,17 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="183"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="184"/>
         <source>The class, confidence and status fields need three different, non-empty names.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="213"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="214"/>
         <source>The as-of date {text!r} is not a date written YYYY-MM-DD; correct it or leave it empty for the whole season.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="232"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="233"/>
         <source>DECIDED_THRESHOLD is used only with DECIDED: no decision fields are written.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1946,37 +1941,37 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="294"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="295"/>
         <source>Wrote {path}: {n} parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="299"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="300"/>
         <source>QGIS 3.22 cannot open a GeoParquet file; write a GeoPackage (.gpkg) or FlatGeobuf (.fgb) output to see the result in QGIS.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="308"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="309"/>
         <source>Model: {variant}, classes {classes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="312"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="313"/>
         <source>{n} parcels, {scenes}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="324"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="325"/>
         <source>Prediction sets for {coverage:g} % coverage: mean size {mean:.2f}, {several} parcels with more than one class</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="367"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="368"/>
         <source>Fields {fields} of the input are replaced by the new values.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="371"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="372"/>
         <source>Field names as stored in this format: {names}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1986,7 +1981,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/algorithms/classify_parcels.py" line="424"/>
+        <location filename="../plugin/algorithms/classify_parcels.py" line="425"/>
         <source>Style saved to {qml}</source>
         <translation type="unfinished"></translation>
     </message>
@@ -2602,7 +2597,7 @@
     </message>
     <message>
         <location filename="algorithm_strings.py" line="93"/>
-        <source>Optional: the crops&apos; shares of the parcels in the area, known from elsewhere (last year&apos;s declarations, agricultural statistics), as a CSV file &apos;class,share&apos; by the model&apos;s class names. The probabilities are brought to these shares before labels and sets are made, which helps most early in the season. Not with DECIDED or a partitioned run.</source>
+        <source>Optional: the crops&apos; shares of the parcels in the area, known from elsewhere (last year&apos;s declarations, agricultural statistics), as a CSV file &apos;class,share&apos; by the model&apos;s class names. The probabilities are brought to these shares before labels and sets are made, which helps most early in the season (decision dates follow each date&apos;s map so adjusted). Not with a partitioned run.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>

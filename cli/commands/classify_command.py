@@ -71,7 +71,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the crops' shares of the parcels in the area, known from elsewhere (last year's "
                              "declarations, agricultural statistics): a CSV file 'class,share' by the model's class "
                              "names; the probabilities are brought to these shares before labels and sets are made "
-                             "(docs/class-shares.md; not with --decided or a partitioned run)")
+                             "(docs/class-shares.md; not with a partitioned run)")
     parser.add_argument("--min-pixels", type=bounded("min_pixels"), default=1,
                         help="parcels covering fewer pixels get status too_small (default 1: classify every parcel)")
     parser.add_argument("--chunk-size", type=bounded("chunk_size"), default=20000, help="parcels held in memory at once")

@@ -130,7 +130,8 @@ class ClassifyParcels(ThermoCropAlgorithm):
         "CLASS_SHARES": "Optional: the crops' shares of the parcels in the area, known from elsewhere (last year's "
                         "declarations, agricultural statistics), as a CSV file 'class,share' by the model's class "
                         "names. The probabilities are brought to these shares before labels and sets are made, "
-                        "which helps most early in the season. Not with DECIDED or a partitioned run.",
+                        "which helps most early in the season (decision dates follow each date's map so adjusted). "
+                        "Not with a partitioned run.",
         **CLUSTER_HELP,
         "OUTPUT": "Classified parcels, styled by class; the style is saved beside file outputs.",
     }

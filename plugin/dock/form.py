@@ -105,9 +105,6 @@ class ClassifyForm:
         problem = self.cluster.problem()
         if problem:
             return problem
-        if self.class_shares and self.decided:
-            return tr("Class shares do not reach the decision dates: untick 'When each label was decided' or clear "
-                      "the class shares.")
         if self.class_shares and self.cluster.partitioned:
             return tr("Class shares need every parcel at once: run in one process (Advanced) or clear the class "
                       "shares.")

@@ -67,12 +67,10 @@ def test_the_command_line_brings_the_labels_to_the_class_shares(tiny_region, pla
     assert all(label in s.split("|") for label, s in zip(ok["crop_pred"], ok["crop_set"]))
 
 
-def test_shares_with_decisions_or_a_bad_file_are_refused_before_any_pixel_is_read(tiny_region, tmp_path, capsys):
+def test_a_bad_file_or_a_partitioned_run_is_refused_before_any_pixel_is_read(tiny_region, tmp_path, capsys):
     shares = _shares_file(tmp_path)
     base = ["classify", "--parcels", str(tiny_region / "parcels.gpkg"), "--scenes", str(tiny_region / "scenes"),
             "--weather", str(tiny_region / "weather.nc"), "--out", str(tmp_path / "x.gpkg")]
-    assert main([*base, "--class-shares", str(shares), "--decided"]) != 0
-    assert "Class shares do not reach the decision dates" in capsys.readouterr().err
     bad = tmp_path / "bad.csv"
     bad.write_text("class,share\nmaize,3\n", encoding="utf-8")
     assert main([*base, "--class-shares", str(bad)]) != 0
@@ -82,6 +80,39 @@ def test_shares_with_decisions_or_a_bad_file_are_refused_before_any_pixel_is_rea
     assert not (tmp_path / "x.gpkg").exists()
 
 
+def test_decisions_with_class_shares_follow_each_dates_map_brought_to_the_shares(tiny_region, tmp_path):
+    """Each date's map is brought to the shares over the parcels seen then, and a label is decided
+    from the first date after which the adjusted label holds with the adjusted confidence."""
+    from thermocrop.core.class_shares import read_class_shares
+    from thermocrop.core.classify import bundle_thermal_time
+    from thermocrop.core.extract import extract_pixel_sets
+    from thermocrop.core.inseason import decided_index
+    from thermocrop.core.model.bundle import default_bundle_path, load_bundle
+    from thermocrop.core.settings import ExtractionSettings
+
+    shares_path = _shares_file(tmp_path)
+    out = tmp_path / "decided.gpkg"
+    assert main(["classify", "--parcels", str(tiny_region / "parcels.gpkg"), "--scenes", str(tiny_region / "scenes"),
+                 "--weather", str(tiny_region / "weather.nc"), "--out", str(out), "--class-shares", str(shares_path),
+                 "--decided", "--decided-threshold", "0.6"]) == 0
+    written = gpd.read_file(out)
+    bundle = load_bundle(default_bundle_path("L2A"))
+    parcels = gpd.read_file(tiny_region / "parcels.gpkg")
+    ps = extract_pixel_sets(parcels, tiny_region / "scenes", tiny_region / "weather.nc",
+                            settings=ExtractionSettings(thermal=bundle_thermal_time(bundle)))
+    ok = np.flatnonzero(ps.status == "ok")
+    prefixes = bundle.predict_prefixes(ps.subset(ok))
+    shares = read_class_shares(shares_path, bundle.classes)
+    adjusted = np.stack([match_class_shares(prefixes[:, t], shares) for t in range(prefixes.shape[1])], axis=1)
+    index = decided_index(adjusted, 0.6)
+    dates = np.asarray(ps.dates, dtype="datetime64[D]")
+    expected = {str(ps.parcel_ids[i]): (bundle.classes[int(np.nanargmax(adjusted[j, -1]))],
+                                        str(dates[index[j]]) if index[j] >= 0 else None)
+                for j, i in enumerate(ok)}
+    got = {str(r.parcel_id): (r.crop_pred, r.crop_decided if isinstance(r.crop_decided, str) else None)
+           for r in written.itertuples() if r.crop_status == "ok"}
+    assert got == expected
+    assert sum(d is not None for _, d in got.values()) > 10
 @pytest.mark.qgis
 def test_the_toolbox_takes_class_shares(provider, tiny_region, plain, tmp_path):
     import processing

@@ -187,7 +187,7 @@ def test_the_highest_coverage_the_box_offers_is_accepted_and_shown_as_it_runs(in
     assert inputs.coverage.text() == f"{highest:.2f}"  # what the user sees is what runs
 
 
-def test_class_shares_with_decisions_or_a_partitioned_run_are_named_before_the_run(inputs, project_layers, tmp_path):
+def test_class_shares_with_a_partitioned_run_are_named_before_the_run(inputs, project_layers, tmp_path):
     from thermocrop.plugin.dock.form import read_form
 
     layer = _write_parcels(tmp_path, "GPKG", ".gpkg")
@@ -200,7 +200,6 @@ def test_class_shares_with_decisions_or_a_partitioned_run_are_named_before_the_r
     inputs.class_shares.setFilePath(str(tmp_path / "shares.csv"))
     assert read_form(inputs).class_shares == str(tmp_path / "shares.csv") and read_form(inputs).problem() is None
     inputs.decided.setChecked(True)
-    assert read_form(inputs).problem().startswith("Class shares do not reach the decision dates")
-    inputs.decided.setChecked(False)
+    assert read_form(inputs).problem() is None
     inputs.cluster.workers.setValue(2)
     assert read_form(inputs).problem().startswith("Class shares need every parcel at once")
