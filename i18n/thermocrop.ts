@@ -104,7 +104,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="205"/>
+        <location filename="../plugin/dock/input_widgets.py" line="207"/>
         <source>ThermoCrop model (*.tcm)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -941,7 +941,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="140"/>
+        <location filename="../plugin/dock/input_widgets.py" line="141"/>
         <source>Parcels</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1431,127 +1431,127 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="134"/>
+        <location filename="../plugin/dock/input_widgets.py" line="135"/>
         <source>Input</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="138"/>
+        <location filename="../plugin/dock/input_widgets.py" line="139"/>
         <source>Polygon layer of the project whose parcels are classified</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="141"/>
+        <location filename="../plugin/dock/input_widgets.py" line="142"/>
         <source>Selected features only</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="149"/>
+        <location filename="../plugin/dock/input_widgets.py" line="150"/>
         <source>Ticked scenes are used: the project&apos;s Sentinel-2 rasters and added files or folders</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="151"/>
+        <location filename="../plugin/dock/input_widgets.py" line="152"/>
         <source>Scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="153"/>
+        <location filename="../plugin/dock/input_widgets.py" line="154"/>
         <source>Add files…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="154"/>
+        <location filename="../plugin/dock/input_widgets.py" line="155"/>
         <source>Add Sentinel-2 products: .zip or .SAFE (choose its MTD_MSIL*.xml), or GeoTIFF / JPEG 2000 files</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="156"/>
+        <location filename="../plugin/dock/input_widgets.py" line="157"/>
         <source>Add folder…</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="157"/>
+        <location filename="../plugin/dock/input_widgets.py" line="158"/>
         <source>Add a folder: every product and raster in it (and below) is read</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="158"/>
+        <location filename="../plugin/dock/input_widgets.py" line="159"/>
         <source>Remove</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="159"/>
+        <location filename="../plugin/dock/input_widgets.py" line="160"/>
         <source>Remove the selected files or folders added by hand (a project layer stays listed: untick it)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="161"/>
+        <location filename="../plugin/dock/input_widgets.py" line="162"/>
         <source>Clear</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="162"/>
+        <location filename="../plugin/dock/input_widgets.py" line="163"/>
         <source>Remove every file and folder added by hand</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="184"/>
+        <location filename="../plugin/dock/input_widgets.py" line="186"/>
         <source>Where the daily temperatures come from: a file, or a weather service fetched for the parcels when the run starts and kept in the cache (Open-Meteo needs no key; the Copernicus CDS needs CDSAPI_URL / CDSAPI_KEY in the environment)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="191"/>
+        <location filename="../plugin/dock/input_widgets.py" line="193"/>
         <source>Temperatures (*.nc *.nc4 *.csv);;All files (*)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="192"/>
+        <location filename="../plugin/dock/input_widgets.py" line="194"/>
         <source>Daily minimum/maximum temperatures: E-OBS or CF NetCDF, or a station CSV</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="194"/>
+        <location filename="../plugin/dock/input_widgets.py" line="196"/>
         <source>Weather</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="203"/>
+        <location filename="../plugin/dock/input_widgets.py" line="205"/>
         <source>Model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="206"/>
+        <location filename="../plugin/dock/input_widgets.py" line="208"/>
         <source>empty: the shipped model for the scenes&apos; level</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="216"/>
+        <location filename="../plugin/dock/input_widgets.py" line="218"/>
         <source>Output</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="218"/>
+        <location filename="../plugin/dock/input_widgets.py" line="220"/>
         <source>New layer file</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="219"/>
+        <location filename="../plugin/dock/input_widgets.py" line="221"/>
         <source>Write the parcels with the result fields to a new file; the parcel layer is not changed</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="221"/>
+        <location filename="../plugin/dock/input_widgets.py" line="223"/>
         <source>Fields of the parcel layer</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="222"/>
+        <location filename="../plugin/dock/input_widgets.py" line="224"/>
         <source>Add the result fields to the parcel layer and save it (in a running edit session: one undoable edit)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="231"/>
+        <location filename="../plugin/dock/input_widgets.py" line="233"/>
         <source>GeoPackage (*.gpkg);;Shapefile (*.shp);;GeoJSON (*.geojson);;FlatGeobuf (*.fgb)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1571,92 +1571,92 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="244"/>
+        <location filename="../plugin/dock/input_widgets.py" line="246"/>
         <source>Probabilities, margin, entropy</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="245"/>
+        <location filename="../plugin/dock/input_widgets.py" line="247"/>
         <source>Also write p_&lt;class&gt; for every class, crop_margin (best minus second best probability) and crop_entropy (0 sure .. 1 undecided)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="248"/>
+        <location filename="../plugin/dock/input_widgets.py" line="250"/>
         <source>Prediction sets, coverage</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="249"/>
+        <location filename="../plugin/dock/input_widgets.py" line="251"/>
         <source>Also write crop_set (the classes that hold the parcel&apos;s true class with the chosen chance, most probable first) and crop_set_size; needs a calibrated model</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="260"/>
+        <location filename="../plugin/dock/input_widgets.py" line="262"/>
         <source>The chance that a parcel&apos;s set holds its true class (0.90: nine parcels in ten); a higher coverage gives larger sets</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="268"/>
+        <location filename="../plugin/dock/input_widgets.py" line="270"/>
         <source>Classify as of</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="269"/>
+        <location filename="../plugin/dock/input_widgets.py" line="271"/>
         <source>Leave out the scenes acquired after this date and log the season&apos;s status on it (unticked: every scene, up to the last)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="280"/>
+        <location filename="../plugin/dock/input_widgets.py" line="282"/>
         <source>When each label was decided</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="281"/>
+        <location filename="../plugin/dock/input_widgets.py" line="283"/>
         <source>Also write crop_decided, the acquisition from which the label no longer changes and keeps a confidence of 0.8, and crop_decided_gdd, the parcel&apos;s GDD then</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="285"/>
+        <location filename="../plugin/dock/input_widgets.py" line="287"/>
         <source>CSV files (*.csv)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="286"/>
-        <source>optional: the crops&apos; shares in the area</source>
+        <location filename="../plugin/dock/input_widgets.py" line="288"/>
+        <source>optional CSV</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="287"/>
+        <location filename="../plugin/dock/input_widgets.py" line="289"/>
         <source>A CSV file &apos;class,share&apos; by the model&apos;s class names, with the crops&apos; shares of the parcels known from elsewhere (last year&apos;s declarations, statistics): the probabilities are brought to them before labels and sets are made</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="290"/>
+        <location filename="../plugin/dock/input_widgets.py" line="292"/>
         <source>Class shares</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="310"/>
+        <location filename="../plugin/dock/input_widgets.py" line="312"/>
         <source>empty: {name} beside the parcels</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="310"/>
+        <location filename="../plugin/dock/input_widgets.py" line="312"/>
         <source>choose a file (.gpkg, .shp, .geojson, .fgb)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="379"/>
+        <location filename="../plugin/dock/input_widgets.py" line="381"/>
         <source>Project layers stay listed; untick them to leave them out of the run.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="393"/>
+        <location filename="../plugin/dock/input_widgets.py" line="395"/>
         <source>Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="397"/>
+        <location filename="../plugin/dock/input_widgets.py" line="399"/>
         <source>Folder of Sentinel-2 scenes</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1666,32 +1666,32 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="463"/>
+        <location filename="../plugin/dock/input_widgets.py" line="465"/>
         <source>fetched from {service} when the run starts</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="587"/>
+        <location filename="../plugin/dock/input_widgets.py" line="589"/>
         <source>No model at {path}; choose a .tcm file.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="592"/>
+        <location filename="../plugin/dock/input_widgets.py" line="594"/>
         <source>Model not available: {error}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="595"/>
+        <location filename="../plugin/dock/input_widgets.py" line="597"/>
         <source>not recorded</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="603"/>
+        <location filename="../plugin/dock/input_widgets.py" line="605"/>
         <source>shipped, for {level} scenes</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <location filename="../plugin/dock/input_widgets.py" line="606"/>
+        <location filename="../plugin/dock/input_widgets.py" line="608"/>
         <source>leaves out each parcel&apos;s acquisitions before {gdd} GDD (its GDD floor)</source>
         <translation type="unfinished"></translation>
     </message>

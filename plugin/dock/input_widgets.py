@@ -29,6 +29,7 @@ from qgis.PyQt.QtWidgets import (
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
+    QGridLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
@@ -149,7 +150,7 @@ class ClassifyInputs(QWidget):
         self.scene_list.setToolTip(tr("Ticked scenes are used: the project's Sentinel-2 rasters and added "
                                       "files or folders"))
         form.addRow(tr("Scenes"), self.scene_list)
-        buttons = QHBoxLayout()
+        buttons = QGridLayout()
         self.add_files = QPushButton(tr("Add files…"))
         self.add_files.setToolTip(tr("Add Sentinel-2 products: .zip or .SAFE (choose its MTD_MSIL*.xml), "
                                      "or GeoTIFF / JPEG 2000 files"))
@@ -166,11 +167,12 @@ class ClassifyInputs(QWidget):
         self.clear_scenes.clicked.connect(self.clear_added_scenes)
         self.scene_list.setSelectionMode(QListWidget.ExtendedSelection)
         self.scene_list.itemChanged.connect(lambda *_: self._remember())
-        for button in (self.add_files, self.add_folder, self.remove_scenes, self.clear_scenes):
-            # Narrow docks: the four buttons share the row instead of pushing the form wider.
+        for i, button in enumerate((self.add_files, self.add_folder, self.remove_scenes, self.clear_scenes)):
+            # Two rows of two: at the dock's default width four in a row clipped "Add files…"; the
+            # buttons share the width rather than push the form wider.
             button.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
             button.setMinimumWidth(40)
-            buttons.addWidget(button)
+            buttons.addWidget(button, i // 2, i % 2)
         form.addRow(buttons)
         self.left_out_note = QLabel()
         self.left_out_note.setWordWrap(True)
@@ -283,7 +285,7 @@ class ClassifyInputs(QWidget):
         form.addRow(self.decided)
         self.class_shares = QgsFileWidget()
         self.class_shares.setFilter(tr("CSV files (*.csv)"))
-        self.class_shares.lineEdit().setPlaceholderText(tr("optional: the crops' shares in the area"))
+        self.class_shares.lineEdit().setPlaceholderText(tr("optional CSV"))
         self.class_shares.setToolTip(tr("A CSV file 'class,share' by the model's class names, with the crops' shares "
                                         "of the parcels known from elsewhere (last year's declarations, statistics): "
                                         "the probabilities are brought to them before labels and sets are made"))
