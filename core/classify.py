@@ -36,6 +36,9 @@ from .settings import ExtractionSettings, PixelSampling, ThermalTime
 
 log = logging.getLogger(__name__)
 
+BATCH_SIZE = 256
+"""Parcels per model call (fewer on a CPU: ``CPU_BATCH_PIXEL_DATES``)."""
+
 PREDICT_BATCH = 2048
 """Parcels copied out of a chunk at a time for the model (keeps the copy small)."""
 
@@ -207,7 +210,6 @@ def classify_parcels(
     id_field: Optional[str] = None,
     weather_options: Optional[dict[str, Any]] = None,
     chunk_size: int = 20000,
-    batch_size: int = 256,
     progress: Optional[Progress] = None,
     decided: Optional[float] = None,
     class_shares: Optional[np.ndarray] = None,
@@ -228,7 +230,6 @@ def classify_parcels(
         weather_options: extra keyword arguments of ``read_daily_temperature``.
         chunk_size: parcels extracted and classified at a time. 20,000 parcels x 60 dates x
             64 pixels take about 1.5 GB, so 100k parcels stay well within 4 GB.
-        batch_size: parcels per model batch.
         progress: progress and cancellation.
         decided: also say when each label was decided (``result.decided``, ``decided_gdd``):
             the confidence it must keep (``core.inseason.decided_index``); None: not asked.
@@ -267,13 +268,13 @@ def classify_parcels(
             status[group] = ps.status
             share = predicting.sub(done / len(idx), (done + len(group)) / len(idx))
             if prefixes is not None:
-                prefixes[group] = predict_chunk(job.model, ps, batch_size, share, every_date=True)
+                prefixes[group] = predict_chunk(job.model, ps, BATCH_SIZE, share, every_date=True)
                 gdd[group] = ps.gdd
             elif decided is None:
-                probabilities[group] = predict_chunk(job.model, ps, batch_size, share)
+                probabilities[group] = predict_chunk(job.model, ps, BATCH_SIZE, share)
             else:
                 probabilities[group], decided_days[group], decided_gdd[group] = predict_chunk_decided(
-                    job.model, ps, decided, batch_size, share)
+                    job.model, ps, decided, BATCH_SIZE, share)
             done += len(group)
             del ps
     progress(1.0)

@@ -412,7 +412,8 @@ def test_month_labels_do_not_run_together(qgis_app):
         dates = np.arange(np.datetime64("2017-01-05"), np.datetime64("2017-12-20"), 9)
         bundle = NS(classes=("corn", "meadow"), config=NS(colours={"corn": "#f28e2b"}))
         ex = NS(dates=dates, gdd=np.linspace(0, 3000, len(dates)), ndvi=np.linspace(0.2, 0.8, len(dates)),
-                probabilities=np.array([0.3, 0.7]), status="ok", name="7", bundle=bundle)
+                probabilities=np.array([0.3, 0.7]), status="ok", name="7", bundle=bundle,
+                share_factors=None)
         figure = widget.draw_explanation(ex)
         figure.set_size_inches(3.2, 6)  # a narrow dock
         figure.canvas.draw()
