@@ -39,6 +39,7 @@ from .naming import (
     tile_from_name,
 )
 from .product import BandSource, Grid, Product, Scene, grid_of, one_level
+from .raster_files import open_scene_file
 from .stac import is_item_collection_file, scenes_from_files
 
 log = logging.getLogger(__name__)
@@ -130,7 +131,7 @@ def _read_part(path: Path, band_order: Optional[Sequence[str]]) -> _Part:
     import rasterio
 
     try:
-        with rasterio.open(path) as ds:
+        with open_scene_file(path) as ds:
             descriptions = list(ds.descriptions)
             count = ds.count
             tags = dict(ds.tags())
@@ -288,7 +289,7 @@ def _safe_parts(path: Path) -> list[_Part]:
     # L2A products also keep SCL as a 20 m JPEG 2000 file inside the granule.
     if path.is_dir() and not any("SCL" in p.bands for p in parts):
         for scl in sorted(path.glob("GRANULE/*/IMG_DATA/R20m/*_SCL_20m.jp2")):
-            with rasterio.open(scl) as ds:
+            with open_scene_file(scl) as ds:
                 parts.append(_Part(("SAFE", str(path)), name, str(scl), {"SCL": BandSource(str(scl), 1)},
                                    grid_of(ds), date, level, offset))
     return parts

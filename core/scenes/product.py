@@ -15,6 +15,7 @@ from ..errors import SceneError
 from ..threads import active_threads, usable_cpus
 from .bands import S2_BANDS
 from .radiometry import foreign_nodata
+from .raster_files import open_scene_file
 
 NOT_DIGITAL_NUMBERS = ("not finite", "negative", "above 65535")
 """Kinds of values a float or 32-bit scene file may hold that are no Sentinel-2 digital number."""
@@ -152,7 +153,9 @@ class ProductReader:
         ds = self._datasets.get(path)
         if ds is None:
             try:
-                ds = rasterio.open(path)
+                # Local files through the scene drivers (a VRT only when it names files beside
+                # it); a subdataset name of a .SAFE product as GDAL gave it.
+                ds = open_scene_file(path) if os.path.isfile(path) else rasterio.open(path)
             except rasterio.errors.RasterioIOError as exc:
                 raise SceneError(f"Cannot open {path}: {exc}. Check that the file is complete.") from exc
             self._datasets[path] = ds

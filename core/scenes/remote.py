@@ -42,6 +42,7 @@ from ..errors import CancelledError, InputError, SceneError
 from ..io.http_session import Deadline, host_of, max_retry_wait, session_with_retries
 from ..progress import Progress
 from .product import Grid
+from .raster_files import open_remote_asset, open_scene_file
 
 log = logging.getLogger(__name__)
 
@@ -474,7 +475,10 @@ class RemoteReader:
                 raise CancelledError("Reading the remote assets was stopped.")
             path = self.gdal_path(asset)
             try:
-                with rasterio.open(path) as ds:
+                # A remote asset is a GeoTIFF or JPEG 2000 (a remote VRT could name any file or
+                # host); a local one goes through the scene files' check.
+                opened = open_scene_file(path) if os.path.isfile(path) else open_remote_asset(path)
+                with opened as ds:
                     return work(ds)
             except (rasterio.errors.RasterioError, rasterio.errors.RasterioIOError) as exc:
                 last = exc
