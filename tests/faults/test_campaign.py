@@ -578,11 +578,6 @@ def test_c03_hrefs_outside_the_folder_are_refused_by_name(href, tmp_path, capsys
         assert "etc/hosts" not in resolved or resolved.startswith(str(folder.resolve()))
 
 
-@pytest.mark.xfail(strict=True, reason="a local asset inside the item collection's folder may be a GDAL VRT whose "
-                   "SourceFilename is any path or /vsicurl/ address: reading the scene requests it from the "
-                   "hostile host (GET /secret.tif). Local scene files are opened with every GDAL driver; they "
-                   "should be limited to GeoTIFF/JPEG2000 (allowed_drivers) where scenes are opened "
-                   "(core/scenes/local.py, core/scenes/remote.py)")
 def test_c03_a_vrt_inside_the_folder_reads_no_file_or_host_outside_it(tmp_path, capsys):
     """A local VRT the item collection names lies inside the folder, but its sources can be
     anywhere: another user's file, or a host that then sees the request."""
