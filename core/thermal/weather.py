@@ -7,13 +7,11 @@ Three sources are understood:
 - any CF NetCDF with daily minimum/maximum temperature, found by name or by
   ``standard_name = air_temperature`` with ``cell_methods`` ``time: minimum`` / ``maximum``,
   converted to degrees C from its ``units`` (Kelvin, Celsius, Fahrenheit);
-- a station CSV ``date,tmin,tmax`` (degrees C), one series used for every parcel; other
-  column names (e.g. a weather service's ``Termin,T_Min_2m,T_Max_2m``) are given with
-  ``date_var``, ``tmin_var`` and ``tmax_var``.
+- a UTF-8 station CSV ``date,tmin,tmax`` (degrees C), one series for every parcel; other column
+  names (``Termin,T_Min_2m,T_Max_2m``) are given with ``date_var``, ``tmin_var``, ``tmax_var``.
 
-A point takes the grid cell whose centre is nearest (great-circle distance). A point whose
-nearest cell holds no data (sea, outside the grid) takes the nearest cell with data within
-``max_distance_m``; beyond that it has no weather.
+A point takes the grid cell whose centre is nearest (great-circle distance), or where that
+holds no data (sea, outside the grid) the nearest cell with data within ``max_distance_m``.
 """
 from __future__ import annotations
 
@@ -122,14 +120,20 @@ def _station_days(texts: Sequence[str], path: Path, date_col: str) -> np.ndarray
                            f"or YYYY-MM-DDThh:mm:ss ({exc})") from None
 
 
+def _station_rows(path: Path) -> tuple[list[str], list[dict]]:
+    """A station CSV's column names (stripped) and rows; refused by name unless UTF-8 text."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:  # a spreadsheet's BOM is dropped
+            reader = csv.DictReader(handle)
+            return [c.strip() for c in (reader.fieldnames or [])], list(reader)
+    except UnicodeDecodeError as exc:
+        raise WeatherError(f"{path}: a station CSV must be UTF-8 text; byte {exc.start} is not "
+                           f"({exc.reason}). Save it again as 'CSV UTF-8' from the spreadsheet program.") from None
+
+
 def _read_station_csv(path: Path, n_points: int, start, end, tmin_col: str, tmax_col: str,
                       date_col: str = "date") -> DailyTemperature:
-    # utf-8-sig: spreadsheet programs start a CSV with a byte-order mark, which would
-    # otherwise stick to the first column's name.
-    with open(path, newline="", encoding="utf-8-sig") as handle:
-        reader = csv.DictReader(handle)
-        columns = [c.strip() for c in (reader.fieldnames or [])]
-        rows = list(reader)
+    columns, rows = _station_rows(path)
     need = {date_col, tmin_col, tmax_col}
     if not need <= set(columns):
         raise WeatherError(
@@ -708,8 +712,7 @@ def record_period(path, *, tmin_var: Optional[str] = None, date_var: Optional[st
         raise WeatherError(f"weather file {path} does not exist")
     if path.suffix.lower() in (".csv", ".txt"):
         date_col = date_var or "date"
-        with open(path, newline="", encoding="utf-8-sig") as handle:
-            rows = list(csv.DictReader(handle))
+        rows = _station_rows(path)[1]
         if rows and date_col not in rows[0]:
             raise WeatherError(f"{path}: a station CSV needs a {date_col} column written YYYY-MM-DD")
         days = _station_days([r[date_col] or "" for r in rows], path, date_col)

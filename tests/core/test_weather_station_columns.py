@@ -26,3 +26,18 @@ def test_named_columns_and_datetimes(tmp_path):
     with pytest.raises(WeatherError, match="Termin column must hold dates"):
         read_daily_temperature(path, [0.0], [0.0], "EPSG:4326", "2018-01-01", "2018-01-01",
                                variables=WeatherVariables(date_var="Termin", tmin_var="T_Min_2m", tmax_var="T_Max_2m"))
+
+
+def test_a_station_csv_in_another_encoding_is_refused_by_name(tmp_path):
+    """A German spreadsheet's CSV saved as Latin-1 ("Stationshöhe" column): a named error, not a
+    decoding traceback; the same table in UTF-8 reads."""
+    text = "date,tmin,tmax,Stationshöhe\n2018-01-01,-3.0,3.5,520\n"
+    path = tmp_path / "station.csv"
+    path.write_bytes(text.encode("latin-1"))
+    with pytest.raises(WeatherError, match=r"station\.csv: a station CSV must be UTF-8"):
+        read_daily_temperature(path, [0.0], [0.0], "EPSG:4326", "2018-01-01", "2018-01-01")
+    with pytest.raises(WeatherError, match=r"station\.csv: a station CSV must be UTF-8"):
+        record_period(path)
+    path.write_bytes(text.encode("utf-8"))
+    w = read_daily_temperature(path, [0.0], [0.0], "EPSG:4326", "2018-01-01", "2018-01-01")
+    np.testing.assert_array_equal(w.tmax[0], [3.5])
