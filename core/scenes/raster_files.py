@@ -62,7 +62,7 @@ def check_scene_file(path: Union[str, os.PathLike]) -> None:
     """
     path = Path(path)
     if path.is_file() and raster_kind(path) == "VRT":
-        _check_vrt(path, Path(os.path.realpath(path.parent)), path, 0)
+        _check_top_vrt(path)
 
 
 def open_scene_file(path: Union[str, os.PathLike]):
@@ -71,9 +71,10 @@ def open_scene_file(path: Union[str, os.PathLike]):
     Raises:
         SceneError: for a file of another format, or a VRT :func:`check_scene_file` refuses.
     """
-    check_scene_file(path)
     kind = raster_kind(path)
-    if kind is None:
+    if kind == "VRT":
+        _check_top_vrt(Path(path))
+    elif kind is None:
         raise SceneError(f"{path} is not a GeoTIFF, JPEG 2000, ERDAS Imagine or VRT file (going by its first "
                          "bytes); convert it to a GeoTIFF (gdal_translate) or remove it from the scene folder.")
     drivers = {"VRT": ("VRT",), "ERDAS Imagine": ("HFA",)}.get(kind, ("JP2",) if "JPEG" in kind else ("GTiff",))
@@ -111,6 +112,10 @@ def _registered_drivers() -> frozenset:
 
     with rasterio.Env() as env:
         return frozenset(env.drivers())
+
+
+def _check_top_vrt(vrt: Path) -> None:
+    _check_vrt(vrt, Path(os.path.realpath(vrt.parent)), vrt, 0)
 
 
 def _check_vrt(vrt: Path, folder: Path, top: Path, depth: int) -> None:
