@@ -15,7 +15,6 @@ holds no data (sea, outside the grid) the nearest cell with data within ``max_di
 """
 from __future__ import annotations
 
-import csv
 import logging
 import re
 from dataclasses import dataclass
@@ -25,6 +24,8 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from ..errors import WeatherError
+from .daily_values import DailyTemperature, check_coverage, check_min_max, describe_days, to_celsius
+from .station_csv import read_station_csv, station_days, station_rows
 
 logger = logging.getLogger(__name__)
 
@@ -33,17 +34,6 @@ EARTH_RADIUS_M = 6_371_000.0
 # Names tried in order when no variable name is given: E-OBS, CMIP/CORDEX, ERA5, plain.
 TMIN_NAMES = ("tn", "tasmin", "mn2t", "tmin", "t2m_min", "tmn", "mint")
 TMAX_NAMES = ("tx", "tasmax", "mx2t", "tmax", "t2m_max", "tmx", "maxt")
-
-# Unit spellings after _unit_key (lower case, no spaces or underscores, "degree(s)" -> "deg").
-_KELVIN = {"k", "kelvin", "kelvins", "degk"}
-_CELSIUS = {"c", "degc", "celsius", "degcelsius", "°c"}
-_FAHRENHEIT = {"f", "degf", "fahrenheit", "degfahrenheit", "°f"}
-PLAUSIBLE_CELSIUS = (-90.0, 60.0)
-"""Daily minimum/maximum temperatures any place on Earth has had (records: -89.2 and 56.7 C)."""
-
-KELVIN_WITHOUT_UNITS = (183.0, 333.0)
-"""Values a variable without units must all lie within to be read as Kelvin (-90 .. 60 C):
-no value there is a plausible daily temperature in degrees C, so the reading is unambiguous."""
 
 GREGORIAN_DAYS_CALENDARS = ("standard", "gregorian", "proleptic_gregorian", "julian", "noleap", "365_day",
                             "all_leap", "366_day")
@@ -55,274 +45,7 @@ _LATITUDE_UNITS = {"degrees_north", "degree_north", "degrees_n", "degree_n", "de
 _LONGITUDE_UNITS = {"degrees_east", "degree_east", "degrees_e", "degree_e", "degreese", "degreee"}
 
 
-@dataclass
-class DailyTemperature:
-    """Daily temperatures at P points over D consecutive days.
-
-    Attributes:
-        dates: ``(D,)`` datetime64[D].
-        tmin: ``(P, D)`` float32 daily minimum in degrees C; NaN where the record has a gap.
-        tmax: ``(P, D)`` float32 daily maximum in degrees C; NaN where the record has a gap.
-        source: the file(s) read, for messages and provenance.
-        found: ``(P,)`` bool, False for points without a cell with data within reach (their
-            series are all NaN); None when every point has data.
-        distance_m: ``(P,)`` float64 distance from each point to the centre of the cell used
-            (NaN where not found); None for station records.
-    """
-
-    dates: np.ndarray
-    tmin: np.ndarray
-    tmax: np.ndarray
-    source: str
-    found: Optional[np.ndarray] = None
-    distance_m: Optional[np.ndarray] = None
-
-
-def describe_days(days: np.ndarray, limit: int = 4) -> str:
-    """Runs of consecutive days as text, e.g. ``2021-01-02 to 2021-01-05, 2021-03-01``."""
-    days = np.unique(np.asarray(days, dtype="datetime64[D]"))
-    if days.size == 0:
-        return "no days"
-    breaks = np.flatnonzero(np.diff(days) != np.timedelta64(1, "D")) + 1
-    runs = np.split(days, breaks)
-    parts = [f"{r[0]} to {r[-1]}" if r.size > 1 else str(r[0]) for r in runs[:limit]]
-    if len(runs) > limit:
-        parts.append(f"and {len(runs) - limit} more periods")
-    return f"{', '.join(parts)} ({days.size} days)"
-
-
-def _check_coverage(dates: np.ndarray, start, end, source: str, absent: np.ndarray = ()) -> np.ndarray:
-    """The requested days ``start..end``; raises naming the days the record lacks (``absent``:
-    days its calendar cannot hold, which are gaps rather than days not covered)."""
-    want = np.arange(np.datetime64(start, "D"), np.datetime64(end, "D") + 1)
-    dates = np.concatenate([dates[~np.isnat(dates)], np.asarray(absent, dtype="datetime64[D]")])
-    if want.size == 0:
-        raise WeatherError(f"empty date range {start} to {end} asked of {source}")
-    missing = np.setdiff1d(want, dates)
-    if missing.size == want.size and dates.size == 0:
-        raise WeatherError(f"{source} holds no dates; use a weather file covering {want[0]} to {want[-1]}")
-    if missing.size:
-        raise WeatherError(
-            f"{source} does not cover {describe_days(missing)} of the {want[0]} to {want[-1]} "
-            f"needed (its record runs {dates.min()} to {dates.max()}); use a weather file "
-            "covering the whole season"
-        )
-    return want
-
-
-def _station_days(texts: Sequence[str], path: Path, date_col: str) -> np.ndarray:
-    """Dates of a station CSV as datetime64[D]: ``YYYY-MM-DD`` or an ISO date-time such as
-    ``2018-01-01T00:00:00`` (the time of day is dropped)."""
-    try:
-        return np.array([t.strip() for t in texts], dtype="datetime64").astype("datetime64[D]")
-    except ValueError as exc:
-        raise WeatherError(f"{path}: the {date_col} column must hold dates written YYYY-MM-DD "
-                           f"or YYYY-MM-DDThh:mm:ss ({exc})") from None
-
-
-def _station_rows(path: Path) -> tuple[list[str], list[dict]]:
-    """A station CSV's column names (stripped) and rows; refused by name unless UTF-8 text."""
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as handle:  # a spreadsheet's BOM is dropped
-            reader = csv.DictReader(handle)
-            return [c.strip() for c in (reader.fieldnames or [])], list(reader)
-    except UnicodeDecodeError as exc:
-        raise WeatherError(f"{path}: a station CSV must be UTF-8 text; byte {exc.start} is not "
-                           f"({exc.reason}). Save it again as 'CSV UTF-8' from the spreadsheet program.") from None
-
-
-def _read_station_csv(path: Path, n_points: int, start, end, tmin_col: str, tmax_col: str,
-                      date_col: str = "date") -> DailyTemperature:
-    columns, rows = _station_rows(path)
-    need = {date_col, tmin_col, tmax_col}
-    if not need <= set(columns):
-        raise WeatherError(
-            f"{path}: a station CSV needs the columns {', '.join(sorted(need))}; it has "
-            f"{', '.join(columns) or 'none'}"
-        )
-    rows = [{k.strip(): v for k, v in r.items() if k is not None} for r in rows]
-
-    def number(row: dict, col: str, line: int) -> float:
-        text = (row.get(col) or "").strip()
-        try:
-            return float(text) if text else np.nan
-        except ValueError:
-            raise WeatherError(f"{path}, line {line}: {col} {text!r} is not a number") from None
-
-    dates = _station_days([r[date_col] or "" for r in rows], path, date_col)
-    tmin = np.array([number(r, tmin_col, i + 2) for i, r in enumerate(rows)], dtype=np.float32)
-    tmax = np.array([number(r, tmax_col, i + 2) for i, r in enumerate(rows)], dtype=np.float32)
-    _check_duplicate_days(path, dates, tmin, tmax)
-    seen = _value_range(np.concatenate([tmin, tmax]))
-    if seen is not None and KELVIN_WITHOUT_UNITS[0] <= seen[0] and seen[1] <= KELVIN_WITHOUT_UNITS[1]:
-        logger.warning("%s: columns %s and %s run %s, which are Kelvin (no place has such daily "
-                       "temperatures in degrees C); converted to degrees C. Station CSVs should "
-                       "give degrees C", path, tmin_col, tmax_col, _describe_range(seen))
-        tmin -= np.float32(273.15)
-        tmax -= np.float32(273.15)
-    for values, col in ((tmin, tmin_col), (tmax, tmax_col)):
-        with np.errstate(invalid="ignore"):
-            wrong = np.flatnonzero(~np.isnan(values) & ((values < PLAUSIBLE_CELSIUS[0])
-                                                          | (values > PLAUSIBLE_CELSIUS[1])))
-        if wrong.size:
-            check_plausible(values, f"column {col!r} of {path}", units="degrees C (station CSVs are)",
-                            where=f"line {wrong[0] + 2} ({dates[wrong[0]]}: {values[wrong[0]]:g})")
-    check_min_max(tmin, tmax, dates, f"column {tmin_col!r} of {path}", f"column {tmax_col!r}",
-                  f"Swap the column names in the file's header, or give --tmin-var {tmax_col} "
-                  f"--tmax-var {tmin_col}.")
-    want = _check_coverage(dates, start, end, str(path))
-    first = {d: i for i, d in reversed(list(enumerate(dates)))}
-    pick = np.array([first[d] for d in want])
-    # One series for every parcel: a broadcast view, not P copies.
-    return DailyTemperature(
-        want,
-        np.broadcast_to(tmin[pick][None, :], (n_points, want.size)),
-        np.broadcast_to(tmax[pick][None, :], (n_points, want.size)),
-        str(path),
-    )
-
-
-def _check_duplicate_days(path: Path, dates: np.ndarray, tmin: np.ndarray, tmax: np.ndarray) -> None:
-    """A day may appear twice in a station CSV only with the same values."""
-    if dates.size == np.unique(dates).size:
-        return
-    order = np.argsort(dates, kind="stable")
-    d, lo, hi = dates[order], tmin[order], tmax[order]
-    same_day = np.flatnonzero(d[1:] == d[:-1])
-
-    def differ(a, b):
-        return ~((a == b) | (np.isnan(a) & np.isnan(b)))
-
-    clash = same_day[differ(lo[same_day], lo[same_day + 1]) | differ(hi[same_day], hi[same_day + 1])]
-    if clash.size == 0:
-        logger.info("%s repeats %d days with the same values; each is used once", path, same_day.size)
-        return
-    days = np.unique(d[clash])
-    lines = []
-    for day in days[:3]:
-        rows = np.flatnonzero(dates == day)
-        lines.append(f"{day} on lines " + ", ".join(f"{r + 2} ({tmin[r]:g}/{tmax[r]:g})" for r in rows))
-    more = f" and {days.size - 3} more days" if days.size > 3 else ""
-    raise WeatherError(
-        f"{path} gives different temperatures for the same day: {'; '.join(lines)}{more}. Keep one "
-        "row per day (tmin/tmax shown in brackets)."
-    )
-
-
-# --------------------------------------------------------------------------------------------
 # NetCDF
-
-
-def _unit_key(units: str) -> str:
-    key = re.sub(r"[\s_]+", "", units.strip().lower())
-    return key.replace("degrees", "deg").replace("degree", "deg")
-
-
-def to_celsius(values: np.ndarray, units: Optional[str], what: str) -> np.ndarray:
-    """Convert ``values`` given in ``units`` to degrees C (in place where possible).
-
-    Raises:
-        WeatherError: units that are not a temperature.
-    """
-    seen = _value_range(values)
-    if not units:
-        if seen is not None and KELVIN_WITHOUT_UNITS[0] <= seen[0] and seen[1] <= KELVIN_WITHOUT_UNITS[1]:
-            logger.warning("%s has no units attribute and its values run %s, which are Kelvin (no "
-                           "place has such daily temperatures in degrees C); converted to degrees C. "
-                           "Set its units attribute to 'K' to say so", what, _describe_range(seen))
-            values -= np.float32(273.15)
-        else:
-            logger.warning("%s has no units attribute; reading it as degrees C", what)
-            units = "none (read as degrees C)"
-    else:
-        key = _unit_key(units)
-        if key in _KELVIN:
-            values -= np.float32(273.15)
-        elif key in _FAHRENHEIT:
-            values -= np.float32(32.0)
-            values *= np.float32(5.0 / 9.0)
-        elif key not in _CELSIUS:
-            raise WeatherError(
-                f"{what} has units {units!r}, which is not a temperature ThermoCrop knows "
-                "(Kelvin, Celsius or Fahrenheit); fix the file's units attribute"
-            )
-    check_plausible(values, what, units=units, raw=seen)
-    return values
-
-
-def _value_range(values: np.ndarray) -> Optional[tuple[float, float]]:
-    """Smallest and largest value that is not a gap (NaN), infinities included (so they are
-    refused as implausible), or None when there is none."""
-    given = values[~np.isnan(values)]
-    return (float(given.min()), float(given.max())) if given.size else None
-
-
-def _describe_range(seen: tuple[float, float]) -> str:
-    return f"{seen[0]:.1f} to {seen[1]:.1f}"
-
-
-def check_plausible(values_c: np.ndarray, what: str, *, units: Optional[str] = None,
-                    raw: Optional[tuple[float, float]] = None, where: Optional[str] = None) -> None:
-    """Refuse daily temperatures (degrees C) outside what any place on Earth has had.
-
-    Args:
-        values_c: temperatures in degrees C (any shape; NaN are gaps).
-        what: the variable or column, for the message.
-        units: the units the values were read with, for the message.
-        raw: the range of the values before conversion, for the message.
-        where: a more precise place of the first implausible value (a CSV line), if known.
-
-    Raises:
-        WeatherError: naming the variable, the values seen and what to do.
-    """
-    seen = _value_range(values_c)
-    if seen is None or (PLAUSIBLE_CELSIUS[0] <= seen[0] and seen[1] <= PLAUSIBLE_CELSIUS[1]):
-        return
-    with np.errstate(invalid="ignore"):
-        outside = int(((values_c < PLAUSIBLE_CELSIUS[0]) | (values_c > PLAUSIBLE_CELSIUS[1])).sum())
-    finite = int(np.isfinite(values_c).sum())
-    read = f" with units {units!r}" if units else ""
-    before = f" (values in the file {_describe_range(raw)})" if raw is not None and units else ""
-    at = f" at {where}" if where else ""
-    raise WeatherError(
-        f"{what}{read} gives daily temperatures from {seen[0]:.1f} to {seen[1]:.1f} degrees C{before}{at}: "
-        f"{outside} of its {finite} values lie outside the {PLAUSIBLE_CELSIUS[0]:g} .. {PLAUSIBLE_CELSIUS[1]:g} C "
-        "any place has had. Fix the "
-        "units attribute (K, degC or degF) or the values; a missing day must be left empty (or the "
-        "file's fill value), not written as a number such as -999"
-    )
-
-
-def check_min_max(tmin: np.ndarray, tmax: np.ndarray, dates: np.ndarray, what_min: str, what_max: str,
-                  swap_hint: str) -> None:
-    """Check that the daily minimum is not above the maximum.
-
-    Arrays share their shape with days on the first axis. Where the minimum is above the
-    maximum on most days the two were swapped (refused); on a few days it is a flaw of the
-    record (gridded products interpolate each variable apart), which is logged with the dates.
-
-    Raises:
-        WeatherError: the minimum is above the maximum on more than half of the days.
-    """
-    both = np.isfinite(tmin) & np.isfinite(tmax)
-    if not both.any():
-        return
-    with np.errstate(invalid="ignore"):
-        above = both & (tmin > tmax)
-    share = above.sum() / both.sum()
-    if share == 0:
-        return
-    days = np.asarray(dates)[above.reshape(above.shape[0], -1).any(axis=1)]
-    i = np.unravel_index(np.argmax(above), above.shape)
-    example = (f"e.g. on {dates[i[0]]} the minimum is {float(tmin[i]):.1f} and the maximum "
-               f"{float(tmax[i]):.1f}")
-    if share > 0.5:
-        raise WeatherError(
-            f"{what_min} is above {what_max} on {share:.0%} of the days ({example}): the minimum and "
-            f"maximum look swapped. {swap_hint}"
-        )
-    logger.warning("%s is above %s on %d days (%s; %s); these days are used as they are",
-                   what_min, what_max, days.size, describe_days(days), example)
 
 
 def _companion(path: Path, token_from: str, token_to: str) -> Optional[Path]:
@@ -641,8 +364,8 @@ def _read_netcdf(path: Path, tmax_path: Optional[Path], points_x, points_y, crs,
         grids = _temperature_grids(path, tmax_path, tmin_var, tmax_var, opened)
         paths = [g.path for g in grids]
         source = str(paths[0]) if paths[0] == paths[1] else f"{paths[0]} + {paths[1]}"
-        want = _check_coverage(grids[0].dates, start, end, grids[0].what, grids[0].absent)
-        _check_coverage(grids[1].dates, start, end, grids[1].what, grids[1].absent)
+        want = check_coverage(grids[0].dates, start, end, grids[0].what, grids[0].absent)
+        check_coverage(grids[1].dates, start, end, grids[1].what, grids[1].absent)
 
         finite = np.isfinite(lon) & np.isfinite(lat)
         rows, cols = grids[0].window(lon[finite], lat[finite], max_distance_m) if finite.any() else (slice(0, 0),) * 2
@@ -712,10 +435,10 @@ def record_period(path, *, tmin_var: Optional[str] = None, date_var: Optional[st
         raise WeatherError(f"weather file {path} does not exist")
     if path.suffix.lower() in (".csv", ".txt"):
         date_col = date_var or "date"
-        rows = _station_rows(path)[1]
+        rows = station_rows(path)[1]
         if rows and date_col not in rows[0]:
             raise WeatherError(f"{path}: a station CSV needs a {date_col} column written YYYY-MM-DD")
-        days = _station_days([r[date_col] or "" for r in rows], path, date_col)
+        days = station_days([r[date_col] or "" for r in rows], path, date_col)
     else:
         with _open(path) as ds:
             name = _find_variable(ds, tmin_var, TMIN_NAMES, "minimum") or _find_variable(
@@ -794,7 +517,7 @@ def read_daily_temperature(
     if path.suffix.lower() in (".csv", ".txt"):
         if not path.exists():
             raise WeatherError(f"weather file {path} does not exist")
-        return _read_station_csv(path, len(points_x), start, end, v.tmin_var or "tmin", v.tmax_var or "tmax",
+        return read_station_csv(path, len(points_x), start, end, v.tmin_var or "tmin", v.tmax_var or "tmax",
                                  v.date_var or "date")
     return _read_netcdf(path, Path(v.tmax_path) if v.tmax_path else None, points_x, points_y, crs, start, end,
                         v.tmin_var, v.tmax_var, v.max_distance_m, parcel_ids, missing)

@@ -23,7 +23,7 @@ def test_named_columns_and_datetimes(tmp_path):
     with pytest.raises(WeatherError, match="needs a date column"):
         record_period(path)
     path.write_text("Termin,T_Min_2m,T_Max_2m\n01.01.2018,1,2\n")
-    with pytest.raises(WeatherError, match="Termin column must hold dates"):
+    with pytest.raises(WeatherError, match=r"klima\.csv, line 2: Termin '01\.01\.2018' is not a date"):
         read_daily_temperature(path, [0.0], [0.0], "EPSG:4326", "2018-01-01", "2018-01-01",
                                variables=WeatherVariables(date_var="Termin", tmin_var="T_Min_2m", tmax_var="T_Max_2m"))
 
@@ -41,3 +41,41 @@ def test_a_station_csv_in_another_encoding_is_refused_by_name(tmp_path):
     path.write_bytes(text.encode("utf-8"))
     w = read_daily_temperature(path, [0.0], [0.0], "EPSG:4326", "2018-01-01", "2018-01-01")
     np.testing.assert_array_equal(w.tmax[0], [3.5])
+
+
+def test_station_dates_keep_the_day_written_whatever_the_offset(tmp_path):
+    """A station's daily record stamped at local midnight with its UTC offset (``+01:00``) is the
+    day written, not the UTC day before it; a month, or a day no calendar has, is refused by line."""
+    path = tmp_path / "station.csv"
+    path.write_text("date,tmin,tmax\n"
+                    "2018-01-01T00:00:00+01:00,-3.0,3.5\n"
+                    "2018-01-02 00:00-05:00,-2.0,4.5\n"
+                    "2018-01-03T00:00Z,-1.0,5.5\n"
+                    "2018-01-04T00:00:00.000+0100,0.0,6.5\n")
+    w = read_daily_temperature(path, [0.0], [0.0], "EPSG:4326", "2018-01-01", "2018-01-04")
+    assert [str(d) for d in w.dates] == ["2018-01-01", "2018-01-02", "2018-01-03", "2018-01-04"]
+    np.testing.assert_array_equal(w.tmin[0], [-3.0, -2.0, -1.0, 0.0])
+    assert record_period(path) == (np.datetime64("2018-01-01"), np.datetime64("2018-01-04"))
+    for line, text in ((3, "2018-01"), (4, "2018-02-30"), (2, "2018-01-05T")):
+        rows = ["2018-01-01", "2018-01-02", "2018-01-03"]
+        rows[line - 2] = text
+        path.write_text("date,tmin,tmax\n" + "".join(f"{r},1,2\n" for r in rows))
+        with pytest.raises(WeatherError, match=rf"station\.csv, line {line}: date '{text}' is not a date"):
+            read_daily_temperature(path, [0.0], [0.0], "EPSG:4326", "2018-01-01", "2018-01-03")
+
+
+def test_missing_rows_inside_the_record_are_named_as_such(tmp_path):
+    """Rows left out in the middle of a record that spans the season: the message names the days it
+    lacks and does not ask for a file covering the season (this one does)."""
+    days = np.arange("2018-03-01", "2018-03-11", dtype="datetime64[D]")
+    kept = [d for d in days if str(d) not in ("2018-03-04", "2018-03-05")]
+    path = tmp_path / "station.csv"
+    path.write_text("date,tmin,tmax\n" + "".join(f"{d},1,8\n" for d in kept))
+    with pytest.raises(WeatherError) as caught:
+        read_daily_temperature(path, [0.0], [0.0], "EPSG:4326", "2018-03-01", "2018-03-10")
+    text = str(caught.value)
+    assert "runs 2018-03-01 to 2018-03-10 but lacks 2018-03-04 to 2018-03-05 (2 days)" in text
+    assert "covering the whole season" not in text
+    with pytest.raises(WeatherError,
+                       match=r"does not cover 2018-03-04 to 2018-03-05, 2018-03-11 \(3 days\).* whole season"):
+        read_daily_temperature(path, [0.0], [0.0], "EPSG:4326", "2018-03-01", "2018-03-11")
