@@ -118,7 +118,10 @@ def extraction_options(request: ExtractRequest) -> dict[str, Any]:
     fields = ParcelFields(id_field=request.parcels.id_field, label_field=request.label_field,
                           block_field=request.block_field, class_map=request.class_map,
                           min_parcels=request.min_parcels, unmapped_as=request.unmapped_as)
-    return {"settings": request.settings, "fields": fields}
+    # The weather file's options (column names, reach) come with the request's weather.
+    settings = replace(request.settings, weather_options={**request.weather.reader_options(),
+                                                          **request.settings.weather_options})
+    return {"settings": settings, "fields": fields}
 
 
 def thermal_options(thermal: ThermalTime) -> dict[str, Any]:
@@ -221,7 +224,7 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
                             model=request.model)
     checked = check_inputs(**parcel_checks(parcels, {"id": parcels.id_field}), scenes=scenes,
                            season=request.scenes.season, weather=request.weather.local_files()[0],
-                           bundle=request.model, need_bundle=True,
+                           weather_options=request.weather.reader_options(), bundle=request.model, need_bundle=True,
                            dates=weather_dates_as_of(scenes, request.as_of))
     scenes = checked.scenes
     # As of a date with no model given, the in-season model may replace the level's: which model
@@ -236,7 +239,8 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
     season, model = None, request.model
     season_gdd = None  # as of a date: the GDD of the last acquisition kept, which choose the season stage
     if request.as_of is not None:
-        scenes, season = season_as_of(request.as_of, parcels, scenes, weather, checked.bundle)
+        scenes, season = season_as_of(request.as_of, parcels, scenes, weather, checked.bundle,
+                                      request.weather.reader_options())
         # The stage of what the model sees: the GDD of the last acquisition kept, as each parcel's
         # confidence takes the stage of its own last date.
         season_gdd = season.seen_gdd if np.isfinite(season.seen_gdd) else None
@@ -259,7 +263,8 @@ def run_classification(request: ClassifyRequest, progress: Optional[RunProgress]
         if staged:
             progress.report(staged)
     shares = class_shares_of(request, checked.bundle, cluster)
-    options = {"id_field": parcels.id_field, **sampling_options(request.sampling)}
+    options = {"id_field": parcels.id_field, "weather_options": request.weather.reader_options(),
+               **sampling_options(request.sampling)}
     if request.fields.decided is not None:
         options["decided"] = request.fields.decided
     if shares is not None:
@@ -368,7 +373,7 @@ def run_extraction(request: ExtractRequest, progress: Optional[RunProgress] = No
     scenes = resolve_scenes(request.scenes, parcels.source, on_stats=progress.on_stats, report=progress.report)
     checked = check_inputs(**parcel_checks(parcels, {"id": parcels.id_field, "label": request.label_field}),
                            scenes=scenes, season=request.scenes.season, season_start=thermal.season_start,
-                           weather=weather_file)
+                           weather=weather_file, weather_options=request.weather.reader_options())
     scenes = checked.scenes
     progress.inputs_checked(checked)
     if request.block_size_km:

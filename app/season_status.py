@@ -39,9 +39,10 @@ has no later acquisition to take a share of, and thermal time is what places a c
 development wherever it grows."""
 
 
-def median_gdd(parcels: ParcelsSpec, weather: Any, dates: Sequence[Any], bundle: Any) -> np.ndarray:
+def median_gdd(parcels: ParcelsSpec, weather: Any, dates: Sequence[Any], bundle: Any,
+               weather_options: Optional[dict] = None) -> np.ndarray:
     """The parcels' median GDD on each of ``dates`` with the model's thermal time, ``(len(dates),)``
-    (NaN where no parcel has temperatures).
+    (NaN where no parcel has temperatures; ``weather_options``: how the file is read).
 
     Raises:
         WeatherError: the temperatures do not reach a date.
@@ -54,15 +55,15 @@ def median_gdd(parcels: ParcelsSpec, weather: Any, dates: Sequence[Any], bundle:
     xs[usable], ys[usable] = points.x.to_numpy(), points.y.to_numpy()
     gdd = gdd_at_points(weather, xs, ys, table.geometry.crs, np.asarray(dates, dtype="datetime64[D]"),
                         season_start=thermal.season_start, t_base=thermal.t_base, t_cap=thermal.t_cap,
-                        method=thermal.method, parcel_ids=list(table.parcel_ids))
+                        method=thermal.method, parcel_ids=list(table.parcel_ids), **(weather_options or {}))
     known = np.isfinite(gdd).any(axis=0)
     out = np.full(gdd.shape[1], np.nan)
     out[known] = np.nanmedian(gdd[:, known], axis=0)
     return out
 
 
-def season_as_of(as_of: Any, parcels: ParcelsSpec, scenes: list, weather: Any, bundle: Any
-                 ) -> tuple[list, SeasonStatus]:
+def season_as_of(as_of: Any, parcels: ParcelsSpec, scenes: list, weather: Any, bundle: Any,
+                 weather_options: Optional[dict] = None) -> tuple[list, SeasonStatus]:
     """The scenes acquired on or before ``as_of`` and the season's status on that date.
 
     The GDD are those to ``as_of`` itself; where the temperatures end before it, those to the
@@ -80,16 +81,16 @@ def season_as_of(as_of: Any, parcels: ParcelsSpec, scenes: list, weather: Any, b
     kept = acquisition_dates(used)
     last, seen, gdd_date = given[-1], kept[-1], day
     try:
-        values = median_gdd(parcels, weather, [day, seen, last], bundle)
+        values = median_gdd(parcels, weather, [day, seen, last], bundle, weather_options)
     except WeatherError as exc:
         # The temperatures may end before the date, or only before the scenes left out: those
         # need none (the season's GDD at the last acquisition given are then unknown).
         try:
-            values = np.append(median_gdd(parcels, weather, [day, seen], bundle), np.nan)
+            values = np.append(median_gdd(parcels, weather, [day, seen], bundle, weather_options), np.nan)
         except WeatherError:
             log.info("The temperatures do not reach %s (%s): GDD counted to the last acquisition kept", day, exc)
             gdd_date = seen
-            values = np.append(np.repeat(median_gdd(parcels, weather, [seen], bundle), 2), np.nan)
+            values = np.append(np.repeat(median_gdd(parcels, weather, [seen], bundle, weather_options), 2), np.nan)
     status = SeasonStatus(as_of=day, used=len(kept), total=len(given), gdd=float(values[0]),
                           season_gdd=float(values[2]), gdd_date=gdd_date, seen_gdd=float(values[1]))
     return used, status

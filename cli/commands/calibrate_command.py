@@ -15,6 +15,7 @@ from ..options import (
     add_missing_scl_option,
     add_season_option,
     add_stac_options,
+    add_weather_options,
     scenes_spec,
     weather_of,
 )
@@ -47,6 +48,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "parcel's acquisitions before it are left out where it has one from then on (0: none; "
                              "default: the model's own; see docs/in-season.md)")
     add_season_option(parser)
+    add_weather_options(parser)
     add_stac_options(parser)
     add_missing_scl_option(parser)
 

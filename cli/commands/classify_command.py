@@ -18,6 +18,7 @@ from ..options import (
     add_missing_scl_option,
     add_season_option,
     add_stac_options,
+    add_weather_options,
     bounded,
     cluster_spec,
     date,
@@ -77,6 +78,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunk-size", type=bounded("chunk_size"), default=20000, help="parcels held in memory at once")
     parser.add_argument("--level", choices=("L1C", "L2A"), help="use only products of this level")
     add_season_option(parser)
+    add_weather_options(parser)
     parser.add_argument("--band-order", help="comma-separated band order of multi-band files without descriptions")
     parser.add_argument("--offset", type=bounded("offset"), help="DN offset overriding the processing baseline (e.g. -1000)")
     add_cluster_options(parser)

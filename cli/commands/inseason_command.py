@@ -17,6 +17,7 @@ from ..options import (
     add_missing_scl_option,
     add_season_option,
     add_stac_options,
+    add_weather_options,
     bounded,
     scenes_spec,
     weather_of,
@@ -56,6 +57,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="with --data: leave out parcels of classes the model does not have (default: refuse "
                              "them; a reference layer's are always left out, and counted)")
     add_season_option(parser)
+    add_weather_options(parser)
     add_stac_options(parser)
     add_missing_scl_option(parser)
 

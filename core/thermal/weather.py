@@ -349,7 +349,7 @@ def _temperature_grids(path: Path, tmax_path: Optional[Path], tmin_var: Optional
             wanted = f"variable {explicit!r}" if explicit else f"daily {kind} temperature variable"
             raise WeatherError(
                 f"{where} has no {wanted} (variables: {', '.join(map(str, ds.data_vars)) or 'none'}); "
-                "name it with tmin_var/tmax_var, or give the other E-OBS file (tn_/tx_) as well"
+                "name it with --tmin-var / --tmax-var, or give the other E-OBS file (tn_/tx_) as well"
             )
     return _Grid(ds_min, name_min, path), _Grid(ds_max, name_max, max_path)
 

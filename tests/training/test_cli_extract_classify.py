@@ -196,3 +196,42 @@ def test_extract_command_grid_blocks_and_absolute_paths(small_region, tmp_path, 
     same_cell = [[a == b for b in cells] for a in cells]
     assert [[x == y for y in ps.blocks] for x in ps.blocks] == same_cell
     assert (ps.blocks >= 0).all() and len(set(cells)) == len(set(ps.blocks.tolist()))
+
+
+def test_weather_columns_named_on_the_command_line(small_region, tmp_path, capsys):
+    """A station CSV with its own column names: refused naming the columns and the options, then
+    read with --date-var/--tmin-var/--tmax-var to the same thermal time as the plain file."""
+    plain = small_region["weather"].read_text(encoding="utf-8").splitlines()
+    named = tmp_path / "klima.csv"
+    named.write_text("\n".join(["Termin,T_Max_2m,T_Min_2m"] + [",".join([d, hi, lo]) for d, lo, hi in
+                                                               (r.split(",") for r in plain[1:])]) + "\n")
+    common = ["extract", "--parcels", str(small_region["parcels"]), "--scenes", str(small_region["scenes"]),
+              "--label-field", "culture"]
+    assert main(common + ["--weather", str(named), "--out", str(tmp_path / "refused")]) == EXIT_INPUT
+    assert "needs the columns date, tmax, tmin; it has Termin, T_Max_2m, T_Min_2m" in capsys.readouterr().err
+    assert main(common + ["--weather", str(named), "--date-var", "Termin", "--tmin-var", "T_Min_2m",
+                          "--tmax-var", "T_Max_2m", "--out", str(tmp_path / "named")]) == 0
+    assert main(common + ["--weather", str(small_region["weather"]), "--out", str(tmp_path / "plain")]) == 0
+    a, b = open_dataset(tmp_path / "named"), open_dataset(tmp_path / "plain")
+    np.testing.assert_array_equal(a.gdd, b.gdd)
+    assert np.nanmax(a.gdd) > 0
+    pytest.importorskip("torch")
+    from thermocrop.core.crops import CROP_CLASSES
+    from thermocrop.core.model.bundle import BundleConfig, InputScaling, save_bundle
+    from thermocrop.core.model.networks import build_model
+
+    bundle = tmp_path / "model.tcm"  # plumbing only: an untrained model
+    save_bundle(bundle, build_model("tpe_sinusoidal", len(CROP_CLASSES)).eval(),
+                BundleConfig(classes=CROP_CLASSES, scaling=InputScaling.from_pixel_sets(a)))
+    classify = ["classify", "--parcels", str(small_region["parcels"]), "--scenes", str(small_region["scenes"]),
+                "--weather", str(named), "--model", str(bundle), "--as-of", "2023-06-30"]
+    assert main(classify + ["--out", str(tmp_path / "refused.gpkg")]) == EXIT_INPUT
+    assert "needs the columns date, tmax, tmin" in capsys.readouterr().err
+    assert main(classify + ["--date-var", "Termin", "--tmin-var", "T_Min_2m", "--tmax-var", "T_Max_2m",
+                            "--out", str(tmp_path / "named.gpkg")]) == 0
+    assert len(gpd.read_file(tmp_path / "named.gpkg")) == 3
+    for command in ("classify", "calibrate", "inseason"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        shown = capsys.readouterr().out
+        assert all(flag in shown for flag in ("--tmin-var", "--tmax-var", "--date-var")), command
