@@ -62,7 +62,8 @@ class LayerFootprint:
 
 
 def parcel_layer_info(path: Any, layer: Optional[str] = None) -> dict[str, Any]:
-    """CRS, field names, feature count and extent of a vector file, without reading its features.
+    """CRS, field names, feature count, extent and the names of the file's layers (``layers``) of a
+    vector file, without reading its features.
 
     Raises:
         InputError: the file does not exist or cannot be opened as a vector layer.
@@ -76,11 +77,12 @@ def parcel_layer_info(path: Any, layer: Optional[str] = None) -> dict[str, Any]:
     if is_parquet(path):
         parquet = GeoParquetLayer(path)
         return {"crs": parquet.crs.to_wkt() if parquet.crs is not None else None, "fields": parquet.fields,
-                "count": len(parquet), "bounds": parquet.bounds() if len(parquet) else None}
+                "count": len(parquet), "bounds": parquet.bounds() if len(parquet) else None, "layers": [path.stem]}
     try:
+        layers = fiona.listlayers(path)
         with fiona.open(path, layer=layer) as src:
             return {"crs": src.crs_wkt or None, "fields": list(src.schema["properties"]),
-                    "count": len(src), "bounds": tuple(src.bounds) if len(src) else None}
+                    "count": len(src), "bounds": tuple(src.bounds) if len(src) else None, "layers": layers}
     except Exception as exc:  # fiona raises its own hierarchy
         raise InputError(f"Cannot read parcel layer {path}: {exc}") from None
 
@@ -235,6 +237,10 @@ def check_inputs(
         info = parcel_layer_info(parcels, layer)
         crs, bounds, source = info["crs"], info["bounds"], str(parcels)
         result.parcel_count = info["count"]
+        if not layer and len(info["layers"]) > 1:
+            log.warning("Parcel file %s holds %d layers (%s); the first, %r, is read. To use another, save it "
+                        "to a file of its own (or open the file in QGIS and choose the layer there).", parcels,
+                        len(info["layers"]), ", ".join(info["layers"]), info["layers"][0])
         for role, name in (fields or {}).items():
             if name and name not in info["fields"]:
                 raise InputError(f"Parcel layer {parcels} has no {role} field {name!r}; its fields are "
