@@ -286,6 +286,9 @@ def check_output(
             if part.exists() and not overwrite:
                 raise OutputError(f"The {what} {part} already exists; choose another name, or allow replacing "
                                   "it (--overwrite on the command line).")
+            if part.exists() and not part.stat().st_mode & 0o222:
+                raise OutputError(f"The {what} {part} is read-only, so it is not replaced; choose another name, "
+                                  "or make the file writable first if it should be.")
         if overwrite and is_sqlite_file(target):
             busy = sqlite_activity(target)
             if busy:

@@ -141,6 +141,23 @@ def test_output_equal_to_input_is_refused_by_any_name(files, tmp_path, capsys):
     assert parcels.read_bytes() == before and weather.read_bytes() == (files / "weather.csv").read_bytes()
 
 
+def test_a_read_only_output_is_not_replaced_even_with_overwrite(files, tmp_path, capsys):
+    """A file the user made read-only (mode 0444) is their sign to keep it: --overwrite does not
+    replace it (the run is refused before any work, the file keeps its bytes and mode); once
+    writable it is replaced."""
+    parcels = files / "small.gpkg"
+    out = tmp_path / "gdd.gpkg"
+    assert main(_gdd_args(parcels, files / "weather.csv", out)) == 0
+    before = out.read_bytes()
+    out.chmod(0o444)
+    assert main(_gdd_args(parcels, files / "weather.csv", out, "--overwrite", date="2023-06-01")) == EXIT_OUTPUT
+    assert f"{out} is read-only, so it is not replaced" in capsys.readouterr().err
+    assert out.read_bytes() == before and (out.stat().st_mode & 0o777) == 0o444
+    out.chmod(0o644)
+    assert main(_gdd_args(parcels, files / "weather.csv", out, "--overwrite", date="2023-06-01")) == 0
+    assert out.read_bytes() != before
+
+
 # -- 2. a full disk ---------------------------------------------------------------------------
 
 def test_full_disk_leaves_no_file_and_replaces_none(files, tmp_path):
