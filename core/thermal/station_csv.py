@@ -43,18 +43,28 @@ def station_days(texts: Sequence[str], path: Path, date_col: str) -> np.ndarray:
 
 
 def station_rows(path: Path) -> tuple[list[str], list[dict]]:
-    """A station CSV's column names (stripped) and rows; refused by name unless UTF-8 text."""
+    """A station CSV's column names (stripped) and rows; refused by name unless UTF-8 text.
+
+    Columns are separated by commas, or by semicolons where the header has no comma (a spreadsheet
+    of a decimal-comma locale, whose decimal commas are then read as points: ``-2,5`` is -2.5).
+    """
     try:
         with open(path, newline="", encoding="utf-8-sig") as handle:  # a spreadsheet's BOM is dropped
-            reader = csv.DictReader(handle)
-            return [c.strip() for c in (reader.fieldnames or [])], list(reader)
+            header = handle.readline()
+            handle.seek(0)
+            semicolons = ";" in header and "," not in header
+            reader = csv.DictReader(handle, delimiter=";" if semicolons else ",")
+            rows = list(reader)
+            if semicolons:
+                rows = [{k: v.replace(",", ".") if isinstance(v, str) else v for k, v in r.items()} for r in rows]
+            return [c.strip() for c in (reader.fieldnames or [])], rows
     except UnicodeDecodeError as exc:
         raise WeatherError(f"{path}: a station CSV must be UTF-8 text; byte {exc.start} is not "
                            f"({exc.reason}). Save it again as 'CSV UTF-8' from the spreadsheet program.") from None
 
 
 def read_station_csv(path: Path, n_points: int, start, end, tmin_col: str, tmax_col: str,
-                      date_col: str = "date") -> DailyTemperature:
+                     date_col: str = "date") -> DailyTemperature:
     columns, rows = station_rows(path)
     need = {date_col, tmin_col, tmax_col}
     if not need <= set(columns):

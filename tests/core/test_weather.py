@@ -173,7 +173,7 @@ def test_cf_kelvin_descending_latitude_and_0_360_longitude(tmp_path):
 def test_cf_variable_names_given_explicitly(tmp_path):
     path = tmp_path / "names.nc"
     _write_cf_kelvin(path, names=("lowest", "highest"), standard=False)
-    with pytest.raises(WeatherError, match=r"variables: .*lowest.*tmin_var"):
+    with pytest.raises(WeatherError, match=r"variables: .*lowest.*--tmin-var"):
         read_daily_temperature(path, [0.0], [48.0], "EPSG:4326", "2020-01-01", "2020-01-01")
     w = read_daily_temperature(path, [0.0], [48.0], "EPSG:4326", "2020-01-01", "2020-01-01",
                                variables=WeatherVariables(tmin_var="lowest", tmax_var="highest"))

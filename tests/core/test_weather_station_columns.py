@@ -79,3 +79,19 @@ def test_missing_rows_inside_the_record_are_named_as_such(tmp_path):
     with pytest.raises(WeatherError,
                        match=r"does not cover 2018-03-04 to 2018-03-05, 2018-03-11 \(3 days\).* whole season"):
         read_daily_temperature(path, [0.0], [0.0], "EPSG:4326", "2018-03-01", "2018-03-11")
+
+
+def test_a_semicolon_csv_with_decimal_commas_reads(tmp_path):
+    """A spreadsheet of a decimal-comma locale saves ``date;tmin;tmax`` with ``-2,5``: read as the
+    same record as the comma file (a BOM too); a comma file keeps its decimal points."""
+    rows = [("2018-01-01", -2.5, 3.25), ("2018-01-02", -1.0, 4.5), ("2018-01-03", 0.75, 6.0)]
+    comma = tmp_path / "comma.csv"
+    comma.write_text("date,tmin,tmax\n" + "".join(f"{d},{lo},{hi}\n" for d, lo, hi in rows))
+    semi = tmp_path / "semi.csv"
+    semi.write_bytes(("date;tmin;tmax\r\n" + "".join(f"{d};{lo};{hi}\r\n".replace(".", ",") for d, lo, hi in rows))
+                     .encode("utf-8-sig"))
+    a = read_daily_temperature(comma, [0.0], [0.0], "EPSG:4326", "2018-01-01", "2018-01-03")
+    b = read_daily_temperature(semi, [0.0], [0.0], "EPSG:4326", "2018-01-01", "2018-01-03")
+    np.testing.assert_array_equal(b.tmin, a.tmin)
+    np.testing.assert_array_equal(b.tmax[0], [r[2] for r in rows])
+    assert record_period(semi) == (np.datetime64("2018-01-01"), np.datetime64("2018-01-03"))
