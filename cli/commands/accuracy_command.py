@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         read_class_areas,
         write_reports,
     )
+    from ...core.errors import InputError
 
     log = logging.getLogger("thermocrop.accuracy")
     html_path = Path(args.html)
@@ -61,9 +62,13 @@ def run(args: argparse.Namespace) -> int:
     frame = _read_layer(args.layer, args.layer_name, need_geometry=args.class_areas is None
                         and args.weighting == "area")
     areas = read_class_areas(args.class_areas) if args.class_areas else None
-    report = assess_layer(frame, args.predicted, args.reference, weighting=args.weighting,
-                          class_areas=areas, area_unit=args.area_unit, confidence_field=args.confidence,
-                          title=f"{Path(args.layer).name} ({args.predicted} against {args.reference})")
+    try:
+        report = assess_layer(frame, args.predicted, args.reference, weighting=args.weighting,
+                              class_areas=areas, area_unit=args.area_unit, confidence_field=args.confidence,
+                              title=f"{Path(args.layer).name} ({args.predicted} against {args.reference})")
+    except InputError as exc:  # the core speaks of "the layer": say which
+        where = f"{args.layer}" + (f" (layer {args.layer_name})" if args.layer_name else "")
+        raise InputError(f"{where}: {exc}") from None
     for warning in report.warnings:
         log.warning(warning)
     written = write_reports(report, outputs, overwrite=args.overwrite, inputs=inputs)

@@ -88,13 +88,14 @@ def _coordinate(ds, var, kind: str) -> Any:
     )
 
 
-def _time_coordinate(ds, var) -> Any:
+def _time_coordinate(ds, var, source: str) -> Any:
     for dim in var.dims:
         c = ds[dim] if dim in ds.variables else None
         if c is not None and (str(dim).lower() in ("time", "t") or c.attrs.get("standard_name") == "time"
                               or c.attrs.get("axis") == "T" or np.issubdtype(c.dtype, np.datetime64)):
             return c
-    raise WeatherError(f"variable {var.name!r} has no time dimension; daily records need one")
+    raise WeatherError(f"{source}: variable {var.name!r} has no time dimension; daily records need one (a "
+                       "file of daily temperatures whose time axis is named time, or has axis T)")
 
 
 def _calendar(values: np.ndarray) -> str:
@@ -194,7 +195,7 @@ class _Grid:
         self.what = f"variable {name!r} of {path}"
         self.lat = _coordinate(ds, self.var, "latitude")
         self.lon = _coordinate(ds, self.var, "longitude")
-        self.time = _time_coordinate(ds, self.var)
+        self.time = _time_coordinate(ds, self.var, str(path))
         self.dates = _days(self.time.values, str(path))
         self.calendar = _calendar(self.time.values)
         self.absent = _absent_leap_days(self.dates, self.calendar)
@@ -446,7 +447,7 @@ def record_period(path, *, tmin_var: Optional[str] = None, date_var: Optional[st
             if name is None:
                 raise WeatherError(f"{path} has no daily temperature variable "
                                    f"(variables: {', '.join(map(str, ds.data_vars)) or 'none'})")
-            days = _days(_time_coordinate(ds, ds[name]).values, str(path))
+            days = _days(_time_coordinate(ds, ds[name], str(path)).values, str(path))
             days = days[~np.isnat(days)]
     if days.size == 0:
         raise WeatherError(f"{path} holds no dates")

@@ -141,3 +141,23 @@ def test_temperatures_out_of_range_are_counted(tmp_path):
     path = _write(tmp_path / "hot.nc", np.arange(30), tmax_shift=500.0)
     with pytest.raises(WeatherError, match=r"variable 'tx' of .*hot.nc .*: 44 of its 44 values lie outside"):
         _read(path, "2020-01-10", "2020-01-20")
+
+
+def test_a_file_without_a_time_axis_is_named(tmp_path):
+    """A climatology-like file of one field per variable and no time axis: refused naming the file."""
+    path = tmp_path / "notime.nc"
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("lat", LAT.size)
+        nc.createDimension("lon", LON.size)
+        for name, values in (("lat", LAT), ("lon", LON)):
+            v = nc.createVariable(name, "f8", (name,))
+            v.units = "degrees_north" if name == "lat" else "degrees_east"
+            v[:] = values
+        for name in ("tn", "tx"):
+            v = nc.createVariable(name, "f4", ("lat", "lon"))
+            v.units = "Celsius"
+            v[:] = np.full((LAT.size, LON.size), 5.0)
+    for read in (lambda: read_daily_temperature(path, [11.05], [48.05], "EPSG:4326", "2020-01-01", "2020-01-02"),
+                 lambda: record_period(path)):
+        with pytest.raises(WeatherError, match=rf"{path}: variable 'tn' has no time dimension"):
+            read()

@@ -66,8 +66,13 @@ def test_accuracy_command_errors(layer, tmp_path, capsys):
     assert main(["accuracy", "--layer", str(layer), "--reference", "crop",
                  "--html", str(tmp_path / "r.html")]) != 0
     err = capsys.readouterr().err
-    assert "no field 'crop'" in err and "truth" in err
+    assert f"{layer}: The layer has no field 'crop'" in err and "truth" in err
     assert not (tmp_path / "r.html").exists()
+    # A reference in other names than the map's: the file is named with the problem.
+    gpd.read_file(layer).assign(truth=["1", "1", "2", None, "2", "2"]).to_file(tmp_path / "codes.gpkg")
+    assert main(["accuracy", "--layer", str(tmp_path / "codes.gpkg"), "--reference", "truth",
+                 "--html", str(tmp_path / "r.html")]) == EXIT_INPUT
+    assert f"{tmp_path / 'codes.gpkg'}: The map classes (corn, winter_wheat)" in capsys.readouterr().err
 
 
 def test_points_need_count_weights(tmp_path, capsys):
