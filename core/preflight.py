@@ -215,8 +215,10 @@ def check_inputs(
         InputError (or a subclass): the first problem found, naming the file, layer or field.
     """
     from .parcels import check_crs
+    from .thermal.daily_values import new_run
 
     t0 = time.perf_counter()
+    new_run()  # each weather warning once in this run, though the weather is read again for the work
     result = Preflight()
     # A missing weather file is found by a stat; no need to load the model or list scenes first.
     check_weather_file(weather)

@@ -27,6 +27,14 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _each_test_a_run():
+    """Each test starts as a run does: weather warnings said in an earlier test are said again."""
+    from thermocrop.core.thermal.daily_values import new_run
+
+    new_run()
+
+
 # Synthetic regions (synth/): generated once per test session and shared.
 @pytest.fixture(scope="session")
 def make_region(tmp_path_factory):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -23,6 +23,26 @@ PLAUSIBLE_CELSIUS = (-90.0, 60.0)
 KELVIN_WITHOUT_UNITS = (183.0, 333.0)
 """Values a variable without units must all lie within to be read as Kelvin (-90 .. 60 C):
 no value there is a plausible daily temperature in degrees C, so the reading is unambiguous."""
+
+
+_SAID: set = set()
+"""The weather warnings said since the current run's input check (see :func:`new_run`)."""
+
+
+def new_run() -> None:
+    """Start a run: each weather warning is said once from here on, though the run reads its
+    weather file twice (a sample in the input check, then all of it)."""
+    _SAID.clear()
+
+
+def warn_once(log: logging.Logger, message: str, *args: Any) -> None:
+    """``log.warning(message, *args)`` unless the same text was said since :func:`new_run`."""
+    text = message % args if args else message
+    if text in _SAID:
+        log.debug("said before: %s", text)
+        return
+    _SAID.add(text)
+    log.warning("%s", text)
 
 
 @dataclass
@@ -100,12 +120,12 @@ def to_celsius(values: np.ndarray, units: Optional[str], what: str) -> np.ndarra
     seen = value_range(values)
     if not units:
         if seen is not None and KELVIN_WITHOUT_UNITS[0] <= seen[0] and seen[1] <= KELVIN_WITHOUT_UNITS[1]:
-            logger.warning("%s has no units attribute and its values run %s, which are Kelvin (no "
-                           "place has such daily temperatures in degrees C); converted to degrees C. "
-                           "Set its units attribute to 'K' to say so", what, describe_range(seen))
+            warn_once(logger, "%s has no units attribute and its values run %s, which are Kelvin (no "
+                      "place has such daily temperatures in degrees C); converted to degrees C. "
+                      "Set its units attribute to 'K' to say so", what, describe_range(seen))
             values -= np.float32(273.15)
         else:
-            logger.warning("%s has no units attribute; reading it as degrees C", what)
+            warn_once(logger, "%s has no units attribute; reading it as degrees C", what)
             units = "none (read as degrees C)"
     else:
         key = _unit_key(units)
@@ -194,5 +214,5 @@ def check_min_max(tmin: np.ndarray, tmax: np.ndarray, dates: np.ndarray, what_mi
             f"{what_min} is above {what_max} on {share:.0%} of the days ({example}): the minimum and "
             f"maximum look swapped. {swap_hint}"
         )
-    logger.warning("%s is above %s on %d days (%s; %s); these days are used as they are",
-                   what_min, what_max, days.size, describe_days(days), example)
+    warn_once(logger, "%s is above %s on %d days (%s; %s); these days are used as they are",
+              what_min, what_max, days.size, describe_days(days), example)

@@ -20,6 +20,7 @@ from .daily_values import (
     check_plausible,
     describe_range,
     value_range,
+    warn_once,
 )
 
 logger = logging.getLogger(__name__)
@@ -87,9 +88,9 @@ def read_station_csv(path: Path, n_points: int, start, end, tmin_col: str, tmax_
     _check_duplicate_days(path, dates, tmin, tmax)
     seen = value_range(np.concatenate([tmin, tmax]))
     if seen is not None and KELVIN_WITHOUT_UNITS[0] <= seen[0] and seen[1] <= KELVIN_WITHOUT_UNITS[1]:
-        logger.warning("%s: columns %s and %s run %s, which are Kelvin (no place has such daily "
-                       "temperatures in degrees C); converted to degrees C. Station CSVs should "
-                       "give degrees C", path, tmin_col, tmax_col, describe_range(seen))
+        warn_once(logger, "%s: columns %s and %s run %s, which are Kelvin (no place has such daily "
+                  "temperatures in degrees C); converted to degrees C. Station CSVs should "
+                  "give degrees C", path, tmin_col, tmax_col, describe_range(seen))
         tmin -= np.float32(273.15)
         tmax -= np.float32(273.15)
     for values, col in ((tmin, tmin_col), (tmax, tmax_col)):

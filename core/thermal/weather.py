@@ -24,7 +24,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from ..errors import WeatherError
-from .daily_values import DailyTemperature, check_coverage, check_min_max, describe_days, to_celsius
+from .daily_values import DailyTemperature, check_coverage, check_min_max, describe_days, to_celsius, warn_once
 from .station_csv import read_station_csv, station_days, station_rows
 
 logger = logging.getLogger(__name__)
@@ -296,8 +296,8 @@ def _read_days(grid: "_Grid", want: np.ndarray, rows: slice, cols: slice) -> np.
     out = np.full((want.size, *block.shape[1:]), np.nan, dtype=np.float32)
     out[present] = block[first - lo]
     if not present.all():
-        logger.warning("%s: its %r calendar has no %s; filled from the days around it", grid.what, grid.calendar,
-                       describe_days(want[~present]))
+        warn_once(logger, "%s: its %r calendar has no %s; filled from the days around it", grid.what, grid.calendar,
+                  describe_days(want[~present]))
     return out
 
 

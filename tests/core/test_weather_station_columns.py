@@ -1,4 +1,6 @@
 """Station CSVs with other column names and ISO date-times (e.g. a weather service's export)."""
+import logging
+
 import numpy as np
 import pytest
 
@@ -95,3 +97,24 @@ def test_a_semicolon_csv_with_decimal_commas_reads(tmp_path):
     np.testing.assert_array_equal(b.tmin, a.tmin)
     np.testing.assert_array_equal(b.tmax[0], [r[2] for r in rows])
     assert record_period(semi) == (np.datetime64("2018-01-01"), np.datetime64("2018-01-03"))
+
+
+def test_a_weather_warning_is_said_once_per_run(tmp_path, caplog):
+    """A run reads its weather in the input check and again for the work: a Kelvin station CSV
+    is said to be Kelvin once; the next run (a new input check) says it again."""
+    from thermocrop.core.preflight import check_inputs
+
+    days = np.arange("2018-01-01", "2018-12-31", dtype="datetime64[D]")
+    path = tmp_path / "kelvin.csv"
+    path.write_text("date,tmin,tmax\n" + "".join(f"{d},271.15,281.15\n" for d in days))
+
+    def said():
+        return [r for r in caplog.records if "which are Kelvin" in r.getMessage()]
+
+    for run in (1, 2):
+        with caplog.at_level(logging.WARNING):
+            check_inputs(weather=str(path))
+            for _ in range(2):  # a sample, then all of it
+                w = read_daily_temperature(path, [0.0], [0.0], "EPSG:4326", "2018-01-01", "2018-12-30")
+        np.testing.assert_allclose(w.tmin[0], -2.0, atol=1e-4)
+        assert len(said()) == run
