@@ -33,12 +33,21 @@ class TqdmLoggingHandler(logging.Handler):
             self.handleError(record)
 
 
-def configure_logging(level: int = logging.INFO, stream: Optional[IO[str]] = None) -> None:
-    """``logging.basicConfig`` with :class:`TqdmLoggingHandler` and ThermoCrop's line format (like
-    basicConfig, it leaves a root logger that already has handlers alone)."""
+def log_handler(level: int = logging.INFO, stream: Optional[IO[str]] = None) -> logging.Handler:
+    """The command line's log handler: ThermoCrop's line format beside the progress bars; other
+    libraries' notes (numexpr's thread count, GDAL's raw errors that ThermoCrop turns into its own
+    message) only at ``DEBUG`` (``--verbose``), their warnings always."""
     handler = TqdmLoggingHandler(stream)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
-    logging.basicConfig(level=level, handlers=[handler])
+    if level > logging.DEBUG:
+        handler.addFilter(lambda r: r.levelno >= logging.WARNING or r.name.split(".")[0] == "thermocrop")
+    return handler
+
+
+def configure_logging(level: int = logging.INFO, stream: Optional[IO[str]] = None) -> None:
+    """``logging.basicConfig`` with :func:`log_handler` (like basicConfig, it leaves a root logger
+    that already has handlers alone)."""
+    logging.basicConfig(level=level, handlers=[log_handler(level, stream)])
     if level > logging.DEBUG:  # torch's own notes (its caches' statistics at exit) are not the user's
         logging.getLogger("torch").setLevel(logging.WARNING)
 

@@ -64,3 +64,20 @@ def test_progress_bar_reaches_100_percent(capsys):
         progress(0.5)
     err = capsys.readouterr().err
     assert "extract: 100%" in err
+
+
+def test_other_libraries_notes_only_with_verbose():
+    """At the default level a user sees ThermoCrop's notes and everyone's warnings, not numexpr's
+    thread count or GDAL's raw error lines; --verbose (DEBUG) shows them all."""
+    from thermocrop.cli.progress_bar import log_handler
+
+    for level, expected in ((logging.INFO, ["INFO thermocrop.core.x: ours", "WARNING rasterio._env: theirs, loud"]),
+                            (logging.DEBUG, ["INFO thermocrop.core.x: ours", "INFO rasterio._env: theirs, quiet",
+                                             "WARNING rasterio._env: theirs, loud"])):
+        stream = io.StringIO()
+        handler = log_handler(level, stream)
+        for name, lvl, text in (("thermocrop.core.x", logging.INFO, "ours"),
+                                ("rasterio._env", logging.INFO, "theirs, quiet"),
+                                ("rasterio._env", logging.WARNING, "theirs, loud")):
+            handler.handle(logging.LogRecord(name, lvl, __file__, 1, text, None, None))
+        assert stream.getvalue().splitlines() == expected
